@@ -1,0 +1,41 @@
+//! The route table: Nakama's paths and methods.
+
+mod account;
+mod authenticate;
+mod health;
+mod session;
+mod storage;
+
+use axum::Router;
+use axum::routing::{get, post, put};
+
+use crate::ApiState;
+
+pub(crate) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/healthcheck", get(health::healthcheck))
+        .route("/v2/healthcheck", get(health::healthcheck))
+        .route(
+            "/v2/account/authenticate/device",
+            post(authenticate::device),
+        )
+        .route(
+            "/v2/account/authenticate/custom",
+            post(authenticate::custom),
+        )
+        .route("/v2/account/authenticate/email", post(authenticate::email))
+        .route("/v2/account/session/refresh", post(session::refresh))
+        .route("/v2/session/logout", post(session::logout))
+        .route("/v2/account", get(account::get).put(account::update))
+        .route("/v2/storage", post(storage::read).put(storage::write))
+        // A collection may be called "delete": GET still lists it, as with Nakama's router.
+        .route(
+            "/v2/storage/delete",
+            put(storage::delete).get(storage::list_delete_collection),
+        )
+        .route("/v2/storage/{collection}", get(storage::list))
+        .route(
+            "/v2/storage/{collection}/{user_id}",
+            get(storage::list_for_user),
+        )
+}

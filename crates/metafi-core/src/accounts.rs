@@ -1,0 +1,377 @@
+//! Accounts: sign-in by device id, custom id or email (creating the account on first use), the
+//! account view and profile updates.
+
+use std::sync::Arc;
+
+use metafi_proto::api;
+use metafi_proto::format_timestamp_ms;
+use metafi_storage::{
+    AccountUpdate, Conflict, IdentityRef, NewIdentity, NewUser, Storage, StorageError,
+};
+use uuid::Uuid;
+
+use crate::{Clock, CoreError, PasswordHasher, validate};
+
+/// How many times a generated username is re-drawn when it collides with an existing one.
+const GENERATED_USERNAME_ATTEMPTS: usize = 5;
+
+/// Tunables of the account service.
+#[derive(Debug, Clone)]
+pub struct AccountsConfig {
+    /// bcrypt work factor for new password hashes.
+    pub bcrypt_cost: u32,
+    /// How many password hashes may run at once on the blocking pool.
+    pub max_concurrent_hashes: usize,
+}
+
+/// What a user signs in with.
+#[derive(Debug, Clone)]
+pub enum Identity {
+    Device {
+        id: String,
+    },
+    Custom {
+        id: String,
+    },
+    /// Email and password; an empty email means "sign in by username and password".
+    Email {
+        email: String,
+        password: String,
+    },
+}
+
+/// A successful authentication: who, and whether the account was just created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthOutcome {
+    pub user_id: Uuid,
+    pub username: String,
+    pub created: bool,
+}
+
+#[derive(Debug)]
+pub struct Accounts {
+    store: Arc<dyn Storage>,
+    hasher: PasswordHasher,
+    clock: Arc<dyn Clock>,
+}
+
+impl Accounts {
+    pub fn new(store: Arc<dyn Storage>, config: &AccountsConfig, clock: Arc<dyn Clock>) -> Self {
+        Accounts {
+            store,
+            hasher: PasswordHasher::new(config.bcrypt_cost, config.max_concurrent_hashes),
+            clock,
+        }
+    }
+
+    /// Signs a user in, creating the account when `create` is set and none exists. `username`
+    /// is used only when creating; a random one is generated when it is `None`.
+    pub async fn authenticate(
+        &self,
+        identity: Identity,
+        username: Option<String>,
+        create: bool,
+    ) -> Result<AuthOutcome, CoreError> {
+        let username = match username.filter(|u| !u.is_empty()) {
+            Some(u) => {
+                validate::username(&u)?;
+                Some(u)
+            }
+            None => None,
+        };
+        match identity {
+            Identity::Device { id } => {
+                validate::device_id(&id)?;
+                self.find_or_create(NewIdentity::Device { id }, username, create)
+                    .await
+            }
+            Identity::Custom { id } => {
+                validate::custom_id(&id)?;
+                self.find_or_create(NewIdentity::Custom { id }, username, create)
+                    .await
+            }
+            Identity::Email { email, password } => {
+                self.authenticate_email(email, password, username, create)
+                    .await
+            }
+        }
+    }
+
+    /// The signed-in user's own account view.
+    pub async fn account(&self, user_id: Uuid) -> Result<api::Account, CoreError> {
+        let account = self
+            .store
+            .account(user_id)
+            .await
+            .map_err(|e| CoreError::storage("reading an account", e))?
+            .ok_or_else(|| CoreError::not_found("Account not found."))?;
+        let user = account.user;
+        Ok(api::Account {
+            wallet: user.wallet.clone(),
+            email: user.email.clone().unwrap_or_default(),
+            devices: account
+                .device_ids
+                .into_iter()
+                .map(|id| api::AccountDevice {
+                    id,
+                    vars: Default::default(),
+                })
+                .collect(),
+            custom_id: user.custom_id.clone().unwrap_or_default(),
+            verify_time: user
+                .verify_time_ms
+                .map(format_timestamp_ms)
+                .unwrap_or_default(),
+            disable_time: user
+                .disable_time_ms
+                .map(format_timestamp_ms)
+                .unwrap_or_default(),
+            user: user_view(user),
+        })
+    }
+
+    /// Applies a client's profile update. The username, when given, must be valid and free.
+    pub async fn update_account(
+        &self,
+        user_id: Uuid,
+        request: api::UpdateAccountRequest,
+    ) -> Result<(), CoreError> {
+        if let Some(username) = &request.username {
+            validate::username(username)?;
+        }
+        let update = AccountUpdate {
+            username: request.username,
+            display_name: request.display_name,
+            avatar_url: request.avatar_url,
+            lang_tag: request.lang_tag,
+            location: request.location,
+            timezone: request.timezone,
+            metadata: None,
+        };
+        if update.is_empty() {
+            return Err(CoreError::invalid("No fields to update."));
+        }
+        match self
+            .store
+            .update_account(user_id, update, self.clock.now_ms())
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StorageError::Conflict {
+                what: Conflict::Username,
+            }) => Err(CoreError::already_exists("Username is already in use.")),
+            Err(StorageError::NotFound { .. }) => Err(CoreError::not_found("Account not found.")),
+            Err(e) => Err(CoreError::storage("updating an account", e)),
+        }
+    }
+
+    async fn authenticate_email(
+        &self,
+        email: String,
+        password: String,
+        username: Option<String>,
+        create: bool,
+    ) -> Result<AuthOutcome, CoreError> {
+        if email.is_empty() && password.is_empty() {
+            return Err(CoreError::invalid(
+                "Email address and password is required.",
+            ));
+        }
+        validate::password(&password)?;
+        if email.is_empty() {
+            // Sign-in by username and password; never creates an account.
+            let username = username.ok_or_else(|| {
+                CoreError::invalid("Username is required when email address is not supplied.")
+            })?;
+            return self
+                .sign_in_with_password(IdentityRef::Username(&username), password)
+                .await?
+                .ok_or_else(|| CoreError::not_found("User account not found."));
+        }
+        let email = validate::email(&email)?;
+        if let Some(outcome) = self
+            .sign_in_with_password(IdentityRef::Email(&email), password.clone())
+            .await?
+        {
+            return Ok(outcome);
+        }
+        if !create {
+            return Err(CoreError::not_found("User account not found."));
+        }
+        let password_hash = self.hasher.hash(password.clone()).await?;
+        match self
+            .create(
+                NewIdentity::Email {
+                    email: email.clone(),
+                    password_hash,
+                },
+                username,
+            )
+            .await
+        {
+            // Someone created this email account meanwhile: sign in to it with the password.
+            Err(CreateError::IdentityTaken) => self
+                .sign_in_with_password(IdentityRef::Email(&email), password)
+                .await?
+                .ok_or_else(|| CoreError::unauthenticated("Invalid credentials.")),
+            other => other.map_err(CreateError::into_core),
+        }
+    }
+
+    /// Looks a password account up; `None` when it does not exist.
+    async fn sign_in_with_password(
+        &self,
+        identity: IdentityRef<'_>,
+        password: String,
+    ) -> Result<Option<AuthOutcome>, CoreError> {
+        let Some(user) = self.find(identity).await? else {
+            return Ok(None);
+        };
+        if user.disabled {
+            return Err(CoreError::permission_denied("User account banned."));
+        }
+        let Some(hash) = user.password_hash else {
+            return Err(CoreError::unauthenticated("Invalid credentials."));
+        };
+        if !self.hasher.verify(password, hash).await? {
+            return Err(CoreError::unauthenticated("Invalid credentials."));
+        }
+        Ok(Some(AuthOutcome {
+            user_id: user.id,
+            username: user.username,
+            created: false,
+        }))
+    }
+
+    async fn find_or_create(
+        &self,
+        identity: NewIdentity,
+        username: Option<String>,
+        create: bool,
+    ) -> Result<AuthOutcome, CoreError> {
+        if let Some(outcome) = self.sign_in(&identity).await? {
+            return Ok(outcome);
+        }
+        if !create {
+            return Err(CoreError::not_found("User account not found."));
+        }
+        match self.create(identity.clone(), username).await {
+            // Lost a race with a concurrent sign-up of the same id: that account is ours too.
+            Err(CreateError::IdentityTaken) => self
+                .sign_in(&identity)
+                .await?
+                .ok_or_else(|| CoreError::not_found("User account not found.")),
+            other => other.map_err(CreateError::into_core),
+        }
+    }
+
+    async fn sign_in(&self, identity: &NewIdentity) -> Result<Option<AuthOutcome>, CoreError> {
+        let lookup = match identity {
+            NewIdentity::Device { id } => IdentityRef::Device(id),
+            NewIdentity::Custom { id } => IdentityRef::Custom(id),
+            NewIdentity::Email { email, .. } => IdentityRef::Email(email),
+        };
+        let Some(user) = self.find(lookup).await? else {
+            return Ok(None);
+        };
+        if user.disabled {
+            return Err(CoreError::permission_denied("User account banned."));
+        }
+        Ok(Some(AuthOutcome {
+            user_id: user.id,
+            username: user.username,
+            created: false,
+        }))
+    }
+
+    async fn find(
+        &self,
+        identity: IdentityRef<'_>,
+    ) -> Result<Option<metafi_storage::AuthUser>, CoreError> {
+        self.store
+            .find_user(identity)
+            .await
+            .map_err(|e| CoreError::storage("finding a user account", e))
+    }
+
+    async fn create(
+        &self,
+        identity: NewIdentity,
+        username: Option<String>,
+    ) -> Result<AuthOutcome, CreateError> {
+        let generated = username.is_none();
+        let attempts = if generated {
+            GENERATED_USERNAME_ATTEMPTS
+        } else {
+            1
+        };
+        let mut last = CreateError::UsernameTaken;
+        for _ in 0..attempts {
+            let username = username.clone().unwrap_or_else(validate::generate_username);
+            let new = NewUser {
+                id: Uuid::new_v4(),
+                username: username.clone(),
+                identity: identity.clone(),
+                now_ms: self.clock.now_ms(),
+            };
+            let id = new.id;
+            match self.store.create_user(new).await {
+                Ok(()) => {
+                    return Ok(AuthOutcome {
+                        user_id: id,
+                        username,
+                        created: true,
+                    });
+                }
+                Err(StorageError::Conflict {
+                    what: Conflict::Username,
+                }) => last = CreateError::UsernameTaken,
+                Err(StorageError::Conflict { .. }) => return Err(CreateError::IdentityTaken),
+                Err(e) => {
+                    return Err(CreateError::Core(CoreError::storage(
+                        "creating an account",
+                        e,
+                    )));
+                }
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Why creating an account failed, before mapping onto client errors.
+enum CreateError {
+    UsernameTaken,
+    IdentityTaken,
+    Core(CoreError),
+}
+
+impl CreateError {
+    fn into_core(self) -> CoreError {
+        match self {
+            CreateError::UsernameTaken => CoreError::already_exists("Username is already in use."),
+            CreateError::IdentityTaken => {
+                CoreError::already_exists("Account identifier already in use.")
+            }
+            CreateError::Core(e) => e,
+        }
+    }
+}
+
+/// The API view of a stored user.
+pub(crate) fn user_view(user: metafi_storage::User) -> api::User {
+    api::User {
+        id: user.id.to_string(),
+        username: user.username,
+        display_name: user.display_name,
+        avatar_url: user.avatar_url,
+        lang_tag: user.lang_tag,
+        location: user.location,
+        timezone: user.timezone,
+        metadata: user.metadata,
+        online: false,
+        edge_count: 0,
+        create_time: format_timestamp_ms(user.create_time_ms),
+        update_time: format_timestamp_ms(user.update_time_ms),
+    }
+}

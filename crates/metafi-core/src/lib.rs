@@ -1,0 +1,29 @@
+//! The services behind every MetaFi edge: accounts (sign-in, profile), session tokens and their
+//! revocation. REST handlers, realtime sockets and runtime modules all call these, so a rule
+//! (validation, a ban, a logout) holds the same way everywhere.
+//!
+//! Errors are [`CoreError`]: each variant carries the gRPC code and the client-safe message that
+//! the edges send (REST body, socket error envelope, runtime error); internal causes stay in
+//! `#[source]` for logs.
+//!
+//! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
+//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`TokenKeys`], [`SessionClaims`], [`Clock`].
+
+mod accounts;
+mod clock;
+mod error;
+pub mod objects;
+mod password;
+mod revocations;
+mod sessions;
+mod tokens;
+mod validate;
+
+pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::CoreError;
+pub use objects::Objects;
+pub use password::PasswordHasher;
+pub use revocations::Revocations;
+pub use sessions::{Sessions, SessionsConfig};
+pub use tokens::{SessionClaims, TokenKeys, TokenKind};

@@ -1,0 +1,189 @@
+//! Sessions: issuing token pairs, checking bearer tokens, refresh and logout.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use metafi_proto::api::Session;
+use metafi_storage::{Revocation, Storage};
+use uuid::Uuid;
+
+use crate::{Clock, CoreError, Revocations, SessionClaims, TokenKeys, TokenKind};
+
+/// Token lifetimes.
+#[derive(Debug, Clone)]
+pub struct SessionsConfig {
+    pub token_expiry_sec: i64,
+    pub refresh_token_expiry_sec: i64,
+}
+
+/// Issues and checks session tokens.
+#[derive(Debug)]
+pub struct Sessions {
+    keys: TokenKeys,
+    config: SessionsConfig,
+    revocations: Revocations,
+    store: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Sessions {
+    pub fn new(
+        keys: TokenKeys,
+        config: SessionsConfig,
+        revocations: Revocations,
+        store: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Sessions {
+            keys,
+            config,
+            revocations,
+            store,
+            clock,
+        }
+    }
+
+    /// Starts a new session for a user that just authenticated.
+    pub fn issue(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        vars: HashMap<String, String>,
+        created: bool,
+    ) -> Result<Session, CoreError> {
+        let now = self.clock.now_secs();
+        self.sign_pair(
+            SessionClaims {
+                session_id: Uuid::new_v4(),
+                user_id,
+                username: username.to_owned(),
+                vars,
+                expires_at: 0,
+                issued_at: now,
+            },
+            created,
+        )
+    }
+
+    /// Checks a session token from an `Authorization: Bearer` header or a socket URL: signature,
+    /// expiry and revocation. No database access.
+    pub fn verify(&self, token: &str) -> Result<SessionClaims, CoreError> {
+        let claims = self
+            .keys
+            .verify(TokenKind::Session, token, self.clock.now_secs())?;
+        if self.revocations.is_revoked(claims.session_id) {
+            return Err(CoreError::unauthenticated(
+                "Auth token invalid, the session has ended",
+            ));
+        }
+        Ok(claims)
+    }
+
+    /// Exchanges a refresh token for a new token pair of the same session. The user must still
+    /// exist and not be banned; its current username goes into the new tokens.
+    pub async fn refresh(
+        &self,
+        refresh_token: &str,
+        vars: Option<HashMap<String, String>>,
+    ) -> Result<Session, CoreError> {
+        if refresh_token.is_empty() {
+            return Err(CoreError::invalid("Refresh token is required."));
+        }
+        let claims = self
+            .keys
+            .verify(TokenKind::Refresh, refresh_token, self.clock.now_secs())?;
+        if self.revocations.is_revoked(claims.session_id) {
+            return Err(CoreError::unauthenticated(
+                "Refresh token invalid or expired.",
+            ));
+        }
+        let users = self
+            .store
+            .users_by_id(&[claims.user_id])
+            .await
+            .map_err(|e| CoreError::storage("looking up the user of a refresh token", e))?;
+        let Some(user) = users.into_iter().next() else {
+            return Err(CoreError::not_found("User account not found."));
+        };
+        if user.disable_time_ms.is_some() {
+            return Err(CoreError::permission_denied("User account banned."));
+        }
+        let vars = vars.unwrap_or(claims.vars);
+        self.sign_pair(
+            SessionClaims {
+                username: user.username,
+                vars,
+                ..claims
+            },
+            false,
+        )
+    }
+
+    /// Ends the session of the given tokens. Each token given must belong to `user_id`. With
+    /// neither token, the session of the caller's own bearer token (`current`) ends.
+    pub async fn logout(
+        &self,
+        current: &SessionClaims,
+        token: &str,
+        refresh_token: &str,
+    ) -> Result<(), CoreError> {
+        let now_ms = self.clock.now_ms();
+        let mut ended: Vec<(Uuid, i64)> = Vec::with_capacity(2);
+        if !token.is_empty() {
+            // An expired token can still be logged out; only its signature and owner matter.
+            let claims = self
+                .keys
+                .verify(TokenKind::Session, token, i64::MIN)
+                .map_err(|_| CoreError::invalid("Session token invalid."))?;
+            if claims.user_id != current.user_id {
+                return Err(CoreError::invalid("Session token invalid."));
+            }
+            ended.push((claims.session_id, claims.expires_at));
+        }
+        if !refresh_token.is_empty() {
+            let claims = self
+                .keys
+                .verify(TokenKind::Refresh, refresh_token, i64::MIN)
+                .map_err(|_| CoreError::invalid("Refresh token invalid."))?;
+            if claims.user_id != current.user_id {
+                return Err(CoreError::invalid("Refresh token invalid."));
+            }
+            ended.push((claims.session_id, claims.expires_at));
+        }
+        if ended.is_empty() {
+            ended.push((current.session_id, current.expires_at));
+        }
+        for (session_id, expires_at) in ended {
+            // Keep the revocation until the refresh token of the session could have expired:
+            // a refresh issues new tokens of the same session id.
+            let horizon =
+                (expires_at * 1000).max(now_ms) + self.config.refresh_token_expiry_sec * 1000;
+            self.revocations
+                .revoke(Revocation {
+                    session_id,
+                    user_id: current.user_id,
+                    expires_at_ms: horizon,
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The deny-list, for housekeeping and metrics.
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
+    }
+
+    fn sign_pair(&self, mut claims: SessionClaims, created: bool) -> Result<Session, CoreError> {
+        let now = self.clock.now_secs();
+        claims.expires_at = now + self.config.token_expiry_sec;
+        let token = self.keys.sign(TokenKind::Session, &claims)?;
+        claims.expires_at = now + self.config.refresh_token_expiry_sec;
+        let refresh_token = self.keys.sign(TokenKind::Refresh, &claims)?;
+        Ok(Session {
+            created,
+            token,
+            refresh_token,
+        })
+    }
+}

@@ -1,0 +1,20 @@
+//! REST request and response bodies (`/v2/...`), named as in Nakama's `api.proto`.
+
+mod account;
+mod session;
+mod storage;
+
+pub use account::{
+    Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User,
+};
+pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
+pub use storage::{
+    DeleteStorageObjectId, DeleteStorageObjectsRequest, ReadStorageObjectId,
+    ReadStorageObjectsRequest, StorageObject, StorageObjectAck, StorageObjectAcks,
+    StorageObjectList, StorageObjects, WriteStorageObject, WriteStorageObjectsRequest,
+};
+
+/// `skip_serializing_if` helper: protobuf JSON omits `false`.
+pub(crate) fn is_false(value: &bool) -> bool {
+    !*value
+}

@@ -1,0 +1,158 @@
+use std::io::Write;
+
+use super::*;
+use crate::config::layers::{defaults_table, leaf_keys};
+
+fn load_with(
+    file: Option<&str>,
+    env: &[(&str, &str)],
+    overrides: &[(&str, &str)],
+) -> anyhow::Result<RawConfig> {
+    let mut tmp = tempfile::NamedTempFile::new().unwrap();
+    if let Some(text) = file {
+        tmp.write_all(text.as_bytes()).unwrap();
+    }
+    let sources = Sources {
+        file: file.map(|_| tmp.path()),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        overrides: overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    load(&sources)
+}
+
+#[test]
+fn annotated_defaults_parse_back_to_the_defaults() {
+    let parsed: RawConfig = toml::from_str(DEFAULT_TOML).unwrap();
+    assert_eq!(parsed, RawConfig::default());
+}
+
+#[test]
+fn annotated_defaults_list_every_key() {
+    let documented: toml::Table = toml::from_str(DEFAULT_TOML).unwrap();
+    let mut documented: Vec<String> = leaf_keys(&documented).into_iter().map(|(k, _)| k).collect();
+    let mut known: Vec<String> = leaf_keys(&defaults_table().unwrap())
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    documented.sort();
+    known.sort();
+    assert_eq!(documented, known);
+}
+
+#[test]
+fn environment_names_are_unambiguous() {
+    let keys = leaf_keys(&defaults_table().unwrap());
+    let mut names: Vec<String> = keys.iter().map(|(k, _)| env_name(k)).collect();
+    names.sort();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(before, names.len());
+}
+
+#[test]
+fn defaults_validate_and_listen_on_nakamas_port() {
+    let config = Config::try_from(RawConfig::default()).unwrap();
+    assert_eq!(config.listen.to_string(), "127.0.0.1:7350");
+    assert_eq!(config.metrics.unwrap().to_string(), "127.0.0.1:9100");
+    assert_eq!(
+        config.database.backend,
+        DatabaseBackend::Sqlite {
+            path: PathBuf::from("./data/metafi.db")
+        }
+    );
+    assert_eq!(config.insecure_defaults().len(), 3);
+}
+
+#[test]
+fn layers_apply_in_order_file_then_env_then_flags() {
+    let raw = load_with(
+        Some("[socket]\nport = 1000\naddress = \"0.0.0.0\"\n[logger]\nlevel = \"debug\"\n"),
+        &[
+            ("METAFI_SOCKET_PORT", "2000"),
+            ("METAFI_DATA_DIR", "/tmp/x"),
+            ("PATH", "/bin"),
+        ],
+        &[("socket.port", "3000")],
+    )
+    .unwrap();
+    assert_eq!(raw.socket.port, 3000, "flag wins over env and file");
+    assert_eq!(
+        raw.socket.address, "0.0.0.0",
+        "file value kept when nothing overrides it"
+    );
+    assert_eq!(raw.data_dir, "/tmp/x", "env applies");
+    assert_eq!(raw.logger.level, "debug");
+    assert_eq!(raw.metrics.port, 9100, "untouched keys keep defaults");
+}
+
+#[test]
+fn unknown_file_key_is_an_error_naming_the_key() {
+    let err = load_with(Some("[socket]\nprot = 1\n"), &[], &[]).unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("socket") && text.contains("prot"), "{text}");
+}
+
+#[test]
+fn unknown_environment_variable_is_an_error() {
+    let err = load_with(None, &[("METAFI_SOCKET_PROT", "1")], &[]).unwrap_err();
+    assert!(format!("{err:#}").contains("METAFI_SOCKET_PROT"));
+}
+
+#[test]
+fn reserved_environment_variables_are_ignored() {
+    load_with(
+        None,
+        &[("METAFI_TEST_POSTGRES_URL", "x"), ("METAFI_CONFIG", "y")],
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn typed_values_are_checked() {
+    let err = load_with(None, &[("METAFI_SOCKET_PORT", "seventy")], &[]).unwrap_err();
+    assert!(format!("{err:#}").contains("expected an integer"));
+    let raw = load_with(None, &[("METAFI_METRICS_ENABLED", "false")], &[]).unwrap();
+    assert!(!raw.metrics.enabled);
+}
+
+#[test]
+fn validation_reports_every_problem() {
+    let mut raw = RawConfig::default();
+    raw.socket.port = 70_000;
+    raw.accounts.bcrypt_cost = 2;
+    raw.logger.format = "xml".into();
+    raw.session.refresh_encryption_key = raw.session.encryption_key.clone();
+    let err = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "socket.port",
+        "accounts.bcrypt_cost",
+        "logger.format",
+        "refresh_encryption_key",
+    ] {
+        assert!(err.contains(needle), "missing {needle} in {err}");
+    }
+}
+
+#[test]
+fn database_urls_select_the_backend() {
+    let dir = std::path::Path::new("/d");
+    assert_eq!(
+        database_backend("sqlite:/var/lib/m.db", dir).unwrap(),
+        DatabaseBackend::Sqlite {
+            path: "/var/lib/m.db".into()
+        }
+    );
+    assert!(matches!(
+        database_backend("postgres://u:p@h/db", dir).unwrap(),
+        DatabaseBackend::Postgres { .. }
+    ));
+    let err = database_backend("mysql://u:secret@h/db", dir).unwrap_err();
+    assert!(!err.contains("secret"), "password must not leak: {err}");
+}

@@ -1,0 +1,203 @@
+//! `metafi serve`: builds the components in dependency order, serves until the shutdown signal,
+//! then drains in-flight work and closes the database.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use metafi_api::ApiState;
+use metafi_core::{Accounts, Clock, Objects, Revocations, Sessions, SystemClock, TokenKeys};
+use metafi_storage::Storage;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::{storage, telemetry};
+
+/// The sockets a server serves on, bound before `run` so tests can bind port 0 and learn the
+/// real address.
+#[derive(Debug)]
+pub struct Listeners {
+    pub api: TcpListener,
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the addresses of the configuration, with errors that say what to change.
+    pub async fn bind(config: &Config) -> anyhow::Result<Listeners> {
+        let api = bind(
+            config.listen,
+            "socket.address/socket.port (--address/--port)",
+        )
+        .await?;
+        let metrics = match config.metrics {
+            Some(addr) => Some(bind(addr, "metrics.address/metrics.port (--metrics-port)").await?),
+            None => None,
+        };
+        Ok(Listeners { api, metrics })
+    }
+
+    pub fn api_addr(&self) -> anyhow::Result<SocketAddr> {
+        Ok(self.api.local_addr()?)
+    }
+
+    pub fn metrics_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
+        self.metrics
+            .as_ref()
+            .map(|l| l.local_addr())
+            .transpose()
+            .map_err(Into::into)
+    }
+}
+
+async fn bind(addr: SocketAddr, keys: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.with_context(|| {
+        format!(
+            "cannot listen on {addr}; is another server running there? Choose another with {keys}"
+        )
+    })
+}
+
+/// Runs the server until `shutdown` completes.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = storage::open(&config.database).await?;
+    let revocations = Revocations::load(store.clone(), clock.now_ms())
+        .await
+        .context("loading session revocations")?;
+    let sessions = Arc::new(Sessions::new(
+        TokenKeys::new(
+            config.session.encryption_key.as_bytes(),
+            config.session.refresh_encryption_key.as_bytes(),
+        ),
+        config.session.lifetimes.clone(),
+        revocations,
+        store.clone(),
+        clock.clone(),
+    ));
+    let accounts = Arc::new(Accounts::new(
+        store.clone(),
+        &config.accounts,
+        clock.clone(),
+    ));
+    let api_state = ApiState {
+        config: Arc::new(config.api.clone()),
+        accounts,
+        sessions: sessions.clone(),
+        objects: Arc::new(Objects::new(store.clone(), clock.clone())),
+    };
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let background = spawn_housekeeping(&config, sessions, store.clone(), clock, stop_rx.clone());
+
+    let api_addr = listeners.api.local_addr()?;
+    let app = metafi_api::router(api_state);
+    let api_server = tokio::spawn(
+        axum::serve(
+            listeners.api,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(stopped(stop_rx.clone()))
+        .into_future(),
+    );
+    let metrics_server = listeners.metrics.map(|listener| {
+        let addr = listener.local_addr().ok();
+        tracing::info!(address = ?addr, "metrics at /metrics");
+        tokio::spawn(serve_metrics(listener, stopped(stop_rx.clone())))
+    });
+
+    let insecure = config.insecure_defaults();
+    if !insecure.is_empty() {
+        tracing::warn!(keys = ?insecure, "running with published default keys; change them before production");
+    }
+    tracing::info!(
+        node = %config.name,
+        address = %api_addr,
+        database = store.backend_name(),
+        "metafi is ready"
+    );
+
+    shutdown.await;
+    tracing::info!(
+        grace_secs = config.shutdown_grace.as_secs(),
+        "shutting down: no new connections, finishing in-flight requests"
+    );
+    let _ = stop_tx.send(true);
+    match tokio::time::timeout(config.shutdown_grace, api_server).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => tracing::error!(error = %e, "API server failed while stopping"),
+        Ok(Err(e)) => tracing::error!(error = %e, "API server task failed"),
+        Err(_) => tracing::warn!("requests still running after the grace period were cut off"),
+    }
+    if let Some(task) = metrics_server {
+        let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), background).await;
+    store.close().await;
+    tracing::info!("database closed; bye");
+    Ok(())
+}
+
+/// Resolves once the stop flag is raised.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+/// Periodic work: purging expired revocations and exporting gauges.
+fn spawn_housekeeping(
+    config: &Config,
+    sessions: Arc<Sessions>,
+    store: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let purge_every = config.session.revocation_purge_interval;
+    let handle = telemetry::metrics_handle();
+    tokio::spawn(async move {
+        let mut upkeep = tokio::time::interval(Duration::from_secs(5));
+        let mut purge = tokio::time::interval(purge_every);
+        let mut stopping = std::pin::pin!(stopped(stop));
+        loop {
+            tokio::select! {
+                _ = &mut stopping => break,
+                _ = upkeep.tick() => {
+                    handle.run_upkeep();
+                    metrics::gauge!("metafi_session_revocations").set(sessions.revocations().len() as f64);
+                    let stats = store.stats();
+                    metrics::gauge!("metafi_storage_writes", "backend" => store.backend_name()).set(stats.writes as f64);
+                    metrics::gauge!("metafi_storage_commits", "backend" => store.backend_name()).set(stats.commits as f64);
+                }
+                _ = purge.tick() => {
+                    match sessions.revocations().purge(clock.now_ms()).await {
+                        Ok(0) => {}
+                        Ok(purged) => tracing::debug!(purged, "expired session revocations purged"),
+                        Err(e) => tracing::warn!(error = %e, "purging session revocations failed; will retry"),
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn serve_metrics(listener: TcpListener, stop: impl Future<Output = ()> + Send + 'static) {
+    let handle = telemetry::metrics_handle();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let handle = handle.clone();
+            async move { handle.render() }
+        }),
+    );
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "metrics server failed");
+    }
+}

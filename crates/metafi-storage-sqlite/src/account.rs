@@ -1,0 +1,311 @@
+//! Users and identities in SQLite. Writers run on the writer thread (the only writer, so a
+//! check followed by an insert cannot race); readers on a reader connection.
+
+use metafi_storage::{
+    Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, StorageError,
+    User,
+};
+use rusqlite::{Connection, OptionalExtension as _, Row, params};
+use uuid::Uuid;
+
+use crate::db;
+
+pub(crate) fn create_user(conn: &Connection, new: &NewUser) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("create user", e);
+    let (device, email, password, custom_id) = match &new.identity {
+        NewIdentity::Device { id } => (Some(id), None, None, None),
+        NewIdentity::Custom { id } => (None, None, None, Some(id)),
+        NewIdentity::Email {
+            email,
+            password_hash,
+        } => (None, Some(email), Some(password_hash), None),
+    };
+    // Fast path: insert, and learn about conflicts from what did not happen. `DO NOTHING`
+    // without a target covers every unique key of the row (id, username, email, custom id).
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO users (id, username, email, password, custom_id, create_time, update_time)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                new.id,
+                new.username,
+                email,
+                password,
+                custom_id,
+                new.now_ms
+            ])
+        })
+        .map_err(fail)?;
+    if inserted == 0 {
+        return Err(which_conflict(conn, new).map_err(fail)?);
+    }
+    if let Some(device) = device {
+        let linked = conn
+            .prepare_cached(
+                "INSERT INTO user_device (id, user_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            )
+            .and_then(|mut s| s.execute(params![device, new.id]))
+            .map_err(fail)?;
+        if linked == 0 {
+            // The request's savepoint rolls the user row back.
+            return Err(conflict(Conflict::DeviceId));
+        }
+    }
+    Ok(())
+}
+
+/// Why a new user row was refused. The identity's conflict comes first: a caller that raced
+/// another sign-up with the same identity looks the identity up again, which is only right if
+/// the identity is what is taken.
+fn which_conflict(conn: &Connection, new: &NewUser) -> rusqlite::Result<StorageError> {
+    let identity = match &new.identity {
+        NewIdentity::Device { id } => {
+            db::exists(conn, "SELECT 1 FROM user_device WHERE id = ?1", [id])?
+                .then_some(Conflict::DeviceId)
+        }
+        NewIdentity::Custom { id } => {
+            db::exists(conn, "SELECT 1 FROM users WHERE custom_id = ?1", [id])?
+                .then_some(Conflict::CustomId)
+        }
+        NewIdentity::Email { email, .. } => {
+            db::exists(conn, "SELECT 1 FROM users WHERE email = ?1", [email])?
+                .then_some(Conflict::Email)
+        }
+    };
+    if let Some(what) = identity {
+        return Ok(conflict(what));
+    }
+    if db::exists(
+        conn,
+        "SELECT 1 FROM users WHERE username = ?1",
+        [&new.username],
+    )? {
+        return Ok(conflict(Conflict::Username));
+    }
+    Ok(StorageError::Invalid {
+        message: "a user with this id already exists".to_owned(),
+    })
+}
+
+pub(crate) fn link_device(
+    conn: &Connection,
+    user_id: Uuid,
+    device_id: &str,
+) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("link device", e);
+    if !db::exists(conn, "SELECT 1 FROM users WHERE id = ?1", [user_id]).map_err(fail)? {
+        return Err(StorageError::NotFound { what: "user" });
+    }
+    let owner: Option<Uuid> = conn
+        .prepare_cached("SELECT user_id FROM user_device WHERE id = ?1")
+        .and_then(|mut s| s.query_row([device_id], |r| r.get(0)).optional())
+        .map_err(fail)?;
+    match owner {
+        Some(owner) if owner == user_id => Ok(()),
+        Some(_) => Err(conflict(Conflict::DeviceId)),
+        None => conn
+            .prepare_cached("INSERT INTO user_device (id, user_id) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![device_id, user_id]))
+            .map(drop)
+            .map_err(fail),
+    }
+}
+
+pub(crate) fn update_account(
+    conn: &Connection,
+    user_id: Uuid,
+    update: &AccountUpdate,
+    now_ms: i64,
+) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("update account", e);
+    if let Some(username) = &update.username {
+        let taken = db::exists(
+            conn,
+            "SELECT 1 FROM users WHERE username = ?1 AND id <> ?2",
+            params![username, user_id],
+        )
+        .map_err(fail)?;
+        if taken {
+            return Err(conflict(Conflict::Username));
+        }
+    }
+    let changed = conn
+        .prepare_cached(
+            "UPDATE users SET
+                 username = coalesce(?2, username),
+                 display_name = coalesce(?3, display_name),
+                 avatar_url = coalesce(?4, avatar_url),
+                 lang_tag = coalesce(?5, lang_tag),
+                 location = coalesce(?6, location),
+                 timezone = coalesce(?7, timezone),
+                 metadata = coalesce(?8, metadata),
+                 update_time = ?9
+             WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                user_id,
+                update.username,
+                update.display_name,
+                update.avatar_url,
+                update.lang_tag,
+                update.location,
+                update.timezone,
+                update.metadata,
+                now_ms
+            ])
+        })
+        .map_err(fail)?;
+    if changed == 0 {
+        return Err(StorageError::NotFound { what: "user" });
+    }
+    Ok(())
+}
+
+pub(crate) fn find_user(
+    conn: &Connection,
+    identity: &OwnedIdentity,
+) -> Result<Option<AuthUser>, StorageError> {
+    let (sql, key) = match identity {
+        OwnedIdentity::Device(id) => (
+            // A subquery, not a join: SQLite plans both as two primary-key searches, but runs
+            // this form about three times faster (measured: 7.5 µs against 24 µs).
+            "SELECT id, username, disable_time, password FROM users
+             WHERE id = (SELECT user_id FROM user_device WHERE id = ?1)",
+            id,
+        ),
+        OwnedIdentity::Custom(id) => (
+            "SELECT id, username, disable_time, password FROM users WHERE custom_id = ?1",
+            id,
+        ),
+        OwnedIdentity::Email(email) => (
+            "SELECT id, username, disable_time, password FROM users WHERE email = ?1",
+            email,
+        ),
+        OwnedIdentity::Username(name) => (
+            "SELECT id, username, disable_time, password FROM users WHERE username = ?1",
+            name,
+        ),
+    };
+    conn.prepare_cached(sql)
+        .and_then(|mut s| {
+            s.query_row([key], |r| {
+                Ok(AuthUser {
+                    id: r.get(0)?,
+                    username: r.get(1)?,
+                    disabled: r.get::<_, Option<i64>>(2)?.is_some(),
+                    password_hash: r.get(3)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(|e| StorageError::backend("find user", e))
+}
+
+/// An [`IdentityRef`] that can travel to a reader thread.
+#[derive(Debug, Clone)]
+pub(crate) enum OwnedIdentity {
+    Device(String),
+    Custom(String),
+    Email(String),
+    Username(String),
+}
+
+impl From<IdentityRef<'_>> for OwnedIdentity {
+    fn from(identity: IdentityRef<'_>) -> Self {
+        match identity {
+            IdentityRef::Device(id) => OwnedIdentity::Device(id.to_owned()),
+            IdentityRef::Custom(id) => OwnedIdentity::Custom(id.to_owned()),
+            IdentityRef::Email(email) => OwnedIdentity::Email(email.to_owned()),
+            IdentityRef::Username(name) => OwnedIdentity::Username(name.to_owned()),
+        }
+    }
+}
+
+/// The columns `user_row` decodes, in its order.
+macro_rules! user_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT id, username, display_name, avatar_url, lang_tag, location, timezone, ",
+            "metadata, wallet, email, custom_id, create_time, update_time, verify_time, ",
+            "disable_time FROM users WHERE ",
+            $where
+        )
+    };
+}
+
+pub(crate) fn account(conn: &Connection, user_id: Uuid) -> Result<Option<Account>, StorageError> {
+    let fail = |e| StorageError::backend("read account", e);
+    let user = conn
+        .prepare_cached(user_select!("id = ?1"))
+        .and_then(|mut s| s.query_row([user_id], user_row).optional())
+        .map_err(fail)?;
+    let Some(user) = user else {
+        return Ok(None);
+    };
+    let device_ids = conn
+        .prepare_cached("SELECT id FROM user_device WHERE user_id = ?1 ORDER BY id")
+        .and_then(|mut s| {
+            s.query_map([user_id], |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()
+        })
+        .map_err(fail)?;
+    Ok(Some(Account { user, device_ids }))
+}
+
+pub(crate) fn users_by_id(conn: &Connection, ids: &[Uuid]) -> Result<Vec<User>, StorageError> {
+    users_by(conn, user_select!("id = ?1"), ids.iter())
+}
+
+pub(crate) fn users_by_username(
+    conn: &Connection,
+    names: &[String],
+) -> Result<Vec<User>, StorageError> {
+    users_by(conn, user_select!("username = ?1"), names.iter())
+}
+
+fn users_by<K: rusqlite::ToSql>(
+    conn: &Connection,
+    sql: &str,
+    keys: impl Iterator<Item = K>,
+) -> Result<Vec<User>, StorageError> {
+    let fail = |e| StorageError::backend("read users", e);
+    let mut statement = conn.prepare_cached(sql).map_err(fail)?;
+    let mut users = Vec::new();
+    for key in keys {
+        if let Some(user) = statement
+            .query_row([key], user_row)
+            .optional()
+            .map_err(fail)?
+        {
+            users.push(user);
+        }
+    }
+    Ok(users)
+}
+
+fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
+    Ok(User {
+        id: r.get(0)?,
+        username: r.get(1)?,
+        display_name: r.get(2)?,
+        avatar_url: r.get(3)?,
+        lang_tag: r.get(4)?,
+        location: r.get(5)?,
+        timezone: r.get(6)?,
+        metadata: r.get(7)?,
+        wallet: r.get(8)?,
+        email: r.get(9)?,
+        custom_id: r.get(10)?,
+        create_time_ms: r.get(11)?,
+        update_time_ms: r.get(12)?,
+        verify_time_ms: r.get(13)?,
+        disable_time_ms: r.get(14)?,
+    })
+}
+
+fn conflict(what: Conflict) -> StorageError {
+    StorageError::Conflict { what }
+}

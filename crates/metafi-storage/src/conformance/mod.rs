@@ -1,0 +1,120 @@
+//! The conformance suite every backend must pass, and a throughput bench they share.
+//!
+//! Each behaviour is one public async function taking a [`Fixture`], which opens the backend's
+//! store (empty at first, the same data after a close). A backend runs them all with
+//! [`conformance_tests!`](crate::conformance_tests), one `#[tokio::test]` per case:
+//!
+//! ```ignore
+//! async fn fixture() -> Option<MyFixture> { Some(MyFixture::new()) }
+//! metafi_storage::conformance_tests!(fixture());
+//! ```
+//!
+//! A fixture factory returns `None` to skip (for example PostgreSQL without a server); it says
+//! why itself.
+
+mod account;
+pub mod bench;
+mod durability;
+mod message;
+mod object;
+mod session;
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::FutureExt as _;
+
+pub use account::*;
+pub use durability::*;
+pub use message::*;
+pub use object::*;
+pub use session::*;
+
+use crate::Storage;
+
+/// A place where one test's store lives: a temporary file, a fresh database.
+#[async_trait]
+pub trait Fixture: Send + Sync {
+    /// Opens the store: empty the first time, with everything durable so far after a close.
+    async fn open(&self) -> Arc<dyn Storage>;
+
+    /// Removes what the fixture created. Runs after every case, passed or failed.
+    async fn teardown(&self);
+}
+
+/// Runs one case against a fixture, tearing the fixture down even when the case panics.
+pub async fn run<'a, F, Fut>(fixture: &'a F, case: impl FnOnce(&'a dyn Fixture) -> Fut)
+where
+    F: Fixture,
+    Fut: Future<Output = ()> + 'a,
+{
+    let outcome = AssertUnwindSafe(case(fixture)).catch_unwind().await;
+    fixture.teardown().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// The instant the suite pretends it is, in ms since the epoch.
+pub const NOW: i64 = 1_700_000_000_000;
+
+/// Generates one `#[tokio::test]` per conformance case. The argument is an expression that
+/// evaluates to a future of `Option<impl Fixture>` (`None` skips the case).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fixture:expr) => {
+        $crate::conformance_tests!(@cases $fixture;
+            create_and_find_device,
+            create_and_find_custom,
+            create_and_find_email,
+            find_by_username,
+            find_unknown_is_none,
+            username_conflict_writes_nothing,
+            device_conflict_writes_nothing,
+            custom_conflict_writes_nothing,
+            email_conflict_writes_nothing,
+            identity_conflict_wins_over_username_conflict,
+            concurrent_creates_same_device_one_wins,
+            account_device_ids_are_sorted,
+            link_device_conflicts_and_not_found,
+            update_account_partial_fields,
+            update_account_username_conflict,
+            update_account_not_found,
+            users_by_id_and_username,
+            revoke_twice_is_ok,
+            active_revocations_filter_by_expiry,
+            purge_removes_expired_revocations,
+            object_version_is_md5_of_value,
+            object_version_checks,
+            object_user_cannot_write_others,
+            object_write_permission_zero_blocks_clients,
+            object_read_visibility,
+            object_list_pages_without_gaps_or_dupes,
+            object_list_owner_filter_and_visibility,
+            object_list_invalid_cursor,
+            object_delete_rules,
+            object_write_batch_is_atomic,
+            object_delete_batch_is_atomic,
+            object_batch_validation,
+            message_update_and_remove_by_sender_only,
+            message_list_forward_and_backward,
+            message_paging_both_ways,
+            message_invalid_cursor,
+            data_survives_close_and_reopen,
+            writes_after_close_fail,
+            group_commit_shares_commits,
+        );
+    };
+    (@cases $fixture:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(fixture) = $fixture.await {
+                    $crate::conformance::run(&fixture, $crate::conformance::$case).await;
+                }
+            }
+        )*
+    };
+}

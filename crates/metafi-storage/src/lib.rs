@@ -1,0 +1,70 @@
+//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
+//!
+//! The traits here are the contract; each backend module implements all of them and must pass
+//! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
+//! backend.
+//!
+//! Durability: every method that writes returns only after its transaction is durable on disk.
+//! Backends batch concurrent writes into shared commits (group commit) so that throughput is not
+//! bounded by one flush per request; reads never wait behind writes.
+//!
+//! The backends live in their own crates (`metafi-storage-sqlite`, `metafi-storage-postgres`);
+//! [`support`] holds the rules they share (object versions and permissions, cursors), and the
+//! `conformance` feature adds the suite both must pass. Design: `docs/STORAGE.md`.
+//!
+//! Must not depend on: HTTP, the realtime protocol, the runtimes, any database driver. Key
+//! types: [`Storage`],
+//! [`StorageError`], [`User`], [`StorageObject`], [`ChannelMessage`].
+
+mod account;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+mod error;
+mod message;
+mod object;
+mod session;
+pub mod support;
+
+pub use account::{
+    Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, User,
+};
+pub use error::{Conflict, StorageError};
+pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
+pub use object::{
+    Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
+    VersionCheck,
+};
+pub use session::{Revocation, SessionStore};
+
+use async_trait::async_trait;
+
+/// Everything the server persists, behind one object.
+#[async_trait]
+pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+    /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
+    fn backend_name(&self) -> &'static str;
+
+    /// Flushes pending writes and closes connections. Writes issued after this fail with
+    /// `StorageError::Closed`.
+    async fn close(&self);
+
+    /// Counters of the write path, to observe group commit (see [`StorageStats`]).
+    fn stats(&self) -> StorageStats;
+}
+
+/// Monotonic counters of a backend's write path since it was opened.
+///
+/// `commits < writes` shows that concurrent writes shared commits (group commit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageStats {
+    /// Write requests answered (applied or rejected).
+    pub writes: u64,
+    /// Transactions committed by the write path.
+    pub commits: u64,
+}
+
+impl std::fmt::Debug for dyn Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Storage({})", self.backend_name())
+    }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every test of MetaFi, as CI does (`.ci/run` calls exactly this):
+#   formatting and lints, unit and integration tests (storage conformance on SQLite and on a real
+#   PostgreSQL), the nakama-js compatibility suite on SQLite and PostgreSQL, and docs.
+# Installs and starts what it needs (PostgreSQL from Debian packages, Node packages with npm ci).
+# Exits non-zero on the first failure.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+step "toolchain"
+cargo --version
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "node/npm missing: installing from Debian packages"
+  apt-get update -qq && apt-get install -y -qq nodejs npm
+fi
+node --version
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+step "postgresql"
+pg_url=$(scripts/postgres.sh)
+echo "using ${pg_url%%@*}@… (password hidden)"
+export METAFI_TEST_POSTGRES_URL="$pg_url"
+export METAFI_REQUIRE_POSTGRES=1
+
+step "cargo test"
+cargo test --workspace --all-features --locked
+
+step "docs"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
+step "nakama-js compatibility: SQLite"
+cargo build --locked -p metafi-server --bin metafi
+scripts/compat.sh target/debug/metafi
+
+step "nakama-js compatibility: PostgreSQL"
+compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.sh)
+scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
+
+printf '\nall tests passed in %ss\n' "$(( $(date +%s) - started ))"

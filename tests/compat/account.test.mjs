@@ -1,0 +1,140 @@
+// Accounts and sessions through the official Nakama JavaScript client.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { Session } from "@heroiclabs/nakama-js";
+import { client, freshDeviceId, assertRejects, sleep } from "./support.mjs";
+
+test("device authentication creates the account once, then signs in to it", async () => {
+  const c = client();
+  const deviceId = freshDeviceId();
+  const first = await c.authenticateDevice(deviceId, true);
+  assert.equal(first.created, true);
+  assert.match(first.user_id, /^[0-9a-f-]{36}$/);
+  assert.equal(first.username.length, 10, "generated username like Nakama's");
+  assert.ok(first.expires_at > Date.now() / 1000, "expiry read from the token");
+  assert.ok(first.refresh_expires_at > first.expires_at);
+
+  const second = await c.authenticateDevice(deviceId, true);
+  assert.equal(second.created, false);
+  assert.equal(second.user_id, first.user_id);
+  assert.equal(second.username, first.username);
+});
+
+test("create=false does not create and answers NotFound", async () => {
+  await assertRejects(client().authenticateDevice(freshDeviceId(), false), 404, 5);
+});
+
+test("a chosen username is used, and a taken one is refused", async () => {
+  const c = client();
+  const username = `player_${randomUUID().slice(0, 8)}`;
+  const s = await c.authenticateDevice(freshDeviceId(), true, username);
+  assert.equal(s.username, username);
+  await assertRejects(c.authenticateDevice(freshDeviceId(), true, username), 409, 6);
+});
+
+test("invalid device ids are refused with InvalidArgument", async () => {
+  await assertRejects(client().authenticateDevice("short", true), 400, 3);
+  await assertRejects(client().authenticateDevice("has spaces in it", true), 400, 3);
+});
+
+test("session variables travel in the token", async () => {
+  const s = await client().authenticateDevice(freshDeviceId(), true, undefined, { region: "eu", tier: "gold" });
+  assert.deepEqual(s.vars, { region: "eu", tier: "gold" });
+});
+
+test("email accounts: sign up, sign in, wrong password, bad input", async () => {
+  const c = client();
+  const email = `p${randomUUID().slice(0, 8)}@example.com`;
+  const created = await c.authenticateEmail(email, "correct-horse", true);
+  assert.equal(created.created, true);
+  const again = await c.authenticateEmail(email.toUpperCase(), "correct-horse", false);
+  assert.equal(again.user_id, created.user_id, "emails are case-insensitive");
+  await assertRejects(c.authenticateEmail(email, "wrong-horse", false), 401, 16);
+  await assertRejects(c.authenticateEmail("not-an-email", "correct-horse", true), 400, 3);
+  await assertRejects(c.authenticateEmail(email, "short", true), 400, 3);
+  const account = await c.getAccount(created);
+  assert.equal(account.email, email);
+});
+
+test("custom id authentication", async () => {
+  const c = client();
+  const customId = `custom-${randomUUID()}`;
+  const s = await c.authenticateCustom(customId, true);
+  assert.equal(s.created, true);
+  const account = await c.getAccount(s);
+  assert.equal(account.custom_id, customId);
+  await assertRejects(c.authenticateCustom("abc", true), 400, 3);
+});
+
+test("account read and update", async () => {
+  const c = client();
+  const deviceId = freshDeviceId();
+  const s = await c.authenticateDevice(deviceId, true);
+  const before = await c.getAccount(s);
+  assert.equal(before.user.id, s.user_id);
+  assert.equal(before.user.username, s.username);
+  assert.deepEqual(before.devices.map((d) => d.id), [deviceId]);
+  assert.ok(Date.parse(before.user.create_time) > 0, "create_time is RFC 3339");
+
+  const newName = `renamed_${randomUUID().slice(0, 8)}`;
+  await c.updateAccount(s, {
+    username: newName,
+    display_name: "Ada",
+    avatar_url: "https://example.com/a.png",
+    lang_tag: "fr",
+    location: "Paris",
+    timezone: "Europe/Paris",
+  });
+  const after = await c.getAccount(s);
+  assert.equal(after.user.username, newName);
+  assert.equal(after.user.display_name, "Ada");
+  assert.equal(after.user.avatar_url, "https://example.com/a.png");
+  assert.equal(after.user.lang_tag, "fr");
+  assert.equal(after.user.location, "Paris");
+  assert.equal(after.user.timezone, "Europe/Paris");
+
+  const other = await c.authenticateDevice(freshDeviceId(), true);
+  await assertRejects(c.updateAccount(other, { username: newName }), 409, 6);
+});
+
+test("refresh gives a working session of the same user", async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const refreshed = await c.sessionRefresh(s);
+  assert.equal(refreshed.user_id, s.user_id);
+  const account = await c.getAccount(refreshed);
+  assert.equal(account.user.id, s.user_id);
+});
+
+test("logout ends the session token and the refresh token", async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const copy = Session.restore(s.token, s.refresh_token);
+  await c.sessionLogout(s, s.token, s.refresh_token);
+  await assertRejects(c.getAccount(copy), 401, 16);
+  await assertRejects(c.sessionRefresh(copy), 401, 16);
+});
+
+test("a wrong server key is refused", async () => {
+  await assertRejects(client({ key: "not-the-key" }).authenticateDevice(freshDeviceId(), true), 401, 16);
+});
+
+test("an expired session token is refused", async () => {
+  const ttl = Number(process.env.METAFI_TEST_TOKEN_EXPIRY_SEC ?? "0");
+  if (!ttl || ttl > 5) {
+    throw new Error("scripts/compat.sh must start the server with a short session.token_expiry_sec");
+  }
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  await sleep(ttl * 1000 + 1200);
+  await assertRejects(c.getAccount(s), 401, 16);
+});
+
+test("a token of another server key/signature is refused", async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const parts = s.token.split(".");
+  const forged = Session.restore(`${parts[0]}.${parts[1]}.${"A".repeat(parts[2].length)}`, s.refresh_token);
+  await assertRejects(c.getAccount(forged), 401, 16);
+});
