@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Objects, Sessions};
+use metafi_core::{Accounts, Objects, RpcDispatch, Sessions};
 
 /// Settings of the REST edge.
 #[derive(Debug, Clone)]
@@ -20,4 +20,6 @@ pub struct ApiState {
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,
     pub objects: Arc<Objects>,
+    /// Runs RPC functions (the runtime, or `NoRpcs` when no modules are loaded).
+    pub rpc: Arc<dyn RpcDispatch>,
 }

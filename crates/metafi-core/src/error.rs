@@ -22,6 +22,9 @@ pub enum CoreError {
     Unauthenticated { message: Cow<'static, str> },
     #[error("{message}")]
     ResourceExhausted { message: Cow<'static, str> },
+    /// A status chosen by server code (a runtime function raising an error with a code).
+    #[error("{message}")]
+    Status { code: Code, message: String },
     /// The server is shutting down or a dependency is down; the client may retry.
     #[error("service unavailable during {operation}")]
     Unavailable { operation: &'static str },
@@ -88,6 +91,7 @@ impl CoreError {
             CoreError::PermissionDenied { .. } => Code::PermissionDenied,
             CoreError::Unauthenticated { .. } => Code::Unauthenticated,
             CoreError::ResourceExhausted { .. } => Code::ResourceExhausted,
+            CoreError::Status { code, .. } => *code,
             CoreError::Unavailable { .. } => Code::Unavailable,
             CoreError::Internal { .. } => Code::Internal,
         }
@@ -102,6 +106,7 @@ impl CoreError {
             | CoreError::PermissionDenied { message }
             | CoreError::Unauthenticated { message }
             | CoreError::ResourceExhausted { message } => Cow::Borrowed(message.as_ref()),
+            CoreError::Status { message, .. } => Cow::Borrowed(message.as_str()),
             CoreError::Unavailable { .. } => {
                 Cow::Borrowed("Service temporarily unavailable, retry shortly.")
             }

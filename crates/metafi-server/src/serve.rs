@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use metafi_api::ApiState;
-use metafi_core::{Accounts, Clock, Objects, Revocations, Sessions, SystemClock, TokenKeys};
+use metafi_core::{
+    Accounts, Clock, NoRpcs, Objects, Revocations, RpcDispatch, Sessions, SystemClock, TokenKeys,
+};
 use metafi_storage::Storage;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -91,6 +93,7 @@ pub async fn run(
         accounts,
         sessions: sessions.clone(),
         objects: Arc::new(Objects::new(store.clone(), clock.clone())),
+        rpc: Arc::new(NoRpcs) as Arc<dyn RpcDispatch>,
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);
