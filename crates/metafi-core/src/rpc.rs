@@ -48,7 +48,12 @@ pub struct NoRpcs;
 
 #[async_trait]
 impl RpcDispatch for NoRpcs {
-    async fn call(&self, _id: &str, _ctx: RpcContext, _payload: String) -> Result<String, CoreError> {
+    async fn call(
+        &self,
+        _id: &str,
+        _ctx: RpcContext,
+        _payload: String,
+    ) -> Result<String, CoreError> {
         Err(CoreError::not_found("RPC function not found"))
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use metafi_proto::api::Session;
-use metafi_storage::{Revocation, Storage};
+use metafi_storage::{Revocation, Storage, UserRevocation};
 use uuid::Uuid;
 
 use crate::{Clock, CoreError, Revocations, SessionClaims, TokenKeys, TokenKind};
@@ -52,6 +52,12 @@ impl Sessions {
         created: bool,
     ) -> Result<Session, CoreError> {
         let now = self.clock.now_secs();
+        // A sign-in in the same second as a "log out everywhere" must not be caught by it:
+        // revocations cover tokens issued at or before their second.
+        let issued_at = match self.revocations.user_revoked_before(user_id) {
+            Some(before) if before >= now => before + 1,
+            _ => now,
+        };
         self.sign_pair(
             SessionClaims {
                 session_id: Uuid::new_v4(),
@@ -59,7 +65,7 @@ impl Sessions {
                 username: username.to_owned(),
                 vars,
                 expires_at: 0,
-                issued_at: now,
+                issued_at,
             },
             created,
         )
@@ -71,7 +77,10 @@ impl Sessions {
         let claims = self
             .keys
             .verify(TokenKind::Session, token, self.clock.now_secs())?;
-        if self.revocations.is_revoked(claims.session_id) {
+        if self
+            .revocations
+            .is_revoked(claims.session_id, claims.user_id, claims.issued_at)
+        {
             return Err(CoreError::unauthenticated(
                 "Auth token invalid, the session has ended",
             ));
@@ -92,7 +101,10 @@ impl Sessions {
         let claims = self
             .keys
             .verify(TokenKind::Refresh, refresh_token, self.clock.now_secs())?;
-        if self.revocations.is_revoked(claims.session_id) {
+        if self
+            .revocations
+            .is_revoked(claims.session_id, claims.user_id, claims.issued_at)
+        {
             return Err(CoreError::unauthenticated(
                 "Refresh token invalid or expired.",
             ));
@@ -119,8 +131,8 @@ impl Sessions {
         )
     }
 
-    /// Ends the session of the given tokens. Each token given must belong to `user_id`. With
-    /// neither token, the session of the caller's own bearer token (`current`) ends.
+    /// Ends the session of the given tokens; each must belong to the caller. With neither
+    /// token, every session of the caller ends ("log out everywhere"), as in Nakama.
     pub async fn logout(
         &self,
         current: &SessionClaims,
@@ -151,7 +163,15 @@ impl Sessions {
             ended.push((claims.session_id, claims.expires_at));
         }
         if ended.is_empty() {
-            ended.push((current.session_id, current.expires_at));
+            return self
+                .revocations
+                .revoke_user(UserRevocation {
+                    user_id: current.user_id,
+                    issued_before_secs: self.clock.now_secs(),
+                    // Tokens issued up to now live at most one refresh lifetime from now.
+                    expires_at_ms: now_ms + self.config.refresh_token_expiry_sec * 1000,
+                })
+                .await;
         }
         for (session_id, expires_at) in ended {
             // Keep the revocation until the refresh token of the session could have expired:

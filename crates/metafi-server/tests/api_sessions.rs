@@ -67,7 +67,7 @@ async fn logout_survives_a_restart() {
 }
 
 #[tokio::test]
-async fn logout_without_tokens_ends_the_callers_session_only() {
+async fn logout_without_tokens_ends_every_session_of_the_user() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
@@ -80,6 +80,7 @@ async fn logout_without_tokens_ends_the_callers_session_only() {
         .as_str()
         .unwrap()
         .to_owned();
+    let (stranger, _) = http.new_session().await;
     let logout = http
         .send(
             http.post("/v2/session/logout")
@@ -93,8 +94,25 @@ async fn logout_without_tokens_ends_the_callers_session_only() {
         401,
         16,
     );
+    assert_error(
+        &http.send(http.get("/v2/account").bearer_auth(&b)).await,
+        401,
+        16,
+    );
     assert_eq!(
-        http.send(http.get("/v2/account").bearer_auth(&b))
+        http.send(http.get("/v2/account").bearer_auth(&stranger))
+            .await
+            .status,
+        200,
+        "other users keep their sessions"
+    );
+    // Signing in again, even within the same second, gives a working session.
+    let c = http.auth_device(&device, true).await.body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        http.send(http.get("/v2/account").bearer_auth(&c))
             .await
             .status,
         200

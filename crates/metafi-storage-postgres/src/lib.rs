@@ -37,7 +37,7 @@ use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
     ObjectWrite, Revocation, SessionStore, Storage, StorageError, StorageObject, StorageStats,
-    User,
+    User, UserRevocation,
 };
 use tokio_postgres::NoTls;
 use tracing::info;
@@ -260,6 +260,21 @@ impl SessionStore for PostgresStorage {
 
     async fn active_revocations(&self, now_ms: i64) -> Result<Vec<Revocation>, StorageError> {
         session::active(&*(self.client().await?), now_ms).await
+    }
+
+    async fn revoke_user_sessions(&self, revocation: UserRevocation) -> Result<(), StorageError> {
+        self.writers
+            .submit(write_op!(revocation, |client, r| session::revoke_user(
+                client, &r
+            )))
+            .await
+    }
+
+    async fn active_user_revocations(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<UserRevocation>, StorageError> {
+        session::active_users(&*(self.client().await?), now_ms).await
     }
 
     async fn purge_revocations(&self, now_ms: i64) -> Result<u64, StorageError> {

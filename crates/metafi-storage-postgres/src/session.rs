@@ -1,7 +1,7 @@
 //! Session revocations in PostgreSQL.
 
 use deadpool_postgres::ClientWrapper;
-use metafi_storage::{Revocation, StorageError};
+use metafi_storage::{Revocation, StorageError, UserRevocation};
 use uuid::Uuid;
 
 use crate::db::{self, Outcome};
@@ -24,11 +24,60 @@ pub(crate) async fn revoke(client: &ClientWrapper, revocations: &[Revocation]) -
     Ok(Ok(()))
 }
 
+const REVOKE_USER: &str = "
+INSERT INTO user_revocation (user_id, issued_before, expires_at) VALUES ($1, $2, $3)
+ON CONFLICT (user_id) DO UPDATE SET
+    issued_before = greatest(user_revocation.issued_before, excluded.issued_before),
+    expires_at = greatest(user_revocation.expires_at, excluded.expires_at)";
+
+pub(crate) async fn revoke_user(client: &ClientWrapper, r: &UserRevocation) -> Outcome<()> {
+    let statement = client.prepare_cached(REVOKE_USER).await?;
+    client
+        .execute(
+            &statement,
+            &[&r.user_id, &r.issued_before_secs, &r.expires_at_ms],
+        )
+        .await?;
+    Ok(Ok(()))
+}
+
+/// Removes expired session and user-wide revocations in one statement.
 pub(crate) async fn purge(client: &ClientWrapper, now_ms: i64) -> Outcome<u64> {
     let statement = client
-        .prepare_cached("DELETE FROM session_revocation WHERE expires_at <= $1")
+        .prepare_cached(
+            "WITH s AS (DELETE FROM session_revocation WHERE expires_at <= $1 RETURNING 1),
+                  u AS (DELETE FROM user_revocation WHERE expires_at <= $1 RETURNING 1)
+             SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM u)",
+        )
         .await?;
-    Ok(Ok(client.execute(&statement, &[&now_ms]).await?))
+    let row = client.query_one(&statement, &[&now_ms]).await?;
+    let removed: i64 = row.try_get(0)?;
+    Ok(Ok(removed.max(0) as u64))
+}
+
+pub(crate) async fn active_users(
+    client: &ClientWrapper,
+    now_ms: i64,
+) -> Result<Vec<UserRevocation>, StorageError> {
+    let fail = db::read_failed("read user revocations");
+    let statement = client
+        .prepare_cached(
+            "SELECT user_id, issued_before, expires_at FROM user_revocation
+             WHERE expires_at > $1 ORDER BY expires_at",
+        )
+        .await
+        .map_err(&fail)?;
+    let rows = client.query(&statement, &[&now_ms]).await.map_err(&fail)?;
+    rows.iter()
+        .map(|r| {
+            Ok(UserRevocation {
+                user_id: r.try_get(0)?,
+                issued_before_secs: r.try_get(1)?,
+                expires_at_ms: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(&fail)
 }
 
 pub(crate) async fn active(

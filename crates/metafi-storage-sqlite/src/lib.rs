@@ -36,7 +36,7 @@ use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
     ObjectWrite, Revocation, SessionStore, Storage, StorageError, StorageObject, StorageStats,
-    User,
+    User, UserRevocation,
 };
 use rusqlite::{Connection, OpenFlags};
 use tracing::info;
@@ -240,6 +240,21 @@ impl SessionStore for SqliteStorage {
     async fn active_revocations(&self, now_ms: i64) -> Result<Vec<Revocation>, StorageError> {
         self.readers
             .read(move |conn| session::active(conn, now_ms))
+            .await
+    }
+
+    async fn revoke_user_sessions(&self, revocation: UserRevocation) -> Result<(), StorageError> {
+        self.writer
+            .submit(move |conn| session::revoke_user(conn, &revocation))
+            .await
+    }
+
+    async fn active_user_revocations(
+        &self,
+        now_ms: i64,
+    ) -> Result<Vec<UserRevocation>, StorageError> {
+        self.readers
+            .read(move |conn| session::active_users(conn, now_ms))
             .await
     }
 

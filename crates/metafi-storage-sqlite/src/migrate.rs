@@ -6,11 +6,18 @@ use tracing::info;
 
 /// Every migration this binary knows, in order. Versions are never reused or edited once
 /// released; a change is a new file.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../migrations/0001_initial.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "user_revocation",
+        sql: include_str!("../migrations/0002_user_revocation.sql"),
+    },
+];
 
 struct Migration {
     version: i64,

@@ -34,7 +34,7 @@ pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
     VersionCheck,
 };
-pub use session::{Revocation, SessionStore};
+pub use session::{Revocation, SessionStore, UserRevocation};
 
 use async_trait::async_trait;
 

@@ -86,6 +86,8 @@ macro_rules! conformance_tests {
             revoke_twice_is_ok,
             active_revocations_filter_by_expiry,
             purge_removes_expired_revocations,
+            user_revocation_keeps_the_later_values,
+            purge_removes_expired_user_revocations,
             object_version_is_md5_of_value,
             object_version_checks,
             object_user_cannot_write_others,
