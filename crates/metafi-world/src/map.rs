@@ -1,0 +1,355 @@
+//! The static world: solid brushes indexed by ground column, spawn points, item spots and the
+//! potentially-visible set. Built once from a validated [`MapSpec`]; immutable and shared by every
+//! thread afterwards.
+
+use rayon::ThreadPool;
+
+use crate::cells::{Buckets, CellGeom};
+use crate::map_spec::{ItemKind, MapError, MapSpec, vec3};
+use crate::math::{Aabb, Vec3, segment_enters};
+use crate::vis::VisTable;
+
+/// Side of a map column in units. Small enough that a column holds a handful of brushes, large
+/// enough that a player's move touches one to four columns.
+pub const COLUMN_SIZE: f32 = 256.0;
+/// Distance kept between a moving box and any surface, as Quake's `DIST_EPSILON`: a box that
+/// stops short of a wall starts its next move outside it even after f32 rounding.
+pub const TRACE_EPSILON: f32 = 1.0 / 32.0;
+
+/// Where a player may appear.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spawn {
+    pub origin: Vec3,
+    pub yaw: u16,
+}
+
+/// A pickup's fixed place in the map.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ItemSpot {
+    pub kind: ItemKind,
+    pub origin: Vec3,
+}
+
+/// Result of sweeping a box (or a point) through the world.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Trace {
+    /// Fraction of the move completed, `1.0` if nothing was hit.
+    pub fraction: f32,
+    /// Where the box ended.
+    pub end: Vec3,
+    /// Unit normal of the surface hit (axis aligned), zero if nothing was hit.
+    pub normal: Vec3,
+}
+
+impl Trace {
+    pub fn hit(&self) -> bool {
+        self.fraction < 1.0
+    }
+}
+
+/// Solid geometry and its column index.
+#[derive(Clone, Debug)]
+pub struct Solids {
+    pub brushes: Vec<Aabb>,
+    columns: Buckets<u32>,
+}
+
+/// A loaded, validated map.
+#[derive(Clone, Debug)]
+pub struct Map {
+    name: String,
+    bounds: Aabb,
+    solids: Solids,
+    spawns: Vec<Spawn>,
+    items: Vec<ItemSpot>,
+    /// Item indices by column, for "which pickups does this player touch".
+    item_cells: Buckets<u32>,
+    vis: VisTable,
+    spec: MapSpec,
+}
+
+impl Map {
+    /// Validates `spec` and builds the column index and the visibility table (in `pool`).
+    pub fn build(spec: MapSpec, pool: &ThreadPool) -> Result<Map, MapError> {
+        spec.validate()?;
+        let bounds = spec.bounds.aabb();
+        let brushes: Vec<Aabb> = spec.brushes.iter().map(|b| b.aabb()).collect();
+        let solids = Solids::new(brushes, &bounds);
+        let spawns = spec
+            .spawns
+            .iter()
+            .map(|s| Spawn {
+                origin: vec3(s.origin),
+                yaw: degrees_to_units(s.yaw),
+            })
+            .collect();
+        let items: Vec<ItemSpot> = spec
+            .items
+            .iter()
+            .map(|i| ItemSpot {
+                kind: i.kind,
+                origin: vec3(i.origin),
+            })
+            .collect();
+        let geom = CellGeom::covering(&bounds, COLUMN_SIZE);
+        let entries: Vec<(u32, u32)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (geom.cell_of(it.origin), i as u32))
+            .collect();
+        let mut item_cells = Buckets::new(geom);
+        item_cells.rebuild(&entries, &mut Vec::new(), &mut Vec::new());
+        let vis = VisTable::build(&solids, &bounds, pool);
+        Ok(Map {
+            name: spec.name.clone(),
+            bounds,
+            solids,
+            spawns,
+            items,
+            item_cells,
+            vis,
+            spec,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn bounds(&self) -> &Aabb {
+        &self.bounds
+    }
+
+    pub fn brushes(&self) -> &[Aabb] {
+        &self.solids.brushes
+    }
+
+    pub fn spawns(&self) -> &[Spawn] {
+        &self.spawns
+    }
+
+    pub fn items(&self) -> &[ItemSpot] {
+        &self.items
+    }
+
+    /// Calls `f` with the index of every item whose centre column overlaps `area` grown by one
+    /// item half-size (so every item that can touch `area` is seen).
+    pub fn items_near(&self, area: &Aabb, mut f: impl FnMut(u32)) {
+        self.item_cells
+            .for_each_in(&area.expanded(crate::rules::ITEM_HALF), |&i| f(i));
+    }
+
+    pub fn vis(&self) -> &VisTable {
+        &self.vis
+    }
+
+    /// The map as it was loaded, for writing back to a file.
+    pub fn spec(&self) -> &MapSpec {
+        &self.spec
+    }
+
+    /// Sweeps a box of half-size `half` from `start` to `end` against the brushes and the extra
+    /// boxes `others` (other players). See [`Solids::trace_box`].
+    pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
+        self.solids.trace_box(start, end, half, others)
+    }
+
+    /// Fraction of the segment travelled before it enters a brush (`1.0` if clear).
+    pub fn trace_ray(&self, start: Vec3, end: Vec3) -> f32 {
+        self.solids.trace_ray(start, end)
+    }
+
+    /// True if `area` overlaps no brush and lies inside the bounds.
+    pub fn is_clear(&self, area: &Aabb) -> bool {
+        let inside = area.min.x >= self.bounds.min.x
+            && area.min.y >= self.bounds.min.y
+            && area.max.x <= self.bounds.max.x
+            && area.max.y <= self.bounds.max.y;
+        inside && self.solids.is_clear(area)
+    }
+}
+
+impl Solids {
+    pub fn new(brushes: Vec<Aabb>, bounds: &Aabb) -> Solids {
+        let geom = CellGeom::covering(bounds, COLUMN_SIZE);
+        let mut entries = Vec::new();
+        for (i, b) in brushes.iter().enumerate() {
+            let r = geom.rect(b);
+            for cy in r.y0..=r.y1 {
+                for cx in r.x0..=r.x1 {
+                    entries.push((geom.index(cx, cy), i as u32));
+                }
+            }
+        }
+        let mut columns = Buckets::new(geom);
+        columns.rebuild(&entries, &mut Vec::new(), &mut Vec::new());
+        Solids { brushes, columns }
+    }
+
+    /// Sweeps a box against brushes and `others`.
+    ///
+    /// The box stops [`TRACE_EPSILON`] short of the first surface it would enter, so the end
+    /// position is always outside every solid it started outside of. A box that starts inside a
+    /// solid may move out of it (Quake's behaviour for stuck players).
+    pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
+        let delta = end - start;
+        let swept = Aabb::around(start, half).union(&Aabb::around(end, half));
+        let mut best: Option<(f32, usize)> = None;
+        let mut consider = |b: &Aabb| {
+            if let Some((t, axis)) = segment_enters(start, delta, &b.expanded(half))
+                && best.is_none_or(|(bt, _)| t < bt)
+            {
+                best = Some((t, axis));
+            }
+        };
+        self.columns
+            .for_each_in(&swept, |&i| consider(&self.brushes[i as usize]));
+        for o in others {
+            if o.overlaps(&swept.expanded(Vec3::splat(TRACE_EPSILON))) {
+                consider(o);
+            }
+        }
+        match best {
+            None => Trace {
+                fraction: 1.0,
+                end,
+                normal: Vec3::ZERO,
+            },
+            Some((t, axis)) => {
+                let along = delta.axis(axis).abs();
+                let fraction = ((t * along - TRACE_EPSILON) / along).clamp(0.0, 1.0);
+                let mut normal = Vec3::ZERO;
+                normal.set_axis(axis, if delta.axis(axis) > 0.0 { -1.0 } else { 1.0 });
+                Trace {
+                    fraction,
+                    end: start + delta * fraction,
+                    normal,
+                }
+            }
+        }
+    }
+
+    /// Fraction of the segment travelled before it enters a brush (`1.0` if clear).
+    ///
+    /// Long rays are walked in column-sized pieces so a 4096-unit shot visits a thin band of
+    /// columns, not its whole bounding box.
+    pub fn trace_ray(&self, start: Vec3, end: Vec3) -> f32 {
+        let delta = end - start;
+        let pieces = (delta.length_xy() / COLUMN_SIZE).ceil().max(1.0) as u32;
+        let mut best = 1.0f32;
+        for k in 0..pieces {
+            let t0 = k as f32 / pieces as f32;
+            let t1 = (k + 1) as f32 / pieces as f32;
+            let a = start + delta * t0;
+            let b = start + delta * t1;
+            let piece = Aabb::new(a.min(b), a.max(b));
+            self.columns.for_each_in(&piece, |&i| {
+                if let Some((t, _)) = segment_enters(start, delta, &self.brushes[i as usize]) {
+                    best = best.min(t);
+                }
+            });
+            if best <= t1 {
+                break;
+            }
+        }
+        best
+    }
+
+    pub fn is_clear(&self, area: &Aabb) -> bool {
+        let mut clear = true;
+        self.columns
+            .for_each_in(area, |&i| clear &= !self.brushes[i as usize].overlaps(area));
+        clear
+    }
+}
+
+/// Converts degrees (map files) to angle units (commands and state).
+pub fn degrees_to_units(deg: f32) -> u16 {
+    ((deg / 360.0 * 65536.0).round() as i64).rem_euclid(65536) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map_spec::{BoxSpec, MAP_FORMAT, SpawnSpec};
+
+    pub fn room() -> Map {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let b = |min: [f32; 3], max: [f32; 3]| BoxSpec { min, max };
+        let spec = MapSpec {
+            format: MAP_FORMAT.into(),
+            name: "room".into(),
+            bounds: b([0.0, 0.0, -64.0], [1024.0, 1024.0, 512.0]),
+            brushes: vec![
+                b([0.0, 0.0, -64.0], [1024.0, 1024.0, 0.0]),
+                b([500.0, 0.0, 0.0], [532.0, 1024.0, 256.0]),
+            ],
+            spawns: vec![SpawnSpec {
+                origin: [100.0, 100.0, 30.0],
+                yaw: 0.0,
+            }],
+            items: vec![],
+        };
+        Map::build(spec, &pool).expect("valid")
+    }
+
+    #[test]
+    fn box_sweep_stops_short_of_wall() {
+        let map = room();
+        let half = Vec3::new(16.0, 16.0, 28.0);
+        let tr = map.trace_box(
+            Vec3::new(400.0, 300.0, 40.0),
+            Vec3::new(600.0, 300.0, 40.0),
+            half,
+            &[],
+        );
+        assert!(tr.hit());
+        assert_eq!(tr.normal, Vec3::new(-1.0, 0.0, 0.0));
+        assert!(tr.end.x < 484.0 && tr.end.x > 483.9, "{:?}", tr.end);
+    }
+
+    #[test]
+    fn box_sweep_lands_on_floor() {
+        let map = room();
+        let half = Vec3::new(16.0, 16.0, 28.0);
+        let tr = map.trace_box(
+            Vec3::new(100.0, 100.0, 100.0),
+            Vec3::new(100.0, 100.0, -100.0),
+            half,
+            &[],
+        );
+        assert_eq!(tr.normal, Vec3::new(0.0, 0.0, 1.0));
+        assert!((tr.end.z - 28.0).abs() < 0.05, "{:?}", tr.end);
+    }
+
+    #[test]
+    fn ray_is_blocked_by_wall_but_not_over_it() {
+        let map = room();
+        let f = map.trace_ray(Vec3::new(100.0, 500.0, 50.0), Vec3::new(900.0, 500.0, 50.0));
+        assert!((f - 0.5).abs() < 1e-4, "{f}");
+        assert_eq!(
+            map.trace_ray(
+                Vec3::new(100.0, 500.0, 300.0),
+                Vec3::new(900.0, 500.0, 300.0)
+            ),
+            1.0
+        );
+    }
+
+    #[test]
+    fn other_boxes_block_sweeps() {
+        let map = room();
+        let half = Vec3::new(16.0, 16.0, 28.0);
+        let other = Aabb::around(Vec3::new(200.0, 100.0, 30.0), half);
+        let tr = map.trace_box(
+            Vec3::new(100.0, 100.0, 30.0),
+            Vec3::new(300.0, 100.0, 30.0),
+            half,
+            &[other],
+        );
+        assert!(tr.end.x < 168.0 && tr.end.x > 167.9, "{:?}", tr.end);
+    }
+}

@@ -1,0 +1,324 @@
+//! The tick: world physics → commands → merge → snapshots.
+//!
+//! Every parallel phase reads immutable state and writes only what it owns: a projectile its
+//! successor, a player its slot in the back buffer, a client its own history. Effects on others
+//! travel as intents and are applied by the sequential, sorted merge. No locks, and the same
+//! result for any pool size.
+
+use rayon::ThreadPool;
+use rayon::prelude::*;
+
+use crate::command::{Command, PlayerId};
+use crate::grid::GridView;
+use crate::intent::{Effects, Hit, apply_hits, resolve_claims};
+use crate::interest::{InterestScratch, apply_tiers, gather};
+use crate::player::PlayerState;
+use crate::projectile::Projectile;
+use crate::snapshot::{EntityKind, NetEntity, PlayerView, entity_key, quantize3};
+use crate::step::{StepScratch, step_player};
+use crate::world::{Phase, TickSummary, World};
+
+const NONE: u32 = u32::MAX;
+
+impl World {
+    /// [`World::tick`], calling `observer` as each phase begins so the caller can time phases.
+    pub fn tick_observed(
+        &mut self,
+        pool: &ThreadPool,
+        now_ms: u64,
+        commands: &[Command],
+        observer: &mut dyn FnMut(Phase),
+    ) -> TickSummary {
+        let dt = match self.last_now {
+            None => self.config.tick_ms,
+            Some(last) => now_ms.saturating_sub(last).min(250) as u32,
+        };
+        self.last_now = Some(now_ms);
+        self.tick += 1;
+        let mut sum = TickSummary {
+            tick: self.tick,
+            dt_ms: dt,
+            ..TickSummary::default()
+        };
+        if self.dirty {
+            self.refile();
+        }
+        observer(Phase::Physics);
+        self.physics_phase(pool, dt as i32, &mut sum);
+        observer(Phase::Commands);
+        let fx = self.commands_phase(pool, dt as i32, commands, &mut sum);
+        observer(Phase::Merge);
+        self.merge_phase(fx, &mut sum);
+        observer(Phase::Snapshots);
+        self.snapshot_phase(pool, &mut sum);
+        observer(Phase::Done);
+        sum.players = self.players.len();
+        sum.projectiles = self.projectiles.len();
+        sum
+    }
+
+    /// Re-sorts players into grid order (the cell migrations) and re-indexes them.
+    pub(crate) fn refile(&mut self) {
+        let s = &mut self.scratch;
+        self.grid
+            .sort_into(&self.players, &mut self.back, &mut s.cells, &mut s.order);
+        std::mem::swap(&mut self.players, &mut self.back);
+        permute(&mut self.clients, &s.order, &mut s.visited);
+        self.reindex();
+        self.dirty = false;
+    }
+
+    /// Rockets fly and explode, items count down; explosion damage is merged at once so the
+    /// commands phase sees who is still alive.
+    fn physics_phase(&mut self, pool: &ThreadPool, dt: i32, sum: &mut TickSummary) {
+        let (map, rules) = (&*self.map, &self.config.rules);
+        let view = GridView {
+            grid: &self.grid,
+            players: &self.players,
+            items: &self.items,
+        };
+        let moved: Vec<(Option<Projectile>, Vec<Hit>)> = pool.install(|| {
+            self.projectiles
+                .par_iter()
+                .with_min_len(16)
+                .map(|p| {
+                    let mut hits = Vec::new();
+                    (p.advance(dt, map, &view, rules, &mut hits), hits)
+                })
+                .collect()
+        });
+        let mut hits = Vec::new();
+        self.projectiles.clear();
+        for (p, h) in moved {
+            self.projectiles.extend(p);
+            hits.extend(h);
+        }
+        for it in &mut self.items {
+            it.advance(dt);
+        }
+        hits.sort_unstable_by_key(|h| (h.target, h.attacker, h.order));
+        sum.hits += hits.len();
+        let index_of = &self.index_of;
+        sum.kills += apply_hits(&hits, &mut self.players, |id| lookup(index_of, id), rules);
+    }
+
+    /// Each player runs its queued commands against the state at the start of the phase,
+    /// writing its own slot of the back buffer. Work items are runs of whole grid cells,
+    /// scheduled by rayon's work stealing.
+    fn commands_phase(
+        &mut self,
+        pool: &ThreadPool,
+        dt: i32,
+        commands: &[Command],
+        sum: &mut TickSummary,
+    ) -> Effects {
+        let s = &mut self.scratch;
+        group_commands(
+            commands,
+            &self.index_of,
+            &mut s.cmd_starts,
+            &mut s.cmds,
+            sum,
+        );
+        self.grid.tasks(self.config.task_players, &mut s.tasks);
+        self.back.resize(self.players.len(), PlayerState::default());
+        let mut slices = Vec::with_capacity(s.tasks.len());
+        let mut rest = &mut self.back[..];
+        let mut offset = 0;
+        for r in &s.tasks {
+            let (head, tail) = rest.split_at_mut(r.end - offset);
+            slices.push((r.start, head));
+            rest = tail;
+            offset = r.end;
+        }
+        let (map, rules) = (&*self.map, &self.config.rules);
+        let view = GridView {
+            grid: &self.grid,
+            players: &self.players,
+            items: &self.items,
+        };
+        let (players, starts, cmds) = (&self.players, &s.cmd_starts, &s.cmds);
+        pool.install(|| {
+            slices
+                .into_par_iter()
+                .fold(
+                    || (Effects::default(), StepScratch::default()),
+                    |(mut fx, mut scratch), (start, out)| {
+                        for (k, slot) in out.iter_mut().enumerate() {
+                            let prev = &players[start + k];
+                            let id = prev.id.0 as usize;
+                            let mine = &cmds[starts[id] as usize..starts[id + 1] as usize];
+                            *slot = step_player(
+                                prev,
+                                mine,
+                                dt,
+                                map,
+                                rules,
+                                &view,
+                                &mut fx,
+                                &mut scratch,
+                            );
+                        }
+                        (fx, scratch)
+                    },
+                )
+                .map(|(fx, _)| fx)
+                .reduce(Effects::default, Effects::merge)
+        })
+    }
+
+    /// Applies the intents in their canonical order, launches rockets, swaps the buffers and
+    /// re-files players by cell.
+    fn merge_phase(&mut self, mut fx: Effects, sum: &mut TickSummary) {
+        fx.sort();
+        let rules = &self.config.rules;
+        let index_of = &self.index_of;
+        sum.pickups += resolve_claims(
+            &fx.claims,
+            &mut self.items,
+            &mut self.back,
+            |id| lookup(index_of, id),
+            rules,
+        );
+        sum.hits += fx.hits.len();
+        sum.kills += apply_hits(&fx.hits, &mut self.back, |id| lookup(index_of, id), rules);
+        sum.launches += fx.launches.len();
+        for l in &fx.launches {
+            self.projectiles
+                .push(Projectile::launched(self.next_projectile, l, rules));
+            self.next_projectile = self.next_projectile.wrapping_add(1);
+        }
+        std::mem::swap(&mut self.players, &mut self.back);
+        self.refile();
+    }
+
+    /// Per client, in parallel: interest query over the new state, tiers, delta encoding.
+    fn snapshot_phase(&mut self, pool: &ThreadPool, sum: &mut TickSummary) {
+        let s = &mut self.scratch;
+        let geom = s.entities.buckets.geom.clone();
+        s.entity_entries.clear();
+        let players = self.players.iter().map(NetEntity::of_player);
+        let rockets = self.projectiles.iter().map(NetEntity::of_projectile);
+        let items = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| NetEntity::of_item(i as u32, it));
+        for e in players.chain(rockets).chain(items) {
+            s.entity_entries
+                .push((geom.cell_of(crate::snapshot::dequantize3(e.origin)), e));
+        }
+        s.entities.rebuild(
+            &s.entity_entries,
+            self.map.vis(),
+            &mut s.cells,
+            &mut s.order,
+        );
+
+        let (tick, cfg, vis) = (self.tick, &self.config.interest, self.map.vis());
+        let (players, entities) = (&self.players, &s.entities);
+        let (bytes, sent) = pool.install(|| {
+            players
+                .par_iter()
+                .zip(self.clients.par_iter_mut())
+                .with_min_len(16)
+                .map_init(InterestScratch::default, |scratch, (p, client)| {
+                    let me = entity_key(EntityKind::Player, p.id.0);
+                    gather(
+                        quantize3(p.origin),
+                        me,
+                        entities,
+                        &vis.row(p.origin),
+                        cfg,
+                        scratch,
+                    );
+                    let n = scratch.chosen.len() as u64;
+                    let bytes = client.send(tick, |base, snap| {
+                        snap.view = PlayerView::of(p);
+                        apply_tiers(
+                            tick,
+                            &scratch.chosen,
+                            entities.values(),
+                            base,
+                            &mut snap.entities,
+                        );
+                    });
+                    (bytes as u64, n)
+                })
+                .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        });
+        sum.snapshot_bytes = bytes;
+        sum.entities_sent = sent;
+    }
+}
+
+/// Reorders `v` in place so that `v[k]` becomes the old `v[order[k]]`, following each cycle of
+/// the permutation with swaps (no clones, no allocation beyond the reused `visited`).
+fn permute<T>(v: &mut [T], order: &[u32], visited: &mut Vec<bool>) {
+    visited.clear();
+    visited.resize(v.len(), false);
+    for start in 0..v.len() {
+        let mut cur = start;
+        while !visited[cur] {
+            visited[cur] = true;
+            let next = order[cur] as usize;
+            if next == start {
+                break;
+            }
+            v.swap(cur, next);
+            cur = next;
+        }
+    }
+}
+
+fn lookup(index_of: &[u32], id: PlayerId) -> Option<usize> {
+    index_of
+        .get(id.0 as usize)
+        .filter(|&&i| i != NONE)
+        .map(|&i| i as usize)
+}
+
+/// Groups commands by player id, keeping each player's commands in arrival order.
+fn group_commands(
+    commands: &[Command],
+    index_of: &[u32],
+    starts: &mut Vec<u32>,
+    out: &mut Vec<crate::command::UserCmd>,
+    sum: &mut TickSummary,
+) {
+    let n = index_of.len();
+    starts.clear();
+    starts.resize(n + 1, 0);
+    let known = |c: &Command| lookup(index_of, c.player).is_some();
+    for c in commands {
+        if known(c) {
+            starts[c.player.0 as usize + 1] += 1;
+        } else {
+            sum.dropped_commands += 1;
+        }
+    }
+    for i in 0..n {
+        starts[i + 1] += starts[i];
+    }
+    out.clear();
+    out.resize(starts[n] as usize, crate::command::UserCmd::default());
+    let mut cursor = starts[..n].to_vec();
+    for c in commands.iter().filter(|c| known(c)) {
+        let slot = &mut cursor[c.player.0 as usize];
+        out[*slot as usize] = c.cmd;
+        *slot += 1;
+    }
+    sum.commands = out.len();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permute_gathers_by_order() {
+        let mut v = vec!['a', 'b', 'c', 'd', 'e'];
+        permute(&mut v, &[3, 0, 4, 1, 2], &mut Vec::new());
+        assert_eq!(v, vec!['d', 'a', 'e', 'b', 'c']);
+    }
+}

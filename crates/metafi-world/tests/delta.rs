@@ -1,0 +1,233 @@
+//! The snapshot delta codec: round trips, hostile input, and the world's own packet stream.
+
+mod common;
+
+use common::*;
+use metafi_world::bots::{Behaviour, BotSpec, generate};
+use metafi_world::delta::{DecodeError, baseline_tick, decode, encode};
+use metafi_world::snapshot::{NetEntity, PlayerView};
+use metafi_world::{Command, Map, Snapshot, World, WorldConfig, map_gen};
+use proptest::prelude::*;
+
+fn view() -> impl Strategy<Value = PlayerView> {
+    (
+        any::<[i32; 3]>(),
+        any::<[i32; 3]>(),
+        any::<(u16, i16, i32)>(),
+        any::<[i32; 2]>(),
+        any::<(u8, u8, i32, i32)>(),
+    )
+        .prop_map(
+            |(origin, velocity, (yaw, pitch, health), ammo, (weapon, flags, frags, deaths))| {
+                PlayerView {
+                    origin,
+                    velocity,
+                    yaw,
+                    pitch,
+                    health,
+                    ammo,
+                    weapon,
+                    flags,
+                    frags,
+                    deaths,
+                }
+            },
+        )
+}
+
+fn entity() -> impl Strategy<Value = NetEntity> {
+    (any::<u32>(), any::<[i32; 3]>(), any::<(u16, i16, u8, u8)>()).prop_map(
+        |(key, origin, (yaw, pitch, flags, model))| NetEntity {
+            key,
+            origin,
+            yaw,
+            pitch,
+            flags,
+            model,
+        },
+    )
+}
+
+/// Two related snapshots: a shared pool of entities, each present in either or both, some moved.
+fn pair() -> impl Strategy<Value = (Snapshot, Snapshot)> {
+    let item = (entity(), 0u8..3, any::<bool>(), any::<[i8; 3]>());
+    (
+        1u32..1000,
+        1u32..20,
+        view(),
+        view(),
+        prop::collection::vec(item, 0..80),
+    )
+        .prop_map(|(base_tick, gap, va, vb, items)| {
+            let (mut ea, mut eb) = (Vec::new(), Vec::new());
+            for (e, presence, moved, d) in items {
+                if presence != 1 {
+                    ea.push(e);
+                }
+                if presence != 0 {
+                    let mut e2 = e;
+                    if moved {
+                        for (o, dk) in e2.origin.iter_mut().zip(d) {
+                            *o = o.wrapping_add(i32::from(dk));
+                        }
+                    }
+                    eb.push(e2);
+                }
+            }
+            for list in [&mut ea, &mut eb] {
+                list.sort_by_key(|e| e.key);
+                list.dedup_by_key(|e| e.key);
+            }
+            (
+                Snapshot {
+                    tick: base_tick,
+                    view: va,
+                    entities: ea,
+                },
+                Snapshot {
+                    tick: base_tick + gap,
+                    view: vb,
+                    entities: eb,
+                },
+            )
+        })
+}
+
+proptest! {
+    #[test]
+    fn decode_of_encode_against_a_baseline_is_the_snapshot((a, b) in pair()) {
+        let mut bytes = Vec::new();
+        encode(Some(&a), &b, &mut bytes);
+        prop_assert_eq!(baseline_tick(&bytes), Ok(Some(a.tick)));
+        prop_assert_eq!(decode(Some(&a), &bytes), Ok(b));
+    }
+
+    #[test]
+    fn decode_of_a_full_encode_is_the_snapshot((_, b) in pair()) {
+        let mut bytes = Vec::new();
+        encode(None, &b, &mut bytes);
+        prop_assert_eq!(decode(None, &bytes), Ok(b));
+    }
+
+    #[test]
+    fn garbage_never_panics_the_decoder(bytes in prop::collection::vec(any::<u8>(), 0..600), (a, _) in pair()) {
+        let _ = decode(None, &bytes);
+        let _ = decode(Some(&a), &bytes);
+        let _ = baseline_tick(&bytes);
+    }
+
+    #[test]
+    fn corrupted_packets_never_panic_the_decoder((a, b) in pair(), flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+        let mut bytes = Vec::new();
+        encode(Some(&a), &b, &mut bytes);
+        for (i, v) in flips {
+            let i = i.index(bytes.len());
+            bytes[i] ^= v | 1;
+        }
+        let _ = decode(Some(&a), &bytes);
+        bytes.truncate(bytes.len() / 2);
+        let _ = decode(Some(&a), &bytes);
+    }
+}
+
+#[test]
+fn unchanged_entities_cost_nothing() {
+    let e = |key| NetEntity {
+        key,
+        origin: [800, 900, 224],
+        ..NetEntity::default()
+    };
+    let a = Snapshot {
+        tick: 1,
+        view: PlayerView::default(),
+        entities: (0..30).map(e).collect(),
+    };
+    let b = Snapshot {
+        tick: 2,
+        ..a.clone()
+    };
+    let (mut full, mut delta) = (Vec::new(), Vec::new());
+    encode(None, &b, &mut full);
+    encode(Some(&a), &b, &mut delta);
+    assert!(delta.len() <= 4, "{} bytes", delta.len());
+    assert!(full.len() > 200);
+}
+
+#[test]
+fn a_packet_for_another_baseline_is_refused() {
+    let a = Snapshot {
+        tick: 3,
+        ..Snapshot::default()
+    };
+    let b = Snapshot {
+        tick: 5,
+        ..Snapshot::default()
+    };
+    let other = Snapshot {
+        tick: 4,
+        ..Snapshot::default()
+    };
+    let mut bytes = Vec::new();
+    encode(Some(&a), &b, &mut bytes);
+    assert_eq!(
+        decode(Some(&other), &bytes),
+        Err(DecodeError::Baseline {
+            wanted: Some(3),
+            given: Some(4)
+        })
+    );
+    assert!(matches!(
+        decode(None, &bytes),
+        Err(DecodeError::Baseline { .. })
+    ));
+}
+
+/// The world's packets, decoded by a client that acknowledges only some of them, rebuild exactly
+/// the snapshots the server recorded as sent.
+#[test]
+fn world_packets_decode_to_the_snapshots_the_server_sent() {
+    let p = pool(2);
+    let map = std::sync::Arc::new(Map::build(map_gen::arena(5), &p).expect("map"));
+    let spec = BotSpec {
+        behaviour: Behaviour::Hunt,
+        bots: 40,
+        duration_ms: 6000,
+        command_ms: 30,
+        seed: 1,
+    };
+    let actions = generate(&map, &spec, &p);
+    let mut w = World::new(map, WorldConfig::default()).expect("world");
+    let ids: Vec<_> = actions
+        .bots
+        .iter()
+        .map(|b| w.join_at(b.spawn, b.yaw).expect("join"))
+        .collect();
+    let mut cursors = vec![0; ids.len()];
+    let mut mirrors: Vec<Mirror> = ids.iter().map(|_| Mirror::default()).collect();
+    let (mut delta_bytes, mut full_bytes) = (0usize, 0usize);
+    for t in 1..=100u32 {
+        let mut cmds = Vec::new();
+        for (i, bot) in actions.bots.iter().enumerate() {
+            cmds.extend(bot.due(&mut cursors[i], t * 50).iter().map(|c| Command {
+                player: ids[i],
+                cmd: c.cmd,
+            }));
+        }
+        w.tick(&p, u64::from(t) * 50, &cmds);
+        for (i, &id) in ids.iter().enumerate() {
+            let packet = w.packet(id).expect("packet");
+            let snap = mirrors[i].receive(packet);
+            assert_eq!(Some(&snap), w.client(id).expect("client").sent(t));
+            if baseline_tick(packet).expect("header").is_some() {
+                delta_bytes += packet.len();
+            } else {
+                full_bytes += packet.len();
+            }
+            // Lossy, late acknowledgements: every client skips some, by id.
+            if !(t + i as u32).is_multiple_of(3) {
+                w.ack(id, t).expect("ack");
+            }
+        }
+    }
+    assert!(delta_bytes > 0 && full_bytes > 0);
+}
