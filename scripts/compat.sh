@@ -15,9 +15,17 @@ bin=${1:-target/release/metafi}
 shift || true
 token_ttl=3
 
-(cd tests/compat && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; })
+# Reinstall when the lock file changed since the last install (npm keeps a copy of what it
+# installed in node_modules/.package-lock.json).
+(cd tests/compat && {
+  [ node_modules/.package-lock.json -nt package-lock.json ] ||
+    npm ci --no-audit --no-fund --loglevel=error
+})
 
 trap stop_server EXIT
-start_server "$bin" --set session.token_expiry_sec=$token_ttl "$@"
+# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in.
+# A one-second matchmaker interval, so the matchmaker test does not wait 15 s per pass.
+start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path=examples \
+  --set matchmaker.interval_sec=1 "$@"
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl npm test)

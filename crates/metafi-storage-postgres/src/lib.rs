@@ -17,6 +17,7 @@
 //! Must not depend on: the server, HTTP. Key types: [`PostgresStorage`], [`PostgresConfig`].
 
 mod account;
+mod connect;
 mod db;
 mod message;
 mod migrate;
@@ -39,7 +40,6 @@ use metafi_storage::{
     ObjectWrite, Revocation, SessionStore, Storage, StorageError, StorageObject, StorageStats,
     User, UserRevocation,
 };
-use tokio_postgres::NoTls;
 use tracing::info;
 use uuid::Uuid;
 
@@ -89,15 +89,18 @@ pub struct PostgresStorage {
 
 impl PostgresStorage {
     /// Connects, migrates the schema and starts the writer tasks. Must run inside a tokio
-    /// runtime.
+    /// runtime that outlives the storage: it becomes the storage's home, where every pooled
+    /// connection is opened and driven, whichever runtime later borrows it.
     pub async fn open(config: PostgresConfig) -> Result<Self, StorageError> {
         let pg_config =
             tokio_postgres::Config::from_str(&config.url).map_err(|e| StorageError::Invalid {
                 message: format!("database.url is not a PostgreSQL URL: {e}"),
             })?;
-        let manager = Manager::from_config(
+        let manager = Manager::from_connect(
             pg_config,
-            NoTls,
+            connect::HomeRuntimeConnect {
+                home: tokio::runtime::Handle::current(),
+            },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },

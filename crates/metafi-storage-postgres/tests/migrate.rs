@@ -31,11 +31,22 @@ async fn nodes_starting_together_migrate_once() {
         .await
         .expect("connect");
     tokio::spawn(connection);
+    // Each migration applied exactly once: versions 1..=n, no duplicates.
     let row = client
-        .query_one("SELECT count(*) FROM metafi_schema_migrations", &[])
+        .query_one(
+            "SELECT count(*), count(DISTINCT version), max(version) FROM metafi_schema_migrations",
+            &[],
+        )
         .await
         .expect("count");
-    assert_eq!(row.get::<_, i64>(0), 1);
+    let (rows, distinct, max) = (
+        row.get::<_, i64>(0),
+        row.get::<_, i64>(1),
+        row.get::<_, i64>(2),
+    );
+    assert!(rows >= 1);
+    assert_eq!(rows, distinct, "a migration was applied twice");
+    assert_eq!(rows, max, "versions are 1..=n with none missing");
     drop(client);
     database.drop_database().await;
 }
