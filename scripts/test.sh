@@ -45,4 +45,8 @@ step "nakama-js compatibility: PostgreSQL"
 compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.sh)
 scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
 
+step "metafi-bench smoke run"
+cargo build --locked -p metafi-server --bin metafi -p metafi-bench
+scripts/bench-smoke.sh target/debug/metafi target/debug/metafi-bench
+
 printf '\nall tests passed in %ss\n' "$(( $(date +%s) - started ))"

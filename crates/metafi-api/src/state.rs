@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Objects, RpcDispatch, Sessions};
+use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions};
 
 /// Settings of the REST edge.
 #[derive(Debug, Clone)]
@@ -11,6 +11,8 @@ pub struct ApiConfig {
     pub server_key: String,
     /// Largest accepted request body, in bytes.
     pub max_request_size_bytes: usize,
+    /// Key of server-to-server RPC calls (`/v2/rpc/{id}?http_key=…`, Nakama's `runtime.http_key`).
+    pub http_key: String,
 }
 
 /// Shared state of every handler; cheap to clone.
@@ -20,6 +22,10 @@ pub struct ApiState {
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,
     pub objects: Arc<Objects>,
+    /// Chat channel rules and history (`/v2/channel`).
+    pub channels: Arc<Channels>,
     /// Runs RPC functions (the runtime, or `NoRpcs` when no modules are loaded).
     pub rpc: Arc<dyn RpcDispatch>,
+    /// The match registry (`/v2/match`).
+    pub matches: metafi_match::Matches,
 }

@@ -7,9 +7,11 @@
 //! `#[source]` for logs.
 //!
 //! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
-//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`TokenKeys`], [`SessionClaims`], [`Clock`].
+//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`Channels`], [`TokenKeys`],
+//! [`SessionClaims`], [`Clock`].
 
 mod accounts;
+pub mod channels;
 mod clock;
 mod error;
 pub mod objects;
@@ -21,6 +23,7 @@ mod tokens;
 mod validate;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
+pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
 pub use objects::Objects;

@@ -4,6 +4,7 @@
 //! Key items: [`config::Config`], [`Listeners`], [`run`].
 
 pub mod config;
+mod matches;
 mod serve;
 mod storage;
 pub mod telemetry;

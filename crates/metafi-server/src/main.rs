@@ -120,6 +120,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             raw.socket.server_key = "***".into();
             raw.session.encryption_key = "***".into();
             raw.session.refresh_encryption_key = "***".into();
+            raw.runtime.http_key = "***".into();
             raw.database.url = config::redact_url(&raw.database.url);
             print!(
                 "{}",

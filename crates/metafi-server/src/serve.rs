@@ -9,13 +9,18 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Clock, NoRpcs, Objects, Revocations, RpcDispatch, Sessions, SystemClock, TokenKeys,
+    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions, SystemClock,
+    TokenKeys,
 };
+use metafi_realtime::{Realtime, RealtimeParts, RealtimeServices};
+use metafi_runtime::lua::LuaEngine;
+use metafi_runtime::{EngineMatchHost, MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
 use metafi_storage::Storage;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::matches::MatchEngine;
 use crate::{storage, telemetry};
 
 /// The sockets a server serves on, bound before `run` so tests can bind port 0 and learn the
@@ -88,19 +93,81 @@ pub async fn run(
         &config.accounts,
         clock.clone(),
     ));
+    let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
+    // The sessions' registry and router come first: the match engine delivers through them.
+    let parts = RealtimeParts::local();
+    let engine = match MatchEngine::start(&config, &parts, clock.clone()) {
+        Ok(engine) => engine,
+        Err(e) => {
+            store.close().await;
+            return Err(e);
+        }
+    };
+    let match_host = Arc::new(EngineMatchHost::new(engine.matches.clone()));
+    let runtime = match start_runtime(
+        &config,
+        objects.clone(),
+        store.clone(),
+        clock.clone(),
+        match_host.clone(),
+    )
+    .await
+    {
+        Ok(runtime) => Arc::new(runtime),
+        Err(e) => {
+            engine.shutdown(Duration::ZERO).await;
+            store.close().await;
+            return Err(e);
+        }
+    };
+    // Every module has loaded: nk.match_create now finds their match handlers, and the
+    // matchmaker calls their matchmaker_matched hook.
+    match_host.install(runtime.match_handlers());
+    if let Some(hook) = runtime.matchmaker_hook() {
+        engine.matchmaking.set_hook(hook);
+    }
+    // The one dispatcher of RPCs: REST and the realtime socket share it.
+    let rpc: Arc<dyn RpcDispatch> = runtime.clone();
+    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
+    let channels = Arc::new(Channels::new(
+        store.clone(),
+        Arc::new(NoGroups),
+        clock.clone(),
+    ));
+    let realtime = Arc::new(
+        Realtime::with_parts(
+            config.realtime.clone(),
+            RealtimeServices {
+                channels: channels.clone(),
+                store: store.clone(),
+                rpc: rpc.clone(),
+                clock: clock.clone(),
+            },
+            parts,
+        )
+        .with_matches(engine.services()),
+    );
+    let socket_state = metafi_transport::TransportState {
+        realtime: realtime.clone(),
+        sessions: sessions.clone(),
+        config: Arc::new(config.socket.clone()),
+    };
     let api_state = ApiState {
         config: Arc::new(config.api.clone()),
         accounts,
         sessions: sessions.clone(),
-        objects: Arc::new(Objects::new(store.clone(), clock.clone())),
-        rpc: Arc::new(NoRpcs) as Arc<dyn RpcDispatch>,
+        objects,
+        channels,
+        rpc,
+        matches: engine.matches.clone(),
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let background = spawn_housekeeping(&config, sessions, store.clone(), clock, stop_rx.clone());
 
     let api_addr = listeners.api.local_addr()?;
-    let app = metafi_api::router(api_state);
+    // The realtime socket shares the API port (`/ws`), as with Nakama.
+    let app = metafi_api::router(api_state).merge(metafi_transport::router(socket_state));
     let api_server = tokio::spawn(
         axum::serve(
             listeners.api,
@@ -112,7 +179,16 @@ pub async fn run(
     let metrics_server = listeners.metrics.map(|listener| {
         let addr = listener.local_addr().ok();
         tracing::info!(address = ?addr, "metrics at /metrics");
-        tokio::spawn(serve_metrics(listener, stopped(stop_rx.clone())))
+        tokio::spawn(serve_metrics(
+            listener,
+            engine.matches.clone(),
+            stopped(stop_rx.clone()),
+        ))
+    });
+    let matchmaker = tokio::spawn({
+        let realtime = realtime.clone();
+        let stop = stopped(stop_rx.clone());
+        async move { realtime.run_matchmaker(stop).await }
     });
 
     let insecure = config.insecure_defaults();
@@ -132,6 +208,17 @@ pub async fn run(
         "shutting down: no new connections, finishing in-flight requests"
     );
     let _ = stop_tx.send(true);
+    // Matches first, while their players are still connected: match_terminate gets the grace
+    // period and may say goodbye.
+    let _ = matchmaker.await;
+    engine.shutdown(config.shutdown_grace).await;
+    let still_open = metafi_transport::close_all(&realtime, config.shutdown_grace).await;
+    if still_open > 0 {
+        tracing::warn!(
+            sessions = still_open,
+            "realtime sessions still open after the grace period"
+        );
+    }
     match tokio::time::timeout(config.shutdown_grace, api_server).await {
         Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(e))) => tracing::error!(error = %e, "API server failed while stopping"),
@@ -142,9 +229,47 @@ pub async fn run(
         let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), background).await;
+    runtime
+        .shutdown(config.runtime.call_timeout + Duration::from_secs(1))
+        .await;
     store.close().await;
     tracing::info!("database closed; bye");
     Ok(())
+}
+
+/// Loads the server modules: native ones compiled in, then every script under `runtime.path`.
+/// A module that fails to load is an error naming its file and line; the server does not start.
+async fn start_runtime(
+    config: &Config,
+    objects: Arc<Objects>,
+    store: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    matches: Arc<dyn MatchHost>,
+) -> anyhow::Result<Runtime> {
+    // Install the metrics recorder first: VM threads report queue depth from their start.
+    let _ = telemetry::metrics_handle();
+    let services = RuntimeServices {
+        objects,
+        store,
+        matches,
+        clock,
+    };
+    let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
+        .native(Arc::new(metafi_examples_native::Examples))
+        .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
+        .engine(Arc::new(
+            metafi_runtime_js::JsEngine::new().with_match_vms(config.match_vms),
+        ))
+        .start()
+        .await
+        .with_context(|| {
+            format!(
+                "loading server modules from {} (runtime.path)",
+                config.runtime.path.display()
+            )
+        })?;
+    tracing::info!(rpcs = ?runtime.rpc_ids(), "runtime ready");
+    Ok(runtime)
 }
 
 /// Resolves once the stop flag is raised.
@@ -188,15 +313,21 @@ fn spawn_housekeeping(
     })
 }
 
-async fn serve_metrics(listener: TcpListener, stop: impl Future<Output = ()> + Send + 'static) {
+async fn serve_metrics(
+    listener: TcpListener,
+    matches: metafi_match::Matches,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
     let handle = telemetry::metrics_handle();
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let handle = handle.clone();
-            async move { handle.render() }
-        }),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let handle = handle.clone();
+                async move { handle.render() }
+            }),
+        )
+        .merge(crate::matches::debug_router(matches));
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await

@@ -1,7 +1,7 @@
 //! Pieces every backend shares so that they behave identically: the object version hash,
 //! Nakama's write/delete permission rules, batch validation, and the opaque cursors of listings.
 //!
-//! Backends call these; services never need to.
+//! Backends call these; services need only [`message_cacheable_cursor`], to complete a page.
 
 use std::collections::HashSet;
 
@@ -341,6 +341,34 @@ pub fn message_page(
     }
 }
 
+/// Nakama's `cacheable_cursor` of a message listing: a forward "next page" cursor placed at the
+/// last message of `page` (as returned), which a client stores to fetch only later messages. On
+/// an empty page it is the request's own cursor, turned forward; `None` when there is neither.
+/// `cursor` must already have been accepted by [`message_query`] for this channel.
+pub fn message_cacheable_cursor(
+    channel_id: &str,
+    page: &[ChannelMessage],
+    cursor: Option<&str>,
+) -> Option<String> {
+    let at = match page.last() {
+        Some(last) => (last.create_time_ms, last.id),
+        None => {
+            let incoming = MessageCursor::decode(cursor.filter(|c| !c.is_empty())?, channel_id);
+            let incoming = incoming.ok()?;
+            (incoming.create_time_ms, incoming.id)
+        }
+    };
+    Some(
+        MessageCursor {
+            forward: true,
+            is_next: true,
+            create_time_ms: at.0,
+            id: at.1,
+        }
+        .encode(channel_id),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +409,36 @@ mod tests {
         assert!(message_query("room", Direction::Forward, 10, Some(&cursor)).is_ok());
         assert!(message_query("other", Direction::Forward, 10, Some(&cursor)).is_err());
         assert!(message_query("room", Direction::Backward, 10, Some(&cursor)).is_err());
+    }
+
+    #[test]
+    fn cacheable_cursor_resumes_forward_after_the_page() {
+        let message = |create_time_ms| ChannelMessage {
+            id: Uuid::new_v4(),
+            channel_id: "room".into(),
+            code: 0,
+            sender_id: Uuid::new_v4(),
+            username: "u".into(),
+            content: "{}".into(),
+            create_time_ms,
+            update_time_ms: create_time_ms,
+        };
+        let page = [message(1), message(2)];
+        let cursor = message_cacheable_cursor("room", &page, None).unwrap();
+        let query = message_query("room", Direction::Forward, 10, Some(&cursor)).unwrap();
+        assert_eq!(query.after, Some((2, page[1].id)));
+        assert!(query.ascending);
+        // An empty backward page keeps the request's position, turned forward.
+        let backward = MessageCursor {
+            forward: false,
+            is_next: true,
+            create_time_ms: 7,
+            id: page[0].id,
+        }
+        .encode("room");
+        let cursor = message_cacheable_cursor("room", &[], Some(&backward)).unwrap();
+        let query = message_query("room", Direction::Forward, 10, Some(&cursor)).unwrap();
+        assert_eq!(query.after, Some((7, page[0].id)));
+        assert_eq!(message_cacheable_cursor("room", &[], None), None);
     }
 }

@@ -2,7 +2,10 @@
 
 mod account;
 mod authenticate;
+mod channel;
 mod health;
+mod matches;
+mod rpc;
 mod session;
 mod storage;
 
@@ -27,12 +30,16 @@ pub(crate) fn routes() -> Router<ApiState> {
         .route("/v2/account/session/refresh", post(session::refresh))
         .route("/v2/session/logout", post(session::logout))
         .route("/v2/account", get(account::get).put(account::update))
+        .route("/v2/channel/{channel_id}", get(channel::list))
+        .route("/v2/match", get(matches::list))
         .route("/v2/storage", post(storage::read).put(storage::write))
         // A collection may be called "delete": GET still lists it, as with Nakama's router.
         .route(
             "/v2/storage/delete",
             put(storage::delete).get(storage::list_delete_collection),
         )
+        .route("/v2/rpc/{id}", get(rpc::call).post(rpc::call))
+        .route("/v2/rpc/", get(rpc::missing_id).post(rpc::missing_id))
         .route("/v2/storage/{collection}", get(storage::list))
         .route(
             "/v2/storage/{collection}/{user_id}",

@@ -1,12 +1,18 @@
 //! REST request and response bodies (`/v2/...`), named as in Nakama's `api.proto`.
 
 mod account;
+mod channel;
+mod notification;
+mod rpc;
 mod session;
 mod storage;
 
 pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User,
 };
+pub use channel::{ChannelMessage, ChannelMessageList};
+pub use notification::Notification;
+pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
 pub use storage::{
     DeleteStorageObjectId, DeleteStorageObjectsRequest, ReadStorageObjectId,

@@ -3,6 +3,7 @@
 //! takes. Each component receives only its own section.
 
 mod layers;
+mod matches;
 mod raw;
 
 use std::net::{IpAddr, SocketAddr};
@@ -12,6 +13,10 @@ use std::time::Duration;
 use anyhow::bail;
 use metafi_api::ApiConfig;
 use metafi_core::{AccountsConfig, SessionsConfig};
+use metafi_realtime::RealtimeConfig;
+use metafi_runtime::{PoolConfig, RuntimeConfig};
+
+use metafi_transport::SocketConfig;
 
 pub use layers::{Sources, env_name, load};
 pub use raw::RawConfig;
@@ -35,6 +40,18 @@ pub struct Config {
     pub metrics: Option<SocketAddr>,
     /// How long in-flight work may take to finish after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// Realtime sessions: outgoing queue, per-socket limits, single socket.
+    pub realtime: RealtimeConfig,
+    /// The WebSocket transport: message size, buffers, keep-alive deadlines.
+    pub socket: SocketConfig,
+    /// Script host: module directory, budgets, VM pools.
+    pub runtime: RuntimeConfig,
+    /// Authoritative matches: queues, executor threads, budgets (`[match]`).
+    pub matches: metafi_match::MatchConfig,
+    /// The matchmaker (`[matchmaker]`).
+    pub matchmaker: metafi_match::MatchmakerConfig,
+    /// Where script match handlers' VMs live (`match.vm_per_match`).
+    pub match_vms: metafi_runtime::MatchVms,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -148,6 +165,53 @@ impl TryFrom<RawConfig> for Config {
             3600,
         );
 
+        let call_timeout = range(
+            "runtime.call_timeout_ms",
+            raw.runtime.call_timeout_ms,
+            1,
+            600_000,
+        );
+        let load_timeout = range(
+            "runtime.load_timeout_ms",
+            raw.runtime.load_timeout_ms,
+            1,
+            600_000,
+        );
+        let memory_mb = range(
+            "runtime.memory_limit_mb",
+            raw.runtime.memory_limit_mb,
+            4,
+            65_536,
+        );
+        let lua_vms = range("runtime.lua_vms", raw.runtime.lua_vms, 0, 1024);
+        let lua_calls = range(
+            "runtime.lua_max_calls_per_vm",
+            raw.runtime.lua_max_calls_per_vm,
+            1,
+            100_000,
+        );
+        let lua_queue = range(
+            "runtime.lua_queue_capacity",
+            raw.runtime.lua_queue_capacity,
+            1,
+            1 << 20,
+        );
+        let js_vms = range("runtime.js_vms", raw.runtime.js_vms, 0, 1024);
+        let js_calls = range(
+            "runtime.js_max_calls_per_vm",
+            raw.runtime.js_max_calls_per_vm,
+            1,
+            100_000,
+        );
+        let js_queue = range(
+            "runtime.js_queue_capacity",
+            raw.runtime.js_queue_capacity,
+            1,
+            1 << 20,
+        );
+
+        let (realtime, socket) = realtime_settings(&raw, &mut problems);
+        let (matches, matchmaker, match_vms) = matches::match_settings(&raw, &mut problems);
         let address = parse_ip("socket.address", &raw.socket.address, &mut problems);
         let metrics_address = parse_ip("metrics.address", &raw.metrics.address, &mut problems);
 
@@ -159,6 +223,20 @@ impl TryFrom<RawConfig> for Config {
         }
         if raw.socket.server_key.is_empty() {
             problems.push("socket.server_key: must not be empty".into());
+        }
+        if raw.runtime.http_key.is_empty() {
+            problems.push("runtime.http_key: must not be empty".into());
+        }
+        let mut script_env = std::collections::HashMap::new();
+        for entry in &raw.runtime.env {
+            match entry.split_once('=') {
+                Some((key, value)) if !key.trim().is_empty() => {
+                    script_env.insert(key.trim().to_owned(), value.to_owned());
+                }
+                _ => problems.push(format!(
+                    "runtime.env entry \"{entry}\": expected \"KEY=VALUE\""
+                )),
+            }
         }
         if raw.session.encryption_key.is_empty() || raw.session.refresh_encryption_key.is_empty() {
             problems.push(
@@ -184,6 +262,11 @@ impl TryFrom<RawConfig> for Config {
         }
 
         let data_dir = PathBuf::from(&raw.data_dir);
+        let module_path = if raw.runtime.path.is_empty() {
+            data_dir.join("modules")
+        } else {
+            PathBuf::from(&raw.runtime.path)
+        };
         let backend = match database_backend(&raw.database.url, &data_dir) {
             Ok(backend) => Some(backend),
             Err(problem) => {
@@ -208,6 +291,7 @@ impl TryFrom<RawConfig> for Config {
             api: ApiConfig {
                 server_key: raw.socket.server_key.clone(),
                 max_request_size_bytes: max_request as usize,
+                http_key: raw.runtime.http_key.clone(),
             },
             session: SessionSettings {
                 encryption_key: raw.session.encryption_key.clone(),
@@ -242,6 +326,47 @@ impl TryFrom<RawConfig> for Config {
                 .enabled
                 .then(|| SocketAddr::new(metrics_address, metrics_port)),
             shutdown_grace: Duration::from_secs(grace as u64),
+            realtime,
+            socket,
+            matches,
+            matchmaker,
+            match_vms,
+            runtime: RuntimeConfig {
+                path: module_path,
+                node: raw.name.clone(),
+                env: script_env,
+                call_timeout: Duration::from_millis(call_timeout as u64),
+                load_timeout: Duration::from_millis(load_timeout as u64),
+                memory_limit_bytes: (memory_mb as usize) << 20,
+                pools: std::collections::HashMap::from([
+                    (
+                        "lua".to_owned(),
+                        PoolConfig {
+                            vms: if lua_vms == 0 {
+                                std::thread::available_parallelism().map_or(1, usize::from)
+                            } else {
+                                lua_vms as usize
+                            },
+                            max_calls_per_vm: lua_calls as usize,
+                            queue_capacity: lua_queue as usize,
+                        },
+                    ),
+                    (
+                        "js".to_owned(),
+                        PoolConfig {
+                            // 0: four per core. A JavaScript VM blocked in an `nk` call uses no
+                            // CPU (docs/RUNTIME.md, "JavaScript engine").
+                            vms: if js_vms == 0 {
+                                4 * std::thread::available_parallelism().map_or(1, usize::from)
+                            } else {
+                                js_vms as usize
+                            },
+                            max_calls_per_vm: js_calls as usize,
+                            queue_capacity: js_queue as usize,
+                        },
+                    ),
+                ]),
+            },
             raw,
         })
     }
@@ -261,8 +386,92 @@ impl Config {
         if self.raw.session.refresh_encryption_key == defaults.session.refresh_encryption_key {
             found.push("session.refresh_encryption_key");
         }
+        if self.raw.runtime.http_key == defaults.runtime.http_key {
+            found.push("runtime.http_key");
+        }
         found
     }
+}
+
+/// The `socket.*` realtime keys and `session.single_socket`, checked.
+fn realtime_settings(
+    raw: &RawConfig,
+    problems: &mut Vec<String>,
+) -> (RealtimeConfig, SocketConfig) {
+    let mut range = |key: &str, value: i64, min: i64, max: i64| -> u64 {
+        if value < min || value > max {
+            problems.push(format!("{key} = {value}: must be between {min} and {max}"));
+            min as u64
+        } else {
+            value as u64
+        }
+    };
+    let s = &raw.socket;
+    const HOUR_MS: i64 = 3_600_000;
+    let max_message = range(
+        "socket.max_message_size_bytes",
+        s.max_message_size_bytes,
+        64,
+        64 << 20,
+    );
+    let read_buffer = range(
+        "socket.read_buffer_size_bytes",
+        s.read_buffer_size_bytes,
+        64,
+        16 << 20,
+    );
+    let write_buffer = range(
+        "socket.write_buffer_size_bytes",
+        s.write_buffer_size_bytes,
+        0,
+        16 << 20,
+    );
+    let queue = range(
+        "socket.outgoing_queue_size",
+        s.outgoing_queue_size,
+        1,
+        1 << 20,
+    );
+    let ping = range("socket.ping_period_ms", s.ping_period_ms, 10, HOUR_MS);
+    let pong = range("socket.pong_wait_ms", s.pong_wait_ms, 20, HOUR_MS);
+    let write_wait = range("socket.write_wait_ms", s.write_wait_ms, 10, HOUR_MS);
+    let close_ack = range("socket.close_ack_wait_ms", s.close_ack_wait_ms, 0, HOUR_MS);
+    let idle = range("socket.idle_timeout_ms", s.idle_timeout_ms, 0, 24 * HOUR_MS);
+    let channels = range(
+        "socket.max_channels_per_session",
+        s.max_channels_per_session,
+        1,
+        1 << 16,
+    );
+    let follows = range(
+        "socket.max_followed_users",
+        s.max_followed_users,
+        0,
+        1 << 20,
+    );
+    if s.ping_period_ms >= s.pong_wait_ms {
+        problems.push(format!(
+            "socket.ping_period_ms = {} must be less than socket.pong_wait_ms = {}, or live clients would time out before being pinged",
+            s.ping_period_ms, s.pong_wait_ms
+        ));
+    }
+    let realtime = RealtimeConfig {
+        outgoing_queue_size: queue as usize,
+        single_socket: raw.session.single_socket,
+        max_channels_per_session: channels as usize,
+        max_followed_users: follows as usize,
+    };
+    let socket = SocketConfig {
+        max_message_size_bytes: max_message as usize,
+        read_buffer_size_bytes: read_buffer as usize,
+        write_buffer_size_bytes: write_buffer as usize,
+        ping_period: Duration::from_millis(ping),
+        pong_wait: Duration::from_millis(pong),
+        write_wait: Duration::from_millis(write_wait),
+        close_ack_wait: Duration::from_millis(close_ack),
+        idle_timeout: (idle > 0).then(|| Duration::from_millis(idle)),
+    };
+    (realtime, socket)
 }
 
 fn parse_ip(key: &str, text: &str, problems: &mut Vec<String>) -> Option<IpAddr> {

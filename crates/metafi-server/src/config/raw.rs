@@ -15,6 +15,10 @@ pub struct RawConfig {
     pub logger: RawLogger,
     pub metrics: RawMetrics,
     pub shutdown: RawShutdown,
+    pub runtime: RawRuntime,
+    #[serde(rename = "match")]
+    pub matches: RawMatch,
+    pub matchmaker: RawMatchmaker,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +28,28 @@ pub struct RawSocket {
     pub port: i64,
     pub server_key: String,
     pub max_request_size_bytes: i64,
+    /// Largest realtime message a client may send.
+    pub max_message_size_bytes: i64,
+    /// Read buffer of each realtime socket.
+    pub read_buffer_size_bytes: i64,
+    /// Outgoing bytes gathered before a write to the network.
+    pub write_buffer_size_bytes: i64,
+    /// Messages queued for one client before it is disconnected as too slow.
+    pub outgoing_queue_size: i64,
+    /// Ping a client that sent nothing for this long.
+    pub ping_period_ms: i64,
+    /// Close a socket that sent nothing (not even a pong) for this long.
+    pub pong_wait_ms: i64,
+    /// Close a socket whose write takes longer.
+    pub write_wait_ms: i64,
+    /// How long to wait for the client's answer to a close frame.
+    pub close_ack_wait_ms: i64,
+    /// Close a socket that sent no message for this long; 0 never.
+    pub idle_timeout_ms: i64,
+    /// Chat channels one socket may be in at once.
+    pub max_channels_per_session: i64,
+    /// Users one socket may follow.
+    pub max_followed_users: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +60,8 @@ pub struct RawSession {
     pub token_expiry_sec: i64,
     pub refresh_token_expiry_sec: i64,
     pub revocation_purge_interval_sec: i64,
+    /// One realtime socket per user: a new one closes the older ones.
+    pub single_socket: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +102,35 @@ pub struct RawShutdown {
     pub grace_period_sec: i64,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawRuntime {
+    /// Module directory; empty means `<data_dir>/modules`.
+    pub path: String,
+    /// Key of server-to-server RPC calls.
+    pub http_key: String,
+    /// `KEY=VALUE` strings scripts see as `ctx.env`.
+    pub env: Vec<String>,
+    /// Time budget of one RPC call, milliseconds.
+    pub call_timeout_ms: i64,
+    /// Time budget of loading one module, milliseconds.
+    pub load_timeout_ms: i64,
+    /// Memory cap of one script VM, MiB.
+    pub memory_limit_mb: i64,
+    /// Lua VM threads; 0 means one per CPU core.
+    pub lua_vms: i64,
+    /// Calls in flight on one Lua VM (interleaved while they await IO).
+    pub lua_max_calls_per_vm: i64,
+    /// Calls that may wait for a Lua VM, over all VMs.
+    pub lua_queue_capacity: i64,
+    /// JavaScript VM threads; 0 means four per CPU core.
+    pub js_vms: i64,
+    /// Calls one JavaScript VM takes from its queue at once (they run one after another).
+    pub js_max_calls_per_vm: i64,
+    /// Calls that may wait for a JavaScript VM, over all VMs.
+    pub js_queue_capacity: i64,
+}
+
 impl Default for RawConfig {
     fn default() -> Self {
         RawConfig {
@@ -86,6 +143,9 @@ impl Default for RawConfig {
             logger: RawLogger::default(),
             metrics: RawMetrics::default(),
             shutdown: RawShutdown::default(),
+            runtime: RawRuntime::default(),
+            matches: RawMatch::default(),
+            matchmaker: RawMatchmaker::default(),
         }
     }
 }
@@ -97,6 +157,17 @@ impl Default for RawSocket {
             port: 7350,
             server_key: "defaultkey".into(),
             max_request_size_bytes: 262_144,
+            max_message_size_bytes: 4096,
+            read_buffer_size_bytes: 4096,
+            write_buffer_size_bytes: 4096,
+            outgoing_queue_size: 64,
+            ping_period_ms: 15_000,
+            pong_wait_ms: 25_000,
+            write_wait_ms: 5_000,
+            close_ack_wait_ms: 2_000,
+            idle_timeout_ms: 0,
+            max_channels_per_session: 128,
+            max_followed_users: 1_024,
         }
     }
 }
@@ -109,6 +180,7 @@ impl Default for RawSession {
             token_expiry_sec: 60,
             refresh_token_expiry_sec: 3600,
             revocation_purge_interval_sec: 600,
+            single_socket: false,
         }
     }
 }
@@ -157,6 +229,100 @@ impl Default for RawShutdown {
     fn default() -> Self {
         RawShutdown {
             grace_period_sec: 10,
+        }
+    }
+}
+
+impl Default for RawRuntime {
+    fn default() -> Self {
+        RawRuntime {
+            path: String::new(),
+            http_key: "defaulthttpkey".into(),
+            env: Vec::new(),
+            call_timeout_ms: 5_000,
+            load_timeout_ms: 30_000,
+            memory_limit_mb: 64,
+            lua_vms: 0,
+            lua_max_calls_per_vm: 64,
+            lua_queue_capacity: 1_024,
+            js_vms: 0,
+            js_max_calls_per_vm: 1,
+            js_queue_capacity: 1_024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawMatch {
+    /// Client messages waiting for a match's next tick; more are dropped and counted.
+    pub input_queue_size: i64,
+    /// Leaves and join completions waiting for a match; past it the match is stopped.
+    pub call_queue_size: i64,
+    /// `nk.match_signal` calls waiting for a match.
+    pub signal_queue_size: i64,
+    /// Join attempts waiting for a match.
+    pub join_attempt_queue_size: i64,
+    /// Deferred broadcasts one handler callback may queue.
+    pub deferred_queue_size: i64,
+    /// How long an accepted join waits for its client to complete it, milliseconds.
+    pub join_marker_deadline_ms: i64,
+    /// Stop a match empty this long, seconds; 0 keeps empty matches.
+    pub max_empty_sec: i64,
+    /// Executor threads ticking matches; 0 means one per CPU core.
+    pub executor_threads: i64,
+    /// Highest tick rate a handler may ask for.
+    pub max_tick_rate: i64,
+    /// Time budget of one handler callback, milliseconds.
+    pub handler_budget_ms: i64,
+    /// How long a join attempt, match creation or signal waits for its match, milliseconds.
+    pub reply_timeout_ms: i64,
+    /// Script match handlers: one VM per match (true) or one per executor thread (false).
+    pub vm_per_match: bool,
+}
+
+impl Default for RawMatch {
+    fn default() -> Self {
+        RawMatch {
+            input_queue_size: 128,
+            call_queue_size: 128,
+            signal_queue_size: 10,
+            join_attempt_queue_size: 128,
+            deferred_queue_size: 128,
+            join_marker_deadline_ms: 15_000,
+            max_empty_sec: 0,
+            executor_threads: 0,
+            max_tick_rate: 128,
+            handler_budget_ms: 100,
+            reply_timeout_ms: 10_000,
+            vm_per_match: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawMatchmaker {
+    /// Tickets one session may hold at once.
+    pub max_tickets: i64,
+    /// Seconds between matchmaking passes.
+    pub interval_sec: i64,
+    /// Passes a ticket waits for its maximum count before settling for fewer.
+    pub max_intervals: i64,
+    /// Require every matched ticket's query to accept the others too.
+    pub rev_precision: bool,
+    /// Lifetime of a matchmaker token, seconds.
+    pub token_ttl_sec: i64,
+}
+
+impl Default for RawMatchmaker {
+    fn default() -> Self {
+        RawMatchmaker {
+            max_tickets: 3,
+            interval_sec: 15,
+            max_intervals: 2,
+            rev_precision: false,
+            token_ttl_sec: 30,
         }
     }
 }

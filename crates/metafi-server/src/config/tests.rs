@@ -66,7 +66,9 @@ fn defaults_validate_and_listen_on_nakamas_port() {
             path: PathBuf::from("./data/metafi.db")
         }
     );
-    assert_eq!(config.insecure_defaults().len(), 3);
+    assert_eq!(config.insecure_defaults().len(), 4);
+    assert_eq!(config.runtime.path, PathBuf::from("./data/modules"));
+    assert_eq!(config.api.http_key, "defaulthttpkey");
 }
 
 #[test]
@@ -155,4 +157,86 @@ fn database_urls_select_the_backend() {
     ));
     let err = database_backend("mysql://u:secret@h/db", dir).unwrap_err();
     assert!(!err.contains("secret"), "password must not leak: {err}");
+}
+
+#[test]
+fn runtime_env_entries_are_key_value_pairs() {
+    let mut raw = RawConfig::default();
+    raw.runtime.env = vec!["region=eu".into(), "url=https://x?a=b".into()];
+    raw.runtime.path = "examples/lua".into();
+    let config = Config::try_from(raw).unwrap();
+    assert_eq!(config.runtime.env["region"], "eu");
+    assert_eq!(config.runtime.env["url"], "https://x?a=b");
+    assert_eq!(config.runtime.path, PathBuf::from("examples/lua"));
+
+    let mut raw = RawConfig::default();
+    raw.runtime.env = vec!["novalue".into()];
+    raw.runtime.call_timeout_ms = 0;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    assert!(error.contains("runtime.env entry \"novalue\""), "{error}");
+    assert!(error.contains("runtime.call_timeout_ms = 0"), "{error}");
+}
+
+#[test]
+fn realtime_keys_are_checked_and_reach_their_components() {
+    let config = Config::try_from(RawConfig::default()).unwrap();
+    assert_eq!(config.socket, metafi_transport::SocketConfig::default());
+    assert_eq!(config.realtime, metafi_realtime::RealtimeConfig::default());
+
+    let mut raw = RawConfig::default();
+    raw.socket.idle_timeout_ms = 30_000;
+    raw.socket.outgoing_queue_size = 16;
+    raw.session.single_socket = true;
+    let config = Config::try_from(raw).unwrap();
+    assert_eq!(config.socket.idle_timeout, Some(Duration::from_secs(30)));
+    assert_eq!(config.realtime.outgoing_queue_size, 16);
+    assert!(config.realtime.single_socket);
+
+    let mut raw = RawConfig::default();
+    raw.socket.ping_period_ms = 30_000;
+    raw.socket.outgoing_queue_size = 0;
+    raw.socket.max_message_size_bytes = 10;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "socket.ping_period_ms = 30000 must be less than socket.pong_wait_ms",
+        "socket.outgoing_queue_size = 0",
+        "socket.max_message_size_bytes = 10",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}
+
+#[test]
+fn js_pool_keys_are_checked_and_reach_the_js_engine() {
+    let mut raw = RawConfig::default();
+    raw.runtime.js_vms = 3;
+    raw.runtime.js_max_calls_per_vm = 2;
+    raw.runtime.js_queue_capacity = 50;
+    let config = Config::try_from(raw).unwrap();
+    let pool = config.runtime.pools["js"];
+    assert_eq!(
+        (pool.vms, pool.max_calls_per_vm, pool.queue_capacity),
+        (3, 2, 50)
+    );
+    let defaults = Config::try_from(RawConfig::default()).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    assert_eq!(
+        defaults.runtime.pools["js"].vms,
+        4 * cores,
+        "0 means four per core"
+    );
+    assert_eq!(defaults.runtime.pools["js"].max_calls_per_vm, 1);
+
+    let mut raw = RawConfig::default();
+    raw.runtime.js_vms = -1;
+    raw.runtime.js_max_calls_per_vm = 0;
+    raw.runtime.js_queue_capacity = 0;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "runtime.js_vms = -1",
+        "runtime.js_max_calls_per_vm = 0",
+        "runtime.js_queue_capacity = 0",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
 }

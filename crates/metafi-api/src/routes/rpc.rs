@@ -1,0 +1,209 @@
+//! `POST /v2/rpc/{id}` and `GET /v2/rpc/{id}`: calls a server function (Lua, JS or native)
+//! with Nakama's HTTP semantics.
+//!
+//! - Authorised by a session token (`Authorization: Bearer …`) or by the HTTP key
+//!   (`?http_key=…`, or as the basic-auth username) for server-to-server calls without a user.
+//! - `POST`: the body is the payload JSON-encoded as a string (`"\"{…}\""`); with `?unwrap` the
+//!   body is the payload itself and the answer is the raw result with the request's
+//!   content type.
+//! - `GET`: the payload is the `payload` query parameter (what nakama-js' `rpcHttpKey` sends).
+//! - The answer is `{"payload": result}`; errors use the usual Nakama error body with the code
+//!   the function chose.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use metafi_core::{RpcContext, RpcUser};
+use metafi_proto::Code;
+use uuid::Uuid;
+
+use crate::{ApiError, ApiState};
+
+/// `/v2/rpc/{id}`.
+pub(super) async fn call(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    run(state, id, request).await
+}
+
+/// `/v2/rpc/` without an id.
+pub(super) async fn missing_id(
+    State(state): State<ApiState>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    run(state, String::new(), request).await
+}
+
+async fn run(state: ApiState, id: String, request: Request) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let mut query = query_params(parts.uri.query().unwrap_or_default())?;
+    let user = authorise(&state, &parts.headers, &query)?;
+    if id.is_empty() {
+        return Err(ApiError::new(Code::InvalidArgument, "RPC ID must be set"));
+    }
+    let unwrap = query.contains_key("unwrap");
+    let payload = if parts.method == Method::POST {
+        let limit = state.config.max_request_size_bytes;
+        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+            ApiError::new(
+                Code::InvalidArgument,
+                format!("Request body is larger than {limit} bytes; send less or raise socket.max_request_size_bytes."),
+            )
+            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+        })?;
+        if bytes.is_empty() || unwrap {
+            String::from_utf8(bytes.to_vec()).map_err(|_| {
+                ApiError::new(Code::InvalidArgument, "The RPC payload must be UTF-8 text.")
+            })?
+        } else {
+            serde_json::from_slice::<String>(&bytes).map_err(|_| {
+                ApiError::new(
+                    Code::InvalidArgument,
+                    "The request body must be the payload encoded as a JSON string, or add ?unwrap to send the payload as is.",
+                )
+            })?
+        }
+    } else {
+        query
+            .get("payload")
+            .and_then(|values| values.first())
+            .cloned()
+            .unwrap_or_default()
+    };
+    query.remove("http_key");
+
+    let ctx = RpcContext {
+        user,
+        client_ip: parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0.ip()),
+        query,
+        headers: headers(&parts.headers),
+    };
+    let result = state.rpc.call(&id.to_lowercase(), ctx, payload).await?;
+    if unwrap {
+        let content_type = parts
+            .headers
+            .get(CONTENT_TYPE)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static("text/plain"));
+        let mut response = Response::new(Body::from(result));
+        response.headers_mut().insert(CONTENT_TYPE, content_type);
+        return Ok(response);
+    }
+    Ok(Json(serde_json::json!({ "payload": result })).into_response())
+}
+
+/// The caller: a signed-in user, or `None` for a call made with the HTTP key.
+fn authorise(
+    state: &ApiState,
+    headers: &axum::http::HeaderMap,
+    query: &HashMap<String, Vec<String>>,
+) -> Result<Option<RpcUser>, ApiError> {
+    let invalid_key = || ApiError::new(Code::Unauthenticated, "HTTP key invalid");
+    if let Some(key) = query
+        .get("http_key")
+        .and_then(|values| values.first())
+        .filter(|key| !key.is_empty())
+    {
+        return if constant_time_eq(key.as_bytes(), state.config.http_key.as_bytes()) {
+            Ok(None)
+        } else {
+            Err(invalid_key())
+        };
+    }
+    let Some(header) = headers.get(AUTHORIZATION).and_then(|h| h.to_str().ok()) else {
+        return Err(ApiError::new(
+            Code::Unauthenticated,
+            "Auth token or HTTP key required",
+        ));
+    };
+    if let Some(encoded) = header.strip_prefix("Basic ") {
+        let key = basic_username(encoded).ok_or_else(invalid_key)?;
+        return if constant_time_eq(key.as_bytes(), state.config.http_key.as_bytes()) {
+            Ok(None)
+        } else {
+            Err(invalid_key())
+        };
+    }
+    let token_invalid = || ApiError::new(Code::Unauthenticated, "Auth token invalid");
+    let token = header.strip_prefix("Bearer ").ok_or_else(token_invalid)?;
+    let claims = state.sessions.verify(token).map_err(|_| token_invalid())?;
+    Ok(Some(RpcUser {
+        user_id: claims.user_id,
+        username: claims.username,
+        // HTTP calls have no socket session; scripts see no `session_id`, as with Nakama.
+        session_id: Uuid::nil(),
+        vars: claims.vars,
+        expires_at: claims.expires_at,
+    }))
+}
+
+fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
+    let uri = format!("/?{query}")
+        .parse()
+        .map_err(|_| ApiError::new(Code::InvalidArgument, "Malformed query string."))?;
+    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
+        .map_err(|e| {
+            ApiError::new(
+                Code::InvalidArgument,
+                format!("Invalid query parameters: {e}."),
+            )
+        })?
+        .0;
+    let mut params: HashMap<String, Vec<String>> = HashMap::new();
+    for (key, value) in pairs {
+        params.entry(key).or_default().push(value);
+    }
+    Ok(params)
+}
+
+fn headers(headers: &axum::http::HeaderMap) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            out.entry(name.as_str().to_owned())
+                .or_default()
+                .push(value.to_owned());
+        }
+    }
+    out
+}
+
+/// The username part of `base64(username:password)`.
+fn basic_username(encoded: &str) -> Option<String> {
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (username, _password) = text.split_once(':')?;
+    Some(username.to_owned())
+}
+
+/// Compares secrets without an early exit, so timing does not reveal how much of a key matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_query_parameters_are_kept() {
+        let params = query_params("a=1&a=2&b=x%20y&unwrap").unwrap();
+        assert_eq!(params["a"], vec!["1", "2"]);
+        assert_eq!(params["b"], vec!["x y"]);
+        assert!(params.contains_key("unwrap"));
+    }
+}

@@ -1,0 +1,329 @@
+//! From parsed flags to a printed report: runtime, limits, client, workload, runner, outputs,
+//! and the exit status checks (`--max-error-ratio`, `--min-successes`).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use metafi_client::net::NetCounters;
+use metafi_client::{Client, ClientConfig, SocketConfig};
+
+use crate::cli::{Cli, Command, Common, Format, SocketArgs};
+use crate::net;
+use crate::phases::{LoadModel, Phase};
+use crate::report::{self, Meta, Report};
+use crate::runner::{self, RunOptions};
+use crate::workloads::Workload;
+use crate::workloads::auth::Auth;
+use crate::workloads::ccu::Ccu;
+use crate::workloads::matches::{MatchOptions, Matches};
+use crate::workloads::register::Register;
+use crate::workloads::rpc::{Rpc, RpcOptions};
+
+/// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
+/// use, so `taskset -c 1` gives one).
+pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
+    let common = common(&cli.command).clone();
+    let threads = common
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+        .max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("metafi-bench")
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let report = execute(cli.command, ctrl_c()).await?;
+        finish(&report, &common)
+    })
+}
+
+/// Runs one workload and returns its report; `interrupt` ends the run early (Ctrl-C).
+pub async fn execute(
+    command: Command,
+    interrupt: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<Report> {
+    let common = common(&command).clone();
+    let limit = net::raise_open_files(common.nofile).context("raising the open-file limit")?;
+    let mut notes = Vec::new();
+    if limit < common.nofile {
+        // Only a problem for runs that open more connections than that; it is in the report so
+        // a "connect too many open files" error can be read against it.
+        tracing::info!(
+            limit,
+            wanted = common.nofile,
+            "open-file limit is lower than asked"
+        );
+        notes.push(format!(
+            "open-file limit {limit} (asked {}): at most that many connections (docs/BENCH.md)",
+            common.nofile
+        ));
+    }
+    let sources = match (&common.sources, common.source_count) {
+        (Some(list), _) => net::parse_sources(list).map_err(anyhow::Error::msg)?,
+        (None, Some(n)) => net::loopback_sources(n),
+        (None, None) => Vec::new(),
+    };
+    let config = ClientConfig {
+        server: common.server.clone(),
+        server_key: common.server_key.clone(),
+        timeout: common.timeout,
+        sources,
+        max_idle: 4,
+    };
+    let client = Client::new(&config, Arc::new(NetCounters::default()))
+        .await
+        .context("preparing the client")?;
+    let closed = |clients| LoadModel::Closed {
+        clients,
+        duration: common.duration,
+    };
+    let ramp = |rate, secs| {
+        LoadModel::Arrival(vec![Phase {
+            rate,
+            duration: Duration::from_secs(secs),
+        }])
+    };
+    match command {
+        Command::Register { .. } => {
+            drive(
+                Arc::new(Register::default()),
+                client,
+                &common,
+                closed(64),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Auth { users, .. } => {
+            let workload = Auth::new(users.users, users.setup_concurrency);
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                closed(64),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Rpc {
+            users,
+            id,
+            payload,
+            no_verify_echo,
+            calls,
+            socket,
+            socket_args,
+            ..
+        } => {
+            let workload = Rpc::new(RpcOptions {
+                id,
+                payload,
+                verify_echo: !no_verify_echo,
+                users: users.users,
+                setup_concurrency: users.setup_concurrency,
+                calls,
+                socket: socket.then(|| socket_config(&socket_args, &common)),
+            })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                closed(64),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Ccu { socket, hold, .. } => {
+            let workload = Ccu::new(hold, socket_config(&socket, &common));
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(100.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Match {
+            users,
+            socket,
+            rpc,
+            hold,
+            interval,
+            echo_opcode,
+            broadcast_opcode,
+            echo_size,
+            broadcast_size,
+            ..
+        } => {
+            let workload = Matches::new(MatchOptions {
+                rpc,
+                hold,
+                interval,
+                echo_opcode,
+                broadcast_opcode,
+                echo_size,
+                broadcast_size,
+                users: users.users,
+                setup_concurrency: users.setup_concurrency,
+                socket: socket_config(&socket, &common),
+            })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(10.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+    }
+}
+
+fn socket_config(args: &SocketArgs, common: &Common) -> SocketConfig {
+    SocketConfig {
+        format: match args.format {
+            Format::Json => metafi_client::Format::Json,
+            Format::Protobuf => metafi_client::Format::Protobuf,
+        },
+        timeout: common.timeout,
+        read_buffer: args.socket_read_buffer,
+        ..SocketConfig::default()
+    }
+}
+
+async fn drive<W: Workload>(
+    workload: Arc<W>,
+    client: Client,
+    common: &Common,
+    fallback: LoadModel,
+    mut notes: Vec<String>,
+    interrupt: impl std::future::Future<Output = ()> + Send,
+) -> anyhow::Result<Report> {
+    let load = common.load(fallback);
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = workload.name();
+    let outcome = runner::run(
+        workload,
+        client,
+        RunOptions {
+            load: load.clone(),
+            max_users: common.max_users,
+            progress_every: common.progress_every,
+            server_pid: common.server_pid,
+        },
+        interrupt,
+    )
+    .await?;
+    Ok(Report::build(
+        Meta {
+            workload: name.to_owned(),
+            label: common.label.clone(),
+            server: common.server.clone(),
+            load: load.describe(),
+            command: command_line(),
+            started_unix,
+            planned_secs: load.total().as_secs_f64(),
+            duration_secs: outcome.duration.as_secs_f64(),
+            interrupted: outcome.interrupted,
+            notes: {
+                notes.extend(outcome.notes);
+                notes
+            },
+            server_usage: outcome.server,
+        },
+        &outcome.snapshot,
+    ))
+}
+
+/// Prints the table, writes the files, and turns the thresholds into the exit status.
+#[allow(clippy::print_stdout, clippy::print_stderr)] // the tool's user-facing output
+fn finish(report: &Report, common: &Common) -> anyhow::Result<ExitCode> {
+    print!("{}", report::table(report));
+    if let Some(dir) = &common.out {
+        let files = report.write_files(dir)?;
+        eprintln!("wrote {} files to {}", files.len(), dir.display());
+    }
+    let successes = report.success_total();
+    let errors = report.error_total();
+    let mut ok = true;
+    if successes < common.min_successes {
+        eprintln!(
+            "FAILED: {successes} successes, fewer than --min-successes {}",
+            common.min_successes
+        );
+        ok = false;
+    }
+    if let Some(max) = common.max_error_ratio {
+        let attempts = successes + errors;
+        let ratio = if attempts == 0 {
+            0.0
+        } else {
+            errors as f64 / attempts as f64
+        };
+        if ratio > max {
+            eprintln!("FAILED: error ratio {ratio:.4} is above --max-error-ratio {max}");
+            ok = false;
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn common(command: &Command) -> &Common {
+    match command {
+        Command::Ccu { common, .. }
+        | Command::Register { common }
+        | Command::Auth { common, .. }
+        | Command::Rpc { common, .. }
+        | Command::Match { common, .. } => common,
+    }
+}
+
+/// The command as typed, quoted for a shell, for the report.
+fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, arg)| {
+            let arg = if i == 0 {
+                std::path::Path::new(&arg)
+                    .file_name()
+                    .map_or(arg.clone(), |n| n.to_string_lossy().into_owned())
+            } else {
+                arg
+            };
+            if !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c))
+            {
+                arg
+            } else {
+                format!("'{}'", arg.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Resolves on Ctrl-C (never, if the signal cannot be listened to).
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}

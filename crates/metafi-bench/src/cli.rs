@@ -1,0 +1,278 @@
+//! The command line: one subcommand per workload, the same load, target and output flags on
+//! each.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::phases::{LoadModel, Phase};
+use crate::units::parse_duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "metafi-bench",
+    version,
+    about = "Load tool: the seed's workloads against MetaFi or any Nakama-compatible server",
+    after_help = "Load model: --phase RATE:DURATION (repeatable) starts new users on a schedule; \
+                  --clients N runs N users in a closed loop for --duration. Every run stops on its \
+                  own; Ctrl-C stops early and still prints the partial report. See docs/BENCH.md."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Authenticate, open the realtime socket and keep it open; ramp to a number of connected users.
+    Ccu {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// How long each user keeps its socket open (the run's end closes it earlier).
+        #[arg(long, value_parser = parse_duration, default_value = "200s")]
+        hold: Duration,
+    },
+    /// Device authentication with create=true for new device ids (a database write each).
+    Register {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Device authentication of existing users (created first, not measured).
+    Auth {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+    },
+    /// Call an RPC by id with a JSON payload, over REST (or the socket with --socket).
+    Rpc {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+        /// The RPC id, e.g. echo (Lua), echo_js, echo_native.
+        #[arg(long, default_value = "echo")]
+        id: String,
+        /// The payload: the function's input text.
+        #[arg(long, default_value = r#"{"message":"hello from metafi-bench"}"#)]
+        payload: String,
+        /// Do not check that the answer equals the payload (for RPCs that are not echoes).
+        #[arg(long)]
+        no_verify_echo: bool,
+        /// Calls per user in arrival mode (closed-loop users call until the end).
+        #[arg(long, default_value_t = 1)]
+        calls: u64,
+        /// Call over the realtime socket instead of REST.
+        #[arg(long)]
+        socket: bool,
+        #[command(flatten)]
+        socket_args: SocketArgs,
+    },
+    /// The seed's workload 7: authenticate, RPC get_match, open the socket, join the match, then
+    /// alternate echo and broadcast messages every interval; measures delivery latency.
+    Match {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// The RPC that returns the id of a match that is not full.
+        #[arg(long, default_value = "get_match")]
+        rpc: String,
+        /// How long each user plays.
+        #[arg(long, value_parser = parse_duration, default_value = "180s")]
+        hold: Duration,
+        /// Time between two messages of one user.
+        #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+        interval: Duration,
+        /// Opcode the server echoes back to the sender.
+        #[arg(long, default_value_t = 1)]
+        echo_opcode: i64,
+        /// Opcode the server broadcasts to every player of the match.
+        #[arg(long, default_value_t = 2)]
+        broadcast_opcode: i64,
+        /// Payload length of echo messages, in characters.
+        #[arg(long, default_value_t = 44)]
+        echo_size: usize,
+        /// Payload length of broadcast messages, in characters.
+        #[arg(long, default_value_t = 35)]
+        broadcast_size: usize,
+    },
+}
+
+/// Target, load model, limits and output: the same on every workload.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Server to measure, http://host:port (MetaFi, Nakama or any Nakama-compatible server).
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:7350",
+        env = "METAFI_BENCH_SERVER"
+    )]
+    pub server: String,
+    /// Server key (HTTP basic-auth username of the authenticate calls).
+    #[arg(long, default_value = "defaultkey", env = "METAFI_BENCH_SERVER_KEY")]
+    pub server_key: String,
+    /// Arrival phase: RATE new users per second for DURATION, e.g. 500:30s. Repeat for
+    /// several phases, run one after another.
+    #[arg(
+        long = "phase",
+        value_name = "RATE:DURATION",
+        conflicts_with = "clients"
+    )]
+    pub phases: Vec<Phase>,
+    /// Closed loop: this many users at once, each repeating its script until --duration ends.
+    #[arg(long)]
+    pub clients: Option<u64>,
+    /// Length of a closed-loop run.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Longest wait for one answer, connection included.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Local source addresses to spread connections over: a list and/or ranges, e.g.
+    /// 127.0.0.1-127.0.0.8. Each has ~28k ephemeral ports towards one server.
+    #[arg(long, value_name = "LIST", conflicts_with = "source_count")]
+    pub sources: Option<String>,
+    /// Shorthand for --sources 127.0.0.1-127.0.0.N.
+    #[arg(long, value_name = "N")]
+    pub source_count: Option<u32>,
+    /// Write report.json, report.md and SVG charts to this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Free text naming the setup in the report, e.g. "MetaFi, SQLite, server on core 0".
+    #[arg(long, default_value = "")]
+    pub label: String,
+    /// Worker threads of the tool (default: the CPUs it may run on, e.g. 1 under taskset -c 1).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Most users alive at once in arrival mode; later arrivals are skipped and counted as errors.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_users: u64,
+    /// Open-file limit to raise to (one descriptor per connection).
+    #[arg(long, default_value_t = 1_048_576)]
+    pub nofile: u64,
+    /// Period of the progress line when stderr is not a terminal.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub progress_every: Duration,
+    /// Process id of the server (on this machine): the report adds its CPU time, the cores it
+    /// used and its peak memory, read from /proc.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// Exit with status 1 when more than this fraction of attempts failed (e.g. 0.01).
+    #[arg(long, value_name = "FRACTION")]
+    pub max_error_ratio: Option<f64>,
+    /// Exit with status 1 when fewer successes than this were measured.
+    #[arg(long, default_value_t = 1)]
+    pub min_successes: u64,
+}
+
+/// Users created before the measured run (not measured).
+#[derive(Debug, Clone, Args)]
+pub struct UserArgs {
+    /// Accounts created in the setup phase and used in turn.
+    #[arg(long, default_value_t = 1000)]
+    pub users: u64,
+    /// Requests in flight while creating them.
+    #[arg(long, default_value_t = 64)]
+    pub setup_concurrency: u64,
+}
+
+/// Realtime socket options.
+#[derive(Debug, Clone, Args)]
+pub struct SocketArgs {
+    /// Wire format of the realtime socket.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// WebSocket read buffer per socket, bytes (small keeps 100k sockets cheap).
+    #[arg(long, default_value_t = 4096)]
+    pub socket_read_buffer: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Protobuf,
+}
+
+impl Common {
+    /// The load model the flags describe; `fallback` when none is given.
+    pub fn load(&self, fallback: LoadModel) -> LoadModel {
+        if let Some(clients) = self.clients {
+            LoadModel::Closed {
+                clients,
+                duration: self.duration,
+            }
+        } else if !self.phases.is_empty() {
+            LoadModel::Arrival(self.phases.clone())
+        } else {
+            fallback
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn phases_and_clients_choose_the_load_model() {
+        let cli = Cli::try_parse_from([
+            "metafi-bench",
+            "register",
+            "--phase",
+            "10:2s",
+            "--phase",
+            "20:1s",
+        ])
+        .expect("parses");
+        let Command::Register { common } = cli.command else {
+            panic!("register")
+        };
+        let fallback = LoadModel::Closed {
+            clients: 1,
+            duration: Duration::from_secs(1),
+        };
+        assert_eq!(
+            common.load(fallback.clone()),
+            LoadModel::Arrival(vec![
+                Phase {
+                    rate: 10.0,
+                    duration: Duration::from_secs(2)
+                },
+                Phase {
+                    rate: 20.0,
+                    duration: Duration::from_secs(1)
+                },
+            ])
+        );
+        let cli =
+            Cli::try_parse_from(["metafi-bench", "auth", "--clients", "8", "--duration", "3s"])
+                .expect("parses");
+        let Command::Auth { common, .. } = cli.command else {
+            panic!("auth")
+        };
+        assert_eq!(
+            common.load(fallback),
+            LoadModel::Closed {
+                clients: 8,
+                duration: Duration::from_secs(3)
+            }
+        );
+        assert!(
+            Cli::try_parse_from(["metafi-bench", "auth", "--clients", "8", "--phase", "1:1s"])
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! The terminal table printed at the end of a run.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use crate::stats::Summary;
+use crate::units::{bytes, mbits, ms, rate, thousands};
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let status = if report.interrupted {
+        " (interrupted: partial results)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "\n{} against {}{status}",
+        report.workload, report.server
+    );
+    if !report.label.is_empty() {
+        let _ = writeln!(out, "  {}", report.label);
+    }
+    let _ = writeln!(
+        out,
+        "  {}; ran {:.1} s of {:.1} s; {} users started",
+        report.load,
+        report.duration_secs,
+        report.planned_secs,
+        thousands(report.users_started)
+    );
+    for note in &report.notes {
+        let _ = writeln!(out, "  {note}");
+    }
+    if !report.connections.is_empty() || report.max_connected > 0 {
+        let _ = writeln!(
+            out,
+            "\nconnections: max connected {}",
+            thousands(report.max_connected.max(0) as u64)
+        );
+        section(&mut out, "time to connect", &report.connections);
+    }
+    section(&mut out, "requests", &report.requests);
+    let _ = writeln!(out, "\nerrors: {}", thousands(report.error_total()));
+    for (kind, count) in &report.errors {
+        let _ = writeln!(out, "  {kind:<28} {}", thousands(*count));
+    }
+    if let Some(usage) = &report.server_usage {
+        let _ = writeln!(out, "\n{}", server_line(report, usage));
+    }
+    let net = &report.network;
+    let _ = writeln!(
+        out,
+        "\nnetwork (client side)  sent: highest {}, total {}   received: highest {}, total {}",
+        mbits(net.sent_highest_bits_per_sec),
+        bytes(net.sent_total_bytes),
+        mbits(net.received_highest_bits_per_sec),
+        bytes(net.received_total_bytes)
+    );
+    out
+}
+
+/// "server (pid 42): 6.0 CPU-s, 0.50 cores, peak RSS 50.00 MB; 20.0 authenticate per CPU-s".
+pub(super) fn server_line(report: &Report, usage: &crate::procfs::ServerUsage) -> String {
+    let mut line = format!(
+        "server (pid {}): {:.1} CPU-s, {:.2} cores used, peak RSS {}",
+        usage.pid,
+        usage.cpu_secs,
+        usage.cores_used,
+        bytes(usage.peak_rss_bytes)
+    );
+    if let Some((name, per)) = report.per_server_cpu_second() {
+        let _ = write!(
+            line,
+            "; {} {name} per server CPU-second",
+            thousands(per.round() as u64)
+        );
+    }
+    line
+}
+
+fn section(out: &mut String, title: &str, rows: &[Summary]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{title}");
+    let header = [
+        "name",
+        "count",
+        "high 10s mean",
+        "low 10s mean",
+        "highest rate",
+        "mean rate",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    for s in rows {
+        table.push(vec![
+            s.name.clone(),
+            thousands(s.count),
+            ms(s.highest_10s_mean_ms),
+            ms(s.lowest_10s_mean_ms),
+            rate(s.highest_rate),
+            rate(s.mean_rate),
+            ms(s.mean_ms),
+            ms(s.p50_ms),
+            ms(s.p90_ms),
+            ms(s.p99_ms),
+            ms(s.max_ms),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(line, " {cell:<w$}", w = widths[c]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = widths[c]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_shows_the_seed_columns_errors_and_network() {
+        let text = render(&crate::report::fixture::report());
+        assert!(text.contains("max connected 10"), "{text}");
+        assert!(text.contains("high 10s mean"), "{text}");
+        assert!(text.contains("authenticate"), "{text}");
+        assert!(text.contains("10.0 / s"), "{text}");
+        assert!(
+            text.contains("2.000 ms") || text.contains("2.001 ms"),
+            "{text}"
+        );
+        assert!(text.contains("status 500"), "{text}");
+        assert!(text.contains("total 12.00 kB"), "{text}");
+        assert!(text.contains("server (pid 4242): 6.0 CPU-s, 0.50 cores used, peak RSS 50.00 MB; 20 authenticate per server CPU-second"), "{text}");
+    }
+}

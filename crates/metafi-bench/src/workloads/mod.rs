@@ -1,0 +1,157 @@
+//! The workloads: what one simulated user does. The runner decides when users start and stops
+//! them at the end; a workload only says which series it records and runs a user's script.
+
+pub mod auth;
+pub mod ccu;
+pub mod matches;
+pub mod register;
+pub mod rpc;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use metafi_client::{Client, ClientError, Session};
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::{SeriesId, SeriesKind, Stats};
+
+/// What every user of a run shares.
+#[derive(Debug)]
+pub struct Ctx {
+    pub stats: Stats,
+    /// The server; users take `with_own_connections()` so each has its own sockets.
+    pub client: Client,
+    /// End of the measured run.
+    pub deadline: Instant,
+    /// Fires at the end of the run (deadline or Ctrl-C).
+    pub stop: CancellationToken,
+}
+
+impl Ctx {
+    /// The series `name`, which the workload declared in `series()`.
+    pub fn series(&self, name: &str) -> SeriesId {
+        // Invariant: workloads only ask for series they declared, and the runner creates every
+        // declared series, so the lookup cannot miss.
+        self.stats
+            .series(name)
+            .unwrap_or_else(|| unreachable!("series {name} was not declared by the workload"))
+    }
+
+    /// Whether a repeating user should stop.
+    pub fn stopping(&self) -> bool {
+        self.stop.is_cancelled() || Instant::now() >= self.deadline
+    }
+
+    /// Records the outcome of one timed call.
+    pub fn outcome<T>(&self, id: SeriesId, started: Instant, result: &Result<T, ClientError>) {
+        match result {
+            Ok(_) => self.stats.record(id, started.elapsed()),
+            Err(e) => self.stats.error(&e.kind()),
+        }
+    }
+}
+
+/// A workload of the tool.
+pub trait Workload: Send + Sync + 'static {
+    /// The subcommand's name, used in reports and file names.
+    fn name(&self) -> &'static str;
+
+    /// The series this workload records.
+    fn series(&self) -> Vec<(&'static str, SeriesKind)>;
+
+    /// Unmeasured preparation before the clock starts (e.g. creating the users that `auth`
+    /// signs in). Returns notes for the report.
+    fn prepare(
+        &self,
+        _client: &Client,
+    ) -> impl Future<Output = anyhow::Result<Vec<String>>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
+    /// One simulated user: runs its script once, or repeats it until the run stops when
+    /// `repeat` (closed loop). The runner aborts users still running at the end.
+    fn user(
+        self: Arc<Self>,
+        ctx: Arc<Ctx>,
+        index: u64,
+        repeat: bool,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// Device ids unique to this run, so repeated runs against one database never collide:
+/// `mfb-<run>-<n>` (Nakama wants 10 to 128 characters).
+#[derive(Debug)]
+pub struct DeviceIds {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl DeviceIds {
+    pub fn new(kind: &str) -> DeviceIds {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        DeviceIds {
+            prefix: format!("mfb-{kind}-{:x}", nanos & 0xffff_ffff_ffff),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// The next unused id.
+    pub fn next(&self) -> String {
+        self.id(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Id number `n`.
+    pub fn id(&self, n: u64) -> String {
+        format!("{}-{n:08}", self.prefix)
+    }
+}
+
+/// Creates `count` accounts (device authentication with `create=true`, ids `ids.id(0..count)`)
+/// with `concurrency` requests in flight, before the measured run; returns their sessions in id
+/// order.
+pub async fn create_users(
+    client: &Client,
+    ids: &Arc<DeviceIds>,
+    count: u64,
+    concurrency: u64,
+) -> anyhow::Result<Vec<Session>> {
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.clamp(1, count.max(1)) {
+        let (client, next, ids) = (client.with_own_connections(), next.clone(), ids.clone());
+        tasks.spawn(async move {
+            let mut made = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= count {
+                    return anyhow::Ok(made);
+                }
+                let id = ids.id(n);
+                let session = client
+                    .authenticate_device(&id, true, None)
+                    .await
+                    .with_context(|| format!("creating user {id} (device authentication)"))?;
+                made.push((n, session));
+            }
+        });
+    }
+    let mut all = Vec::with_capacity(count as usize);
+    while let Some(joined) = tasks.join_next().await {
+        all.extend(joined.context("a setup task panicked")??);
+    }
+    all.sort_by_key(|(n, _)| *n);
+    Ok(all.into_iter().map(|(_, session)| session).collect())
+}
+
+/// "setup: created N users in X s (not measured)".
+pub fn setup_note(what: &str, count: u64, took: Duration) -> String {
+    format!(
+        "setup (not measured): {what} {count} users in {:.1} s",
+        took.as_secs_f64()
+    )
+}

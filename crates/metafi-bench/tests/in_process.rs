@@ -1,0 +1,141 @@
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+//! Runs the `register` and `auth` workloads for a second against a MetaFi server started in
+//! this process (SQLite in a temporary directory, port 0), through the same entry point as the
+//! command line.
+
+use clap::Parser as _;
+use metafi_bench::app;
+use metafi_bench::cli::Cli;
+use metafi_bench::report::Report;
+use metafi_server::config::{Config, RawConfig};
+use metafi_server::{Listeners, run};
+use tokio::sync::oneshot;
+
+struct Server {
+    base: String,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut raw = RawConfig {
+        data_dir: dir.path().join("data").display().to_string(),
+        ..RawConfig::default()
+    };
+    raw.socket.port = 0;
+    raw.metrics.port = 0;
+    let config = Config::try_from(raw).unwrap();
+    let listeners = Listeners::bind(&config).await.unwrap();
+    let base = format!("http://{}", listeners.api_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(run(config, listeners, async move {
+        let _ = stopped.await;
+    }));
+    Server {
+        base,
+        stop,
+        task,
+        _dir: dir,
+    }
+}
+
+async fn bench(args: &[&str]) -> Report {
+    let cli = Cli::try_parse_from(args).unwrap();
+    app::execute(cli.command, std::future::pending())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_and_auth_succeed_without_errors_against_metafi() {
+    let server = start_server().await;
+    let base = server.base.clone();
+
+    let register = bench(&[
+        "metafi-bench",
+        "register",
+        "--server",
+        &base,
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+    ])
+    .await;
+    assert_eq!(register.workload, "register");
+    assert!(register.requests[0].count > 0, "{register:#?}");
+    assert_eq!(register.error_total(), 0, "{:?}", register.errors);
+    assert!(register.network.sent_total_bytes > 0);
+    assert!(register.network.received_total_bytes > register.network.sent_total_bytes / 2);
+
+    let auth = bench(&[
+        "metafi-bench",
+        "auth",
+        "--server",
+        &base,
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--users",
+        "20",
+    ])
+    .await;
+    assert_eq!(auth.requests[0].name, "authenticate");
+    assert!(auth.requests[0].count > 0, "{auth:#?}");
+    assert_eq!(auth.error_total(), 0, "{:?}", auth.errors);
+    assert!(
+        auth.notes.iter().any(|n| n.contains("20 users")),
+        "{:?}",
+        auth.notes
+    );
+
+    // arrival mode: 20 users per second for a second each sign in once; the quiet second
+    // phase lets the last ones finish before the run ends
+    let arrivals = bench(&[
+        "metafi-bench",
+        "register",
+        "--server",
+        &base,
+        "--phase",
+        "20:1s",
+        "--phase",
+        "0:2s",
+    ])
+    .await;
+    assert_eq!(arrivals.users_started, 20, "{arrivals:#?}");
+    assert_eq!(arrivals.requests[0].count, 20);
+    assert_eq!(arrivals.error_total(), 0, "{:?}", arrivals.errors);
+
+    let _ = server.stop.send(());
+    server.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_server_key_is_counted_as_errors_by_kind() {
+    let server = start_server().await;
+    let report = bench(&[
+        "metafi-bench",
+        "register",
+        "--server",
+        &server.base,
+        "--server-key",
+        "wrong",
+        "--clients",
+        "2",
+        "--duration",
+        "500ms",
+    ])
+    .await;
+    assert_eq!(report.requests[0].count, 0);
+    assert!(
+        report.errors.get("status 401").copied().unwrap_or(0) > 0,
+        "{:?}",
+        report.errors
+    );
+    let _ = server.stop.send(());
+    server.task.await.unwrap().unwrap();
+}

@@ -1,0 +1,703 @@
+//! One authoritative match as a state machine: init → join attempts → joins and leaves → a
+//! loop tick per interval → end. Sans-IO: it is driven by its executor thread's
+//! [`Scheduler`](crate::Scheduler), reads time only from the clock it is given, and hands
+//! everything it sends to the [`Outlet`](crate::Outlet).
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::dispatcher::{Dispatcher, Effects, MAX_LABEL_BYTES, Members};
+use crate::handler::{Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec};
+use crate::metrics;
+use crate::outlet::PresenceEvent;
+use crate::presence::{MatchMessage, Presence, PresenceReason};
+use crate::registry::Inner;
+use crate::shared::MatchShared;
+
+/// Why a match ended; a log field and a metric label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EndReason {
+    /// A callback returned no state (`Flow::End`).
+    Returned { callback: &'static str },
+    /// A callback failed, panicked or ran past its budget.
+    Failed {
+        callback: &'static str,
+        error: HandlerError,
+    },
+    /// Empty for `match.max_empty_sec`.
+    Empty,
+    /// Leaves and join completions piled up past `match.call_queue_size`.
+    CallQueueFull,
+    /// The shutdown grace period after `match_terminate` ran out.
+    GraceOver,
+    /// The server stopped without a grace period.
+    Stopped,
+}
+
+impl EndReason {
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            EndReason::Returned { .. } => "returned_nil",
+            EndReason::Failed { error, .. } => error.kind(),
+            EndReason::Empty => "empty",
+            EndReason::CallQueueFull => "call_queue_full",
+            EndReason::GraceOver => "terminated",
+            EndReason::Stopped => "stopped",
+        }
+    }
+}
+
+/// The answer to a join attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinOutcome {
+    /// The client may join. `presences` are the others already in the match (the client
+    /// itself too when it was already in); `is_new` is false for a repeated join, which needs
+    /// no completion.
+    Accepted {
+        label: Arc<str>,
+        presences: Vec<Arc<Presence>>,
+        is_new: bool,
+    },
+    /// The handler refused, with its reason or Nakama's default.
+    Rejected { reason: String },
+    /// No such match (or it ended meanwhile).
+    NotFound,
+}
+
+/// A join the handler accepted, waiting for the client to complete it.
+#[derive(Debug)]
+struct Pending {
+    presence: Arc<Presence>,
+    expires: Instant,
+}
+
+/// The result of one step of the match.
+pub(crate) type Step = Result<(), EndReason>;
+
+pub(crate) struct AuthoritativeMatch {
+    pub(crate) shared: Arc<MatchShared>,
+    handler: Box<dyn MatchHandler>,
+    ctx: MatchContext,
+    /// Loop executions so far (what `match_loop` sees as `tick`).
+    tick: i64,
+    /// When tick slot 0 was due; slot `n` is due at `origin + n * interval`, so the schedule
+    /// never drifts.
+    origin: Instant,
+    slot: u64,
+    interval_ns: u64,
+    members: Members,
+    pending: Vec<Pending>,
+    effects: Effects,
+    /// The input queue swapped out of the inbox at each tick (its buffer is reused).
+    inputs: VecDeque<MatchMessage>,
+    empty_ticks: u64,
+    max_empty_ticks: Option<u64>,
+    /// Set by `match_terminate` with a grace period: when the match must stop.
+    terminate_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for AuthoritativeMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthoritativeMatch")
+            .field("id", &self.shared.id_text)
+            .field("tick", &self.tick)
+            .field("members", &self.members.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthoritativeMatch {
+    /// Builds the handler (on this thread) and runs `match_init`.
+    pub(crate) fn start(
+        inner: &Inner,
+        shared: Arc<MatchShared>,
+        spec: MatchSpec,
+        now: Instant,
+    ) -> Result<AuthoritativeMatch, HandlerError> {
+        let budget = inner.config.handler_budget;
+        let mut ctx = MatchContext {
+            match_id: shared.id_text.clone(),
+            node: inner.node.clone(),
+            handler_name: shared.handler_name.clone(),
+            label: Arc::from(""),
+            tick_rate: 0,
+            presences: 0,
+            pending_joins: 0,
+            deadline: now + budget,
+        };
+        let MatchSpec {
+            factory, params, ..
+        } = spec;
+        let started = inner.clock.now();
+        let mut handler = guarded(|| factory.create(&ctx))?;
+        let init = guarded(|| handler.init(&ctx, &params))?;
+        metrics::created(
+            shared.runtime,
+            inner
+                .clock
+                .now()
+                .saturating_duration_since(started)
+                .as_secs_f64(),
+        );
+        let max = inner.config.max_tick_rate;
+        if init.tick_rate == 0 || init.tick_rate > max {
+            return Err(HandlerError::invalid(format!(
+                "match_init returned invalid tick rate {}, must be between 1 and {max} (match.max_tick_rate)",
+                init.tick_rate
+            )));
+        }
+        if init.label.len() > MAX_LABEL_BYTES {
+            return Err(HandlerError::invalid(format!(
+                "match_init returned a label of {} bytes, must be {MAX_LABEL_BYTES} bytes or less",
+                init.label.len()
+            )));
+        }
+        ctx.label = Arc::from(init.label.as_str());
+        ctx.tick_rate = init.tick_rate;
+        shared.tick_rate.store(init.tick_rate, Ordering::Relaxed);
+        *shared.stats.label.lock() = ctx.label.clone();
+        inner
+            .listing
+            .write()
+            .upsert(&shared, ctx.label.clone(), init.tick_rate);
+        let max_empty_ticks = inner.config.max_empty.map(|d| {
+            (d.as_secs_f64() * f64::from(init.tick_rate))
+                .ceil()
+                .max(1.0) as u64
+        });
+        Ok(AuthoritativeMatch {
+            shared,
+            handler,
+            ctx,
+            tick: 0,
+            origin: grid(inner.epoch, now),
+            slot: 1,
+            interval_ns: 1_000_000_000 / u64::from(init.tick_rate),
+            members: Members::default(),
+            pending: Vec::new(),
+            effects: Effects::default(),
+            inputs: VecDeque::new(),
+            empty_ticks: 0,
+            max_empty_ticks,
+            terminate_at: None,
+        })
+    }
+
+    /// When the next tick is due.
+    pub(crate) fn next_tick(&self) -> Instant {
+        self.origin + Duration::from_nanos(self.slot * self.interval_ns)
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns)
+    }
+
+    /// Runs one `match_loop` tick. `now` is when it starts.
+    pub(crate) fn run_tick(&mut self, inner: &Inner, now: Instant) -> Step {
+        let scheduled = self.next_tick();
+        let lateness = now.saturating_duration_since(scheduled);
+        let shared = self.shared.clone();
+        let stats = &shared.stats;
+        // Several ticks due at once (the thread was held up): run one, for the latest due
+        // slot, and drop the others rather than running them back to back, as a Go ticker
+        // drops ticks for a slow receiver.
+        let due = (now.saturating_duration_since(self.origin).as_nanos()
+            / u128::from(self.interval_ns)) as u64;
+        if due > self.slot {
+            let missed = due - self.slot;
+            self.slot = due;
+            stats.skipped.fetch_add(missed, Ordering::Relaxed);
+            shared.metrics.skipped.increment(missed);
+        }
+        let mut inputs = std::mem::take(&mut self.inputs);
+        {
+            let mut inbox = self.shared.inbox.lock();
+            std::mem::swap(&mut inbox.queue, &mut inputs);
+        }
+        let depth = inputs.len();
+        let tick = self.tick;
+        let messages = inputs.make_contiguous();
+        let result = self.call(inner, now, |h, ctx, d| h.tick(ctx, d, tick, messages));
+        inputs.clear();
+        self.inputs = inputs;
+        self.settle(inner, now, "match_loop", result)?;
+
+        let finished = inner.clock.now();
+        let took = finished.saturating_duration_since(now);
+        let m = &shared.metrics;
+        m.tick_duration.record(took.as_secs_f64());
+        m.tick_lateness.record(lateness.as_secs_f64());
+        m.queue_depth.record(depth as f64);
+        stats.ticks.fetch_add(1, Ordering::Relaxed);
+        record(&stats.last_tick_ns, &stats.max_tick_ns, took);
+        record(&stats.last_lateness_ns, &stats.max_lateness_ns, lateness);
+        stats
+            .last_queue_depth
+            .store(depth as u64, Ordering::Relaxed);
+        stats
+            .last_tick_unix_ms
+            .store(inner.wall.now_ms(), Ordering::Relaxed);
+        if took > self.interval() {
+            stats.overruns.fetch_add(1, Ordering::Relaxed);
+            m.overruns.increment(1);
+        }
+
+        self.tick += 1;
+        self.slot += 1;
+
+        self.expire_pending(inner, now);
+        if let Some(max) = self.max_empty_ticks {
+            if self.members.len() == 0 && self.pending.is_empty() {
+                self.empty_ticks += 1;
+                if self.empty_ticks >= max {
+                    return Err(EndReason::Empty);
+                }
+            } else {
+                self.empty_ticks = 0;
+            }
+        }
+        if self.terminate_at.is_some_and(|at| now >= at) {
+            return Err(EndReason::GraceOver);
+        }
+        Ok(())
+    }
+
+    /// `match_join_attempt` for one client.
+    pub(crate) fn join_attempt(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        request: &JoinRequest,
+    ) -> (Step, JoinOutcome) {
+        let session = request.presence.session_id;
+        if self.members.contains(session)
+            || self
+                .pending
+                .iter()
+                .any(|p| p.presence.session_id == session)
+        {
+            let mut presences = self.members.presences().to_vec();
+            presences.extend(self.pending.iter().map(|p| p.presence.clone()));
+            return (
+                Ok(()),
+                JoinOutcome::Accepted {
+                    label: self.ctx.label.clone(),
+                    presences,
+                    is_new: false,
+                },
+            );
+        }
+        // Registered before checking the connection: a session ending concurrently either is
+        // seen as gone here, or finds this match in its list and leaves it.
+        inner.session_entered(session, self.shared.id.uuid());
+        if !inner.outlet.is_connected(session) {
+            inner.session_exited(session, self.shared.id.uuid());
+            return (
+                Ok(()),
+                JoinOutcome::Rejected {
+                    reason: "Match join rejected".into(),
+                },
+            );
+        }
+        let tick = self.tick;
+        let result = self.call(inner, now, |h, ctx, d| {
+            h.join_attempt(ctx, d, tick, request)
+        });
+        let verdict = match result {
+            Ok(verdict) => verdict,
+            Err(error) => {
+                inner.session_exited(session, self.shared.id.uuid());
+                let step = self.settle::<()>(inner, now, "match_join_attempt", Err(error));
+                return (step, rejected(None));
+            }
+        };
+        if verdict.flow == Flow::End {
+            inner.session_exited(session, self.shared.id.uuid());
+            let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::End));
+            return (step, rejected(None));
+        }
+        if !verdict.allow {
+            inner.session_exited(session, self.shared.id.uuid());
+            let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::Continue));
+            return (step, rejected(verdict.reason));
+        }
+        self.pending.push(Pending {
+            presence: request.presence.clone(),
+            expires: now + inner.config.join_marker_deadline,
+        });
+        self.update_counts();
+        let outcome = JoinOutcome::Accepted {
+            label: self.ctx.label.clone(),
+            presences: self.members.presences().to_vec(),
+            is_new: true,
+        };
+        let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::Continue));
+        (step, outcome)
+    }
+
+    /// The client of an accepted join received its answer: it is now in the match. Everyone
+    /// (the joiner included) gets the presence event, then `match_join` runs.
+    pub(crate) fn complete_join(&mut self, inner: &Inner, now: Instant, session_id: Uuid) -> Step {
+        let Some(at) = self
+            .pending
+            .iter()
+            .position(|p| p.presence.session_id == session_id)
+        else {
+            return Ok(());
+        };
+        let presence = self.pending.swap_remove(at).presence;
+        self.members.insert(presence.clone());
+        self.shared
+            .inbox
+            .lock()
+            .senders
+            .insert(session_id, presence.clone());
+        self.update_counts();
+        let joins = [presence];
+        inner.outlet.send_presences(
+            self.members.sessions(),
+            &PresenceEvent {
+                match_id: &self.shared.id_text,
+                joins: &joins,
+                leaves: &[],
+            },
+        );
+        let tick = self.tick;
+        let result = self.call(inner, now, |h, ctx, d| h.join(ctx, d, tick, &joins));
+        self.settle(inner, now, "match_join", result)
+    }
+
+    /// Players leave (or their sessions ended): the others get the event, then `match_leave`
+    /// runs. Pending joins are dropped silently (they never joined).
+    pub(crate) fn leave(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        sessions: &[Uuid],
+        reason: PresenceReason,
+    ) -> Step {
+        let mut left = Vec::new();
+        for session in sessions {
+            if let Some(at) = self
+                .pending
+                .iter()
+                .position(|p| p.presence.session_id == *session)
+            {
+                self.pending.swap_remove(at);
+                inner.session_exited(*session, self.shared.id.uuid());
+            } else if let Some(presence) = self.members.remove(*session) {
+                self.shared.inbox.lock().senders.remove(session);
+                inner.session_exited(*session, self.shared.id.uuid());
+                left.push(presence);
+            }
+        }
+        self.update_counts();
+        if left.is_empty() {
+            return Ok(());
+        }
+        inner.outlet.send_presences(
+            self.members.sessions(),
+            &PresenceEvent {
+                match_id: &self.shared.id_text,
+                joins: &[],
+                leaves: &left,
+            },
+        );
+        let tick = self.tick;
+        let result = self.call(inner, now, |h, ctx, d| h.leave(ctx, d, tick, &left, reason));
+        self.settle(inner, now, "match_leave", result)
+    }
+
+    /// `match_signal`; the reply is the handler's result.
+    pub(crate) fn signal(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        data: &str,
+    ) -> (Step, Option<String>) {
+        let tick = self.tick;
+        let result = self.call(inner, now, |h, ctx, d| h.signal(ctx, d, tick, data));
+        match result {
+            Ok((flow, reply)) => {
+                let step = self.settle(inner, now, "match_signal", Ok(flow));
+                // As Nakama: a signal whose handler ended the match has no result.
+                let reply = (flow == Flow::Continue && step.is_ok()).then_some(reply);
+                (step, reply)
+            }
+            Err(error) => (
+                self.settle::<()>(inner, now, "match_signal", Err(error)),
+                None,
+            ),
+        }
+    }
+
+    /// `match_terminate`: the server is stopping. With no grace the match ends right after.
+    pub(crate) fn terminate(&mut self, inner: &Inner, now: Instant, grace: Duration) -> Step {
+        if self.terminate_at.is_some() {
+            return Ok(());
+        }
+        let seconds = grace.as_secs().min(u64::from(u32::MAX)) as u32;
+        let tick = self.tick;
+        let result = self.call(inner, now, |h, ctx, d| h.terminate(ctx, d, tick, seconds));
+        self.settle(inner, now, "match_terminate", result)?;
+        if grace.is_zero() {
+            return Err(EndReason::GraceOver);
+        }
+        self.terminate_at = Some(now + grace);
+        Ok(())
+    }
+
+    /// Runs a handler callback with a fresh deadline, catching panics and timing it against
+    /// the budget.
+    fn call<T>(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        f: impl FnOnce(
+            &mut dyn MatchHandler,
+            &MatchContext,
+            &mut Dispatcher<'_>,
+        ) -> Result<T, HandlerError>,
+    ) -> Result<T, HandlerError> {
+        let budget = inner.config.handler_budget;
+        self.ctx.deadline = now + budget;
+        let mut dispatcher = Dispatcher {
+            match_id: &self.shared.id_text,
+            members: &self.members,
+            outlet: &*inner.outlet,
+            effects: &mut self.effects,
+            deferred_limit: inner.config.deferred_queue_size,
+        };
+        let handler = &mut *self.handler;
+        let ctx = &self.ctx;
+        let started = inner.clock.now();
+        let result = guarded(|| f(handler, ctx, &mut dispatcher));
+        if result.is_ok() && inner.clock.now().saturating_duration_since(started) > budget {
+            return Err(HandlerError::Timeout);
+        }
+        result
+    }
+
+    /// Applies what a callback asked for (label, kicks, deferred sends) and turns its outcome
+    /// into a step.
+    fn settle<T>(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        callback: &'static str,
+        result: Result<T, HandlerError>,
+    ) -> Step
+    where
+        T: Into<FlowOf>,
+    {
+        let flow = match result {
+            Ok(value) => value.into().0,
+            Err(error) => {
+                self.flush(inner);
+                return Err(EndReason::Failed { callback, error });
+            }
+        };
+        if let Some(label) = self.effects.label.take() {
+            self.ctx.label = label.clone();
+            *self.shared.stats.label.lock() = label.clone();
+            inner
+                .listing
+                .write()
+                .upsert(&self.shared, label, self.ctx.tick_rate);
+        }
+        self.flush(inner);
+        if flow == Flow::End {
+            return Err(EndReason::Returned { callback });
+        }
+        // Kicks run `match_leave`, which may kick again; bounded by the number of members.
+        let mut rounds = 0;
+        while !self.effects.kicks.is_empty() && rounds <= self.members.len() + 1 {
+            rounds += 1;
+            let kicked = std::mem::take(&mut self.effects.kicks);
+            // Kicked players are told too (Nakama only tells the others).
+            let presences: Vec<Arc<Presence>> = self
+                .members
+                .presences()
+                .iter()
+                .filter(|p| kicked.contains(&p.session_id))
+                .cloned()
+                .collect();
+            if !presences.is_empty() {
+                inner.outlet.send_presences(
+                    &kicked,
+                    &PresenceEvent {
+                        match_id: &self.shared.id_text,
+                        joins: &[],
+                        leaves: &presences,
+                    },
+                );
+            }
+            self.leave(inner, now, &kicked, PresenceReason::Leave)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, inner: &Inner) {
+        if !self.effects.deferred.is_empty() {
+            self.effects
+                .flush_deferred(&self.shared.id_text, &*inner.outlet);
+        }
+        if self.effects.delivered > 0 {
+            self.shared.metrics.sent.increment(self.effects.delivered);
+            self.effects.delivered = 0;
+        }
+    }
+
+    fn expire_pending(&mut self, inner: &Inner, now: Instant) {
+        if self.pending.iter().all(|p| p.expires > now) {
+            return;
+        }
+        let uuid = self.shared.id.uuid();
+        self.pending.retain(|p| {
+            let keep = p.expires > now;
+            if !keep {
+                inner.session_exited(p.presence.session_id, uuid);
+                tracing::debug!(match_id = %self.shared.id_text, sid = %p.presence.session_id, "accepted join lapsed: the client did not complete it within match.join_marker_deadline_ms");
+            }
+            keep
+        });
+        self.update_counts();
+    }
+
+    fn update_counts(&mut self) {
+        self.ctx.presences = self.members.len();
+        self.ctx.pending_joins = self.pending.len();
+        let stats = &self.shared.stats;
+        stats
+            .presences
+            .store(self.members.len() as u32, Ordering::Relaxed);
+        stats
+            .pending
+            .store(self.pending.len() as u32, Ordering::Relaxed);
+        self.shared.size.store(
+            (self.members.len() + self.pending.len()) as u32,
+            Ordering::Release,
+        );
+    }
+
+    /// Ends the match: it leaves the registry and the listing, and everyone in it (joined or
+    /// pending) is told they left. Returns the presences it had.
+    pub(crate) fn finish(mut self, inner: &Inner, reason: &EndReason) {
+        self.flush(inner);
+        let shared = self.shared.clone();
+        shared.ended.store(true, Ordering::Release);
+        inner.remove_authoritative(&shared);
+        let mut everyone = self.members.take_all();
+        everyone.extend(self.pending.drain(..).map(|p| p.presence));
+        let sessions: Vec<Uuid> = everyone.iter().map(|p| p.session_id).collect();
+        for session in &sessions {
+            inner.session_exited(*session, shared.id.uuid());
+        }
+        if !sessions.is_empty() {
+            inner.outlet.send_presences(
+                &sessions,
+                &PresenceEvent {
+                    match_id: &shared.id_text,
+                    joins: &[],
+                    leaves: &everyone,
+                },
+            );
+        }
+        shared.inbox.lock().senders.clear();
+        shared.inbox.lock().queue.clear();
+        shared.size.store(0, Ordering::Release);
+        metrics::ended(&shared.handler_name, shared.runtime, reason.label());
+        shared.metrics.running.decrement(1.0);
+        let snapshot = shared.snapshot();
+        match reason {
+            EndReason::Failed { callback, error } => {
+                shared.metrics.errors.increment(1);
+                tracing::warn!(
+                    match_id = %shared.id_text,
+                    handler = %shared.handler_name,
+                    runtime = shared.runtime,
+                    callback,
+                    error = %error,
+                    kind = error.kind(),
+                    players = sessions.len(),
+                    ticks = snapshot.ticks,
+                    "match stopped: its handler failed; its players were told they left"
+                );
+            }
+            other => tracing::info!(
+                match_id = %shared.id_text,
+                handler = %shared.handler_name,
+                runtime = shared.runtime,
+                reason = other.label(),
+                players = sessions.len(),
+                ticks = snapshot.ticks,
+                max_tick_ms = snapshot.max_tick_seconds * 1e3,
+                max_lateness_ms = snapshot.max_lateness_seconds * 1e3,
+                overruns = snapshot.overruns,
+                dropped_inputs = snapshot.dropped_inputs,
+                "match ended"
+            ),
+        }
+        // The handler (and a script VM it owns) is dropped here, on its own thread.
+    }
+}
+
+/// What a callback returns, reduced to its flow.
+pub(crate) struct FlowOf(Flow);
+
+impl From<Flow> for FlowOf {
+    fn from(flow: Flow) -> FlowOf {
+        FlowOf(flow)
+    }
+}
+
+impl From<()> for FlowOf {
+    fn from(_: ()) -> FlowOf {
+        FlowOf(Flow::Continue)
+    }
+}
+
+/// `now` rounded up to a whole millisecond after `epoch` (see `Inner::epoch`).
+fn grid(epoch: Instant, now: Instant) -> Instant {
+    let since = now.saturating_duration_since(epoch).as_nanos();
+    let step = 1_000_000u128;
+    let rounded = since.div_ceil(step) * step;
+    epoch + Duration::from_nanos(u64::try_from(rounded).unwrap_or(u64::MAX))
+}
+
+fn rejected(reason: Option<String>) -> JoinOutcome {
+    JoinOutcome::Rejected {
+        reason: reason
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "Match join rejected".into()),
+    }
+}
+
+fn record(
+    last: &std::sync::atomic::AtomicU64,
+    max: &std::sync::atomic::AtomicU64,
+    value: Duration,
+) {
+    let ns = value.as_nanos().min(u128::from(u64::MAX)) as u64;
+    last.store(ns, Ordering::Relaxed);
+    max.fetch_max(ns, Ordering::Relaxed);
+}
+
+/// Runs handler code, turning a panic into an error so it ends only its own match.
+fn guarded<T>(f: impl FnOnce() -> Result<T, HandlerError>) -> Result<T, HandlerError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => Err(HandlerError::Panicked {
+            message: panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into()),
+        }),
+    }
+}

@@ -1,0 +1,87 @@
+//! The validated `[match]` and `[matchmaker]` settings. The server parses and checks the
+//! configuration file (`metafi-server/src/config`); these are the values the engine receives.
+
+use std::time::Duration;
+
+/// Highest tick rate a handler may ask for (Nakama stops at 60; competitive shooters run 64–128).
+pub const MAX_TICK_RATE: u32 = 128;
+
+/// `[match]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchConfig {
+    /// Client messages waiting for the next tick, per match; more are dropped and counted.
+    pub input_queue_size: usize,
+    /// Leaves and join completions waiting for a match; a match that falls this far behind is
+    /// stopped (as Nakama does).
+    pub call_queue_size: usize,
+    /// `nk.match_signal` calls waiting for a match; more are refused ("match busy").
+    pub signal_queue_size: usize,
+    /// Join attempts waiting for a match; more are refused.
+    pub join_attempt_queue_size: usize,
+    /// `broadcast_message_deferred` messages one callback may queue.
+    pub deferred_queue_size: usize,
+    /// How long an accepted join waits for its client to complete it before it lapses.
+    pub join_marker_deadline: Duration,
+    /// Stop a match empty for this long; `None` keeps empty matches.
+    pub max_empty: Option<Duration>,
+    /// Executor threads; each drives many matches.
+    pub executor_threads: usize,
+    /// Highest tick rate `match_init` may return (1 to [`MAX_TICK_RATE`]).
+    pub max_tick_rate: u32,
+    /// Time budget of one handler callback; a callback past it is stopped (scripts) or the
+    /// match is ended (native code that returns late).
+    pub handler_budget: Duration,
+    /// How long a join attempt, match creation or signal waits for the match's answer.
+    pub reply_timeout: Duration,
+}
+
+impl Default for MatchConfig {
+    fn default() -> Self {
+        MatchConfig {
+            input_queue_size: 128,
+            call_queue_size: 128,
+            signal_queue_size: 10,
+            join_attempt_queue_size: 128,
+            deferred_queue_size: 128,
+            join_marker_deadline: Duration::from_millis(15_000),
+            max_empty: None,
+            executor_threads: default_threads(),
+            max_tick_rate: MAX_TICK_RATE,
+            handler_budget: Duration::from_millis(100),
+            reply_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One executor thread per core available to this process (its CPU affinity included).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `[matchmaker]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchmakerConfig {
+    /// Tickets one session may hold at once.
+    pub max_tickets: usize,
+    /// Time between two matchmaking passes.
+    pub interval: Duration,
+    /// Passes a ticket waits for its preferred (maximum) count before settling for fewer.
+    pub max_intervals: u32,
+    /// Also require each matched ticket's query to accept the others (Nakama's
+    /// `rev_precision`).
+    pub rev_precision: bool,
+    /// How long a matchmaker token (for `match_join`) stays valid.
+    pub token_ttl: Duration,
+}
+
+impl Default for MatchmakerConfig {
+    fn default() -> Self {
+        MatchmakerConfig {
+            max_tickets: 3,
+            interval: Duration::from_secs(15),
+            max_intervals: 2,
+            rev_precision: false,
+            token_ttl: Duration::from_secs(30),
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! MetaFi's match engine: authoritative matches run by server code with Nakama's handler
+//! contract, relayed (client-driven) matches, match listing with Nakama's query forms, and the
+//! matchmaker.
+//!
+//! - [`MatchHandler`] is the contract a Lua, JavaScript or native handler implements
+//!   (`match_init`, `match_join_attempt`, `match_join`, `match_leave`, `match_loop`,
+//!   `match_terminate`, `match_signal`); a [`Dispatcher`] is what a callback sends through.
+//! - [`Matches`] is the registry every edge uses: create, join (with capacity enforced one
+//!   attempt at a time per match, pending joins counted), leave, send data, list, signal.
+//! - [`Scheduler`] is one executor thread's sans-IO core: many matches ticked in deadline order,
+//!   time read from an injected [`MonotonicClock`], so tests drive it tick by tick with a
+//!   [`FakeClock`]. [`Executor`] owns the threads (one per core by default).
+//! - Listings ([`ListQuery`]) are answered from an index updated synchronously on every join,
+//!   leave and label change; queries are parsed by [`Query`].
+//! - [`Matchmaker`] is the ticket pool and its matching pass, also sans-IO; [`Matchmaking`]
+//!   wraps it with the runtime's `matchmaker_matched` hook and [`MatchTokens`].
+//! - [`Outlet`] is where messages for sessions go; the realtime layer implements it.
+//!
+//! Design, scheduling, capacity rules and the query syntax: `docs/MATCHES.md`.
+//!
+//! Must not depend on: sockets and transports, HTTP, script engines (they implement
+//! [`MatchHandler`]), storage backends. Key types: [`Matches`], [`MatchHandler`],
+//! [`Dispatcher`], [`Scheduler`], [`Executor`], [`Query`], [`Matchmaker`], [`Outlet`].
+
+mod authoritative;
+mod clock;
+mod config;
+mod dispatcher;
+mod error;
+mod executor;
+mod fields;
+mod handler;
+mod id;
+mod listing;
+mod mailbox;
+mod matchmaker;
+mod matchmaking;
+mod metrics;
+mod outlet;
+mod presence;
+pub mod query;
+mod registry;
+mod relayed;
+mod scheduler;
+mod shared;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
+mod tokens;
+
+pub use authoritative::JoinOutcome;
+pub use clock::{FakeClock, MonotonicClock, SystemMonotonic};
+pub use config::{MAX_TICK_RATE, MatchConfig, MatchmakerConfig, default_threads};
+pub use dispatcher::{DispatchError, Dispatcher, MAX_LABEL_BYTES};
+pub use error::MatchError;
+pub use executor::Executor;
+pub use fields::{FieldValue, Fields};
+pub use handler::{
+    Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
+    MatchInit, MatchSpec, Params,
+};
+pub use id::{InvalidMatchId, MatchId};
+pub use listing::{ListQuery, MatchInfo};
+pub use matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+pub use matchmaking::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};
+pub use outlet::{OutgoingData, Outlet, PresenceEvent};
+pub use presence::{MatchMessage, Presence, PresenceReason};
+pub use query::{Query, QueryError};
+pub use registry::Matches;
+pub use relayed::RelayedJoin;
+pub use scheduler::{Scheduler, SchedulerSeed};
+pub use shared::{MatchStatsSnapshot, Queued};
+pub use tokens::{InvalidToken, MatchTokens};

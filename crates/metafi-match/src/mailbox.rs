@@ -1,0 +1,71 @@
+//! The command queue of one executor thread. Senders never block; the thread sleeps on a
+//! condition variable until a command arrives or its next tick is due. Unlike a general channel
+//! it does not spin or yield before sleeping (the thread sleeps between most ticks, so spinning
+//! would only burn the core it shares with the IO threads), and a sender wakes the thread only
+//! when it is actually asleep.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::scheduler::Command;
+
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Command>,
+    /// The thread is waiting on `ready`.
+    sleeping: bool,
+}
+
+impl std::fmt::Debug for Mailbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("queued", &self.state.lock().queue.len())
+            .finish()
+    }
+}
+
+impl Mailbox {
+    /// Queues a command; wakes the thread if it sleeps.
+    pub(crate) fn send(&self, command: Command) {
+        let mut state = self.state.lock();
+        state.queue.push_back(command);
+        if state.sleeping {
+            state.sleeping = false;
+            drop(state);
+            self.ready.notify_one();
+        }
+    }
+
+    pub(crate) fn try_recv(&self) -> Option<Command> {
+        self.state.lock().queue.pop_front()
+    }
+
+    /// The next command, waiting for one until `deadline` (forever without one); `None` at
+    /// the deadline.
+    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Option<Command> {
+        let mut state = self.state.lock();
+        loop {
+            if let Some(command) = state.queue.pop_front() {
+                return Some(command);
+            }
+            state.sleeping = true;
+            match deadline {
+                Some(at) => {
+                    if Instant::now() >= at || self.ready.wait_until(&mut state, at).timed_out() {
+                        state.sleeping = false;
+                        return state.queue.pop_front();
+                    }
+                }
+                None => self.ready.wait(&mut state),
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The matchmaker as a service: the ticket pool behind a lock, the `matchmaker_matched` hook of
+//! the runtime, and tokens for groups the hook did not give a match. The realtime layer calls
+//! [`Matchmaking::pass`] every `matchmaker.interval_sec` and tells each matched session.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use metafi_core::Clock;
+use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
+
+use crate::config::MatchmakerConfig;
+use crate::matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+use crate::metrics;
+use crate::presence::Presence;
+use crate::tokens::MatchTokens;
+
+/// What a hook answers: `Ok(Some(match_id))` sends the players to that match, `Ok(None)` lets
+/// the server hand out a token; an error is logged and a token is used.
+pub type HookResult = Result<Option<String>, String>;
+
+/// The runtime's `matchmaker_matched` hook (Lua `nk.register_matchmaker_matched`, JS
+/// `initializer.registerMatchmakerMatched`, native `register_matchmaker_matched`). It usually
+/// creates an authoritative match and returns its id.
+pub trait MatchmakerHook: Send + Sync + fmt::Debug {
+    fn matched(
+        &self,
+        entries: Vec<MatchedEntry>,
+    ) -> Pin<Box<dyn Future<Output = HookResult> + Send + '_>>;
+}
+
+/// Where a formed group goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchTarget {
+    /// An authoritative match the hook created.
+    MatchId(String),
+    /// A token for `match_join`, naming a new relayed match.
+    Token(String),
+}
+
+/// A group the matchmaker formed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Formed {
+    pub entries: Vec<MatchedEntry>,
+    pub target: MatchTarget,
+}
+
+/// The matchmaker service.
+pub struct Matchmaking {
+    pool: Mutex<Matchmaker>,
+    tokens: MatchTokens,
+    hook: RwLock<Option<Arc<dyn MatchmakerHook>>>,
+    wall: Arc<dyn Clock>,
+    interval: Duration,
+}
+
+impl fmt::Debug for Matchmaking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matchmaking")
+            .field("tickets", &self.pool.lock().len())
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Matchmaking {
+    /// `token_key` is `session.encryption_key`, as in Nakama.
+    pub fn new(config: MatchmakerConfig, token_key: &[u8], wall: Arc<dyn Clock>) -> Matchmaking {
+        Matchmaking {
+            tokens: MatchTokens::new(token_key, config.token_ttl),
+            interval: config.interval,
+            pool: Mutex::new(Matchmaker::new(config)),
+            hook: RwLock::new(None),
+            wall,
+        }
+    }
+
+    /// Installs the runtime's `matchmaker_matched` hook (once the runtime has started).
+    pub fn set_hook(&self, hook: Arc<dyn MatchmakerHook>) {
+        *self.hook.write() = Some(hook);
+    }
+
+    pub fn tokens(&self) -> &MatchTokens {
+        &self.tokens
+    }
+
+    /// Time between passes (`matchmaker.interval_sec`).
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Tickets waiting.
+    pub fn len(&self) -> usize {
+        self.pool.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn add(
+        &self,
+        presence: Arc<Presence>,
+        request: TicketRequest,
+    ) -> Result<String, MatchmakerError> {
+        let now = self.wall.now_ms();
+        self.pool.lock().add(presence, request, now)
+    }
+
+    pub fn remove(&self, session: Uuid, ticket: &str) -> Result<(), MatchmakerError> {
+        self.pool.lock().remove(session, ticket)
+    }
+
+    /// Drops every ticket of an ended session.
+    pub fn session_ended(&self, session: Uuid) -> usize {
+        self.pool.lock().remove_session(session)
+    }
+
+    /// One pass: groups formed, each with the match its players join.
+    pub async fn pass(&self) -> Vec<Formed> {
+        let started = Instant::now();
+        let (groups, left) = {
+            let mut pool = self.pool.lock();
+            let groups = pool.process();
+            (groups, pool.len())
+        };
+        let hook = self.hook.read().clone();
+        let mut formed = Vec::with_capacity(groups.len());
+        for entries in groups {
+            let mut target = None;
+            if let Some(hook) = &hook {
+                match hook.matched(entries.clone()).await {
+                    Ok(Some(id)) if !id.is_empty() => target = Some(MatchTarget::MatchId(id)),
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::error!(%error, players = entries.len(), "matchmaker_matched hook failed; the players get a token for a relayed match instead");
+                    }
+                }
+            }
+            let target = match target {
+                Some(target) => target,
+                None => match self.tokens.issue(self.wall.now_secs()) {
+                    Some(token) => MatchTarget::Token(token),
+                    None => {
+                        tracing::error!("could not sign a matchmaker token; the group is dropped");
+                        continue;
+                    }
+                },
+            };
+            formed.push(Formed { entries, target });
+        }
+        metrics::matchmaker_pass(left, formed.len(), started.elapsed().as_secs_f64());
+        formed
+    }
+}

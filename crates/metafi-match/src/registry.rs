@@ -1,0 +1,535 @@
+//! [`Matches`]: the match registry every edge uses — create and find matches, join and leave
+//! them, send them data, list them, signal them, stop them. Authoritative matches run on the
+//! executor threads; this type routes to the owning thread and keeps the listing and the
+//! per-session membership that lets a disconnect leave every match at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use metafi_core::Clock;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::authoritative::{AuthoritativeMatch, JoinOutcome};
+use crate::clock::MonotonicClock;
+use crate::config::MatchConfig;
+use crate::error::MatchError;
+use crate::handler::{JoinRequest, MatchSpec};
+use crate::id::MatchId;
+use crate::listing::{ListQuery, Listing, MatchInfo};
+use crate::mailbox::Mailbox;
+use crate::metrics::MetricsCache;
+use crate::outlet::Outlet;
+use crate::presence::PresenceReason;
+use crate::query::Query;
+use crate::relayed::Relayed;
+use crate::scheduler::{self, Command, SchedulerSeed};
+use crate::shared::{Inbox, MatchShared, MatchStats, MatchStatsSnapshot, Queued};
+
+/// An executor thread as the registry sees it.
+#[derive(Debug)]
+pub(crate) struct ThreadHandle {
+    pub(crate) mailbox: Arc<Mailbox>,
+    /// Matches it runs, to place new ones on the least loaded thread.
+    pub(crate) load: AtomicUsize,
+}
+
+/// State shared by the registry and the executor threads.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) config: MatchConfig,
+    pub(crate) node: Arc<str>,
+    pub(crate) outlet: Arc<dyn Outlet>,
+    /// Monotonic time: tick schedules, lateness, budgets.
+    pub(crate) clock: Arc<dyn MonotonicClock>,
+    /// Wall time: create times, message receive times.
+    pub(crate) wall: Arc<dyn Clock>,
+    /// Origin of the tick grid: matches start their schedules on whole milliseconds from here,
+    /// so the ticks of many matches fall on shared instants and a thread wakes at most once a
+    /// millisecond instead of once per match tick.
+    pub(crate) epoch: std::time::Instant,
+    pub(crate) authoritative: RwLock<HashMap<Uuid, Arc<MatchShared>>>,
+    pub(crate) relayed: RwLock<HashMap<Uuid, Relayed>>,
+    pub(crate) listing: RwLock<Listing>,
+    /// The matches (both kinds) each session is in or has a pending join to.
+    pub(crate) sessions: Mutex<HashMap<Uuid, Vec<Uuid>>>,
+    pub(crate) threads: Vec<ThreadHandle>,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) seq: AtomicU64,
+    pub(crate) metrics: MetricsCache,
+}
+
+impl Inner {
+    pub(crate) fn session_entered(&self, session: Uuid, id: Uuid) {
+        let mut sessions = self.sessions.lock();
+        let list = sessions.entry(session).or_default();
+        if !list.contains(&id) {
+            list.push(id);
+        }
+    }
+
+    pub(crate) fn session_exited(&self, session: Uuid, id: Uuid) {
+        let mut sessions = self.sessions.lock();
+        if let Some(list) = sessions.get_mut(&session) {
+            list.retain(|m| *m != id);
+            if list.is_empty() {
+                sessions.remove(&session);
+            }
+        }
+    }
+
+    /// Forgets an authoritative match (it ended or never started).
+    pub(crate) fn remove_authoritative(&self, shared: &MatchShared) {
+        let uuid = shared.id.uuid();
+        if self.authoritative.write().remove(&uuid).is_some() {
+            self.threads[shared.thread]
+                .load
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        self.listing.write().remove(uuid);
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The match registry. Cheap to clone; every clone is the same registry.
+#[derive(Debug, Clone)]
+pub struct Matches {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Matches {
+    /// A registry for node `node` and the seeds of its executor threads'
+    /// schedulers (`config.executor_threads`, at least one). Hand them to
+    /// [`Executor::spawn`](crate::Executor::spawn), or build and step the schedulers by hand in
+    /// tests.
+    pub fn new(
+        config: MatchConfig,
+        node: &str,
+        outlet: Arc<dyn Outlet>,
+        clock: Arc<dyn MonotonicClock>,
+        wall: Arc<dyn Clock>,
+    ) -> (Matches, Vec<SchedulerSeed>) {
+        let count = config.executor_threads.max(1);
+        let mut receivers = Vec::with_capacity(count);
+        let mut threads = Vec::with_capacity(count);
+        for _ in 0..count {
+            // Unbounded, but every command is bounded per match by the match's queue limits.
+            let mailbox = Arc::new(Mailbox::default());
+            threads.push(ThreadHandle {
+                mailbox: mailbox.clone(),
+                load: AtomicUsize::new(0),
+            });
+            receivers.push(mailbox);
+        }
+        let inner = Arc::new(Inner {
+            config,
+            node: Arc::from(node),
+            outlet,
+            epoch: clock.now(),
+            clock,
+            wall,
+            authoritative: RwLock::new(HashMap::new()),
+            relayed: RwLock::new(HashMap::new()),
+            listing: RwLock::new(Listing::default()),
+            sessions: Mutex::new(HashMap::new()),
+            threads,
+            stopping: AtomicBool::new(false),
+            seq: AtomicU64::new(1),
+            metrics: MetricsCache::default(),
+        });
+        let schedulers = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(index, rx)| SchedulerSeed::new(index, inner.clone(), rx))
+            .collect();
+        (Matches { inner }, schedulers)
+    }
+
+    /// This node's name (the part after the dot of authoritative match ids).
+    pub fn node(&self) -> &str {
+        &self.inner.node
+    }
+
+    pub fn config(&self) -> &MatchConfig {
+        &self.inner.config
+    }
+
+    /// Starts an authoritative match: its handler is built and `match_init` runs on the least
+    /// loaded executor thread (or, when called from handler code, on the calling thread).
+    /// Returns once `match_init` succeeded.
+    pub async fn create(&self, spec: MatchSpec) -> Result<MatchId, MatchError> {
+        let inner = &self.inner;
+        if inner.stopping.load(Ordering::Acquire) {
+            return Err(MatchError::ShuttingDown);
+        }
+        let current = scheduler::current_thread();
+        let thread = current.unwrap_or_else(|| self.least_loaded());
+        let id = MatchId::authoritative(Uuid::new_v4(), inner.node.clone());
+        let shared = Arc::new(MatchShared {
+            id_text: Arc::from(id.to_string()),
+            id: id.clone(),
+            handler_name: spec.handler_name.clone(),
+            runtime: spec.runtime,
+            thread,
+            seq: inner.next_seq(),
+            create_time_ms: inner.wall.now_ms(),
+            inbox: Mutex::new(Inbox {
+                senders: HashMap::new(),
+                queue: std::collections::VecDeque::new(),
+                capacity: inner.config.input_queue_size,
+            }),
+            size: AtomicU32::new(0),
+            tick_rate: AtomicU32::new(0),
+            ended: AtomicBool::new(false),
+            join_attempts: AtomicU32::new(0),
+            signals: AtomicU32::new(0),
+            calls: AtomicU32::new(0),
+            overloaded: AtomicBool::new(false),
+            stats: MatchStats::default(),
+            metrics: inner.metrics.handler(&spec.handler_name, spec.runtime),
+        });
+        inner
+            .authoritative
+            .write()
+            .insert(id.uuid(), shared.clone());
+        inner.threads[thread].load.fetch_add(1, Ordering::Relaxed);
+
+        if current.is_some() {
+            // Handler code creating a match: this thread is busy running it, so the new
+            // match's init runs right here and the scheduler adopts it when the callback ends.
+            let now = inner.clock.now();
+            return match AuthoritativeMatch::start(inner, shared.clone(), spec, now) {
+                Ok(started) => match scheduler::adopt_inline(Box::new(started)) {
+                    Ok(()) => Ok(id),
+                    Err(started) => {
+                        started.finish(inner, &crate::authoritative::EndReason::Stopped);
+                        Err(MatchError::ShuttingDown)
+                    }
+                },
+                Err(error) => {
+                    shared.ended.store(true, Ordering::Release);
+                    inner.remove_authoritative(&shared);
+                    Err(MatchError::Init { error })
+                }
+            };
+        }
+
+        let (reply, answer) = oneshot::channel();
+        inner.threads[thread].mailbox.send(Command::Start {
+            shared: shared.clone(),
+            spec,
+            reply,
+        });
+        match self.wait(answer).await {
+            Some(Ok(())) => Ok(id),
+            Some(Err(error)) => Err(error),
+            None => Err(MatchError::TimedOut),
+        }
+    }
+
+    /// Asks an authoritative match to let a client in. On `Accepted { is_new: true }` the
+    /// caller answers its client and then calls [`Matches::complete_join`]; until then the
+    /// player is a pending join (counted in the match's size and in `ctx.pending_joins`).
+    pub async fn join(
+        &self,
+        id: &MatchId,
+        request: JoinRequest,
+    ) -> Result<JoinOutcome, MatchError> {
+        let Some(shared) = self.authoritative(id) else {
+            return Ok(JoinOutcome::NotFound);
+        };
+        let limit = self.inner.config.join_attempt_queue_size as u32;
+        if shared.join_attempts.fetch_add(1, Ordering::AcqRel) >= limit {
+            shared.join_attempts.fetch_sub(1, Ordering::AcqRel);
+            crate::metrics::join("authoritative", "queue_full");
+            return Ok(JoinOutcome::Rejected {
+                reason: "Match is not currently accepting join requests".into(),
+            });
+        }
+        if scheduler::current_thread() == Some(shared.thread) {
+            shared.join_attempts.fetch_sub(1, Ordering::AcqRel);
+            return Err(MatchError::busy(
+                "a match handler cannot join a client to a match on its own executor thread",
+            ));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.inner.threads[shared.thread]
+            .mailbox
+            .send(Command::JoinAttempt {
+                id: id.uuid(),
+                request,
+                reply,
+            });
+        let outcome = self.wait(answer).await.unwrap_or(JoinOutcome::Rejected {
+            reason: "Match join rejected".into(),
+        });
+        let label = match &outcome {
+            JoinOutcome::Accepted { is_new: true, .. } => "accepted",
+            JoinOutcome::Accepted { .. } => "already_in",
+            JoinOutcome::Rejected { .. } => "rejected",
+            JoinOutcome::NotFound => "not_found",
+        };
+        crate::metrics::join("authoritative", label);
+        Ok(outcome)
+    }
+
+    /// The client of an accepted join has its answer: the join completes (presence event to
+    /// everyone, then `match_join`). For a relayed match this sends the presence event.
+    pub fn complete_join(&self, id: &MatchId, session_id: Uuid) {
+        if !id.is_authoritative() {
+            self.relayed_announce(id.uuid(), session_id);
+            return;
+        }
+        if let Some(shared) = self.authoritative(id) {
+            self.call(
+                &shared,
+                Command::CompleteJoin {
+                    id: id.uuid(),
+                    session: session_id,
+                },
+            );
+        }
+    }
+
+    /// A client leaves a match (`match_leave`). Unknown matches are ignored, as Nakama does.
+    pub fn leave(&self, id: &MatchId, session_id: Uuid) {
+        if !id.is_authoritative() {
+            self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave);
+            return;
+        }
+        if let Some(shared) = self.authoritative(id) {
+            self.call(
+                &shared,
+                Command::Leave {
+                    id: id.uuid(),
+                    sessions: vec![session_id],
+                    reason: PresenceReason::Leave,
+                },
+            );
+        }
+    }
+
+    /// A client's match data. Authoritative: queued for the next tick (the sender must have
+    /// joined). Relayed: delivered now to the other members, or to those of `to` (session ids).
+    pub fn send(
+        &self,
+        id: &MatchId,
+        session_id: Uuid,
+        op_code: i64,
+        data: Bytes,
+        reliable: bool,
+        to: &[Uuid],
+    ) -> Queued {
+        if !id.is_authoritative() {
+            return self.relayed_send(id, session_id, op_code, &data, reliable, to);
+        }
+        match self.authoritative(id) {
+            Some(shared) => shared.push_input(
+                session_id,
+                op_code,
+                data,
+                reliable,
+                self.inner.wall.now_ms(),
+            ),
+            None => Queued::Ended,
+        }
+    }
+
+    /// A session ended: it leaves every match it is in, with reason Disconnect.
+    pub fn session_ended(&self, session_id: Uuid) {
+        let ids = self
+            .inner
+            .sessions
+            .lock()
+            .remove(&session_id)
+            .unwrap_or_default();
+        for uuid in ids {
+            let shared = self.inner.authoritative.read().get(&uuid).cloned();
+            match shared {
+                Some(shared) => self.call(
+                    &shared,
+                    Command::Leave {
+                        id: uuid,
+                        sessions: vec![session_id],
+                        reason: PresenceReason::Disconnect,
+                    },
+                ),
+                None => self.relayed_leave(uuid, session_id, PresenceReason::Disconnect),
+            }
+        }
+    }
+
+    /// Lists matches as Nakama does: a query or an exact label searches authoritative
+    /// matches only; otherwise authoritative matches first (newest first), then relayed ones
+    /// unless `authoritative` is `Some(true)`.
+    pub fn list(&self, filters: &ListQuery) -> Result<Vec<MatchInfo>, MatchError> {
+        if filters.limit == 0 {
+            return Ok(Vec::new());
+        }
+        if let Some(text) = &filters.query {
+            let query = Query::parse(text)?;
+            if filters.authoritative == Some(false) {
+                return Ok(Vec::new());
+            }
+            return Ok(self.inner.listing.read().search(&query, filters));
+        }
+        if let Some(label) = &filters.label {
+            if filters.authoritative == Some(false) {
+                return Ok(Vec::new());
+            }
+            return Ok(self.inner.listing.read().with_label(label, filters));
+        }
+        let mut results = Vec::new();
+        if filters.authoritative != Some(false) {
+            results = self.inner.listing.read().search(&Query::all(), filters);
+        }
+        if filters.authoritative != Some(true) && results.len() < filters.limit {
+            self.list_relayed(filters, &mut results);
+        }
+        Ok(results)
+    }
+
+    /// One match by id; `None` when there is no such match.
+    pub fn get(&self, id: &str) -> Result<Option<MatchInfo>, MatchError> {
+        let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
+        if !id.is_authoritative() {
+            return Ok(self.relayed_info(id.uuid()));
+        }
+        if id.node() != &*self.inner.node {
+            return Ok(None);
+        }
+        Ok(self.inner.listing.read().info(id.uuid()))
+    }
+
+    /// Calls the match's `match_signal` and returns its result.
+    pub async fn signal(&self, id: &str, data: String) -> Result<String, MatchError> {
+        let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
+        let shared = self.authoritative(&id).ok_or(MatchError::NotFound)?;
+        let limit = self.inner.config.signal_queue_size as u32;
+        if shared.signals.fetch_add(1, Ordering::AcqRel) >= limit {
+            shared.signals.fetch_sub(1, Ordering::AcqRel);
+            return Err(MatchError::busy(
+                "Match is busy: too many signals waiting (match.signal_queue_size)",
+            ));
+        }
+        if scheduler::current_thread() == Some(shared.thread) {
+            shared.signals.fetch_sub(1, Ordering::AcqRel);
+            return Err(MatchError::busy(
+                "a match handler cannot signal a match on its own executor thread",
+            ));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.inner.threads[shared.thread]
+            .mailbox
+            .send(Command::Signal {
+                id: id.uuid(),
+                data,
+                reply,
+            });
+        self.wait(answer).await.unwrap_or(Err(MatchError::TimedOut))
+    }
+
+    /// Counters of every running authoritative match.
+    pub fn stats(&self) -> Vec<MatchStatsSnapshot> {
+        let mut all: Vec<MatchStatsSnapshot> = self
+            .inner
+            .authoritative
+            .read()
+            .values()
+            .map(|s| s.snapshot())
+            .collect();
+        all.sort_by(|a, b| {
+            a.create_time_ms
+                .cmp(&b.create_time_ms)
+                .then(a.match_id.cmp(&b.match_id))
+        });
+        all
+    }
+
+    /// Running authoritative matches.
+    pub fn count(&self) -> usize {
+        self.inner.authoritative.read().len()
+    }
+
+    /// Stops taking new matches and calls `match_terminate(grace)` on every match. Matches end
+    /// when their handler says so or when the grace period is over.
+    pub fn begin_shutdown(&self, grace: Duration) {
+        self.inner.stopping.store(true, Ordering::Release);
+        for thread in &self.inner.threads {
+            thread.mailbox.send(Command::Terminate { grace });
+        }
+    }
+
+    /// Ends every match now and stops the executor threads' loops.
+    pub fn stop(&self) {
+        self.inner.stopping.store(true, Ordering::Release);
+        for thread in &self.inner.threads {
+            thread.mailbox.send(Command::Stop);
+        }
+    }
+
+    /// Graceful shutdown: `match_terminate(grace)` everywhere, waits for matches to end (at
+    /// most `grace` plus one second), then ends what is left.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.begin_shutdown(grace);
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+        while self.count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.stop();
+    }
+
+    fn authoritative(&self, id: &MatchId) -> Option<Arc<MatchShared>> {
+        if !id.is_authoritative() || id.node() != &*self.inner.node {
+            return None;
+        }
+        self.inner.authoritative.read().get(&id.uuid()).cloned()
+    }
+
+    fn least_loaded(&self) -> usize {
+        self.inner
+            .threads
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, t)| t.load.load(Ordering::Relaxed))
+            .map_or(0, |(i, _)| i)
+    }
+
+    /// Sends a leave or join completion, bounded by `match.call_queue_size`: a match that
+    /// falls that far behind is stopped.
+    fn call(&self, shared: &MatchShared, command: Command) {
+        let limit = self.inner.config.call_queue_size as u32;
+        if shared.calls.fetch_add(1, Ordering::AcqRel) >= limit {
+            shared.calls.fetch_sub(1, Ordering::AcqRel);
+            if !shared.overloaded.swap(true, Ordering::AcqRel) {
+                tracing::warn!(match_id = %shared.id_text, handler = %shared.handler_name, limit, "match call queue full (match.call_queue_size); stopping the match");
+                self.inner.threads[shared.thread]
+                    .mailbox
+                    .send(Command::Overloaded {
+                        id: shared.id.uuid(),
+                    });
+            }
+            return;
+        }
+        self.inner.threads[shared.thread].mailbox.send(command);
+    }
+
+    /// Waits for an executor's answer, at most `match.reply_timeout_ms` (when called outside
+    /// a tokio runtime with timers, without a limit).
+    async fn wait<T>(&self, answer: oneshot::Receiver<T>) -> Option<T> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return answer.await.ok();
+        }
+        match tokio::time::timeout(self.inner.config.reply_timeout, answer).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(_)) | Err(_) => None,
+        }
+    }
+}

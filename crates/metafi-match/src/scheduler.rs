@@ -1,0 +1,414 @@
+//! The sans-IO heart of an executor thread: the matches it owns, their tick deadlines in a
+//! heap, and the commands other threads send it. [`Scheduler::step`] handles waiting commands
+//! and runs every tick that is due, in deadline order, reading time from the clock it was given;
+//! it never blocks and never spawns. The executor thread calls it in a loop and sleeps until
+//! the next deadline or command; tests call it by hand with a [`FakeClock`](crate::FakeClock).
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, Step};
+use crate::error::MatchError;
+use crate::handler::{JoinRequest, MatchSpec};
+use crate::mailbox::Mailbox;
+use crate::presence::PresenceReason;
+use crate::registry::Inner;
+use crate::shared::MatchShared;
+
+/// Commands handled before ticks in each step, at most; the rest wait for the next step so a
+/// flood of commands cannot starve ticks.
+const MAX_COMMANDS_PER_STEP: usize = 256;
+
+/// Within a step, how often what the ticks sent is let out (see `Outlet::flush`).
+const FLUSH_EVERY: Duration = Duration::from_millis(2);
+
+/// Work sent to an executor thread.
+pub(crate) enum Command {
+    Start {
+        shared: Arc<MatchShared>,
+        spec: MatchSpec,
+        reply: oneshot::Sender<Result<(), MatchError>>,
+    },
+    JoinAttempt {
+        id: Uuid,
+        request: JoinRequest,
+        reply: oneshot::Sender<JoinOutcome>,
+    },
+    CompleteJoin {
+        id: Uuid,
+        session: Uuid,
+    },
+    Leave {
+        id: Uuid,
+        sessions: Vec<Uuid>,
+        reason: PresenceReason,
+    },
+    Signal {
+        id: Uuid,
+        data: String,
+        reply: oneshot::Sender<Result<String, MatchError>>,
+    },
+    /// The match's call queue overflowed: stop it.
+    Overloaded {
+        id: Uuid,
+    },
+    /// The server is stopping: `match_terminate` with this grace for every match.
+    Terminate {
+        grace: Duration,
+    },
+    /// End every match now and stop the thread.
+    Stop,
+}
+
+thread_local! {
+    /// Matches created by handler code running on this executor thread (`nk.match_create`
+    /// inside a callback), waiting to join the scheduler once the callback returns.
+    static INLINE: RefCell<Option<InlineStarts>> = const { RefCell::new(None) };
+}
+
+struct InlineStarts {
+    thread: usize,
+    started: Vec<AuthoritativeMatch>,
+}
+
+/// The executor thread running the calling code, if it is one.
+pub(crate) fn current_thread() -> Option<usize> {
+    INLINE.with(|cell| cell.borrow().as_ref().map(|s| s.thread))
+}
+
+/// Adopts a match started inline by handler code on this thread; gives it back when this is
+/// not an executor thread.
+pub(crate) fn adopt_inline(
+    started: Box<AuthoritativeMatch>,
+) -> Result<(), Box<AuthoritativeMatch>> {
+    INLINE.with(|cell| match cell.borrow_mut().as_mut() {
+        Some(inline) => {
+            inline.started.push(*started);
+            Ok(())
+        }
+        None => Err(started),
+    })
+}
+
+/// What an executor thread needs to build its [`Scheduler`] (which, holding handlers that
+/// need not be `Send`, is built on the thread itself).
+pub struct SchedulerSeed {
+    index: usize,
+    inner: Arc<Inner>,
+    rx: Arc<Mailbox>,
+}
+
+impl std::fmt::Debug for SchedulerSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerSeed")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+impl SchedulerSeed {
+    pub(crate) fn new(index: usize, inner: Arc<Inner>, rx: Arc<Mailbox>) -> SchedulerSeed {
+        SchedulerSeed { index, inner, rx }
+    }
+
+    /// Builds the scheduler on the calling thread.
+    pub fn build(self) -> Scheduler {
+        Scheduler::new(self.index, self.inner, self.rx)
+    }
+}
+
+/// The matches of one executor thread.
+pub struct Scheduler {
+    index: usize,
+    inner: Arc<Inner>,
+    rx: Arc<Mailbox>,
+    slots: Vec<Option<AuthoritativeMatch>>,
+    /// Bumped when a slot is vacated, so stale timer entries are recognised.
+    generations: Vec<u64>,
+    /// Whether the slot's next tick is in `timers` (a tick pops it; other callbacks leave it).
+    queued: Vec<bool>,
+    free: Vec<usize>,
+    by_id: HashMap<Uuid, usize>,
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    stopped: bool,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("index", &self.index)
+            .field("matches", &self.by_id.len())
+            .finish()
+    }
+}
+
+impl Scheduler {
+    fn new(index: usize, inner: Arc<Inner>, rx: Arc<Mailbox>) -> Scheduler {
+        Scheduler {
+            index,
+            inner,
+            rx,
+            slots: Vec::new(),
+            generations: Vec::new(),
+            queued: Vec::new(),
+            free: Vec::new(),
+            by_id: HashMap::new(),
+            timers: BinaryHeap::new(),
+            stopped: false,
+        }
+    }
+
+    /// Marks the calling thread as this scheduler's executor thread (for matches created from
+    /// inside handlers). The executor calls it once at thread start.
+    pub fn enter_thread(&self) {
+        INLINE.with(|cell| {
+            *cell.borrow_mut() = Some(InlineStarts {
+                thread: self.index,
+                started: Vec::new(),
+            });
+        });
+    }
+
+    /// Handles waiting commands, then runs every due tick. Returns when the next tick is due
+    /// (`None`: no matches).
+    pub fn step(&mut self) -> Option<Instant> {
+        for _ in 0..MAX_COMMANDS_PER_STEP {
+            match self.rx.try_recv() {
+                Some(command) => self.handle(command),
+                None => break,
+            }
+        }
+        self.run_due();
+        self.inner.outlet.flush();
+        self.next_deadline()
+    }
+
+    /// Handles one command (the executor thread received it while waiting).
+    pub(crate) fn handle_one(&mut self, command: Command) {
+        self.handle(command);
+        self.inner.outlet.flush();
+    }
+
+    pub(crate) fn mailbox(&self) -> &Arc<Mailbox> {
+        &self.rx
+    }
+
+    /// Whether the scheduler received `Stop` and ended everything.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Matches this thread runs.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    fn run_due(&mut self) {
+        let mut flushed = self.inner.clock.now();
+        loop {
+            let now = self.inner.clock.now();
+            // A long step (many ticks due at once) still lets out what it has sent every
+            // FLUSH_EVERY, so early ticks' messages do not wait for the whole backlog.
+            if now.saturating_duration_since(flushed) >= FLUSH_EVERY {
+                self.inner.outlet.flush();
+                flushed = now;
+            }
+            let Some(&Reverse((at, slot, generation))) = self.timers.peek() else {
+                break;
+            };
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if self.generations.get(slot) != Some(&generation) || self.slots[slot].is_none() {
+                continue;
+            }
+            self.queued[slot] = false;
+            let step = match self.slots[slot].as_mut() {
+                Some(m) => m.run_tick(&self.inner, now),
+                None => continue,
+            };
+            self.after(slot, step);
+            self.adopt_inline_starts();
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        let now = self.inner.clock.now();
+        match command {
+            Command::Start {
+                shared,
+                spec,
+                reply,
+            } => {
+                let started = AuthoritativeMatch::start(&self.inner, shared.clone(), spec, now);
+                match started {
+                    Ok(m) => {
+                        self.insert(m);
+                        let _ = reply.send(Ok(()));
+                    }
+                    Err(error) => {
+                        shared.ended.store(true, Ordering::Release);
+                        self.inner.remove_authoritative(&shared);
+                        tracing::warn!(match_id = %shared.id_text, handler = %shared.handler_name, runtime = shared.runtime, error = %error, "match_init failed; the match was not created");
+                        let _ = reply.send(Err(MatchError::Init { error }));
+                    }
+                }
+            }
+            Command::JoinAttempt { id, request, reply } => {
+                let Some(slot) = self.by_id.get(&id).copied() else {
+                    let _ = reply.send(JoinOutcome::NotFound);
+                    return;
+                };
+                if let Some(m) = self.slots[slot].as_ref() {
+                    m.shared.join_attempts.fetch_sub(1, Ordering::AcqRel);
+                }
+                let Some(m) = self.slots[slot].as_mut() else {
+                    let _ = reply.send(JoinOutcome::NotFound);
+                    return;
+                };
+                let (step, outcome) = m.join_attempt(&self.inner, now, &request);
+                let outcome = if step.is_err() {
+                    JoinOutcome::Rejected {
+                        reason: "Match join rejected".into(),
+                    }
+                } else {
+                    outcome
+                };
+                let _ = reply.send(outcome);
+                self.after(slot, step);
+            }
+            Command::CompleteJoin { id, session } => {
+                self.with_call(id, |m, inner| m.complete_join(inner, now, session));
+            }
+            Command::Leave {
+                id,
+                sessions,
+                reason,
+            } => {
+                self.with_call(id, |m, inner| m.leave(inner, now, &sessions, reason));
+            }
+            Command::Signal { id, data, reply } => {
+                let Some(slot) = self.by_id.get(&id).copied() else {
+                    let _ = reply.send(Err(MatchError::NotFound));
+                    return;
+                };
+                let Some(m) = self.slots[slot].as_mut() else {
+                    let _ = reply.send(Err(MatchError::NotFound));
+                    return;
+                };
+                m.shared.signals.fetch_sub(1, Ordering::AcqRel);
+                let (step, result) = m.signal(&self.inner, now, &data);
+                let _ = reply
+                    .send(result.ok_or_else(|| MatchError::busy("Match is busy or has ended")));
+                self.after(slot, step);
+            }
+            Command::Overloaded { id } => {
+                if let Some(slot) = self.by_id.get(&id).copied() {
+                    self.after(slot, Err(EndReason::CallQueueFull));
+                }
+            }
+            Command::Terminate { grace } => {
+                let slots: Vec<usize> = self.by_id.values().copied().collect();
+                for slot in slots {
+                    let step = match self.slots[slot].as_mut() {
+                        Some(m) => m.terminate(&self.inner, now, grace),
+                        None => continue,
+                    };
+                    self.after(slot, step);
+                }
+            }
+            Command::Stop => {
+                let slots: Vec<usize> = self.by_id.values().copied().collect();
+                for slot in slots {
+                    self.after(slot, Err(EndReason::Stopped));
+                }
+                self.stopped = true;
+            }
+        }
+        self.adopt_inline_starts();
+    }
+
+    /// Runs a leave or join completion, which counted against the match's call queue.
+    fn with_call(&mut self, id: Uuid, f: impl FnOnce(&mut AuthoritativeMatch, &Inner) -> Step) {
+        let Some(slot) = self.by_id.get(&id).copied() else {
+            return;
+        };
+        let Some(m) = self.slots[slot].as_mut() else {
+            return;
+        };
+        m.shared.calls.fetch_sub(1, Ordering::AcqRel);
+        let step = f(m, &self.inner);
+        self.after(slot, step);
+    }
+
+    /// Reschedules a match after it ran, or ends it.
+    fn after(&mut self, slot: usize, step: Step) {
+        match step {
+            Ok(()) => {
+                if let Some(m) = self.slots[slot].as_ref()
+                    && !self.queued[slot]
+                {
+                    self.timers
+                        .push(Reverse((m.next_tick(), slot, self.generations[slot])));
+                    self.queued[slot] = true;
+                }
+            }
+            Err(reason) => {
+                let Some(m) = self.slots[slot].take() else {
+                    return;
+                };
+                self.generations[slot] += 1;
+                self.queued[slot] = false;
+                self.free.push(slot);
+                self.by_id.remove(&m.shared.id.uuid());
+                m.finish(&self.inner, &reason);
+            }
+        }
+    }
+
+    fn insert(&mut self, m: AuthoritativeMatch) {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(None);
+                self.generations.push(0);
+                self.queued.push(false);
+                self.slots.len() - 1
+            }
+        };
+        self.by_id.insert(m.shared.id.uuid(), slot);
+        m.shared.metrics.running.increment(1.0);
+        self.timers
+            .push(Reverse((m.next_tick(), slot, self.generations[slot])));
+        self.queued[slot] = true;
+        self.slots[slot] = Some(m);
+    }
+
+    fn adopt_inline_starts(&mut self) {
+        let started = INLINE.with(|cell| {
+            cell.borrow_mut()
+                .as_mut()
+                .map(|inline| std::mem::take(&mut inline.started))
+                .unwrap_or_default()
+        });
+        for m in started {
+            self.insert(m);
+        }
+    }
+}

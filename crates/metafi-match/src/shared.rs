@@ -1,0 +1,170 @@
+//! What the executor thread running a match shares with everyone else: its input queue (filled
+//! by IO threads without waking the executor), its size, its counters.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::id::MatchId;
+use crate::metrics::HandlerMetrics;
+use crate::presence::{MatchMessage, Presence};
+
+/// A running authoritative match, as seen from outside its executor thread.
+#[derive(Debug)]
+pub(crate) struct MatchShared {
+    pub(crate) id: MatchId,
+    /// `<uuid>.<node>`, formatted once.
+    pub(crate) id_text: Arc<str>,
+    pub(crate) handler_name: Arc<str>,
+    pub(crate) runtime: &'static str,
+    /// Executor thread that owns the match.
+    pub(crate) thread: usize,
+    /// Creation order; listings show newest first.
+    pub(crate) seq: u64,
+    pub(crate) create_time_ms: i64,
+    pub(crate) inbox: Mutex<Inbox>,
+    /// Joined plus pending presences: what listings show, updated as joins are accepted.
+    pub(crate) size: AtomicU32,
+    pub(crate) tick_rate: AtomicU32,
+    pub(crate) ended: AtomicBool,
+    /// Queued join attempts, bounded by `match.join_attempt_queue_size`.
+    pub(crate) join_attempts: AtomicU32,
+    /// Queued signals, bounded by `match.signal_queue_size`.
+    pub(crate) signals: AtomicU32,
+    /// Queued leaves and join completions, bounded by `match.call_queue_size`.
+    pub(crate) calls: AtomicU32,
+    /// Set once the call queue overflowed and the match was told to stop.
+    pub(crate) overloaded: AtomicBool,
+    pub(crate) stats: MatchStats,
+    pub(crate) metrics: Arc<HandlerMetrics>,
+}
+
+/// Messages waiting for the next tick, and who may send them.
+#[derive(Debug)]
+pub(crate) struct Inbox {
+    /// Joined presences by session: only they can send data (Nakama drops other senders).
+    pub(crate) senders: HashMap<Uuid, Arc<Presence>>,
+    pub(crate) queue: VecDeque<MatchMessage>,
+    pub(crate) capacity: usize,
+}
+
+/// What happened to a message sent to a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Queued,
+    /// The input queue was full (`match.input_queue_size`); the message was dropped and counted.
+    Dropped,
+    /// The sender is not in the match; ignored, as Nakama does.
+    NotMember,
+    /// The match has ended.
+    Ended,
+}
+
+impl MatchShared {
+    /// Queues a client message for the next tick. Never blocks on the executor; never wakes it
+    /// (the tick picks the message up).
+    pub(crate) fn push_input(
+        &self,
+        session_id: Uuid,
+        op_code: i64,
+        data: Bytes,
+        reliable: bool,
+        receive_time_ms: i64,
+    ) -> Queued {
+        if self.ended.load(Ordering::Acquire) {
+            return Queued::Ended;
+        }
+        let mut inbox = self.inbox.lock();
+        let Some(sender) = inbox.senders.get(&session_id).cloned() else {
+            return Queued::NotMember;
+        };
+        if inbox.queue.len() >= inbox.capacity {
+            drop(inbox);
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            self.metrics.dropped.increment(1);
+            return Queued::Dropped;
+        }
+        inbox.queue.push_back(MatchMessage {
+            sender,
+            op_code,
+            data,
+            reliable,
+            receive_time_ms,
+        });
+        drop(inbox);
+        self.metrics.inputs.increment(1);
+        Queued::Queued
+    }
+}
+
+/// Counters of one match, readable while it runs (the debug listing) and logged when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct MatchStats {
+    pub(crate) ticks: AtomicU64,
+    pub(crate) last_tick_ns: AtomicU64,
+    pub(crate) max_tick_ns: AtomicU64,
+    pub(crate) last_lateness_ns: AtomicU64,
+    pub(crate) max_lateness_ns: AtomicU64,
+    pub(crate) overruns: AtomicU64,
+    pub(crate) skipped: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) last_queue_depth: AtomicU64,
+    pub(crate) presences: AtomicU32,
+    pub(crate) pending: AtomicU32,
+    pub(crate) label: Mutex<Arc<str>>,
+    pub(crate) last_tick_unix_ms: AtomicI64,
+}
+
+/// A snapshot of one match's counters (`GET /debug/matches`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchStatsSnapshot {
+    pub match_id: String,
+    pub handler_name: String,
+    pub runtime: &'static str,
+    pub executor_thread: usize,
+    pub label: String,
+    pub tick_rate: u32,
+    pub presences: u32,
+    pub pending_joins: u32,
+    pub ticks: u64,
+    pub last_tick_seconds: f64,
+    pub max_tick_seconds: f64,
+    pub last_lateness_seconds: f64,
+    pub max_lateness_seconds: f64,
+    pub overruns: u64,
+    pub skipped_ticks: u64,
+    pub dropped_inputs: u64,
+    pub input_queue_depth: u64,
+    pub create_time_ms: i64,
+}
+
+impl MatchShared {
+    pub(crate) fn snapshot(&self) -> MatchStatsSnapshot {
+        let s = &self.stats;
+        let secs = |ns: &AtomicU64| ns.load(Ordering::Relaxed) as f64 / 1e9;
+        MatchStatsSnapshot {
+            match_id: self.id_text.to_string(),
+            handler_name: self.handler_name.to_string(),
+            runtime: self.runtime,
+            executor_thread: self.thread,
+            label: s.label.lock().to_string(),
+            tick_rate: self.tick_rate.load(Ordering::Relaxed),
+            presences: s.presences.load(Ordering::Relaxed),
+            pending_joins: s.pending.load(Ordering::Relaxed),
+            ticks: s.ticks.load(Ordering::Relaxed),
+            last_tick_seconds: secs(&s.last_tick_ns),
+            max_tick_seconds: secs(&s.max_tick_ns),
+            last_lateness_seconds: secs(&s.last_lateness_ns),
+            max_lateness_seconds: secs(&s.max_lateness_ns),
+            overruns: s.overruns.load(Ordering::Relaxed),
+            skipped_ticks: s.skipped.load(Ordering::Relaxed),
+            dropped_inputs: s.dropped.load(Ordering::Relaxed),
+            input_queue_depth: s.last_queue_depth.load(Ordering::Relaxed),
+            create_time_ms: self.create_time_ms,
+        }
+    }
+}

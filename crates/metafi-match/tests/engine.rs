@@ -1,0 +1,779 @@
+//! The match engine driven tick by tick with a fake clock: schedule and lateness, capacity under
+//! a join race, listing that follows joins and label changes at once, isolation of a failing
+//! handler, nil state, shutdown with grace, bounded inputs.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
+use metafi_match::{
+    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, MatchId, PresenceReason, Queued,
+};
+use support::Engine;
+use uuid::Uuid;
+
+const TICK: Duration = Duration::from_millis(100);
+
+fn join(engine: &mut Engine, id: &MatchId, name: &str) -> Arc<metafi_match::Presence> {
+    let p = presence(name);
+    let matches = engine.matches.clone();
+    let outcome = engine.drive(matches.join(id, join_request(&p))).unwrap();
+    assert!(
+        matches!(outcome, JoinOutcome::Accepted { is_new: true, .. }),
+        "{outcome:?}"
+    );
+    engine.matches.complete_join(id, p.session_id);
+    engine.step();
+    p
+}
+
+fn stats(engine: &Engine, id: &MatchId) -> metafi_match::MatchStatsSnapshot {
+    engine
+        .matches
+        .stats()
+        .into_iter()
+        .find(|s| s.match_id == id.to_string())
+        .unwrap()
+}
+
+#[test]
+fn ticks_follow_the_schedule_and_lateness_is_measured() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    let start = engine.now();
+    // Nothing runs before the first interval has passed.
+    engine.clock.advance(Duration::from_millis(99));
+    engine.step();
+    assert!(calls.lock().ticks.is_empty());
+    engine.clock.advance(Duration::from_millis(1));
+    engine.step();
+    assert_eq!(calls.lock().ticks, vec![0]);
+    assert_eq!(stats(&engine, &id).last_lateness_seconds, 0.0);
+
+    // Woken 30 ms late: the tick runs then, the lateness is recorded, the schedule keeps its
+    // phase (the next tick is still due at 200 ms, not 230 ms).
+    engine.clock.advance(Duration::from_millis(130));
+    engine.step();
+    assert_eq!(calls.lock().ticks, vec![0, 1]);
+    let s = stats(&engine, &id);
+    assert!((s.last_lateness_seconds - 0.030).abs() < 1e-9, "{s:?}");
+    assert_eq!(
+        engine.schedulers[0].next_deadline(),
+        Some(start + Duration::from_millis(300))
+    );
+
+    engine.run_for(Duration::from_secs(1));
+    assert_eq!(calls.lock().ticks.len(), 12);
+    assert_eq!(calls.lock().ticks.last(), Some(&11));
+}
+
+#[test]
+fn a_match_more_than_an_interval_behind_skips_ticks() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    engine.clock.advance(Duration::from_millis(450));
+    engine.step();
+    assert_eq!(
+        calls.lock().ticks,
+        vec![0],
+        "one tick, not four back to back"
+    );
+    assert_eq!(stats(&engine, &id).skipped_ticks, 3);
+    engine.run_for(Duration::from_millis(50));
+    assert_eq!(
+        calls.lock().ticks,
+        vec![0, 1],
+        "back on the original phase at 500 ms"
+    );
+}
+
+#[test]
+fn exactly_max_players_win_a_join_race() {
+    let mut engine = Engine::single();
+    let id = engine.create_seed(10);
+    let players: Vec<_> = (0..100).map(|i| presence(&format!("p{i}"))).collect();
+    let matches = engine.matches.clone();
+    let attempts = players
+        .iter()
+        .map(|p| matches.join(&id, join_request(p)))
+        .collect();
+    let outcomes: Vec<JoinOutcome> = engine
+        .drive_all(attempts)
+        .into_iter()
+        .map(|o| o.unwrap())
+        .collect();
+    let accepted: Vec<_> = outcomes
+        .iter()
+        .zip(&players)
+        .filter(|(o, _)| matches!(o, JoinOutcome::Accepted { is_new: true, .. }))
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_eq!(accepted.len(), 10);
+    for outcome in &outcomes {
+        if let JoinOutcome::Rejected { reason } = outcome {
+            assert_eq!(reason, "match full");
+        }
+    }
+    // Pending joins count in the listing at once.
+    let info = engine.matches.get(&id.to_string()).unwrap().unwrap();
+    assert_eq!(info.size, 10);
+    for p in &accepted {
+        engine.matches.complete_join(&id, p.session_id);
+    }
+    engine.step();
+    let s = stats(&engine, &id);
+    assert_eq!((s.presences, s.pending_joins), (10, 0));
+    // And one more still cannot get in.
+    let late = presence("late");
+    let outcome = engine
+        .drive(matches.join(&id, join_request(&late)))
+        .unwrap();
+    assert!(matches!(outcome, JoinOutcome::Rejected { .. }));
+}
+
+#[test]
+fn listing_follows_joins_leaves_and_labels_at_once() {
+    let mut engine = Engine::single();
+    let id = engine.create_seed(2);
+    let open = ListQuery {
+        limit: 10,
+        query: Some("+label.open:1".into()),
+        ..ListQuery::default()
+    };
+    let not_full = ListQuery {
+        limit: 10,
+        authoritative: Some(true),
+        max_size: Some(1),
+        ..ListQuery::default()
+    };
+    assert_eq!(engine.matches.list(&open).unwrap().len(), 1);
+    let a = join(&mut engine, &id, "a");
+    assert_eq!(engine.matches.list(&not_full).unwrap().len(), 1);
+    let _b = join(&mut engine, &id, "b");
+    // The second join filled the match: the handler relabelled it in match_join, and both
+    // filters see it without waiting for anything.
+    assert!(engine.matches.list(&open).unwrap().is_empty());
+    assert!(engine.matches.list(&not_full).unwrap().is_empty());
+    let info = engine.matches.get(&id.to_string()).unwrap().unwrap();
+    assert_eq!(info.label.as_deref(), Some(r#"{"open":0}"#));
+    assert_eq!(info.size, 2);
+
+    engine.matches.leave(&id, a.session_id);
+    engine.step();
+    assert_eq!(engine.matches.list(&open).unwrap().len(), 1);
+    assert_eq!(engine.matches.list(&not_full).unwrap().len(), 1);
+}
+
+#[test]
+fn listing_orders_filters_and_queries() {
+    let mut engine = Engine::single();
+    let mut ids = Vec::new();
+    for (mode, skill) in [("ffa", 5), ("tdm", 12), ("ffa", 20)] {
+        let (mut handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+        handler.label = format!(r#"{{"mode":"{mode}","skill":{skill}}}"#);
+        ids.push(engine.create("scripted", handler).to_string());
+    }
+    let list = |engine: &Engine, query: &str| -> Vec<String> {
+        engine
+            .matches
+            .list(&ListQuery {
+                limit: 10,
+                query: Some(query.into()),
+                ..ListQuery::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|m| m.match_id)
+            .collect()
+    };
+    assert_eq!(
+        list(&engine, "+label.mode:ffa"),
+        vec![ids[2].clone(), ids[0].clone()],
+        "newest first"
+    );
+    assert_eq!(
+        list(&engine, "+label.skill:>=10"),
+        vec![ids[2].clone(), ids[1].clone()]
+    );
+    assert_eq!(list(&engine, "-label.mode:ffa"), vec![ids[1].clone()]);
+    assert_eq!(
+        list(&engine, "+label.mode:ffa +label.skill:<10"),
+        vec![ids[0].clone()]
+    );
+    // An optional clause ranks its matches first.
+    assert_eq!(list(&engine, "label.mode:ffa label.skill:12^5")[0], ids[1]);
+    assert_eq!(list(&engine, "*").len(), 3);
+    let err = engine
+        .matches
+        .list(&ListQuery {
+            limit: 10,
+            query: Some("+label.mode:/f.a/".into()),
+            ..ListQuery::default()
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("regular expressions"), "{err}");
+
+    // Relayed matches come after authoritative ones unless only one kind is asked for.
+    let creator = presence("relay");
+    let relayed = engine.matches.create_relayed(None, creator).unwrap();
+    let all = engine
+        .matches
+        .list(&ListQuery {
+            limit: 10,
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[3].match_id, relayed.match_id.to_string());
+    assert!(!all[3].authoritative);
+    let only_relayed = engine
+        .matches
+        .list(&ListQuery {
+            limit: 10,
+            authoritative: Some(false),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(only_relayed.len(), 1);
+    let limited = engine
+        .matches
+        .list(&ListQuery {
+            limit: 2,
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(limited.len(), 2);
+    let by_label = engine
+        .matches
+        .list(&ListQuery {
+            limit: 10,
+            label: Some(r#"{"mode":"tdm","skill":12}"#.into()),
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!(by_label.len(), 1);
+}
+
+#[test]
+fn seed_match_echoes_op_1_and_broadcasts_op_2() {
+    let mut engine = Engine::single();
+    let id = engine.create_seed(10);
+    let a = join(&mut engine, &id, "a");
+    let b = join(&mut engine, &id, "b");
+    engine.outlet.take();
+    let now = Bytes::from_static(b"echo me");
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, a.session_id, 1, now.clone(), true, &[]),
+        Queued::Queued
+    );
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, b.session_id, 2, Bytes::from_static(b"all"), true, &[]),
+        Queued::Queued
+    );
+    assert!(
+        engine.outlet.take().is_empty(),
+        "nothing is sent before the tick"
+    );
+    engine.run_for(TICK);
+    let sent = engine.outlet.take();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    match &sent[0] {
+        Sent::Data {
+            to,
+            op_code,
+            data,
+            sender,
+            ..
+        } => {
+            assert_eq!(to, &vec![a.session_id]);
+            assert_eq!((*op_code, data), (1, &now));
+            assert_eq!(*sender, Some(a.session_id));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &sent[1] {
+        Sent::Data { to, op_code, .. } => {
+            let mut to = to.clone();
+            to.sort();
+            let mut both = vec![a.session_id, b.session_id];
+            both.sort();
+            assert_eq!((to, *op_code), (both, 2));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Someone outside the match cannot feed it.
+    let stranger = Uuid::new_v4();
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, stranger, 2, Bytes::new(), true, &[]),
+        Queued::NotMember
+    );
+}
+
+#[test]
+fn joins_and_leaves_are_announced_in_order() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    let a = join(&mut engine, &id, "a");
+    let sent = engine.outlet.take();
+    assert_eq!(
+        sent,
+        vec![Sent::Presences {
+            to: vec![a.session_id],
+            match_id: id.to_string(),
+            joins: vec![a.session_id],
+            leaves: vec![],
+        }],
+        "the joiner hears its own join, as with Nakama"
+    );
+    let b = join(&mut engine, &id, "b");
+    engine.outlet.take();
+    engine.matches.leave(&id, a.session_id);
+    engine.step();
+    assert_eq!(
+        engine.outlet.take(),
+        vec![Sent::Presences {
+            to: vec![b.session_id],
+            match_id: id.to_string(),
+            joins: vec![],
+            leaves: vec![a.session_id],
+        }]
+    );
+    engine.matches.session_ended(b.session_id);
+    engine.step();
+    let calls = calls.lock().clone();
+    assert_eq!(calls.joins, vec![a.session_id, b.session_id]);
+    assert_eq!(
+        calls.leaves,
+        vec![
+            (a.session_id, PresenceReason::Leave),
+            (b.session_id, PresenceReason::Disconnect)
+        ]
+    );
+}
+
+#[test]
+fn a_failing_handler_ends_only_its_match() {
+    let mut engine = Engine::single();
+    let (healthy, healthy_calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let healthy_id = engine.create("healthy", healthy);
+    let (crashing, _) = ScriptedMatch::new(10, |_, _, tick, _| {
+        if tick == 5 {
+            panic!("boom at tick 5");
+        }
+        Ok(Flow::Continue)
+    });
+    let crashing_id = engine.create("crashing", crashing);
+    let player = join(&mut engine, &crashing_id, "victim");
+    let (failing, _) = ScriptedMatch::new(10, |_, _, tick, _| {
+        if tick == 3 {
+            return Err(HandlerError::failed("attempt to index a nil value"));
+        }
+        Ok(Flow::Continue)
+    });
+    let failing_id = engine.create("failing", failing);
+    engine.outlet.take();
+
+    engine.run_for(Duration::from_secs(2));
+    assert_eq!(engine.matches.count(), 1);
+    assert!(
+        engine
+            .matches
+            .get(&crashing_id.to_string())
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        engine
+            .matches
+            .get(&failing_id.to_string())
+            .unwrap()
+            .is_none()
+    );
+    // The healthy match kept its 10 ticks per second, on time.
+    assert_eq!(healthy_calls.lock().ticks.len(), 20);
+    let s = stats(&engine, &healthy_id);
+    assert_eq!(s.max_lateness_seconds, 0.0);
+    // The crashed match's player was told it left.
+    let sent = engine.outlet.take();
+    assert!(
+        sent.contains(&Sent::Presences {
+            to: vec![player.session_id],
+            match_id: crashing_id.to_string(),
+            joins: vec![],
+            leaves: vec![player.session_id],
+        }),
+        "{sent:?}"
+    );
+    // Its player is free: a disconnect now touches nothing.
+    engine.matches.session_ended(player.session_id);
+    engine.step();
+}
+
+#[test]
+fn a_callback_over_its_budget_ends_its_match_and_others_keep_time() {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        handler_budget: Duration::from_millis(50),
+        ..MatchConfig::default()
+    });
+    let clock = engine.clock.clone();
+    let (slow, _) = ScriptedMatch::new(10, move |_, _, tick, _| {
+        if tick == 2 {
+            clock.advance(Duration::from_millis(60));
+        }
+        Ok(Flow::Continue)
+    });
+    let slow_id = engine.create("slow", slow);
+    let (healthy, healthy_calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let healthy_id = engine.create("healthy", healthy);
+    engine.run_for(Duration::from_secs(1));
+    assert!(engine.matches.get(&slow_id.to_string()).unwrap().is_none());
+    assert_eq!(healthy_calls.lock().ticks.len(), 10);
+    // The healthy match ran after the slow callback once, 60 ms late; then on time.
+    let s = stats(&engine, &healthy_id);
+    assert!((s.max_lateness_seconds - 0.060).abs() < 1e-9, "{s:?}");
+    assert_eq!(s.last_lateness_seconds, 0.0);
+}
+
+#[test]
+fn nil_state_ends_the_match() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, tick, _| {
+        Ok(if tick == 2 { Flow::End } else { Flow::Continue })
+    });
+    let id = engine.create("ender", handler);
+    let p = join(&mut engine, &id, "p");
+    engine.run_for(Duration::from_secs(1));
+    assert_eq!(calls.lock().ticks, vec![0, 1, 2]);
+    assert!(engine.matches.get(&id.to_string()).unwrap().is_none());
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, p.session_id, 1, Bytes::new(), true, &[]),
+        Queued::Ended
+    );
+}
+
+#[test]
+fn init_is_checked() {
+    let mut engine = Engine::single();
+    for rate in [0, 129] {
+        let (handler, _) = ScriptedMatch::new(rate, |_, _, _, _| Ok(Flow::Continue));
+        let matches = engine.matches.clone();
+        let err = engine
+            .drive(matches.create(support::spec("bad", handler)))
+            .unwrap_err();
+        assert!(err.to_string().contains("invalid tick rate"), "{err}");
+    }
+    let (handler, _) = ScriptedMatch::new(128, |_, _, _, _| Ok(Flow::Continue));
+    engine.create("fast", handler);
+    assert_eq!(engine.matches.count(), 1);
+}
+
+#[test]
+fn graceful_shutdown_calls_terminate_with_the_grace_period() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    engine.matches.begin_shutdown(Duration::from_secs(2));
+    engine.step();
+    assert_eq!(calls.lock().terminated_with, Some(2));
+    // The match keeps ticking during the grace period, then ends.
+    engine.run_for(Duration::from_millis(1500));
+    assert!(engine.matches.get(&id.to_string()).unwrap().is_some());
+    engine.run_for(Duration::from_millis(600));
+    assert!(engine.matches.get(&id.to_string()).unwrap().is_none());
+    // No new matches while stopping.
+    let (handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let matches = engine.matches.clone();
+    let err = engine
+        .drive(matches.create(support::spec("late", handler)))
+        .unwrap_err();
+    assert_eq!(err, metafi_match::MatchError::ShuttingDown);
+}
+
+#[test]
+fn input_queues_are_bounded_and_drops_counted() {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        input_queue_size: 4,
+        ..MatchConfig::default()
+    });
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let (handler, _) = ScriptedMatch::new(10, move |_, _, _, messages| {
+        record.lock().push(messages.len());
+        Ok(Flow::Continue)
+    });
+    let id = engine.create("scripted", handler);
+    let p = join(&mut engine, &id, "p");
+    let results: Vec<Queued> = (0..10)
+        .map(|i| {
+            engine
+                .matches
+                .send(&id, p.session_id, i, Bytes::new(), true, &[])
+        })
+        .collect();
+    assert_eq!(results.iter().filter(|r| **r == Queued::Queued).count(), 4);
+    assert_eq!(results.iter().filter(|r| **r == Queued::Dropped).count(), 6);
+    engine.run_for(TICK);
+    assert_eq!(*seen.lock(), vec![4]);
+    let s = stats(&engine, &id);
+    assert_eq!((s.dropped_inputs, s.input_queue_depth), (6, 4));
+}
+
+#[test]
+fn pending_joins_lapse_when_never_completed() {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        join_marker_deadline: Duration::from_millis(500),
+        ..MatchConfig::default()
+    });
+    let id = engine.create_seed(1);
+    let ghost = presence("ghost");
+    let matches = engine.matches.clone();
+    let outcome = engine
+        .drive(matches.join(&id, join_request(&ghost)))
+        .unwrap();
+    assert!(matches!(outcome, JoinOutcome::Accepted { .. }));
+    let other = presence("other");
+    let outcome = engine
+        .drive(matches.join(&id, join_request(&other)))
+        .unwrap();
+    assert!(
+        matches!(outcome, JoinOutcome::Rejected { .. }),
+        "the pending join holds the seat"
+    );
+    engine.run_for(Duration::from_millis(600));
+    assert_eq!(stats(&engine, &id).pending_joins, 0);
+    let outcome = engine
+        .drive(matches.join(&id, join_request(&other)))
+        .unwrap();
+    assert!(
+        matches!(outcome, JoinOutcome::Accepted { .. }),
+        "the seat is free again"
+    );
+}
+
+#[test]
+fn a_disconnected_session_cannot_join() {
+    let mut engine = Engine::single();
+    let id = engine.create_seed(10);
+    let p = presence("gone");
+    engine.outlet.disconnect(p.session_id);
+    let matches = engine.matches.clone();
+    let outcome = engine.drive(matches.join(&id, join_request(&p))).unwrap();
+    assert!(matches!(outcome, JoinOutcome::Rejected { .. }));
+    assert_eq!(stats(&engine, &id).pending_joins, 0);
+}
+
+#[test]
+fn kicks_tell_everyone_and_call_match_leave() {
+    let mut engine = Engine::single();
+    let victim: Arc<parking_lot::Mutex<Option<Uuid>>> = Arc::default();
+    let target = victim.clone();
+    let (handler, calls) = ScriptedMatch::new(10, move |_, d, _, _| {
+        if let Some(session) = target.lock().take() {
+            d.kick(&[session]);
+        }
+        Ok(Flow::Continue)
+    });
+    let id = engine.create("kicker", handler);
+    let a = join(&mut engine, &id, "a");
+    let b = join(&mut engine, &id, "b");
+    engine.outlet.take();
+    *victim.lock() = Some(a.session_id);
+    engine.run_for(TICK);
+    let sent = engine.outlet.take();
+    assert!(sent.contains(&Sent::Presences {
+        to: vec![a.session_id],
+        match_id: id.to_string(),
+        joins: vec![],
+        leaves: vec![a.session_id],
+    }));
+    assert!(sent.contains(&Sent::Presences {
+        to: vec![b.session_id],
+        match_id: id.to_string(),
+        joins: vec![],
+        leaves: vec![a.session_id],
+    }));
+    assert_eq!(
+        calls.lock().leaves,
+        vec![(a.session_id, PresenceReason::Leave)]
+    );
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, a.session_id, 1, Bytes::new(), true, &[]),
+        Queued::NotMember
+    );
+}
+
+#[test]
+fn deferred_broadcasts_follow_direct_ones() {
+    let mut engine = Engine::single();
+    let (handler, _) = ScriptedMatch::new(10, |_, d, tick, _| {
+        if tick == 0 {
+            d.broadcast_deferred(2, &Bytes::from_static(b"later"), None, None, true)
+                .map_err(|e| HandlerError::failed(e.to_string()))?;
+            d.broadcast(1, &Bytes::from_static(b"now"), None, None, true);
+        }
+        Ok(Flow::Continue)
+    });
+    let id = engine.create("deferring", handler);
+    let p = join(&mut engine, &id, "p");
+    engine.outlet.take();
+    engine.run_for(TICK);
+    assert_eq!(
+        engine.outlet.data_for(p.session_id),
+        vec![
+            (1, Bytes::from_static(b"now")),
+            (2, Bytes::from_static(b"later"))
+        ]
+    );
+}
+
+#[test]
+fn signals_reach_the_handler() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    let matches = engine.matches.clone();
+    let reply = engine
+        .drive(matches.signal(&id.to_string(), "ping".into()))
+        .unwrap();
+    assert_eq!(reply, "got ping");
+    assert_eq!(calls.lock().signals, vec!["ping".to_owned()]);
+    let missing = format!("{}.node1", Uuid::new_v4());
+    let err = engine
+        .drive(matches.signal(&missing, "x".into()))
+        .unwrap_err();
+    assert_eq!(err, metafi_match::MatchError::NotFound);
+}
+
+#[test]
+fn empty_matches_stop_after_max_empty() {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        max_empty: Some(Duration::from_secs(1)),
+        ..MatchConfig::default()
+    });
+    let id = engine.create_seed(10);
+    engine.run_for(Duration::from_millis(950));
+    assert!(engine.matches.get(&id.to_string()).unwrap().is_some());
+    engine.run_for(Duration::from_millis(100));
+    assert!(engine.matches.get(&id.to_string()).unwrap().is_none());
+}
+
+#[test]
+fn matches_spread_over_threads() {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 3,
+        ..MatchConfig::default()
+    });
+    for _ in 0..9 {
+        engine.create_seed(10);
+    }
+    let per_thread: Vec<usize> = engine.schedulers.iter().map(|s| s.len()).collect();
+    assert_eq!(per_thread, vec![3, 3, 3]);
+}
+
+#[test]
+fn relayed_matches_relay_between_members() {
+    let engine = Engine::single();
+    let a = presence("a");
+    let created = engine.matches.create_relayed(None, a.clone()).unwrap();
+    assert!(created.is_new && created.presences.is_empty());
+    engine
+        .matches
+        .complete_join(&created.match_id, a.session_id);
+    let b = presence("b");
+    let c = presence("c");
+    let uuid = created.match_id.uuid();
+    for p in [&b, &c] {
+        let joined = engine.matches.join_relayed(uuid, p.clone(), false).unwrap();
+        assert!(joined.is_new);
+        engine.matches.complete_join(&joined.match_id, p.session_id);
+    }
+    let again = engine.matches.join_relayed(uuid, b.clone(), false).unwrap();
+    assert!(!again.is_new);
+    assert_eq!(
+        again.presences.len(),
+        3,
+        "a repeated join lists everyone, itself included"
+    );
+    assert!(
+        engine
+            .matches
+            .join_relayed(Uuid::new_v4(), b.clone(), false)
+            .is_none()
+    );
+    engine.outlet.take();
+
+    let id = created.match_id.clone();
+    engine
+        .matches
+        .send(&id, a.session_id, 7, Bytes::from_static(b"hi"), true, &[]);
+    engine.matches.send(
+        &id,
+        a.session_id,
+        8,
+        Bytes::from_static(b"c only"),
+        true,
+        &[c.session_id],
+    );
+    assert_eq!(engine.outlet.data_for(a.session_id), vec![]);
+    assert_eq!(
+        engine.outlet.data_for(b.session_id),
+        vec![(7, Bytes::from_static(b"hi"))]
+    );
+    assert_eq!(
+        engine.outlet.data_for(c.session_id),
+        vec![
+            (7, Bytes::from_static(b"hi")),
+            (8, Bytes::from_static(b"c only"))
+        ]
+    );
+    assert_eq!(
+        engine
+            .matches
+            .send(&id, Uuid::new_v4(), 7, Bytes::new(), true, &[]),
+        Queued::NotMember
+    );
+    let info = engine.matches.get(&id.to_string()).unwrap().unwrap();
+    assert_eq!((info.size, info.authoritative), (3, false));
+
+    engine.matches.leave(&id, a.session_id);
+    engine.matches.session_ended(b.session_id);
+    engine.matches.session_ended(c.session_id);
+    assert!(
+        engine.matches.get(&id.to_string()).unwrap().is_none(),
+        "an empty relayed match disappears"
+    );
+
+    // Named matches share an id.
+    let x = engine
+        .matches
+        .create_relayed(Some("lobby"), presence("x"))
+        .unwrap();
+    let y = engine
+        .matches
+        .create_relayed(Some("lobby"), presence("y"))
+        .unwrap();
+    assert_eq!(x.match_id, y.match_id);
+    assert_eq!(y.members, 2);
+}

@@ -1,0 +1,128 @@
+//! Why a session ends, and what the client is told.
+
+use std::borrow::Cow;
+
+/// The reason a session closed. Transports turn it into their own close signal (a WebSocket
+/// close frame with [`CloseReason::code`] and [`CloseReason::text`]); metrics label it with
+/// [`CloseReason::label`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client closed the socket or the connection ended.
+    ClientClosed,
+    /// Reading or writing failed.
+    ConnectionError,
+    /// Nothing arrived from the client (not even a pong) within `socket.pong_wait_ms`.
+    PongTimeout,
+    /// No message arrived from the client within `socket.idle_timeout_ms`.
+    IdleTimeout,
+    /// A write did not complete within `socket.write_wait_ms`.
+    WriteTimeout,
+    /// The client did not read fast enough: its outgoing queue reached `limit` messages.
+    OutgoingQueueFull { limit: usize },
+    /// The client sent a message over `limit` bytes.
+    MessageTooLarge { limit: usize },
+    /// A binary frame on a JSON socket or a text frame on a protobuf socket.
+    WrongFrameType,
+    /// The client sent bytes that are not an envelope.
+    MalformedMessage,
+    /// The client sent an envelope without a message, or one the server never accepts.
+    UnrecognizedMessage,
+    /// A newer socket of the same user replaced this one (`session.single_socket`).
+    SingleSocket,
+    /// The server is shutting down.
+    Shutdown,
+}
+
+impl CloseReason {
+    /// The WebSocket close code (RFC 6455 section 7.4.1).
+    pub fn code(&self) -> u16 {
+        match self {
+            CloseReason::ClientClosed | CloseReason::IdleTimeout | CloseReason::SingleSocket => {
+                1000
+            }
+            CloseReason::PongTimeout | CloseReason::WriteTimeout | CloseReason::Shutdown => 1001,
+            CloseReason::WrongFrameType => 1003,
+            CloseReason::MalformedMessage => 1007,
+            CloseReason::OutgoingQueueFull { .. } | CloseReason::UnrecognizedMessage => 1008,
+            CloseReason::MessageTooLarge { .. } => 1009,
+            CloseReason::ConnectionError => 1011,
+        }
+    }
+
+    /// What the client is told (at most 123 bytes, the limit of a close frame's reason).
+    pub fn text(&self) -> Cow<'static, str> {
+        match self {
+            CloseReason::ClientClosed => "closed by the client".into(),
+            CloseReason::ConnectionError => "connection error".into(),
+            CloseReason::PongTimeout => "no answer to pings within socket.pong_wait_ms".into(),
+            CloseReason::IdleTimeout => "idle: no message within socket.idle_timeout_ms".into(),
+            CloseReason::WriteTimeout => "write not completed within socket.write_wait_ms".into(),
+            CloseReason::OutgoingQueueFull { limit } => format!(
+                "outgoing queue full: client too slow to read {limit} queued messages (socket.outgoing_queue_size)"
+            )
+            .into(),
+            CloseReason::MessageTooLarge { limit } => format!(
+                "message too large: limit is {limit} bytes (socket.max_message_size_bytes)"
+            )
+            .into(),
+            CloseReason::WrongFrameType => "received unexpected WebSocket message type".into(),
+            CloseReason::MalformedMessage => "received malformed payload".into(),
+            CloseReason::UnrecognizedMessage => "received unrecognized message".into(),
+            CloseReason::SingleSocket => {
+                "server-side session disconnect: a newer socket of this user replaced it".into()
+            }
+            CloseReason::Shutdown => "server shutting down".into(),
+        }
+    }
+
+    /// A fixed metric label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CloseReason::ClientClosed => "client_closed",
+            CloseReason::ConnectionError => "connection_error",
+            CloseReason::PongTimeout => "pong_timeout",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::WriteTimeout => "write_timeout",
+            CloseReason::OutgoingQueueFull { .. } => "outgoing_queue_full",
+            CloseReason::MessageTooLarge { .. } => "message_too_large",
+            CloseReason::WrongFrameType => "wrong_frame_type",
+            CloseReason::MalformedMessage => "malformed_message",
+            CloseReason::UnrecognizedMessage => "unrecognized_message",
+            CloseReason::SingleSocket => "single_socket",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+
+    /// Whether the client should be sent a close frame: not when it closed or vanished.
+    pub fn tells_client(&self) -> bool {
+        !matches!(
+            self,
+            CloseReason::ClientClosed | CloseReason::ConnectionError
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_fit_a_close_frame() {
+        for reason in [
+            CloseReason::ClientClosed,
+            CloseReason::ConnectionError,
+            CloseReason::PongTimeout,
+            CloseReason::IdleTimeout,
+            CloseReason::WriteTimeout,
+            CloseReason::OutgoingQueueFull { limit: usize::MAX },
+            CloseReason::MessageTooLarge { limit: usize::MAX },
+            CloseReason::WrongFrameType,
+            CloseReason::MalformedMessage,
+            CloseReason::UnrecognizedMessage,
+            CloseReason::SingleSocket,
+            CloseReason::Shutdown,
+        ] {
+            assert!(reason.text().len() <= 123, "{reason:?}: {}", reason.text());
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! MetaFi's realtime layer: the sessions behind the Nakama-compatible socket, independent of
+//! the transport that carries them (WebSocket today, QUIC later).
+//!
+//! A transport authenticates a client and calls [`Realtime::open`]; it feeds each decoded
+//! envelope to [`Realtime::handle`], writes whatever the session's [`Outbox`] hands out, and
+//! calls [`Realtime::end`] when the connection is over. In between, the session can join chat
+//! channels, follow users' status, call RPCs, play matches and matchmake (with the match engine
+//! from `metafi-match`, added by [`Realtime::with_matches`]), and receive what others send.
+//!
+//! Memory is bounded everywhere: each session's outbox holds at most
+//! `socket.outgoing_queue_size` messages (a client that does not keep up is closed with
+//! [`CloseReason::OutgoingQueueFull`]), channels and follows per session are capped, and an
+//! idle session owns no queue memory. A broadcast is encoded once per wire format
+//! ([`Outbound`]), not once per recipient.
+//!
+//! Cross-node concerns are traits whose first implementation is local: [`Tracker`]
+//! (presences), [`StatusRegistry`] (follows) and [`MessageRouter`] (delivery).
+//!
+//! Must not depend on: HTTP or WebSocket libraries, script engines, storage backends. Key
+//! types: [`Realtime`], [`Session`], [`Outbox`], [`Tracker`], [`StreamKey`], [`CloseReason`].
+
+mod close;
+mod handler;
+mod matches;
+mod metrics;
+mod outbound;
+mod outbox;
+mod realtime;
+mod registry;
+mod router;
+mod session;
+mod status;
+mod stream;
+mod tracker;
+
+pub use close::CloseReason;
+pub use handler::MAX_STATUS_BYTES;
+pub use matches::{MatchOutlet, MatchServices};
+pub use outbound::Outbound;
+pub use outbox::{Next, Outbox, Pushed};
+pub use realtime::{
+    NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
+    RealtimeServices,
+};
+pub use registry::SessionRegistry;
+pub use router::{LocalRouter, MessageRouter};
+pub use session::{Session, SessionParams};
+pub use status::{FollowLimitExceeded, LocalStatusRegistry, StatusRegistry};
+pub use stream::{StreamKey, StreamMode};
+pub use tracker::{LocalTracker, Presence, PresenceChange, PresenceMeta, Tracker};

@@ -1,0 +1,48 @@
+//! An envelope on its way to many sessions, encoded at most once per wire format however many
+//! sessions receive it.
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use metafi_proto::realtime::{Envelope, Format};
+
+/// A pushed envelope (a broadcast, an event). Each format's bytes are made the first time a
+/// recipient of that format needs them, then shared (`Bytes` clones are reference counts).
+#[derive(Debug)]
+pub struct Outbound {
+    envelope: Envelope,
+    json: OnceLock<Bytes>,
+    protobuf: OnceLock<Bytes>,
+}
+
+impl Outbound {
+    pub fn new(envelope: Envelope) -> Outbound {
+        Outbound {
+            envelope,
+            json: OnceLock::new(),
+            protobuf: OnceLock::new(),
+        }
+    }
+
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// The envelope encoded for `format`.
+    pub fn bytes(&self, format: Format) -> Bytes {
+        let cell = match format {
+            Format::Json => &self.json,
+            Format::Protobuf => &self.protobuf,
+        };
+        cell.get_or_init(|| Bytes::from(format.encode(&self.envelope)))
+            .clone()
+    }
+
+    /// Whether `format` has been encoded yet (for tests of the encode-once rule).
+    pub fn is_encoded(&self, format: Format) -> bool {
+        match format {
+            Format::Json => self.json.get().is_some(),
+            Format::Protobuf => self.protobuf.get().is_some(),
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! [`Realtime`]: the service every socket transport drives. A transport authenticates the
+//! client, calls [`Realtime::open`], feeds each decoded envelope to [`Realtime::handle`], writes
+//! what the session's outbox hands out, and calls [`Realtime::end`] when the connection is
+//! over. Nothing here knows about WebSockets.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use metafi_core::{Channels, Clock, RpcDispatch};
+use metafi_proto::api::Notification;
+use metafi_proto::realtime::{
+    ChannelPresenceEvent, Envelope, MatchPresenceEvent, Message, Notifications,
+    StatusPresenceEvent, StreamPresenceEvent, UserPresence,
+};
+use metafi_proto::wkt::{Timestamp, string_value};
+use metafi_storage::Storage;
+use uuid::Uuid;
+
+use crate::{
+    CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MessageRouter, Outbound, Presence,
+    PresenceChange, PresenceMeta, Session, SessionParams, SessionRegistry, StatusRegistry,
+    StreamKey, StreamMode, Tracker, metrics,
+};
+
+/// Nakama's notification code telling a socket it was replaced under `session.single_socket`.
+pub const NOTIFICATION_SINGLE_SOCKET: i32 = -7;
+/// Nakama's notification code of a direct-chat request.
+pub const NOTIFICATION_DM_REQUEST: i32 = -1;
+
+/// Limits of the realtime layer; every one is a configuration key (see `docs/REALTIME.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealtimeConfig {
+    /// Messages queued for one client before it is disconnected as too slow
+    /// (`socket.outgoing_queue_size`).
+    pub outgoing_queue_size: usize,
+    /// Only one socket per user; a new one closes the older ones (`session.single_socket`).
+    pub single_socket: bool,
+    /// Chat channels one socket may be in at once (`socket.max_channels_per_session`).
+    pub max_channels_per_session: usize,
+    /// Users one socket may follow (`socket.max_followed_users`).
+    pub max_followed_users: usize,
+}
+
+impl Default for RealtimeConfig {
+    fn default() -> Self {
+        RealtimeConfig {
+            outgoing_queue_size: 64,
+            single_socket: false,
+            max_channels_per_session: 128,
+            max_followed_users: 1024,
+        }
+    }
+}
+
+/// The services the realtime layer calls.
+#[derive(Debug, Clone)]
+pub struct RealtimeServices {
+    pub channels: Arc<Channels>,
+    pub store: Arc<dyn Storage>,
+    pub rpc: Arc<dyn RpcDispatch>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The cross-node parts, each behind a trait. [`RealtimeParts::local`] is the single-node set.
+#[derive(Debug, Clone)]
+pub struct RealtimeParts {
+    pub registry: Arc<SessionRegistry>,
+    pub tracker: Arc<dyn Tracker>,
+    pub status: Arc<dyn StatusRegistry>,
+    pub router: Arc<dyn MessageRouter>,
+}
+
+impl RealtimeParts {
+    pub fn local() -> RealtimeParts {
+        let registry = Arc::new(SessionRegistry::new());
+        RealtimeParts {
+            router: Arc::new(LocalRouter::new(registry.clone())),
+            registry,
+            tracker: Arc::new(LocalTracker::new()),
+            status: Arc::new(LocalStatusRegistry::new()),
+        }
+    }
+}
+
+/// Sessions, presences, status and channels behind every socket.
+#[derive(Debug)]
+pub struct Realtime {
+    pub(crate) config: RealtimeConfig,
+    pub(crate) services: RealtimeServices,
+    pub(crate) parts: RealtimeParts,
+    /// The match engine and matchmaker, when the server runs them (see `matches.rs`).
+    pub(crate) matches: Option<crate::matches::MatchServices>,
+}
+
+impl Realtime {
+    /// A single-node realtime service.
+    pub fn new(config: RealtimeConfig, services: RealtimeServices) -> Realtime {
+        Realtime::with_parts(config, services, RealtimeParts::local())
+    }
+
+    pub fn with_parts(
+        config: RealtimeConfig,
+        services: RealtimeServices,
+        parts: RealtimeParts,
+    ) -> Realtime {
+        Realtime {
+            config,
+            services,
+            parts,
+            matches: None,
+        }
+    }
+
+    pub fn config(&self) -> &RealtimeConfig {
+        &self.config
+    }
+
+    pub fn registry(&self) -> &Arc<SessionRegistry> {
+        &self.parts.registry
+    }
+
+    /// The presence books, for the match engine.
+    pub fn tracker(&self) -> &Arc<dyn Tracker> {
+        &self.parts.tracker
+    }
+
+    /// The status follow books.
+    pub fn status(&self) -> &Arc<dyn StatusRegistry> {
+        &self.parts.status
+    }
+
+    /// Registers a new session for an authenticated client. With `appear_online` its status
+    /// presence is tracked (followers see it come online); under `single_socket` the user's
+    /// older sessions are told and closed.
+    pub fn open(&self, params: SessionParams) -> Arc<Session> {
+        let appear_online = params.appear_online;
+        let session = Arc::new(Session::new(
+            Uuid::new_v4(),
+            params,
+            self.config.outgoing_queue_size,
+        ));
+        self.parts.registry.add(session.clone());
+        metrics::sessions(self.parts.registry.len());
+        tracing::debug!(sid = %session.id(), uid = %session.user_id(), format = session.format().as_str(), "realtime session opened");
+        if appear_online {
+            let change = self.parts.tracker.track(
+                &StreamKey::status(session.user_id()),
+                Presence {
+                    session_id: session.id(),
+                    user_id: session.user_id(),
+                    meta: PresenceMeta {
+                        username: session.username().to_owned(),
+                        persistence: false,
+                        hidden: false,
+                        status: Some(String::new()),
+                    },
+                },
+            );
+            self.deliver(change.into_iter().collect());
+        }
+        if self.config.single_socket {
+            self.close_other_sessions(&session);
+        }
+        session
+    }
+
+    /// Cleans up after a session: it leaves every stream (others see it leave), drops its
+    /// follows and leaves the registry. Idempotent; `reason` is used if the session was not
+    /// already closing.
+    pub fn end(&self, session: &Session, reason: CloseReason) {
+        session.close(reason);
+        if !session.end() {
+            return;
+        }
+        self.parts.registry.remove(session.id(), session.user_id());
+        let changes = self.parts.tracker.untrack_all(session.id());
+        self.parts.status.unfollow_all(session.id());
+        self.matches_session_ended(session.id());
+        self.deliver(changes);
+        let reason = session.outbox().close_reason().unwrap_or(reason);
+        metrics::session_closed(reason.label());
+        metrics::sessions(self.parts.registry.len());
+        metrics::presences(self.parts.tracker.len());
+        tracing::debug!(sid = %session.id(), uid = %session.user_id(), reason = reason.label(), "realtime session ended");
+    }
+
+    /// Closes every session (the server is stopping). Transports finish each connection.
+    pub fn shutdown(&self) {
+        for session in self.parts.registry.all() {
+            session.close(CloseReason::Shutdown);
+        }
+    }
+
+    /// Sends an envelope to every session in a stream; returns how many accepted it.
+    pub fn send_to_stream(&self, stream: &StreamKey, envelope: Envelope) -> usize {
+        let sessions = self.parts.tracker.session_ids(stream);
+        if sessions.is_empty() {
+            return 0;
+        }
+        self.parts
+            .router
+            .send_to_sessions(&sessions, &Outbound::new(envelope))
+    }
+
+    /// Sends an envelope to every session of a user.
+    pub fn send_to_user(&self, user_id: Uuid, envelope: Envelope) -> usize {
+        let sessions = self.parts.registry.user_session_ids(user_id);
+        if sessions.is_empty() {
+            return 0;
+        }
+        self.parts
+            .router
+            .send_to_sessions(&sessions, &Outbound::new(envelope))
+    }
+
+    /// Routes presence changes as Nakama does: channel streams tell their members, status
+    /// streams tell the user's followers and the user's own sessions, match streams their
+    /// members, other streams their members.
+    pub fn deliver(&self, changes: Vec<PresenceChange>) {
+        for change in changes {
+            if change.is_empty() {
+                continue;
+            }
+            let with_status = change.stream.mode == StreamMode::Status;
+            let joins: Vec<UserPresence> = change
+                .joins
+                .iter()
+                .map(|p| wire_presence(p, with_status))
+                .collect();
+            let leaves: Vec<UserPresence> = change
+                .leaves
+                .iter()
+                .map(|p| wire_presence(p, with_status))
+                .collect();
+            let stream = &change.stream;
+            let (message, recipients) = match stream.mode {
+                StreamMode::Status => {
+                    let mut recipients: HashSet<Uuid> = self
+                        .parts
+                        .status
+                        .followers(stream.subject)
+                        .into_iter()
+                        .collect();
+                    recipients.extend(self.parts.registry.user_session_ids(stream.subject));
+                    (
+                        Message::StatusPresenceEvent(StatusPresenceEvent { joins, leaves }),
+                        recipients.into_iter().collect(),
+                    )
+                }
+                StreamMode::Room | StreamMode::Group | StreamMode::Direct => {
+                    let mut event = ChannelPresenceEvent {
+                        joins,
+                        leaves,
+                        ..ChannelPresenceEvent::default()
+                    };
+                    if let Some(channel) = stream.channel_id() {
+                        event.channel_id = channel.to_string();
+                        channel.fill(metafi_core::channels::ChannelFields {
+                            room_name: &mut event.room_name,
+                            group_id: &mut event.group_id,
+                            user_id_one: &mut event.user_id_one,
+                            user_id_two: &mut event.user_id_two,
+                        });
+                    }
+                    (
+                        Message::ChannelPresenceEvent(event),
+                        self.parts.tracker.session_ids(stream),
+                    )
+                }
+                StreamMode::MatchRelayed | StreamMode::MatchAuthoritative => (
+                    Message::MatchPresenceEvent(MatchPresenceEvent {
+                        match_id: format!("{}.{}", stream.subject, stream.label),
+                        joins,
+                        leaves,
+                    }),
+                    self.parts.tracker.session_ids(stream),
+                ),
+                StreamMode::Notifications | StreamMode::Party => (
+                    Message::StreamPresenceEvent(StreamPresenceEvent {
+                        stream: Some(stream.to_wire()),
+                        joins,
+                        leaves,
+                    }),
+                    self.parts.tracker.session_ids(stream),
+                ),
+            };
+            if !recipients.is_empty() {
+                self.parts
+                    .router
+                    .send_to_sessions(&recipients, &Outbound::new(Envelope::new("", message)));
+            }
+        }
+        metrics::presences(self.parts.tracker.len());
+    }
+
+    /// A notification pushed live to every session of `user_id`. Not stored: MetaFi has no
+    /// notification storage yet, so `persistent` is false.
+    pub(crate) fn notify(
+        &self,
+        user_id: Uuid,
+        subject: String,
+        content: String,
+        code: i32,
+        sender: Option<Uuid>,
+    ) -> usize {
+        let notification = Notification {
+            id: Uuid::new_v4().to_string(),
+            subject,
+            content,
+            code,
+            sender_id: sender.map(|s| s.to_string()).unwrap_or_default(),
+            create_time: Some(Timestamp::from_millis(
+                self.services.clock.now_secs().saturating_mul(1000),
+            )),
+            persistent: false,
+        };
+        self.send_to_user(
+            user_id,
+            Envelope::new(
+                "",
+                Message::Notifications(Notifications {
+                    notifications: vec![notification],
+                }),
+            ),
+        )
+    }
+
+    fn close_other_sessions(&self, session: &Session) {
+        for other in self
+            .parts
+            .registry
+            .user_session_ids(session.user_id())
+            .into_iter()
+            .filter(|id| *id != session.id())
+        {
+            let Some(old) = self.parts.registry.get(other) else {
+                continue;
+            };
+            let notice = Notification {
+                id: Uuid::new_v4().to_string(),
+                subject: "single_socket".into(),
+                content: "{}".into(),
+                code: NOTIFICATION_SINGLE_SOCKET,
+                sender_id: String::new(),
+                create_time: Some(Timestamp::from_millis(
+                    self.services.clock.now_secs().saturating_mul(1000),
+                )),
+                persistent: false,
+            };
+            old.send(&Envelope::new(
+                "",
+                Message::Notifications(Notifications {
+                    notifications: vec![notice],
+                }),
+            ));
+            old.close(CloseReason::SingleSocket);
+        }
+    }
+}
+
+/// A presence as clients see it; the status only in status streams.
+pub(crate) fn wire_presence(presence: &Presence, with_status: bool) -> UserPresence {
+    UserPresence {
+        user_id: presence.user_id.to_string(),
+        session_id: presence.session_id.to_string(),
+        username: presence.meta.username.clone(),
+        persistence: presence.meta.persistence,
+        status: if with_status {
+            string_value(presence.meta.status.clone().unwrap_or_default())
+        } else {
+            None
+        },
+    }
+}

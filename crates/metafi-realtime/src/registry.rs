@@ -1,0 +1,120 @@
+//! Every live session of this node, by session id and by user.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use uuid::Uuid;
+
+use crate::Session;
+
+/// The sessions of this node. Local by nature: a session lives where its socket is; reaching a
+/// session on another node goes through the [`MessageRouter`](crate::MessageRouter).
+#[derive(Debug, Default)]
+pub struct SessionRegistry {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<Uuid, Arc<Session>>,
+    /// The sessions of each user, for single-socket enforcement and per-user delivery.
+    by_user: HashMap<Uuid, UserSessions>,
+}
+
+/// Most users hold one socket: no allocation for that case.
+#[derive(Debug)]
+enum UserSessions {
+    One(Uuid),
+    Many(Vec<Uuid>),
+}
+
+impl SessionRegistry {
+    pub fn new() -> SessionRegistry {
+        SessionRegistry::default()
+    }
+
+    pub fn add(&self, session: Arc<Session>) {
+        let mut inner = self.inner.write();
+        let (id, user) = (session.id(), session.user_id());
+        inner.sessions.insert(id, session);
+        match inner.by_user.remove(&user) {
+            None => {
+                inner.by_user.insert(user, UserSessions::One(id));
+            }
+            Some(UserSessions::One(other)) => {
+                inner
+                    .by_user
+                    .insert(user, UserSessions::Many(vec![other, id]));
+            }
+            Some(UserSessions::Many(mut ids)) => {
+                ids.push(id);
+                inner.by_user.insert(user, UserSessions::Many(ids));
+            }
+        }
+    }
+
+    /// Removes a session; false when it was not registered.
+    pub fn remove(&self, session_id: Uuid, user_id: Uuid) -> bool {
+        let mut inner = self.inner.write();
+        if inner.sessions.remove(&session_id).is_none() {
+            return false;
+        }
+        match inner.by_user.remove(&user_id) {
+            Some(UserSessions::Many(mut ids)) => {
+                ids.retain(|id| *id != session_id);
+                match ids.as_slice() {
+                    [] => {}
+                    [one] => {
+                        inner.by_user.insert(user_id, UserSessions::One(*one));
+                    }
+                    _ => {
+                        inner.by_user.insert(user_id, UserSessions::Many(ids));
+                    }
+                }
+            }
+            Some(UserSessions::One(id)) if id != session_id => {
+                inner.by_user.insert(user_id, UserSessions::One(id));
+            }
+            Some(UserSessions::One(_)) | None => {}
+        }
+        true
+    }
+
+    pub fn get(&self, session_id: Uuid) -> Option<Arc<Session>> {
+        self.inner.read().sessions.get(&session_id).cloned()
+    }
+
+    /// The ids of a user's sessions on this node.
+    pub fn user_session_ids(&self, user_id: Uuid) -> Vec<Uuid> {
+        match self.inner.read().by_user.get(&user_id) {
+            None => Vec::new(),
+            Some(UserSessions::One(id)) => vec![*id],
+            Some(UserSessions::Many(ids)) => ids.clone(),
+        }
+    }
+
+    /// Calls `f` with each of `ids` that is registered, under one read lock. `f` must not call
+    /// back into the registry.
+    pub fn for_each_of(&self, ids: &[Uuid], mut f: impl FnMut(&Arc<Session>)) {
+        let inner = self.inner.read();
+        for id in ids {
+            if let Some(session) = inner.sessions.get(id) {
+                f(session);
+            }
+        }
+    }
+
+    /// Every session (for shutdown).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.inner.read().sessions.values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,43 @@
+//! Delivering envelopes to sessions.
+
+use std::fmt;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::outbox::Pushed;
+use crate::{Outbound, SessionRegistry, metrics};
+
+/// Delivers envelopes to sessions by id. Cross-node: the first implementation is
+/// [`LocalRouter`]; a cluster implementation forwards to the node holding each session (encoded
+/// bytes travel, so a broadcast is still encoded once per format).
+pub trait MessageRouter: Send + Sync + fmt::Debug {
+    /// Queues `outbound` for each session; returns how many accepted it. Never waits: a
+    /// session whose outbox is full is closed instead (see [`crate::Outbox`]).
+    fn send_to_sessions(&self, session_ids: &[Uuid], outbound: &Outbound) -> usize;
+}
+
+/// Delivers to this node's sessions.
+#[derive(Debug)]
+pub struct LocalRouter {
+    registry: Arc<SessionRegistry>,
+}
+
+impl LocalRouter {
+    pub fn new(registry: Arc<SessionRegistry>) -> LocalRouter {
+        LocalRouter { registry }
+    }
+}
+
+impl MessageRouter for LocalRouter {
+    fn send_to_sessions(&self, session_ids: &[Uuid], outbound: &Outbound) -> usize {
+        let mut delivered = 0;
+        self.registry.for_each_of(session_ids, |session| {
+            if session.send_outbound(outbound) == Pushed::Queued {
+                delivered += 1;
+            }
+        });
+        metrics::message_sent(outbound.envelope().name(), delivered as u64);
+        delivered
+    }
+}

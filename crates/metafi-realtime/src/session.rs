@@ -1,0 +1,178 @@
+//! One connected client: who it is, how it speaks, and its outbox.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bytes::Bytes;
+use metafi_proto::realtime::{Envelope, Format};
+use uuid::Uuid;
+
+use crate::outbox::{Outbox, Pushed};
+use crate::{CloseReason, Outbound, metrics};
+
+/// Who is connecting, from the verified session token and the connect request.
+#[derive(Debug, Clone)]
+pub struct SessionParams {
+    pub user_id: Uuid,
+    pub username: String,
+    pub vars: HashMap<String, String>,
+    /// Token expiry, seconds since the epoch.
+    pub expires_at: i64,
+    pub client_ip: Option<IpAddr>,
+    pub format: Format,
+    /// Appear online to followers (`status=true`).
+    pub appear_online: bool,
+}
+
+/// A live realtime session. Shared (`Arc`) by the transport's tasks, the registry, and
+/// whoever is delivering to it; everything here is either immutable or synchronised.
+///
+/// Kept small on purpose: a server holds one per socket, and an idle socket should cost a few
+/// kilobytes in total (see `docs/REALTIME.md`).
+#[derive(Debug)]
+pub struct Session {
+    /// The socket's own id (not the token's); a user may hold several.
+    id: Uuid,
+    user_id: Uuid,
+    username: Box<str>,
+    /// Session variables from the token, for runtime calls.
+    vars: HashMap<String, String>,
+    expires_at: i64,
+    client_ip: Option<IpAddr>,
+    format: Format,
+    outbox: Outbox,
+    /// Milliseconds on the transport's clock when the last frame of any kind (including
+    /// pongs) arrived: liveness, for the pong timeout.
+    last_frame_ms: AtomicU64,
+    /// When the last envelope arrived: activity, for the idle timeout.
+    last_message_ms: AtomicU64,
+    /// Set once the session's presences, follows and registration are cleaned up.
+    ended: AtomicBool,
+}
+
+impl Session {
+    pub(crate) fn new(id: Uuid, params: SessionParams, outgoing_queue_size: usize) -> Session {
+        Session {
+            id,
+            user_id: params.user_id,
+            username: params.username.into_boxed_str(),
+            vars: params.vars,
+            expires_at: params.expires_at,
+            client_ip: params.client_ip,
+            format: params.format,
+            outbox: Outbox::new(outgoing_queue_size),
+            last_frame_ms: AtomicU64::new(0),
+            last_message_ms: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    pub fn user_id(&self) -> Uuid {
+        self.user_id
+    }
+
+    pub fn username(&self) -> &str {
+        &self.username
+    }
+
+    pub fn vars(&self) -> &HashMap<String, String> {
+        &self.vars
+    }
+
+    pub fn expires_at(&self) -> i64 {
+        self.expires_at
+    }
+
+    pub fn client_ip(&self) -> Option<IpAddr> {
+        self.client_ip
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The queue the transport's writer drains.
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Encodes and queues an envelope for this session only (a reply).
+    pub fn send(&self, envelope: &Envelope) -> Pushed {
+        let pushed = self.push(Bytes::from(self.format.encode(envelope)));
+        if pushed == Pushed::Queued {
+            metrics::message_sent(envelope.name(), 1);
+        }
+        pushed
+    }
+
+    /// Queues a shared envelope, reusing its encoding for this session's format. The caller
+    /// counts deliveries (once per broadcast, not once per recipient).
+    pub fn send_outbound(&self, outbound: &Outbound) -> Pushed {
+        self.push(outbound.bytes(self.format))
+    }
+
+    /// Like [`Session::send_outbound`] without waking the transport's writer; the caller wakes
+    /// it with [`Session::wake_writer`] after queuing a batch (see [`Outbox::push_quiet`]).
+    pub fn send_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
+        let pushed = self.outbox.push_quiet(outbound.bytes(self.format));
+        if pushed == Pushed::Overflowed {
+            metrics::queue_overflow();
+            tracing::warn!(sid = %self.id, uid = %self.user_id, "outgoing queue full; closing the session of a client that does not keep up");
+        }
+        pushed
+    }
+
+    /// Wakes the transport's writer for messages queued quietly.
+    pub fn wake_writer(&self) {
+        self.outbox.wake_writer();
+    }
+
+    /// Starts closing the session; the transport finishes the job. The first reason wins.
+    pub fn close(&self, reason: CloseReason) {
+        if self.outbox.close(reason) {
+            tracing::debug!(sid = %self.id, uid = %self.user_id, reason = reason.label(), "closing realtime session");
+        }
+    }
+
+    /// Records that a frame arrived at `now_ms` on the transport's clock.
+    pub fn record_frame(&self, now_ms: u64) {
+        self.last_frame_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// Records that an envelope arrived at `now_ms` (also a frame).
+    pub fn record_message(&self, now_ms: u64) {
+        self.last_frame_ms.store(now_ms, Ordering::Relaxed);
+        self.last_message_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    pub fn last_frame_ms(&self) -> u64 {
+        self.last_frame_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn last_message_ms(&self) -> u64 {
+        self.last_message_ms.load(Ordering::Relaxed)
+    }
+
+    /// Marks the session ended; true for the first caller only.
+    pub(crate) fn end(&self) -> bool {
+        !self.ended.swap(true, Ordering::AcqRel)
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
+    fn push(&self, frame: Bytes) -> Pushed {
+        let pushed = self.outbox.push(frame);
+        if pushed == Pushed::Overflowed {
+            metrics::queue_overflow();
+            tracing::warn!(sid = %self.id, uid = %self.user_id, "outgoing queue full; closing the session of a client that does not keep up");
+        }
+        pushed
+    }
+}

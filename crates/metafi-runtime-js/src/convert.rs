@@ -1,0 +1,220 @@
+//! JavaScript values ⇄ Rust, without panics on any input.
+//!
+//! JSON crosses the boundary as text through QuickJS's own `JSON.parse` / `JSON.stringify`:
+//! objects the script builds become exactly the JSON a JavaScript developer expects
+//! (`undefined` members dropped, `NaN` → `null`, `toJSON` honoured), and what cannot be JSON is
+//! a `TypeError` thrown into the script (a cyclic object: "circular reference"; a BigInt).
+//! Nesting deeper than the interpreter's stack allows is a `RangeError`, never a crash.
+
+use rquickjs::{Array, Ctx, Exception, Object, Value};
+use serde_json::{Map, Value as Json};
+
+/// Reads argument `index` (missing arguments are `undefined`).
+pub(crate) fn arg<'a, 'js>(args: &'a [Value<'js>], index: usize) -> Option<&'a Value<'js>> {
+    args.get(index).filter(|v| !v.is_undefined())
+}
+
+/// `null` or `undefined`.
+pub(crate) fn is_nullish(value: Option<&Value<'_>>) -> bool {
+    value.is_none_or(|v| v.is_null() || v.is_undefined())
+}
+
+/// A JS string as Rust text; `None` for anything else. Lone surrogates (which UTF-8 cannot
+/// hold) make the string unreadable: `None` as well.
+pub(crate) fn string(value: &Value<'_>) -> Option<String> {
+    value.as_string().and_then(|s| s.to_string().ok())
+}
+
+/// An integral JS number (as Nakama's `getJsInt`: goja exports integral numbers as int64).
+/// Fractions, NaN, infinities and values outside i64 are `None`.
+pub(crate) fn integer(value: &Value<'_>) -> Option<i64> {
+    if let Some(i) = value.as_int() {
+        return Some(i64::from(i));
+    }
+    let f = value.as_float()?;
+    // i64::MAX as f64 rounds up to 2^63, which is out of range: compare with `<`.
+    (f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64).then_some(f as i64)
+}
+
+/// A plain object (not an array, function or other callable): what Nakama accepts where it
+/// exports a value to `map[string]interface{}`.
+pub(crate) fn plain_object<'a, 'js>(value: &'a Value<'js>) -> Option<&'a Object<'js>> {
+    if value.is_array() || value.is_function() {
+        return None;
+    }
+    value.as_object()
+}
+
+/// The elements of a JS array; `None` if `value` is not an array.
+pub(crate) fn array_items<'js>(value: &Value<'js>) -> Option<rquickjs::Result<Vec<Value<'js>>>> {
+    let array = value.as_array()?;
+    Some(array.iter::<Value<'js>>().collect())
+}
+
+/// `JSON.stringify(value)` as Rust text; `Ok(None)` for values JSON leaves out (`undefined`,
+/// functions). Errors are exceptions pending in `ctx` (cycles, BigInt, a throwing `toJSON`).
+pub(crate) fn to_json_text<'js>(
+    ctx: &Ctx<'js>,
+    value: Value<'js>,
+) -> rquickjs::Result<Option<String>> {
+    match ctx.json_stringify(value)? {
+        Some(text) => text.to_string().map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `value` as a JSON object map (match parameters). Not an object, or not representable as
+/// JSON: a `TypeError` naming `what`.
+pub(crate) fn to_json_object<'js>(
+    ctx: &Ctx<'js>,
+    value: Value<'js>,
+    what: &str,
+) -> rquickjs::Result<Map<String, Json>> {
+    let text = to_json_text(ctx, value)?
+        .ok_or_else(|| Exception::throw_type(ctx, &format!("expects {what} to be an object")))?;
+    match serde_json::from_str::<Json>(&text) {
+        Ok(Json::Object(map)) => Ok(map),
+        Ok(_) => Err(Exception::throw_type(
+            ctx,
+            &format!("expects {what} to be an object"),
+        )),
+        // serde_json refuses nesting deeper than 128 levels.
+        Err(e) => Err(Exception::throw_type(
+            ctx,
+            &format!("failed to convert {what}: {e}"),
+        )),
+    }
+}
+
+/// Stored JSON text (object values, metadata, wallets) as a JS value; `{}` when empty.
+pub(crate) fn from_json_text<'js>(ctx: &Ctx<'js>, text: &str) -> rquickjs::Result<Value<'js>> {
+    if text.trim().is_empty() {
+        return Ok(Object::new(ctx.clone())?.into_value());
+    }
+    ctx.json_parse(text)
+}
+
+/// A JS array of `items`.
+pub(crate) fn array_of<'js, T>(
+    ctx: &Ctx<'js>,
+    items: impl IntoIterator<Item = T>,
+    mut convert: impl FnMut(T) -> rquickjs::Result<Value<'js>>,
+) -> rquickjs::Result<Value<'js>> {
+    let array = Array::new(ctx.clone())?;
+    for (i, item) in items.into_iter().enumerate() {
+        array.set(i, convert(item)?)?;
+    }
+    Ok(array.into_value())
+}
+
+/// A JS object whose values are string arrays (`headers`, `queryParams`).
+pub(crate) fn string_lists<'js>(
+    ctx: &Ctx<'js>,
+    map: &std::collections::HashMap<String, Vec<String>>,
+) -> rquickjs::Result<Object<'js>> {
+    let object = Object::new(ctx.clone())?;
+    for (key, values) in map {
+        let list = array_of(ctx, values, |v| {
+            Ok(rquickjs::String::from_str(ctx.clone(), v)?.into_value())
+        })?;
+        object.set(key.as_str(), list)?;
+    }
+    Ok(object)
+}
+
+/// A JS object of string values.
+pub(crate) fn string_map<'js, 'a>(
+    ctx: &Ctx<'js>,
+    entries: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> rquickjs::Result<Object<'js>> {
+    let object = Object::new(ctx.clone())?;
+    for (key, value) in entries {
+        object.set(key.as_str(), value.as_str())?;
+    }
+    Ok(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use rquickjs::{Context, Runtime};
+
+    use super::*;
+
+    fn with<R>(f: impl FnOnce(Ctx<'_>) -> R) -> R {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(f)
+    }
+
+    #[test]
+    fn integers_are_integral_numbers_in_range() {
+        with(|ctx| {
+            let eval = |code: &str| -> Value<'_> { ctx.eval(code).unwrap() };
+            assert_eq!(integer(&eval("3")), Some(3));
+            assert_eq!(integer(&eval("3.0")), Some(3));
+            assert_eq!(integer(&eval("-2e15")), Some(-2_000_000_000_000_000));
+            assert_eq!(integer(&eval("3.5")), None);
+            assert_eq!(integer(&eval("NaN")), None);
+            assert_eq!(integer(&eval("Infinity")), None);
+            assert_eq!(integer(&eval("1e300")), None);
+            assert_eq!(integer(&eval("'3'")), None);
+        });
+    }
+
+    #[test]
+    fn unrepresentable_values_throw_instead_of_panicking() {
+        with(|ctx| {
+            let cyclic: Value<'_> = ctx.eval("var c = {}; c.self = c; c").unwrap();
+            assert!(to_json_object(&ctx, cyclic, "params").is_err());
+            let message = ctx
+                .catch()
+                .as_object()
+                .unwrap()
+                .get::<_, String>("message")
+                .unwrap();
+            assert!(message.contains("circular"), "{message}");
+
+            let big: Value<'_> = ctx.eval("({ n: 10n ** 30n })").unwrap();
+            assert!(to_json_object(&ctx, big, "params").is_err());
+            ctx.catch();
+
+            let deep: Value<'_> = ctx
+                .eval("var d = {}; for (var i = 0; i < 200; i++) d = { d: d }; d")
+                .unwrap();
+            assert!(to_json_object(&ctx, deep, "params").is_err());
+            ctx.catch();
+
+            let undefined = Value::new_undefined(ctx.clone());
+            assert_eq!(to_json_text(&ctx, undefined).unwrap(), None);
+            assert!(to_json_object(&ctx, Value::new_undefined(ctx.clone()), "params").is_err());
+            ctx.catch();
+
+            let odd: Value<'_> = ctx
+                .eval("({ a: undefined, b: NaN, c: 1e308 * 10, d: [undefined] })")
+                .unwrap();
+            let map = to_json_object(&ctx, odd, "params").unwrap();
+            assert_eq!(
+                Json::Object(map).to_string(),
+                r#"{"b":null,"c":null,"d":[null]}"#
+            );
+
+            let surrogate: Value<'_> = ctx.eval("'\\ud800'").unwrap();
+            assert_eq!(string(&surrogate), None);
+        });
+    }
+
+    #[test]
+    fn stored_json_becomes_js_values() {
+        with(|ctx| {
+            let value = from_json_text(&ctx, r#"{"a":[1,2.5,"x"],"b":null}"#).unwrap();
+            assert_eq!(
+                to_json_text(&ctx, value).unwrap().unwrap(),
+                r#"{"a":[1,2.5,"x"],"b":null}"#
+            );
+            let empty = from_json_text(&ctx, "").unwrap();
+            assert!(empty.is_object());
+            assert!(from_json_text(&ctx, "{nope").is_err());
+            ctx.catch();
+        });
+    }
+}

@@ -1,0 +1,107 @@
+//! MetaFi's JavaScript runtime: Nakama-compatible JavaScript modules on QuickJS (rquickjs),
+//! plugged into the script host of `metafi-runtime` through its engine interface.
+//!
+//! - [`JsEngine`] is the [`EngineFactory`] the server registers
+//!   (`RuntimeBuilder::engine(Arc::new(JsEngine::new()))`); it loads `*.js` under
+//!   `runtime.path`.
+//! - [`JsVm`] is one QuickJS runtime + context with every module evaluated and its
+//!   `InitModule(ctx, logger, nk, initializer)` run; it serves RPCs registered with
+//!   `initializer.registerRpc` and records match handlers from `initializer.registerMatch`.
+//! - `nk` has Nakama's JavaScript names and shapes (`nk.storageRead`, `nk.matchCreate`, …);
+//!   `JSON` is QuickJS's own.
+//!
+//! Budgets: every call runs under its deadline (QuickJS interrupt handler; an `nk` call that
+//! waits past it is cancelled) and every VM under `runtime.memory_limit_mb` (QuickJS's
+//! allocator limit). Either failure ends the call, not the VM.
+//!
+//! Threads: VMs live on the host's VM threads (`metafi-js-<n>`); `nk` functions are
+//! synchronous, as in Nakama, and block their VM thread while a dedicated `metafi-js-io`
+//! runtime drives the IO. Design and numbers: `docs/RUNTIME.md`, "JavaScript engine".
+//!
+//! Must not depend on: the transport, the REST API, the server binary, a storage backend, the
+//! Lua engine's internals (only `metafi_runtime`'s public engine interface).
+//! Key types: [`JsEngine`], [`JsVm`].
+
+mod budget;
+mod context;
+mod convert;
+mod initializer;
+mod io;
+mod logger;
+mod matches;
+mod nakama;
+mod vm;
+
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use metafi_runtime::{EngineFactory, EngineVm, LoadError, LocalFuture, Registrations, VmSetup};
+
+pub use vm::JsVm;
+
+/// The JavaScript engine (`*.js` modules).
+#[derive(Debug, Default)]
+pub struct JsEngine {
+    /// Drives the futures of `nk` calls for every VM of this engine; started with the first VM.
+    io: OnceLock<Result<io::IoRuntime, String>>,
+    /// Where match handlers' VMs live (`matches.rs`).
+    match_vms: metafi_runtime::MatchVms,
+}
+
+impl JsEngine {
+    pub fn new() -> JsEngine {
+        JsEngine::default()
+    }
+
+    /// Runs match handlers in their own VM each, or in one VM per executor thread.
+    pub fn with_match_vms(mut self, vms: metafi_runtime::MatchVms) -> JsEngine {
+        self.match_vms = vms;
+        self
+    }
+
+    fn io(&self) -> Result<tokio::runtime::Handle, LoadError> {
+        match self
+            .io
+            .get_or_init(|| io::IoRuntime::start().map_err(|e| e.to_string()))
+        {
+            Ok(io) => Ok(io.handle()),
+            Err(e) => Err(LoadError::Engine {
+                engine: "js",
+                message: format!("cannot start the metafi-js-io thread: {e}"),
+            }),
+        }
+    }
+}
+
+impl EngineFactory for JsEngine {
+    fn name(&self) -> &'static str {
+        "js"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["js"]
+    }
+
+    fn has_match(&self, _setup: &VmSetup, registrations: &Registrations, name: &str) -> bool {
+        matches::has_match(registrations, name)
+    }
+
+    fn create_match(
+        &self,
+        setup: VmSetup,
+        name: &str,
+    ) -> Result<Box<dyn metafi_match::MatchHandler>, metafi_match::HandlerError> {
+        let io = self
+            .io()
+            .map_err(|e| metafi_match::HandlerError::failed(e.to_string()))?;
+        matches::create(setup, io, name, self.match_vms)
+    }
+
+    fn create_vm(&self, setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {
+        let io = self.io();
+        Box::pin(async move {
+            let vm = JsVm::create(setup, io?)?;
+            Ok(Rc::new(vm) as Rc<dyn EngineVm>)
+        })
+    }
+}

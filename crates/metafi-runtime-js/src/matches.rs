@@ -1,0 +1,917 @@
+//! Authoritative match handlers written in JavaScript, with Nakama's contract
+//! (`runtime_javascript_match_core.go`): `initializer.registerMatch(name, { matchInit,
+//! matchJoinAttempt, matchJoin, matchLeave, matchLoop, matchTerminate, matchSignal })` during
+//! `InitModule`, then `nk.matchCreate(name, params)`.
+//!
+//! By default each match gets its own QuickJS VM with every module loaded (Nakama's model),
+//! created on the match's executor thread where it stays ([`MatchVms::PerThread`]: the matches
+//! of a thread share one VM); callbacks run under the match budget through the
+//! VM's interrupt handler, and `nk` calls block the executor thread as they block a VM thread.
+//! Callbacks receive `(ctx, logger, nk, dispatcher, tick, state, …)` and return an object with
+//! `state` (and `tickRate`/`label` from `matchInit`, `accept`/`rejectMessage` from
+//! `matchJoinAttempt`, `data` from `matchSignal`); `null` ends the match. Message `data` is an
+//! `ArrayBuffer`; the dispatcher takes an `ArrayBuffer`, a typed array or a string.
+//!
+//! The dispatcher's calls are recorded during the callback and handed to the engine's
+//! dispatcher when it returns, in order (recipients see the same messages in the same order).
+//! Context: Nakama's `matchId`, `matchNode`, `matchLabel`, `matchTickRate`, plus `matchSize`
+//! (presences that joined) and `matchPendingJoins` (accepted joins not completed yet).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use metafi_match::{
+    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MAX_LABEL_BYTES, MatchContext,
+    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+};
+use metafi_runtime::{MATCHMAKER_MATCHED_HOOK, MatchVms, Registrations, ScriptError, VmSetup};
+use rquickjs::function::Rest;
+use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Persistent, Value};
+use tokio::runtime::Handle;
+use uuid::Uuid;
+
+use crate::convert::{self, arg, is_nullish};
+use crate::vm::{self, JsVm, Registration, Shared};
+use crate::{initializer, logger};
+
+/// Whether a JS module registered match handler `name`.
+pub(crate) fn has_match(registrations: &Registrations, name: &str) -> bool {
+    registrations.matches.iter().any(|r| r.id == name)
+}
+
+/// A dispatcher call recorded during a callback.
+enum Action {
+    Broadcast {
+        op_code: i64,
+        data: bytes::Bytes,
+        to: Option<Vec<Uuid>>,
+        sender: Option<Arc<Presence>>,
+        reliable: bool,
+        deferred: bool,
+    },
+    Kick(Vec<Uuid>),
+    Label(String),
+}
+
+#[derive(Default)]
+struct Recorder {
+    actions: Vec<Action>,
+    deferred_room: usize,
+    /// Joined presences by session, to turn a presence object back into one cheaply.
+    members: HashMap<Uuid, Arc<Presence>>,
+}
+
+/// Persistent handles to the JavaScript side of one match. Dropped before the VM.
+struct Handles {
+    functions: Vec<Persistent<Function<'static>>>,
+    ctx: Persistent<Object<'static>>,
+    dispatcher: Persistent<Object<'static>>,
+    logger: Persistent<Object<'static>>,
+    state: Option<Persistent<Value<'static>>>,
+    /// Presence objects of joined players, reused in every tick's messages.
+    presences: HashMap<Uuid, Persistent<Object<'static>>>,
+}
+
+/// A JavaScript match handler: its own VM, the registered functions, the match state.
+pub(crate) struct JsMatch {
+    handles: Option<Handles>,
+    recorder: Rc<RefCell<Recorder>>,
+    label: Arc<str>,
+    // Last: the VM must outlive every handle above.
+    vm: Rc<JsVm>,
+}
+
+impl Drop for JsMatch {
+    fn drop(&mut self) {
+        // Release the handles while the VM is alive (QuickJS aborts on values that outlive it).
+        self.handles.take();
+    }
+}
+
+const FUNCTIONS: [&str; 7] = initializer::MATCH_HANDLERS;
+
+/// Global holding the ArrayBuffer reader of a match VM.
+const BYTES_OF: &str = "__metafi_bytes_of";
+
+#[derive(Clone, Copy)]
+enum Callback {
+    Init = 0,
+    JoinAttempt = 1,
+    Join = 2,
+    Leave = 3,
+    Loop = 4,
+    Terminate = 5,
+    Signal = 6,
+}
+
+thread_local! {
+    /// The shared VM of this executor thread, per module set ([`MatchVms::PerThread`]).
+    static THREAD_VMS: RefCell<Vec<(usize, Rc<JsVm>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Builds the handler registered as `name` (called on the executor thread).
+pub(crate) fn create(
+    setup: VmSetup,
+    io: Handle,
+    name: &str,
+    vms: MatchVms,
+) -> Result<Box<dyn MatchHandler>, HandlerError> {
+    let load = |setup: VmSetup| {
+        JsVm::create(setup, io.clone()).map(Rc::new).map_err(|e| {
+            HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
+        })
+    };
+    let vm = match vms {
+        MatchVms::PerMatch => load(setup)?,
+        MatchVms::PerThread => {
+            let key = Arc::as_ptr(&setup.modules) as *const () as usize;
+            let existing = THREAD_VMS.with(|vms| {
+                vms.borrow()
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, vm)| vm.clone())
+            });
+            match existing {
+                Some(vm) => vm,
+                None => {
+                    let vm = load(setup)?;
+                    THREAD_VMS.with(|vms| vms.borrow_mut().push((key, vm.clone())));
+                    vm
+                }
+            }
+        }
+    };
+    let registration: Registration<Object<'static>> = vm
+        .shared()
+        .matches
+        .borrow()
+        .get(name)
+        .cloned()
+        .ok_or_else(|| HandlerError::failed(format!("match handler '{name}' not found")))?;
+    let recorder = Rc::new(RefCell::new(Recorder::default()));
+    let handles = vm
+        .context()
+        .with(|ctx| build(&ctx, vm.shared(), &registration, &recorder))
+        .map_err(|e| HandlerError::failed(format!("cannot set up match '{name}': {e}")))?;
+    Ok(Box::new(JsMatch {
+        handles: Some(handles),
+        recorder,
+        label: Arc::from(""),
+        vm,
+    }))
+}
+
+fn build<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<Shared>,
+    registration: &Registration<Object<'static>>,
+    recorder: &Rc<RefCell<Recorder>>,
+) -> rquickjs::Result<Handles> {
+    let handlers = registration.value.clone().restore(ctx)?;
+    let mut functions = Vec::with_capacity(FUNCTIONS.len());
+    for name in FUNCTIONS {
+        let function: Function<'js> = handlers.get(name)?;
+        functions.push(Persistent::save(ctx, function));
+    }
+    let (_, logger_proto, env) = vm::cached(ctx, shared)?;
+    let logger = logger::instance(ctx, &logger_proto, None)?;
+    let match_ctx = Object::new(ctx.clone())?;
+    match_ctx.set("env", env)?;
+    match_ctx.set("executionMode", "match")?;
+    match_ctx.set("node", &**shared.nk.node())?;
+    match_ctx.set("version", env!("CARGO_PKG_VERSION"))?;
+    // ArrayBuffer → Latin-1 string: reads binary data without unsafe code. Kept on the global
+    // object (not in a Rust closure) so it is freed with the context.
+    let bytes_of: Function<'js> = ctx.eval(
+        "(function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; })",
+    )?;
+    ctx.globals().set(BYTES_OF, bytes_of)?;
+    let dispatcher = dispatcher(ctx, recorder)?;
+    Ok(Handles {
+        functions,
+        ctx: Persistent::save(ctx, match_ctx),
+        dispatcher: Persistent::save(ctx, dispatcher),
+        logger: Persistent::save(ctx, logger),
+        state: None,
+        presences: HashMap::new(),
+    })
+}
+
+impl JsMatch {
+    fn handles(&self) -> Result<&Handles, HandlerError> {
+        self.handles
+            .as_ref()
+            .ok_or_else(|| HandlerError::failed("the match VM was released"))
+    }
+
+    /// Runs a callback with `(ctx, logger, nk, dispatcher, tick, state, extra…)` under the
+    /// budget; `read` turns its result into the callback's answer inside the VM.
+    #[allow(clippy::too_many_arguments)]
+    fn call<T>(
+        &mut self,
+        callback: Callback,
+        ctx: &MatchContext,
+        tick: i64,
+        room: usize,
+        extra: impl for<'js> FnOnce(&Ctx<'js>, &Handles) -> rquickjs::Result<Vec<Value<'js>>>,
+        read: impl for<'js> FnOnce(
+            &Ctx<'js>,
+            Option<Object<'js>>,
+            &mut Option<Persistent<Value<'static>>>,
+        ) -> Result<T, HandlerError>,
+    ) -> Result<T, HandlerError> {
+        self.recorder.borrow_mut().deferred_room = room;
+        let label_changed = *self.label != *ctx.label;
+        if label_changed {
+            self.label = ctx.label.clone();
+        }
+        let shared = self.vm.shared().clone();
+        let budget = shared.budget.clone();
+        budget.start(ctx.deadline);
+        let handles = self
+            .handles
+            .as_mut()
+            .ok_or_else(|| HandlerError::failed("the match VM was released"))?;
+        let outcome = self.vm.context().with(|js| {
+            let result = (|| -> rquickjs::Result<Value<'_>> {
+                let match_ctx = handles.ctx.clone().restore(&js)?;
+                match_ctx.set("matchSize", ctx.presences as i64)?;
+                match_ctx.set("matchPendingJoins", ctx.pending_joins as i64)?;
+                if label_changed {
+                    match_ctx.set("matchLabel", &*ctx.label)?;
+                }
+                let (nk, _, _) = vm::cached(&js, &shared)?;
+                let mut args: Vec<Value<'_>> = vec![
+                    match_ctx.into_value(),
+                    handles.logger.clone().restore(&js)?.into_value(),
+                    nk.into_value(),
+                ];
+                if !matches!(callback, Callback::Init) {
+                    args.push(handles.dispatcher.clone().restore(&js)?.into_value());
+                    args.push(Value::new_number(js.clone(), tick as f64));
+                    args.push(match &handles.state {
+                        Some(state) => state.clone().restore(&js)?,
+                        None => Value::new_undefined(js.clone()),
+                    });
+                }
+                args.extend(extra(&js, handles)?);
+                let function = handles.functions[callback as usize].clone().restore(&js)?;
+                function.call((Rest(args),))
+            })();
+            vm::run_jobs(&js, &budget);
+            match result {
+                Ok(value) => {
+                    if budget.expired() {
+                        return Err(HandlerError::Timeout);
+                    }
+                    let object = if value.is_null() || value.is_undefined() {
+                        None
+                    } else {
+                        match value.as_object() {
+                            Some(o) if !value.is_array() => Some(o.clone()),
+                            _ => {
+                                return Err(HandlerError::invalid(format!(
+                                    "{} is expected to return an object with a 'state' property",
+                                    FUNCTIONS[callback as usize]
+                                )));
+                            }
+                        }
+                    };
+                    read(&js, object, &mut handles.state)
+                }
+                Err(e) => Err(match vm::classify(&js, &shared, e) {
+                    ScriptError::Timeout => HandlerError::Timeout,
+                    ScriptError::OutOfMemory => HandlerError::OutOfMemory,
+                    ScriptError::Failed { detail, .. } => HandlerError::failed(format!(
+                        "error in {}: {detail}",
+                        FUNCTIONS[callback as usize]
+                    )),
+                    ScriptError::Raised { message, .. } => HandlerError::failed(format!(
+                        "error in {}: {message}",
+                        FUNCTIONS[callback as usize]
+                    )),
+                    other => HandlerError::failed(format!(
+                        "error in {}: {other:?}",
+                        FUNCTIONS[callback as usize]
+                    )),
+                }),
+            }
+        });
+        budget.stop();
+        outcome
+    }
+
+    fn replay(&mut self, d: &mut Dispatcher<'_>) {
+        let actions = std::mem::take(&mut self.recorder.borrow_mut().actions);
+        for action in actions {
+            match action {
+                Action::Broadcast {
+                    op_code,
+                    data,
+                    to,
+                    sender,
+                    reliable,
+                    deferred: false,
+                } => d.broadcast(op_code, &data, to.as_deref(), sender.as_deref(), reliable),
+                Action::Broadcast {
+                    op_code,
+                    data,
+                    to,
+                    sender,
+                    reliable,
+                    deferred: true,
+                } => {
+                    // Room was checked when the script called.
+                    let _ = d.broadcast_deferred(
+                        op_code,
+                        &data,
+                        to.as_deref(),
+                        sender.as_deref(),
+                        reliable,
+                    );
+                }
+                Action::Kick(sessions) => d.kick(&sessions),
+                Action::Label(label) => {
+                    let _ = d.update_label(&label);
+                }
+            }
+        }
+    }
+
+    /// The new state of a callback that returns `{ state }`; no object (or no state) ends it.
+    fn state_of<'js>(
+        js: &Ctx<'js>,
+        object: Option<Object<'js>>,
+        slot: &mut Option<Persistent<Value<'static>>>,
+        callback: &str,
+    ) -> Result<Flow, HandlerError> {
+        let Some(object) = object else {
+            return Ok(Flow::End);
+        };
+        let state: Value<'js> = object
+            .get("state")
+            .map_err(|e| HandlerError::failed(e.to_string()))?;
+        if state.is_null() || state.is_undefined() {
+            return Err(HandlerError::invalid(format!(
+                "{callback} is expected to return an object with 'state' property"
+            )));
+        }
+        *slot = Some(Persistent::save(js, state));
+        Ok(Flow::Continue)
+    }
+}
+
+fn presence_object<'js>(
+    js: &Ctx<'js>,
+    p: &Presence,
+    reason: Option<PresenceReason>,
+) -> rquickjs::Result<Object<'js>> {
+    let object = Object::new(js.clone())?;
+    object.set("userId", p.user_id.to_string())?;
+    object.set("sessionId", p.session_id.to_string())?;
+    object.set("username", &*p.username)?;
+    object.set("node", &*p.node)?;
+    if let Some(reason) = reason {
+        object.set("reason", reason as u8)?;
+    }
+    Ok(object)
+}
+
+fn presence_array<'js>(
+    js: &Ctx<'js>,
+    presences: &[Arc<Presence>],
+    reason: PresenceReason,
+) -> rquickjs::Result<Value<'js>> {
+    convert::array_of(js, presences, |p| {
+        Ok(presence_object(js, p, Some(reason))?.into_value())
+    })
+}
+
+impl MatchHandler for JsMatch {
+    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
+        {
+            let handles = self.handles()?;
+            self.vm
+                .context()
+                .with(|js| -> rquickjs::Result<()> {
+                    let match_ctx = handles.ctx.clone().restore(&js)?;
+                    match_ctx.set("matchId", &*ctx.match_id)?;
+                    match_ctx.set("matchNode", &*ctx.node)?;
+                    Ok(())
+                })
+                .map_err(|e| HandlerError::failed(e.to_string()))?;
+        }
+        let params_text = serde_json::Value::Object(params.clone()).to_string();
+        let init = self.call(
+            Callback::Init,
+            ctx,
+            0,
+            0,
+            |js, _| Ok(vec![convert::from_json_text(js, &params_text)?]),
+            |js, object, slot| {
+                let Some(object) = object else {
+                    return Err(HandlerError::invalid(
+                        "matchInit is expected to return an object with 'state', 'tickRate' and 'label' properties",
+                    ));
+                };
+                let get = |key: &str| -> Result<Value<'_>, HandlerError> {
+                    object.get(key).map_err(|e| HandlerError::failed(e.to_string()))
+                };
+                let tick_rate = get("tickRate")?;
+                let tick_rate = convert::integer(&tick_rate).ok_or_else(|| {
+                    HandlerError::invalid("matchInit 'tickRate' must be a number between 1 and 128")
+                })?;
+                let label = get("label")?;
+                let label = if label.is_undefined() || label.is_null() {
+                    String::new()
+                } else {
+                    convert::string(&label).ok_or_else(|| HandlerError::invalid("matchInit 'label' must be a string"))?
+                };
+                let state = get("state")?;
+                if state.is_null() || state.is_undefined() {
+                    return Err(HandlerError::invalid("matchInit is expected to return an object with 'state' property"));
+                }
+                *slot = Some(Persistent::save(js, state));
+                Ok((u32::try_from(tick_rate).unwrap_or(0), label))
+            },
+        )?;
+        self.recorder.borrow_mut().actions.clear();
+        let (tick_rate, label) = init;
+        {
+            let handles = self.handles()?;
+            self.vm
+                .context()
+                .with(|js| -> rquickjs::Result<()> {
+                    let match_ctx = handles.ctx.clone().restore(&js)?;
+                    match_ctx.set("matchLabel", label.as_str())?;
+                    match_ctx.set("matchTickRate", tick_rate)?;
+                    Ok(())
+                })
+                .map_err(|e| HandlerError::failed(e.to_string()))?;
+        }
+        self.label = Arc::from(label.as_str());
+        Ok(MatchInit { tick_rate, label })
+    }
+
+    fn join_attempt(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        request: &JoinRequest,
+    ) -> Result<JoinVerdict, HandlerError> {
+        let request = request.clone();
+        let verdict = self.call(
+            Callback::JoinAttempt,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, _| {
+                let presence = presence_object(js, &request.presence, None)?;
+                let metadata = Object::new(js.clone())?;
+                for (k, v) in &request.metadata {
+                    metadata.set(k.as_str(), v.as_str())?;
+                }
+                Ok(vec![presence.into_value(), metadata.into_value()])
+            },
+            |js, object, slot| {
+                let Some(object) = object else {
+                    return Ok(JoinVerdict {
+                        flow: Flow::End,
+                        allow: false,
+                        reason: None,
+                    });
+                };
+                let accept: Value<'_> = object
+                    .get("accept")
+                    .map_err(|e| HandlerError::failed(e.to_string()))?;
+                let Some(allow) = accept.as_bool() else {
+                    return Err(HandlerError::invalid(
+                        "matchJoinAttempt 'accept' property must be a boolean",
+                    ));
+                };
+                let reject: Value<'_> = object
+                    .get("rejectMessage")
+                    .map_err(|e| HandlerError::failed(e.to_string()))?;
+                let reason = if reject.is_undefined() || reject.is_null() {
+                    None
+                } else {
+                    Some(convert::string(&reject).ok_or_else(|| {
+                        HandlerError::invalid(
+                            "matchJoinAttempt 'rejectMessage' property must be a string",
+                        )
+                    })?)
+                };
+                let flow = JsMatch::state_of(js, Some(object), slot, "matchJoinAttempt")?;
+                Ok(JoinVerdict {
+                    flow,
+                    allow,
+                    reason,
+                })
+            },
+        )?;
+        self.replay(d);
+        Ok(verdict)
+    }
+
+    fn join(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+    ) -> Result<Flow, HandlerError> {
+        {
+            let mut recorder = self.recorder.borrow_mut();
+            for p in presences {
+                recorder.members.insert(p.session_id, p.clone());
+            }
+        }
+        let flow = self.call(
+            Callback::Join,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, _| Ok(vec![presence_array(js, presences, PresenceReason::Join)?]),
+            |js, object, slot| JsMatch::state_of(js, object, slot, "matchJoin"),
+        )?;
+        // Cache the members' presence objects for message senders.
+        if let Some(handles) = self.handles.as_mut() {
+            let context = self.vm.context();
+            for p in presences {
+                let saved = context
+                    .with(|js| presence_object(&js, p, None).map(|o| Persistent::save(&js, o)));
+                if let Ok(saved) = saved {
+                    handles.presences.insert(p.session_id, saved);
+                }
+            }
+        }
+        self.replay(d);
+        Ok(flow)
+    }
+
+    fn leave(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+        reason: PresenceReason,
+    ) -> Result<Flow, HandlerError> {
+        {
+            let mut recorder = self.recorder.borrow_mut();
+            for p in presences {
+                recorder.members.remove(&p.session_id);
+            }
+        }
+        if let Some(handles) = self.handles.as_mut() {
+            for p in presences {
+                handles.presences.remove(&p.session_id);
+            }
+        }
+        let flow = self.call(
+            Callback::Leave,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, _| Ok(vec![presence_array(js, presences, reason)?]),
+            |js, object, slot| JsMatch::state_of(js, object, slot, "matchLeave"),
+        )?;
+        self.replay(d);
+        Ok(flow)
+    }
+
+    fn tick(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        messages: &[MatchMessage],
+    ) -> Result<Flow, HandlerError> {
+        let flow = self.call(
+            Callback::Loop,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, handles| {
+                let list = convert::array_of(js, messages, |m| {
+                    let message = Object::new(js.clone())?;
+                    let sender = match handles.presences.get(&m.sender.session_id) {
+                        Some(saved) => saved.clone().restore(js)?,
+                        None => presence_object(js, &m.sender, None)?,
+                    };
+                    message.set("sender", sender)?;
+                    message.set("opCode", m.op_code as f64)?;
+                    if m.data.is_empty() {
+                        message.set("data", Value::new_null(js.clone()))?;
+                    } else {
+                        message.set("data", ArrayBuffer::new_copy(js.clone(), &m.data[..])?)?;
+                    }
+                    message.set("reliable", m.reliable)?;
+                    message.set("receiveTimeMs", m.receive_time_ms as f64)?;
+                    Ok(message.into_value())
+                })?;
+                Ok(vec![list])
+            },
+            |js, object, slot| JsMatch::state_of(js, object, slot, "matchLoop"),
+        );
+        let flow = flow?;
+        self.replay(d);
+        Ok(flow)
+    }
+
+    fn terminate(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        grace_seconds: u32,
+    ) -> Result<Flow, HandlerError> {
+        let flow = self.call(
+            Callback::Terminate,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, _| {
+                Ok(vec![Value::new_number(
+                    js.clone(),
+                    f64::from(grace_seconds),
+                )])
+            },
+            |js, object, slot| JsMatch::state_of(js, object, slot, "matchTerminate"),
+        )?;
+        self.replay(d);
+        Ok(flow)
+    }
+
+    fn signal(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        data: &str,
+    ) -> Result<(Flow, String), HandlerError> {
+        let data = data.to_owned();
+        let answer = self.call(
+            Callback::Signal,
+            ctx,
+            tick,
+            d.deferred_room(),
+            |js, _| {
+                Ok(vec![
+                    rquickjs::String::from_str(js.clone(), &data)?.into_value(),
+                ])
+            },
+            |js, object, slot| {
+                let reply = match &object {
+                    Some(o) => {
+                        let value: Value<'_> = o
+                            .get("data")
+                            .map_err(|e| HandlerError::failed(e.to_string()))?;
+                        if value.is_undefined() || value.is_null() {
+                            String::new()
+                        } else {
+                            convert::string(&value).ok_or_else(|| {
+                                HandlerError::invalid(
+                                    "matchSignal 'data' property must be a string",
+                                )
+                            })?
+                        }
+                    }
+                    None => String::new(),
+                };
+                let flow = JsMatch::state_of(js, object, slot, "matchSignal")?;
+                Ok((flow, reply))
+            },
+        )?;
+        self.replay(d);
+        Ok(answer)
+    }
+}
+
+/// The `dispatcher` object: Nakama's four functions, recording into `recorder`.
+fn dispatcher<'js>(
+    js: &Ctx<'js>,
+    recorder: &Rc<RefCell<Recorder>>,
+) -> rquickjs::Result<Object<'js>> {
+    let object = Object::new(js.clone())?;
+    for (name, deferred) in [
+        ("broadcastMessage", false),
+        ("broadcastMessageDeferred", true),
+    ] {
+        let recorder = recorder.clone();
+        let function = Function::new(js.clone(), move |js: Ctx<'js>, args: Rest<Value<'js>>| {
+            let bytes_of: Function<'js> = js.globals().get(BYTES_OF)?;
+            let action = broadcast(&js, &recorder, &bytes_of, &args.0, deferred)?;
+            let mut recorder = recorder.borrow_mut();
+            if let Some(action) = action {
+                if deferred {
+                    if recorder.deferred_room == 0 {
+                        return Err(Exception::throw_message(
+                            &js,
+                            "error deferring message broadcast: deferred message broadcast buffer full (match.deferred_queue_size)",
+                        ));
+                    }
+                    recorder.deferred_room -= 1;
+                }
+                recorder.actions.push(action);
+            }
+            Ok(())
+        })?
+        .with_name(name)?;
+        object.set(name, function)?;
+    }
+    let kick = recorder.clone();
+    object.set(
+        "matchKick",
+        Function::new(
+            js.clone(),
+            move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
+                let Some(list) = arg(&args.0, 0) else {
+                    return Ok(());
+                };
+                let sessions = session_ids(&js, list)?;
+                if !sessions.is_empty() {
+                    kick.borrow_mut().actions.push(Action::Kick(sessions));
+                }
+                Ok(())
+            },
+        )?
+        .with_name("matchKick")?,
+    )?;
+    let label = recorder.clone();
+    object.set(
+        "matchLabelUpdate",
+        Function::new(js.clone(), move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
+            let text = match arg(&args.0, 0) {
+                None => String::new(),
+                Some(value) => convert::string(value)
+                    .ok_or_else(|| Exception::throw_type(&js, "expects a string"))?,
+            };
+            if text.len() > MAX_LABEL_BYTES {
+                return Err(Exception::throw_message(
+                    &js,
+                    &format!("error updating match label: label must be {MAX_LABEL_BYTES} bytes or less"),
+                ));
+            }
+            label.borrow_mut().actions.push(Action::Label(text));
+            Ok(())
+        })?
+        .with_name("matchLabelUpdate")?,
+    )?;
+    Ok(object)
+}
+
+/// `broadcastMessage(opCode, data, presences, sender, reliable)`; `None` for an empty
+/// recipient list.
+fn broadcast<'js>(
+    js: &Ctx<'js>,
+    recorder: &Rc<RefCell<Recorder>>,
+    bytes_of: &Function<'js>,
+    args: &[Value<'js>],
+    deferred: bool,
+) -> rquickjs::Result<Option<Action>> {
+    let op_code = arg(args, 0)
+        .and_then(convert::integer)
+        .ok_or_else(|| Exception::throw_type(js, "expects an op code number"))?;
+    let data = match arg(args, 1) {
+        None => bytes::Bytes::new(),
+        Some(v) if v.is_null() => bytes::Bytes::new(),
+        Some(v) => data_bytes(js, bytes_of, v)?,
+    };
+    let to = if is_nullish(arg(args, 2)) {
+        None
+    } else {
+        let sessions = session_ids(js, &args[2])?;
+        if sessions.is_empty() {
+            return Ok(None);
+        }
+        Some(sessions)
+    };
+    let sender = match arg(args, 3) {
+        Some(v) if !v.is_null() => Some(sender(js, recorder, v)?),
+        _ => None,
+    };
+    let reliable = match arg(args, 4) {
+        None => true,
+        Some(v) if v.is_null() => true,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| Exception::throw_type(js, "expects reliable to be a boolean"))?,
+    };
+    Ok(Some(Action::Broadcast {
+        op_code,
+        data,
+        to,
+        sender,
+        reliable,
+        deferred,
+    }))
+}
+
+/// Message data from a string (UTF-8), an `ArrayBuffer` or a typed array.
+fn data_bytes<'js>(
+    js: &Ctx<'js>,
+    bytes_of: &Function<'js>,
+    value: &Value<'js>,
+) -> rquickjs::Result<bytes::Bytes> {
+    if let Some(text) = convert::string(value) {
+        return Ok(bytes::Bytes::from(text));
+    }
+    let is_binary = value
+        .as_object()
+        .is_some_and(|o| o.is_array_buffer() || o.is_typed_array::<u8>());
+    if !is_binary {
+        return Err(Exception::throw_type(
+            js,
+            "expects data to be an ArrayBuffer, a Uint8Array or a string",
+        ));
+    }
+    let latin1: String = bytes_of.call((value.clone(),))?;
+    Ok(latin1.chars().map(|c| c as u8).collect::<Vec<u8>>().into())
+}
+
+fn session_ids<'js>(js: &Ctx<'js>, list: &Value<'js>) -> rquickjs::Result<Vec<Uuid>> {
+    let Some(items) = convert::array_items(list) else {
+        return Err(Exception::throw_type(js, "expects an array of presences"));
+    };
+    let mut ids = Vec::new();
+    for item in items? {
+        let session = item
+            .as_object()
+            .and_then(|o| o.get::<_, Value<'js>>("sessionId").ok())
+            .and_then(|v| convert::string(&v))
+            .and_then(|s| Uuid::parse_str(&s).ok())
+            .ok_or_else(|| {
+                Exception::throw_type(js, "expects each presence to have a valid sessionId")
+            })?;
+        ids.push(session);
+    }
+    Ok(ids)
+}
+
+fn sender<'js>(
+    js: &Ctx<'js>,
+    recorder: &Rc<RefCell<Recorder>>,
+    value: &Value<'js>,
+) -> rquickjs::Result<Arc<Presence>> {
+    let invalid = || {
+        Exception::throw_type(
+            js,
+            "expects sender to have a valid userId, sessionId and username",
+        )
+    };
+    let object = value.as_object().ok_or_else(invalid)?;
+    let field = |key: &str| {
+        object
+            .get::<_, Value<'js>>(key)
+            .ok()
+            .and_then(|v| convert::string(&v))
+    };
+    let session = field("sessionId")
+        .and_then(|s| Uuid::parse_str(&s).ok())
+        .ok_or_else(invalid)?;
+    if let Some(member) = recorder.borrow().members.get(&session) {
+        return Ok(member.clone());
+    }
+    let user = field("userId")
+        .and_then(|s| Uuid::parse_str(&s).ok())
+        .ok_or_else(invalid)?;
+    let username = field("username")
+        .filter(|u| !u.is_empty())
+        .ok_or_else(invalid)?;
+    Ok(Arc::new(Presence {
+        user_id: user,
+        session_id: session,
+        username: Arc::from(username),
+        node: Arc::from(field("node").unwrap_or_default()),
+    }))
+}
+
+/// `initializer.registerMatchmakerMatched(fn)`: `fn(ctx, logger, nk, matches)` returns the id
+/// of a match for the group (usually from `nk.matchCreate`) or nothing. Stored under a reserved
+/// id the host calls with the entries as JSON; never reachable as an RPC.
+pub(crate) fn register_matchmaker_matched<'js>(
+    js: &Ctx<'js>,
+    shared: &Shared,
+    args: &[Value<'js>],
+    module: String,
+) -> rquickjs::Result<()> {
+    let function = arg(args, 0)
+        .and_then(|f| f.as_function())
+        .ok_or_else(|| Exception::throw_type(js, "expects a function"))?;
+    let wrap: Function<'js> = js.eval(
+        "(function (fn) { return function (ctx, logger, nk, payload) { var entries = JSON.parse(payload).map(function (e) { var m = { presence: { userId: e.presence.user_id, sessionId: e.presence.session_id, username: e.presence.username, node: e.presence.node }, properties: e.properties }; if (e.party_id) { m.partyId = e.party_id; } return m; }); var id = fn(ctx, logger, nk, entries); return id == null ? '' : String(id); }; })",
+    )?;
+    let wrapper: Function<'js> = wrap.call((function.clone(),))?;
+    shared.rpcs.borrow_mut().insert(
+        MATCHMAKER_MATCHED_HOOK.to_owned(),
+        Registration {
+            value: Persistent::save(js, wrapper),
+            module,
+        },
+    );
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! What a server function learns about the call it serves: Nakama's runtime context.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use metafi_core::RpcContext;
+
+/// Why a script function runs; engines expose it as `ctx.execution_mode` with these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExecutionMode {
+    /// Module load (`InitModule`, top-level Lua code) and `nk.run_once`.
+    RunOnce,
+    Rpc,
+    /// A match handler (match engine, issue 4).
+    Match,
+    /// `nk.match_create` calling a match handler's init (match engine, issue 4).
+    MatchCreate,
+    /// The `matchmaker_matched` hook.
+    Matchmaker,
+}
+
+impl ExecutionMode {
+    /// Nakama's name for the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionMode::RunOnce => "run_once",
+            ExecutionMode::Rpc => "rpc",
+            ExecutionMode::Match => "match",
+            ExecutionMode::MatchCreate => "match_create",
+            ExecutionMode::Matchmaker => "matchmaker",
+        }
+    }
+}
+
+/// The context of one invocation. Shared (`Arc`) because engines convert it lazily and the
+/// host keeps it for logging.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub mode: ExecutionMode,
+    /// Node name (`name` in the config).
+    pub node: Arc<str>,
+    /// Server version.
+    pub version: &'static str,
+    /// `runtime.env`: key/value strings every script sees as `ctx.env`.
+    pub env: Arc<HashMap<String, String>>,
+    /// Who called and how: user (absent for HTTP-key calls), client address, query, headers.
+    pub request: RpcContext,
+}
+
+impl CallContext {
+    /// The context of module loading and `run_once`: no user, no request.
+    pub fn load(node: Arc<str>, env: Arc<HashMap<String, String>>) -> CallContext {
+        CallContext {
+            mode: ExecutionMode::RunOnce,
+            node,
+            version: env!("CARGO_PKG_VERSION"),
+            env,
+            request: RpcContext::default(),
+        }
+    }
+}

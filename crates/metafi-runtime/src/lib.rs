@@ -1,0 +1,47 @@
+//! MetaFi's script host: server code in Lua, JavaScript and native Rust behind one
+//! [`RpcDispatch`](metafi_core::RpcDispatch) implementation, [`Runtime`].
+//!
+//! - [`host`] is the engine interface: what a script engine implements ([`EngineFactory`],
+//!   [`EngineVm`]) and what it receives (modules, the [`Nk`] API, [`VmLimits`]). The Lua engine
+//!   ([`lua::LuaEngine`]) lives here; the JavaScript engine lives in `metafi-runtime-js`.
+//! - [`native`] is the native Rust path: [`NativeModule`]s compiled into the binary.
+//! - [`Nk`] is the `nk` API as Rust functions; engines only convert values.
+//! - [`MatchHost`] is what `nk.match_*` needs from the match engine, injected by the server;
+//!   [`EngineMatchHost`] implements it over `metafi-match`, and [`MatchHandlers`] maps handler
+//!   names to the runtime that runs them (Lua modules, JS `registerMatch`, native
+//!   `register_match`) on the match executor threads.
+//!
+//! Threads: each engine has a pool of VM threads (one VM each, modules loaded, a current-thread
+//! tokio runtime); native functions run on the caller's IO runtime. Every call has a time
+//! budget, every VM a memory cap. Design and engine contract: `docs/RUNTIME.md`.
+//!
+//! Must not depend on: the transport, the REST API, the server binary, a storage backend.
+//! Key types: [`Runtime`], [`RuntimeBuilder`], [`RuntimeConfig`], [`Nk`], [`EngineFactory`],
+//! [`NativeModule`], [`MatchHost`].
+
+mod block;
+pub mod context;
+pub mod error;
+pub mod host;
+pub mod lua;
+pub mod match_host;
+pub mod matches;
+pub mod modules;
+pub mod native;
+pub mod nk;
+mod pool;
+mod runtime;
+
+pub use block::block_on_until;
+pub use context::{CallContext, ExecutionMode};
+pub use error::{LoadError, RpcError, ScriptError, code_from_number};
+pub use host::{
+    EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
+    VmLimits, VmSetup,
+};
+pub use match_host::{EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchVms};
+pub use matches::{MatchHost, MatchInfo, MatchListQuery, NoMatches};
+pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
+pub use nk::{LogLevel, Nk, RuntimeServices};
+pub use pool::PoolConfig;
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};

@@ -1,0 +1,917 @@
+//! Authoritative match handlers written in Lua, with Nakama's contract
+//! (`runtime_lua_match_core.go`): `nk.match_create("module", params)` names a module that
+//! returns a table with `match_init`, `match_join_attempt`, `match_join`, `match_leave`,
+//! `match_loop`, `match_terminate` and `match_signal`.
+//!
+//! By default each match gets its own Lua state with every module loaded (Nakama's model:
+//! module-level variables are per match, a failing match cannot disturb another's globals),
+//! created on the match's executor thread where it stays. With [`MatchVms::PerThread`] the
+//! matches of an executor thread share one state, loaded once (see `docs/MATCHES.md` for the
+//! measured trade-off). The match state is an opaque Lua value kept in the VM, never
+//! converted. Callbacks run under the match budget through the same instruction hook
+//! as RPCs; one that calls an `nk` function doing IO blocks its executor thread until the IO is
+//! done or the budget is spent (`docs/MATCHES.md`).
+//!
+//! The dispatcher's calls are recorded while the callback runs and handed to the engine's
+//! dispatcher when it returns, in order: recipients see exactly what they would see had each
+//! been sent at once, and deferred sends still come after.
+//!
+//! Context: Nakama's `match_id`, `match_node`, `match_label`, `match_tick_rate`, plus
+//! `match_size` (presences that joined) and `match_pending_joins` (accepted joins not yet
+//! completed): a capacity check is `match_size + match_pending_joins < max`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use metafi_match::{
+    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MAX_LABEL_BYTES, MatchContext,
+    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+};
+use mlua::{Function, Lua, MultiValue, Table, Value};
+use uuid::Uuid;
+
+use super::{LuaVm, VmShared, WithDeadline, convert, is_budget};
+use crate::error::ScriptError;
+use crate::host::VmSetup;
+use crate::match_host::{MATCHMAKER_MATCHED_HOOK, MatchVms};
+
+/// The callbacks a match module must return, in the order [`Callback`] indexes them.
+const CALLBACKS: [&str; 7] = [
+    "match_init",
+    "match_join_attempt",
+    "match_join",
+    "match_leave",
+    "match_loop",
+    "match_terminate",
+    "match_signal",
+];
+
+#[derive(Clone, Copy)]
+enum Callback {
+    Init = 0,
+    JoinAttempt = 1,
+    Join = 2,
+    Leave = 3,
+    Loop = 4,
+    Terminate = 5,
+    Signal = 6,
+}
+
+impl Callback {
+    fn name(self) -> &'static str {
+        CALLBACKS[self as usize]
+    }
+}
+
+/// Whether `name` is a Lua module (Nakama names Lua match handlers by module).
+pub(crate) fn has_match(setup: &VmSetup, name: &str) -> bool {
+    setup.modules.iter().any(|m| m.name == name)
+}
+
+/// A dispatcher call recorded during a callback.
+enum Action {
+    Broadcast {
+        op_code: i64,
+        data: Bytes,
+        to: Option<Vec<Uuid>>,
+        sender: Option<Arc<Presence>>,
+        reliable: bool,
+        deferred: bool,
+    },
+    Kick(Vec<Uuid>),
+    Label(String),
+}
+
+/// What the dispatcher functions share with the handler.
+#[derive(Default)]
+struct Recorder {
+    actions: Vec<Action>,
+    /// Deferred sends still allowed in this callback.
+    deferred_room: usize,
+    /// Presence tables handed to the script, by address, so a presence passed back (a sender,
+    /// a recipient list) is recognised without parsing its fields.
+    presences: HashMap<usize, Arc<Presence>>,
+}
+
+/// A Lua match handler: one Lua state, the module's callbacks, the match state.
+pub(crate) struct LuaMatch {
+    vm: Rc<LuaVm>,
+    callbacks: Vec<Function>,
+    ctx: Table,
+    dispatcher: Table,
+    state: Value,
+    recorder: Rc<RefCell<Recorder>>,
+    /// Presence tables of joined players, reused in every tick's messages.
+    tables: HashMap<Uuid, Table>,
+    label: Arc<str>,
+}
+
+thread_local! {
+    /// The shared Lua state of this executor thread, per module set ([`MatchVms::PerThread`]).
+    static THREAD_VMS: RefCell<Vec<(usize, Rc<LuaVm>)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn load(setup: VmSetup) -> Result<LuaVm, HandlerError> {
+    let deadline = Instant::now() + setup.limits.load_timeout;
+    match crate::block::block_on_until(LuaVm::create(setup), Some(deadline)) {
+        Some(Ok(vm)) => Ok(vm),
+        Some(Err(e)) => Err(HandlerError::failed(format!(
+            "error loading match module: {e}"
+        ))),
+        None => Err(HandlerError::failed(
+            "loading the modules for a match took longer than runtime.load_timeout_ms",
+        )),
+    }
+}
+
+/// Builds the handler of module `name` (called on the executor thread).
+pub(crate) fn create(
+    setup: VmSetup,
+    name: &str,
+    vms: MatchVms,
+) -> Result<Box<dyn MatchHandler>, HandlerError> {
+    let vm = match vms {
+        MatchVms::PerMatch => Rc::new(load(setup)?),
+        MatchVms::PerThread => {
+            let key = Arc::as_ptr(&setup.modules) as *const () as usize;
+            let existing = THREAD_VMS.with(|vms| {
+                vms.borrow()
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, vm)| vm.clone())
+            });
+            match existing {
+                Some(vm) => vm,
+                None => {
+                    let vm = Rc::new(load(setup)?);
+                    THREAD_VMS.with(|vms| vms.borrow_mut().push((key, vm.clone())));
+                    vm
+                }
+            }
+        }
+    };
+    let lua = vm.lua.clone();
+    let internal = |e: mlua::Error| HandlerError::failed(format!("match module '{name}': {e}"));
+    let require: Function = lua.globals().raw_get("require").map_err(internal)?;
+    let module: Value = require.call(name).map_err(|e| {
+        HandlerError::failed(format!(
+            "error loading match module: {}",
+            super::innermost_message(&e)
+        ))
+    })?;
+    let Value::Table(module) = module else {
+        return Err(HandlerError::failed(
+            "match module must return a table containing the match callback functions",
+        ));
+    };
+    let mut callbacks = Vec::with_capacity(CALLBACKS.len());
+    for callback in CALLBACKS {
+        match module.raw_get::<Value>(callback).map_err(internal)? {
+            Value::Function(f) => callbacks.push(f),
+            _ => {
+                return Err(HandlerError::failed(format!(
+                    "{callback} not found or not a function"
+                )));
+            }
+        }
+    }
+    let recorder = Rc::new(RefCell::new(Recorder::default()));
+    let ctx = base_context(&lua).map_err(internal)?;
+    let dispatcher = dispatcher_table(&lua, &recorder).map_err(internal)?;
+    Ok(Box::new(LuaMatch {
+        vm,
+        callbacks,
+        ctx,
+        dispatcher,
+        state: Value::Nil,
+        recorder,
+        tables: HashMap::new(),
+        label: Arc::from(""),
+    }))
+}
+
+fn base_context(lua: &Lua) -> mlua::Result<Table> {
+    let shared = shared_of(lua)?;
+    let ctx = lua.create_table_with_capacity(0, 12)?;
+    ctx.raw_set("env", shared.env.clone())?;
+    ctx.raw_set("execution_mode", "match")?;
+    ctx.raw_set("node", &**shared.nk.node())?;
+    Ok(ctx)
+}
+
+impl LuaMatch {
+    fn lua(&self) -> &Lua {
+        &self.vm.lua
+    }
+
+    /// Refreshes the context fields that change during the match.
+    fn update_context(&mut self, ctx: &MatchContext) -> Result<(), HandlerError> {
+        let result = (|| -> mlua::Result<()> {
+            if *self.label != *ctx.label {
+                self.label = ctx.label.clone();
+                self.ctx.raw_set("match_label", &*ctx.label)?;
+            }
+            self.ctx.raw_set("match_size", ctx.presences as i64)?;
+            self.ctx
+                .raw_set("match_pending_joins", ctx.pending_joins as i64)?;
+            Ok(())
+        })();
+        result.map_err(|e| HandlerError::failed(e.to_string()))
+    }
+
+    /// A presence as a Lua table (`user_id`, `session_id`, `username`, `node`), registered so
+    /// the script can hand it back to the dispatcher.
+    fn presence_table(
+        &self,
+        presence: &Arc<Presence>,
+        reason: Option<PresenceReason>,
+    ) -> mlua::Result<Table> {
+        if reason.is_none()
+            && let Some(table) = self.tables.get(&presence.session_id)
+        {
+            return Ok(table.clone());
+        }
+        let lua = self.lua();
+        let table = lua.create_table_with_capacity(0, 5)?;
+        table.raw_set("user_id", presence.user_id.to_string())?;
+        table.raw_set("session_id", presence.session_id.to_string())?;
+        table.raw_set("username", &*presence.username)?;
+        table.raw_set("node", &*presence.node)?;
+        if let Some(reason) = reason {
+            table.raw_set("reason", reason as u8)?;
+        }
+        self.recorder
+            .borrow_mut()
+            .presences
+            .insert(table.to_pointer() as usize, presence.clone());
+        Ok(table)
+    }
+
+    fn presence_list(
+        &self,
+        presences: &[Arc<Presence>],
+        reason: PresenceReason,
+    ) -> mlua::Result<Table> {
+        let list = self.lua().create_table_with_capacity(presences.len(), 0)?;
+        for (i, p) in presences.iter().enumerate() {
+            list.raw_set(i + 1, self.presence_table(p, Some(reason))?)?;
+        }
+        Ok(list)
+    }
+
+    /// Runs one callback under the budget and returns what it returned.
+    fn call(
+        &mut self,
+        callback: Callback,
+        ctx: &MatchContext,
+        args: MultiValue,
+        room: usize,
+    ) -> Result<MultiValue, HandlerError> {
+        self.recorder.borrow_mut().deferred_room = room;
+        let function = self.callbacks[callback as usize].clone();
+        let run = function.call_async::<MultiValue>(args);
+        let guarded = WithDeadline::new(Box::pin(run), ctx.deadline, self.vm.deadline.clone());
+        let outcome = crate::block::block_on_until(guarded, Some(ctx.deadline));
+        let timed_out = Instant::now() >= ctx.deadline;
+        match outcome {
+            None => Err(HandlerError::Timeout),
+            Some(Ok(values)) => Ok(values),
+            Some(Err(e)) if is_budget(&e) || timed_out => Err(HandlerError::Timeout),
+            Some(Err(e)) => Err(match self.vm.mlua_error(&e, false) {
+                ScriptError::OutOfMemory => HandlerError::OutOfMemory,
+                ScriptError::Timeout => HandlerError::Timeout,
+                ScriptError::Failed { detail, .. } => {
+                    HandlerError::failed(format!("error in {}: {}", callback.name(), detail))
+                }
+                other => HandlerError::failed(format!("error in {}: {other:?}", callback.name())),
+            }),
+        }
+    }
+
+    /// Hands what the callback recorded to the engine's dispatcher, in order.
+    fn replay(&mut self, d: &mut Dispatcher<'_>) {
+        let actions = std::mem::take(&mut self.recorder.borrow_mut().actions);
+        for action in actions {
+            match action {
+                Action::Broadcast {
+                    op_code,
+                    data,
+                    to,
+                    sender,
+                    reliable,
+                    deferred: false,
+                } => d.broadcast(op_code, &data, to.as_deref(), sender.as_deref(), reliable),
+                Action::Broadcast {
+                    op_code,
+                    data,
+                    to,
+                    sender,
+                    reliable,
+                    deferred: true,
+                } => {
+                    // Room was checked when the script called; this cannot fail.
+                    let _ = d.broadcast_deferred(
+                        op_code,
+                        &data,
+                        to.as_deref(),
+                        sender.as_deref(),
+                        reliable,
+                    );
+                }
+                Action::Kick(sessions) => d.kick(&sessions),
+                Action::Label(label) => {
+                    // Checked when the script called.
+                    let _ = d.update_label(&label);
+                }
+            }
+        }
+    }
+
+    /// Takes the new state from the first returned value; nil ends the match.
+    fn take_state(&mut self, value: Option<Value>) -> Flow {
+        match value {
+            None | Some(Value::Nil) => Flow::End,
+            Some(state) => {
+                self.state = state;
+                Flow::Continue
+            }
+        }
+    }
+
+    fn state_only(&mut self, values: MultiValue, callback: &str) -> Result<Flow, HandlerError> {
+        let mut values = values.into_iter();
+        let flow = self.take_state(values.next());
+        if values.next().is_some() {
+            return Err(HandlerError::invalid(format!(
+                "{callback} returned too many values, stopping match"
+            )));
+        }
+        Ok(flow)
+    }
+
+    fn lua_error(e: mlua::Error) -> HandlerError {
+        HandlerError::failed(e.to_string())
+    }
+}
+
+impl MatchHandler for LuaMatch {
+    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
+        let setup = (|| -> mlua::Result<Value> {
+            self.ctx.raw_set("match_id", &*ctx.match_id)?;
+            self.ctx.raw_set("match_node", &*ctx.node)?;
+            if params.is_empty() {
+                Ok(Value::Nil)
+            } else {
+                Ok(Value::Table(convert::object_to_table(self.lua(), params)?))
+            }
+        })();
+        let params = setup.map_err(LuaMatch::lua_error)?;
+        self.update_context(ctx)?;
+        let args = MultiValue::from_iter([Value::Table(self.ctx.clone()), params]);
+        let values: Vec<Value> = self
+            .call(Callback::Init, ctx, args, 0)?
+            .into_iter()
+            .collect();
+        self.recorder.borrow_mut().actions.clear();
+        if values.len() > 3 {
+            return Err(HandlerError::invalid(
+                "match_init returned too many arguments, must be: state, tick rate number, label string",
+            ));
+        }
+        let label = match values.get(2) {
+            Some(Value::String(s)) => s.to_string_lossy(),
+            _ => {
+                return Err(HandlerError::invalid(
+                    "match_init returned unexpected third value, must be a label string",
+                ));
+            }
+        };
+        let tick_rate = match values.get(1) {
+            Some(Value::Integer(n)) => *n,
+            Some(Value::Number(n)) => *n as i64,
+            _ => {
+                return Err(HandlerError::invalid(
+                    "match_init returned unexpected second value, must be a tick rate number",
+                ));
+            }
+        };
+        match values.first() {
+            None | Some(Value::Nil) => {
+                return Err(HandlerError::invalid("Match initial state must not be nil"));
+            }
+            Some(state) => self.state = state.clone(),
+        }
+        let tick_rate = u32::try_from(tick_rate).unwrap_or(0);
+        let result = (|| -> mlua::Result<()> {
+            self.ctx.raw_set("match_label", label.as_str())?;
+            self.ctx.raw_set("match_tick_rate", tick_rate)?;
+            Ok(())
+        })();
+        result.map_err(LuaMatch::lua_error)?;
+        self.label = Arc::from(label.as_str());
+        Ok(MatchInit { tick_rate, label })
+    }
+
+    fn join_attempt(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        request: &JoinRequest,
+    ) -> Result<JoinVerdict, HandlerError> {
+        self.update_context(ctx)?;
+        let built = (|| -> mlua::Result<MultiValue> {
+            let lua = self.lua().clone();
+            // A copy of the match context with the joining user, as Nakama builds it.
+            let call_ctx = lua.create_table_with_capacity(0, 16)?;
+            for pair in self.ctx.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                call_ctx.raw_set(k, v)?;
+            }
+            let p = &request.presence;
+            call_ctx.raw_set("user_id", p.user_id.to_string())?;
+            call_ctx.raw_set("username", &*p.username)?;
+            call_ctx.raw_set("session_id", p.session_id.to_string())?;
+            call_ctx.raw_set("user_session_exp", request.session_expiry)?;
+            let vars = lua.create_table()?;
+            for (k, v) in request.vars.iter() {
+                vars.raw_set(k.as_str(), v.as_str())?;
+            }
+            call_ctx.raw_set("vars", vars)?;
+            if let Some(ip) = &request.client_ip {
+                call_ctx.raw_set("client_ip", ip.as_str())?;
+            }
+            if let Some(port) = &request.client_port {
+                call_ctx.raw_set("client_port", port.as_str())?;
+            }
+            let presence = self.presence_table(p, None)?;
+            let metadata = lua.create_table()?;
+            for (k, v) in &request.metadata {
+                metadata.raw_set(k.as_str(), v.as_str())?;
+            }
+            Ok(MultiValue::from_iter([
+                Value::Table(call_ctx),
+                Value::Table(self.dispatcher.clone()),
+                Value::Integer(tick),
+                self.state.clone(),
+                Value::Table(presence),
+                Value::Table(metadata),
+            ]))
+        })();
+        let args = built.map_err(LuaMatch::lua_error)?;
+        let values: Vec<Value> = self
+            .call(Callback::JoinAttempt, ctx, args, d.deferred_room())?
+            .into_iter()
+            .collect();
+        self.replay(d);
+        // state, allow [, reason]
+        let (allow, reason) = match (values.get(1), values.get(2)) {
+            (Some(Value::Boolean(allow)), None | Some(Value::Nil)) => (*allow, None),
+            (Some(Value::Boolean(allow)), Some(Value::String(reason))) => {
+                (*allow, Some(reason.to_string_lossy()))
+            }
+            (Some(Value::Boolean(_)), Some(_)) => {
+                return Err(HandlerError::invalid(
+                    "Match join attempt returned non-string reject reason, stopping match",
+                ));
+            }
+            _ => {
+                return Err(HandlerError::invalid(
+                    "Match join attempt returned incorrect or too few values, stopping match - expected: state, join result boolean, optional reject reason string",
+                ));
+            }
+        };
+        if values.len() > 3 {
+            return Err(HandlerError::invalid(
+                "Match join attempt returned too many values, stopping match",
+            ));
+        }
+        let flow = self.take_state(values.into_iter().next());
+        Ok(JoinVerdict {
+            flow,
+            allow,
+            reason,
+        })
+    }
+
+    fn join(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+    ) -> Result<Flow, HandlerError> {
+        self.update_context(ctx)?;
+        let built = (|| -> mlua::Result<MultiValue> {
+            for p in presences {
+                let table = self.presence_table(p, None)?;
+                self.tables.insert(p.session_id, table);
+            }
+            let list = self.presence_list(presences, PresenceReason::Join)?;
+            Ok(MultiValue::from_iter([
+                Value::Table(self.ctx.clone()),
+                Value::Table(self.dispatcher.clone()),
+                Value::Integer(tick),
+                self.state.clone(),
+                Value::Table(list),
+            ]))
+        })();
+        let args = built.map_err(LuaMatch::lua_error)?;
+        let values = self.call(Callback::Join, ctx, args, d.deferred_room())?;
+        self.replay(d);
+        self.state_only(values, "Match join")
+    }
+
+    fn leave(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+        reason: PresenceReason,
+    ) -> Result<Flow, HandlerError> {
+        self.update_context(ctx)?;
+        for p in presences {
+            if let Some(table) = self.tables.remove(&p.session_id) {
+                self.recorder
+                    .borrow_mut()
+                    .presences
+                    .remove(&(table.to_pointer() as usize));
+            }
+        }
+        let built = (|| -> mlua::Result<MultiValue> {
+            let list = self.presence_list(presences, reason)?;
+            Ok(MultiValue::from_iter([
+                Value::Table(self.ctx.clone()),
+                Value::Table(self.dispatcher.clone()),
+                Value::Integer(tick),
+                self.state.clone(),
+                Value::Table(list),
+            ]))
+        })();
+        let args = built.map_err(LuaMatch::lua_error)?;
+        let values = self.call(Callback::Leave, ctx, args, d.deferred_room())?;
+        self.replay(d);
+        self.forget_transient();
+        self.state_only(values, "Match leave")
+    }
+
+    fn tick(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        messages: &[MatchMessage],
+    ) -> Result<Flow, HandlerError> {
+        self.update_context(ctx)?;
+        let built = (|| -> mlua::Result<MultiValue> {
+            let lua = self.lua().clone();
+            let list = lua.create_table_with_capacity(messages.len(), 0)?;
+            for (i, m) in messages.iter().enumerate() {
+                let message = lua.create_table_with_capacity(0, 5)?;
+                message.raw_set("sender", self.presence_table(&m.sender, None)?)?;
+                message.raw_set("op_code", m.op_code)?;
+                if m.data.is_empty() {
+                    message.raw_set("data", Value::Nil)?;
+                } else {
+                    message.raw_set("data", lua.create_string(&m.data)?)?;
+                }
+                message.raw_set("reliable", m.reliable)?;
+                message.raw_set("receive_time_ms", m.receive_time_ms)?;
+                list.raw_set(i + 1, message)?;
+            }
+            Ok(MultiValue::from_iter([
+                Value::Table(self.ctx.clone()),
+                Value::Table(self.dispatcher.clone()),
+                Value::Integer(tick),
+                self.state.clone(),
+                Value::Table(list),
+            ]))
+        })();
+        let args = built.map_err(LuaMatch::lua_error)?;
+        let values = self.call(Callback::Loop, ctx, args, d.deferred_room())?;
+        self.replay(d);
+        self.state_only(values, "Match loop")
+    }
+
+    fn terminate(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        grace_seconds: u32,
+    ) -> Result<Flow, HandlerError> {
+        self.update_context(ctx)?;
+        let args = MultiValue::from_iter([
+            Value::Table(self.ctx.clone()),
+            Value::Table(self.dispatcher.clone()),
+            Value::Integer(tick),
+            self.state.clone(),
+            Value::Integer(i64::from(grace_seconds)),
+        ]);
+        let values = self.call(Callback::Terminate, ctx, args, d.deferred_room())?;
+        self.replay(d);
+        self.state_only(values, "Match terminate")
+    }
+
+    fn signal(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        data: &str,
+    ) -> Result<(Flow, String), HandlerError> {
+        self.update_context(ctx)?;
+        let data = self
+            .lua()
+            .create_string(data)
+            .map_err(LuaMatch::lua_error)?;
+        let args = MultiValue::from_iter([
+            Value::Table(self.ctx.clone()),
+            Value::Table(self.dispatcher.clone()),
+            Value::Integer(tick),
+            self.state.clone(),
+            Value::String(data),
+        ]);
+        let values: Vec<Value> = self
+            .call(Callback::Signal, ctx, args, d.deferred_room())?
+            .into_iter()
+            .collect();
+        self.replay(d);
+        if values.len() > 2 {
+            return Err(HandlerError::invalid(
+                "Match signal returned too many values, stopping match",
+            ));
+        }
+        let reply = match values.get(1) {
+            None | Some(Value::Nil) => String::new(),
+            Some(Value::String(s)) => s.to_string_lossy(),
+            Some(_) => {
+                return Err(HandlerError::invalid(
+                    "Match signal returned non-string result, stopping match",
+                ));
+            }
+        };
+        let flow = self.take_state(values.into_iter().next());
+        Ok((flow, reply))
+    }
+}
+
+impl LuaMatch {
+    /// Forgets presence tables made for one callback (join attempts, leave lists); members'
+    /// tables stay.
+    fn forget_transient(&mut self) {
+        let kept: std::collections::HashSet<usize> = self
+            .tables
+            .values()
+            .map(|t| t.to_pointer() as usize)
+            .collect();
+        self.recorder
+            .borrow_mut()
+            .presences
+            .retain(|pointer, _| kept.contains(pointer));
+    }
+}
+
+/// The `dispatcher` table: Nakama's four functions, recording into `recorder`.
+fn dispatcher_table(lua: &Lua, recorder: &Rc<RefCell<Recorder>>) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(0, 4)?;
+    for (name, deferred) in [
+        ("broadcast_message", false),
+        ("broadcast_message_deferred", true),
+    ] {
+        let recorder = recorder.clone();
+        let function = lua.create_function(move |_, args: MultiValue| {
+            let action = broadcast(&recorder, &args, deferred)?;
+            let mut recorder = recorder.borrow_mut();
+            if let Some(action) = action {
+                if deferred {
+                    if recorder.deferred_room == 0 {
+                        return Err(mlua::Error::runtime(
+                            "error deferring message broadcast: deferred message broadcast buffer full (match.deferred_queue_size)",
+                        ));
+                    }
+                    recorder.deferred_room -= 1;
+                }
+                recorder.actions.push(action);
+            }
+            Ok(())
+        })?;
+        table.raw_set(name, function)?;
+    }
+    let kick_recorder = recorder.clone();
+    table.raw_set(
+        "match_kick",
+        lua.create_function(move |_, presences: Value| {
+            let sessions = match presences {
+                Value::Nil => return Ok(()),
+                Value::Table(list) => session_ids(&kick_recorder, &list, 1)?,
+                _ => return Err(bad_argument(1, "expects a valid set of presences")),
+            };
+            if !sessions.is_empty() {
+                kick_recorder
+                    .borrow_mut()
+                    .actions
+                    .push(Action::Kick(sessions));
+            }
+            Ok(())
+        })?,
+    )?;
+    let label_recorder = recorder.clone();
+    table.raw_set(
+        "match_label_update",
+        lua.create_function(move |_, label: Value| {
+            let label = match label {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Nil => String::new(),
+                _ => return Err(bad_argument(1, "expects label string")),
+            };
+            if label.len() > MAX_LABEL_BYTES {
+                return Err(mlua::Error::runtime(format!(
+                    "error updating match label: label must be {MAX_LABEL_BYTES} bytes or less"
+                )));
+            }
+            label_recorder
+                .borrow_mut()
+                .actions
+                .push(Action::Label(label));
+            Ok(())
+        })?,
+    )?;
+    Ok(table)
+}
+
+fn bad_argument(position: usize, message: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("bad argument #{position} ({message})"))
+}
+
+/// `broadcast_message(op_code, data, presences, sender, reliable)`; `None` when nobody is
+/// addressed (an empty presence list).
+fn broadcast(
+    recorder: &Rc<RefCell<Recorder>>,
+    args: &MultiValue,
+    deferred: bool,
+) -> mlua::Result<Option<Action>> {
+    let op_code = match args.front() {
+        Some(Value::Integer(n)) => *n,
+        Some(Value::Number(n)) if n.fract() == 0.0 => *n as i64,
+        _ => return Err(bad_argument(1, "number expected")),
+    };
+    let data = match args.get(1) {
+        None | Some(Value::Nil) => Bytes::new(),
+        Some(Value::String(s)) => Bytes::copy_from_slice(&s.as_bytes()),
+        Some(_) => return Err(bad_argument(2, "expects data to be a string or nil")),
+    };
+    let to = match args.get(2) {
+        None | Some(Value::Nil) => None,
+        Some(Value::Table(list)) => {
+            let sessions = session_ids(recorder, list, 3)?;
+            if sessions.is_empty() {
+                return Ok(None);
+            }
+            Some(sessions)
+        }
+        Some(_) => return Err(bad_argument(3, "expects a valid set of presences")),
+    };
+    let sender = match args.get(3) {
+        None | Some(Value::Nil) => None,
+        Some(Value::Table(table)) => Some(presence_of(recorder, table, 4)?),
+        Some(_) => {
+            return Err(bad_argument(
+                4,
+                "expects presence to have a valid user_id, session_id, and username",
+            ));
+        }
+    };
+    let reliable = match args.get(4) {
+        None | Some(Value::Nil) => true,
+        Some(Value::Boolean(b)) => *b,
+        Some(_) => return Err(bad_argument(5, "boolean expected")),
+    };
+    Ok(Some(Action::Broadcast {
+        op_code,
+        data,
+        to,
+        sender,
+        reliable,
+        deferred,
+    }))
+}
+
+/// The session ids of a list of presence tables.
+fn session_ids(
+    recorder: &Rc<RefCell<Recorder>>,
+    list: &Table,
+    position: usize,
+) -> mlua::Result<Vec<Uuid>> {
+    let mut ids = Vec::new();
+    for value in list.sequence_values::<Value>() {
+        let Value::Table(presence) = value? else {
+            return Err(bad_argument(position, "expects a valid set of presences"));
+        };
+        if let Some(known) = recorder
+            .borrow()
+            .presences
+            .get(&(presence.to_pointer() as usize))
+        {
+            ids.push(known.session_id);
+            continue;
+        }
+        let session: Value = presence.raw_get("session_id")?;
+        let session = match session {
+            Value::String(s) => Uuid::parse_str(&s.to_string_lossy()).ok(),
+            _ => None,
+        };
+        match session {
+            Some(id) => ids.push(id),
+            None => {
+                return Err(bad_argument(
+                    position,
+                    "expects each presence to have a valid session_id",
+                ));
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// A sender presence: one the engine handed out, or one built by the script.
+fn presence_of(
+    recorder: &Rc<RefCell<Recorder>>,
+    table: &Table,
+    position: usize,
+) -> mlua::Result<Arc<Presence>> {
+    if let Some(known) = recorder
+        .borrow()
+        .presences
+        .get(&(table.to_pointer() as usize))
+    {
+        return Ok(known.clone());
+    }
+    let text = |field: &str| -> mlua::Result<Option<String>> {
+        match table.raw_get::<Value>(field)? {
+            Value::String(s) => Ok(Some(s.to_string_lossy())),
+            _ => Ok(None),
+        }
+    };
+    let invalid = || {
+        bad_argument(
+            position,
+            "expects presence to have a valid user_id, session_id, and username",
+        )
+    };
+    let user_id = text("user_id")?
+        .and_then(|s| Uuid::parse_str(&s).ok())
+        .ok_or_else(invalid)?;
+    let session_id = text("session_id")?
+        .and_then(|s| Uuid::parse_str(&s).ok())
+        .ok_or_else(invalid)?;
+    let username = text("username")?
+        .filter(|u| !u.is_empty())
+        .ok_or_else(invalid)?;
+    let node = text("node")?.unwrap_or_default();
+    Ok(Arc::new(Presence {
+        user_id,
+        session_id,
+        username: Arc::from(username),
+        node: Arc::from(node),
+    }))
+}
+
+/// `nk.register_matchmaker_matched(fn)`: `fn(context, matched_users)` returns the id of a match
+/// for the group (usually from `nk.match_create`) or nil. Registered under a reserved id the
+/// host calls with the entries as JSON; never reachable as an RPC.
+pub(super) fn register_matchmaker_matched(lua: &Lua, function: Value) -> mlua::Result<()> {
+    let Value::Function(function) = function else {
+        return Err(bad_argument(1, "function expected"));
+    };
+    let decode = lua.create_function(|lua, text: mlua::LuaString| {
+        convert::json_text_to_table(lua, &text.to_string_lossy())
+    })?;
+    let wrapper: Function = lua
+        .load(
+            "local decode, fn = ...\nreturn function(ctx, payload)\n  local id = fn(ctx, decode(payload))\n  if id == nil then return '' end\n  return id\nend",
+        )
+        .set_name("=metafi-matchmaker-hook")
+        .call((decode, function))?;
+    let shared: mlua::AppDataRef<'_, VmShared> = shared_of(lua)?;
+    let mut registry = shared.registry.borrow_mut();
+    let Some(module) = registry.loading.clone() else {
+        return Err(mlua::Error::runtime(
+            "nk.register_matchmaker_matched can only be called while modules load (at the top level of a module)",
+        ));
+    };
+    registry
+        .rpcs
+        .insert(MATCHMAKER_MATCHED_HOOK.to_owned(), (wrapper, module));
+    Ok(())
+}
+
+fn shared_of(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, VmShared>> {
+    lua.app_data_ref::<VmShared>()
+        .ok_or_else(|| mlua::Error::runtime("the nakama module is not set up in this Lua state"))
+}

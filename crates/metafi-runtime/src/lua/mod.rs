@@ -1,0 +1,611 @@
+//! The Lua engine: LuaJIT in interpreter mode (the JIT library is never opened, so the JIT
+//! compiler stays off: compiled traces would not run the instruction hook that enforces the
+//! time budget), with Lua 5.1 semantics as Nakama's gopher-lua, and a `nakama` module as
+//! Nakama's.
+//!
+//! One [`LuaVm`] per VM thread. Modules are loaded into `package.preload` under their module
+//! names and then run in path order (skipping those another module already `require`d), as
+//! Nakama does. Each RPC runs as its own coroutine (mlua async), so a call that awaits an `nk`
+//! IO call lets other calls on the same VM run.
+
+mod convert;
+mod matches;
+mod nakama;
+mod sandbox;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use crate::context::ExecutionMode;
+
+use crate::error::{LoadError, ScriptError, code_from_number};
+use crate::host::{
+    EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall, VmSetup,
+};
+use crate::nk::Nk;
+
+/// Instructions between two clock checks of the budget hook. Small enough that a spinning
+/// script is stopped within a fraction of a millisecond past its deadline, large enough that
+/// the check costs about 1% of interpreter time.
+const HOOK_INSTRUCTIONS: u32 = 10_000;
+
+/// The Lua engine (`*.lua` modules).
+#[derive(Debug, Default)]
+pub struct LuaEngine {
+    /// Where match handlers' Lua states live (`docs/MATCHES.md`, "Script VMs").
+    match_vms: crate::match_host::MatchVms,
+}
+
+impl LuaEngine {
+    pub fn new() -> LuaEngine {
+        LuaEngine::default()
+    }
+
+    /// Runs match handlers in their own Lua state each, or in one state per executor thread.
+    pub fn with_match_vms(mut self, vms: crate::match_host::MatchVms) -> LuaEngine {
+        self.match_vms = vms;
+        self
+    }
+}
+
+impl EngineFactory for LuaEngine {
+    fn name(&self) -> &'static str {
+        "lua"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["lua"]
+    }
+
+    fn create_vm(&self, setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {
+        Box::pin(async move {
+            let vm = LuaVm::create(setup).await?;
+            Ok(Rc::new(vm) as Rc<dyn EngineVm>)
+        })
+    }
+
+    fn has_match(&self, setup: &VmSetup, _registrations: &Registrations, name: &str) -> bool {
+        matches::has_match(setup, name)
+    }
+
+    fn create_match(
+        &self,
+        setup: VmSetup,
+        name: &str,
+    ) -> Result<Box<dyn metafi_match::MatchHandler>, metafi_match::HandlerError> {
+        matches::create(setup, name, self.match_vms)
+    }
+}
+
+/// Raised by the budget hook; recognised when the call's error comes back.
+#[derive(Debug, thiserror::Error)]
+#[error("the call ran past its time budget")]
+struct BudgetExceeded;
+
+/// What the modules of this VM registered, filled while they load.
+#[derive(Default)]
+pub(crate) struct Registry {
+    rpcs: HashMap<String, (Function, String)>,
+    /// The module being loaded; `None` outside loading, when registering is refused.
+    loading: Option<String>,
+}
+
+/// State shared by the `nakama` functions of one VM (mlua app data).
+pub(crate) struct VmShared {
+    pub(crate) nk: Nk,
+    /// `ctx.env`, built once per VM as Nakama does.
+    pub(crate) env: Table,
+    pub(crate) registry: RefCell<Registry>,
+    /// Maps chunk names (`@path`) back to module names for log lines.
+    pub(crate) modules_by_path: HashMap<String, String>,
+}
+
+/// One Lua state with every module loaded.
+pub struct LuaVm {
+    lua: Lua,
+    /// Deadline of the call whose code is running now; read by the instruction hook.
+    deadline: Rc<Cell<Option<Instant>>>,
+    /// `pcall`-based entry that returns `(ok, result_or_error)` so error tables survive.
+    invoke: Function,
+    /// Strings every call's `ctx` uses, created once.
+    strings: CtxStrings,
+}
+
+struct CtxStrings {
+    rpc: mlua::LuaString,
+    node: mlua::LuaString,
+    version: mlua::LuaString,
+}
+
+impl LuaVm {
+    async fn create(setup: VmSetup) -> Result<LuaVm, LoadError> {
+        let engine_error = |message: String| LoadError::Engine {
+            engine: "lua",
+            message,
+        };
+        let lua = Lua::new_with(
+            StdLib::TABLE
+                | StdLib::STRING
+                | StdLib::MATH
+                | StdLib::OS
+                | StdLib::PACKAGE
+                | StdLib::BIT,
+            LuaOptions::default(),
+        )
+        .map_err(|e| engine_error(format!("cannot create a Lua state: {e}")))?;
+        lua.set_memory_limit(setup.limits.memory_limit_bytes)
+            .map_err(|e| engine_error(format!("cannot cap Lua memory: {e}")))?;
+
+        let deadline = Rc::new(Cell::new(None::<Instant>));
+        let hook_deadline = deadline.clone();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS),
+            move |_, _| match hook_deadline.get() {
+                Some(at) if Instant::now() >= at => Err(mlua::Error::external(BudgetExceeded)),
+                _ => Ok(VmState::Continue),
+            },
+        )
+        .map_err(|e| engine_error(format!("cannot install the budget hook: {e}")))?;
+
+        let over_deadline = deadline.clone();
+        let invoke = sandbox::apply(&lua, move || {
+            over_deadline.get().is_some_and(|at| Instant::now() >= at)
+        })
+        .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+
+        let env = lua
+            .create_table()
+            .and_then(|t| {
+                for (k, v) in setup.nk.env().iter() {
+                    t.raw_set(k.as_str(), v.as_str())?;
+                }
+                Ok(t)
+            })
+            .map_err(|e| engine_error(format!("cannot build ctx.env: {e}")))?;
+        lua.set_app_data(VmShared {
+            nk: setup.nk.clone(),
+            env,
+            registry: RefCell::new(Registry::default()),
+            modules_by_path: setup
+                .modules
+                .iter()
+                .map(|m| (m.path.display().to_string(), m.name.clone()))
+                .collect(),
+        });
+        nakama::install(&lua)
+            .map_err(|e| engine_error(format!("cannot bind the nakama module: {e}")))?;
+
+        let strings = CtxStrings {
+            rpc: lua
+                .create_string(ExecutionMode::Rpc.as_str())
+                .map_err(|e| engine_error(e.to_string()))?,
+            node: lua
+                .create_string(&**setup.nk.node())
+                .map_err(|e| engine_error(e.to_string()))?,
+            version: lua
+                .create_string(env!("CARGO_PKG_VERSION"))
+                .map_err(|e| engine_error(e.to_string()))?,
+        };
+        let vm = LuaVm {
+            lua,
+            deadline,
+            invoke,
+            strings,
+        };
+        vm.load_modules(&setup.modules, setup.limits.load_timeout)
+            .await?;
+        Ok(vm)
+    }
+
+    /// Compiles every module into `package.preload`, then runs each one not yet loaded.
+    async fn load_modules(
+        &self,
+        modules: &[ModuleSource],
+        budget: std::time::Duration,
+    ) -> Result<(), LoadError> {
+        let lua = &self.lua;
+        let internal = |path: &Path, e: mlua::Error| LoadError::Module {
+            path: path.to_owned(),
+            line: 0,
+            message: e.to_string(),
+        };
+        let package: Table = lua
+            .globals()
+            .raw_get("package")
+            .map_err(|e| internal(Path::new("package"), e))?;
+        let preload: Table = package
+            .raw_get("preload")
+            .map_err(|e| internal(Path::new("package"), e))?;
+        let loaded: Table = package
+            .raw_get("loaded")
+            .map_err(|e| internal(Path::new("package"), e))?;
+        let mut chunks = Vec::with_capacity(modules.len());
+        for module in modules {
+            let chunk = lua
+                .load(&*module.text)
+                .set_name(format!("@{}", module.path.display()))
+                .into_function()
+                .map_err(|e| module_error(&module.path, &e))?;
+            preload
+                .raw_set(module.name.as_str(), chunk.clone())
+                .map_err(|e| internal(&module.path, e))?;
+            chunks.push(chunk);
+        }
+        for (module, chunk) in modules.iter().zip(chunks) {
+            let already: Value = loaded
+                .raw_get(module.name.as_str())
+                .map_err(|e| internal(&module.path, e))?;
+            if !matches!(already, Value::Nil | Value::Boolean(false)) {
+                continue;
+            }
+            self.shared().registry.borrow_mut().loading = Some(module.name.clone());
+            let deadline = Instant::now() + budget;
+            let run = chunk.call_async::<Value>(module.name.as_str());
+            let outcome = tokio::time::timeout_at(
+                deadline.into(),
+                WithDeadline::new(Box::pin(run), deadline, self.deadline.clone()),
+            )
+            .await;
+            self.shared().registry.borrow_mut().loading = None;
+            let result = match outcome {
+                Ok(Ok(value)) => value,
+                Ok(Err(e)) if is_budget(&e) || Instant::now() >= deadline => {
+                    return Err(LoadError::Module {
+                        path: module.path.clone(),
+                        line: 0,
+                        message: format!(
+                            "loading took longer than runtime.load_timeout_ms ({} ms)",
+                            budget.as_millis()
+                        ),
+                    });
+                }
+                Ok(Err(e)) => return Err(module_error(&module.path, &e)),
+                Err(_) => {
+                    return Err(LoadError::Module {
+                        path: module.path.clone(),
+                        line: 0,
+                        message: format!(
+                            "loading took longer than runtime.load_timeout_ms ({} ms)",
+                            budget.as_millis()
+                        ),
+                    });
+                }
+            };
+            let already: Value = loaded
+                .raw_get(module.name.as_str())
+                .map_err(|e| internal(&module.path, e))?;
+            if matches!(already, Value::Nil) {
+                let value = if matches!(result, Value::Nil) {
+                    Value::Boolean(true)
+                } else {
+                    result
+                };
+                loaded
+                    .raw_set(module.name.as_str(), value)
+                    .map_err(|e| internal(&module.path, e))?;
+            }
+        }
+        lua.gc_collect().map_err(|e| internal(Path::new("gc"), e))?;
+        Ok(())
+    }
+
+    fn shared(&self) -> mlua::AppDataRef<'_, VmShared> {
+        // Invariant: `create` stores VmShared before anything can call this.
+        #[allow(clippy::expect_used)]
+        self.lua
+            .app_data_ref::<VmShared>()
+            .expect("VmShared is set at VM creation")
+    }
+
+    async fn run(self: Rc<Self>, call: RpcCall) -> Result<String, ScriptError> {
+        let function = {
+            let shared = self.shared();
+            let registry = shared.registry.borrow();
+            match registry.rpcs.get(&*call.id) {
+                Some((function, _)) => function.clone(),
+                None => {
+                    return Err(ScriptError::Failed {
+                        message: "RPC function not found".into(),
+                        detail: format!("RPC '{}' is not registered on this VM", call.id),
+                    });
+                }
+            }
+        };
+        let args = self.call_args(function, &call).map_err(|e| failed(&e))?;
+        let run = self.invoke.call_async::<(bool, Value)>(args);
+        let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
+        let timed_out = Instant::now() >= call.deadline;
+        match outcome {
+            Ok((true, Value::String(s))) => Ok(s.to_string_lossy()),
+            Ok((true, Value::Nil)) => Ok(String::new()),
+            Ok((true, other)) => Err(ScriptError::BadResult {
+                found: other.type_name().to_owned(),
+            }),
+            Ok((false, error)) => Err(self.script_error(error, timed_out)),
+            Err(e) => Err(self.mlua_error(&e, timed_out)),
+        }
+    }
+
+    /// The entry's arguments: the function, the payload and the fields of `ctx`.
+    fn call_args(&self, function: Function, call: &RpcCall) -> mlua::Result<MultiValue> {
+        let lua = &self.lua;
+        let request = &call.ctx.request;
+        let text = |s: &str| lua.create_string(s).map(Value::String);
+        let lists = |map: &HashMap<String, Vec<String>>| -> mlua::Result<Value> {
+            if map.is_empty() {
+                Ok(Value::Nil)
+            } else {
+                nakama::string_lists(lua, map).map(Value::Table)
+            }
+        };
+        let mode = if call.ctx.mode == ExecutionMode::Rpc {
+            Value::String(self.strings.rpc.clone())
+        } else {
+            text(call.ctx.mode.as_str())?
+        };
+        let mut args = Vec::with_capacity(14);
+        args.push(Value::Function(function));
+        args.push(text(&call.payload)?);
+        args.push(Value::Table(self.shared().env.clone()));
+        args.push(mode);
+        args.push(Value::String(self.strings.node.clone()));
+        args.push(Value::String(self.strings.version.clone()));
+        args.push(lists(&request.headers)?);
+        args.push(lists(&request.query)?);
+        match &request.user {
+            Some(user) => {
+                args.push(text(&user.user_id.to_string())?);
+                args.push(text(&user.username)?);
+                let vars = lua.create_table_with_capacity(0, user.vars.len())?;
+                for (k, v) in &user.vars {
+                    vars.raw_set(k.as_str(), v.as_str())?;
+                }
+                args.push(Value::Table(vars));
+                args.push(Value::Integer(user.expires_at));
+                args.push(if user.session_id.is_nil() {
+                    Value::Nil
+                } else {
+                    text(&user.session_id.to_string())?
+                });
+            }
+            None => args.extend([Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil]),
+        }
+        args.push(match request.client_ip {
+            Some(ip) => text(&ip.to_string())?,
+            None => Value::Nil,
+        });
+        Ok(MultiValue::from_vec(args))
+    }
+
+    /// Classifies the error value a call raised.
+    fn script_error(&self, error: Value, timed_out: bool) -> ScriptError {
+        match error {
+            Value::Table(table) => raised_table(&table),
+            Value::Error(e) => self.mlua_error(&e, timed_out),
+            _ if timed_out => ScriptError::Timeout,
+            Value::String(s) => {
+                let text = s.to_string_lossy();
+                if text.contains("not enough memory") {
+                    self.after_out_of_memory();
+                    return ScriptError::OutOfMemory;
+                }
+                ScriptError::Failed {
+                    message: strip_position(&text).to_owned(),
+                    detail: text,
+                }
+            }
+            other => ScriptError::Failed {
+                message: format!("error object of type {}", other.type_name()),
+                detail: format!("{other:?}"),
+            },
+        }
+    }
+
+    fn mlua_error(&self, error: &mlua::Error, timed_out: bool) -> ScriptError {
+        if is_budget(error) || timed_out {
+            return ScriptError::Timeout;
+        }
+        if error.chain().any(|e| {
+            matches!(
+                e.downcast_ref::<mlua::Error>(),
+                Some(mlua::Error::MemoryError(_))
+            )
+        }) || matches!(error, mlua::Error::MemoryError(_))
+        {
+            self.after_out_of_memory();
+            return ScriptError::OutOfMemory;
+        }
+        let text = innermost_message(error);
+        ScriptError::Failed {
+            message: strip_position(&text).to_owned(),
+            detail: error.to_string(),
+        }
+    }
+
+    /// Frees what the failed call left behind, so the VM is usable again.
+    fn after_out_of_memory(&self) {
+        if let Err(e) = self.lua.gc_collect() {
+            tracing::warn!(error = %e, "Lua garbage collection after an out-of-memory error failed");
+        }
+    }
+}
+
+impl EngineVm for LuaVm {
+    fn registrations(&self) -> Registrations {
+        let shared = self.shared();
+        let registry = shared.registry.borrow();
+        let mut rpcs: Vec<Registered> = registry
+            .rpcs
+            .iter()
+            .map(|(id, (_, module))| Registered {
+                id: id.clone(),
+                module: module.clone(),
+            })
+            .collect();
+        rpcs.sort_by(|a, b| a.id.cmp(&b.id));
+        Registrations {
+            rpcs,
+            matches: Vec::new(),
+        }
+    }
+
+    fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
+        Box::pin(self.run(call))
+    }
+}
+
+/// `error({message, code})`: Nakama reads element 1 as the message and element 2 as the code;
+/// a table without a numeric code is an Internal error with that message.
+fn raised_table(table: &Table) -> ScriptError {
+    let message: Value = table.raw_get(1).unwrap_or(Value::Nil);
+    let message = match message {
+        Value::String(s) => s.to_string_lossy(),
+        Value::Nil => String::new(),
+        other => format!("{other:?}"),
+    };
+    let code: Value = table.raw_get(2).unwrap_or(Value::Nil);
+    let code = match code {
+        Value::Integer(i) => Some(i),
+        Value::Number(n) => Some(n as i64),
+        _ => None,
+    };
+    match code {
+        Some(code) => ScriptError::Raised {
+            code: code_from_number(code),
+            message,
+        },
+        None => ScriptError::Failed {
+            detail: message.clone(),
+            message,
+        },
+    }
+}
+
+fn failed(error: &mlua::Error) -> ScriptError {
+    ScriptError::Failed {
+        message: "RPC function could not be called.".into(),
+        detail: error.to_string(),
+    }
+}
+
+fn is_budget(error: &mlua::Error) -> bool {
+    error.downcast_ref::<BudgetExceeded>().is_some()
+        || error
+            .chain()
+            .any(|e| e.downcast_ref::<BudgetExceeded>().is_some())
+}
+
+/// The message of the deepest cause: what the script (or the `nk` call) said, without
+/// mlua's wrapping and traceback.
+fn innermost_message(error: &mlua::Error) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => innermost_message(cause),
+        mlua::Error::WithContext { cause, .. } => innermost_message(cause),
+        mlua::Error::RuntimeError(message) | mlua::Error::MemoryError(message) => message.clone(),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::ExternalError(e) => e.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `path/to/m.lua:12: message` → `message`, as Nakama strips the source prefix for clients.
+fn strip_position(text: &str) -> &str {
+    let first_line = text.lines().next().unwrap_or(text);
+    if let Some(at) = first_line.find(".lua:") {
+        let rest = &first_line[at + 5..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0
+            && let Some(message) = rest[digits..].strip_prefix(": ")
+        {
+            return message;
+        }
+    }
+    first_line
+}
+
+/// A load failure as `path:line: message`. Lua shortens long chunk names (`...s/m.lua:3:`), so
+/// the position is found by the file name.
+fn module_error(path: &Path, error: &mlua::Error) -> LoadError {
+    let text = innermost_message(error);
+    let full = error.to_string();
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let line = find_line(&text, &file)
+        .or_else(|| find_line(&full, &file))
+        .unwrap_or(0);
+    let message = match text.find(&format!("{file}:")) {
+        Some(at) => strip_position(&text[at..]).to_owned(),
+        None => text.lines().next().unwrap_or_default().to_owned(),
+    };
+    LoadError::Module {
+        path: path.to_owned(),
+        line,
+        message,
+    }
+}
+
+/// The line number after the first `file:` in `text`.
+fn find_line(text: &str, file: &str) -> Option<u32> {
+    let needle = format!("{file}:");
+    let at = text.find(&needle)?;
+    let rest = &text[at + needle.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Puts `deadline` in the hook's cell while the inner future runs, and restores the previous
+/// one after each poll: calls interleaved on one VM each see their own deadline.
+struct WithDeadline<F> {
+    inner: Pin<Box<F>>,
+    deadline: Instant,
+    cell: Rc<Cell<Option<Instant>>>,
+}
+
+impl<F> WithDeadline<F> {
+    fn new(inner: Pin<Box<F>>, deadline: Instant, cell: Rc<Cell<Option<Instant>>>) -> Self {
+        WithDeadline {
+            inner,
+            deadline,
+            cell,
+        }
+    }
+}
+
+impl<F: Future> Future for WithDeadline<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let previous = self.cell.replace(Some(self.deadline));
+        let result = self.inner.as_mut().poll(cx);
+        self.cell.set(previous);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_stripped_for_clients() {
+        assert_eq!(strip_position("data/modules/a.lua:12: boom"), "boom");
+        assert_eq!(strip_position("boom"), "boom");
+        assert_eq!(strip_position("x.lua:nope"), "x.lua:nope");
+    }
+
+    #[test]
+    fn lines_are_found_after_the_path() {
+        assert_eq!(find_line("...m/bad.lua:7: oops", "bad.lua"), Some(7));
+        assert_eq!(find_line("oops", "bad.lua"), None);
+    }
+}

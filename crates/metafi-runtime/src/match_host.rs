@@ -1,0 +1,400 @@
+//! The match engine behind `nk.match_*` and the runtimes' match handlers: which runtime runs a
+//! handler name ([`MatchHandlers`]), the [`MatchHost`] over the match registry
+//! ([`EngineMatchHost`]), and the `matchmaker_matched` hook of whichever runtime registered one.
+//!
+//! A name given to `nk.match_create` is looked up in this order, as Nakama does: native
+//! (`NativeInitializer::register_match`), then each script engine in the order the server
+//! added them (Lua: a module name; JS: `initializer.registerMatch`).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use metafi_core::CoreError;
+use metafi_match::{
+    Dispatcher, Flow, HandlerError, HookResult, JoinRequest, JoinVerdict, ListQuery, MatchContext,
+    MatchHandler, MatchInit, MatchMessage, MatchSpec, MatchedEntry, Matches, MatchmakerHook,
+    Params, Presence, PresenceReason,
+};
+use metafi_proto::Code;
+use serde_json::{Map, Value, json};
+use tokio::runtime::Handle;
+
+use crate::host::{EngineFactory, Registrations, VmSetup};
+use crate::matches::{MatchHost, MatchInfo, MatchListQuery};
+use crate::native::{NativeMatch, NativeMatchmakerMatched};
+use crate::nk::Nk;
+
+/// Where a script engine keeps the VMs of match handlers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MatchVms {
+    /// One VM per match, with every module loaded: Nakama's model. Module-level variables are
+    /// per match; creating a match loads every module (milliseconds, on the executor thread).
+    #[default]
+    PerMatch,
+    /// One VM per executor thread shared by the matches it runs: a match starts in
+    /// microseconds and costs only its state, but module-level variables are shared by the
+    /// matches of a thread and they share its memory cap.
+    PerThread,
+}
+
+/// The reserved RPC id under which a script engine registers its `matchmaker_matched` hook
+/// (never routed to clients; the payload is the matched entries as JSON).
+pub const MATCHMAKER_MATCHED_HOOK: &str = "\u{1}matchmaker_matched";
+
+/// A script engine whose VMs may run match handlers.
+pub(crate) struct EngineMatches {
+    pub(crate) factory: Arc<dyn EngineFactory>,
+    pub(crate) setup: VmSetup,
+    pub(crate) registrations: Registrations,
+}
+
+/// Every match handler name the runtimes know, and how to build each.
+pub struct MatchHandlers {
+    natives: Vec<(String, NativeMatch)>,
+    engines: Vec<EngineMatches>,
+    /// The server's runtime, entered around every handler call so `nk` IO works on executor
+    /// threads.
+    handle: Option<Handle>,
+}
+
+impl std::fmt::Debug for MatchHandlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchHandlers")
+            .field(
+                "natives",
+                &self.natives.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field(
+                "engines",
+                &self
+                    .engines
+                    .iter()
+                    .map(|e| e.factory.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl MatchHandlers {
+    pub(crate) fn new(
+        natives: Vec<(String, NativeMatch)>,
+        engines: Vec<EngineMatches>,
+    ) -> MatchHandlers {
+        MatchHandlers {
+            natives,
+            engines,
+            handle: Handle::try_current().ok(),
+        }
+    }
+
+    /// How to start match `name` with `params`; `None` when no runtime has that handler.
+    pub fn spec(&self, name: &str, params: Params) -> Option<MatchSpec> {
+        let handle = self.handle.clone();
+        if let Some((_, factory)) = self.natives.iter().find(|(n, _)| n == name) {
+            let factory = factory.clone();
+            return Some(MatchSpec {
+                handler_name: Arc::from(name),
+                runtime: "native",
+                factory: Box::new(
+                    move |_: &MatchContext| -> Result<Box<dyn MatchHandler>, HandlerError> {
+                        Ok(InRuntime::wrap(handle, factory()))
+                    },
+                ),
+                params,
+            });
+        }
+        let engine = self
+            .engines
+            .iter()
+            .find(|e| e.factory.has_match(&e.setup, &e.registrations, name))?;
+        let factory = engine.factory.clone();
+        let setup = engine.setup.clone();
+        let owned = name.to_owned();
+        Some(MatchSpec {
+            handler_name: Arc::from(name),
+            runtime: factory.name(),
+            factory: Box::new(
+                move |_: &MatchContext| -> Result<Box<dyn MatchHandler>, HandlerError> {
+                    let _entered = handle.as_ref().map(Handle::enter);
+                    let handler = factory.create_match(setup, &owned)?;
+                    Ok(InRuntime::wrap(handle.clone(), handler))
+                },
+            ),
+            params,
+        })
+    }
+}
+
+/// Enters the server's tokio context around each callback, so handler code calling `nk`
+/// functions can use timers and IO from an executor thread.
+struct InRuntime {
+    handle: Option<Handle>,
+    inner: Box<dyn MatchHandler>,
+}
+
+impl InRuntime {
+    fn wrap(handle: Option<Handle>, inner: Box<dyn MatchHandler>) -> Box<dyn MatchHandler> {
+        Box::new(InRuntime { handle, inner })
+    }
+}
+
+impl MatchHandler for InRuntime {
+    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.init(ctx, params)
+    }
+
+    fn join_attempt(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        request: &JoinRequest,
+    ) -> Result<JoinVerdict, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.join_attempt(ctx, d, tick, request)
+    }
+
+    fn join(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+    ) -> Result<Flow, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.join(ctx, d, tick, presences)
+    }
+
+    fn leave(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+        reason: PresenceReason,
+    ) -> Result<Flow, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.leave(ctx, d, tick, presences, reason)
+    }
+
+    fn tick(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        messages: &[MatchMessage],
+    ) -> Result<Flow, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.tick(ctx, d, tick, messages)
+    }
+
+    fn terminate(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        grace_seconds: u32,
+    ) -> Result<Flow, HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.terminate(ctx, d, tick, grace_seconds)
+    }
+
+    fn signal(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        data: &str,
+    ) -> Result<(Flow, String), HandlerError> {
+        let _entered = self.handle.as_ref().map(Handle::enter);
+        self.inner.signal(ctx, d, tick, data)
+    }
+}
+
+/// [`MatchHost`] over the match registry. Built before the runtime (whose `nk` needs it); the
+/// runtime's handlers are installed once every module has loaded, so `nk.match_create` at
+/// module load time is refused with a message saying so.
+#[derive(Debug)]
+pub struct EngineMatchHost {
+    matches: Matches,
+    handlers: OnceLock<Arc<MatchHandlers>>,
+}
+
+impl EngineMatchHost {
+    pub fn new(matches: Matches) -> EngineMatchHost {
+        EngineMatchHost {
+            matches,
+            handlers: OnceLock::new(),
+        }
+    }
+
+    /// Makes the runtimes' match handlers available to `nk.match_create`.
+    pub fn install(&self, handlers: Arc<MatchHandlers>) {
+        let _ = self.handlers.set(handlers);
+    }
+}
+
+fn info(m: metafi_match::MatchInfo) -> MatchInfo {
+    MatchInfo {
+        match_id: m.match_id,
+        authoritative: m.authoritative,
+        label: m.label,
+        size: m.size,
+        tick_rate: m.tick_rate,
+        handler_name: m.handler_name,
+    }
+}
+
+#[async_trait]
+impl MatchHost for EngineMatchHost {
+    async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError> {
+        let Some(handlers) = self.handlers.get() else {
+            return Err(CoreError::Status {
+                code: Code::Unavailable,
+                message: "match handlers are not available while modules load; create matches from RPCs, hooks or run_once callbacks that run later".into(),
+            });
+        };
+        let spec = handlers.spec(module, params).ok_or_else(|| {
+            CoreError::from(metafi_match::MatchError::HandlerNotFound {
+                name: module.to_owned(),
+            })
+        })?;
+        let id = self.matches.create(spec).await?;
+        Ok(id.to_string())
+    }
+
+    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+        let found = self.matches.list(&ListQuery {
+            limit: query.limit,
+            authoritative: query.authoritative,
+            label: query.label,
+            min_size: query.min_size,
+            max_size: query.max_size,
+            query: query.query,
+        })?;
+        Ok(found.into_iter().map(info).collect())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {
+        Ok(self.matches.get(id)?.map(info))
+    }
+
+    async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
+        Ok(self.matches.signal(id, data).await?)
+    }
+}
+
+/// The matched entries as script hooks receive them: Nakama's `presence`, `properties`
+/// (string and numeric properties together) and `party_id`.
+pub(crate) fn entries_json(entries: &[MatchedEntry]) -> String {
+    let list: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut properties = Map::new();
+            for (k, v) in &e.string_properties {
+                properties.insert(k.clone(), Value::String(v.clone()));
+            }
+            for (k, v) in &e.numeric_properties {
+                properties.insert(k.clone(), json!(v));
+            }
+            let mut entry = json!({
+                "presence": {
+                    "user_id": e.presence.user_id.to_string(),
+                    "session_id": e.presence.session_id.to_string(),
+                    "username": &*e.presence.username,
+                    "node": &*e.presence.node,
+                },
+                "properties": properties,
+                "ticket": e.ticket,
+            });
+            if !e.party_id.is_empty() {
+                entry["party_id"] = Value::String(e.party_id.clone());
+            }
+            entry
+        })
+        .collect();
+    Value::Array(list).to_string()
+}
+
+/// A native `matchmaker_matched` hook, with the runtime's call budget.
+pub(crate) struct NativeHook {
+    pub(crate) function: NativeMatchmakerMatched,
+    pub(crate) nk: Nk,
+    pub(crate) timeout: Duration,
+}
+
+impl std::fmt::Debug for NativeHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeHook").finish_non_exhaustive()
+    }
+}
+
+impl MatchmakerHook for NativeHook {
+    fn matched(
+        &self,
+        entries: Vec<MatchedEntry>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = HookResult> + Send + '_>> {
+        let call = (self.function)(self.nk.clone(), entries);
+        let timeout = self.timeout;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, call).await {
+                Ok(Ok(id)) => Ok(id),
+                Ok(Err(e)) => Err(format!("native matchmaker_matched hook failed: {e}")),
+                Err(_) => {
+                    Err("native matchmaker_matched hook ran past runtime.call_timeout_ms".into())
+                }
+            }
+        })
+    }
+}
+
+/// A script engine's `matchmaker_matched` hook, run on its VM pool like an RPC.
+pub(crate) struct PoolHook {
+    pub(crate) pool: Arc<crate::pool::VmPool>,
+    pub(crate) ctx: Arc<crate::context::CallContext>,
+}
+
+impl std::fmt::Debug for PoolHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolHook")
+            .field("engine", &self.pool.engine())
+            .finish()
+    }
+}
+
+impl MatchmakerHook for PoolHook {
+    fn matched(
+        &self,
+        entries: Vec<MatchedEntry>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = HookResult> + Send + '_>> {
+        Box::pin(async move {
+            let engine = self.pool.engine();
+            let outcome = self
+                .pool
+                .call(
+                    Arc::from(MATCHMAKER_MATCHED_HOOK),
+                    self.ctx.clone(),
+                    entries_json(&entries),
+                )
+                .await;
+            match outcome {
+                Ok(Ok(id)) if id.is_empty() => Ok(None),
+                Ok(Ok(id)) => match metafi_match::MatchId::parse(&id) {
+                    Ok(_) => Ok(Some(id)),
+                    Err(_) => Err(format!(
+                        "{engine} matchmaker_matched hook returned '{id}', which is not a match id"
+                    )),
+                },
+                Ok(Err(error)) => Err(format!(
+                    "{engine} matchmaker_matched hook failed: {error:?}"
+                )),
+                Err(_) => Err(format!(
+                    "{engine} runtime refused the matchmaker_matched hook call (queue full or stopping)"
+                )),
+            }
+        })
+    }
+}

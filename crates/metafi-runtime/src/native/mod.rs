@@ -1,0 +1,137 @@
+//! Native Rust modules: server code compiled into the binary, MetaFi's equivalent of Nakama's
+//! Go runtime and the fastest path (no VM, no queue: a native RPC runs on the IO runtime as an
+//! ordinary async function).
+//!
+//! A module implements [`NativeModule`]; the server registers it with
+//! [`crate::RuntimeBuilder::native`], and at start its [`NativeModule::init`] registers
+//! functions on a [`NativeInitializer`], like Go's `InitModule(ctx, logger, db, nk,
+//! initializer)`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use crate::context::CallContext;
+use crate::error::RpcError;
+use crate::nk::Nk;
+
+/// The error a module's `init` returns; it stops the server with the module's name.
+pub type InitError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A native RPC function: `(context, nk, payload) → result`.
+pub type NativeRpc = Arc<
+    dyn Fn(Arc<CallContext>, Nk, String) -> BoxFuture<'static, Result<String, RpcError>>
+        + Send
+        + Sync,
+>;
+
+/// Builds a native match handler; called on the match executor thread that runs the match
+/// (`nk.match_create(name, params)` with a name given to
+/// [`NativeInitializer::register_match`]).
+pub type NativeMatch = Arc<dyn Fn() -> Box<dyn metafi_match::MatchHandler> + Send + Sync>;
+
+/// A native `matchmaker_matched` hook: the matched players in, the id of the authoritative
+/// match they should join out (`None`: the server hands out a token for a relayed match).
+pub type NativeMatchmakerMatched = Arc<
+    dyn Fn(
+            Nk,
+            Vec<metafi_match::MatchedEntry>,
+        ) -> BoxFuture<'static, Result<Option<String>, RpcError>>
+        + Send
+        + Sync,
+>;
+
+/// A set of native functions compiled into the server.
+pub trait NativeModule: Send + Sync + 'static {
+    /// Name used in logs, metrics and errors (`"examples"`).
+    fn name(&self) -> &'static str;
+
+    /// Registers the module's functions. Runs once at start, before any call.
+    fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError>;
+}
+
+/// What a native module registers at start.
+pub struct NativeInitializer {
+    nk: Nk,
+    pub(crate) rpcs: Vec<(String, NativeRpc)>,
+    /// Match handlers by name (`register_match`).
+    pub(crate) matches: Vec<(String, NativeMatch)>,
+    /// The `matchmaker_matched` hook, if registered.
+    pub(crate) matchmaker_matched: Option<NativeMatchmakerMatched>,
+    /// Registration mistakes (an empty id); reported as the module's init error.
+    pub(crate) problems: Vec<String>,
+}
+
+impl std::fmt::Debug for NativeInitializer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeInitializer")
+            .field(
+                "rpcs",
+                &self.rpcs.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl NativeInitializer {
+    pub(crate) fn new(nk: Nk) -> NativeInitializer {
+        NativeInitializer {
+            nk,
+            rpcs: Vec::new(),
+            matches: Vec::new(),
+            matchmaker_matched: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// The `nk` API, for work at init time; functions receive their own handle per call.
+    pub fn nk(&self) -> &Nk {
+        &self.nk
+    }
+
+    /// Registers RPC `id` (case-insensitive, as in Nakama). Registering an id twice keeps the
+    /// later function.
+    pub fn register_rpc<F, Fut>(&mut self, id: &str, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, RpcError>> + Send + 'static,
+    {
+        let id = id.to_lowercase();
+        if id.is_empty() {
+            self.problems.push("register_rpc: expects an RPC id".into());
+            return;
+        }
+        let function: NativeRpc =
+            Arc::new(move |ctx, nk, payload| Box::pin(function(ctx, nk, payload)));
+        self.rpcs.retain(|(existing, _)| *existing != id);
+        self.rpcs.push((id, function));
+    }
+
+    /// Registers an authoritative match handler: `nk.match_create(name, params)` (from any
+    /// runtime) starts a match whose handler `factory` builds, on the match's executor thread.
+    /// Registering a name twice keeps the later factory.
+    pub fn register_match<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn() -> Box<dyn metafi_match::MatchHandler> + Send + Sync + 'static,
+    {
+        if name.is_empty() {
+            self.problems
+                .push("register_match: expects a match name".into());
+            return;
+        }
+        self.matches.retain(|(existing, _)| existing != name);
+        self.matches.push((name.to_owned(), Arc::new(factory)));
+    }
+
+    /// Registers the `matchmaker_matched` hook: called with each group the matchmaker forms;
+    /// returning `Some(match_id)` (usually from `nk.match_create`) sends the players to that
+    /// match instead of giving them a token.
+    pub fn register_matchmaker_matched<F, Fut>(&mut self, hook: F)
+    where
+        F: Fn(Nk, Vec<metafi_match::MatchedEntry>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<String>, RpcError>> + Send + 'static,
+    {
+        self.matchmaker_matched = Some(Arc::new(move |nk, entries| Box::pin(hook(nk, entries))));
+    }
+}

@@ -1,0 +1,211 @@
+//! The `nk` API as plain Rust: what every engine binds (Lua `nk.storage_read`, JS
+//! `nk.storageRead`, native `nk.storage_read`). Engines only convert arguments and results;
+//! rules, permissions and errors live here and in `metafi-core`, so all runtimes agree.
+//!
+//! Server code acts as the server: storage calls use `Caller::Server` (no permission checks,
+//! any owner) unless a function passes a caller id, as in Nakama.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use metafi_core::objects::{DeleteInput, WriteInput};
+use metafi_core::{Clock, CoreError, Objects};
+use metafi_storage::{
+    Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
+};
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::matches::{MatchHost, MatchInfo, MatchListQuery};
+
+/// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
+pub const MAX_USERS_PER_CALL: usize = 1000;
+
+/// The services server code may use. Built once by the server and shared by every VM.
+#[derive(Debug, Clone)]
+pub struct RuntimeServices {
+    pub objects: Arc<Objects>,
+    pub store: Arc<dyn Storage>,
+    pub matches: Arc<dyn MatchHost>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Severity of a script log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// The `nk` API. Cheap to clone; `Send + Sync`, so native functions can hold it across
+/// awaits and engines can move it into their VM threads.
+#[derive(Debug, Clone)]
+pub struct Nk {
+    inner: Arc<NkInner>,
+}
+
+#[derive(Debug)]
+struct NkInner {
+    services: RuntimeServices,
+    node: Arc<str>,
+    env: Arc<HashMap<String, String>>,
+    /// Engines whose `run_once` already ran: once per process and engine, as Nakama's shared
+    /// `sync.Once` across all Lua VMs.
+    ran_once: Mutex<HashSet<&'static str>>,
+}
+
+impl Nk {
+    pub fn new(services: RuntimeServices, node: Arc<str>, env: Arc<HashMap<String, String>>) -> Nk {
+        Nk {
+            inner: Arc::new(NkInner {
+                services,
+                node,
+                env,
+                ran_once: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    pub fn node(&self) -> &Arc<str> {
+        &self.inner.node
+    }
+
+    /// `runtime.env`, as every context shows it.
+    pub fn env(&self) -> &Arc<HashMap<String, String>> {
+        &self.inner.env
+    }
+
+    /// True for the first caller per `engine` in this process: that caller runs its
+    /// `run_once` function, every later one skips it.
+    pub fn claim_run_once(&self, engine: &'static str) -> bool {
+        self.inner.ran_once.lock().insert(engine)
+    }
+
+    /// A random (version 4) UUID in its 36-character form.
+    pub fn uuid_v4(&self) -> String {
+        Uuid::new_v4().to_string()
+    }
+
+    /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).
+    pub fn time_ms(&self) -> i64 {
+        self.inner.services.clock.now_ms()
+    }
+
+    /// Writes a script's log line with the engine and module as fields.
+    pub fn log(&self, level: LogLevel, engine: &'static str, module: &str, message: &str) {
+        match level {
+            LogLevel::Debug => {
+                tracing::debug!(target: "metafi_runtime::script", engine, module, "{message}")
+            }
+            LogLevel::Info => {
+                tracing::info!(target: "metafi_runtime::script", engine, module, "{message}")
+            }
+            LogLevel::Warn => {
+                tracing::warn!(target: "metafi_runtime::script", engine, module, "{message}")
+            }
+            LogLevel::Error => {
+                tracing::error!(target: "metafi_runtime::script", engine, module, "{message}")
+            }
+        }
+    }
+
+    /// Reads objects by id; missing objects are left out. As the server: any owner, any
+    /// permission. A nil `user_id` means system-owned objects.
+    pub async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, CoreError> {
+        self.inner.services.objects.read(Caller::Server, ids).await
+    }
+
+    /// Writes objects atomically; `user_id` of each write is its owner (nil: system-owned).
+    pub async fn storage_write(
+        &self,
+        writes: Vec<WriteInput>,
+    ) -> Result<Vec<ObjectAck>, CoreError> {
+        self.inner
+            .services
+            .objects
+            .write(Caller::Server, writes)
+            .await
+    }
+
+    /// Lists a collection. `owner` narrows to one user's objects; `caller` lists as that user
+    /// would see them (public and own objects) instead of as the server.
+    pub async fn storage_list(
+        &self,
+        caller: Option<Uuid>,
+        owner: Option<Uuid>,
+        collection: &str,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ObjectPage, CoreError> {
+        let caller = caller.map_or(Caller::Server, Caller::User);
+        self.inner
+            .services
+            .objects
+            .list(caller, collection, owner, limit, cursor)
+            .await
+    }
+
+    /// Deletes objects atomically; a delete with a version deletes only that version.
+    pub async fn storage_delete(&self, deletes: Vec<DeleteInput>) -> Result<(), CoreError> {
+        self.inner
+            .services
+            .objects
+            .delete(Caller::Server, deletes)
+            .await
+    }
+
+    /// A user's full account (profile, identities, wallet).
+    pub async fn account_get_id(&self, user_id: Uuid) -> Result<Account, CoreError> {
+        self.inner
+            .services
+            .store
+            .account(user_id)
+            .await
+            .map_err(|e| CoreError::storage("reading an account", e))?
+            .ok_or_else(|| CoreError::not_found("Account not found."))
+    }
+
+    /// Users by id, in no particular order; unknown ids are left out.
+    pub async fn users_get_id(&self, ids: Vec<Uuid>) -> Result<Vec<User>, CoreError> {
+        if ids.len() > MAX_USERS_PER_CALL {
+            return Err(CoreError::invalid(format!(
+                "Too many user ids: at most {MAX_USERS_PER_CALL} per call."
+            )));
+        }
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.inner
+            .services
+            .store
+            .users_by_id(&ids)
+            .await
+            .map_err(|e| CoreError::storage("reading users", e))
+    }
+
+    pub async fn match_create(
+        &self,
+        module: &str,
+        params: Map<String, Value>,
+    ) -> Result<String, CoreError> {
+        if module.is_empty() {
+            return Err(CoreError::invalid("expects module name"));
+        }
+        self.inner.services.matches.create(module, params).await
+    }
+
+    pub async fn match_get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {
+        self.inner.services.matches.get(id).await
+    }
+
+    pub async fn match_list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+        self.inner.services.matches.list(query).await
+    }
+
+    pub async fn match_signal(&self, id: &str, data: String) -> Result<String, CoreError> {
+        self.inner.services.matches.signal(id, data).await
+    }
+}

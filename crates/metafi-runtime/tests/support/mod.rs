@@ -1,0 +1,212 @@
+//! A runtime over SQLite in a temporary directory, with a fake match host, for the tests.
+
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use metafi_core::{CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
+use metafi_runtime::lua::LuaEngine;
+use metafi_runtime::{
+    MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime, RuntimeBuilder,
+    RuntimeConfig, RuntimeServices,
+};
+use metafi_storage::{NewIdentity, NewUser, Storage};
+use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A match host that records what scripts asked for. `signal("sleep", ms)` sleeps, to play a
+/// slow IO call.
+#[derive(Debug, Default)]
+pub struct FakeMatches {
+    pub creates: AtomicUsize,
+    pub last_params: parking_lot::Mutex<Option<(String, Map<String, Value>)>>,
+    pub last_query: parking_lot::Mutex<Option<MatchListQuery>>,
+}
+
+#[async_trait]
+impl MatchHost for FakeMatches {
+    async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError> {
+        let n = self.creates.fetch_add(1, Ordering::SeqCst);
+        *self.last_params.lock() = Some((module.to_owned(), params));
+        Ok(format!("match-{n}.node"))
+    }
+
+    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+        *self.last_query.lock() = Some(query.clone());
+        Ok(vec![MatchInfo {
+            match_id: "listed.node".into(),
+            authoritative: true,
+            label: query.label,
+            size: 2,
+            tick_rate: Some(10),
+            handler_name: Some("lobby".into()),
+        }])
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {
+        if id == "nope" {
+            return Ok(None);
+        }
+        Ok(Some(MatchInfo {
+            match_id: id.to_owned(),
+            authoritative: true,
+            label: None,
+            size: 1,
+            tick_rate: None,
+            handler_name: Some("lobby".into()),
+        }))
+    }
+
+    async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
+        if id == "sleep" {
+            let ms: u64 = data.parse().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            return Ok(format!("slept {ms}"));
+        }
+        Ok(format!("{id} got {data}"))
+    }
+}
+
+#[derive(Debug)]
+pub struct Harness {
+    pub runtime: Runtime,
+    pub store: Arc<dyn Storage>,
+    pub matches: Arc<FakeMatches>,
+    _dir: tempfile::TempDir,
+}
+
+pub struct Options {
+    pub modules: PathBuf,
+    pub vms: usize,
+    pub max_calls_per_vm: usize,
+    pub queue_capacity: usize,
+    pub call_timeout: Duration,
+    pub memory_limit_bytes: usize,
+    pub natives: Vec<Arc<dyn NativeModule>>,
+}
+
+impl Options {
+    pub fn new(modules: PathBuf) -> Options {
+        Options {
+            modules,
+            vms: 2,
+            max_calls_per_vm: 16,
+            queue_capacity: 64,
+            call_timeout: Duration::from_secs(5),
+            memory_limit_bytes: 32 << 20,
+            natives: Vec::new(),
+        }
+    }
+}
+
+pub async fn open_store(dir: &Path) -> Arc<dyn Storage> {
+    let config = SqliteConfig {
+        path: dir.join("metafi.db"),
+        ..SqliteConfig::default()
+    };
+    let store = tokio::task::spawn_blocking(move || SqliteStorage::open(config))
+        .await
+        .unwrap()
+        .unwrap();
+    Arc::new(store)
+}
+
+pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadError> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path()).await;
+    let matches = Arc::new(FakeMatches::default());
+    let services = RuntimeServices {
+        objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+        store: store.clone(),
+        matches: matches.clone(),
+        clock: Arc::new(SystemClock),
+    };
+    let config = RuntimeConfig {
+        path: options.modules,
+        node: "test-node".into(),
+        env: HashMap::from([("region".to_owned(), "eu".to_owned())]),
+        call_timeout: options.call_timeout,
+        load_timeout: Duration::from_secs(5),
+        memory_limit_bytes: options.memory_limit_bytes,
+        pools: HashMap::from([(
+            "lua".to_owned(),
+            PoolConfig {
+                vms: options.vms,
+                max_calls_per_vm: options.max_calls_per_vm,
+                queue_capacity: options.queue_capacity,
+            },
+        )]),
+    };
+    let mut builder = RuntimeBuilder::new(config, services).engine(Arc::new(LuaEngine::new()));
+    for native in options.natives {
+        builder = builder.native(native);
+    }
+    let runtime = builder.start().await?;
+    Ok(Harness {
+        runtime,
+        store,
+        matches,
+        _dir: dir,
+    })
+}
+
+pub async fn start(modules: &str) -> Harness {
+    build(Options::new(fixture(modules))).await.unwrap()
+}
+
+impl Harness {
+    pub async fn call(&self, id: &str, payload: &str) -> Result<String, CoreError> {
+        self.runtime
+            .call(id, RpcContext::default(), payload.to_owned())
+            .await
+    }
+
+    pub async fn call_as(
+        &self,
+        id: &str,
+        user: RpcUser,
+        payload: &str,
+    ) -> Result<String, CoreError> {
+        let ctx = RpcContext {
+            user: Some(user),
+            client_ip: Some(IpAddr::from([127, 0, 0, 9])),
+            query: HashMap::from([("q".to_owned(), vec!["1".to_owned(), "2".to_owned()])]),
+            headers: HashMap::from([("x-test".to_owned(), vec!["yes".to_owned()])]),
+        };
+        self.runtime.call(id, ctx, payload.to_owned()).await
+    }
+
+    /// A user with a device, created straight in storage.
+    pub async fn new_user(&self, username: &str) -> Uuid {
+        let id = Uuid::new_v4();
+        self.store
+            .create_user(NewUser {
+                id,
+                username: username.to_owned(),
+                identity: NewIdentity::Device {
+                    id: format!("device-{id}"),
+                },
+                now_ms: 1_700_000_000_000,
+            })
+            .await
+            .unwrap();
+        id
+    }
+}
+
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}

@@ -1,0 +1,364 @@
+//! The realtime socket as a client sees it: authentication before the upgrade, both wire
+//! formats, cid correlation, RPC, and every way the server ends a connection (limits,
+//! timeouts, slow readers, single socket, shutdown).
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod realtime_support;
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use metafi_core::{SessionClaims, TokenKeys, TokenKind};
+use metafi_proto::api::Rpc;
+use metafi_proto::realtime::{
+    ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, Message, Ping, channel_type,
+};
+use metafi_proto::wkt::bool_value;
+use realtime_support::{Socket, user, ws_url};
+use support::{Http, TestServer};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+fn rpc(id: &str, payload: &str) -> Message {
+    Message::Rpc(Rpc {
+        id: id.into(),
+        payload: payload.into(),
+        http_key: String::new(),
+    })
+}
+
+fn join(room: &str, persistence: bool) -> Message {
+    Message::ChannelJoin(ChannelJoin {
+        target: room.into(),
+        r#type: channel_type::ROOM,
+        persistence: bool_value(persistence),
+        hidden: None,
+    })
+}
+
+#[tokio::test]
+async fn bad_missing_and_expired_tokens_are_refused_before_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let refused = |url: String| async move { Socket::try_connect(&url).await.err().unwrap() };
+
+    let missing = refused(ws_url(&server.base, "", "")).await;
+    assert_eq!(missing.status, 401);
+    assert_eq!(missing.body["code"], 16);
+    assert_eq!(missing.body["error"], missing.body["message"]);
+
+    let garbage = refused(ws_url(&server.base, "not.a.token", "")).await;
+    assert_eq!(
+        (garbage.status, garbage.body["code"].as_i64()),
+        (401, Some(16))
+    );
+
+    let keys = TokenKeys::new(b"defaultencryptionkey", b"defaultrefreshencryptionkey");
+    let expired = keys
+        .sign(
+            TokenKind::Session,
+            &SessionClaims {
+                session_id: uuid::Uuid::new_v4(),
+                user_id: uuid::Uuid::new_v4(),
+                username: "late".into(),
+                vars: HashMap::new(),
+                expires_at: 1_000,
+                issued_at: 900,
+            },
+        )
+        .unwrap();
+    let expired = refused(ws_url(&server.base, &expired, "")).await;
+    assert_eq!(expired.status, 401);
+    assert!(
+        expired.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired"),
+        "{:?}",
+        expired.body
+    );
+
+    let alice = user(&http).await;
+    let format = refused(ws_url(&server.base, &alice.token, "format=xml")).await;
+    assert_eq!(
+        (format.status, format.body["code"].as_i64()),
+        (400, Some(3))
+    );
+
+    // A plain GET is not an upgrade.
+    let plain = http
+        .send(http.get(&format!("/ws?token={}", alice.token)))
+        .await;
+    assert_eq!(plain.status, 400, "{:?}", plain.body);
+    assert_eq!(plain.body["code"], 3);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn both_formats_answer_with_the_requests_cid() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+
+    // JSON on the wire, checked as text: protobuf JSON with proto names.
+    let mut json = Socket::connect(&server.base, &alice.token, "").await;
+    json.send_raw(WsMessage::text(r#"{"cid":"7","ping":{}}"#))
+        .await;
+    let pong = json.wait_for(|e| e.cid == "7").await;
+    assert!(matches!(pong.message, Some(Message::Pong(_))));
+
+    // Several requests in flight: each answer carries its own cid.
+    for cid in ["a", "b", "c"] {
+        json.send(&Envelope::new(cid, Message::Ping(Ping {}))).await;
+    }
+    json.send(&Envelope::new("d", rpc("nope", "{}"))).await;
+    for cid in ["a", "b", "c", "d"] {
+        json.wait_for(|e| e.cid == cid).await;
+    }
+
+    let mut proto = Socket::connect(&server.base, &alice.token, "format=protobuf").await;
+    let answer = proto.request(Message::Ping(Ping {})).await;
+    assert!(matches!(answer.message, Some(Message::Pong(_))));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn rpc_over_the_socket_reaches_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    for extra in ["", "format=protobuf"] {
+        let mut socket = Socket::connect(&server.base, &alice.token, extra).await;
+        let answer = socket.request(rpc("echo_native", r#"{"b":2,"a":1}"#)).await;
+        assert_eq!(
+            answer.message,
+            Some(rpc("echo_native", r#"{"a":1,"b":2}"#)),
+            "{extra}"
+        );
+        let (code, message) = socket.request_error(rpc("no_such_rpc", "{}")).await;
+        assert_eq!(
+            (code, message.as_str()),
+            (
+                ErrorCode::RuntimeFunctionNotFound as i32,
+                "RPC function not found"
+            )
+        );
+        let (code, _) = socket.request_error(rpc("echo_native", "{nope")).await;
+        assert_eq!(code, ErrorCode::RuntimeFunctionException as i32);
+        let (code, _) = socket.request_error(rpc("", "{}")).await;
+        assert_eq!(code, ErrorCode::BadInput as i32);
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn oversize_and_malformed_messages_close_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.socket.max_message_size_bytes = 1024;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    let big = format!(
+        r#"{{"cid":"1","rpc":{{"id":"x","payload":"{}"}}}}"#,
+        "y".repeat(2000)
+    );
+    socket.send_raw(WsMessage::text(big)).await;
+    let frame = socket.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1009);
+    assert!(
+        frame.reason.contains("socket.max_message_size_bytes"),
+        "{frame:?}"
+    );
+
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    socket.send_raw(WsMessage::binary(vec![1u8, 2, 3])).await;
+    let frame = socket.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1003, "binary frame on a JSON socket");
+
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    socket.send_raw(WsMessage::text("not json")).await;
+    let frame = socket.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1007);
+    assert_eq!(frame.reason.as_str(), "received malformed payload");
+
+    // An envelope without a known message: Nakama's MISSING_PAYLOAD answer, then a close.
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    socket
+        .send_raw(WsMessage::text(r#"{"cid":"5","party_create":{}}"#))
+        .await;
+    let frame = socket.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1008);
+    let error = socket
+        .backlog()
+        .iter()
+        .find(|e| e.cid == "5")
+        .cloned()
+        .unwrap();
+    assert!(
+        matches!(error.message, Some(Message::Error(e)) if e.code == ErrorCode::MissingPayload as i32)
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_silent_client_is_closed_after_pong_wait_and_a_live_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.socket.ping_period_ms = 100;
+        raw.socket.pong_wait_ms = 400;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+
+    // This client never reads, so it never answers the server's pings.
+    let mut silent = Socket::connect(&server.base, &alice.token, "").await;
+    // This one reads (tungstenite answers pings while reading) but sends nothing itself.
+    let mut live = Socket::connect(&server.base, &alice.token, "").await;
+    live.assert_no_event(Duration::from_millis(1200), |_| true)
+        .await;
+    let answer = live.request(Message::Ping(Ping {})).await;
+    assert!(
+        matches!(answer.message, Some(Message::Pong(_))),
+        "still open"
+    );
+
+    let frame = silent.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1001);
+    assert!(frame.reason.contains("pong_wait_ms"), "{frame:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn idle_timeout_closes_a_client_that_sends_no_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.socket.idle_timeout_ms = 400;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    let mut idle = Socket::connect(&server.base, &alice.token, "").await;
+    let mut busy = Socket::connect(&server.base, &alice.token, "").await;
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        busy.request(Message::Ping(Ping {})).await;
+    }
+    let frame = idle.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1000);
+    assert!(frame.reason.contains("idle_timeout_ms"), "{frame:?}");
+    busy.request(Message::Ping(Ping {})).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn single_socket_closes_the_older_socket_with_a_notification() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.session.single_socket = true;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    let mut first = Socket::connect(&server.base, &alice.token, "").await;
+    first.request(Message::Ping(Ping {})).await;
+    let mut second = Socket::connect(&server.base, &alice.token, "format=protobuf").await;
+    let frame = first.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1000);
+    assert!(
+        frame.reason.contains("server-side session disconnect"),
+        "{frame:?}"
+    );
+    assert!(
+        first.backlog().iter().any(|e| matches!(&e.message,
+            Some(Message::Notifications(n)) if n.notifications[0].code == -7)),
+        "{:?}",
+        first.backlog()
+    );
+    second.request(Message::Ping(Ping {})).await;
+
+    // Without single_socket, several sockets of one user coexist (checked in the other tests).
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_disconnected_and_others_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.socket.outgoing_queue_size = 8;
+        raw.socket.max_message_size_bytes = 128 * 1024;
+        raw.socket.write_wait_ms = 10_000;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let (slow_user, fast_user) = (user(&http).await, user(&http).await);
+    let mut slow = Socket::connect(&server.base, &slow_user.token, "").await;
+    let mut fast = Socket::connect(&server.base, &fast_user.token, "").await;
+    let channel = match slow.request(join("flood", false)).await.message {
+        Some(Message::Channel(c)) => c.id,
+        other => panic!("{other:?}"),
+    };
+    let slow_presence = match fast.request(join("flood", false)).await.message {
+        Some(Message::Channel(c)) => c
+            .presences
+            .into_iter()
+            .find(|p| p.user_id == slow_user.id)
+            .unwrap(),
+        other => panic!("{other:?}"),
+    };
+
+    // `slow` reads nothing from now on; `fast` floods the room with 60 KB messages.
+    let content = format!(r#"{{"blob":"{}"}}"#, "z".repeat(60_000));
+    let mut sent = 0;
+    let left = loop {
+        fast.request(Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: channel.clone(),
+            content: content.clone(),
+        }))
+        .await;
+        sent += 1;
+        if let Some(e) = fast.backlog().iter().find(|e| {
+            matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+                if ev.leaves.iter().any(|p| p.session_id == slow_presence.session_id))
+        }) {
+            break e.clone();
+        }
+        fast.discard_backlog();
+        assert!(sent < 2000, "the slow client was never disconnected");
+    };
+    assert!(matches!(
+        left.message,
+        Some(Message::ChannelPresenceEvent(_))
+    ));
+    // The fast client is unaffected.
+    fast.request(Message::Ping(Ping {})).await;
+
+    // Reading again, the slow client finds its queued messages, then the close reason.
+    let frame = slow.closed(Duration::from_secs(20)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1008);
+    assert!(frame.reason.contains("outgoing queue full"), "{frame:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_sockets_with_going_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    socket.request(Message::Ping(Ping {})).await;
+    let stopping = server.begin_shutdown();
+    let frame = socket.closed(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1001);
+    assert_eq!(frame.reason.as_str(), "server shutting down");
+    stopping.await.unwrap();
+}

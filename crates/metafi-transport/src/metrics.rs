@@ -1,0 +1,27 @@
+//! WebSocket transport metrics.
+
+/// `metafi_socket_connections` (gauge): open WebSocket connections.
+pub(crate) fn connection_opened() {
+    metrics::gauge!("metafi_socket_connections").increment(1.0);
+}
+
+/// Decrements the gauge and counts `metafi_socket_closed_total{reason}`.
+pub(crate) fn connection_closed(reason: &'static str) {
+    metrics::gauge!("metafi_socket_connections").decrement(1.0);
+    metrics::counter!("metafi_socket_closed_total", "reason" => reason).increment(1);
+}
+
+/// `metafi_socket_rejected_total{reason}`: upgrade requests refused before the upgrade.
+pub(crate) fn rejected(reason: &'static str) {
+    metrics::counter!("metafi_socket_rejected_total", "reason" => reason).increment(1);
+}
+
+/// `metafi_socket_received_bytes_total`: payload bytes of data frames from clients.
+pub(crate) fn received(bytes: usize) {
+    metrics::counter!("metafi_socket_received_bytes_total").increment(bytes as u64);
+}
+
+/// `metafi_socket_sent_bytes_total`: payload bytes of data frames to clients.
+pub(crate) fn sent(bytes: usize) {
+    metrics::counter!("metafi_socket_sent_bytes_total").increment(bytes as u64);
+}

@@ -1,0 +1,69 @@
+//! Example native modules, compiled into the `metafi` binary: MetaFi's equivalent of a Nakama
+//! Go plugin, without the plugin (a crate the server links and registers).
+//!
+//! [`Examples`] registers `echo_native`, the seed benchmark's native echo: decode the payload
+//! as JSON and encode it back; a payload that is not JSON is code 3 (INVALID_ARGUMENT). It also
+//! registers the seed benchmark's match as a native handler ([`matches::SeedMatch`], handler
+//! name `seed_native`) and its `get_match_native` RPC.
+//!
+//! Must not depend on: the server, the transport, a storage backend. Key type: [`Examples`].
+
+pub mod matches;
+
+use std::sync::Arc;
+
+use metafi_runtime::native::InitError;
+use metafi_runtime::{CallContext, NativeInitializer, NativeModule, Nk, RpcError};
+
+/// The example module.
+#[derive(Debug, Default)]
+pub struct Examples;
+
+impl NativeModule for Examples {
+    fn name(&self) -> &'static str {
+        "examples"
+    }
+
+    fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError> {
+        initializer.register_rpc("echo_native", echo);
+        initializer.register_rpc("get_match_native", matches::get_match);
+        initializer.register_match(matches::HANDLER, || Box::new(matches::SeedMatch::default()));
+        Ok(())
+    }
+}
+
+/// `echo_native`: the payload's JSON, decoded and encoded again (keys sorted, as Go's
+/// `encoding/json` and the Lua echo produce them).
+pub async fn echo(_ctx: Arc<CallContext>, _nk: Nk, payload: String) -> Result<String, RpcError> {
+    echo_json(&payload)
+}
+
+/// The echo itself: JSON in, the same JSON out (re-encoded).
+pub fn echo_json(payload: &str) -> Result<String, RpcError> {
+    let value: serde_json::Value = serde_json::from_str(payload)
+        .map_err(|e| RpcError::invalid_argument(format!("payload is not valid JSON: {e}")))?;
+    serde_json::to_string(&value)
+        .map_err(|e| RpcError::internal(format!("cannot encode the result: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metafi_proto::Code;
+
+    #[test]
+    fn echo_re_encodes_json_with_sorted_keys() {
+        assert_eq!(
+            echo_json(r#"{"b":1, "a":[true,null]}"#).unwrap(),
+            r#"{"a":[true,null],"b":1}"#
+        );
+    }
+
+    #[test]
+    fn echo_refuses_bad_json_with_code_3() {
+        let error = echo_json("{nope").unwrap_err();
+        assert_eq!(error.code, Code::InvalidArgument);
+        assert!(error.message.contains("not valid JSON"));
+        assert_eq!(echo_json("").unwrap_err().code, Code::InvalidArgument);
+    }
+}

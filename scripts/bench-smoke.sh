@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Smoke test of metafi-bench: starts a throwaway metafi and runs every workload the server
+# supports for ~3 s at low load. A workload fails the script when the tool reports more than 1 %
+# errors or no success at all. A workload whose server part is missing (no RPC of that id, no
+# realtime socket) is skipped with a line saying so.
+#
+#   scripts/bench-smoke.sh [METAFI_BIN] [BENCH_BIN]     (defaults: the debug builds)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+# shellcheck source=scripts/lib/server.sh
+. scripts/lib/server.sh
+
+bin=${1:-target/debug/metafi}
+bench=${2:-target/debug/metafi-bench}
+flags=(--set session.token_expiry_sec=600)
+# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in.
+if "$bin" config default | grep -q '^\[runtime\]'; then
+  flags+=(--set runtime.path=examples)
+fi
+
+trap stop_server EXIT
+start_server "$bin" "${flags[@]}"
+server="http://127.0.0.1:$SERVER_PORT"
+echo "bench smoke: metafi on port $SERVER_PORT"
+
+passed=0
+skipped=0
+run() {
+  local workload=$1
+  shift
+  echo "==> metafi-bench $workload $*"
+  "$bench" "$workload" --server "$server" --server-pid "$SERVER_PID" \
+    --max-error-ratio 0.01 --min-successes 1 --progress-every 10s "$@"
+  passed=$((passed + 1))
+}
+skip() {
+  echo "SKIPPED: $*"
+  skipped=$((skipped + 1))
+}
+
+# probes: a session, then whether an RPC id exists and whether /ws upgrades
+token=$(curl -sf -u defaultkey: -H 'content-type: application/json' \
+  -d '{"id":"bench-smoke-probe-device"}' \
+  "$server/v2/account/authenticate/device?create=true" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+has_rpc() {
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "authorization: Bearer $token" \
+    -H 'content-type: application/json' -d '"{}"' "$server/v2/rpc/$1")" = 200 ]
+}
+has_socket() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -H 'Connection: Upgrade' \
+    -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' \
+    -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$server/ws?token=$token" || true)
+  [ "$code" = 101 ]
+}
+
+run register --clients 4 --duration 3s
+run auth --clients 4 --duration 3s --users 50
+rpcs=()
+for id in echo echo_js echo_native; do
+  if has_rpc "$id"; then
+    rpcs+=("$id")
+    run rpc --id "$id" --clients 4 --duration 3s --users 10
+  else
+    skip "rpc --id $id: the server has no RPC $id"
+  fi
+done
+if has_socket; then
+  run ccu --phase 50:2s --phase 0:1s --hold 10s
+  run ccu --phase 50:2s --phase 0:1s --hold 10s --format protobuf
+  for id in "${rpcs[@]}"; do
+    run rpc --socket --id "$id" --clients 4 --duration 3s --users 10
+  done
+  if has_rpc get_match; then
+    run match --users 20 --phase 10:2s --phase 0:2s --hold 3s
+  else
+    skip "match: the server has no RPC get_match (the match engine's example module)"
+  fi
+else
+  skip "ccu, rpc --socket, match: the server has no realtime socket at /ws"
+fi
+echo "bench smoke: $passed passed, 0 failed, $skipped skipped"

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The seed benchmark's match workload against metafi on ONE server core (docs/BENCHMARKS.md,
+# "Authoritative matches"): the server pinned to core 0, metafi-bench pinned to core 1.
+#
+#   scripts/bench_match.sh PLAYERS RPC [extra `metafi serve` flags...]
+#
+# RPC is get_match (Lua), get_match_js (JavaScript) or get_match_native. Environment: RATE
+# (arrivals per second, default 400), HOLD (seconds of steady state after the ramp, default 60),
+# OUT (directory for the reports, default a temporary one). Prints the steady-state numbers:
+# echo / broadcast latency percentiles over the hold (from the tool's per-second histograms),
+# tick lateness p99 (from the server's Prometheus histogram over the same window), server CPU.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+players=$1
+rpc=$2
+shift 2
+rate=${RATE:-400}
+hold=${HOLD:-60}
+out=${OUT:-$(mktemp -d -t metafi-bench-match.XXXXXX)}
+mkdir -p "$out"
+bin=target/release/metafi
+bench=target/release/metafi-bench
+port=${PORT:-7460}
+metrics_port=${METRICS_PORT:-9160}
+data=$(mktemp -d -t metafi-bench-data.XXXXXX)
+
+taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
+  --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
+  "$@" >"$out/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$data"' EXIT
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && break
+  sleep 0.1
+done
+
+ramp=$(( (players + rate - 1) / rate ))
+# Steady window: from 5 s after the last arrival to 3 s before the end.
+steady_from=$(( ramp + 5 ))
+steady_to=$(( ramp + hold - 3 ))
+cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+(
+  sleep "$steady_from"
+  curl -s "http://127.0.0.1:$metrics_port/metrics" >"$out/metrics.start"
+  cpu >"$out/cpu.start"
+  sleep $(( steady_to - steady_from ))
+  curl -s "http://127.0.0.1:$metrics_port/metrics" >"$out/metrics.end"
+  cpu >"$out/cpu.end"
+  curl -s "http://127.0.0.1:$metrics_port/debug/matches" >"$out/matches.json"
+) &
+sampler=$!
+
+taskset -c 1 "$bench" match --server "http://127.0.0.1:$port" --rpc "$rpc" --users "$players" \
+  --phase "$rate:${ramp}s" --phase "0:${hold}s" --hold "$(( ramp + hold ))s" \
+  --server-pid "$server" --out "$out" --progress-every 10s >"$out/bench.txt" 2>&1 || true
+wait "$sampler" || true
+
+python3 - "$out" "$steady_from" "$steady_to" "$(getconf CLK_TCK)" <<'EOF'
+import json, sys, re
+out, t0, t1, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+
+def buckets(path, name):
+    found = {}
+    for line in open(path):
+        m = re.match(name + r'_bucket\{.*le="([^"]+)"\} (\S+)', line)
+        if m:
+            le = float('inf') if m.group(1) == '+Inf' else float(m.group(1))
+            found[le] = found.get(le, 0) + float(m.group(2))
+    return found
+
+def quantile_bound(name, q):
+    a, b = buckets(f"{out}/metrics.start", name), buckets(f"{out}/metrics.end", name)
+    diff = sorted((le, b[le] - a.get(le, 0)) for le in b)
+    total = diff[-1][1] if diff else 0
+    if total <= 0:
+        return None, 0
+    for le, count in diff:
+        if count >= q * total:
+            return le, total
+    return float('inf'), total
+
+report = json.load(open(f"{out}/report.json"))
+names = [s if isinstance(s, str) else s.get("name") for s in report["timeline_series"]]
+steady = [p for p in report["timeline"] if t0 <= p["at"] <= t1]
+for name in ("echo", "broadcast"):
+    i = names.index(name)
+    rows = [p["series"][i] for p in steady if p["series"][i]["count"] > 0]
+    if not rows:
+        print(f"{name}: no samples in the steady window")
+        continue
+    def med(key):
+        values = sorted(r[key] for r in rows)
+        return values[len(values) // 2]
+    count = sum(r["count"] for r in rows)
+    worst = max(r["p99_ms"] for r in rows)
+    print(f"{name}: {count / len(rows):.0f}/s; per-second p50 median {med('p50_ms'):.1f} ms, p99 median {med('p99_ms'):.1f} ms, p99 worst second {worst:.1f} ms")
+errors = report.get("errors")
+print(f"errors over the run: {errors}")
+cpu = (float(open(f"{out}/cpu.end").read()) - float(open(f"{out}/cpu.start").read())) / hz
+print(f"steady window {t0}-{t1} s: server CPU {cpu:.1f} s over {t1 - t0} s = {cpu / (t1 - t0):.2f} cores")
+for q in (0.5, 0.99):
+    le, n = quantile_bound("metafi_match_tick_lateness_seconds", q)
+    print(f"tick lateness p{int(q*100)} <= {le} s ({int(n)} ticks)")
+le, n = quantile_bound("metafi_match_tick_duration_seconds", 0.99)
+print(f"tick duration p99 <= {le} s")
+EOF
+echo "reports in $out"
