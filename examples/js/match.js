@@ -105,24 +105,34 @@ function seedJsSignal(ctx, logger, nk, dispatcher, tick, state, data) {
   return { state: state, data: 'ok' };
 }
 
+// Rounds of "look for a seat, else create a match" before giving up (as get_match in Lua).
+var SEED_JS_ATTEMPTS = 3;
+
+function seedJsReserve(nk, matchId, userId) {
+  try {
+    return nk.matchSignal(matchId, userId) === 'ok';
+  } catch (e) {
+    return false; // full of reservations in flight, or ended: try another
+  }
+}
+
 function seedJsGetMatch(ctx, logger, nk, payload) {
   var userId = ctx.userId || nk.uuidv4();
-  // Size counts accepted joins too, so maxSize 9 means "a seat is free".
-  var found = nk.matchList(5, true, null, 0, SEED_JS_MAX_PLAYERS - 1, '+handler_name:seed_js +label.open:1');
-  for (var i = 0; i < found.length; i++) {
-    var answer;
-    try {
-      answer = nk.matchSignal(found[i].matchId, userId);
-    } catch (e) {
-      continue;
+  for (var attempt = 0; attempt < SEED_JS_ATTEMPTS; attempt++) {
+    // Size counts accepted joins too, so maxSize 9 means "a seat is free".
+    var found = nk.matchList(5, true, null, 0, SEED_JS_MAX_PLAYERS - 1, '+handler_name:seed_js +label.open:1');
+    for (var i = 0; i < found.length; i++) {
+      if (seedJsReserve(nk, found[i].matchId, userId)) {
+        return JSON.stringify({ match_id: found[i].matchId });
+      }
     }
-    if (answer === 'ok') {
-      return JSON.stringify({ match_id: found[i].matchId });
+    // Others see a new match in listings at once and may fill it before our reservation lands.
+    var matchId = nk.matchCreate('seed_js', {});
+    if (seedJsReserve(nk, matchId, userId)) {
+      return JSON.stringify({ match_id: matchId });
     }
   }
-  var matchId = nk.matchCreate('seed_js', {});
-  nk.matchSignal(matchId, userId);
-  return JSON.stringify({ match_id: matchId });
+  throw new Error('no match had a free seat after ' + SEED_JS_ATTEMPTS + ' attempts: try again');
 }
 
 function InitModule(ctx, logger, nk, initializer) {

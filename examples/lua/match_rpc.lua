@@ -9,19 +9,32 @@ local nk = require("nakama")
 local MATCH_MODULE = ((...) or ""):gsub("[^.]*$", "") .. "match"
 local QUERY = "+handler_name:" .. MATCH_MODULE .. " +label.open:1"
 
+-- How many rounds of "look for a seat, else create a match" before giving up. A round fails only
+-- when every candidate (the new match too) filled up or had too many reservations in flight.
+local ATTEMPTS = 3
+
+local function reserve(match_id, user_id)
+  local ok, answer = pcall(nk.match_signal, match_id, user_id)
+  return ok and answer == "ok"
+end
+
 local function get_match(context, payload)
   local user_id = context.user_id or nk.uuid_v4()
-  -- Size counts accepted joins too, so max_size 9 means "a seat is free".
-  local matches = nk.match_list(5, true, nil, 0, 9, QUERY)
-  for _, m in ipairs(matches) do
-    local ok, answer = pcall(nk.match_signal, m.match_id, user_id)
-    if ok and answer == "ok" then
-      return nk.json_encode({ match_id = m.match_id })
+  for _ = 1, ATTEMPTS do
+    -- Size counts accepted joins too, so max_size 9 means "a seat is free".
+    local matches = nk.match_list(5, true, nil, 0, 9, QUERY)
+    for _, m in ipairs(matches) do
+      if reserve(m.match_id, user_id) then
+        return nk.json_encode({ match_id = m.match_id })
+      end
+    end
+    -- Others see a new match in listings at once and may fill it before our reservation lands.
+    local match_id = nk.match_create(MATCH_MODULE, {})
+    if reserve(match_id, user_id) then
+      return nk.json_encode({ match_id = match_id })
     end
   end
-  local match_id = nk.match_create(MATCH_MODULE, {})
-  nk.match_signal(match_id, user_id)
-  return nk.json_encode({ match_id = match_id })
+  error("no match had a free seat after " .. ATTEMPTS .. " attempts: try again")
 end
 
 nk.register_rpc(get_match, "get_match")

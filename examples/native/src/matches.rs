@@ -192,24 +192,40 @@ pub async fn get_match(
         .user
         .as_ref()
         .map_or_else(|| nk.uuid_v4(), |u| u.user_id.to_string());
-    let found = nk
-        .match_list(MatchListQuery {
-            limit: 5,
-            authoritative: Some(true),
-            label: None,
-            min_size: Some(0),
-            max_size: Some(MAX_PLAYERS as i32 - 1),
-            query: Some(format!("+handler_name:{HANDLER} +label.open:1")),
-        })
-        .await?;
-    for candidate in found {
-        if let Ok(answer) = nk.match_signal(&candidate.match_id, user.clone()).await
-            && answer == "ok"
-        {
-            return Ok(serde_json::json!({ "match_id": candidate.match_id }).to_string());
+    for _ in 0..ATTEMPTS {
+        let found = nk
+            .match_list(MatchListQuery {
+                limit: 5,
+                authoritative: Some(true),
+                label: None,
+                min_size: Some(0),
+                max_size: Some(MAX_PLAYERS as i32 - 1),
+                query: Some(format!("+handler_name:{HANDLER} +label.open:1")),
+            })
+            .await?;
+        for candidate in found {
+            if reserve(&nk, &candidate.match_id, &user).await {
+                return Ok(serde_json::json!({ "match_id": candidate.match_id }).to_string());
+            }
+        }
+        // Others see a new match in listings at once and may fill it before our reservation
+        // lands.
+        let match_id = nk.match_create(HANDLER, serde_json::Map::new()).await?;
+        if reserve(&nk, &match_id, &user).await {
+            return Ok(serde_json::json!({ "match_id": match_id }).to_string());
         }
     }
-    let match_id = nk.match_create(HANDLER, serde_json::Map::new()).await?;
-    nk.match_signal(&match_id, user).await?;
-    Ok(serde_json::json!({ "match_id": match_id }).to_string())
+    Err(RpcError::internal(format!(
+        "no match had a free seat after {ATTEMPTS} attempts: try again"
+    )))
+}
+
+/// Rounds of "look for a seat, else create a match" before `get_match` gives up. A round fails
+/// only when every candidate, the new match too, filled up or had too many reservations in
+/// flight (`match.signal_queue_size`).
+const ATTEMPTS: usize = 3;
+
+/// Reserves a seat for `user`; false when the match is full, busy or gone.
+async fn reserve(nk: &Nk, match_id: &str, user: &str) -> bool {
+    matches!(nk.match_signal(match_id, user.to_owned()).await, Ok(answer) if answer == "ok")
 }

@@ -31,7 +31,7 @@ use metafi_match::{
     Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MAX_LABEL_BYTES, MatchContext,
     MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use uuid::Uuid;
 
 use super::{LuaVm, VmShared, WithDeadline, convert, is_budget};
@@ -98,15 +98,22 @@ struct Recorder {
 }
 
 /// A Lua match handler: one Lua state, the module's callbacks, the match state.
+///
+/// The Lua values a match keeps between callbacks are anchored in the Lua registry
+/// ([`RegistryKey`]), not held as mlua handles: every live handle occupies a slot of mlua's
+/// reference stack, which LuaJIT caps near 8,000 slots per state, so a few hundred matches
+/// sharing one VM (`match.vm_per_match = false`) would exhaust it ("out of Lua stack"). Handles
+/// are made from the keys for one callback and dropped when it returns.
 pub(crate) struct LuaMatch {
     vm: Rc<LuaVm>,
-    callbacks: Vec<Function>,
-    ctx: Table,
-    dispatcher: Table,
-    state: Value,
+    callback_keys: Vec<RegistryKey>,
+    ctx_key: RegistryKey,
+    dispatcher_key: RegistryKey,
+    state_key: RegistryKey,
     recorder: Rc<RefCell<Recorder>>,
-    /// Presence tables of joined players, reused in every tick's messages.
-    tables: HashMap<Uuid, Table>,
+    /// Presence tables of joined players, reused in every tick's messages, with their
+    /// addresses (the recorder's keys).
+    member_tables: HashMap<Uuid, (RegistryKey, usize)>,
     label: Arc<str>,
 }
 
@@ -168,10 +175,12 @@ pub(crate) fn create(
             "match module must return a table containing the match callback functions",
         ));
     };
-    let mut callbacks = Vec::with_capacity(CALLBACKS.len());
+    let mut callback_keys = Vec::with_capacity(CALLBACKS.len());
     for callback in CALLBACKS {
         match module.raw_get::<Value>(callback).map_err(internal)? {
-            Value::Function(f) => callbacks.push(f),
+            Value::Function(f) => {
+                callback_keys.push(lua.create_registry_value(f).map_err(internal)?);
+            }
             _ => {
                 return Err(HandlerError::failed(format!(
                     "{callback} not found or not a function"
@@ -180,16 +189,20 @@ pub(crate) fn create(
         }
     }
     let recorder = Rc::new(RefCell::new(Recorder::default()));
-    let ctx = base_context(&lua).map_err(internal)?;
-    let dispatcher = dispatcher_table(&lua, &recorder).map_err(internal)?;
+    let anchor = |value: Value| lua.create_registry_value(value).map_err(internal);
+    let ctx_key = anchor(Value::Table(base_context(&lua).map_err(internal)?))?;
+    let dispatcher_key = anchor(Value::Table(
+        dispatcher_table(&lua, &recorder).map_err(internal)?,
+    ))?;
+    let state_key = anchor(Value::Nil)?;
     Ok(Box::new(LuaMatch {
         vm,
-        callbacks,
-        ctx,
-        dispatcher,
-        state: Value::Nil,
+        callback_keys,
+        ctx_key,
+        dispatcher_key,
+        state_key,
         recorder,
-        tables: HashMap::new(),
+        member_tables: HashMap::new(),
         label: Arc::from(""),
     }))
 }
@@ -208,16 +221,43 @@ impl LuaMatch {
         &self.vm.lua
     }
 
+    /// The match's context table (a handle valid for the current callback).
+    fn ctx(&self) -> mlua::Result<Table> {
+        self.lua().registry_value(&self.ctx_key)
+    }
+
+    /// The dispatcher table.
+    fn dispatcher(&self) -> mlua::Result<Table> {
+        self.lua().registry_value(&self.dispatcher_key)
+    }
+
+    /// The match state the last callback returned.
+    fn state(&self) -> mlua::Result<Value> {
+        self.lua().registry_value(&self.state_key)
+    }
+
+    /// The arguments of a callback after `match_init`: context, dispatcher, tick, state, and
+    /// the callback's own last argument.
+    fn callback_args(&self, tick: i64, last: Value) -> mlua::Result<MultiValue> {
+        Ok(MultiValue::from_iter([
+            Value::Table(self.ctx()?),
+            Value::Table(self.dispatcher()?),
+            Value::Integer(tick),
+            self.state()?,
+            last,
+        ]))
+    }
+
     /// Refreshes the context fields that change during the match.
     fn update_context(&mut self, ctx: &MatchContext) -> Result<(), HandlerError> {
         let result = (|| -> mlua::Result<()> {
+            let table = self.ctx()?;
             if *self.label != *ctx.label {
                 self.label = ctx.label.clone();
-                self.ctx.raw_set("match_label", &*ctx.label)?;
+                table.raw_set("match_label", &*ctx.label)?;
             }
-            self.ctx.raw_set("match_size", ctx.presences as i64)?;
-            self.ctx
-                .raw_set("match_pending_joins", ctx.pending_joins as i64)?;
+            table.raw_set("match_size", ctx.presences as i64)?;
+            table.raw_set("match_pending_joins", ctx.pending_joins as i64)?;
             Ok(())
         })();
         result.map_err(|e| HandlerError::failed(e.to_string()))
@@ -231,9 +271,9 @@ impl LuaMatch {
         reason: Option<PresenceReason>,
     ) -> mlua::Result<Table> {
         if reason.is_none()
-            && let Some(table) = self.tables.get(&presence.session_id)
+            && let Some((key, _)) = self.member_tables.get(&presence.session_id)
         {
-            return Ok(table.clone());
+            return self.lua().registry_value(key);
         }
         let lua = self.lua();
         let table = lua.create_table_with_capacity(0, 5)?;
@@ -272,7 +312,10 @@ impl LuaMatch {
         room: usize,
     ) -> Result<MultiValue, HandlerError> {
         self.recorder.borrow_mut().deferred_room = room;
-        let function = self.callbacks[callback as usize].clone();
+        let function: Function = self
+            .lua()
+            .registry_value(&self.callback_keys[callback as usize])
+            .map_err(LuaMatch::lua_error)?;
         let run = function.call_async::<MultiValue>(args);
         let guarded = WithDeadline::new(Box::pin(run), ctx.deadline, self.vm.deadline.clone());
         let outcome = crate::block::block_on_until(guarded, Some(ctx.deadline));
@@ -332,19 +375,21 @@ impl LuaMatch {
     }
 
     /// Takes the new state from the first returned value; nil ends the match.
-    fn take_state(&mut self, value: Option<Value>) -> Flow {
+    fn take_state(&mut self, value: Option<Value>) -> Result<Flow, HandlerError> {
         match value {
-            None | Some(Value::Nil) => Flow::End,
+            None | Some(Value::Nil) => Ok(Flow::End),
             Some(state) => {
-                self.state = state;
-                Flow::Continue
+                let lua = self.vm.lua.clone();
+                lua.replace_registry_value(&mut self.state_key, state)
+                    .map_err(LuaMatch::lua_error)?;
+                Ok(Flow::Continue)
             }
         }
     }
 
     fn state_only(&mut self, values: MultiValue, callback: &str) -> Result<Flow, HandlerError> {
         let mut values = values.into_iter();
-        let flow = self.take_state(values.next());
+        let flow = self.take_state(values.next())?;
         if values.next().is_some() {
             return Err(HandlerError::invalid(format!(
                 "{callback} returned too many values, stopping match"
@@ -361,8 +406,9 @@ impl LuaMatch {
 impl MatchHandler for LuaMatch {
     fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
         let setup = (|| -> mlua::Result<Value> {
-            self.ctx.raw_set("match_id", &*ctx.match_id)?;
-            self.ctx.raw_set("match_node", &*ctx.node)?;
+            let table = self.ctx()?;
+            table.raw_set("match_id", &*ctx.match_id)?;
+            table.raw_set("match_node", &*ctx.node)?;
             if params.is_empty() {
                 Ok(Value::Nil)
             } else {
@@ -371,7 +417,10 @@ impl MatchHandler for LuaMatch {
         })();
         let params = setup.map_err(LuaMatch::lua_error)?;
         self.update_context(ctx)?;
-        let args = MultiValue::from_iter([Value::Table(self.ctx.clone()), params]);
+        let args = MultiValue::from_iter([
+            Value::Table(self.ctx().map_err(LuaMatch::lua_error)?),
+            params,
+        ]);
         let values: Vec<Value> = self
             .call(Callback::Init, ctx, args, 0)?
             .into_iter()
@@ -403,12 +452,17 @@ impl MatchHandler for LuaMatch {
             None | Some(Value::Nil) => {
                 return Err(HandlerError::invalid("Match initial state must not be nil"));
             }
-            Some(state) => self.state = state.clone(),
+            Some(state) => {
+                let lua = self.vm.lua.clone();
+                lua.replace_registry_value(&mut self.state_key, state.clone())
+                    .map_err(LuaMatch::lua_error)?;
+            }
         }
         let tick_rate = u32::try_from(tick_rate).unwrap_or(0);
         let result = (|| -> mlua::Result<()> {
-            self.ctx.raw_set("match_label", label.as_str())?;
-            self.ctx.raw_set("match_tick_rate", tick_rate)?;
+            let table = self.ctx()?;
+            table.raw_set("match_label", label.as_str())?;
+            table.raw_set("match_tick_rate", tick_rate)?;
             Ok(())
         })();
         result.map_err(LuaMatch::lua_error)?;
@@ -428,7 +482,7 @@ impl MatchHandler for LuaMatch {
             let lua = self.lua().clone();
             // A copy of the match context with the joining user, as Nakama builds it.
             let call_ctx = lua.create_table_with_capacity(0, 16)?;
-            for pair in self.ctx.pairs::<Value, Value>() {
+            for pair in self.ctx()?.pairs::<Value, Value>() {
                 let (k, v) = pair?;
                 call_ctx.raw_set(k, v)?;
             }
@@ -455,9 +509,9 @@ impl MatchHandler for LuaMatch {
             }
             Ok(MultiValue::from_iter([
                 Value::Table(call_ctx),
-                Value::Table(self.dispatcher.clone()),
+                Value::Table(self.dispatcher()?),
                 Value::Integer(tick),
-                self.state.clone(),
+                self.state()?,
                 Value::Table(presence),
                 Value::Table(metadata),
             ]))
@@ -490,7 +544,7 @@ impl MatchHandler for LuaMatch {
                 "Match join attempt returned too many values, stopping match",
             ));
         }
-        let flow = self.take_state(values.into_iter().next());
+        let flow = self.take_state(values.into_iter().next())?;
         Ok(JoinVerdict {
             flow,
             allow,
@@ -509,16 +563,12 @@ impl MatchHandler for LuaMatch {
         let built = (|| -> mlua::Result<MultiValue> {
             for p in presences {
                 let table = self.presence_table(p, None)?;
-                self.tables.insert(p.session_id, table);
+                let pointer = table.to_pointer() as usize;
+                let key = self.lua().create_registry_value(table)?;
+                self.member_tables.insert(p.session_id, (key, pointer));
             }
             let list = self.presence_list(presences, PresenceReason::Join)?;
-            Ok(MultiValue::from_iter([
-                Value::Table(self.ctx.clone()),
-                Value::Table(self.dispatcher.clone()),
-                Value::Integer(tick),
-                self.state.clone(),
-                Value::Table(list),
-            ]))
+            self.callback_args(tick, Value::Table(list))
         })();
         let args = built.map_err(LuaMatch::lua_error)?;
         let values = self.call(Callback::Join, ctx, args, d.deferred_room())?;
@@ -536,22 +586,13 @@ impl MatchHandler for LuaMatch {
     ) -> Result<Flow, HandlerError> {
         self.update_context(ctx)?;
         for p in presences {
-            if let Some(table) = self.tables.remove(&p.session_id) {
-                self.recorder
-                    .borrow_mut()
-                    .presences
-                    .remove(&(table.to_pointer() as usize));
+            if let Some((_, pointer)) = self.member_tables.remove(&p.session_id) {
+                self.recorder.borrow_mut().presences.remove(&pointer);
             }
         }
         let built = (|| -> mlua::Result<MultiValue> {
             let list = self.presence_list(presences, reason)?;
-            Ok(MultiValue::from_iter([
-                Value::Table(self.ctx.clone()),
-                Value::Table(self.dispatcher.clone()),
-                Value::Integer(tick),
-                self.state.clone(),
-                Value::Table(list),
-            ]))
+            self.callback_args(tick, Value::Table(list))
         })();
         let args = built.map_err(LuaMatch::lua_error)?;
         let values = self.call(Callback::Leave, ctx, args, d.deferred_room())?;
@@ -584,13 +625,7 @@ impl MatchHandler for LuaMatch {
                 message.raw_set("receive_time_ms", m.receive_time_ms)?;
                 list.raw_set(i + 1, message)?;
             }
-            Ok(MultiValue::from_iter([
-                Value::Table(self.ctx.clone()),
-                Value::Table(self.dispatcher.clone()),
-                Value::Integer(tick),
-                self.state.clone(),
-                Value::Table(list),
-            ]))
+            self.callback_args(tick, Value::Table(list))
         })();
         let args = built.map_err(LuaMatch::lua_error)?;
         let values = self.call(Callback::Loop, ctx, args, d.deferred_room())?;
@@ -606,13 +641,9 @@ impl MatchHandler for LuaMatch {
         grace_seconds: u32,
     ) -> Result<Flow, HandlerError> {
         self.update_context(ctx)?;
-        let args = MultiValue::from_iter([
-            Value::Table(self.ctx.clone()),
-            Value::Table(self.dispatcher.clone()),
-            Value::Integer(tick),
-            self.state.clone(),
-            Value::Integer(i64::from(grace_seconds)),
-        ]);
+        let args = self
+            .callback_args(tick, Value::Integer(i64::from(grace_seconds)))
+            .map_err(LuaMatch::lua_error)?;
         let values = self.call(Callback::Terminate, ctx, args, d.deferred_room())?;
         self.replay(d);
         self.state_only(values, "Match terminate")
@@ -626,17 +657,11 @@ impl MatchHandler for LuaMatch {
         data: &str,
     ) -> Result<(Flow, String), HandlerError> {
         self.update_context(ctx)?;
-        let data = self
-            .lua()
-            .create_string(data)
-            .map_err(LuaMatch::lua_error)?;
-        let args = MultiValue::from_iter([
-            Value::Table(self.ctx.clone()),
-            Value::Table(self.dispatcher.clone()),
-            Value::Integer(tick),
-            self.state.clone(),
-            Value::String(data),
-        ]);
+        let args = (|| {
+            let data = self.lua().create_string(data)?;
+            self.callback_args(tick, Value::String(data))
+        })()
+        .map_err(LuaMatch::lua_error)?;
         let values: Vec<Value> = self
             .call(Callback::Signal, ctx, args, d.deferred_room())?
             .into_iter()
@@ -656,7 +681,7 @@ impl MatchHandler for LuaMatch {
                 ));
             }
         };
-        let flow = self.take_state(values.into_iter().next());
+        let flow = self.take_state(values.into_iter().next())?;
         Ok((flow, reply))
     }
 }
@@ -666,9 +691,9 @@ impl LuaMatch {
     /// tables stay.
     fn forget_transient(&mut self) {
         let kept: std::collections::HashSet<usize> = self
-            .tables
+            .member_tables
             .values()
-            .map(|t| t.to_pointer() as usize)
+            .map(|(_, pointer)| *pointer)
             .collect();
         self.recorder
             .borrow_mut()
