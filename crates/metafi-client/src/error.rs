@@ -51,6 +51,12 @@ pub enum ClientError {
     /// The server answered a socket request with an error envelope.
     #[error("server answered code {code}: {message}")]
     Realtime { code: i32, message: String },
+    /// The QUIC connection or link failed (handshake, TLS, protocol).
+    #[error("QUIC transport failed")]
+    Quic {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An answer of an unexpected type arrived for a request.
     #[error("unexpected answer: {what}")]
     Unexpected { what: String },
@@ -78,6 +84,7 @@ impl ClientError {
             ClientError::Decode { .. } => "decode".into(),
             ClientError::Timeout { .. } => "timeout".into(),
             ClientError::WebSocket { .. } => "websocket".into(),
+            ClientError::Quic { .. } => "quic".into(),
             ClientError::Closed { .. } => "socket closed".into(),
             ClientError::Realtime { code, .. } => format!("socket code {code}").into(),
             ClientError::Unexpected { .. } => "unexpected answer".into(),

@@ -17,7 +17,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
 use metafi_proto::api::Rpc;
-use metafi_proto::realtime::{Envelope, Match, MatchDataSend, MatchJoin, MatchJoinId, Message};
+use metafi_proto::realtime::{
+    DeliveryClass, Envelope, Match, MatchDataSend, MatchJoin, MatchJoinId, Message,
+};
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -65,6 +67,25 @@ impl Default for SocketConfig {
 pub trait Transport: Send + 'static {
     /// Sends one encoded envelope.
     fn send(&mut self, frame: Bytes) -> impl Future<Output = Result<(), ClientError>> + Send;
+    /// Sends one encoded envelope as `class` says. Transports without classes (WebSocket:
+    /// TCP is always reliable and ordered) send it like any other.
+    fn send_class(
+        &mut self,
+        frame: Bytes,
+        class: &DeliveryClass,
+    ) -> impl Future<Output = Result<(), ClientError>> + Send {
+        let _ = class;
+        self.send(frame)
+    }
+    /// When the transport's own timers (QUIC: settling latest-wins keys, redundant copies) next
+    /// need [`Transport::on_timers`]; `None` when it has none.
+    fn next_deadline(&self) -> Option<tokio::time::Instant> {
+        None
+    }
+    /// Runs the timers that are due.
+    fn on_timers(&mut self) -> impl Future<Output = Result<(), ClientError>> + Send {
+        std::future::ready(Ok(()))
+    }
     /// The next encoded envelope, `Ok(None)` once the server has closed. Must be cancel-safe:
     /// the socket task drops it whenever there is something to send.
     fn recv(&mut self) -> impl Future<Output = Result<Option<Bytes>, ClientError>> + Send;
@@ -123,12 +144,13 @@ impl Transport for WebSocketTransport {
 /// A connected realtime socket. Dropping it closes the connection.
 #[derive(Debug)]
 pub struct Socket {
-    outbound: mpsc::Sender<Bytes>,
+    outbound: mpsc::Sender<(Bytes, DeliveryClass)>,
     pending: Arc<Pending>,
     closed: watch::Receiver<Option<String>>,
     next_cid: AtomicU64,
     format: Format,
     timeout: Duration,
+    session_id: Option<String>,
 }
 
 /// What the server pushes without being asked: match data, presence events, notifications, …
@@ -203,6 +225,15 @@ impl Socket {
 
     /// A socket over any transport (the transport has finished its own handshake).
     pub fn over<T: Transport>(transport: T, config: &SocketConfig) -> (Socket, Events) {
+        Socket::over_session(transport, config, None)
+    }
+
+    /// [`Socket::over`] for a transport whose handshake told the server's session id.
+    pub fn over_session<T: Transport>(
+        transport: T,
+        config: &SocketConfig,
+        session_id: Option<String>,
+    ) -> (Socket, Events) {
         let (outbound, outbound_rx) = mpsc::channel(config.send_queue.max(1));
         let (events_tx, events_rx) = mpsc::channel(config.event_queue.max(1));
         let (closed_tx, closed) = watch::channel(None);
@@ -223,6 +254,7 @@ impl Socket {
                 next_cid: AtomicU64::new(1),
                 format: config.format,
                 timeout: config.timeout,
+                session_id,
             },
             Events { rx: events_rx },
         )
@@ -237,7 +269,10 @@ impl Socket {
         let envelope = Envelope::new(cid.to_string(), message);
         let sent = async {
             self.outbound
-                .send(Bytes::from(self.format.encode(&envelope)))
+                .send((
+                    Bytes::from(self.format.encode(&envelope)),
+                    DeliveryClass::default_stream(),
+                ))
                 .await
                 .map_err(|_| self.closed_error())?;
             rx.await.map_err(|_| self.closed_error())
@@ -263,9 +298,20 @@ impl Socket {
 
     /// Sends `message` without a cid: nothing is answered (e.g. match data).
     pub async fn send(&self, message: Message) -> Result<(), ClientError> {
+        self.send_class(message, DeliveryClass::default_stream())
+            .await
+    }
+
+    /// Sends `message` without a cid, delivered as `class` says (over WebSocket every class
+    /// is reliable and ordered).
+    pub async fn send_class(
+        &self,
+        message: Message,
+        class: DeliveryClass,
+    ) -> Result<(), ClientError> {
         let envelope = Envelope::new(String::new(), message);
         self.outbound
-            .send(Bytes::from(self.format.encode(&envelope)))
+            .send((Bytes::from(self.format.encode(&envelope)), class))
             .await
             .map_err(|_| self.closed_error())
     }
@@ -299,7 +345,8 @@ impl Socket {
         }
     }
 
-    /// Sends match data (not answered; the match handler decides who receives what).
+    /// Sends match data (not answered; the match handler decides who receives what), as
+    /// Nakama's clients do: `reliable` maps to the default stream or to unreliable.
     pub async fn match_data_send(
         &self,
         match_id: &str,
@@ -313,8 +360,35 @@ impl Socket {
             data,
             presences: Vec::new(),
             reliable,
+            delivery: None,
         }))
         .await
+    }
+
+    /// Sends match data delivered as `class` says: the class is named in the message
+    /// (MetaFi's extension), so the server relays it to the other players with the same class.
+    pub async fn send_match_data(
+        &self,
+        match_id: &str,
+        op_code: i64,
+        data: Bytes,
+        class: DeliveryClass,
+    ) -> Result<(), ClientError> {
+        let message = Message::MatchDataSend(MatchDataSend {
+            match_id: match_id.to_owned(),
+            op_code,
+            data,
+            presences: Vec::new(),
+            reliable: class.is_reliable(),
+            delivery: Some(class.to_wire()),
+        });
+        self.send_class(message, class).await
+    }
+
+    /// The id of the server's session for this socket (its presences' `session_id`), when
+    /// the transport told it at connect (QUIC's welcome).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
     }
 
     /// Resolves when the socket has closed, with the reason.
@@ -347,16 +421,17 @@ impl Socket {
 async fn drive<T: Transport>(
     mut transport: T,
     format: Format,
-    mut outbound: mpsc::Receiver<Bytes>,
+    mut outbound: mpsc::Receiver<(Bytes, DeliveryClass)>,
     pending: Arc<Pending>,
     events: mpsc::Sender<Envelope>,
     closed: watch::Sender<Option<String>>,
 ) {
     let reason = loop {
+        let timers = transport.next_deadline();
         tokio::select! {
             frame = outbound.recv() => match frame {
-                Some(frame) => {
-                    if let Err(e) = transport.send(frame).await {
+                Some((frame, class)) => {
+                    if let Err(e) = transport.send_class(frame, &class).await {
                         break describe(&e);
                     }
                 }
@@ -390,11 +465,23 @@ async fn drive<T: Transport>(
                 Ok(None) => break "closed by the server".to_owned(),
                 Err(e) => break describe(&e),
             },
+            () = sleep_until(timers) => {
+                if let Err(e) = transport.on_timers().await {
+                    break describe(&e);
+                }
+            }
         }
     };
     let _ = closed.send(Some(reason));
     // dropping the senders fails every waiting request with `Closed`
     pending.waiting.lock().clear();
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn describe(error: &ClientError) -> String {

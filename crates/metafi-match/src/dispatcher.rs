@@ -107,6 +107,7 @@ impl Effects {
                     data: &message.data,
                     sender: message.sender.as_ref(),
                     reliable: message.reliable,
+                    delivery: None,
                 },
             );
             self.delivered += message.recipients.len() as u64;
@@ -151,12 +152,29 @@ impl Dispatcher<'_> {
         sender: Option<&Presence>,
         reliable: bool,
     ) {
+        self.broadcast_with(op_code, data, to, sender, reliable, None);
+    }
+
+    /// [`Dispatcher::broadcast`] with MetaFi's delivery class (`docs/TRANSPORT.md`): QUIC
+    /// sessions send the message by it (e.g. reliable-unordered, or latest-wins under a key);
+    /// WebSocket sessions deliver it reliably and in order, and `reliable` is what Nakama
+    /// clients see. `None` means `reliable` decides, as in [`Dispatcher::broadcast`].
+    pub fn broadcast_with(
+        &mut self,
+        op_code: i64,
+        data: &Bytes,
+        to: Option<&[Uuid]>,
+        sender: Option<&Presence>,
+        reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
+    ) {
         let message = OutgoingData {
             match_id: self.match_id,
             op_code,
             data,
             sender,
             reliable,
+            delivery,
         };
         match to {
             None => {

@@ -20,6 +20,9 @@ pub struct OutgoingData<'a> {
     /// Who sent it; `None` for messages from the server itself.
     pub sender: Option<&'a Presence>,
     pub reliable: bool,
+    /// MetaFi's delivery extension as the client sent it (relayed matches); `None` when the
+    /// sender named no class or the match handler sent it (then `reliable` decides).
+    pub delivery: Option<&'a metafi_proto::realtime::Delivery>,
 }
 
 /// Presences that joined and left a match (`rtapi.MatchPresenceEvent`).

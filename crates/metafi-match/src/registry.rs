@@ -327,8 +327,25 @@ impl Matches {
         reliable: bool,
         to: &[Uuid],
     ) -> Queued {
+        self.send_with(id, session_id, op_code, data, reliable, None, to)
+    }
+
+    /// [`Matches::send`] with MetaFi's delivery extension: relayed matches pass it on to the
+    /// recipients (so their transport delivers with the class the sender chose); authoritative
+    /// handlers see only `reliable`.
+    #[allow(clippy::too_many_arguments)] // the fields of the client's match_data_send
+    pub fn send_with(
+        &self,
+        id: &MatchId,
+        session_id: Uuid,
+        op_code: i64,
+        data: Bytes,
+        reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
+        to: &[Uuid],
+    ) -> Queued {
         if !id.is_authoritative() {
-            return self.relayed_send(id, session_id, op_code, &data, reliable, to);
+            return self.relayed_send(id, session_id, op_code, &data, reliable, delivery, to);
         }
         match self.authoritative(id) {
             Some(shared) => shared.push_input(

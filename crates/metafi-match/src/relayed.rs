@@ -177,6 +177,7 @@ impl Matches {
 
     /// Relays match data: to every other member, or to the members listed in `to` (the
     /// sender only if listed). A sender that is not a member is ignored.
+    #[allow(clippy::too_many_arguments)] // the fields of the client's match_data_send
     pub(crate) fn relayed_send(
         &self,
         id: &MatchId,
@@ -184,6 +185,7 @@ impl Matches {
         op_code: i64,
         data: &Bytes,
         reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
         to: &[Uuid],
     ) -> Queued {
         let relayed = self.inner.relayed.read();
@@ -214,6 +216,7 @@ impl Matches {
                     data,
                     sender: Some(sender),
                     reliable,
+                    delivery,
                 },
             );
             self.inner.outlet.flush();

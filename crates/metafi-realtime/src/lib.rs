@@ -37,7 +37,7 @@ pub use close::CloseReason;
 pub use handler::MAX_STATUS_BYTES;
 pub use matches::{MatchOutlet, MatchServices};
 pub use outbound::Outbound;
-pub use outbox::{Next, Outbox, Pushed};
+pub use outbox::{Next, NextRouted, Outbox, Pushed};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices,

@@ -11,9 +11,9 @@ use metafi_match::{
     OutgoingData, Outlet, Presence, PresenceEvent, TicketRequest,
 };
 use metafi_proto::realtime::{
-    Envelope, ErrorCode, Match, MatchCreate, MatchData, MatchDataSend, MatchJoin, MatchJoinId,
-    MatchLeave, MatchPresenceEvent, MatchmakerAdd, MatchmakerMatched, MatchmakerMatchedId,
-    MatchmakerRemove, MatchmakerTicket, MatchmakerUser, Message, UserPresence,
+    DeliveryClass, Envelope, ErrorCode, Lane, Match, MatchCreate, MatchData, MatchDataSend,
+    MatchJoin, MatchJoinId, MatchLeave, MatchPresenceEvent, MatchmakerAdd, MatchmakerMatched,
+    MatchmakerMatchedId, MatchmakerRemove, MatchmakerTicket, MatchmakerUser, Message, UserPresence,
 };
 use metafi_proto::wkt::string_value;
 use uuid::Uuid;
@@ -85,6 +85,7 @@ impl Outlet for MatchOutlet {
     }
 
     fn send_data(&self, recipients: &[Uuid], data: &OutgoingData<'_>) {
+        let class = delivery_to_recipients(data);
         let envelope = Envelope::new(
             "",
             Message::MatchData(MatchData {
@@ -92,10 +93,11 @@ impl Outlet for MatchOutlet {
                 presence: data.sender.map(wire),
                 op_code: data.op_code,
                 data: data.data.clone(),
-                reliable: data.reliable,
+                reliable: class.is_reliable(),
+                delivery: data.delivery.cloned(),
             }),
         );
-        self.queue(recipients, &Outbound::new(envelope));
+        self.queue(recipients, &Outbound::with_class(envelope, class));
     }
 
     fn send_presences(&self, recipients: &[Uuid], event: &PresenceEvent<'_>) {
@@ -114,6 +116,19 @@ impl Outlet for MatchOutlet {
         self.registry
             .get(session_id)
             .is_some_and(|session| !session.is_ended())
+    }
+}
+
+/// The class match data travels with to its recipients: the sender's (relayed matches), or the
+/// mapping of `reliable` (handler broadcasts, senders that named none). A latest-wins key is
+/// scoped to the match and the sender, so two players' "pos" never overwrite each other.
+fn delivery_to_recipients(data: &OutgoingData<'_>) -> DeliveryClass {
+    match DeliveryClass::resolve(data.delivery, data.reliable) {
+        DeliveryClass::UnreliableLatest(key) => {
+            let sender = data.sender.map(|p| p.session_id).unwrap_or_default();
+            DeliveryClass::UnreliableLatest(Lane::from(format!("{}/{sender}/{key}", data.match_id)))
+        }
+        class => class,
     }
 }
 
@@ -374,12 +389,19 @@ impl Realtime {
                 Err(_) => return Ok(()),
             }
         }
-        services.matches.send(
+        // A named class decides `reliable` too, so handlers see what the sender chose.
+        let reliable = DeliveryClass::resolve(send.delivery.as_ref(), send.reliable).is_reliable();
+        let delivery = send
+            .delivery
+            .as_ref()
+            .filter(|d| DeliveryClass::from_wire(d).is_some());
+        services.matches.send_with(
             &id,
             session.id(),
             send.op_code,
             send.data,
-            send.reliable,
+            reliable,
+            delivery,
             &to,
         );
         Ok(())

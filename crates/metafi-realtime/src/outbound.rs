@@ -4,21 +4,30 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use metafi_proto::realtime::{Envelope, Format};
+use metafi_proto::realtime::{DeliveryClass, Envelope, Format};
 
 /// A pushed envelope (a broadcast, an event). Each format's bytes are made the first time a
 /// recipient of that format needs them, then shared (`Bytes` clones are reference counts).
 #[derive(Debug)]
 pub struct Outbound {
     envelope: Envelope,
+    /// How transports that can tell classes apart (QUIC) deliver it.
+    class: DeliveryClass,
     json: OnceLock<Bytes>,
     protobuf: OnceLock<Bytes>,
 }
 
 impl Outbound {
+    /// An envelope for the default stream.
     pub fn new(envelope: Envelope) -> Outbound {
+        Outbound::with_class(envelope, DeliveryClass::default_stream())
+    }
+
+    /// An envelope delivered as `class` says (match data).
+    pub fn with_class(envelope: Envelope, class: DeliveryClass) -> Outbound {
         Outbound {
             envelope,
+            class,
             json: OnceLock::new(),
             protobuf: OnceLock::new(),
         }
@@ -26,6 +35,10 @@ impl Outbound {
 
     pub fn envelope(&self) -> &Envelope {
         &self.envelope
+    }
+
+    pub fn class(&self) -> &DeliveryClass {
+        &self.class
     }
 
     /// The envelope encoded for `format`.

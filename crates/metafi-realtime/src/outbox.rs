@@ -9,10 +9,14 @@
 //!
 //! An idle outbox owns no heap memory: the queue allocates on first use and is shrunk back
 //! after a burst.
+//!
+//! Each message carries its [`DeliveryClass`]: a QUIC writer sends it on the path its class
+//! names ([`Outbox::next_routed`]); a WebSocket writer ignores it ([`Outbox::next`]).
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
+use metafi_proto::realtime::DeliveryClass;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -42,6 +46,16 @@ pub enum Next {
     Close(CloseReason),
 }
 
+/// The writer's next task, with the delivery class of each message (for transports that
+/// deliver classes differently).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextRouted {
+    /// Send this encoded envelope as `class` says.
+    Frame(Bytes, DeliveryClass),
+    /// Everything queued before the close was handed out; close the connection.
+    Close(CloseReason),
+}
+
 #[derive(Debug)]
 pub struct Outbox {
     state: Mutex<State>,
@@ -54,7 +68,7 @@ pub struct Outbox {
 
 #[derive(Debug, Default)]
 struct State {
-    queue: VecDeque<Bytes>,
+    queue: VecDeque<(Bytes, DeliveryClass)>,
     close: Option<CloseReason>,
 }
 
@@ -69,19 +83,24 @@ impl Outbox {
         }
     }
 
-    /// Queues an encoded message without waiting.
+    /// Queues an encoded message for the default stream without waiting.
     pub fn push(&self, frame: Bytes) -> Pushed {
-        let pushed = self.push_quiet(frame);
+        self.push_class(frame, DeliveryClass::default_stream())
+    }
+
+    /// Queues an encoded message to be delivered as `class` says, without waiting.
+    pub fn push_class(&self, frame: Bytes, class: DeliveryClass) -> Pushed {
+        let pushed = self.push_quiet(frame, class);
         if pushed == Pushed::Queued {
             self.writer.notify_one();
         }
         pushed
     }
 
-    /// Queues like [`Outbox::push`] but leaves the writer asleep: a producer that queues for
-    /// many sessions at once (a match executor step) wakes each writer once, afterwards, with
-    /// [`Outbox::wake_writer`], instead of switching to the IO thread after every message.
-    pub fn push_quiet(&self, frame: Bytes) -> Pushed {
+    /// Queues like [`Outbox::push_class`] but leaves the writer asleep: a producer that queues
+    /// for many sessions at once (a match executor step) wakes each writer once, afterwards,
+    /// with [`Outbox::wake_writer`], instead of switching to the IO thread after every message.
+    pub fn push_quiet(&self, frame: Bytes, class: DeliveryClass) -> Pushed {
         let mut state = self.state.lock();
         if state.close.is_some() {
             return Pushed::Closed;
@@ -95,7 +114,7 @@ impl Outbox {
             self.wake_all();
             return Pushed::Overflowed;
         }
-        state.queue.push_back(frame);
+        state.queue.push_back((frame, class));
         Pushed::Queued
     }
 
@@ -133,8 +152,24 @@ impl Outbox {
 
     /// Waits for the writer's next task. One consumer only. Cancel-safe.
     pub async fn next(&self) -> Next {
+        match self.next_routed().await {
+            NextRouted::Frame(frame, _) => Next::Frame(frame),
+            NextRouted::Close(reason) => Next::Close(reason),
+        }
+    }
+
+    /// The writer's next task, if there is one now.
+    pub fn try_next(&self) -> Option<Next> {
+        self.try_next_routed().map(|next| match next {
+            NextRouted::Frame(frame, _) => Next::Frame(frame),
+            NextRouted::Close(reason) => Next::Close(reason),
+        })
+    }
+
+    /// [`Outbox::next`] with each message's delivery class. One consumer only. Cancel-safe.
+    pub async fn next_routed(&self) -> NextRouted {
         loop {
-            if let Some(next) = self.try_next() {
+            if let Some(next) = self.try_next_routed() {
                 return next;
             }
             // `notify_one` stores a permit when nobody waits, so a push between `try_next` and
@@ -143,16 +178,16 @@ impl Outbox {
         }
     }
 
-    /// The writer's next task, if there is one now.
-    pub fn try_next(&self) -> Option<Next> {
+    /// [`Outbox::try_next`] with the message's delivery class.
+    pub fn try_next_routed(&self) -> Option<NextRouted> {
         let mut state = self.state.lock();
-        if let Some(frame) = state.queue.pop_front() {
+        if let Some((frame, class)) = state.queue.pop_front() {
             if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
                 state.queue = VecDeque::new();
             }
-            return Some(Next::Frame(frame));
+            return Some(NextRouted::Frame(frame, class));
         }
-        state.close.map(Next::Close)
+        state.close.map(NextRouted::Close)
     }
 
     /// Resolves once the session is closing. Cancel-safe; any number of waiters.
@@ -220,6 +255,27 @@ mod tests {
         }
         while let Some(Next::Frame(_)) = outbox.try_next() {}
         assert_eq!(outbox.state.lock().queue.capacity(), 0);
+    }
+
+    #[test]
+    fn each_message_keeps_its_delivery_class() {
+        let outbox = Outbox::new(4);
+        outbox.push(Bytes::from_static(b"reply"));
+        outbox.push_class(Bytes::from_static(b"pos"), DeliveryClass::latest("p"));
+        assert_eq!(
+            outbox.try_next_routed(),
+            Some(NextRouted::Frame(
+                Bytes::from_static(b"reply"),
+                DeliveryClass::default_stream()
+            ))
+        );
+        assert_eq!(
+            outbox.try_next_routed(),
+            Some(NextRouted::Frame(
+                Bytes::from_static(b"pos"),
+                DeliveryClass::latest("p")
+            ))
+        );
     }
 
     #[tokio::test]

@@ -113,17 +113,20 @@ impl Session {
     /// Queues a shared envelope, reusing its encoding for this session's format. The caller
     /// counts deliveries (once per broadcast, not once per recipient).
     pub fn send_outbound(&self, outbound: &Outbound) -> Pushed {
-        self.push(outbound.bytes(self.format))
+        let pushed = self
+            .outbox
+            .push_class(outbound.bytes(self.format), outbound.class().clone());
+        self.note_overflow(pushed);
+        pushed
     }
 
     /// Like [`Session::send_outbound`] without waking the transport's writer; the caller wakes
     /// it with [`Session::wake_writer`] after queuing a batch (see [`Outbox::push_quiet`]).
     pub fn send_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
-        let pushed = self.outbox.push_quiet(outbound.bytes(self.format));
-        if pushed == Pushed::Overflowed {
-            metrics::queue_overflow();
-            tracing::warn!(sid = %self.id, uid = %self.user_id, "outgoing queue full; closing the session of a client that does not keep up");
-        }
+        let pushed = self
+            .outbox
+            .push_quiet(outbound.bytes(self.format), outbound.class().clone());
+        self.note_overflow(pushed);
         pushed
     }
 
@@ -169,10 +172,14 @@ impl Session {
 
     fn push(&self, frame: Bytes) -> Pushed {
         let pushed = self.outbox.push(frame);
+        self.note_overflow(pushed);
+        pushed
+    }
+
+    fn note_overflow(&self, pushed: Pushed) {
         if pushed == Pushed::Overflowed {
             metrics::queue_overflow();
             tracing::warn!(sid = %self.id, uid = %self.user_id, "outgoing queue full; closing the session of a client that does not keep up");
         }
-        pushed
     }
 }

@@ -52,6 +52,9 @@ struct ConfigArgs {
     /// Metrics port (metrics.port).
     #[arg(long, value_name = "PORT")]
     metrics_port: Option<u16>,
+    /// UDP port of the QUIC transport (quic.port).
+    #[arg(long, value_name = "PORT")]
+    quic_port: Option<u16>,
     /// Node name (name).
     #[arg(long)]
     name: Option<String>,
@@ -77,6 +80,7 @@ impl ConfigArgs {
         flag("data_dir", self.data_dir.clone());
         flag("database.url", self.database_url.clone());
         flag("metrics.port", self.metrics_port.map(|p| p.to_string()));
+        flag("quic.port", self.quic_port.map(|p| p.to_string()));
         flag("name", self.name.clone());
         for pair in &self.set {
             let (key, value) = pair

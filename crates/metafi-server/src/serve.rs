@@ -29,6 +29,8 @@ use crate::{storage, telemetry};
 pub struct Listeners {
     pub api: TcpListener,
     pub metrics: Option<TcpListener>,
+    /// The QUIC transport's UDP socket, when `[quic]` is enabled.
+    pub quic: Option<std::net::UdpSocket>,
 }
 
 impl Listeners {
@@ -43,7 +45,25 @@ impl Listeners {
             Some(addr) => Some(bind(addr, "metrics.address/metrics.port (--metrics-port)").await?),
             None => None,
         };
-        Ok(Listeners { api, metrics })
+        let quic = match &config.quic {
+            Some(quic) => Some(std::net::UdpSocket::bind(quic.listen).with_context(|| {
+                format!(
+                    "cannot listen on {}/udp for QUIC; is another server running there? Choose another with quic.port (--quic-port), or quic.enabled = false",
+                    quic.listen
+                )
+            })?),
+            None => None,
+        };
+        Ok(Listeners { api, metrics, quic })
+    }
+
+    /// The QUIC listener's address, when enabled.
+    pub fn quic_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
+        self.quic
+            .as_ref()
+            .map(|s| s.local_addr())
+            .transpose()
+            .map_err(Into::into)
     }
 
     pub fn api_addr(&self) -> anyhow::Result<SocketAddr> {
@@ -163,14 +183,36 @@ pub async fn run(
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
+    let quic = match (&config.quic, listeners.quic) {
+        (Some(settings), Some(socket)) => {
+            match start_quic(settings, socket, &realtime, &sessions, stop_rx.clone()) {
+                Ok(quic) => Some(quic),
+                Err(e) => {
+                    engine.shutdown(Duration::ZERO).await;
+                    runtime.shutdown(Duration::from_secs(1)).await;
+                    store.close().await;
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
     let background = spawn_housekeeping(&config, sessions, store.clone(), clock, stop_rx.clone());
 
     let api_addr = listeners.api.local_addr()?;
     // The realtime socket shares the API port (`/ws`), as with Nakama.
     let app = metafi_api::router(api_state).merge(metafi_transport::router(socket_state));
+    // TCP_NODELAY on every accepted connection: realtime messages are small and must not wait
+    // for the previous one's ACK (Nagle), which would add a round trip to most of them.
+    let api_listener = axum::serve::ListenerExt::tap_io(listeners.api, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let api_server = tokio::spawn(
         axum::serve(
-            listeners.api,
+            api_listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(stopped(stop_rx.clone()))
@@ -218,6 +260,10 @@ pub async fn run(
             sessions = still_open,
             "realtime sessions still open after the grace period"
         );
+    }
+    if let Some((server, task)) = quic {
+        let _ = task.await;
+        server.finish(config.shutdown_grace).await;
     }
     match tokio::time::timeout(config.shutdown_grace, api_server).await {
         Ok(Ok(Ok(()))) => {}
@@ -270,6 +316,61 @@ async fn start_runtime(
         })?;
     tracing::info!(rpcs = ?runtime.rpc_ids(), "runtime ready");
     Ok(runtime)
+}
+
+/// Loads (or generates) the QUIC certificate, logs its fingerprint, and starts accepting.
+fn start_quic(
+    settings: &crate::config::QuicSettings,
+    socket: std::net::UdpSocket,
+    realtime: &Arc<Realtime>,
+    sessions: &Arc<Sessions>,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<(
+    Arc<metafi_transport::quic::QuicServer>,
+    tokio::task::JoinHandle<()>,
+)> {
+    use crate::config::CertSource;
+    use metafi_quic::cert::ServerCert;
+    let cert = match &settings.cert {
+        CertSource::Files { cert, key } => {
+            ServerCert::from_pem_files(cert, key).with_context(|| {
+                "loading the QUIC certificate (quic.cert_path, quic.key_path)".to_owned()
+            })?
+        }
+        CertSource::Generated { dir } => {
+            let mut names = vec!["localhost".to_owned()];
+            if !settings.listen.ip().is_unspecified() {
+                names.push(settings.listen.ip().to_string());
+            }
+            ServerCert::load_or_generate(dir, &names).with_context(|| {
+                format!(
+                    "preparing the self-signed QUIC certificate in {} (or set quic.cert_path and quic.key_path)",
+                    dir.display()
+                )
+            })?
+        }
+    };
+    let server = metafi_transport::quic::QuicServer::new(socket, &cert, &settings.transport)
+        .context("starting the QUIC listener")?;
+    let address = server.local_addr()?;
+    tracing::info!(
+        %address,
+        fingerprint = %cert.fingerprint,
+        generated = cert.generated,
+        cert_bytes = cert.chain_bytes(),
+        "QUIC listening"
+    );
+    let server = Arc::new(server);
+    let state = metafi_transport::quic::QuicState {
+        realtime: realtime.clone(),
+        sessions: sessions.clone(),
+        config: Arc::new(settings.transport.clone()),
+    };
+    let task = tokio::spawn({
+        let server = server.clone();
+        async move { server.serve(state, stopped(stop)).await }
+    });
+    Ok((server, task))
 }
 
 /// Resolves once the stop flag is raised.

@@ -179,6 +179,7 @@ fn send(id: &str, op_code: i64, data: &'static [u8]) -> Envelope {
             data: Bytes::from_static(data),
             presences: vec![],
             reliable: true,
+            delivery: None,
         }),
     )
 }

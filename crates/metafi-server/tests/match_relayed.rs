@@ -51,6 +51,7 @@ fn data(match_id: &str, op_code: i64, payload: &'static [u8], to: Vec<UserPresen
         data: Bytes::from_static(payload),
         presences: to,
         reliable: true,
+        delivery: None,
     })
 }
 

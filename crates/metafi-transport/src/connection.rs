@@ -25,7 +25,7 @@ const MAX_FRAMES_PER_FLUSH: usize = 64;
 
 /// Milliseconds since the first connection: the clock of liveness bookkeeping (tokio's, so
 /// tests can pause it).
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
     u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)

@@ -16,6 +16,7 @@
 mod config;
 mod connection;
 mod metrics;
+pub mod quic;
 mod upgrade;
 
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::json::{self, is_false, is_zero_i32, is_zero_i64, nullable};
-use crate::realtime::UserPresence;
+use crate::realtime::{Delivery, UserPresence};
 use crate::wkt::StringValue;
 
 /// A match as the server describes it to a client that created or joined it.
@@ -77,6 +77,10 @@ pub struct MatchData {
     #[prost(bool, tag = "5")]
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub reliable: bool,
+    /// MetaFi extension: the delivery class the sender chose (absent when it chose none).
+    #[prost(message, optional, tag = "1000")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
 }
 
 /// Match data sent by a client, to everyone in the match or to `presences`.
@@ -106,6 +110,10 @@ pub struct MatchDataSend {
     #[prost(bool, tag = "5")]
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub reliable: bool,
+    /// MetaFi extension: how to deliver it (`docs/TRANSPORT.md`); absent → by `reliable`.
+    #[prost(message, optional, tag = "1000")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
 }
 
 /// Join a match by id, or with a matchmaker token.

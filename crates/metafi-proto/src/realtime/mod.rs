@@ -9,6 +9,7 @@
 
 mod channel;
 mod codec;
+mod delivery;
 mod envelope;
 mod matches;
 mod matchmaker;
@@ -22,6 +23,7 @@ pub use channel::{
     ChannelMessageSend, ChannelMessageUpdate, ChannelPresenceEvent, UserPresence,
 };
 pub use codec::{DecodeError, Format};
+pub use delivery::{Delivery, DeliveryClass, Lane, class as delivery_class};
 pub use envelope::{Envelope, Message};
 pub use matches::{
     Match, MatchCreate, MatchData, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,

@@ -91,6 +91,36 @@ fn json_int64_is_a_string_and_bytes_are_base64() {
 }
 
 #[test]
+fn the_delivery_extension_is_field_1000_and_a_json_object() {
+    let send = MatchDataSend {
+        match_id: "m.".into(),
+        op_code: 1,
+        delivery: Some(DeliveryClass::latest("pos").to_wire()),
+        ..MatchDataSend::default()
+    };
+    let bytes = Format::Protobuf.encode(&Envelope::new("", Message::MatchDataSend(send.clone())));
+    // Field 1000, wire type 2 (length-delimited): varint key 8002 = 0xc2 0x3e.
+    let key = [0xc2, 0x3e];
+    assert!(bytes.windows(2).any(|w| w == key), "{bytes:02x?}");
+    let value = json_of(&Envelope::new("", Message::MatchDataSend(send)));
+    assert_eq!(
+        value["match_data_send"]["delivery"],
+        json!({"class": 4, "lane": "pos"})
+    );
+    // A sender that names no class sends no extension: Nakama's bytes, unchanged.
+    let plain = MatchDataSend {
+        match_id: "m.".into(),
+        reliable: true,
+        ..MatchDataSend::default()
+    };
+    let value = json_of(&Envelope::new("", Message::MatchDataSend(plain)));
+    assert!(
+        value["match_data_send"].get("delivery").is_none(),
+        "{value}"
+    );
+}
+
+#[test]
 fn json_input_as_nakama_js_sends_it() {
     // WebSocketAdapterText turns op_code into a string and data into base64.
     let envelope = from_json(json!({
@@ -325,6 +355,11 @@ prop_compose! {
     }
 }
 
+/// MetaFi's delivery extension, sometimes absent, with any class number (unknown ones too).
+fn delivery() -> impl Strategy<Value = Option<Delivery>> {
+    prop::option::of((-1..6i32, text()).prop_map(|(class, lane)| Delivery { class, lane }))
+}
+
 fn presences() -> impl Strategy<Value = Vec<UserPresence>> {
     prop::collection::vec(presence(), 0..3)
 }
@@ -504,25 +539,35 @@ fn message() -> impl Strategy<Value = Message> {
             any::<i64>(),
             data(),
             any::<bool>(),
+            delivery(),
         )
-            .prop_map(|(match_id, presence, op_code, data, reliable)| {
+            .prop_map(|(match_id, presence, op_code, data, reliable, delivery)| {
                 Message::MatchData(MatchData {
                     match_id,
                     presence,
                     op_code,
                     data,
                     reliable,
+                    delivery,
                 })
             })
             .boxed(),
-        (text(), any::<i64>(), data(), presences(), any::<bool>())
-            .prop_map(|(match_id, op_code, data, presences, reliable)| {
+        (
+            text(),
+            any::<i64>(),
+            data(),
+            presences(),
+            any::<bool>(),
+            delivery(),
+        )
+            .prop_map(|(match_id, op_code, data, presences, reliable, delivery)| {
                 Message::MatchDataSend(MatchDataSend {
                     match_id,
                     op_code,
                     data,
                     presences,
                     reliable,
+                    delivery,
                 })
             })
             .boxed(),

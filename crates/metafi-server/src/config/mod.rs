@@ -4,6 +4,7 @@
 
 mod layers;
 mod matches;
+mod quic;
 mod raw;
 
 use std::net::{IpAddr, SocketAddr};
@@ -19,6 +20,7 @@ use metafi_runtime::{PoolConfig, RuntimeConfig};
 use metafi_transport::SocketConfig;
 
 pub use layers::{Sources, env_name, load};
+pub use quic::{CertSource, QuicSettings};
 pub use raw::RawConfig;
 
 /// The annotated defaults printed by `metafi config default`.
@@ -52,6 +54,8 @@ pub struct Config {
     pub matchmaker: metafi_match::MatchmakerConfig,
     /// Where script match handlers' VMs live (`match.vm_per_match`).
     pub match_vms: metafi_runtime::MatchVms,
+    /// The QUIC transport (`[quic]`); `None` when disabled.
+    pub quic: Option<QuicSettings>,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -214,6 +218,7 @@ impl TryFrom<RawConfig> for Config {
         let (matches, matchmaker, match_vms) = matches::match_settings(&raw, &mut problems);
         let address = parse_ip("socket.address", &raw.socket.address, &mut problems);
         let metrics_address = parse_ip("metrics.address", &raw.metrics.address, &mut problems);
+        let quic = quic::quic_settings(&raw, address, &socket, &mut problems);
 
         if raw.name.trim().is_empty() {
             problems.push("name: must not be empty".into());
@@ -331,6 +336,7 @@ impl TryFrom<RawConfig> for Config {
             matches,
             matchmaker,
             match_vms,
+            quic,
             runtime: RuntimeConfig {
                 path: module_path,
                 node: raw.name.clone(),

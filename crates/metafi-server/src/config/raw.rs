@@ -19,6 +19,7 @@ pub struct RawConfig {
     #[serde(rename = "match")]
     pub matches: RawMatch,
     pub matchmaker: RawMatchmaker,
+    pub quic: RawQuic,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +147,7 @@ impl Default for RawConfig {
             runtime: RawRuntime::default(),
             matches: RawMatch::default(),
             matchmaker: RawMatchmaker::default(),
+            quic: RawQuic::default(),
         }
     }
 }
@@ -323,6 +325,103 @@ impl Default for RawMatchmaker {
             max_intervals: 2,
             rev_precision: false,
             token_ttl_sec: 30,
+        }
+    }
+}
+
+/// `[quic]`: the QUIC transport (`docs/TRANSPORT.md`); `default.toml` documents each key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawQuic {
+    /// Serve realtime sessions over QUIC too.
+    pub enabled: bool,
+    /// Listen address; empty means `socket.address`.
+    pub address: String,
+    /// UDP port; -1 means `socket.port + 2` (0 when `socket.port` is 0).
+    pub port: i64,
+    /// Operator certificate chain (PEM); empty generates a self-signed one in the data dir.
+    pub cert_path: String,
+    /// Operator private key (PEM), with `cert_path`.
+    pub key_path: String,
+    /// Deadline of the TLS handshake and of the client's hello, milliseconds.
+    pub handshake_timeout_ms: i64,
+    /// Connection attempts handshaken at once.
+    pub max_incoming: i64,
+    /// TLS sessions kept for resumption and 0-RTT.
+    pub session_cache: i64,
+    /// How long queued messages may take to be acknowledged when a session closes, ms.
+    pub close_wait_ms: i64,
+    /// Envelopes received and not yet handled, per connection.
+    pub receive_queue: i64,
+    /// RTT assumed before the first measurement, milliseconds.
+    pub initial_rtt_ms: i64,
+    /// Acknowledgement delay asked of the peer, milliseconds.
+    pub max_ack_delay_ms: i64,
+    /// Packets the peer may receive before it must acknowledge.
+    pub ack_eliciting_threshold: i64,
+    /// Loss detection: later packets acknowledged before a packet counts as lost.
+    pub packet_threshold: i64,
+    /// Loss detection: RTTs after which an unacknowledged packet counts as lost.
+    pub time_threshold: f64,
+    /// Congestion controller: cubic, new_reno or bbr.
+    pub congestion: String,
+    /// Outgoing datagram bytes queued; more drop the oldest.
+    pub datagram_send_buffer_bytes: i64,
+    /// Incoming datagram bytes buffered; more drop the oldest.
+    pub datagram_receive_buffer_bytes: i64,
+    /// Datagram copies of each small reliable message; 0 is off.
+    pub redundancy_copies: i64,
+    /// Largest message that gets copies, bytes.
+    pub redundancy_max_bytes: i64,
+    /// Time between a message and each copy, milliseconds.
+    pub redundancy_spacing_ms: i64,
+    /// Quiet time after which a latest-wins key's last value is sent reliably, milliseconds.
+    pub latest_settle_ms: i64,
+    /// Named reliable-ordered streams per connection and direction.
+    pub max_ordered_streams: i64,
+    /// Latest-wins keys tracked per connection and direction.
+    pub max_latest_keys: i64,
+    /// Reliable-unordered messages in flight per connection and direction.
+    pub max_unordered_in_flight: i64,
+    /// Keep-alive interval, milliseconds; 0 is off.
+    pub keep_alive_ms: i64,
+    /// Drop a connection silent this long, milliseconds.
+    pub idle_timeout_ms: i64,
+    /// Probe for a path MTU above 1200 bytes.
+    pub mtu_discovery: bool,
+}
+
+impl Default for RawQuic {
+    fn default() -> Self {
+        RawQuic {
+            enabled: true,
+            address: String::new(),
+            port: -1,
+            cert_path: String::new(),
+            key_path: String::new(),
+            handshake_timeout_ms: 60_000,
+            max_incoming: 4_096,
+            session_cache: 4_096,
+            close_wait_ms: 2_000,
+            receive_queue: 256,
+            initial_rtt_ms: 333,
+            max_ack_delay_ms: 25,
+            ack_eliciting_threshold: 1,
+            packet_threshold: 3,
+            time_threshold: 1.125,
+            congestion: "cubic".into(),
+            datagram_send_buffer_bytes: 8_192,
+            datagram_receive_buffer_bytes: 65_536,
+            redundancy_copies: 1,
+            redundancy_max_bytes: 256,
+            redundancy_spacing_ms: 5,
+            latest_settle_ms: 100,
+            max_ordered_streams: 16,
+            max_latest_keys: 256,
+            max_unordered_in_flight: 128,
+            keep_alive_ms: 5_000,
+            idle_timeout_ms: 60_000,
+            mtu_discovery: false,
         }
     }
 }

@@ -240,3 +240,76 @@ fn js_pool_keys_are_checked_and_reach_the_js_engine() {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
 }
+
+#[test]
+fn quic_port_follows_the_api_port_unless_set() {
+    let config = Config::try_from(RawConfig::default()).unwrap();
+    let quic = config.quic.expect("QUIC is on by default");
+    assert_eq!(quic.listen.to_string(), "127.0.0.1:7352");
+    assert_eq!(
+        quic.cert,
+        CertSource::Generated {
+            dir: std::path::PathBuf::from("./data").join("quic")
+        }
+    );
+
+    let mut raw = RawConfig::default();
+    raw.socket.port = 0;
+    let config = Config::try_from(raw).unwrap();
+    assert_eq!(
+        config.quic.unwrap().listen.port(),
+        0,
+        "ephemeral with the API port"
+    );
+
+    let raw = load_with(None, &[("METAFI_QUIC_PORT", "9000")], &[]).unwrap();
+    assert_eq!(
+        Config::try_from(raw).unwrap().quic.unwrap().listen.port(),
+        9000
+    );
+
+    let mut raw = RawConfig::default();
+    raw.quic.enabled = false;
+    assert!(Config::try_from(raw).unwrap().quic.is_none());
+}
+
+#[test]
+fn quic_knobs_reach_the_transport_and_bad_ones_are_named() {
+    let mut raw = RawConfig::default();
+    raw.quic.redundancy_copies = 2;
+    raw.quic.congestion = "bbr".into();
+    raw.quic.keep_alive_ms = 0;
+    raw.quic.cert_path = "c.pem".into();
+    raw.quic.key_path = "k.pem".into();
+    let quic = Config::try_from(raw).unwrap().quic.unwrap();
+    assert_eq!(quic.transport.tuning.redundancy_copies, 2);
+    assert_eq!(
+        quic.transport.tuning.congestion,
+        metafi_quic::Congestion::Bbr
+    );
+    assert_eq!(quic.transport.tuning.keep_alive, None);
+    assert_eq!(
+        quic.transport.tuning.max_message_size_bytes, 4096,
+        "socket.max_message_size_bytes applies to QUIC too"
+    );
+    assert!(matches!(quic.cert, CertSource::Files { .. }));
+
+    let mut raw = RawConfig::default();
+    raw.quic.port = 70_000;
+    raw.quic.congestion = "vegas".into();
+    raw.quic.time_threshold = 0.5;
+    raw.quic.max_latest_keys = 0;
+    raw.quic.cert_path = "only-the-cert.pem".into();
+    raw.quic.keep_alive_ms = 70_000;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "quic.port = 70000",
+        "quic.congestion = \"vegas\"",
+        "quic.time_threshold = 0.5",
+        "quic.max_latest_keys = 0",
+        "quic.cert_path and quic.key_path",
+        "quic.keep_alive_ms = 70000",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}

@@ -15,6 +15,8 @@ use tokio::task::JoinHandle;
 pub struct TestServer {
     pub base: String,
     pub metrics: Option<String>,
+    /// The QUIC listener's address, when `[quic]` is enabled.
+    pub quic: Option<std::net::SocketAddr>,
     pub data_dir: PathBuf,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
@@ -38,6 +40,7 @@ impl TestServer {
             .metrics_addr()
             .unwrap()
             .map(|a| format!("http://{a}"));
+        let quic = listeners.quic_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(run(config, listeners, async move {
             let _ = stopped.await;
@@ -45,6 +48,7 @@ impl TestServer {
         let server = TestServer {
             base,
             metrics,
+            quic,
             data_dir: dir.to_owned(),
             stop: Some(stop),
             task: Some(task),
