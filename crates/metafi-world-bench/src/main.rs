@@ -32,6 +32,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use metafi_world::WorldConfig;
 
 use crate::results::{ResultsFile, RowKey, loadavg, process_cpu_seconds, summarise};
 use crate::suite::{Sched, configs};
@@ -76,6 +77,9 @@ enum Cmd {
         /// roam, hunt, camp, converge or mixed.
         #[arg(long, default_value = "mixed")]
         behaviour: String,
+        /// Interest refresh period in ticks (1: every tick); the world's default if absent.
+        #[arg(long)]
+        refresh_ticks: Option<u32>,
     },
     /// Read every results-t*.json in DIR and write WORLD-BENCH.md and SVG charts to OUT.
     Report {
@@ -100,7 +104,8 @@ fn main() -> anyhow::Result<()> {
             threads,
             ticks,
             behaviour,
-        } => profile(players, threads, ticks, &behaviour),
+            refresh_ticks,
+        } => profile(players, threads, ticks, &behaviour, refresh_ticks),
     }
 }
 
@@ -149,7 +154,7 @@ fn run(
             }
             let (wall, cpu) = (Instant::now(), process_cpu_seconds());
             let outcome = match sched {
-                Sched::Ours => sched_ours::run(&work, &pool, &cfg.plan)?,
+                Sched::Ours => sched_ours::run(&work, &pool, &cfg.plan, WorldConfig::default())?,
                 Sched::Sequential => sched_seq::run(&work, &cfg.plan)?,
                 Sched::RegionLocks => sched_locks::run(&work, threads, &cfg.plan)?,
             };
@@ -211,7 +216,17 @@ fn run(
 }
 
 #[allow(clippy::print_stderr)] // the profile's one line of output
-fn profile(players: usize, threads: usize, ticks: u32, behaviour: &str) -> anyhow::Result<()> {
+fn profile(
+    players: usize,
+    threads: usize,
+    ticks: u32,
+    behaviour: &str,
+    refresh_ticks: Option<u32>,
+) -> anyhow::Result<()> {
+    let mut config = WorldConfig::default();
+    if let Some(n) = refresh_ticks {
+        config.interest.refresh_ticks = n;
+    }
     let behaviour = metafi_world::bots::Behaviour::parse(behaviour).context("unknown behaviour")?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -223,8 +238,12 @@ fn profile(players: usize, threads: usize, ticks: u32, behaviour: &str) -> anyho
         max_ticks: ticks,
         max_wall: std::time::Duration::ZERO,
     };
-    let started = Instant::now();
-    let out = sched_ours::run(&work, &pool, &plan)?;
+    let (started, cpu0) = (Instant::now(), process_cpu_seconds());
+    let out = sched_ours::run(&work, &pool, &plan, config)?;
+    let wall = started.elapsed().as_secs_f64();
+    // CPU time is what the tick cost, whatever else ran on the machine; the share says how
+    // much of the wall time the process was actually running.
+    let cpu = cpu0.zip(process_cpu_seconds()).map(|(a, b)| b - a);
     let key = RowKey {
         suite: "profile",
         map: "large",
@@ -234,13 +253,16 @@ fn profile(players: usize, threads: usize, ticks: u32, behaviour: &str) -> anyho
         threads,
     };
     let row = summarise(key, &out);
+    let mean = row.phase_mean_ms.iter().sum::<f64>();
+    let all_ticks = f64::from(plan.warmup + ticks);
     eprintln!(
-        "{players} players, {threads} threads, {} ticks in {:.1}s: p50 {:.2} ms, p99 {:.2} ms, phases {:?}",
+        "{players} players, {threads} threads, {} ticks in {wall:.1}s: p50 {:.2} ms, p99 {:.2} ms, mean {mean:.2} ms, phases {:?}, cpu {:.2} ms/tick (share {:.2})",
         row.ticks,
-        started.elapsed().as_secs_f64(),
         row.p50_ms,
         row.p99_ms,
-        row.phase_mean_ms
+        row.phase_mean_ms.map(|v| (v * 100.0).round() / 100.0),
+        cpu.map_or(f64::NAN, |c| 1000.0 * c / all_ticks),
+        cpu.map_or(f64::NAN, |c| c / (wall * threads as f64)),
     );
     Ok(())
 }

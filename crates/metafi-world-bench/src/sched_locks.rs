@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::R
 use std::sync::{Barrier, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use std::time::Instant;
 
-use metafi_world::client::Client;
+use metafi_world::client::ClientTable;
 use metafi_world::combat::{fire, will_fire};
 use metafi_world::intent::{Effects, Launch, apply_hit};
 use metafi_world::interest::InterestScratch;
@@ -28,7 +28,7 @@ use metafi_world::{
 
 use crate::areatree::AreaTree;
 use crate::measure::{RunOutcome, RunPlan, TickSample};
-use crate::replies::{ProjectileFrame, ReplyCtx, reply};
+use crate::replies::{ProjectileFrame, ReplyCtx, ReplySources, reply};
 use crate::sched_seq::LEAF_SIZE;
 use crate::shared_player::{SharedNet, SharedPlayer};
 use crate::treeview::{NodeLists, TreeView};
@@ -191,7 +191,7 @@ struct Worker<'s> {
     block: Range<usize>,
     /// Node each of this thread's players is linked to.
     linked: Vec<u32>,
-    clients: Vec<Client>,
+    clients: ClientTable,
     feeder: Feeder,
     cmds: Vec<Command>,
     mine: Vec<Vec<UserCmd>>,
@@ -213,7 +213,7 @@ impl<'s> Worker<'s> {
         Worker {
             shared,
             linked,
-            clients: block.clone().map(|_| Client::default()).collect(),
+            clients: ClientTable::new(block.len(), shared.config.interest.max_entities),
             feeder: Feeder::new(block.clone()),
             cmds: Vec::new(),
             mine: vec![Vec::new(); block.len()],
@@ -337,9 +337,9 @@ impl<'s> Worker<'s> {
     fn requests(&mut self, tick: u32) {
         let sh = self.shared;
         if let Some(t) = tick.checked_sub(ACK_DELAY).filter(|&t| t > 0) {
-            for (k, c) in self.clients.iter_mut().enumerate() {
+            for k in 0..self.block.len() {
                 if acked(self.block.start + k, t) {
-                    c.ack(t);
+                    self.clients.ack(k, t);
                 }
             }
         }
@@ -544,15 +544,20 @@ impl<'s> Worker<'s> {
                 respawn_ms: sh.items[i as usize].load(Relaxed),
             }
         };
-        for (k, client) in self.clients.iter_mut().enumerate() {
+        let mut src = ReplySources {
+            players_in: &mut players_in,
+            player: &|id| sh.net[id as usize].load(),
+            item: &item,
+        };
+        for k in 0..self.block.len() {
             let viewer = sh.players[self.block.start + k].load();
             let (b, e) = reply(
                 &viewer,
                 tick,
-                client,
+                &mut self.clients,
+                k,
                 &ctx,
-                &mut players_in,
-                &item,
+                &mut src,
                 &mut self.interest,
             );
             bytes += b;

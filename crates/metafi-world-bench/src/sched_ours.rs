@@ -8,8 +8,13 @@ use rayon::ThreadPool;
 use crate::measure::{RunOutcome, RunPlan, TickSample, fold_hash};
 use crate::workload::{ACK_DELAY, Feeder, TICK_MS, Workload, acked};
 
-pub fn run(work: &Workload, pool: &ThreadPool, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
-    let mut world = World::new(work.map.clone(), WorldConfig::default())?;
+pub fn run(
+    work: &Workload,
+    pool: &ThreadPool,
+    plan: &RunPlan,
+    config: WorldConfig,
+) -> anyhow::Result<RunOutcome> {
+    let mut world = World::new(work.map.clone(), config)?;
     for bot in &work.actions.bots {
         world.join_at(bot.spawn, bot.yaw)?;
     }

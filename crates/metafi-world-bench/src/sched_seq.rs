@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use metafi_world::client::Client;
+use metafi_world::client::ClientTable;
 use metafi_world::intent::{Effects, apply_hits, resolve_claims};
 use metafi_world::interest::InterestScratch;
 use metafi_world::item::ItemState;
@@ -14,7 +14,7 @@ use metafi_world::{Command, PlayerId, PlayerState, Projectile, UserCmd, WorldCon
 
 use crate::areatree::AreaTree;
 use crate::measure::{RunOutcome, RunPlan, TickSample, fold_hash};
-use crate::replies::{ProjectileFrame, ReplyCtx, reply};
+use crate::replies::{ProjectileFrame, ReplyCtx, ReplySources, reply};
 use crate::treeview::{NodeLists, TreeView};
 use crate::workload::{ACK_DELAY, Feeder, TICK_MS, Workload, acked};
 
@@ -71,7 +71,7 @@ pub fn run(work: &Workload, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
     let mut frame = ProjectileFrame::default();
     let mut net: Vec<NetEntity> = Vec::with_capacity(n);
     let mut next_projectile = 0u32;
-    let mut clients: Vec<Client> = (0..n).map(|_| Client::default()).collect();
+    let mut clients = ClientTable::new(n, config.interest.max_entities);
     let mut feeder = Feeder::new(0..n);
     let (mut cmds, mut mine) = (Vec::<Command>::new(), vec![Vec::<UserCmd>::new(); n]);
     let (mut fx, mut scratch, mut interest) = (
@@ -97,9 +97,9 @@ pub fn run(work: &Workload, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
             }
         }
         if let Some(t) = tick.checked_sub(ACK_DELAY).filter(|&t| t > 0) {
-            for (i, c) in clients.iter_mut().enumerate() {
+            for i in 0..n {
                 if acked(i, t) {
-                    c.ack(t);
+                    clients.ack(i, t);
                 }
             }
         }
@@ -188,22 +188,18 @@ pub fn run(work: &Workload, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
             tree: &tree,
             projectiles: &frame,
         };
-        for (i, client) in clients.iter_mut().enumerate() {
-            let mut players_in = |node: u32, f: &mut dyn FnMut(NetEntity)| {
-                for &j in &lists[node as usize] {
-                    f(net[j as usize]);
-                }
-            };
-            let item = |k: u32| items[k as usize];
-            let (b, e) = reply(
-                &players[i],
-                tick,
-                client,
-                &ctx,
-                &mut players_in,
-                &item,
-                &mut interest,
-            );
+        let mut players_in = |node: u32, f: &mut dyn FnMut(NetEntity)| {
+            for &j in &lists[node as usize] {
+                f(net[j as usize]);
+            }
+        };
+        let mut src = ReplySources {
+            players_in: &mut players_in,
+            player: &|id| net[id as usize],
+            item: &|k| items[k as usize],
+        };
+        for (i, viewer) in players.iter().enumerate() {
+            let (b, e) = reply(viewer, tick, &mut clients, i, &ctx, &mut src, &mut interest);
             bytes += b;
             entities += e;
         }

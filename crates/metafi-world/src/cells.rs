@@ -101,13 +101,15 @@ pub fn counting_sort(cells: &[u32], ncells: usize, starts: &mut Vec<u32>, order:
     }
     order.clear();
     order.resize(cells.len(), 0);
-    // `cursor` walks each cell's slot range as items are placed.
-    let mut cursor: Vec<u32> = starts[..ncells].to_vec();
+    // `starts[c]` walks cell c's slot range as its items are placed, ending where cell c + 1
+    // starts; shifting the array by one then restores the starts (no scratch cursor array).
     for (i, &c) in cells.iter().enumerate() {
-        let slot = &mut cursor[c as usize];
+        let slot = &mut starts[c as usize];
         order[*slot as usize] = i as u32;
         *slot += 1;
     }
+    starts.copy_within(0..ncells, 1);
+    starts[0] = 0;
 }
 
 /// Values bucketed by cell in one flat array.

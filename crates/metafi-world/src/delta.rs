@@ -18,8 +18,8 @@
 //! claim the bytes make (keys increasing, removed and changed keys present in the baseline, added
 //! keys absent, counts bounded, no trailing bytes) and returns an error rather than panicking.
 
-use crate::snapshot::{NetEntity, PlayerView, Snapshot};
-use crate::wire::{Reader, put_delta, put_varint};
+use crate::snapshot::{NetEntity, PlayerView, Snapshot, SnapshotRef};
+use crate::wire::{Reader, Writer};
 
 /// Most entities a decoded snapshot may hold; bounds memory for hostile input.
 pub const MAX_SNAPSHOT_ENTITIES: usize = 4096;
@@ -56,63 +56,89 @@ pub enum DecodeError {
 
 /// Encodes `snap` against `base` (or in full if `None` or `base` is not older) into `out`.
 pub fn encode(base: Option<&Snapshot>, snap: &Snapshot, out: &mut Vec<u8>) {
-    let base = base.filter(|b| b.tick < snap.tick);
-    put_varint(out, snap.tick);
-    put_varint(out, base.map_or(0, |b| snap.tick - b.tick));
-    let zero_view = PlayerView::default();
-    encode_view(base.map_or(&zero_view, |b| &b.view), &snap.view, out);
+    encode_ref(base.map(Snapshot::to_ref), snap.to_ref(), out);
+}
 
-    let old: &[NetEntity] = base.map_or(&[], |b| &b.entities);
-    let new = &snap.entities;
-    // Worst case per record: 5 (gap) + 1 (op) + 3 × 5 (origin) + 2 × 5 (angles) + 2 (look).
-    out.reserve(6 + 33 * (old.len() + new.len()));
-    let count_at = out.len();
-    out.extend_from_slice(&[0; 5]); // patched below; keeps the walk single-pass
-    let mut w = Records {
-        out,
+/// [`encode`] for borrowed snapshots (the server's history arena).
+pub fn encode_ref(base: Option<SnapshotRef<'_>>, snap: SnapshotRef<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
+    let room = max_packet_len(base.map_or(0, |b| b.entities.len()) + snap.entities.len());
+    out.resize(start + room, 0);
+    let len = encode_into(base, snap, &mut out[start..]);
+    out.truncate(start + len);
+}
+
+/// Encodes into `out`, which must hold at least [`max_packet_len`] of the two snapshots'
+/// entity counts (it panics otherwise); returns the packet's length. Writing into room sized
+/// for the worst case needs no capacity check per byte, and a caller that keeps reusing one
+/// buffer never zeroes or allocates.
+pub fn encode_into(base: Option<SnapshotRef<'_>>, snap: SnapshotRef<'_>, out: &mut [u8]) -> usize {
+    let base = base.filter(|b| b.tick < snap.tick);
+    let old: &[NetEntity] = base.map_or(&[], |b| b.entities);
+    let new = snap.entities;
+    let mut w = Writer::new(out);
+    w.varint(snap.tick);
+    w.varint(base.map_or(0, |b| snap.tick - b.tick));
+    let zero_view = PlayerView::default();
+    encode_view(base.map_or(&zero_view, |b| b.view), snap.view, &mut w);
+
+    // The record count goes here once known (keeping the walk single-pass). One byte holds it
+    // unless there are 128 records or more, which the server's cap of 32 never produces.
+    let count_at = w.position();
+    w.skip(1);
+    let mut r = Records {
+        w,
         prev: -1,
         count: 0,
     };
-    let zero = NetEntity::default();
-    let (mut i, mut j) = (0, 0);
-    loop {
-        match (old.get(i), new.get(j)) {
-            (Some(o), Some(n)) if o.key == n.key => {
-                let mask = field_mask(o, n);
-                if mask != 0 {
-                    w.record(n.key, OP_CHANGE, mask, o, n);
-                }
-                i += 1;
-                j += 1;
+    // Both lists are sorted by key: a merge walk.
+    let (mut old, mut new) = (old, new);
+    while let ([o, old_rest @ ..], [n, new_rest @ ..]) = (old, new) {
+        if o.key == n.key {
+            let mask = field_mask(o, n);
+            if mask != 0 {
+                r.record(n.key, OP_CHANGE, mask, o, n);
             }
-            (Some(o), Some(n)) if o.key < n.key => {
-                w.record(o.key, OP_REMOVE, 0, o, o);
-                i += 1;
-            }
-            (Some(o), None) => {
-                w.record(o.key, OP_REMOVE, 0, o, o);
-                i += 1;
-            }
-            (_, Some(n)) => {
-                w.record(n.key, OP_ADD, field_mask(&zero, n), &zero, n);
-                j += 1;
-            }
-            (None, None) => break,
+            (old, new) = (old_rest, new_rest);
+        } else if o.key < n.key {
+            r.record(o.key, OP_REMOVE, 0, o, o);
+            old = old_rest;
+        } else {
+            r.add(n);
+            new = new_rest;
         }
     }
-    // Write the count in its minimal form and close the gap left for it.
-    let count = w.count;
+    for o in old {
+        r.record(o.key, OP_REMOVE, 0, o, o);
+    }
+    for n in new {
+        r.add(n);
+    }
+    // Write the count in its minimal form, moving the records along if it needs more room.
+    let (count, end) = (r.count, r.w.position());
     let len = varint_len(count);
-    if len < 5 {
-        out.copy_within(count_at + 5.., count_at + len);
-        out.truncate(out.len() - (5 - len));
+    let buf = r.w.into_inner();
+    if len > 1 {
+        buf.copy_within(count_at + 1..end, count_at + len);
     }
     let mut v = count;
-    for k in 0..len {
-        out[count_at + k] = (v as u8 & 0x7f) | if k + 1 < len { 0x80 } else { 0 };
+    for b in &mut buf[count_at..count_at + len] {
+        *b = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
         v >>= 7;
     }
+    end + len - 1
 }
+
+/// Room [`encode_into`] needs for a packet whose baseline and snapshot hold `entities`
+/// entities together.
+pub fn max_packet_len(entities: usize) -> usize {
+    MAX_HEAD + 5 + MAX_RECORD * entities
+}
+
+/// Longest entity record: 5 (gap) + 1 (op) + 3 × 5 (origin) + 2 × 5 (angles) + 2 (look).
+const MAX_RECORD: usize = 33;
+/// Longest header and view: tick, back, mask, 3 + 3 + 2 + 1 + 2 deltas, 2 raw bytes, 2 deltas.
+const MAX_HEAD: usize = 5 + 5 + 1 + 13 * 5 + 2;
 
 fn varint_len(v: u32) -> usize {
     match v {
@@ -126,7 +152,7 @@ fn varint_len(v: u32) -> usize {
 
 /// Writes entity records, tracking the key gap and the record count.
 struct Records<'a> {
-    out: &'a mut Vec<u8>,
+    w: Writer<'a>,
     prev: i64,
     count: u32,
 }
@@ -134,11 +160,39 @@ struct Records<'a> {
 impl Records<'_> {
     #[inline]
     fn record(&mut self, key: u32, op: u8, mask: u8, from: &NetEntity, to: &NetEntity) {
-        put_varint(self.out, (i64::from(key) - self.prev - 1) as u32);
+        let gap = (i64::from(key) - self.prev - 1) as u32;
         self.prev = i64::from(key);
-        self.out.push(op << 6 | mask);
-        put_entity_fields(self.out, mask, from, to);
         self.count += 1;
+        // A local cursor over the rest of the buffer: kept in registers for the whole record.
+        let mut w = self.w.rest();
+        w.varint(gap);
+        w.byte(op << 6 | mask);
+        if mask & F_X != 0 {
+            w.delta(from.origin[0], to.origin[0]);
+        }
+        if mask & F_Y != 0 {
+            w.delta(from.origin[1], to.origin[1]);
+        }
+        if mask & F_Z != 0 {
+            w.delta(from.origin[2], to.origin[2]);
+        }
+        if mask & F_ANGLES != 0 {
+            w.delta(i32::from(from.yaw as i16), i32::from(to.yaw as i16));
+            w.delta(i32::from(from.pitch), i32::from(to.pitch));
+        }
+        if mask & F_LOOK != 0 {
+            w.byte(to.flags);
+            w.byte(to.model);
+        }
+        let n = w.position();
+        self.w.skip(n);
+    }
+
+    /// An entity the baseline lacks: its fields against zero.
+    #[inline]
+    fn add(&mut self, n: &NetEntity) {
+        let zero = NetEntity::default();
+        self.record(n.key, OP_ADD, field_mask(&zero, n), &zero, n);
     }
 }
 
@@ -234,40 +288,14 @@ pub fn decode(base: Option<&Snapshot>, bytes: &[u8]) -> Result<Snapshot, DecodeE
     })
 }
 
+#[inline]
 fn field_mask(a: &NetEntity, b: &NetEntity) -> u8 {
-    let mut m = 0;
-    if a.origin[0] != b.origin[0] {
-        m |= F_X;
-    }
-    if a.origin[1] != b.origin[1] {
-        m |= F_Y;
-    }
-    if a.origin[2] != b.origin[2] {
-        m |= F_Z;
-    }
-    if (a.yaw, a.pitch) != (b.yaw, b.pitch) {
-        m |= F_ANGLES;
-    }
-    if (a.flags, a.model) != (b.flags, b.model) {
-        m |= F_LOOK;
-    }
+    let mut m = u8::from(a.origin[0] != b.origin[0]) * F_X;
+    m |= u8::from(a.origin[1] != b.origin[1]) * F_Y;
+    m |= u8::from(a.origin[2] != b.origin[2]) * F_Z;
+    m |= u8::from((a.yaw, a.pitch) != (b.yaw, b.pitch)) * F_ANGLES;
+    m |= u8::from((a.flags, a.model) != (b.flags, b.model)) * F_LOOK;
     m
-}
-
-fn put_entity_fields(out: &mut Vec<u8>, mask: u8, a: &NetEntity, b: &NetEntity) {
-    for (k, bit) in [F_X, F_Y, F_Z].into_iter().enumerate() {
-        if mask & bit != 0 {
-            put_delta(out, a.origin[k], b.origin[k]);
-        }
-    }
-    if mask & F_ANGLES != 0 {
-        put_delta(out, i32::from(a.yaw as i16), i32::from(b.yaw as i16));
-        put_delta(out, i32::from(a.pitch), i32::from(b.pitch));
-    }
-    if mask & F_LOOK != 0 {
-        out.push(b.flags);
-        out.push(b.model);
-    }
 }
 
 fn read_entity_fields(
@@ -292,7 +320,7 @@ fn read_entity_fields(
     Ok(e)
 }
 
-fn encode_view(a: &PlayerView, b: &PlayerView, out: &mut Vec<u8>) {
+fn encode_view(a: &PlayerView, b: &PlayerView, w: &mut Writer<'_>) {
     let mut mask = 0u8;
     mask |= u8::from(a.origin != b.origin);
     mask |= u8::from(a.velocity != b.velocity) << 1;
@@ -301,30 +329,30 @@ fn encode_view(a: &PlayerView, b: &PlayerView, out: &mut Vec<u8>) {
     mask |= u8::from(a.ammo != b.ammo) << 4;
     mask |= u8::from((a.weapon, a.flags) != (b.weapon, b.flags)) << 5;
     mask |= u8::from((a.frags, a.deaths) != (b.frags, b.deaths)) << 6;
-    out.push(mask);
+    w.byte(mask);
     if mask & 1 != 0 {
-        (0..3).for_each(|k| put_delta(out, a.origin[k], b.origin[k]));
+        (0..3).for_each(|k| w.delta(a.origin[k], b.origin[k]));
     }
     if mask & 2 != 0 {
-        (0..3).for_each(|k| put_delta(out, a.velocity[k], b.velocity[k]));
+        (0..3).for_each(|k| w.delta(a.velocity[k], b.velocity[k]));
     }
     if mask & 4 != 0 {
-        put_delta(out, i32::from(a.yaw as i16), i32::from(b.yaw as i16));
-        put_delta(out, i32::from(a.pitch), i32::from(b.pitch));
+        w.delta(i32::from(a.yaw as i16), i32::from(b.yaw as i16));
+        w.delta(i32::from(a.pitch), i32::from(b.pitch));
     }
     if mask & 8 != 0 {
-        put_delta(out, a.health, b.health);
+        w.delta(a.health, b.health);
     }
     if mask & 16 != 0 {
-        (0..2).for_each(|k| put_delta(out, a.ammo[k], b.ammo[k]));
+        (0..2).for_each(|k| w.delta(a.ammo[k], b.ammo[k]));
     }
     if mask & 32 != 0 {
-        out.push(b.weapon);
-        out.push(b.flags);
+        w.byte(b.weapon);
+        w.byte(b.flags);
     }
     if mask & 64 != 0 {
-        put_delta(out, a.frags, b.frags);
-        put_delta(out, a.deaths, b.deaths);
+        w.delta(a.frags, b.frags);
+        w.delta(a.deaths, b.deaths);
     }
 }
 

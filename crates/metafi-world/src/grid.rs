@@ -54,19 +54,22 @@ impl PlayerGrid {
 
     /// Splits the player array into work items: runs of whole cells with at least `min_len`
     /// players each (the last may be shorter).
+    ///
+    /// Each item ends at the first cell boundary at least `min_len` players after its start,
+    /// found by binary search over the cells' start offsets (they only grow): the cost is per
+    /// item, not per cell, so a large sparse map's empty cells cost nothing.
     pub fn tasks(&self, min_len: usize, out: &mut Vec<Range<usize>>) {
         out.clear();
         let total = *self.starts.last().unwrap_or(&0) as usize;
+        let ends = &self.starts[1..];
+        let min_len = min_len.max(1);
         let mut begin = 0usize;
-        for c in 0..self.geom.count() {
-            let end = self.starts[c + 1] as usize;
-            if end - begin >= min_len {
-                out.push(begin..end);
-                begin = end;
-            }
-        }
-        if begin < total {
-            out.push(begin..total);
+        while begin < total {
+            let want = begin + min_len;
+            let c = ends.partition_point(|&e| (e as usize) < want);
+            let end = ends.get(c).map_or(total, |&e| e as usize);
+            out.push(begin..end);
+            begin = end;
         }
     }
 }
@@ -144,5 +147,50 @@ impl Neighbourhood for GridView<'_> {
         self.items
             .get(index as usize)
             .is_some_and(ItemState::available)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::player::PlayerState;
+
+    /// Work items are whole cells with at least `min_len` players (the last may be shorter),
+    /// cover every player once, and match a walk over every cell.
+    #[test]
+    fn tasks_are_runs_of_whole_cells_covering_every_player() {
+        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(8192.0, 8192.0, 512.0));
+        let mut grid = PlayerGrid::new(&bounds);
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = crate::player::mix(seed);
+            (seed % 8192) as f32
+        };
+        let players: Vec<PlayerState> = (0..900)
+            .map(|i| PlayerState {
+                id: PlayerId(i),
+                origin: Vec3::new(next(), next() / 4.0, 24.0),
+                ..PlayerState::default()
+            })
+            .collect();
+        let (mut sorted, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
+        grid.sort_into(&players, &mut sorted, &mut cells, &mut order);
+        for min_len in [1, 5, 32, 100, 2000] {
+            let mut got = Vec::new();
+            grid.tasks(min_len, &mut got);
+            let mut want = Vec::new();
+            let mut begin = 0;
+            for c in 0..grid.geom.count() as u32 {
+                let end = grid.cell(c).end;
+                if end - begin >= min_len {
+                    want.push(begin..end);
+                    begin = end;
+                }
+            }
+            if begin < players.len() {
+                want.push(begin..players.len());
+            }
+            assert_eq!(got, want, "min_len {min_len}");
+        }
     }
 }

@@ -4,11 +4,19 @@
 //! within the view radius and in a cell the viewer's cell can see (the PVS). At most
 //! `max_entities` are sent, nearest first. Distance tiers thin out updates: near entities every
 //! tick, mid-range players every second tick, far players every fourth; between updates the
-//! client keeps the value it has (the baseline's), so the delta sends nothing for them.
+//! snapshot repeats the value the previous tick's snapshot had, so a tiered entity changes only
+//! on its due ticks.
+//!
+//! **Refresh period.** Choosing the set (the scan, the nearest-first cut) is the expensive part;
+//! with `refresh_ticks = n` a client's set is chosen afresh every `n`th tick (staggered by
+//! client, so 1/n of the clients refresh on any tick). In between, the set is the previous
+//! tick's, with current states, minus entities that left interest or the world. So an entity
+//! that becomes interesting appears up to `n - 1` ticks late; one that stops being interesting
+//! goes at once.
 
 use crate::cells::{Buckets, CellGeom};
 use crate::math::Vec3;
-use crate::snapshot::{EntityKind, NetEntity, Snapshot, dequantize3, kind_of};
+use crate::snapshot::{EntityKind, NetEntity, SnapshotRef, dequantize3, kind_of};
 use crate::vis::{VIS_REACH, VisRow, VisTable};
 
 /// Interest parameters.
@@ -22,6 +30,9 @@ pub struct InterestConfig {
     pub view_radius: f32,
     /// Cap on entities per snapshot (nearest kept).
     pub max_entities: usize,
+    /// A client's interest set is chosen afresh every this many ticks (staggered by client);
+    /// in between it keeps the previous tick's set with current states. 1: every tick.
+    pub refresh_ticks: u32,
 }
 
 impl Default for InterestConfig {
@@ -31,11 +42,17 @@ impl Default for InterestConfig {
             mid_radius: 1024.0,
             view_radius: VIS_REACH,
             max_entities: 32,
+            refresh_ticks: 2,
         }
     }
 }
 
 impl InterestConfig {
+    /// Whether the client of player `id` chooses its interest set afresh at `tick`.
+    pub fn refreshes(&self, tick: u32, id: u32) -> bool {
+        self.refresh_ticks <= 1 || tick.wrapping_add(id).is_multiple_of(self.refresh_ticks)
+    }
+
     /// Distance tier at squared distance `d2`: 0 near, 1 mid, 2 far (update every `1 << tier`
     /// ticks).
     pub fn tier(&self, d2: f32) -> u32 {
@@ -70,7 +87,28 @@ pub struct InterestScratch {
 pub struct EntityIndex {
     pub buckets: Buckets<NetEntity>,
     scan: Vec<ScanEntry>,
+    /// Key → index in `values()`, for the ticks a client keeps its set: one table per entity
+    /// kind, indexed by `(id - base) & ID_MASK`. Player ids and item indices are dense from 0;
+    /// projectile ids are handed out in sequence, so the live ones form a short window (which
+    /// may straddle the id counter's wrap, hence the mask).
+    tables: [KeyTable; 4],
+    /// Projectiles as `(key, index)` sorted by key, when their ids do not form a window.
+    scattered: Vec<(u32, u32)>,
 }
+
+/// Indices of one kind's entities by id.
+#[derive(Clone, Debug, Default)]
+struct KeyTable {
+    base: u32,
+    slots: Vec<u32>,
+}
+
+const ID_MASK: u32 = 0x3fff_ffff;
+/// A projectile window longer than this many slots per live projectile (plus a constant) is
+/// not tabled: lookups binary-search `scattered` instead.
+const WINDOW_SLACK: usize = 4;
+
+const NONE: u32 = u32::MAX;
 
 /// Per entity, aligned with `buckets.values()`: dequantised position, vis cell, key.
 #[derive(Clone, Copy, Debug)]
@@ -85,6 +123,8 @@ impl EntityIndex {
         EntityIndex {
             buckets: Buckets::new(geom),
             scan: Vec::new(),
+            tables: Default::default(),
+            scattered: Vec::new(),
         }
     }
 
@@ -106,10 +146,73 @@ impl EntityIndex {
                 key: e.key,
             }
         }));
+        for t in &mut self.tables {
+            t.slots.fill(NONE);
+        }
+        self.scattered.clear();
+        for (j, e) in self.buckets.values().iter().enumerate() {
+            let kind = kind_of(e.key);
+            if kind == EntityKind::Projectile as u32 {
+                self.scattered.push((e.key, j as u32));
+                continue;
+            }
+            let t = &mut self.tables[kind as usize];
+            let id = (e.key & ID_MASK) as usize;
+            if t.slots.len() <= id {
+                t.slots.resize(id + 1, NONE);
+            }
+            t.slots[id] = j as u32;
+        }
+        self.table_projectiles();
+    }
+
+    /// Tables the projectiles by id if their ids form a window: the window starts after the
+    /// largest gap between consecutive ids, counting the gap across the counter's wrap.
+    fn table_projectiles(&mut self) {
+        let table = &mut self.tables[EntityKind::Projectile as usize];
+        table.slots.clear();
+        let ids = &mut self.scattered;
+        ids.sort_unstable();
+        let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
+            return;
+        };
+        let id = |k: u32| (k & ID_MASK) as usize;
+        let ring = ID_MASK as usize + 1;
+        let (mut base, mut gap) = (id(first.0), id(first.0) + ring - id(last.0));
+        for w in ids.windows(2) {
+            let g = id(w[1].0) - id(w[0].0);
+            if g > gap {
+                (base, gap) = (id(w[1].0), g);
+            }
+        }
+        let span = ring - gap + 1;
+        if span > WINDOW_SLACK * ids.len() + 64 {
+            return;
+        }
+        table.base = base as u32;
+        table.slots.resize(span, NONE);
+        for &(key, j) in ids.iter() {
+            table.slots[(id(key) + ring - base) % ring] = j;
+        }
     }
 
     pub fn values(&self) -> &[NetEntity] {
         self.buckets.values()
+    }
+
+    /// Index in [`EntityIndex::values`] of the entity with `key`, if it exists this tick.
+    #[inline]
+    pub fn find(&self, key: u32) -> Option<u32> {
+        let t = &self.tables[kind_of(key) as usize];
+        let slot = ((key & ID_MASK).wrapping_sub(t.base) & ID_MASK) as usize;
+        match t.slots.get(slot) {
+            Some(&j) => (j != NONE).then_some(j),
+            None if kind_of(key) == EntityKind::Projectile as u32 && t.slots.is_empty() => {
+                let at = self.scattered.binary_search_by_key(&key, |o| o.0).ok();
+                at.map(|a| self.scattered[a].1)
+            }
+            None => None,
+        }
     }
 }
 
@@ -118,14 +221,20 @@ impl EntityIndex {
 ///
 /// Scans a square around the viewer sized from the local density, then doubles it until no
 /// unscanned cell can hold anything nearer than the current `max_entities`-th candidate: a crowd
-/// costs a few cells, an open field one pass over the radius. Each row of cells is trimmed to the view circle and
-/// read as one contiguous slice.
+/// costs a few cells, an open field one pass over the radius. Each row of cells is trimmed to
+/// the view circle and read as one contiguous slice.
+///
+/// `guess` is a squared distance likely to hold `max_entities` entities of interest (from the
+/// client's previous set, see [`refresh`]). The disc it describes is scanned first; if it does
+/// hold that many, the nearest ones are among them and the search ends there, otherwise the
+/// full search runs. So any guess gives the same result; a good one saves most of the scan.
 pub fn gather(
     eye: [i32; 3],
     self_key: u32,
     index: &EntityIndex,
     vis: &VisRow<'_>,
     cfg: &InterestConfig,
+    guess: Option<f32>,
     scratch: &mut InterestScratch,
 ) {
     let cands = &mut scratch.candidates;
@@ -139,40 +248,28 @@ pub fn gather(
         .min(x0 + geom.size - at.x)
         .min(y0 + geom.size - at.y)
         .max(0.0);
-    let (near2, view2) = (
-        cfg.near_radius * cfg.near_radius,
-        cfg.view_radius * cfg.view_radius,
-    );
-    let scan_row = |y: u32, x0: i64, x1: i64, cands: &mut Vec<Candidate>| {
-        let (_, my) = geom.cell_min(0, y);
-        let dy = (my - at.y).max(at.y - my - geom.size).max(0.0);
-        let room = view2 - dy * dy;
-        if room < 0.0 {
-            return;
-        }
-        let half = room.sqrt();
-        let (lo, _) = geom.cell_xy(at.x - half, at.y);
-        let (hi, _) = geom.cell_xy(at.x + half, at.y);
-        let (a, b) = (x0.max(i64::from(lo)), x1.min(i64::from(hi)));
-        if a > b {
-            return;
-        }
-        let range = index.buckets.row_range(y, a as u32, b as u32);
-        let first = range.start as u32;
-        for (k, e) in index.scan[range].iter().enumerate() {
-            let d = e.pos - at;
-            let d2 = d.dot(d);
-            if d2 <= view2 && (d2 <= near2 || vis.sees_cell(e.vcell)) && e.key != self_key {
-                cands.push((
-                    u64::from(d2.to_bits()) << 32 | u64::from(e.key),
-                    first + k as u32,
-                ));
-            }
-        }
+    let view2 = cfg.view_radius * cfg.view_radius;
+    let scan = Scan {
+        index,
+        at,
+        near2: cfg.near_radius * cfg.near_radius,
+        vis,
+        self_key,
     };
-    // Everything within `view_radius` lies within this many cells of the viewer's cell.
-    let max_r = (cfg.view_radius * geom.inv_size).ceil() as i64;
+    // Cells within this many of the viewer's cell hold everything within squared distance d2.
+    let reach = |d2: f32| ((d2.sqrt() + 1.0) * geom.inv_size).ceil() as i64;
     let cap = cfg.max_entities;
+    if let Some(g) = guess.filter(|&g| g >= 0.0 && g < view2) {
+        let r = reach(g);
+        let (ix, iy) = (i64::from(cx), i64::from(cy));
+        scan.rows(iy - r..=iy + r, ix - r, ix + r, g, cands);
+        if cands.len() >= cap {
+            keep_nearest(scratch, cfg);
+            return;
+        }
+        cands.clear();
+    }
+    let max_r = reach(view2);
     // First square: large enough to hold about 2 × cap entities at the density of the 3 × 3
     // cells around the viewer, so open ground is one pass and a crowd a few cells.
     let (ix, iy) = (i64::from(cx), i64::from(cy));
@@ -192,8 +289,8 @@ pub fn gather(
     };
     let (mut inner, mut r) = (-1i64, first.min(max_r));
     loop {
-        for_annulus(geom.ny, cx, cy, inner, r, &mut |y, x0, x1| {
-            scan_row(y, x0, x1, cands)
+        for_annulus(cx, cy, inner, r, &mut |y, x0, x1| {
+            scan.rows(y..=y, x0, x1, view2, cands)
         });
         if r >= max_r {
             break;
@@ -212,23 +309,167 @@ pub fn gather(
     keep_nearest(scratch, cfg);
 }
 
-/// Visits the cells at Chebyshev distance `inner + 1 ..= outer` from `(cx, cy)` as row segments
-/// `f(y, x0, x1)` (at most two per row; `x` may fall outside the grid, the caller clamps).
-fn for_annulus(
-    ny: u32,
-    cx: u32,
-    cy: u32,
-    inner: i64,
-    outer: i64,
-    f: &mut impl FnMut(u32, i64, i64),
+/// A tick between refreshes: the entities of `prev` (the client's previous snapshot, sorted by
+/// key) that still exist and are still of interest, written to `out` in the same order with
+/// distance tiers applied (see [`apply_tiers`]: a tiered player not due keeps its `prev`
+/// value). Returns how many were written.
+#[allow(clippy::too_many_arguments)] // the viewer, its previous set, the world and the output
+pub fn keep(
+    tick: u32,
+    eye: [i32; 3],
+    prev: &[NetEntity],
+    index: &EntityIndex,
+    vis: &VisRow<'_>,
+    cfg: &InterestConfig,
+    out: &mut [NetEntity],
+) -> usize {
+    let at = dequantize3(eye);
+    let (near2, view2) = (
+        cfg.near_radius * cfg.near_radius,
+        cfg.view_radius * cfg.view_radius,
+    );
+    let values = index.values();
+    let mut n = 0;
+    for e in prev {
+        let Some(j) = index.find(e.key) else {
+            continue;
+        };
+        let s = &index.scan[j as usize];
+        let d = s.pos - at;
+        let d2 = d.dot(d);
+        if d2 <= view2 && (d2 <= near2 || vis.sees_cell(s.vcell)) {
+            let Some(slot) = out.get_mut(n) else {
+                break;
+            };
+            *slot = if due(tick, e.key, cfg.tier(d2)) {
+                values[j as usize]
+            } else {
+                *e
+            };
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether an entity at distance tier `tier` gets its current value this tick: always for
+/// near entities and for anything but players, every `2^tier`th tick (staggered by key) for
+/// mid and far players.
+#[inline]
+fn due(tick: u32, key: u32, tier: u32) -> bool {
+    tier == 0
+        || kind_of(key) != EntityKind::Player as u32
+        || tick.wrapping_add(key).is_multiple_of(1u32 << tier)
+}
+
+/// A refresh: the client's set chosen afresh by [`gather`], guessing the scan's extent from
+/// where the previous set's entities were (plus room for a tick of movement) when that set was
+/// full.
+pub fn refresh(
+    eye: [i32; 3],
+    self_key: u32,
+    prev: Option<&[NetEntity]>,
+    index: &EntityIndex,
+    vis: &VisRow<'_>,
+    cfg: &InterestConfig,
+    scratch: &mut InterestScratch,
 ) {
-    let (ny, cx, cy) = (i64::from(ny), i64::from(cx), i64::from(cy));
-    for y in (cy - outer).max(0)..=(cy + outer).min(ny - 1) {
+    let at = dequantize3(eye);
+    let guess = prev.filter(|p| p.len() >= cfg.max_entities).map(|p| {
+        let farthest = p.iter().fold(0.0f32, |m, e| {
+            let d = dequantize3(e.origin) - at;
+            m.max(d.dot(d))
+        });
+        let r = farthest.sqrt() + GUESS_SLACK;
+        r * r
+    });
+    gather(eye, self_key, index, vis, cfg, guess, scratch);
+}
+
+/// Room added to the previous set's radius for what moved since (units): about two ticks of a
+/// running player's travel.
+const GUESS_SLACK: f32 = 48.0;
+
+/// Visits the cells at Chebyshev distance `inner + 1 ..= outer` from `(cx, cy)` as row segments
+/// `f(y, x0, x1)` (at most two per row; `x` and `y` may fall outside the grid, the callee
+/// clamps).
+#[inline]
+fn for_annulus(cx: u32, cy: u32, inner: i64, outer: i64, f: &mut impl FnMut(i64, i64, i64)) {
+    let (cx, cy) = (i64::from(cx), i64::from(cy));
+    for y in cy - outer..=cy + outer {
         if (y - cy).abs() > inner {
-            f(y as u32, cx - outer, cx + outer);
+            f(y, cx - outer, cx + outer);
         } else {
-            f(y as u32, cx - outer, cx - inner - 1);
-            f(y as u32, cx + inner + 1, cx + outer);
+            f(y, cx - outer, cx - inner - 1);
+            f(y, cx + inner + 1, cx + outer);
+        }
+    }
+}
+
+/// One viewer's scan over the entity index.
+struct Scan<'a> {
+    index: &'a EntityIndex,
+    at: Vec3,
+    near2: f32,
+    vis: &'a VisRow<'a>,
+    self_key: u32,
+}
+
+impl Scan<'_> {
+    /// Candidates within squared distance `lim2` in the cells `x0..=x1` of the rows `ys`
+    /// (clamped to the grid), each row trimmed to the circle and read as one slice. At a few
+    /// entities per row the per-row work matters as much as the per-entity work, so it is kept
+    /// to a handful of arithmetic operations.
+    #[inline]
+    fn rows(
+        &self,
+        ys: std::ops::RangeInclusive<i64>,
+        x0: i64,
+        x1: i64,
+        lim2: f32,
+        cands: &mut Vec<Candidate>,
+    ) {
+        let (index, at) = (self.index, self.at);
+        let geom = &index.buckets.geom;
+        let (nx, ny) = (i64::from(geom.nx), i64::from(geom.ny));
+        let (x0, x1) = (x0.max(0), x1.min(nx - 1));
+        // The viewer's offset from the grid origin, in cells.
+        let (ux, uy) = (
+            (at.x - geom.min_x) * geom.inv_size,
+            (at.y - geom.min_y) * geom.inv_size,
+        );
+        for y in (*ys.start()).max(0)..=(*ys.end()).min(ny - 1) {
+            // Distance in y from the viewer to the row (0 inside it), less a unit of slack so
+            // rounding never skips a row that holds a candidate.
+            let dy = ((y as f32 - uy).max(uy - (y + 1) as f32) * geom.size - 1.0).max(0.0);
+            let room = lim2 - dy * dy;
+            if room < 0.0 {
+                continue;
+            }
+            // A unit of slack, so rounding in the trim can only add a cell, never miss one.
+            // Truncating casts floor the non-negative values and send negative ones (and NaN)
+            // to 0, the first column.
+            let half = (room.sqrt() + 1.0) * geom.inv_size;
+            let a = x0.max((ux - half) as i64);
+            let b = x1.min((ux + half) as i64);
+            if a > b {
+                continue;
+            }
+            let range = index.buckets.row_range(y as u32, a as u32, b as u32);
+            let first = range.start as u32;
+            for (k, e) in index.scan[range].iter().enumerate() {
+                let d = e.pos - at;
+                let d2 = d.dot(d);
+                if d2 <= lim2
+                    && (d2 <= self.near2 || self.vis.sees_cell(e.vcell))
+                    && e.key != self.self_key
+                {
+                    cands.push((
+                        u64::from(d2.to_bits()) << 32 | u64::from(e.key),
+                        first + k as u32,
+                    ));
+                }
+            }
         }
     }
 }
@@ -281,35 +522,37 @@ pub fn keep_nearest(scratch: &mut InterestScratch, cfg: &InterestConfig) {
     chosen.sort_unstable();
 }
 
-/// Fills `out` with the chosen entities (from `entities`), applying distance tiers against
-/// `base` (the snapshot the client acknowledged): a mid or far player not due this tick keeps
-/// its baseline value.
+/// Writes the chosen entities (from `entities`) to `out`, applying distance tiers: a mid or far
+/// player not due this tick keeps the value it had in `prev`, the snapshot sent the tick
+/// before, so its value changes only on due ticks. Returns how many were written (`out` must
+/// have room for all of `chosen`).
 pub fn apply_tiers(
     tick: u32,
     chosen: &[u64],
     entities: &[NetEntity],
-    base: Option<&Snapshot>,
-    out: &mut Vec<NetEntity>,
-) {
-    out.clear();
-    let old: &[NetEntity] = base.map_or(&[], |b| &b.entities);
+    prev: Option<SnapshotRef<'_>>,
+    out: &mut [NetEntity],
+) -> usize {
+    let old: &[NetEntity] = prev.map_or(&[], |p| p.entities);
     let mut i = 0;
-    for &c in chosen {
+    for (slot, &c) in out.iter_mut().zip(chosen) {
         let (key, tier, index) = (
             (c >> 32) as u32,
             (c >> 30) as u32 & 3,
             c as u32 & 0x3fff_ffff,
         );
-        while i < old.len() && old[i].key < key {
-            i += 1;
+        if !due(tick, key, tier) {
+            while i < old.len() && old[i].key < key {
+                i += 1;
+            }
+            if let Some(o) = old.get(i).filter(|o| o.key == key) {
+                *slot = *o;
+                continue;
+            }
         }
-        let period = 1u32 << tier;
-        let due = kind_of(key) != EntityKind::Player as u32 || tick.wrapping_add(key) % period == 0;
-        match old.get(i) {
-            Some(o) if !due && o.key == key => out.push(*o),
-            _ => out.push(entities[index as usize]),
-        }
+        *slot = entities[index as usize];
     }
+    chosen.len().min(out.len())
 }
 
 #[cfg(test)]
@@ -344,14 +587,66 @@ mod tests {
         })
     }
 
+    /// Keys are found whatever the kind, including projectile ids that straddle the id
+    /// counter's wrap, and ids too scattered for a table.
+    #[test]
+    fn find_locates_every_entity_by_key() {
+        let geom = CellGeom::covering(&world_bounds(), 256.0);
+        let wrap = ID_MASK;
+        for rockets in [
+            vec![7],
+            vec![wrap - 2, wrap - 1, wrap, 0, 1, 5],
+            vec![100, 101, 105, 180],
+            vec![3, 1 << 29],
+        ] {
+            let mut entities: Vec<NetEntity> = rockets
+                .iter()
+                .map(|&id| NetEntity {
+                    key: entity_key(EntityKind::Projectile, id),
+                    ..NetEntity::default()
+                })
+                .collect();
+            entities.push(NetEntity {
+                key: entity_key(EntityKind::Player, 4),
+                ..NetEntity::default()
+            });
+            entities.push(NetEntity {
+                key: entity_key(EntityKind::Item, 2),
+                ..NetEntity::default()
+            });
+            let entries: Vec<(u32, NetEntity)> = entities
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ((i * 37 % 50) as u32, *e))
+                .collect();
+            let mut index = EntityIndex::new(geom.clone());
+            index.rebuild(&entries, vis(), &mut Vec::new(), &mut Vec::new());
+            for e in &entities {
+                let j = index.find(e.key).expect("present");
+                assert_eq!(index.values()[j as usize].key, e.key);
+            }
+            for absent in [
+                entity_key(EntityKind::Projectile, 6),
+                entity_key(EntityKind::Projectile, wrap - 3),
+                entity_key(EntityKind::Player, 3),
+                entity_key(EntityKind::Item, 9),
+            ] {
+                assert_eq!(index.find(absent), None, "{rockets:?} {absent:#x}");
+            }
+        }
+    }
+
     proptest! {
-        /// The ring search with early exit picks exactly what filtering every entity and keeping
+        /// The ring search with early exit, a search starting from a guessed disc, and a refresh
+        /// guessing from the previous set pick exactly what filtering every entity and keeping
         /// the nearest would pick — in a sparse field and in a crowd.
         #[test]
         fn gather_equals_brute_force(
             points in prop::collection::vec((0f32..8192.0, 0f32..8192.0), 1..300),
             crowd in any::<bool>(),
             viewer in (100f32..8000.0, 100f32..8000.0),
+            picks in prop::collection::vec(prop::bool::weighted(0.3), 300),
+            guess in 0f32..2500.0,
         ) {
             let vis = vis();
             let cfg = InterestConfig::default();
@@ -372,7 +667,7 @@ mod tests {
             let eye = quantize3(Vec3::new(viewer.0, viewer.1, 28.0));
             let row = vis.row(dequantize3(eye));
             let mut fast = InterestScratch::default();
-            gather(eye, u32::MAX, &index, &row, &cfg, &mut fast);
+            gather(eye, u32::MAX, &index, &row, &cfg, None, &mut fast);
             let got: Vec<u32> = fast.chosen.iter().map(|c| (c >> 32) as u32).collect();
 
             let filter = Filter::new(dequantize3(eye), &row, &cfg);
@@ -384,7 +679,31 @@ mod tests {
             }
             keep_nearest(&mut slow, &cfg);
             let want: Vec<u32> = slow.chosen.iter().map(|c| (c >> 32) as u32).collect();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+
+            // A refresh bounded by a previous set picks the same: the previous set being the
+            // answer itself (the tightest bound) or any subset (sometimes full and bounding the
+            // scan, sometimes not).
+            let by_key = |k: u32| entities[(k & 0x3fff_ffff) as usize];
+            let exact: Vec<NetEntity> = want.iter().map(|&k| by_key(k)).collect();
+            let mut subset: Vec<NetEntity> = entities
+                .iter()
+                .zip(&picks)
+                .filter(|&(_, &p)| p)
+                .map(|(e, _)| *e)
+                .collect();
+            subset.sort_by_key(|e| e.key);
+            for prev in [exact, subset] {
+                let mut bounded = InterestScratch::default();
+                refresh(eye, u32::MAX, Some(&prev), &index, &row, &cfg, &mut bounded);
+                let got: Vec<u32> = bounded.chosen.iter().map(|c| (c >> 32) as u32).collect();
+                prop_assert_eq!(&got, &want);
+            }
+            // And so does any guess at all.
+            let mut guessed = InterestScratch::default();
+            gather(eye, u32::MAX, &index, &row, &cfg, Some(guess * guess), &mut guessed);
+            let got: Vec<u32> = guessed.chosen.iter().map(|c| (c >> 32) as u32).collect();
+            prop_assert_eq!(&got, &want);
         }
     }
 }

@@ -5,8 +5,9 @@
 //! by Quake-style commands (angles, forward/side/up, buttons, msec) with acceleration, friction,
 //! gravity, steps and collision against the map and each other; hitscan and rocket weapons with
 //! splash damage, death and respawn; and per-client snapshots chosen by interest management
-//! (PVS or near, capped nearest-first, distance tiers) and delta-encoded against the last
-//! snapshot the client acknowledged.
+//! (PVS or near, capped nearest-first, distance tiers, the set chosen afresh every
+//! `refresh_ticks` ticks and kept in between) and delta-encoded against the last snapshot the
+//! client acknowledged, which the server keeps in one arena for all clients.
 //!
 //! **The tick** ([`World::tick`]): world physics (rockets, items) → commands → merge →
 //! snapshots. Each parallel phase reads the previous phase's immutable state and writes only
@@ -31,7 +32,8 @@
 //!
 //! **Key types:** [`Map`] / [`MapSpec`] (JSON map format) / [`map_gen`], [`World`],
 //! [`WorldConfig`], [`Command`] / [`UserCmd`], [`PlayerState`], [`Snapshot`] and the
-//! [`delta`] codec, [`InterestConfig`], [`ActionFile`] (recorded bot commands),
+//! [`delta`] codec, [`InterestConfig`], [`client::History`] (the snapshot-history arena) and
+//! [`client::ClientTable`], [`ActionFile`] (recorded bot commands),
 //! [`Recorder`], [`bots`] (seeded behaviours), and the [`Neighbourhood`] trait through which the
 //! shared rules ([`step_player`], [`Projectile::advance`]) see other entities — the benchmark's
 //! baselines reuse those rules with their own scheduling.
@@ -59,7 +61,7 @@ pub mod rng;
 pub mod rules;
 pub mod snapshot;
 pub mod step;
-mod tick;
+pub mod tick;
 pub mod vis;
 mod wire;
 pub mod world;

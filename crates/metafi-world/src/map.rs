@@ -202,10 +202,17 @@ impl Solids {
                 best = Some((t, axis));
             }
         };
-        self.columns
-            .for_each_in(&swept, |&i| consider(&self.brushes[i as usize]));
+        // A brush the swept box does not reach cannot be entered: skip the slab test for it
+        // (most brushes in the visited columns, the floor excepted).
+        let reach = swept.expanded(Vec3::splat(TRACE_EPSILON));
+        self.columns.for_each_in(&swept, |&i| {
+            let b = &self.brushes[i as usize];
+            if b.overlaps(&reach) {
+                consider(b);
+            }
+        });
         for o in others {
-            if o.overlaps(&swept.expanded(Vec3::splat(TRACE_EPSILON))) {
+            if o.overlaps(&reach) {
                 consider(o);
             }
         }

@@ -5,20 +5,27 @@
 //! travel as intents and are applied by the sequential, sorted merge. No locks, and the same
 //! result for any pool size.
 
+use std::cell::RefCell;
+
 use rayon::ThreadPool;
 use rayon::prelude::*;
 
+use crate::client::{Client, History, PacketBuf, PacketRef, RowsMut};
 use crate::command::{Command, PlayerId};
 use crate::grid::GridView;
 use crate::intent::{Effects, Hit, apply_hits, resolve_claims};
-use crate::interest::{InterestScratch, apply_tiers, gather};
+use crate::interest::{EntityIndex, InterestConfig, InterestScratch, apply_tiers, keep, refresh};
 use crate::player::PlayerState;
 use crate::projectile::Projectile;
-use crate::snapshot::{EntityKind, NetEntity, PlayerView, entity_key, quantize3};
+use crate::snapshot::{EntityKind, NetEntity, PlayerView, dequantize3, entity_key, quantize3};
 use crate::step::{StepScratch, step_player};
+use crate::vis::VisTable;
 use crate::world::{Phase, TickSummary, World};
 
 const NONE: u32 = u32::MAX;
+/// Clients per snapshot work item: a run of consecutive rows of the history and one packet
+/// buffer. Fixed, so the packet layout does not depend on the thread count.
+pub(crate) const CLIENT_CHUNK: usize = 32;
 
 impl World {
     /// [`World::tick`], calling `observer` as each phase begins so the caller can time phases.
@@ -195,19 +202,23 @@ impl World {
     /// Per client, in parallel: interest query over the new state, tiers, delta encoding.
     fn snapshot_phase(&mut self, pool: &ThreadPool, sum: &mut TickSummary) {
         let s = &mut self.scratch;
-        let geom = s.entities.buckets.geom.clone();
-        s.entity_entries.clear();
-        let players = self.players.iter().map(NetEntity::of_player);
+        let geom = &s.entities.buckets.geom;
+        let entry = |e: NetEntity| (geom.cell_of(dequantize3(e.origin)), e);
+        // Players in parallel (in order, so the index is the same for any pool size).
+        pool.install(|| {
+            self.players
+                .par_iter()
+                .with_min_len(1024)
+                .map(|p| entry(NetEntity::of_player(p)))
+                .collect_into_vec(&mut s.entity_entries)
+        });
         let rockets = self.projectiles.iter().map(NetEntity::of_projectile);
         let items = self
             .items
             .iter()
             .enumerate()
             .map(|(i, it)| NetEntity::of_item(i as u32, it));
-        for e in players.chain(rockets).chain(items) {
-            s.entity_entries
-                .push((geom.cell_of(crate::snapshot::dequantize3(e.origin)), e));
-        }
+        s.entity_entries.extend(rockets.chain(items).map(entry));
         s.entities.rebuild(
             &s.entity_entries,
             self.map.vis(),
@@ -215,40 +226,97 @@ impl World {
             &mut s.order,
         );
 
-        let (tick, cfg, vis) = (self.tick, &self.config.interest, self.map.vis());
-        let (players, entities) = (&self.players, &s.entities);
+        let n = self.players.len();
+        let chunks = n.div_ceil(CLIENT_CHUNK);
+        if self.packets.len() < chunks {
+            self.packets.resize_with(chunks, PacketBuf::default);
+        }
+        let mut slot = self.history.take_slot(self.tick, n);
+        let ctx = SnapshotCtx {
+            tick: self.tick,
+            cfg: &self.config.interest,
+            vis: self.map.vis(),
+            players: &self.players,
+            entities: &s.entities,
+            history: &self.history,
+        };
+        let cap = self.history.cap();
+        let (clients, packets) = (&mut self.clients, &mut self.packets[..chunks]);
         let (bytes, sent) = pool.install(|| {
-            players
-                .par_iter()
-                .zip(self.clients.par_iter_mut())
-                .with_min_len(16)
-                .map_init(InterestScratch::default, |scratch, (p, client)| {
-                    let me = entity_key(EntityKind::Player, p.id.0);
-                    gather(
-                        quantize3(p.origin),
-                        me,
-                        entities,
-                        &vis.row(p.origin),
-                        cfg,
-                        scratch,
-                    );
-                    let n = scratch.chosen.len() as u64;
-                    let bytes = client.send(tick, |base, snap| {
-                        snap.view = PlayerView::of(p);
-                        apply_tiers(
-                            tick,
-                            &scratch.chosen,
-                            entities.values(),
-                            base,
-                            &mut snap.entities,
-                        );
-                    });
-                    (bytes as u64, n)
+            slot.par_chunks_mut(n, cap, CLIENT_CHUNK)
+                .zip(clients.par_chunks_mut(CLIENT_CHUNK))
+                .zip(packets.par_iter_mut())
+                .enumerate()
+                .map(|(c, ((rows, clients), buf))| {
+                    SCRATCH.with_borrow_mut(|scratch| ctx.send_run(c, rows, clients, buf, scratch))
                 })
                 .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
         });
+        self.history.put_back(self.tick, slot);
         sum.snapshot_bytes = bytes;
         sum.entities_sent = sent;
+    }
+}
+
+thread_local! {
+    /// Interest buffers of each pool thread, kept across ticks so the snapshot phase does not
+    /// allocate once they have grown.
+    static SCRATCH: RefCell<InterestScratch> = RefCell::new(InterestScratch::default());
+}
+
+/// What every client's snapshot reads: the new state, immutable for the phase.
+struct SnapshotCtx<'a> {
+    tick: u32,
+    cfg: &'a InterestConfig,
+    vis: &'a VisTable,
+    players: &'a [PlayerState],
+    entities: &'a EntityIndex,
+    history: &'a History,
+}
+
+impl SnapshotCtx<'_> {
+    /// The snapshots of run `c` (clients `c * CLIENT_CHUNK ..`): for each client, its interest
+    /// set (chosen afresh, or kept from the previous tick), tiers, its history row and packet.
+    /// Returns (packet bytes, entities sent).
+    fn send_run(
+        &self,
+        c: usize,
+        mut rows: RowsMut<'_>,
+        clients: &mut [Client],
+        buf: &mut PacketBuf,
+        scratch: &mut InterestScratch,
+    ) -> (u64, u64) {
+        let (tick, cfg, entities) = (self.tick, self.cfg, self.entities);
+        buf.clear();
+        let (mut bytes, mut sent) = (0u64, 0u64);
+        for (k, client) in clients.iter_mut().enumerate() {
+            let p = &self.players[c * CLIENT_CHUNK + k];
+            let (eye, row) = (quantize3(p.origin), self.vis.row(p.origin));
+            let packet =
+                self.history
+                    .send(client, p.id.0, tick, rows.row(k), buf, |prev, view, out| {
+                        *view = PlayerView::of(p);
+                        let prev_set = prev.map(|s| s.entities);
+                        let n = match prev_set {
+                            Some(set) if !cfg.refreshes(tick, p.id.0) => {
+                                keep(tick, eye, set, entities, &row, cfg, out)
+                            }
+                            _ => {
+                                let me = entity_key(EntityKind::Player, p.id.0);
+                                refresh(eye, me, prev_set, entities, &row, cfg, scratch);
+                                apply_tiers(tick, &scratch.chosen, entities.values(), prev, out)
+                            }
+                        };
+                        sent += n as u64;
+                        n
+                    });
+            client.packet = PacketRef {
+                buf: c as u32,
+                ..packet
+            };
+            bytes += u64::from(packet.len);
+        }
+        (bytes, sent)
     }
 }
 
@@ -302,12 +370,15 @@ fn group_commands(
     }
     out.clear();
     out.resize(starts[n] as usize, crate::command::UserCmd::default());
-    let mut cursor = starts[..n].to_vec();
+    // `starts[id]` walks the player's range as its commands are placed, ending at the next
+    // player's start; shifting by one restores the starts (as in `cells::counting_sort`).
     for c in commands.iter().filter(|c| known(c)) {
-        let slot = &mut cursor[c.player.0 as usize];
+        let slot = &mut starts[c.player.0 as usize];
         out[*slot as usize] = c.cmd;
         *slot += 1;
     }
+    starts.copy_within(0..n, 1);
+    starts[0] = 0;
     sum.commands = out.len();
 }
 

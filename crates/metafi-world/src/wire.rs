@@ -2,20 +2,64 @@
 
 use crate::delta::DecodeError;
 
-#[inline]
-pub fn put_varint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// Writes into room the caller sized for the worst case: no capacity check per byte (a write
+/// past the end is a bug in that sizing, and panics rather than corrupting anything).
+#[derive(Debug)]
+pub struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
 }
 
-/// Signed difference `new - old`, wrapping, zigzag-encoded so small changes take one byte.
-#[inline]
-pub fn put_delta(out: &mut Vec<u8>, old: i32, new: i32) {
-    let d = new.wrapping_sub(old);
-    put_varint(out, ((d << 1) ^ (d >> 31)) as u32);
+impl<'a> Writer<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Writer<'a> {
+        Writer { buf, pos: 0 }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Leaves `n` bytes to be filled in later.
+    pub fn skip(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    pub fn into_inner(self) -> &'a mut [u8] {
+        self.buf
+    }
+
+    /// A writer over the unwritten rest of the buffer; [`Writer::skip`] past what it wrote.
+    /// Short-lived and local, so the optimiser keeps its cursor in a register.
+    #[inline]
+    pub fn rest(&mut self) -> Writer<'_> {
+        Writer {
+            buf: &mut self.buf[self.pos..],
+            pos: 0,
+        }
+    }
+
+    #[inline]
+    pub fn byte(&mut self, b: u8) {
+        self.buf[self.pos] = b;
+        self.pos += 1;
+    }
+
+    /// LEB128.
+    #[inline]
+    pub fn varint(&mut self, mut v: u32) {
+        while v >= 0x80 {
+            self.byte(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    /// Signed difference `new - old`, wrapping, zigzag-encoded so small changes take one byte.
+    #[inline]
+    pub fn delta(&mut self, old: i32, new: i32) {
+        let d = new.wrapping_sub(old);
+        self.varint(((d << 1) ^ (d >> 31)) as u32);
+    }
 }
 
 /// Reads from a byte slice, failing (never panicking) on truncated or malformed input.
@@ -74,14 +118,17 @@ mod tests {
 
     #[test]
     fn varints_and_deltas_round_trip_at_the_edges() {
-        let mut out = Vec::new();
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
         for v in [0u32, 1, 127, 128, 16_383, 16_384, u32::MAX] {
-            put_varint(&mut out, v);
+            w.varint(v);
         }
         for (old, new) in [(0, 0), (5, -5), (i32::MIN, i32::MAX), (i32::MAX, i32::MIN)] {
-            put_delta(&mut out, old, new);
+            w.delta(old, new);
         }
-        let mut r = Reader::new(&out);
+        let len = w.position();
+        let out = &buf[..len];
+        let mut r = Reader::new(out);
         for v in [0u32, 1, 127, 128, 16_383, 16_384, u32::MAX] {
             assert_eq!(r.varint().expect("varint"), v);
         }

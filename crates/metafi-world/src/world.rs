@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rayon::ThreadPool;
 
-use crate::client::Client;
+use crate::client::{Client, History, PacketBuf};
 use crate::command::{Command, PlayerId, UserCmd};
 use crate::grid::{GRID_CELL, PlayerGrid};
 use crate::interest::{EntityIndex, InterestConfig};
@@ -16,12 +16,15 @@ use crate::math::Vec3;
 use crate::player::{PlayerState, mix};
 use crate::projectile::Projectile;
 use crate::rules::Rules;
-use crate::snapshot::NetEntity;
+use crate::snapshot::{NetEntity, Snapshot};
 use crate::vis::VIS_REACH;
 
 /// Most players one world holds (ids are dense slots below this).
 pub const MAX_PLAYERS: usize = 1 << 20;
 const NONE: u32 = u32::MAX;
+/// Longest interest refresh period accepted: 8 ticks (400 ms at 20 ticks/s) is already a late
+/// arrival a player would notice.
+pub const MAX_REFRESH_TICKS: u32 = 8;
 
 /// World parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,9 +112,14 @@ pub struct World {
     pub(crate) free_ids: BTreeSet<u32>,
     /// Joins or leaves since the grid was built.
     pub(crate) dirty: bool,
-    /// Client view state, aligned with `players` (permuted with them), so the snapshot phase
+    /// Client bookkeeping, aligned with `players` (permuted with them), so the snapshot phase
     /// walks viewers in grid order and neighbouring viewers share hot cache lines.
     pub(crate) clients: Vec<Client>,
+    /// Every client's sent snapshots, one row per client per slot, written in grid order.
+    pub(crate) history: History,
+    /// This tick's packets, one buffer per run of [`crate::tick::CLIENT_CHUNK`] clients in
+    /// grid order; each [`Client`] knows where its own is.
+    pub(crate) packets: Vec<PacketBuf>,
     /// In id order.
     pub(crate) projectiles: Vec<Projectile>,
     pub(crate) next_projectile: u32,
@@ -138,6 +146,7 @@ impl World {
         let grid = PlayerGrid::new(map.bounds());
         let entities = EntityIndex::new(crate::cells::CellGeom::covering(map.bounds(), GRID_CELL));
         let items = map.items().iter().map(ItemState::new).collect();
+        let history = History::new(config.interest.max_entities);
         Ok(World {
             map,
             config,
@@ -150,6 +159,8 @@ impl World {
             free_ids: BTreeSet::new(),
             dirty: false,
             clients: Vec::new(),
+            history,
+            packets: Vec::new(),
             projectiles: Vec::new(),
             next_projectile: 0,
             items,
@@ -247,9 +258,17 @@ impl World {
         self.index(id).ok().map(|i| &self.clients[i])
     }
 
-    /// The snapshot packet sent to `id` in the last tick.
+    /// The snapshot packet sent to `id` in the last tick (empty before its first tick).
     pub fn packet(&self, id: PlayerId) -> Option<&[u8]> {
-        self.client(id).map(Client::packet)
+        let r = self.client(id)?.packet;
+        self.packets.get(r.buf as usize)?.get(r)
+    }
+
+    /// The snapshot `id`'s client was sent for `tick`, if still remembered (the last
+    /// [`crate::client::SNAPSHOT_HISTORY`] ticks).
+    pub fn sent(&self, id: PlayerId, tick: u32) -> Option<Snapshot> {
+        let c = self.client(id)?;
+        self.history.sent(c, id.0, tick).map(|s| s.to_snapshot())
     }
 
     /// A hash of the whole simulated state (players by id, projectiles, items, tick), bit-exact:
@@ -336,6 +355,9 @@ fn validate(c: &WorldConfig) -> Result<(), WorldError> {
     }
     if i.max_entities == 0 || i.max_entities > crate::delta::MAX_SNAPSHOT_ENTITIES {
         return bad("interest.max_entities", "must be in 1..=4096");
+    }
+    if i.refresh_ticks == 0 || i.refresh_ticks > MAX_REFRESH_TICKS {
+        return bad("interest.refresh_ticks", "must be in 1..=8 (1: every tick)");
     }
     if c.tick_ms == 0 || c.tick_ms > 250 {
         return bad("tick_ms", "must be in 1..=250");
