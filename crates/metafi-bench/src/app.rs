@@ -22,7 +22,7 @@ use crate::workloads::register::Register;
 use crate::workloads::rpc::{Rpc, RpcOptions};
 
 /// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
-/// use, so `taskset -c 1` gives one).
+/// use, so `taskset -c 1` gives one: then a current-thread runtime).
 pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
     let common = common(&cli.command).clone();
     let threads = common
@@ -30,12 +30,21 @@ pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
         .unwrap_or(1)
         .max(1);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("metafi-bench")
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // One thread: a current-thread runtime runs every task on this thread, with no wake-ups
+    // handed between the main thread and a worker and no work-stealing bookkeeping (it cuts
+    // the tool's CPU per message of the match workload, docs/BENCH.md "Cost per message").
+    let runtime = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("metafi-bench")
+            .enable_all()
+            .build()
+    }
+    .context("starting the async runtime")?;
     runtime.block_on(async move {
         let report = execute(cli.command, ctrl_c()).await?;
         finish(&report, &common)

@@ -42,6 +42,9 @@ pub struct Stats {
     max_connected: AtomicI64,
     active_users: AtomicI64,
     started_users: AtomicU64,
+    /// Frames the users' sockets received (socket workloads that count them: `match`); the
+    /// tool's CPU per received message tells whether the tool itself was the bottleneck.
+    messages_received: AtomicU64,
     net: Arc<NetCounters>,
     samples: Mutex<Vec<Sample>>,
     closed: AtomicBool,
@@ -79,6 +82,9 @@ pub struct Sample {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub errors: u64,
+    pub messages_received: u64,
+    /// This process's CPU time (user + system) so far, seconds (0 where `/proc` is missing).
+    pub tool_cpu_secs: f64,
 }
 
 impl Bucket {
@@ -123,6 +129,7 @@ impl Stats {
             max_connected: AtomicI64::new(0),
             active_users: AtomicI64::new(0),
             started_users: AtomicU64::new(0),
+            messages_received: AtomicU64::new(0),
             net,
             samples: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
@@ -200,6 +207,11 @@ impl Stats {
         self.active_users.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// A user's socket received a frame.
+    pub fn message_received(&self) {
+        self.messages_received.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn active_users(&self) -> i64 {
         self.active_users.load(Ordering::Relaxed)
     }
@@ -214,6 +226,8 @@ impl Stats {
             bytes_sent: self.net.sent(),
             bytes_received: self.net.received(),
             errors: self.error_total.load(Ordering::Relaxed),
+            messages_received: self.messages_received.load(Ordering::Relaxed),
+            tool_cpu_secs: crate::procfs::read(std::process::id()).map_or(0.0, |r| r.cpu_secs),
         };
         if !self.closed.load(Ordering::Relaxed) {
             self.samples.lock().push(sample);
@@ -407,31 +421,96 @@ impl NetSummary {
             received_total_bytes: last.bytes_received.saturating_sub(first.bytes_received),
             ..NetSummary::default()
         };
-        // windows of about 10 s between samples
-        let mut i = 0;
+        for (from, to) in sample_windows(points) {
+            let span = (to.at - from.at).max(f64::EPSILON);
+            let sent = to.bytes_sent.saturating_sub(from.bytes_sent) as f64 * 8.0 / span;
+            let received =
+                to.bytes_received.saturating_sub(from.bytes_received) as f64 * 8.0 / span;
+            summary.sent_highest_bits_per_sec = summary.sent_highest_bits_per_sec.max(sent);
+            summary.received_highest_bits_per_sec =
+                summary.received_highest_bits_per_sec.max(received);
+        }
+        summary
+    }
+}
+
+/// The tool's own CPU over a run. A run measures the server only while the tool stays well
+/// under the cores it may use: a saturated tool queues messages and reports its own delay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ToolUsage {
+    /// User + system CPU of this process over the run, seconds.
+    pub cpu_secs: f64,
+    /// `cpu_secs` over the run's length: 1.0 is one core fully used.
+    pub cores_used: f64,
+    /// The highest cores used over a ~10-second window of the per-second samples.
+    pub highest_cores_used: f64,
+    /// Frames the users' sockets received over the run (0 for workloads that do not count
+    /// them).
+    pub messages_received: u64,
+    /// `cpu_secs` per received frame, microseconds (`None` without received frames).
+    pub cpu_micros_per_message: Option<f64>,
+    /// CPUs this process may run on (its affinity mask, e.g. 1 under `taskset -c 1`).
+    pub cores_available: usize,
+}
+
+impl ToolUsage {
+    /// Share of its cores above which a run's latencies are suspect (docs/BENCH.md).
+    pub const SATURATED: f64 = 0.7;
+
+    /// From the samples of a run, as [`NetSummary::from_samples`]; `None` when the tool's CPU
+    /// could not be read (no `/proc`).
+    pub fn from_samples(points: &[Sample]) -> Option<ToolUsage> {
+        let (first, last) = (points.first()?, points.last()?);
+        let cpu_secs = (last.tool_cpu_secs - first.tool_cpu_secs).max(0.0);
+        if last.tool_cpu_secs <= 0.0 {
+            return None;
+        }
+        let span = (last.at - first.at).max(f64::EPSILON);
+        let messages = last
+            .messages_received
+            .saturating_sub(first.messages_received);
+        let highest = sample_windows(points)
+            .map(|(from, to)| {
+                let cpu = (to.tool_cpu_secs - from.tool_cpu_secs).max(0.0);
+                cpu / (to.at - from.at).max(f64::EPSILON)
+            })
+            .fold(0.0f64, f64::max);
+        Some(ToolUsage {
+            cpu_secs,
+            cores_used: cpu_secs / span,
+            highest_cores_used: highest,
+            messages_received: messages,
+            cpu_micros_per_message: (messages > 0).then(|| cpu_secs * 1e6 / messages as f64),
+            cores_available: std::thread::available_parallelism().map_or(1, usize::from),
+        })
+    }
+
+    /// Whether the tool came close enough to its CPU limit that its own queueing may be in
+    /// the latencies: a busiest window above [`ToolUsage::SATURATED`] of its cores.
+    pub fn near_its_limit(&self) -> bool {
+        self.highest_cores_used > ToolUsage::SATURATED * self.cores_available as f64
+    }
+}
+
+/// Consecutive, non-overlapping windows of about [`WINDOW_SECS`] between samples, as (first,
+/// last) sample pairs: windows shorter than a second are skipped unless the whole run is one.
+fn sample_windows(points: &[Sample]) -> impl Iterator<Item = (&Sample, &Sample)> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
         while i + 1 < points.len() {
+            let start = i;
             let mut j = i + 1;
             while j + 1 < points.len() && points[j].at - points[i].at < WINDOW_SECS as f64 - 0.5 {
                 j += 1;
             }
-            let span = points[j].at - points[i].at;
-            if span >= 1.0 || (i == 0 && j == points.len() - 1) {
-                let span = span.max(f64::EPSILON);
-                let sent =
-                    points[j].bytes_sent.saturating_sub(points[i].bytes_sent) as f64 * 8.0 / span;
-                let received = points[j]
-                    .bytes_received
-                    .saturating_sub(points[i].bytes_received) as f64
-                    * 8.0
-                    / span;
-                summary.sent_highest_bits_per_sec = summary.sent_highest_bits_per_sec.max(sent);
-                summary.received_highest_bits_per_sec =
-                    summary.received_highest_bits_per_sec.max(received);
-            }
             i = j;
+            let span = points[j].at - points[start].at;
+            if span >= 1.0 || (start == 0 && j == points.len() - 1) {
+                return Some((&points[start], &points[j]));
+            }
         }
-        summary
-    }
+        None
+    })
 }
 
 fn new_histogram<T: hdrhistogram::Counter>(sigfig: u8) -> Histogram<T> {
@@ -588,5 +667,34 @@ mod tests {
             (net.received_highest_bits_per_sec - 32e6).abs() < 1.0,
             "{net:?}"
         );
+    }
+
+    #[test]
+    fn tool_usage_is_cpu_per_received_message_and_the_busiest_window() {
+        // 0.2 cores for 10 s while 10,000 messages/s arrive, then 0.6 cores for 10 s at 30,000/s
+        let points: Vec<Sample> = (0..=20)
+            .map(|t| {
+                let (cpu, messages) = if t <= 10 {
+                    (0.2 * t as f64, 10_000 * t)
+                } else {
+                    (2.0 + 0.6 * (t - 10) as f64, 100_000 + 30_000 * (t - 10))
+                };
+                Sample {
+                    at: t as f64,
+                    tool_cpu_secs: 5.0 + cpu,
+                    messages_received: messages,
+                    ..Sample::default()
+                }
+            })
+            .collect();
+        let tool = ToolUsage::from_samples(&points).expect("cpu was read");
+        assert!((tool.cpu_secs - 8.0).abs() < 1e-9, "{tool:?}");
+        assert!((tool.cores_used - 0.4).abs() < 1e-9, "{tool:?}");
+        assert!((tool.highest_cores_used - 0.6).abs() < 1e-9, "{tool:?}");
+        assert_eq!(tool.messages_received, 400_000);
+        let per = tool.cpu_micros_per_message.expect("messages arrived");
+        assert!((per - 20.0).abs() < 1e-9, "{tool:?}");
+        // without /proc there is nothing to report
+        assert_eq!(ToolUsage::from_samples(&[Sample::default()]), None);
     }
 }

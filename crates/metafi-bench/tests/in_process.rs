@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-//! Runs the `register` and `auth` workloads for a second against a MetaFi server started in
-//! this process (SQLite in a temporary directory, port 0), through the same entry point as the
+//! Runs the `register`, `auth` and `match` workloads for a few seconds against a MetaFi server
+//! started in this process (SQLite in a temporary directory, port 0), through the same entry point as the
 //! command line.
 
 use clap::Parser as _;
@@ -136,6 +136,61 @@ async fn a_wrong_server_key_is_counted_as_errors_by_kind() {
         "{:?}",
         report.errors
     );
+    let _ = server.stop.send(());
+    server.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_match_workload_measures_echo_and_broadcast_in_both_formats() {
+    let server = start_server().await;
+    for format in ["json", "protobuf"] {
+        // 20 users (two seed matches of 10), each sending every 100 ms for 2 s
+        let report = bench(&[
+            "metafi-bench",
+            "match",
+            "--server",
+            &server.base,
+            "--rpc",
+            "get_match_native",
+            "--users",
+            "20",
+            "--phase",
+            "40:500ms",
+            "--phase",
+            "0:3s",
+            "--hold",
+            "2s",
+            "--interval",
+            "100ms",
+            "--format",
+            format,
+        ])
+        .await;
+        assert_eq!(report.error_total(), 0, "{format}: {:?}", report.errors);
+        let count = |name: &str| {
+            report
+                .requests
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(0, |s| s.count)
+        };
+        assert_eq!(count("match_join"), 20, "{format}: {report:#?}");
+        // every user sends ~10 echoes in 2 s and gets its own back; each broadcast reaches the
+        // players of its match
+        assert!(count("echo") >= 20 * 5, "{format}: {report:#?}");
+        assert!(
+            count("broadcast") >= count("echo") * 4,
+            "{format}: {report:#?}"
+        );
+        let tool = report
+            .tool_usage
+            .expect("the tool reads its own /proc entry");
+        assert!(
+            tool.messages_received >= count("echo") + count("broadcast"),
+            "{format}: {tool:?}"
+        );
+        assert!(tool.cpu_micros_per_message.is_some(), "{tool:?}");
+    }
     let _ = server.stop.send(());
     server.task.await.unwrap().unwrap();
 }

@@ -10,15 +10,18 @@
 //! Must not depend on: any server crate (it speaks only the wire protocol, so it can measure any
 //! Nakama-compatible server; `metafi-quic` is the wire of the QUIC transport, shared with the
 //! server). Key types: [`Client`], [`ClientConfig`], [`Endpoint`], [`Socket`], [`Events`],
-//! [`Transport`], [`QuicConnector`], [`ClientError`], [`net::NetCounters`].
+//! [`Transport`], [`WebSocketTransport`], [`MatchDataView`] and [`MatchDataSendJson`] (the fast
+//! path for match data), [`QuicConnector`], [`ClientError`], [`net::NetCounters`].
 
 mod error;
+mod match_data;
 pub mod net;
 mod quic;
 mod rest;
 mod socket;
 
 pub use error::ClientError;
+pub use match_data::{MatchDataSendJson, MatchDataView};
 pub use metafi_proto::api::{Account, Session};
 pub use metafi_proto::realtime::{Delivery, DeliveryClass};
 pub use quic::{Fingerprint, QuicConfig, QuicConnector, QuicTransport, QuicTrust, QuicTuning};

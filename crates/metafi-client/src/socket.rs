@@ -100,6 +100,71 @@ pub struct WebSocketTransport {
     format: Format,
 }
 
+impl WebSocketTransport {
+    /// Opens `/ws` on the endpoint's server as the session of `token` (TCP connect and
+    /// WebSocket upgrade within `config.timeout`). [`Socket::connect`] wraps this in a task; a
+    /// caller that drives one socket from its own task (a load tool holding thousands) can use
+    /// the transport directly: [`Transport::recv`], [`WebSocketTransport::send_text`].
+    pub async fn connect(
+        endpoint: &Endpoint,
+        token: &str,
+        config: &SocketConfig,
+    ) -> Result<WebSocketTransport, ClientError> {
+        let handshake = async {
+            let stream = endpoint
+                .connector()
+                .connect()
+                .await
+                .map_err(|source| ClientError::Connect { source })?;
+            let host = endpoint
+                .host()
+                .to_str()
+                .map_err(|_| ClientError::Unexpected {
+                    what: "a host that is not text".into(),
+                })?;
+            let url = format!(
+                "ws://{host}/ws?lang=en&status={}&token={}{}",
+                config.appear_online,
+                encode_component(token),
+                match config.format {
+                    Format::Json => "",
+                    Format::Protobuf => "&format=protobuf",
+                }
+            );
+            let ws_config = WebSocketConfig::default()
+                .read_buffer_size(config.read_buffer)
+                .write_buffer_size(0);
+            let (ws, _response) =
+                tokio_tungstenite::client_async_with_config(url, stream, Some(ws_config))
+                    .await
+                    .map_err(ws_error)?;
+            Ok(ws)
+        };
+        let ws = tokio::time::timeout(config.timeout, handshake)
+            .await
+            .map_err(|_| ClientError::Timeout {
+                timeout: config.timeout,
+            })??;
+        Ok(WebSocketTransport {
+            ws,
+            format: config.format,
+        })
+    }
+
+    /// The format the socket was opened with.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Sends a JSON envelope already encoded as text (no UTF-8 check: a `String` is UTF-8).
+    pub async fn send_text(&mut self, text: String) -> Result<(), ClientError> {
+        self.ws
+            .send(tungstenite::Message::Text(Utf8Bytes::from(text)))
+            .await
+            .map_err(ws_error)
+    }
+}
+
 impl Transport for WebSocketTransport {
     async fn send(&mut self, frame: Bytes) -> Result<(), ClientError> {
         let message = match self.format {
@@ -179,48 +244,8 @@ impl Socket {
         token: &str,
         config: &SocketConfig,
     ) -> Result<(Socket, Events), ClientError> {
-        let handshake = async {
-            let stream = endpoint
-                .connector()
-                .connect()
-                .await
-                .map_err(|source| ClientError::Connect { source })?;
-            let host = endpoint
-                .host()
-                .to_str()
-                .map_err(|_| ClientError::Unexpected {
-                    what: "a host that is not text".into(),
-                })?;
-            let url = format!(
-                "ws://{host}/ws?lang=en&status={}&token={}{}",
-                config.appear_online,
-                encode_component(token),
-                match config.format {
-                    Format::Json => "",
-                    Format::Protobuf => "&format=protobuf",
-                }
-            );
-            let ws_config = WebSocketConfig::default()
-                .read_buffer_size(config.read_buffer)
-                .write_buffer_size(0);
-            let (ws, _response) =
-                tokio_tungstenite::client_async_with_config(url, stream, Some(ws_config))
-                    .await
-                    .map_err(ws_error)?;
-            Ok(ws)
-        };
-        let ws = tokio::time::timeout(config.timeout, handshake)
-            .await
-            .map_err(|_| ClientError::Timeout {
-                timeout: config.timeout,
-            })??;
-        Ok(Socket::over(
-            WebSocketTransport {
-                ws,
-                format: config.format,
-            },
-            config,
-        ))
+        let transport = WebSocketTransport::connect(endpoint, token, config).await?;
+        Ok(Socket::over(transport, config))
     }
 
     /// A socket over any transport (the transport has finished its own handshake).

@@ -190,6 +190,18 @@ impl Outbox {
         state.close.map(NextRouted::Close)
     }
 
+    /// Moves up to `max` queued messages to `out` under one lock (a writer that sends a batch
+    /// per wake-up). A pending close is not consumed: [`Outbox::next`] still hands it out after
+    /// the queue is empty.
+    pub fn take_batch(&self, max: usize, out: &mut Vec<Bytes>) {
+        let mut state = self.state.lock();
+        let n = max.min(state.queue.len());
+        out.extend(state.queue.drain(..n).map(|(frame, _)| frame));
+        if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
+            state.queue = VecDeque::new();
+        }
+    }
+
     /// Resolves once the session is closing. Cancel-safe; any number of waiters.
     pub async fn closed(&self) {
         loop {
@@ -255,6 +267,25 @@ mod tests {
         }
         while let Some(Next::Frame(_)) = outbox.try_next() {}
         assert_eq!(outbox.state.lock().queue.capacity(), 0);
+    }
+
+    #[test]
+    fn a_batch_keeps_order_stops_at_max_and_leaves_the_close() {
+        let outbox = Outbox::new(8);
+        for frame in [b"1", b"2", b"3"] {
+            outbox.push(Bytes::from_static(frame));
+        }
+        outbox.close(CloseReason::Shutdown);
+        let mut batch = Vec::new();
+        outbox.take_batch(2, &mut batch);
+        assert_eq!(
+            batch,
+            vec![Bytes::from_static(b"1"), Bytes::from_static(b"2")]
+        );
+        batch.clear();
+        outbox.take_batch(64, &mut batch);
+        assert_eq!(batch, vec![Bytes::from_static(b"3")]);
+        assert_eq!(outbox.try_next(), Some(Next::Close(CloseReason::Shutdown)));
     }
 
     #[test]

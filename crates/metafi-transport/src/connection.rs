@@ -6,7 +6,9 @@
 //! written, and a client that stops reading never stops the server from reading (it is closed
 //! when its bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`).
 
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -253,8 +255,10 @@ impl Keepalive {
     }
 }
 
-/// Writes `first` and whatever else is queued (up to a batch), then flushes, all within
-/// `write_wait`.
+/// Writes `first` and whatever else is queued (up to a batch, taken from the outbox under one
+/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. The
+/// write must finish within `write_wait`; the timer is armed only when the write cannot finish
+/// at once (the common case on a healthy connection costs no timer registration).
 async fn write_frames(
     config: &SocketConfig,
     session: &Session,
@@ -262,10 +266,14 @@ async fn write_frames(
     first: Bytes,
 ) -> Result<(), CloseReason> {
     let format = session.format();
+    let mut batch = vec![first];
+    session
+        .outbox()
+        .take_batch(MAX_FRAMES_PER_FLUSH - 1, &mut batch);
     let write = async {
-        let mut next = Some(first);
-        let mut written = 0;
-        while let Some(frame) = next.take() {
+        let mut bytes = 0;
+        let mut fed = Ok(());
+        for frame in batch {
             let len = frame.len();
             let message = match format {
                 Format::Json => match Utf8Bytes::try_from(frame) {
@@ -278,31 +286,29 @@ async fn write_frames(
                 },
                 Format::Protobuf => Message::Binary(frame),
             };
-            sink.feed(message).await?;
-            metrics::sent(len);
-            written += 1;
-            if written < MAX_FRAMES_PER_FLUSH {
-                next = peek_frame(session);
+            if let Err(error) = sink.feed(message).await {
+                fed = Err(error);
+                break;
             }
+            bytes += len;
         }
+        metrics::sent(bytes);
+        fed?;
         sink.flush().await
     };
-    match timeout(config.write_wait, write).await {
+    let mut write = std::pin::pin!(write);
+    let first_poll = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+    let written = match first_poll {
+        Poll::Ready(result) => Ok(result),
+        Poll::Pending => timeout(config.write_wait, write).await,
+    };
+    match written {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
             tracing::debug!(sid = %session.id(), error = %error, "WebSocket write failed");
             Err(CloseReason::ConnectionError)
         }
         Err(_) => Err(CloseReason::WriteTimeout),
-    }
-}
-
-/// Takes the next queued frame without waiting. A pending close is not consumed by
-/// `try_next`, so the main loop still sees it.
-fn peek_frame(session: &Session) -> Option<Bytes> {
-    match session.outbox().try_next() {
-        Some(Next::Frame(frame)) => Some(frame),
-        _ => None,
     }
 }
 

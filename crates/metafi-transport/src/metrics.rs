@@ -1,4 +1,12 @@
 //! WebSocket transport metrics.
+//!
+//! The per-frame byte counters keep their handles (registered on first use with the
+//! process-wide recorder, which the server installs before it accepts sockets) instead of
+//! looking the series up by name on every frame.
+
+use std::sync::OnceLock;
+
+use metrics::Counter;
 
 /// `metafi_socket_connections` (gauge): open WebSocket connections.
 pub(crate) fn connection_opened() {
@@ -18,10 +26,16 @@ pub(crate) fn rejected(reason: &'static str) {
 
 /// `metafi_socket_received_bytes_total`: payload bytes of data frames from clients.
 pub(crate) fn received(bytes: usize) {
-    metrics::counter!("metafi_socket_received_bytes_total").increment(bytes as u64);
+    static COUNTER: OnceLock<Counter> = OnceLock::new();
+    COUNTER
+        .get_or_init(|| metrics::counter!("metafi_socket_received_bytes_total"))
+        .increment(bytes as u64);
 }
 
 /// `metafi_socket_sent_bytes_total`: payload bytes of data frames to clients.
 pub(crate) fn sent(bytes: usize) {
-    metrics::counter!("metafi_socket_sent_bytes_total").increment(bytes as u64);
+    static COUNTER: OnceLock<Counter> = OnceLock::new();
+    COUNTER
+        .get_or_init(|| metrics::counter!("metafi_socket_sent_bytes_total"))
+        .increment(bytes as u64);
 }

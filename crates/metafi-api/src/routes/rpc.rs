@@ -90,7 +90,12 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
         query,
         headers: headers(&parts.headers),
     };
-    let result = state.rpc.call(&id.to_lowercase(), ctx, payload).await?;
+    let id = if id.bytes().any(|b| b.is_ascii_uppercase()) || !id.is_ascii() {
+        id.to_lowercase()
+    } else {
+        id
+    };
+    let result = state.rpc.call(&id, ctx, payload).await?;
     if unwrap {
         let content_type = parts
             .headers
@@ -101,7 +106,13 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
         response.headers_mut().insert(CONTENT_TYPE, content_type);
         return Ok(response);
     }
-    Ok(Json(serde_json::json!({ "payload": result })).into_response())
+    Ok(Json(Answer { payload: &result }).into_response())
+}
+
+/// `{"payload": result}`, serialized straight from the result (no intermediate JSON value).
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    payload: &'a str,
 }
 
 /// The caller: a signed-in user, or `None` for a call made with the HTTP key.
@@ -150,6 +161,10 @@ fn authorise(
 }
 
 fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
+    if query.is_empty() {
+        // The common case (session-token calls): no URI to build and parse.
+        return Ok(HashMap::new());
+    }
     let uri = format!("/?{query}")
         .parse()
         .map_err(|_| ApiError::new(Code::InvalidArgument, "Malformed query string."))?;
@@ -205,5 +220,11 @@ mod tests {
         assert_eq!(params["a"], vec!["1", "2"]);
         assert_eq!(params["b"], vec!["x y"]);
         assert!(params.contains_key("unwrap"));
+    }
+
+    #[test]
+    fn an_empty_query_has_no_parameters() {
+        assert!(query_params("").unwrap().is_empty());
+        assert_eq!(query_params("unwrap").unwrap().len(), 1);
     }
 }

@@ -74,6 +74,9 @@ pub fn render(report: &Report, charts: &[String]) -> String {
     if let Some(usage) = &report.server_usage {
         let _ = writeln!(out, "{}\n", super::table::server_line(report, usage));
     }
+    if let Some(tool) = &report.tool_usage {
+        let _ = writeln!(out, "{}\n", super::table::tool_line(tool));
+    }
     for chart in charts {
         let _ = writeln!(out, "![{chart}]({chart})");
     }

@@ -13,7 +13,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::procfs::ServerUsage;
-use crate::stats::{NetSummary, SeriesKind, Snapshot, Summary};
+use crate::stats::{NetSummary, SeriesKind, Snapshot, Summary, ToolUsage};
 
 pub use markdown::render as markdown;
 pub use table::render as table;
@@ -43,6 +43,9 @@ pub struct Report {
     pub network: NetSummary,
     /// The server's CPU and memory over the run, when `--server-pid` was given.
     pub server_usage: Option<ServerUsage>,
+    /// The tool's own CPU over the run (a run is valid only while it stays well under the
+    /// tool's cores), when `/proc` could be read.
+    pub tool_usage: Option<ToolUsage>,
     /// Names of the series of each timeline point, in order.
     pub timeline_series: Vec<String>,
     pub timeline: Vec<TimelinePoint>,
@@ -146,6 +149,7 @@ impl Report {
             errors: snapshot.errors.clone(),
             network: NetSummary::from_samples(&snapshot.samples),
             server_usage: meta.server_usage,
+            tool_usage: ToolUsage::from_samples(&snapshot.samples),
             timeline_series: snapshot.series.iter().map(|s| s.name.clone()).collect(),
             timeline,
         }
@@ -230,6 +234,8 @@ pub(crate) mod fixture {
                 connected: t.min(10),
                 bytes_sent: t as u64 * 1000,
                 bytes_received: t as u64 * 4000,
+                messages_received: t as u64 * 1000,
+                tool_cpu_secs: 1.0 + t as f64 * 0.5,
                 ..Sample::default()
             })
             .collect();

@@ -48,6 +48,9 @@ pub fn render(report: &Report) -> String {
     if let Some(usage) = &report.server_usage {
         let _ = writeln!(out, "\n{}", server_line(report, usage));
     }
+    if let Some(tool) = &report.tool_usage {
+        let _ = writeln!(out, "\n{}", tool_line(tool));
+    }
     let net = &report.network;
     let _ = writeln!(
         out,
@@ -58,6 +61,29 @@ pub fn render(report: &Report) -> String {
         bytes(net.received_total_bytes)
     );
     out
+}
+
+/// "tool (this process): 8.0 CPU-s, 0.40 cores used (busiest 10 s: 0.60 of 1); 20.0 µs CPU per
+/// received message (400,000)", and a warning when the tool was near its limit.
+pub(super) fn tool_line(tool: &crate::stats::ToolUsage) -> String {
+    let mut line = format!(
+        "tool (this process): {:.1} CPU-s, {:.2} cores used (busiest 10 s: {:.2} of {})",
+        tool.cpu_secs, tool.cores_used, tool.highest_cores_used, tool.cores_available
+    );
+    if let Some(per) = tool.cpu_micros_per_message {
+        line.push_str(&format!(
+            "; {per:.1} µs CPU per received message ({})",
+            thousands(tool.messages_received)
+        ));
+    }
+    if tool.near_its_limit() {
+        line.push_str(&format!(
+            "\nWARNING: the tool used more than {:.0} % of its cores: its own queueing may be in \
+             the latencies; give it more cores or fewer users (docs/BENCH.md)",
+            crate::stats::ToolUsage::SATURATED * 100.0
+        ));
+    }
+    line
 }
 
 /// "server (pid 42): 6.0 CPU-s, 0.50 cores, peak RSS 50.00 MB; 20.0 authenticate per CPU-s".
@@ -152,6 +178,14 @@ mod tests {
         );
         assert!(text.contains("status 500"), "{text}");
         assert!(text.contains("total 12.00 kB"), "{text}");
+        assert!(
+            text.contains("tool (this process): 6.0 CPU-s, 0.50 cores used (busiest 10 s: 0.50 of"),
+            "{text}"
+        );
+        assert!(
+            text.contains("500.0 µs CPU per received message (12,000)"),
+            "{text}"
+        );
         assert!(text.contains("server (pid 4242): 6.0 CPU-s, 0.50 cores used, peak RSS 50.00 MB; 20 authenticate per server CPU-second"), "{text}");
     }
 }

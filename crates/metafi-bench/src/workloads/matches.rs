@@ -8,12 +8,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
-use metafi_client::{Socket, SocketConfig};
-use metafi_proto::realtime::Message;
+use metafi_client::{
+    ClientError, Format, MatchDataSendJson, MatchDataView, SocketConfig, Transport as _,
+    WebSocketTransport,
+};
+use metafi_proto::realtime::{Envelope, MatchDataSend, MatchJoin, MatchJoinId, Message};
 use serde_json::Value;
 
-use crate::stats::SeriesKind;
+use crate::stats::{SeriesId, SeriesKind};
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
 /// Characters of the stamp at the start of every payload: send time (16 hex digits of µs since
@@ -133,80 +138,234 @@ impl Matches {
         drop(client);
 
         let started = Instant::now();
-        let (socket, mut events) =
-            Socket::connect(ctx.client.endpoint(), &session.token, &o.socket)
+        let mut socket =
+            WebSocketTransport::connect(ctx.client.endpoint(), &session.token, &o.socket)
                 .await
                 .map_err(|e| e.kind().into_owned())?;
         ctx.stats.record(ctx.series("connect"), started.elapsed());
         ctx.stats.connected();
-        let result = self
-            .in_match(ctx, index, &socket, &mut events, &match_id)
-            .await;
+        let result = self.in_match(ctx, index, &mut socket, &match_id).await;
+        if result.is_ok() {
+            // a polite close, as dropping a `Socket` does; bounded like every other wait
+            let _ = tokio::time::timeout(o.socket.timeout, socket.close()).await;
+        }
         ctx.stats.disconnected();
         result
     }
 
+    /// Joins the match, then sends on schedule and checks every frame that arrives, all in
+    /// this one task: the user owns its socket (no socket task, no channel between them), one
+    /// timer is re-armed per send (not per received message), and match data in JSON is read
+    /// by the fast path of `metafi_client::MatchDataView`.
     async fn in_match(
         &self,
         ctx: &Ctx,
         index: u64,
-        socket: &Socket,
-        events: &mut metafi_client::Events,
+        socket: &mut WebSocketTransport,
         match_id: &str,
     ) -> Result<(), String> {
         let o = &self.options;
-        let started = Instant::now();
+        let format = socket.format();
+        let join = Envelope::new(
+            JOIN_CID,
+            Message::MatchJoin(MatchJoin {
+                id: Some(MatchJoinId::MatchId(match_id.to_owned())),
+                metadata: HashMap::new(),
+            }),
+        );
+        let join_started = Instant::now();
         socket
-            .match_join(match_id)
+            .send(Bytes::from(format.encode(&join)))
             .await
             .map_err(|e| e.kind().into_owned())?;
-        ctx.stats
-            .record(ctx.series("match_join"), started.elapsed());
 
-        let (echo, broadcast) = (ctx.series("echo"), ctx.series("broadcast"));
-        let run_start = ctx.stats.start();
-        let me = index as u32;
-        let until = (Instant::now() + o.hold).min(ctx.deadline);
+        let user = User {
+            echo: ctx.series("echo"),
+            broadcast: ctx.series("broadcast"),
+            me: index as u32,
+            echo_opcode: o.echo_opcode,
+            broadcast_opcode: o.broadcast_opcode,
+            format,
+        };
+        let templates = [
+            (
+                o.echo_opcode,
+                MatchDataSendJson::new(match_id, o.echo_opcode, true),
+            ),
+            (
+                o.broadcast_opcode,
+                MatchDataSendJson::new(match_id, o.broadcast_opcode, true),
+            ),
+        ];
         // spread users' send times over the interval so they do not all send at once
         let offset = Duration::from_micros((index * 7919) % o.interval.as_micros().max(1) as u64);
-        let mut ticker = tokio::time::interval_at((Instant::now() + offset).into(), o.interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next_send = Instant::now();
+        let mut until = ctx.deadline;
+        let mut joined = false;
         let mut send_echo = true;
+        // before the join answer: its timeout; then the next send, or the end of the hold
+        let timer = tokio::time::sleep_until((join_started + o.socket.timeout).into());
+        let mut timer = std::pin::pin!(timer);
+        let mut stop = std::pin::pin!(ctx.stop.cancelled());
         loop {
             tokio::select! {
-                _ = tokio::time::sleep_until(until.into()) => return Ok(()),
-                _ = ctx.stop.cancelled() => return Ok(()),
-                _ = ticker.tick() => {
-                    let (op, size) = if send_echo {
-                        (o.echo_opcode, o.echo_size)
-                    } else {
-                        (o.broadcast_opcode, o.broadcast_size)
-                    };
+                biased;
+                () = &mut stop => return Ok(()),
+                () = timer.as_mut() => {
+                    if !joined {
+                        let timeout = o.socket.timeout;
+                        return Err(ClientError::Timeout { timeout }.kind().into_owned());
+                    }
+                    let now = Instant::now();
+                    if now >= until {
+                        return Ok(());
+                    }
+                    let (which, size) =
+                        if send_echo { (0, o.echo_size) } else { (1, o.broadcast_size) };
                     send_echo = !send_echo;
-                    let payload = stamp(run_start.elapsed(), me, size);
-                    socket
-                        .match_data_send(match_id, op, payload, true)
-                        .await
-                        .map_err(|e| e.kind().into_owned())?;
+                    let payload = stamp(ctx.stats.start().elapsed(), user.me, size);
+                    let sent = send_data(socket, &templates[which], match_id, payload).await;
+                    sent.map_err(|e| e.kind().into_owned())?;
+                    // a late send pushes the schedule back rather than bursting (as tokio's
+                    // `MissedTickBehavior::Delay` does)
+                    next_send = if now > next_send + LATE {
+                        now + o.interval
+                    } else {
+                        next_send + o.interval
+                    };
+                    timer.as_mut().reset(next_send.min(until).into());
                 }
-                event = events.next() => {
-                    let Some(envelope) = event else {
+                frame = socket.recv() => {
+                    let Some(frame) = frame.map_err(|e| e.kind().into_owned())? else {
                         return Err("socket closed by the server in the match".into());
                     };
-                    if let Some(Message::MatchData(data)) = envelope.message {
-                        let Some((sent, sender)) = read_stamp(&data.data) else {
-                            ctx.stats.error("match data without a stamp");
-                            continue;
-                        };
-                        let latency = run_start.elapsed().saturating_sub(sent);
-                        if data.op_code == o.echo_opcode && sender == me {
-                            ctx.stats.record(echo, latency);
-                        } else if data.op_code == o.broadcast_opcode {
-                            ctx.stats.record(broadcast, latency);
+                    ctx.stats.message_received();
+                    match user.on_frame(ctx, &frame) {
+                        Received::Data | Received::Other => {}
+                        Received::JoinAnswer(answer) if !joined => {
+                            answer?;
+                            let took = join_started.elapsed();
+                            ctx.stats.record(ctx.series("match_join"), took);
+                            joined = true;
+                            let now = Instant::now();
+                            until = (now + o.hold).min(ctx.deadline);
+                            next_send = now + offset;
+                            timer.as_mut().reset(next_send.min(until).into());
                         }
+                        Received::JoinAnswer(_) => {}
                     }
                 }
             }
+        }
+    }
+}
+
+/// Sends `payload` as reliable match data with the op code of `template`: JSON from the
+/// template, protobuf through the encoder.
+async fn send_data(
+    socket: &mut WebSocketTransport,
+    (op_code, template): &(i64, MatchDataSendJson),
+    match_id: &str,
+    payload: Bytes,
+) -> Result<(), ClientError> {
+    match socket.format() {
+        Format::Json => socket.send_text(template.encode(&payload)).await,
+        Format::Protobuf => {
+            let message = Message::MatchDataSend(MatchDataSend {
+                match_id: match_id.to_owned(),
+                op_code: *op_code,
+                data: payload,
+                presences: Vec::new(),
+                reliable: true,
+                delivery: None,
+            });
+            let envelope = Envelope::new(String::new(), message);
+            socket
+                .send(Bytes::from(Format::Protobuf.encode(&envelope)))
+                .await
+        }
+    }
+}
+
+/// How late a send may be before the schedule is pushed back (tokio's interval uses 5 ms).
+const LATE: Duration = Duration::from_millis(5);
+
+/// The `cid` of the join request, the only request a user sends on its socket.
+const JOIN_CID: &str = "1";
+
+/// What a user needs to check the frames it receives.
+struct User {
+    echo: SeriesId,
+    broadcast: SeriesId,
+    me: u32,
+    echo_opcode: i64,
+    broadcast_opcode: i64,
+    format: Format,
+}
+
+/// What a frame was.
+enum Received {
+    /// Match data, recorded (or counted as an error).
+    Data,
+    /// The answer to the join: `Err` is the kind of failure.
+    JoinAnswer(Result<(), String>),
+    /// Anything else the server pushes (presence events, …), or a frame that is no envelope.
+    Other,
+}
+
+impl User {
+    fn on_frame(&self, ctx: &Ctx, frame: &[u8]) -> Received {
+        if self.format == Format::Json
+            && let Some(view) = MatchDataView::parse_json(frame)
+        {
+            let mut head = [0u8; STAMP_LEN];
+            let stamp = match view.data_prefix(&mut head) {
+                Some(()) => read_stamp(&head),
+                // not the standard base64 this server sends: decode it all
+                None => view.data().and_then(|data| read_stamp(&data)),
+            };
+            self.on_data(ctx, view.op_code, stamp);
+            return Received::Data;
+        }
+        let envelope = match self.format.decode(frame) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                tracing::debug!(error = %e, "ignoring a frame that is not an envelope");
+                return Received::Other;
+            }
+        };
+        match envelope.message {
+            Some(Message::MatchData(data)) => {
+                self.on_data(ctx, data.op_code, read_stamp(&data.data));
+                Received::Data
+            }
+            _ if envelope.cid != JOIN_CID => Received::Other,
+            Some(Message::Match(_)) => Received::JoinAnswer(Ok(())),
+            Some(Message::Error(error)) => Received::JoinAnswer(Err(ClientError::Realtime {
+                code: error.code,
+                message: error.message,
+            }
+            .kind()
+            .into_owned())),
+            _ => Received::JoinAnswer(Err(ClientError::Unexpected {
+                what: String::new(),
+            }
+            .kind()
+            .into_owned())),
+        }
+    }
+
+    fn on_data(&self, ctx: &Ctx, op_code: i64, stamp: Option<(Duration, u32)>) {
+        let Some((sent, sender)) = stamp else {
+            ctx.stats.error("match data without a stamp");
+            return;
+        };
+        let now = ctx.stats.start().elapsed();
+        let latency = now.saturating_sub(sent);
+        if op_code == self.echo_opcode && sender == self.me {
+            ctx.stats.record_at(self.echo, now, latency);
+        } else if op_code == self.broadcast_opcode {
+            ctx.stats.record_at(self.broadcast, now, latency);
         }
     }
 }

@@ -399,7 +399,7 @@ impl Default for RawQuic {
             port: -1,
             cert_path: String::new(),
             key_path: String::new(),
-            handshake_timeout_ms: 60_000,
+            handshake_timeout_ms: 120_000,
             max_incoming: 4_096,
             session_cache: 4_096,
             close_wait_ms: 2_000,

@@ -44,7 +44,7 @@ impl Default for QuicConfig {
     fn default() -> Self {
         QuicConfig {
             tuning: Tuning::default(),
-            handshake_timeout: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(120),
             limits: metafi_quic::ServerLimits::default(),
             write_wait: Duration::from_secs(5),
             close_wait: Duration::from_secs(2),
