@@ -4,6 +4,9 @@
 //! thread for the match's life.
 
 use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::idle::{IDLE_MARGIN, IDLE_SLICE};
 
 use crate::scheduler::{Scheduler, SchedulerSeed};
 
@@ -48,6 +51,17 @@ fn run(mut scheduler: Scheduler) {
         let next = scheduler.step();
         if scheduler.is_stopped() {
             break;
+        }
+        // Idle work (script VMs' garbage collection) runs between ticks, in slices short enough
+        // that commands and the next tick are not kept waiting; the loop comes back here after
+        // each slice while work is left.
+        let now = Instant::now();
+        let mut until = now + IDLE_SLICE;
+        if let Some(next) = next {
+            until = until.min(next.checked_sub(IDLE_MARGIN).unwrap_or(next));
+        }
+        if until > now && mailbox.is_empty() && crate::idle::run_idle(until) {
+            continue;
         }
         if let Some(command) = mailbox.recv_until(next) {
             scheduler.handle_one(command);

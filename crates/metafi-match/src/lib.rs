@@ -31,6 +31,7 @@ mod executor;
 mod fields;
 mod handler;
 mod id;
+mod idle;
 mod listing;
 mod mailbox;
 mod matchmaker;
@@ -59,6 +60,7 @@ pub use handler::{
     MatchInit, MatchSpec, Params,
 };
 pub use id::{InvalidMatchId, MatchId};
+pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
 pub use matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
 pub use matchmaking::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};

@@ -48,6 +48,11 @@ impl Mailbox {
         self.state.lock().queue.pop_front()
     }
 
+    /// Whether no command waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.state.lock().queue.is_empty()
+    }
+
     /// The next command, waiting for one until `deadline` (forever without one); `None` at
     /// the deadline.
     pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Option<Command> {

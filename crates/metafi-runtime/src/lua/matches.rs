@@ -28,8 +28,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use metafi_match::{
-    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MAX_LABEL_BYTES, MatchContext,
-    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    Dispatcher, Flow, HandlerError, IdleStatus, JoinRequest, JoinVerdict, MAX_LABEL_BYTES,
+    MatchContext, MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use uuid::Uuid;
@@ -142,7 +142,7 @@ pub(crate) fn create(
     vms: MatchVms,
 ) -> Result<Box<dyn MatchHandler>, HandlerError> {
     let vm = match vms {
-        MatchVms::PerMatch => Rc::new(load(setup)?),
+        MatchVms::PerMatch => paced(Rc::new(load(setup)?)),
         MatchVms::PerThread => {
             let key = Arc::as_ptr(&setup.modules) as *const () as usize;
             let existing = THREAD_VMS.with(|vms| {
@@ -154,7 +154,7 @@ pub(crate) fn create(
             match existing {
                 Some(vm) => vm,
                 None => {
-                    let vm = Rc::new(load(setup)?);
+                    let vm = paced(Rc::new(load(setup)?));
                     THREAD_VMS.with(|vms| vms.borrow_mut().push((key, vm.clone())));
                     vm
                 }
@@ -206,6 +206,74 @@ pub(crate) fn create(
         label: Arc::from(""),
     }))
 }
+
+/// Lets the executor thread collect `vm`'s garbage while no tick is due (`docs/MATCHES.md`,
+/// "Lua garbage collection between ticks").
+fn paced(vm: Rc<LuaVm>) -> Rc<LuaVm> {
+    let mut collector = IdleCollector::new(&vm.lua);
+    metafi_match::register_idle_task(move |until| collector.run(until));
+    vm
+}
+
+/// Garbage collection of one Lua state in the executor's idle time. Once the heap has grown by
+/// 80 % since the last finished cycle (just before LuaJIT's own trigger at 100 %, so cycles are
+/// not more frequent than without it), idle slices run the incremental collector step by step
+/// until the cycle finishes, so the steps the allocator would otherwise trigger inside ticks
+/// (tracing and sweeping the heap of every match sharing the state) mostly happen between
+/// them. LuaJIT's own pacing is untouched and still runs a cycle at twice the live heap when the
+/// thread has no idle time, so memory stays bounded as before.
+struct IdleCollector {
+    lua: mlua::WeakLua,
+    /// Heap size when the last cycle finished.
+    live: usize,
+    /// A cycle this collector started is under way.
+    in_cycle: bool,
+}
+
+impl IdleCollector {
+    fn new(lua: &Lua) -> IdleCollector {
+        IdleCollector {
+            lua: lua.weak(),
+            live: lua.used_memory(),
+            in_cycle: false,
+        }
+    }
+
+    fn run(&mut self, until: Instant) -> IdleStatus {
+        let Some(lua) = self.lua.try_upgrade() else {
+            return IdleStatus::Gone;
+        };
+        let start_at = self
+            .live
+            .saturating_add(self.live / 5 * 4)
+            .max(IDLE_GC_MIN_BYTES);
+        if !self.in_cycle && lua.used_memory() < start_at {
+            return IdleStatus::Done;
+        }
+        loop {
+            match lua.gc_step() {
+                Ok(false) => self.in_cycle = true,
+                Ok(true) => {
+                    self.in_cycle = false;
+                    self.live = lua.used_memory();
+                    return IdleStatus::Done;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "idle Lua garbage collection step failed");
+                    self.in_cycle = false;
+                    self.live = lua.used_memory();
+                    return IdleStatus::Done;
+                }
+            }
+            if Instant::now() >= until {
+                return IdleStatus::Pending;
+            }
+        }
+    }
+}
+
+/// Below this heap size idle collection does not start a cycle (too little to be worth it).
+const IDLE_GC_MIN_BYTES: usize = 1 << 20;
 
 fn base_context(lua: &Lua) -> mlua::Result<Table> {
     let shared = shared_of(lua)?;
@@ -939,4 +1007,39 @@ pub(super) fn register_matchmaker_matched(lua: &Lua, function: Value) -> mlua::R
 fn shared_of(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, VmShared>> {
     lua.app_data_ref::<VmShared>()
         .ok_or_else(|| mlua::Error::runtime("the nakama module is not set up in this Lua state"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn idle_collection_frees_garbage_and_waits_for_growth() {
+        let lua = Lua::new();
+        lua.gc_collect().ok();
+        let mut collector = IdleCollector::new(&lua);
+        let far = || Instant::now() + Duration::from_secs(10);
+        assert_eq!(collector.run(far()), IdleStatus::Done);
+        // Garbage beyond the start threshold, with the automatic collector held back.
+        lua.gc_stop();
+        lua.load("garbage = {} for i = 1, 40000 do garbage[i] = { i, tostring(i), {} } end garbage = nil")
+            .exec()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let before = lua.used_memory();
+        assert!(before > 2 * IDLE_GC_MIN_BYTES, "made {before} bytes");
+        // A slice that is already over does one step and leaves the rest for later.
+        assert_eq!(
+            collector.run(Instant::now() - Duration::from_millis(1)),
+            IdleStatus::Pending
+        );
+        assert_eq!(collector.run(far()), IdleStatus::Done);
+        let after = lua.used_memory();
+        assert!(after < before / 2, "{before} -> {after} bytes");
+        // Below the growth threshold it does nothing.
+        assert_eq!(collector.run(far()), IdleStatus::Done);
+        drop(lua);
+        assert_eq!(collector.run(far()), IdleStatus::Gone);
+    }
 }

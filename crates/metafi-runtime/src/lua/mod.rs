@@ -37,6 +37,11 @@ use crate::nk::Nk;
 /// the check costs about 1% of interpreter time.
 const HOOK_INSTRUCTIONS: u32 = 10_000;
 
+/// Finished coroutines kept for reuse per Lua state. Every call (an RPC, a match callback) runs
+/// as a coroutine; reusing them spares a coroutine and its stack per call, garbage the
+/// collector would otherwise trace and sweep (`docs/RUNTIME.md`, "Garbage collection").
+const COROUTINE_POOL: usize = 32;
+
 /// The Lua engine (`*.lua` modules).
 #[derive(Debug, Default)]
 pub struct LuaEngine {
@@ -138,7 +143,7 @@ impl LuaVm {
                 | StdLib::OS
                 | StdLib::PACKAGE
                 | StdLib::BIT,
-            LuaOptions::default(),
+            LuaOptions::new().thread_pool_size(COROUTINE_POOL),
         )
         .map_err(|e| engine_error(format!("cannot create a Lua state: {e}")))?;
         lua.set_memory_limit(setup.limits.memory_limit_bytes)
