@@ -361,7 +361,14 @@ async fn play(
                 let late = tokio::time::Instant::now().saturating_duration_since(start + Duration::from_micros(m.at_us()));
                 record.max_lateness_us = record.max_lateness_us.max(late.as_micros() as u64);
                 let (x, y) = m.position();
-                let payload = wire::client_message(next as u32, wire::monotonic_us(), x, y, m.target(), m.size());
+                let payload = wire::ClientMessage {
+                    seq: next as u32,
+                    send_us: wire::monotonic_us(),
+                    x,
+                    y,
+                    target: m.target(),
+                }
+                .encode(m.size());
                 // A failed send is a lost message: the counts show it.
                 let _ = connection.send(&match_id, m.op_code(), Bytes::from(payload), &classes[slot]).await;
                 record.sent[slot] += 1;
