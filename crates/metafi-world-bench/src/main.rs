@@ -80,6 +80,9 @@ enum Cmd {
         /// Interest refresh period in ticks (1: every tick); the world's default if absent.
         #[arg(long)]
         refresh_ticks: Option<u32>,
+        /// Write each measured tick (total and per-phase ns, bytes, entities) to this CSV file.
+        #[arg(long)]
+        samples: Option<PathBuf>,
     },
     /// Read every results-t*.json in DIR and write WORLD-BENCH.md and SVG charts to OUT.
     Report {
@@ -105,7 +108,8 @@ fn main() -> anyhow::Result<()> {
             ticks,
             behaviour,
             refresh_ticks,
-        } => profile(players, threads, ticks, &behaviour, refresh_ticks),
+            samples,
+        } => profile(players, threads, ticks, &behaviour, refresh_ticks, samples),
     }
 }
 
@@ -222,6 +226,7 @@ fn profile(
     ticks: u32,
     behaviour: &str,
     refresh_ticks: Option<u32>,
+    samples: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let mut config = WorldConfig::default();
     if let Some(n) = refresh_ticks {
@@ -252,6 +257,9 @@ fn profile(
         scheduler: "metafi-world",
         threads,
     };
+    if let Some(path) = samples {
+        write_samples(&path, &out.samples)?;
+    }
     let row = summarise(key, &out);
     let mean = row.phase_mean_ms.iter().sum::<f64>();
     let all_ticks = f64::from(plan.warmup + ticks);
@@ -265,6 +273,22 @@ fn profile(
         cpu.map_or(f64::NAN, |c| c / (wall * threads as f64)),
     );
     Ok(())
+}
+
+/// One CSV line per measured tick, for looking at the distribution behind p50/p99.
+fn write_samples(path: &std::path::Path, samples: &[measure::TickSample]) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let mut csv =
+        String::from("tick,total_ns,physics_ns,commands_ns,merge_ns,snapshots_ns,bytes,entities\n");
+    for (i, s) in samples.iter().enumerate() {
+        let [a, b, c, d] = s.phase_ns;
+        let _ = writeln!(
+            csv,
+            "{i},{},{a},{b},{c},{d},{},{}",
+            s.total_ns, s.bytes, s.entities
+        );
+    }
+    std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Processors on the machine (not just the ones this process is pinned to).

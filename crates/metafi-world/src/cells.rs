@@ -28,6 +28,13 @@ pub struct CellRect {
     pub y1: u32,
 }
 
+impl CellRect {
+    /// Whether cell `(cx, cy)` is in the rectangle.
+    pub fn contains(&self, cx: u32, cy: u32) -> bool {
+        (self.x0..=self.x1).contains(&cx) && (self.y0..=self.y1).contains(&cy)
+    }
+}
+
 impl CellGeom {
     /// A grid of `size`-sided cells that covers `bounds` (at least one cell).
     pub fn covering(bounds: &Aabb, size: f32) -> CellGeom {

@@ -7,13 +7,17 @@
 
 use std::ops::Range;
 
-use crate::cells::{CellGeom, counting_sort};
+use rayon::ThreadPool;
+use rayon::prelude::*;
+
+use crate::cells::{CellGeom, CellRect, counting_sort};
 use crate::command::PlayerId;
 use crate::item::ItemState;
 use crate::math::{Aabb, Vec3, segment_enters};
 use crate::neighbourhood::Neighbourhood;
 use crate::player::PlayerState;
 use crate::rules::PLAYER_HALF;
+use crate::tick::GATHER_MIN;
 
 /// Side of a player-grid cell in units.
 pub const GRID_CELL: f32 = 256.0;
@@ -33,19 +37,32 @@ impl PlayerGrid {
         PlayerGrid { geom, starts }
     }
 
-    /// Writes `src` into `dst` in cell order (stable within a cell) and indexes the cells.
+    /// Writes `src` into `dst` in cell order (stable within a cell) and indexes the cells;
+    /// `order[k]` is the index in `src` of `dst[k]`. The players' cells and the gather run in
+    /// `pool` (the result does not depend on its size); the counting sort is sequential.
     pub fn sort_into(
         &mut self,
+        pool: &ThreadPool,
         src: &[PlayerState],
         dst: &mut Vec<PlayerState>,
         cells: &mut Vec<u32>,
         order: &mut Vec<u32>,
     ) {
-        cells.clear();
-        cells.extend(src.iter().map(|p| self.geom.cell_of(p.origin)));
+        let geom = &self.geom;
+        pool.install(|| {
+            src.par_iter()
+                .with_min_len(GATHER_MIN)
+                .map(|p| geom.cell_of(p.origin))
+                .collect_into_vec(cells)
+        });
         counting_sort(cells, self.geom.count(), &mut self.starts, order);
-        dst.clear();
-        dst.extend(order.iter().map(|&i| src[i as usize]));
+        pool.install(|| {
+            order
+                .par_iter()
+                .with_min_len(GATHER_MIN)
+                .map(|&i| src[i as usize])
+                .collect_into_vec(dst)
+        });
     }
 
     pub fn cell(&self, c: u32) -> Range<usize> {
@@ -83,12 +100,28 @@ pub struct GridView<'a> {
 }
 
 impl GridView<'_> {
-    fn for_each_in(&self, area: &Aabb, mut f: impl FnMut(&PlayerState)) {
-        // Players are filed under their centre's cell: grow the area by a player half-size so
-        // every box overlapping it is visited.
-        let r = self.grid.geom.rect(&area.expanded(PLAYER_HALF));
+    /// Cells holding every player whose box can overlap `area`: players are filed under their
+    /// centre's cell, so the area is grown by a player half-size.
+    fn cells_for(&self, area: &Aabb) -> CellRect {
+        self.grid.geom.rect(&area.expanded(PLAYER_HALF))
+    }
+
+    fn for_each_in(&self, area: &Aabb, f: impl FnMut(&PlayerState)) {
+        self.for_each_in_cells(self.cells_for(area), None, f);
+    }
+
+    /// Calls `f` with every living player filed in a cell of `r` but not of `skip`.
+    fn for_each_in_cells(
+        &self,
+        r: CellRect,
+        skip: Option<CellRect>,
+        mut f: impl FnMut(&PlayerState),
+    ) {
         for cy in r.y0..=r.y1 {
             for cx in r.x0..=r.x1 {
+                if skip.is_some_and(|s| s.contains(cx, cy)) {
+                    continue;
+                }
                 for p in &self.players[self.grid.cell(self.grid.geom.index(cx, cy))] {
                     if p.alive() {
                         f(p);
@@ -113,11 +146,16 @@ impl Neighbourhood for GridView<'_> {
         let delta = to - from;
         let pieces = (delta.length_xy() / GRID_CELL).ceil().max(1.0) as u32;
         let mut best: Option<(f32, PlayerId)> = None;
+        // Consecutive pieces share cells; pieces move monotonically along the segment, so a
+        // cell seen before was seen by the previous piece and is skipped (the minimum over the
+        // players visited does not depend on the order).
+        let mut prev: Option<CellRect> = None;
         for k in 0..pieces {
             let t1 = (k + 1) as f32 / pieces as f32;
             let a = from + delta * (k as f32 / pieces as f32);
             let b = from + delta * t1;
-            self.for_each_in(&Aabb::new(a.min(b), a.max(b)), |p| {
+            let r = self.cells_for(&Aabb::new(a.min(b), a.max(b)));
+            self.for_each_in_cells(r, prev, |p| {
                 if p.id == skip {
                     return;
                 }
@@ -131,6 +169,7 @@ impl Neighbourhood for GridView<'_> {
             if best.is_some_and(|(t, _)| t <= t1) {
                 break;
             }
+            prev = Some(r);
         }
         best.map(|(t, id)| (id, t))
     }
@@ -174,7 +213,20 @@ mod tests {
             })
             .collect();
         let (mut sorted, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
-        grid.sort_into(&players, &mut sorted, &mut cells, &mut order);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        grid.sort_into(&pool, &players, &mut sorted, &mut cells, &mut order);
+        // Grouped by cell, stable within a cell, and `order` names each player's source.
+        let cell = |p: &PlayerState| grid.geom.cell_of(p.origin);
+        for (k, w) in sorted.windows(2).enumerate() {
+            let (a, b) = (cell(&w[0]), cell(&w[1]));
+            assert!(a < b || (a == b && order[k] < order[k + 1]), "at {k}");
+        }
+        for (k, &i) in order.iter().enumerate() {
+            assert_eq!(sorted[k].id, players[i as usize].id);
+        }
         for min_len in [1, 5, 32, 100, 2000] {
             let mut got = Vec::new();
             grid.tasks(min_len, &mut got);

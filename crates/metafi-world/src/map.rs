@@ -4,7 +4,7 @@
 
 use rayon::ThreadPool;
 
-use crate::cells::{Buckets, CellGeom};
+use crate::cells::{Buckets, CellGeom, CellRect};
 use crate::map_spec::{ItemKind, MapError, MapSpec, vec3};
 use crate::math::{Aabb, Vec3, segment_enters};
 use crate::vis::VisTable;
@@ -191,73 +191,55 @@ impl Solids {
     /// The box stops [`TRACE_EPSILON`] short of the first surface it would enter, so the end
     /// position is always outside every solid it started outside of. A box that starts inside a
     /// solid may move out of it (Quake's behaviour for stuck players).
+    ///
+    /// Candidates are the brushes of the columns under the swept box, in column order (row by
+    /// row) and brush order within a column, then `others`; the earliest entry wins and an
+    /// exact tie keeps the first candidate.
     pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
-        let delta = end - start;
-        let swept = Aabb::around(start, half).union(&Aabb::around(end, half));
-        let mut best: Option<(f32, usize)> = None;
-        let mut consider = |b: &Aabb| {
-            if let Some((t, axis)) = segment_enters(start, delta, &b.expanded(half))
-                && best.is_none_or(|(bt, _)| t < bt)
-            {
-                best = Some((t, axis));
-            }
-        };
-        // A brush the swept box does not reach cannot be entered: skip the slab test for it
-        // (most brushes in the visited columns, the floor excepted).
-        let reach = swept.expanded(Vec3::splat(TRACE_EPSILON));
-        self.columns.for_each_in(&swept, |&i| {
-            let b = &self.brushes[i as usize];
-            if b.overlaps(&reach) {
-                consider(b);
-            }
-        });
-        for o in others {
-            if o.overlaps(&reach) {
-                consider(o);
-            }
-        }
-        match best {
-            None => Trace {
-                fraction: 1.0,
-                end,
-                normal: Vec3::ZERO,
-            },
-            Some((t, axis)) => {
-                let along = delta.axis(axis).abs();
-                let fraction = ((t * along - TRACE_EPSILON) / along).clamp(0.0, 1.0);
-                let mut normal = Vec3::ZERO;
-                normal.set_axis(axis, if delta.axis(axis) > 0.0 { -1.0 } else { 1.0 });
-                Trace {
-                    fraction,
-                    end: start + delta * fraction,
-                    normal,
-                }
-            }
-        }
+        let mut sweep = Sweep::new(start, end, half);
+        let swept = sweep.swept;
+        self.columns
+            .for_each_in(&swept, |&i| sweep.consider(&self.brushes[i as usize]));
+        sweep.finish(others)
     }
 
     /// Fraction of the segment travelled before it enters a brush (`1.0` if clear).
     ///
     /// Long rays are walked in column-sized pieces so a 4096-unit shot visits a thin band of
-    /// columns, not its whole bounding box.
+    /// columns, not its whole bounding box. Consecutive pieces share the columns around their
+    /// common point; a column is visited only by the first piece that reaches it (pieces move
+    /// monotonically along the ray, so a column seen earlier was seen by the previous piece).
+    /// The result is the minimum over every brush entered, whatever the visiting order.
     pub fn trace_ray(&self, start: Vec3, end: Vec3) -> f32 {
         let delta = end - start;
         let pieces = (delta.length_xy() / COLUMN_SIZE).ceil().max(1.0) as u32;
+        let geom = &self.columns.geom;
         let mut best = 1.0f32;
+        let mut prev: Option<CellRect> = None;
         for k in 0..pieces {
             let t0 = k as f32 / pieces as f32;
             let t1 = (k + 1) as f32 / pieces as f32;
             let a = start + delta * t0;
             let b = start + delta * t1;
-            let piece = Aabb::new(a.min(b), a.max(b));
-            self.columns.for_each_in(&piece, |&i| {
-                if let Some((t, _)) = segment_enters(start, delta, &self.brushes[i as usize]) {
-                    best = best.min(t);
+            let r = geom.rect(&Aabb::new(a.min(b), a.max(b)));
+            for cy in r.y0..=r.y1 {
+                for cx in r.x0..=r.x1 {
+                    if prev.is_some_and(|p| p.contains(cx, cy)) {
+                        continue;
+                    }
+                    for &i in self.columns.cell(geom.index(cx, cy)) {
+                        if let Some((t, _)) =
+                            segment_enters(start, delta, &self.brushes[i as usize])
+                        {
+                            best = best.min(t);
+                        }
+                    }
                 }
-            });
+            }
             if best <= t1 {
                 break;
             }
+            prev = Some(r);
         }
         best
     }
@@ -268,6 +250,114 @@ impl Solids {
             .for_each_in(area, |&i| clear &= !self.brushes[i as usize].overlaps(area));
         clear
     }
+}
+
+/// One box sweep in progress: the candidates seen so far and the earliest entry.
+struct Sweep {
+    start: Vec3,
+    end: Vec3,
+    delta: Vec3,
+    half: Vec3,
+    /// The box at `start` and at `end`, and everything between.
+    swept: Aabb,
+    /// `swept` grown by [`TRACE_EPSILON`]: a solid that does not overlap it cannot be entered,
+    /// so the slab test is skipped for it (most brushes of the visited columns).
+    reach: Aabb,
+    best: Option<(f32, usize)>,
+}
+
+impl Sweep {
+    fn new(start: Vec3, end: Vec3, half: Vec3) -> Sweep {
+        let swept = Aabb::around(start, half).union(&Aabb::around(end, half));
+        Sweep {
+            start,
+            end,
+            delta: end - start,
+            half,
+            swept,
+            reach: swept.expanded(Vec3::splat(TRACE_EPSILON)),
+            best: None,
+        }
+    }
+
+    /// Takes `b` as the first solid entered if the box enters it strictly before the best so
+    /// far (an exact tie keeps the earlier candidate).
+    #[inline]
+    fn consider(&mut self, b: &Aabb) {
+        if b.overlaps(&self.reach)
+            && let Some((t, axis)) = segment_enters(self.start, self.delta, &b.expanded(self.half))
+            && self.best.is_none_or(|(bt, _)| t < bt)
+        {
+            self.best = Some((t, axis));
+        }
+    }
+
+    /// Considers `others` (after every brush) and returns the trace.
+    fn finish(mut self, others: &[Aabb]) -> Trace {
+        for o in others {
+            self.consider(o);
+        }
+        let delta = self.delta;
+        match self.best {
+            None => Trace {
+                fraction: 1.0,
+                end: self.end,
+                normal: Vec3::ZERO,
+            },
+            Some((t, axis)) => {
+                let along = delta.axis(axis).abs();
+                let fraction = ((t * along - TRACE_EPSILON) / along).clamp(0.0, 1.0);
+                let mut normal = Vec3::ZERO;
+                normal.set_axis(axis, if delta.axis(axis) > 0.0 { -1.0 } else { 1.0 });
+                Trace {
+                    fraction,
+                    end: self.start + delta * fraction,
+                    normal,
+                }
+            }
+        }
+    }
+}
+
+/// Box sweeps for one move, and what the caller knows about its list of other players.
+#[derive(Clone, Copy, Debug)]
+pub struct MoveClip<'a> {
+    pub map: &'a Map,
+    /// The area the caller's list of other players covers (every living player overlapping
+    /// it is in the list), if known.
+    pub others_area: Option<Aabb>,
+}
+
+impl<'a> MoveClip<'a> {
+    /// Sweeps against the map, with no claim about the list of other players.
+    pub fn map(map: &'a Map) -> MoveClip<'a> {
+        MoveClip {
+            map,
+            others_area: None,
+        }
+    }
+
+    /// Whether everything a sweep from `start` to `end` can enter lies in
+    /// [`MoveClip::others_area`] (so the caller's list holds every player the sweep can hit).
+    pub fn covers(&self, start: Vec3, end: Vec3, half: Vec3) -> bool {
+        self.others_area
+            .is_some_and(|a| contains(&a, &Sweep::new(start, end, half).reach))
+    }
+
+    /// [`Map::trace_box`].
+    pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
+        self.map.trace_box(start, end, half, others)
+    }
+}
+
+/// `inner` lies inside `outer` (boundaries may touch).
+fn contains(outer: &Aabb, inner: &Aabb) -> bool {
+    outer.min.x <= inner.min.x
+        && outer.min.y <= inner.min.y
+        && outer.min.z <= inner.min.z
+        && inner.max.x <= outer.max.x
+        && inner.max.y <= outer.max.y
+        && inner.max.z <= outer.max.z
 }
 
 /// Converts degrees (map files) to angle units (commands and state).

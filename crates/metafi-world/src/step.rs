@@ -8,9 +8,9 @@ use crate::combat::fire;
 use crate::command::UserCmd;
 use crate::intent::{Claim, Effects};
 use crate::item::wants;
-use crate::map::Map;
+use crate::map::{Map, MoveClip};
 use crate::math::{Aabb, Vec3};
-use crate::movement::pmove;
+use crate::movement::{GroundMemo, pmove_clip};
 use crate::neighbourhood::Neighbourhood;
 use crate::player::{PlayerState, flags};
 use crate::rules::{ITEM_HALF, Rules};
@@ -42,13 +42,19 @@ pub fn step_player(
     }
     let mut budget = rules.max_command_ms_per_tick as i32;
     let claims_before = fx.claims.len();
+    let mut ground = GroundMemo::default();
     for cmd in cmds {
         let Some(cmd) = clip_command(cmd, &mut budget) else {
             break;
         };
+        let area = move_area(&p, cmd.msec, rules);
         scratch.boxes.clear();
-        world.boxes_near(&move_area(&p, cmd.msec, rules), p.id, &mut scratch.boxes);
-        pmove(&mut p, &cmd, map, &scratch.boxes, rules);
+        world.boxes_near(&area, p.id, &mut scratch.boxes);
+        let clip = MoveClip {
+            map,
+            others_area: Some(area),
+        };
+        pmove_clip(&mut p, &cmd, &clip, &scratch.boxes, rules, &mut ground);
         fire(&mut p, &cmd, map, world, rules, fx);
         touch_items(&p, map, rules, world, fx, claims_before);
         if !p.alive() {

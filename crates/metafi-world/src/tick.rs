@@ -23,6 +23,9 @@ use crate::vis::VisTable;
 use crate::world::{Phase, TickSummary, World};
 
 const NONE: u32 = u32::MAX;
+/// Smallest run of a parallel gather (players or clients into grid order): a few microseconds
+/// of copying, so splitting finer costs more in scheduling than it saves.
+pub(crate) const GATHER_MIN: usize = 1024;
 /// Clients per snapshot work item: a run of consecutive rows of the history and one packet
 /// buffer. Fixed, so the packet layout does not depend on the thread count.
 pub(crate) const CLIENT_CHUNK: usize = 32;
@@ -48,14 +51,14 @@ impl World {
             ..TickSummary::default()
         };
         if self.dirty {
-            self.refile();
+            self.refile(pool);
         }
         observer(Phase::Physics);
-        self.physics_phase(pool, dt as i32, &mut sum);
+        self.physics_phase(pool, dt as i32, commands, &mut sum);
         observer(Phase::Commands);
-        let fx = self.commands_phase(pool, dt as i32, commands, &mut sum);
+        let fx = self.commands_phase(pool, dt as i32);
         observer(Phase::Merge);
-        self.merge_phase(fx, &mut sum);
+        self.merge_phase(pool, fx, &mut sum);
         observer(Phase::Snapshots);
         self.snapshot_phase(pool, &mut sum);
         observer(Phase::Done);
@@ -64,36 +67,69 @@ impl World {
         sum
     }
 
-    /// Re-sorts players into grid order (the cell migrations) and re-indexes them.
-    pub(crate) fn refile(&mut self) {
+    /// Re-sorts players into grid order (the cell migrations) and re-indexes them. The
+    /// players' cells and the gathers of players and clients into the new order run in
+    /// `pool`; only the counting sort's O(players + cells) passes and the re-index are
+    /// sequential.
+    pub(crate) fn refile(&mut self, pool: &ThreadPool) {
         let s = &mut self.scratch;
-        self.grid
-            .sort_into(&self.players, &mut self.back, &mut s.cells, &mut s.order);
+        // One hand-off to the pool for the whole refile (the inner installs then run inline).
+        pool.install(|| {
+            self.grid.sort_into(
+                pool,
+                &self.players,
+                &mut self.back,
+                &mut s.cells,
+                &mut s.order,
+            );
+            let (clients, order) = (&self.clients, &s.order);
+            order
+                .par_iter()
+                .with_min_len(GATHER_MIN)
+                .map(|&i| clients[i as usize])
+                .collect_into_vec(&mut s.clients_back)
+        });
         std::mem::swap(&mut self.players, &mut self.back);
-        permute(&mut self.clients, &s.order, &mut s.visited);
+        std::mem::swap(&mut self.clients, &mut s.clients_back);
         self.reindex();
         self.dirty = false;
     }
 
     /// Rockets fly and explode, items count down; explosion damage is merged at once so the
-    /// commands phase sees who is still alive.
-    fn physics_phase(&mut self, pool: &ThreadPool, dt: i32, sum: &mut TickSummary) {
+    /// commands phase sees who is still alive. The commands are grouped by player meanwhile
+    /// (they depend only on the ids), so that sequential pass overlaps the rockets' flight.
+    fn physics_phase(
+        &mut self,
+        pool: &ThreadPool,
+        dt: i32,
+        commands: &[Command],
+        sum: &mut TickSummary,
+    ) {
         let (map, rules) = (&*self.map, &self.config.rules);
         let view = GridView {
             grid: &self.grid,
             players: &self.players,
             items: &self.items,
         };
-        let moved: Vec<(Option<Projectile>, Vec<Hit>)> = pool.install(|| {
-            self.projectiles
-                .par_iter()
-                .with_min_len(16)
-                .map(|p| {
-                    let mut hits = Vec::new();
-                    (p.advance(dt, map, &view, rules, &mut hits), hits)
-                })
-                .collect()
+        let (projectiles, index_of) = (&self.projectiles, &self.index_of);
+        let (starts, cmds) = (&mut self.scratch.cmd_starts, &mut self.scratch.cmds);
+        let (moved, grouped): (Vec<(Option<Projectile>, Vec<Hit>)>, _) = pool.install(|| {
+            rayon::join(
+                || {
+                    projectiles
+                        .par_iter()
+                        .with_min_len(16)
+                        .map(|p| {
+                            let mut hits = Vec::new();
+                            (p.advance(dt, map, &view, rules, &mut hits), hits)
+                        })
+                        .collect()
+                },
+                || group_commands(commands, index_of, starts, cmds),
+            )
         });
+        sum.commands = grouped.commands;
+        sum.dropped_commands += grouped.dropped;
         let mut hits = Vec::new();
         self.projectiles.clear();
         for (p, h) in moved {
@@ -109,24 +145,11 @@ impl World {
         sum.kills += apply_hits(&hits, &mut self.players, |id| lookup(index_of, id), rules);
     }
 
-    /// Each player runs its queued commands against the state at the start of the phase,
-    /// writing its own slot of the back buffer. Work items are runs of whole grid cells,
-    /// scheduled by rayon's work stealing.
-    fn commands_phase(
-        &mut self,
-        pool: &ThreadPool,
-        dt: i32,
-        commands: &[Command],
-        sum: &mut TickSummary,
-    ) -> Effects {
+    /// Each player runs its queued commands (grouped by the physics phase) against the state
+    /// at the start of the phase, writing its own slot of the back buffer. Work items are runs
+    /// of whole grid cells, scheduled by rayon's work stealing.
+    fn commands_phase(&mut self, pool: &ThreadPool, dt: i32) -> Effects {
         let s = &mut self.scratch;
-        group_commands(
-            commands,
-            &self.index_of,
-            &mut s.cmd_starts,
-            &mut s.cmds,
-            sum,
-        );
         self.grid.tasks(self.config.task_players, &mut s.tasks);
         self.back.resize(self.players.len(), PlayerState::default());
         let mut slices = Vec::with_capacity(s.tasks.len());
@@ -148,35 +171,25 @@ impl World {
         pool.install(|| {
             slices
                 .into_par_iter()
-                .fold(
-                    || (Effects::default(), StepScratch::default()),
-                    |(mut fx, mut scratch), (start, out)| {
+                .fold(Effects::default, |mut fx, (start, out)| {
+                    STEP_SCRATCH.with_borrow_mut(|scratch| {
                         for (k, slot) in out.iter_mut().enumerate() {
                             let prev = &players[start + k];
                             let id = prev.id.0 as usize;
                             let mine = &cmds[starts[id] as usize..starts[id + 1] as usize];
-                            *slot = step_player(
-                                prev,
-                                mine,
-                                dt,
-                                map,
-                                rules,
-                                &view,
-                                &mut fx,
-                                &mut scratch,
-                            );
+                            *slot =
+                                step_player(prev, mine, dt, map, rules, &view, &mut fx, scratch);
                         }
-                        (fx, scratch)
-                    },
-                )
-                .map(|(fx, _)| fx)
+                    });
+                    fx
+                })
                 .reduce(Effects::default, Effects::merge)
         })
     }
 
     /// Applies the intents in their canonical order, launches rockets, swaps the buffers and
     /// re-files players by cell.
-    fn merge_phase(&mut self, mut fx: Effects, sum: &mut TickSummary) {
+    fn merge_phase(&mut self, pool: &ThreadPool, mut fx: Effects, sum: &mut TickSummary) {
         fx.sort();
         let rules = &self.config.rules;
         let index_of = &self.index_of;
@@ -196,7 +209,7 @@ impl World {
             self.next_projectile = self.next_projectile.wrapping_add(1);
         }
         std::mem::swap(&mut self.players, &mut self.back);
-        self.refile();
+        self.refile(pool);
     }
 
     /// Per client, in parallel: interest query over the new state, tiers, delta encoding.
@@ -259,6 +272,9 @@ impl World {
 }
 
 thread_local! {
+    /// Movement buffers of each pool thread (nearby boxes and brushes), kept across ticks so the
+    /// commands phase does not allocate once they have grown.
+    static STEP_SCRATCH: RefCell<StepScratch> = RefCell::new(StepScratch::default());
     /// Interest buffers of each pool thread, kept across ticks so the snapshot phase does not
     /// allocate once they have grown.
     static SCRATCH: RefCell<InterestScratch> = RefCell::new(InterestScratch::default());
@@ -320,25 +336,6 @@ impl SnapshotCtx<'_> {
     }
 }
 
-/// Reorders `v` in place so that `v[k]` becomes the old `v[order[k]]`, following each cycle of
-/// the permutation with swaps (no clones, no allocation beyond the reused `visited`).
-fn permute<T>(v: &mut [T], order: &[u32], visited: &mut Vec<bool>) {
-    visited.clear();
-    visited.resize(v.len(), false);
-    for start in 0..v.len() {
-        let mut cur = start;
-        while !visited[cur] {
-            visited[cur] = true;
-            let next = order[cur] as usize;
-            if next == start {
-                break;
-            }
-            v.swap(cur, next);
-            cur = next;
-        }
-    }
-}
-
 fn lookup(index_of: &[u32], id: PlayerId) -> Option<usize> {
     index_of
         .get(id.0 as usize)
@@ -346,14 +343,21 @@ fn lookup(index_of: &[u32], id: PlayerId) -> Option<usize> {
         .map(|&i| i as usize)
 }
 
-/// Groups commands by player id, keeping each player's commands in arrival order.
+/// How many commands [`group_commands`] kept and dropped.
+struct Grouped {
+    commands: usize,
+    dropped: usize,
+}
+
+/// Groups commands by player id, keeping each player's commands in arrival order; commands for
+/// unknown players are dropped.
 fn group_commands(
     commands: &[Command],
     index_of: &[u32],
     starts: &mut Vec<u32>,
     out: &mut Vec<crate::command::UserCmd>,
-    sum: &mut TickSummary,
-) {
+) -> Grouped {
+    let mut dropped = 0;
     let n = index_of.len();
     starts.clear();
     starts.resize(n + 1, 0);
@@ -362,7 +366,7 @@ fn group_commands(
         if known(c) {
             starts[c.player.0 as usize + 1] += 1;
         } else {
-            sum.dropped_commands += 1;
+            dropped += 1;
         }
     }
     for i in 0..n {
@@ -379,17 +383,8 @@ fn group_commands(
     }
     starts.copy_within(0..n, 1);
     starts[0] = 0;
-    sum.commands = out.len();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn permute_gathers_by_order() {
-        let mut v = vec!['a', 'b', 'c', 'd', 'e'];
-        permute(&mut v, &[3, 0, 4, 1, 2], &mut Vec::new());
-        assert_eq!(v, vec!['d', 'a', 'e', 'b', 'c']);
+    Grouped {
+        commands: out.len(),
+        dropped,
     }
 }

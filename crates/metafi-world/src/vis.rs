@@ -35,9 +35,13 @@ pub struct VisTable {
 #[derive(Clone, Copy, Debug)]
 pub struct VisRow<'a> {
     table: &'a VisTable,
-    cx: i32,
-    cy: i32,
-    bits: u128,
+    /// Column and row of the reach's first cell (`cx - R`, `cy - R`, wrapping below 0), so
+    /// that an offset into the reach is one wrapping subtraction and one unsigned compare.
+    x0: u32,
+    y0: u32,
+    /// The row's bits as two words (bit `i` in `words[i / 64]`): a bit test is a plain
+    /// 64-bit shift, not a 128-bit one.
+    words: [u64; 2],
 }
 
 impl VisTable {
@@ -76,12 +80,18 @@ impl VisTable {
     /// Visibility row of the cell containing `from`.
     pub fn row(&self, from: Vec3) -> VisRow<'_> {
         let (cx, cy) = self.geom.cell_xy(from.x, from.y);
+        let bits = self.bits[self.geom.index(cx, cy) as usize];
         VisRow {
             table: self,
-            cx: cx as i32,
-            cy: cy as i32,
-            bits: self.bits[self.geom.index(cx, cy) as usize],
+            x0: cx.wrapping_sub(VIS_RADIUS_CELLS as u32),
+            y0: cy.wrapping_sub(VIS_RADIUS_CELLS as u32),
+            words: [bits as u64, (bits >> 64) as u64],
         }
+    }
+
+    /// The vis grid (cells of [`VIS_CELL`] units over the map's bounds).
+    pub fn geom(&self) -> &CellGeom {
+        &self.geom
     }
 
     /// Vis cell coordinates of a point, packed `x | y << 16` (grids are under 65536 cells wide).
@@ -107,15 +117,34 @@ impl VisRow<'_> {
     }
 
     /// Whether the vis cell `packed` (from [`VisTable::cell_of`]) is potentially visible.
+    #[inline]
     pub fn sees_cell(&self, packed: u32) -> bool {
-        let (dx, dy) = (
-            (packed & 0xffff) as i32 - self.cx,
-            (packed >> 16) as i32 - self.cy,
-        );
-        if dx.abs() > VIS_RADIUS_CELLS || dy.abs() > VIS_RADIUS_CELLS {
+        // Offsets from the reach's first cell: out of reach on either side is `>= SPAN`.
+        let dx = (packed & 0xffff).wrapping_sub(self.x0);
+        let dy = (packed >> 16).wrapping_sub(self.y0);
+        let span = SPAN as u32;
+        if dx >= span || dy >= span {
             return false;
         }
-        self.bits & bit(dx, dy) != 0
+        // The bit of `bit(dx - R, dy - R)`.
+        let i = dy * span + dx;
+        (self.words[(i >> 6) as usize & 1] >> (i & 63)) & 1 != 0
+    }
+
+    /// Whether every cell of vis row `vy` from column `vx0` to `vx1` (inclusive) is potentially
+    /// visible (false if any is out of reach).
+    #[inline]
+    pub fn sees_all(&self, vy: u32, vx0: u32, vx1: u32) -> bool {
+        let span = SPAN as u32;
+        let dy = vy.wrapping_sub(self.y0);
+        let (lo, hi) = (vx0.wrapping_sub(self.x0), vx1.wrapping_sub(self.x0));
+        if dy >= span || lo > hi || hi >= span {
+            return false;
+        }
+        let first = dy * span + lo;
+        let want = (1u64 << (hi - lo + 1)) - 1;
+        let bits = (u128::from(self.words[1]) << 64 | u128::from(self.words[0])) >> first;
+        bits as u64 & want == want
     }
 }
 
@@ -215,6 +244,49 @@ mod tests {
             !vis.visible(p(100.0, 100.0), p(4000.0, 4000.0)),
             "beyond reach"
         );
+    }
+
+    /// The fast bit test agrees with the offset arithmetic it replaces, for viewers at the
+    /// grid's corners (where the reach starts below 0) and inside, and cells in and out of
+    /// reach on every side; a row-segment test agrees with testing each cell.
+    #[test]
+    fn sees_cell_matches_the_offset_definition() {
+        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(8192.0, 8192.0, 512.0));
+        let floor = Aabb::new(bounds.min, Vec3::new(8192.0, 8192.0, 0.0));
+        let wall = Aabb::new(
+            Vec3::new(2000.0, 500.0, 0.0),
+            Vec3::new(2040.0, 7000.0, 400.0),
+        );
+        let vis = VisTable::build(&Solids::new(vec![floor, wall], &bounds), &bounds, &pool());
+        let n = vis.geom.nx as i32;
+        let mut seen = 0;
+        for (cx, cy) in [(0, 0), (1, 3), (3, 3), (7, 2), (n - 1, n - 1), (n - 2, 5)] {
+            let row = vis.row(Vec3::new(
+                cx as f32 * VIS_CELL + 10.0,
+                cy as f32 * VIS_CELL + 10.0,
+                40.0,
+            ));
+            let bits = vis.bits[vis.geom.index(cx as u32, cy as u32) as usize];
+            for y in 0..n {
+                for x in 0..n {
+                    let (dx, dy) = (x - cx, y - cy);
+                    let want = dx.abs() <= VIS_RADIUS_CELLS
+                        && dy.abs() <= VIS_RADIUS_CELLS
+                        && bits & bit(dx, dy) != 0;
+                    let got = row.sees_cell(x as u32 | (y as u32) << 16);
+                    assert_eq!(got, want, "from ({cx}, {cy}) to ({x}, {y})");
+                    seen += usize::from(got);
+                }
+                for x0 in 0..n {
+                    for x1 in x0..n.min(x0 + 12) {
+                        let want = (x0..=x1).all(|x| row.sees_cell(x as u32 | (y as u32) << 16));
+                        let got = row.sees_all(y as u32, x0 as u32, x1 as u32);
+                        assert_eq!(got, want, "from ({cx}, {cy}) row {y} {x0}..={x1}");
+                    }
+                }
+            }
+        }
+        assert!(seen > 0);
     }
 
     #[test]

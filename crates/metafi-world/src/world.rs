@@ -8,7 +8,7 @@ use rayon::ThreadPool;
 
 use crate::client::{Client, History, PacketBuf};
 use crate::command::{Command, PlayerId, UserCmd};
-use crate::grid::{GRID_CELL, PlayerGrid};
+use crate::grid::PlayerGrid;
 use crate::interest::{EntityIndex, InterestConfig};
 use crate::item::ItemState;
 use crate::map::Map;
@@ -17,7 +17,7 @@ use crate::player::{PlayerState, mix};
 use crate::projectile::Projectile;
 use crate::rules::Rules;
 use crate::snapshot::{NetEntity, Snapshot};
-use crate::vis::VIS_REACH;
+use crate::vis::{VIS_CELL, VIS_REACH};
 
 /// Most players one world holds (ids are dense slots below this).
 pub const MAX_PLAYERS: usize = 1 << 20;
@@ -132,7 +132,8 @@ pub struct World {
 pub(crate) struct Scratch {
     pub cells: Vec<u32>,
     pub order: Vec<u32>,
-    pub visited: Vec<bool>,
+    /// `clients` gathered into the new grid order by `refile`, then swapped in.
+    pub clients_back: Vec<Client>,
     pub cmd_starts: Vec<u32>,
     pub cmds: Vec<UserCmd>,
     pub tasks: Vec<std::ops::Range<usize>>,
@@ -144,7 +145,9 @@ impl World {
     pub fn new(map: Arc<Map>, config: WorldConfig) -> Result<World, WorldError> {
         validate(&config)?;
         let grid = PlayerGrid::new(map.bounds());
-        let entities = EntityIndex::new(crate::cells::CellGeom::covering(map.bounds(), GRID_CELL));
+        // The snapshot entity index uses the visibility cell size: a scanned row of index cells
+        // is then one row of visibility cells, tested for visibility once (see `interest`).
+        let entities = EntityIndex::new(crate::cells::CellGeom::covering(map.bounds(), VIS_CELL));
         let items = map.items().iter().map(ItemState::new).collect();
         let history = History::new(config.interest.max_entities);
         Ok(World {
@@ -167,7 +170,7 @@ impl World {
             scratch: Scratch {
                 cells: Vec::new(),
                 order: Vec::new(),
-                visited: Vec::new(),
+                clients_back: Vec::new(),
                 cmd_starts: Vec::new(),
                 cmds: Vec::new(),
                 tasks: Vec::new(),

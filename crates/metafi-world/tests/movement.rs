@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 //! Movement and collision as a player would notice them.
 
 mod common;
@@ -197,4 +198,85 @@ fn command_time_beyond_the_per_tick_budget_is_dropped() {
     let h = w.player(honest).expect("player").origin.x - 300.0;
     let c = w.player(cheat).expect("player").origin.x - 300.0;
     assert!(c < h * 2.6, "cheat capped at 120 ms/tick vs 50: {c} vs {h}");
+}
+
+/// Reusing a command's last ground probe as the next command's first (what `step_player` does)
+/// gives bit-identical movement to probing again, among crates, steps and other players, when
+/// each command's list of others is every box overlapping its move area.
+#[test]
+fn reusing_the_ground_probe_changes_nothing() {
+    use metafi_world::map::MoveClip;
+    use metafi_world::movement::{GroundMemo, pmove, pmove_clip};
+    use metafi_world::player::mix;
+    use metafi_world::rules::{PLAYER_HALF, Rules};
+    use metafi_world::step::move_area;
+    use metafi_world::{Aabb, PlayerId, PlayerState};
+
+    let map = room(
+        &[
+            boxed([900.0, 900.0, 0.0], [964.0, 964.0, 32.0]),
+            boxed([1000.0, 800.0, 0.0], [1064.0, 1200.0, 16.0]),
+            boxed([1064.0, 800.0, 0.0], [1128.0, 1200.0, 48.0]),
+            boxed([800.0, 1100.0, 0.0], [832.0, 1400.0, 128.0]),
+        ],
+        &[],
+    );
+    let rules = Rules::default();
+    let mut seed = 11u64;
+    let mut next = |n: u64| {
+        seed = mix(seed);
+        (seed % n) as f32
+    };
+    let players: Vec<Aabb> = (0..40)
+        .map(|_| {
+            let c = at(850.0 + next(400), 850.0 + next(400));
+            Aabb::around(
+                c + metafi_world::Vec3::new(0.0, 0.0, next(3) * 20.0),
+                PLAYER_HALF,
+            )
+        })
+        .collect();
+    let near = |area: &Aabb| -> Vec<Aabb> {
+        players
+            .iter()
+            .filter(|b| b.overlaps(area))
+            .copied()
+            .collect()
+    };
+    let (mut reused, mut probed_on_ground) = (0, 0);
+    for trial in 0..300 {
+        let start = at(850.0 + next(400), 850.0 + next(400));
+        let mut a = PlayerState::spawned(PlayerId(trial), start, 0, &rules);
+        a.velocity = metafi_world::Vec3::new(next(600) - 300.0, next(600) - 300.0, 0.0);
+        let mut b = a;
+        let mut memo = GroundMemo::default();
+        for _ in 0..4 {
+            let mut cmd = walk(next(360), 320);
+            cmd.msec = 30;
+            if next(4) == 0.0 {
+                cmd.buttons = metafi_world::Buttons::JUMP;
+            }
+            let area = move_area(&a, cmd.msec, &rules);
+            let others = near(&area);
+            pmove(&mut a, &cmd, &map, &others, &rules);
+            let clip = MoveClip {
+                map: &map,
+                others_area: Some(move_area(&b, cmd.msec, &rules)),
+            };
+            reused += usize::from(memo.would_reuse(b.origin));
+            pmove_clip(
+                &mut b,
+                &cmd,
+                &clip,
+                &near(&clip.others_area.unwrap()),
+                &rules,
+                &mut memo,
+            );
+            probed_on_ground += usize::from(a.has(flags::ON_GROUND));
+            assert_eq!(a.to_words(), b.to_words(), "trial {trial}");
+        }
+    }
+    // The memo was actually used, on and off the ground.
+    assert!(reused > 600, "reused {reused}");
+    assert!(probed_on_ground > 300, "{probed_on_ground}");
 }
