@@ -235,7 +235,7 @@ impl Report<'_> {
             &guides,
         );
         std::fs::write(out.join("world-scaling.svg"), svg)?;
-        let _ = writeln!(md, "![p99 tick time vs players](world/world-scaling.svg)\n");
+        let _ = writeln!(md, "![p99 tick time vs players](world-scaling.svg)\n");
 
         let _ = writeln!(
             md,
@@ -276,7 +276,7 @@ impl Report<'_> {
                 &layers,
             );
             std::fs::write(out.join("world-phases.svg"), svg)?;
-            let _ = writeln!(md, "\n![phases](world/world-phases.svg)\n");
+            let _ = writeln!(md, "\n![phases](world-phases.svg)\n");
         }
         Ok(())
     }
@@ -382,7 +382,7 @@ impl Report<'_> {
             out.join(chart),
             line_chart(title, "players", "p99 tick time (ms)", &series, &[]),
         )?;
-        let _ = writeln!(md, "![{title}](world/{chart})\n");
+        let _ = writeln!(md, "![{title}]({chart})\n");
         Ok(())
     }
 

@@ -5,7 +5,10 @@
 //! allocation, and a cell's contents are one contiguous slice, which is what makes a cell a cheap
 //! unit of parallel work.
 
+use rayon::prelude::*;
+
 use crate::math::{Aabb, Vec3};
+use crate::tick::GATHER_MIN;
 
 /// Geometry of a uniform grid of square cells covering the map's xy extent.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,20 +101,32 @@ fn clamp_cell(v: f32, n: u32) -> u32 {
 /// Stable counting sort of `cells` (one cell index per item): fills `starts` (len `ncells + 1`)
 /// and `order` (item indices grouped by cell, input order kept inside a cell).
 pub fn counting_sort(cells: &[u32], ncells: usize, starts: &mut Vec<u32>, order: &mut Vec<u32>) {
+    counting_sort_by(cells.len(), |i| cells[i], ncells, starts, order);
+}
+
+/// [`counting_sort`] of `len` items whose cells are `cell(i)`, so callers holding the cells
+/// inside larger records need not copy them out first.
+pub fn counting_sort_by(
+    len: usize,
+    cell: impl Fn(usize) -> u32,
+    ncells: usize,
+    starts: &mut Vec<u32>,
+    order: &mut Vec<u32>,
+) {
     starts.clear();
     starts.resize(ncells + 1, 0);
-    for &c in cells {
-        starts[c as usize + 1] += 1;
+    for i in 0..len {
+        starts[cell(i) as usize + 1] += 1;
     }
     for i in 0..ncells {
         starts[i + 1] += starts[i];
     }
     order.clear();
-    order.resize(cells.len(), 0);
+    order.resize(len, 0);
     // `starts[c]` walks cell c's slot range as its items are placed, ending where cell c + 1
     // starts; shifting the array by one then restores the starts (no scratch cursor array).
-    for (i, &c) in cells.iter().enumerate() {
-        let slot = &mut starts[c as usize];
+    for i in 0..len {
+        let slot = &mut starts[cell(i) as usize];
         order[*slot as usize] = i as u32;
         *slot += 1;
     }
@@ -155,6 +170,46 @@ impl<T: Copy> Buckets<T> {
         self.values.clear();
         self.values
             .extend(scratch_order.iter().map(|&i| entries[i as usize].1));
+    }
+
+    /// [`Buckets::rebuild`] that also fills `side[k] = f(&values()[k])`, gathering both in
+    /// parallel in the current rayon pool (the result does not depend on its size); only the
+    /// counting sort is sequential. `beside(order)` (`order[k]`: the index in `entries` of
+    /// value `k`) runs alongside the gather; its result is returned.
+    pub fn rebuild_with<U: Send, R: Send>(
+        &mut self,
+        entries: &[(u32, T)],
+        scratch_order: &mut Vec<u32>,
+        side: &mut Vec<U>,
+        f: impl Fn(&T) -> U + Sync,
+        beside: impl FnOnce(&[u32]) -> R + Send,
+    ) -> R
+    where
+        T: Send + Sync,
+    {
+        let ncells = self.geom.count();
+        counting_sort_by(
+            entries.len(),
+            |i| entries[i].0,
+            ncells,
+            &mut self.starts,
+            scratch_order,
+        );
+        let (order, values) = (&scratch_order[..], &mut self.values);
+        let ((), r) = rayon::join(
+            || {
+                order
+                    .par_iter()
+                    .with_min_len(GATHER_MIN)
+                    .map(|&i| {
+                        let v = entries[i as usize].1;
+                        (v, f(&v))
+                    })
+                    .unzip_into_vecs(values, side)
+            },
+            || beside(order),
+        );
+        r
     }
 
     pub fn cell(&self, c: u32) -> &[T] {

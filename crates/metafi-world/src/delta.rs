@@ -87,8 +87,9 @@ pub fn encode_into(base: Option<SnapshotRef<'_>>, snap: SnapshotRef<'_>, out: &m
     let count_at = w.position();
     w.skip(1);
     let mut r = Records {
-        w,
-        prev: -1,
+        pos: w.position(),
+        buf: w.into_inner(),
+        next_key: 0,
         count: 0,
     };
     // Both lists are sorted by key: a merge walk.
@@ -115,9 +116,8 @@ pub fn encode_into(base: Option<SnapshotRef<'_>>, snap: SnapshotRef<'_>, out: &m
         r.add(n);
     }
     // Write the count in its minimal form, moving the records along if it needs more room.
-    let (count, end) = (r.count, r.w.position());
+    let (count, end, buf) = (r.count, r.pos, r.buf);
     let len = varint_len(count);
-    let buf = r.w.into_inner();
     if len > 1 {
         buf.copy_within(count_at + 1..end, count_at + len);
     }
@@ -132,11 +132,18 @@ pub fn encode_into(base: Option<SnapshotRef<'_>>, snap: SnapshotRef<'_>, out: &m
 /// Room [`encode_into`] needs for a packet whose baseline and snapshot hold `entities`
 /// entities together.
 pub fn max_packet_len(entities: usize) -> usize {
-    MAX_HEAD + 5 + MAX_RECORD * entities
+    MAX_HEAD + 5 + MAX_RECORD * entities + (RECORD_CHUNK - MAX_RECORD)
 }
 
 /// Longest entity record: 5 (gap) + 1 (op) + 3 × 5 (origin) + 2 × 5 (angles) + 2 (look).
 const MAX_RECORD: usize = 33;
+/// Each record is written into a fixed window of this many bytes (one bounds check per record;
+/// positions inside it are masked with `RECORD_CHUNK - 1`, which the compiler can see is in
+/// range). A power of two at least [`MAX_RECORD`]; [`max_packet_len`] adds the difference as
+/// slack so the last record's window fits too.
+const RECORD_CHUNK: usize = 64;
+const CHUNK_MASK: usize = RECORD_CHUNK - 1;
+const _: () = assert!(RECORD_CHUNK.is_power_of_two() && RECORD_CHUNK >= MAX_RECORD);
 /// Longest header and view: tick, back, mask, 3 + 3 + 2 + 1 + 2 deltas, 2 raw bytes, 2 deltas.
 const MAX_HEAD: usize = 5 + 5 + 1 + 13 * 5 + 2;
 
@@ -152,40 +159,56 @@ fn varint_len(v: u32) -> usize {
 
 /// Writes entity records, tracking the key gap and the record count.
 struct Records<'a> {
-    w: Writer<'a>,
-    prev: i64,
+    buf: &'a mut [u8],
+    pos: usize,
+    /// The previous record's key plus one (wrapping): the key a gap of zero stands for.
+    next_key: u32,
     count: u32,
 }
 
 impl Records<'_> {
     #[inline]
     fn record(&mut self, key: u32, op: u8, mask: u8, from: &NetEntity, to: &NetEntity) {
-        let gap = (i64::from(key) - self.prev - 1) as u32;
-        self.prev = i64::from(key);
+        // Keys strictly increase, so this is key − previous key − 1 (the first previous is −1).
+        let gap = key.wrapping_sub(self.next_key);
+        self.next_key = key.wrapping_add(1);
         self.count += 1;
-        // A local cursor over the rest of the buffer: kept in registers for the whole record.
-        let mut w = self.w.rest();
-        w.varint(gap);
-        w.byte(op << 6 | mask);
+        // One bounds check for the whole record; every write below indexes the window with a
+        // masked position, so it needs none (a record never exceeds MAX_RECORD bytes, so the
+        // mask never wraps).
+        let Some(c) = self
+            .buf
+            .get_mut(self.pos..)
+            .and_then(<[u8]>::first_chunk_mut::<RECORD_CHUNK>)
+        else {
+            panic!("snapshot encoder: output buffer shorter than max_packet_len");
+        };
+        let mut p = put_varint(c, 0, gap);
+        c[p & CHUNK_MASK] = op << 6 | mask;
+        p += 1;
         if mask & F_X != 0 {
-            w.delta(from.origin[0], to.origin[0]);
+            p = put_varint(c, p, zigzag(from.origin[0], to.origin[0]));
         }
         if mask & F_Y != 0 {
-            w.delta(from.origin[1], to.origin[1]);
+            p = put_varint(c, p, zigzag(from.origin[1], to.origin[1]));
         }
         if mask & F_Z != 0 {
-            w.delta(from.origin[2], to.origin[2]);
+            p = put_varint(c, p, zigzag(from.origin[2], to.origin[2]));
         }
         if mask & F_ANGLES != 0 {
-            w.delta(i32::from(from.yaw as i16), i32::from(to.yaw as i16));
-            w.delta(i32::from(from.pitch), i32::from(to.pitch));
+            p = put_varint(
+                c,
+                p,
+                zigzag(i32::from(from.yaw as i16), i32::from(to.yaw as i16)),
+            );
+            p = put_varint(c, p, zigzag(i32::from(from.pitch), i32::from(to.pitch)));
         }
         if mask & F_LOOK != 0 {
-            w.byte(to.flags);
-            w.byte(to.model);
+            c[p & CHUNK_MASK] = to.flags;
+            c[(p + 1) & CHUNK_MASK] = to.model;
+            p += 2;
         }
-        let n = w.position();
-        self.w.skip(n);
+        self.pos += p;
     }
 
     /// An entity the baseline lacks: its fields against zero.
@@ -288,13 +311,58 @@ pub fn decode(base: Option<&Snapshot>, bytes: &[u8]) -> Result<Snapshot, DecodeE
     })
 }
 
+/// The zigzag form of the wrapping difference `new - old` (what [`Writer::delta`] writes).
 #[inline]
+fn zigzag(old: i32, new: i32) -> u32 {
+    let d = new.wrapping_sub(old);
+    ((d << 1) ^ (d >> 31)) as u32
+}
+
+/// LEB128 of `v` at `p` in a record window; returns the position after it. Values of up to
+/// three bytes (every field of a moving entity, and an added entity's coordinates) take the
+/// inline path.
+#[inline(always)]
+fn put_varint(c: &mut [u8; RECORD_CHUNK], p: usize, v: u32) -> usize {
+    if v < 0x80 {
+        c[p & CHUNK_MASK] = v as u8;
+        p + 1
+    } else if v < 0x4000 {
+        c[p & CHUNK_MASK] = v as u8 | 0x80;
+        c[(p + 1) & CHUNK_MASK] = (v >> 7) as u8;
+        p + 2
+    } else if v < 0x20_0000 {
+        c[p & CHUNK_MASK] = v as u8 | 0x80;
+        c[(p + 1) & CHUNK_MASK] = (v >> 7) as u8 | 0x80;
+        c[(p + 2) & CHUNK_MASK] = (v >> 14) as u8;
+        p + 3
+    } else {
+        put_long_varint(c, p, v)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn put_long_varint(c: &mut [u8; RECORD_CHUNK], mut p: usize, mut v: u32) -> usize {
+    while v >= 0x80 {
+        c[p & CHUNK_MASK] = v as u8 | 0x80;
+        p += 1;
+        v >>= 7;
+    }
+    c[p & CHUNK_MASK] = v as u8;
+    p + 1
+}
+
+/// Which record fields differ. Yaw with pitch, and flags with model, are each compared as one
+/// packed word (their bytes sit together, so that is one load and one compare each).
+#[inline(always)]
 fn field_mask(a: &NetEntity, b: &NetEntity) -> u8 {
+    let angles = |e: &NetEntity| u32::from(e.yaw) | u32::from(e.pitch as u16) << 16;
+    let look = |e: &NetEntity| u16::from(e.flags) | u16::from(e.model) << 8;
     let mut m = u8::from(a.origin[0] != b.origin[0]) * F_X;
     m |= u8::from(a.origin[1] != b.origin[1]) * F_Y;
     m |= u8::from(a.origin[2] != b.origin[2]) * F_Z;
-    m |= u8::from((a.yaw, a.pitch) != (b.yaw, b.pitch)) * F_ANGLES;
-    m |= u8::from((a.flags, a.model) != (b.flags, b.model)) * F_LOOK;
+    m |= u8::from(angles(a) != angles(b)) * F_ANGLES;
+    m |= u8::from(look(a) != look(b)) * F_LOOK;
     m
 }
 

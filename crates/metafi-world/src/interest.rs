@@ -113,6 +113,60 @@ fn vis_shift(grid: &CellGeom, vis: &CellGeom) -> Option<u32> {
     Some(((vis.size / grid.size) as u32).trailing_zeros())
 }
 
+/// Fills the key tables from the keys of the index's values, in value order.
+fn fill_tables(
+    tables: &mut [KeyTable; 4],
+    scattered: &mut Vec<(u32, u32)>,
+    keys: impl Iterator<Item = u32>,
+) {
+    for t in tables.iter_mut() {
+        t.slots.fill(NONE);
+    }
+    scattered.clear();
+    for (j, key) in keys.enumerate() {
+        let kind = kind_of(key);
+        if kind == EntityKind::Projectile as u32 {
+            scattered.push((key, j as u32));
+            continue;
+        }
+        let t = &mut tables[kind as usize];
+        let id = (key & ID_MASK) as usize;
+        if t.slots.len() <= id {
+            t.slots.resize(id + 1, NONE);
+        }
+        t.slots[id] = j as u32;
+    }
+    table_projectiles(&mut tables[EntityKind::Projectile as usize], scattered);
+}
+
+/// Tables the projectiles by id if their ids form a window: the window starts after the largest
+/// gap between consecutive ids, counting the gap across the counter's wrap.
+fn table_projectiles(table: &mut KeyTable, ids: &mut [(u32, u32)]) {
+    table.slots.clear();
+    ids.sort_unstable();
+    let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
+        return;
+    };
+    let id = |k: u32| (k & ID_MASK) as usize;
+    let ring = ID_MASK as usize + 1;
+    let (mut base, mut gap) = (id(first.0), id(first.0) + ring - id(last.0));
+    for w in ids.windows(2) {
+        let g = id(w[1].0) - id(w[0].0);
+        if g > gap {
+            (base, gap) = (id(w[1].0), g);
+        }
+    }
+    let span = ring - gap + 1;
+    if span > WINDOW_SLACK * ids.len() + 64 {
+        return;
+    }
+    table.base = base as u32;
+    table.slots.resize(span, NONE);
+    for &(key, j) in ids.iter() {
+        table.slots[(id(key) + ring - base) % ring] = j;
+    }
+}
+
 /// Indices of one kind's entities by id.
 #[derive(Clone, Debug, Default)]
 struct KeyTable {
@@ -146,73 +200,25 @@ impl EntityIndex {
         }
     }
 
-    /// Refills from `(cell, entity)` pairs.
-    pub fn rebuild(
-        &mut self,
-        entries: &[(u32, NetEntity)],
-        vis: &VisTable,
-        cells: &mut Vec<u32>,
-        order: &mut Vec<u32>,
-    ) {
-        self.buckets.rebuild(entries, cells, order);
-        self.vis_shift = vis_shift(&self.buckets.geom, vis.geom());
-        self.scan.clear();
-        self.scan.extend(self.buckets.values().iter().map(|e| {
+    /// Refills from `(cell, entity)` pairs. The entities and their scan records are gathered
+    /// in parallel in the current rayon pool (the result does not depend on its size).
+    pub fn rebuild(&mut self, entries: &[(u32, NetEntity)], vis: &VisTable, order: &mut Vec<u32>) {
+        let (tables, scattered) = (&mut self.tables, &mut self.scattered);
+        // The key tables need only the order, so they are built beside the gather.
+        let scan_record = |e: &NetEntity| {
             let pos = dequantize3(e.origin);
             ScanEntry {
                 pos,
                 vcell: vis.cell_of(pos),
                 key: e.key,
             }
-        }));
-        for t in &mut self.tables {
-            t.slots.fill(NONE);
-        }
-        self.scattered.clear();
-        for (j, e) in self.buckets.values().iter().enumerate() {
-            let kind = kind_of(e.key);
-            if kind == EntityKind::Projectile as u32 {
-                self.scattered.push((e.key, j as u32));
-                continue;
-            }
-            let t = &mut self.tables[kind as usize];
-            let id = (e.key & ID_MASK) as usize;
-            if t.slots.len() <= id {
-                t.slots.resize(id + 1, NONE);
-            }
-            t.slots[id] = j as u32;
-        }
-        self.table_projectiles();
-    }
-
-    /// Tables the projectiles by id if their ids form a window: the window starts after the
-    /// largest gap between consecutive ids, counting the gap across the counter's wrap.
-    fn table_projectiles(&mut self) {
-        let table = &mut self.tables[EntityKind::Projectile as usize];
-        table.slots.clear();
-        let ids = &mut self.scattered;
-        ids.sort_unstable();
-        let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
-            return;
         };
-        let id = |k: u32| (k & ID_MASK) as usize;
-        let ring = ID_MASK as usize + 1;
-        let (mut base, mut gap) = (id(first.0), id(first.0) + ring - id(last.0));
-        for w in ids.windows(2) {
-            let g = id(w[1].0) - id(w[0].0);
-            if g > gap {
-                (base, gap) = (id(w[1].0), g);
-            }
-        }
-        let span = ring - gap + 1;
-        if span > WINDOW_SLACK * ids.len() + 64 {
-            return;
-        }
-        table.base = base as u32;
-        table.slots.resize(span, NONE);
-        for &(key, j) in ids.iter() {
-            table.slots[(id(key) + ring - base) % ring] = j;
-        }
+        self.buckets
+            .rebuild_with(entries, order, &mut self.scan, scan_record, |order| {
+                let keys = order.iter().map(|&i| entries[i as usize].1.key);
+                fill_tables(tables, scattered, keys)
+            });
+        self.vis_shift = vis_shift(&self.buckets.geom, vis.geom());
     }
 
     pub fn values(&self) -> &[NetEntity] {
@@ -558,16 +564,56 @@ impl<'a> Filter<'a> {
 pub fn keep_nearest(scratch: &mut InterestScratch, cfg: &InterestConfig) {
     let (cands, chosen) = (&mut scratch.candidates, &mut scratch.chosen);
     let cap = cfg.max_entities;
-    if cands.len() > cap {
-        cands.select_nth_unstable_by_key(cap, |c| c.0);
-        cands.truncate(cap);
-    }
+    keep_smallest(cands, cap);
     chosen.clear();
     chosen.extend(cands.iter().map(|&(order, index)| {
         let tier = cfg.tier(f32::from_bits((order >> 32) as u32));
         (order & 0xffff_ffff) << 32 | u64::from(tier) << 30 | u64::from(index)
     }));
     chosen.sort_unstable();
+}
+
+/// At most this many candidates over the cap are dropped by [`keep_smallest`]'s single pass;
+/// more, by a selection.
+const FEW_OVER: usize = 16;
+
+/// Keeps (in some order) the `cap` candidates with the smallest orders, which are distinct (an
+/// entity's key is in its order and a scan lists an entity once).
+///
+/// Usually only a few candidates are over the cap (a bounded refresh scans just past it): one
+/// pass then finds the smallest of the `over` largest orders — kept ascending in a small array
+/// — and drops it and everything above it. Many over: `select_nth_unstable`, whose partitions
+/// cost more on a few dozen candidates.
+fn keep_smallest(cands: &mut Vec<Candidate>, cap: usize) {
+    let over = cands.len().saturating_sub(cap);
+    if over == 0 {
+        return;
+    }
+    if over > FEW_OVER {
+        cands.select_nth_unstable_by_key(cap, |c| c.0);
+        cands.truncate(cap);
+        return;
+    }
+    let mut buf = [0u64; FEW_OVER];
+    let top = &mut buf[..over];
+    for (t, c) in top.iter_mut().zip(&cands[..over]) {
+        *t = c.0;
+    }
+    top.sort_unstable();
+    for c in &cands[over..] {
+        if c.0 > top[0] {
+            // Insert c, dropping the smallest: shift down the entries below c's place.
+            let mut j = 0;
+            while j + 1 < over && top[j + 1] < c.0 {
+                top[j] = top[j + 1];
+                j += 1;
+            }
+            top[j] = c.0;
+        }
+    }
+    let cut = top[0];
+    cands.retain(|c| c.0 < cut);
+    debug_assert_eq!(cands.len(), cap, "candidate orders must be distinct");
 }
 
 /// Writes the chosen entities (from `entities`) to `out`, applying distance tiers: a mid or far
@@ -668,7 +714,7 @@ mod tests {
                 .map(|(i, e)| ((i * 37 % 50) as u32, *e))
                 .collect();
             let mut index = EntityIndex::new(geom.clone());
-            index.rebuild(&entries, vis(), &mut Vec::new(), &mut Vec::new());
+            index.rebuild(&entries, vis(), &mut Vec::new());
             for e in &entities {
                 let j = index.find(e.key).expect("present");
                 assert_eq!(index.values()[j as usize].key, e.key);
@@ -685,6 +731,23 @@ mod tests {
     }
 
     proptest! {
+        /// `keep_smallest` keeps exactly the `cap` smallest distinct orders, through its
+        /// few-over pass (up to `FEW_OVER` over the cap) and its selection (more).
+        #[test]
+        fn keep_smallest_keeps_the_cap_smallest(
+            orders in prop::collection::hash_set(0u64..1 << 40, 0..120),
+            cap in 0usize..80,
+        ) {
+            let mut cands: Vec<Candidate> =
+                orders.iter().enumerate().map(|(i, &o)| (o, i as u32)).collect();
+            let mut want = cands.clone();
+            want.sort_unstable();
+            want.truncate(cap);
+            keep_smallest(&mut cands, cap);
+            cands.sort_unstable();
+            prop_assert_eq!(cands, want);
+        }
+
         /// The ring search with early exit, a search starting from a guessed disc, and a refresh
         /// guessing from the previous set pick exactly what filtering every entity and keeping
         /// the nearest would pick — in a sparse field and in a crowd, with index cells that nest
@@ -715,7 +778,7 @@ mod tests {
             let entries: Vec<(u32, NetEntity)> =
                 entities.iter().map(|e| (geom.cell_of(dequantize3(e.origin)), *e)).collect();
             let mut index = EntityIndex::new(geom);
-            index.rebuild(&entries, vis, &mut Vec::new(), &mut Vec::new());
+            index.rebuild(&entries, vis, &mut Vec::new());
             let eye = quantize3(Vec3::new(viewer.0, viewer.1, 28.0));
             let row = vis.row(dequantize3(eye));
             let mut fast = InterestScratch::default();

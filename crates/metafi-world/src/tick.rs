@@ -215,29 +215,28 @@ impl World {
     /// Per client, in parallel: interest query over the new state, tiers, delta encoding.
     fn snapshot_phase(&mut self, pool: &ThreadPool, sum: &mut TickSummary) {
         let s = &mut self.scratch;
-        let geom = &s.entities.buckets.geom;
+        let geom = s.entities.buckets.geom.clone();
         let entry = |e: NetEntity| (geom.cell_of(dequantize3(e.origin)), e);
-        // Players in parallel (in order, so the index is the same for any pool size).
+        // Players, rockets and items, in parallel and in that order (so the index is the same
+        // for any pool size), then indexed; one hand-off to the pool for both.
+        let (players, projectiles, items) = (&self.players, &self.projectiles, &self.items);
+        let (entries, order, vis) = (&mut s.entity_entries, &mut s.order, self.map.vis());
         pool.install(|| {
-            self.players
+            players
                 .par_iter()
-                .with_min_len(1024)
-                .map(|p| entry(NetEntity::of_player(p)))
-                .collect_into_vec(&mut s.entity_entries)
+                .with_min_len(GATHER_MIN)
+                .map(NetEntity::of_player)
+                .chain(projectiles.par_iter().map(NetEntity::of_projectile))
+                .chain(
+                    items
+                        .par_iter()
+                        .enumerate()
+                        .map(|(i, it)| NetEntity::of_item(i as u32, it)),
+                )
+                .map(entry)
+                .collect_into_vec(entries);
+            s.entities.rebuild(entries, vis, order);
         });
-        let rockets = self.projectiles.iter().map(NetEntity::of_projectile);
-        let items = self
-            .items
-            .iter()
-            .enumerate()
-            .map(|(i, it)| NetEntity::of_item(i as u32, it));
-        s.entity_entries.extend(rockets.chain(items).map(entry));
-        s.entities.rebuild(
-            &s.entity_entries,
-            self.map.vis(),
-            &mut s.cells,
-            &mut s.order,
-        );
 
         let n = self.players.len();
         let chunks = n.div_ceil(CLIENT_CHUNK);

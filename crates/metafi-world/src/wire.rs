@@ -28,16 +28,6 @@ impl<'a> Writer<'a> {
         self.buf
     }
 
-    /// A writer over the unwritten rest of the buffer; [`Writer::skip`] past what it wrote.
-    /// Short-lived and local, so the optimiser keeps its cursor in a register.
-    #[inline]
-    pub fn rest(&mut self) -> Writer<'_> {
-        Writer {
-            buf: &mut self.buf[self.pos..],
-            pos: 0,
-        }
-    }
-
     #[inline]
     pub fn byte(&mut self, b: u8) {
         self.buf[self.pos] = b;
