@@ -329,7 +329,9 @@ fn pinned_packets() -> Vec<Vec<u8>> {
     let mut packets = Vec::new();
     for round in 0..600u32 {
         let scale = [0x7f_u64, 0x3fff, 0x1f_ffff, 0xffff_ffff][(round % 4) as usize];
-        let small = |n: &mut dyn FnMut() -> u64| (n() & scale) as i32 - (scale / 2) as i32;
+        // Wrapping, as the digest was taken in release mode (where the full-range case wraps).
+        let small =
+            |n: &mut dyn FnMut() -> u64| ((n() & scale) as i32).wrapping_sub((scale / 2) as i32);
         let view = |n: &mut dyn FnMut() -> u64| PlayerView {
             origin: [n() as i32, n() as i32 >> 20, 7],
             velocity: [(n() % 300) as i32, 0, -(n() as i32 >> 25)],
