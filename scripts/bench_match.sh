@@ -24,17 +24,11 @@ bin=target/release/metafi
 bench=target/release/metafi-bench
 port=${PORT:-7460}
 metrics_port=${METRICS_PORT:-9160}
-data=$(mktemp -d -t metafi-bench-data.XXXXXX)
-
-taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
-  --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
-  "$@" >"$out/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$data"' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && break
-  sleep 0.1
-done
+name=bench_match
+# shellcheck source=scripts/bench_server.sh
+source scripts/bench_server.sh
+trap stop_server EXIT
+start_server "$out/server.log" "$@"
 
 ramp=$(( (players + rate - 1) / rate ))
 # Steady window: from 5 s after the last arrival to 3 s before the end.

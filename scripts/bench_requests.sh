@@ -29,37 +29,10 @@ for b in "$bin" "$bench"; do
   [ -x "$b" ] || { echo "bench_requests: $b is missing: build it first (see the header)" >&2; exit 1; }
 done
 
-server=""
-data=""
-stop_server() {
-  if [ -n "$server" ]; then
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-  fi
-  server=""
-  [ -z "$data" ] || rm -rf "$data"
-  data=""
-}
+name=bench_requests
+# shellcheck source=scripts/bench_server.sh
+source scripts/bench_server.sh
 trap stop_server EXIT
-
-# start_server LOG [extra serve flags...]
-start_server() {
-  local log=$1
-  shift
-  data=$(mktemp -d -t metafi-bench-data.XXXXXX)
-  taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
-    --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
-    "$@" >"$log" 2>&1 &
-  server=$!
-  for _ in $(seq 1 200); do
-    curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && return 0
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "bench_requests: the server did not start; its log:" >&2
-  cat "$log" >&2
-  exit 1
-}
 
 # A fresh PostgreSQL database per run, the server's processes on core 1 with the tool.
 postgres_url() {

@@ -461,10 +461,12 @@ impl ToolUsage {
     /// could not be read (no `/proc`).
     pub fn from_samples(points: &[Sample]) -> Option<ToolUsage> {
         let (first, last) = (points.first()?, points.last()?);
-        let cpu_secs = (last.tool_cpu_secs - first.tool_cpu_secs).max(0.0);
-        if last.tool_cpu_secs <= 0.0 {
+        // A failed /proc read gives 0: without both ends the span would be wrong (a zero first
+        // sample would count the setup's CPU too).
+        if first.tool_cpu_secs <= 0.0 || last.tool_cpu_secs <= 0.0 {
             return None;
         }
+        let cpu_secs = (last.tool_cpu_secs - first.tool_cpu_secs).max(0.0);
         let span = (last.at - first.at).max(f64::EPSILON);
         let messages = last
             .messages_received

@@ -189,7 +189,6 @@ async fn the_match_workload_measures_echo_and_broadcast_in_both_formats() {
             tool.messages_received >= count("echo") + count("broadcast"),
             "{format}: {tool:?}"
         );
-        assert!(tool.cpu_micros_per_message.is_some(), "{tool:?}");
     }
     let _ = server.stop.send(());
     server.task.await.unwrap().unwrap();

@@ -278,8 +278,10 @@ fn profile(
 /// One CSV line per measured tick, for looking at the distribution behind p50/p99.
 fn write_samples(path: &std::path::Path, samples: &[measure::TickSample]) -> anyhow::Result<()> {
     use std::fmt::Write as _;
-    let mut csv =
-        String::from("tick,total_ns,physics_ns,commands_ns,merge_ns,snapshots_ns,bytes,entities\n");
+    let mut csv = format!(
+        "tick,total_ns,{}_ns,bytes,entities\n",
+        measure::PHASES.join("_ns,")
+    );
     for (i, s) in samples.iter().enumerate() {
         let [a, b, c, d] = s.phase_ns;
         let _ = writeln!(

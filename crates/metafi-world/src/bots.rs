@@ -152,7 +152,7 @@ pub fn generate(map: &Map, spec: &BotSpec, pool: &ThreadPool) -> ActionFile {
         .collect();
     let step = u32::from(spec.command_ms.max(1));
     let mut index = Buckets::new(CellGeom::covering(b, CELL));
-    let (mut entries, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut entries, mut order) = (Vec::new(), Vec::new());
     let mut t = 0;
     while t < spec.duration_ms {
         entries.clear();
@@ -161,7 +161,7 @@ pub fn generate(map: &Map, spec: &BotSpec, pool: &ThreadPool) -> ActionFile {
                 .enumerate()
                 .map(|(i, bot)| (index.geom.cell_of(bot.p.origin), i as u32)),
         );
-        index.rebuild(&entries, &mut cells, &mut order);
+        index.rebuild(&entries, &mut order);
         let positions: Vec<Vec3> = bots.iter().map(|bot| bot.p.origin).collect();
         let retarget = t % RETARGET_MS == 0;
         let cmds: Vec<UserCmd> = pool.install(|| {

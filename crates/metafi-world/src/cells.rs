@@ -8,7 +8,11 @@
 use rayon::prelude::*;
 
 use crate::math::{Aabb, Vec3};
-use crate::tick::GATHER_MIN;
+
+/// Smallest run of a parallel gather (values into cell order, players or clients into grid
+/// order): a few microseconds of copying, so splitting finer costs more in scheduling than it
+/// saves.
+pub(crate) const GATHER_MIN: usize = 1024;
 
 /// Geometry of a uniform grid of square cells covering the map's xy extent.
 #[derive(Clone, Debug, PartialEq)]
@@ -153,16 +157,10 @@ impl<T: Copy> Buckets<T> {
     }
 
     /// Refills the buckets from `(cell, value)` pairs, reusing the allocations.
-    pub fn rebuild(
-        &mut self,
-        entries: &[(u32, T)],
-        scratch_cells: &mut Vec<u32>,
-        scratch_order: &mut Vec<u32>,
-    ) {
-        scratch_cells.clear();
-        scratch_cells.extend(entries.iter().map(|e| e.0));
-        counting_sort(
-            scratch_cells,
+    pub fn rebuild(&mut self, entries: &[(u32, T)], scratch_order: &mut Vec<u32>) {
+        counting_sort_by(
+            entries.len(),
+            |i| entries[i].0,
             self.geom.count(),
             &mut self.starts,
             scratch_order,
@@ -280,7 +278,7 @@ mod tests {
             (g.cell_of(Vec3::new(5.0, 5.0, 0.0)), 'a'),
             (g.cell_of(Vec3::new(95.0, 95.0, 0.0)), 'b'),
         ];
-        b.rebuild(&entries, &mut Vec::new(), &mut Vec::new());
+        b.rebuild(&entries, &mut Vec::new());
         let mut seen = Vec::new();
         b.for_each_in(&Aabb::new(Vec3::ZERO, Vec3::new(20.0, 20.0, 0.0)), |v| {
             seen.push(*v)

@@ -10,14 +10,13 @@ use std::ops::Range;
 use rayon::ThreadPool;
 use rayon::prelude::*;
 
-use crate::cells::{CellGeom, CellRect, counting_sort};
+use crate::cells::{CellGeom, CellRect, GATHER_MIN, counting_sort};
 use crate::command::PlayerId;
 use crate::item::ItemState;
 use crate::math::{Aabb, Vec3, segment_enters};
 use crate::neighbourhood::Neighbourhood;
 use crate::player::PlayerState;
 use crate::rules::PLAYER_HALF;
-use crate::tick::GATHER_MIN;
 
 /// Side of a player-grid cell in units.
 pub const GRID_CELL: f32 = 256.0;

@@ -351,9 +351,8 @@ pub fn keep(
     out: &mut [NetEntity],
 ) -> usize {
     let at = dequantize3(eye);
-    let (near2, mid2, view2) = (
+    let (near2, view2) = (
         cfg.near_radius * cfg.near_radius,
-        cfg.mid_radius * cfg.mid_radius,
         cfg.view_radius * cfg.view_radius,
     );
     let values = index.values();
@@ -365,18 +364,14 @@ pub fn keep(
         let s = &index.scan[j as usize];
         let d = s.pos - at;
         let d2 = d.dot(d);
-        // Within the near radius (and the view radius): of interest, tier 0 and so due; the
-        // tests below are the interest test and `due(tick, key, tier(d2))` for the rest.
+        // Within the near radius (and the view radius): of interest, and tier 0 so always due.
         let near = d2 <= near2.min(view2);
         if near || (d2 <= view2 && vis.sees_cell(s.vcell)) {
             let Some(slot) = out.get_mut(n) else {
                 break;
             };
-            let every = if d2 <= mid2 { 2 } else { 4 };
-            let due = near
-                || kind_of(e.key) != EntityKind::Player as u32
-                || tick.wrapping_add(e.key) & (every - 1) == 0;
-            *slot = if due { values[j as usize] } else { *e };
+            let fresh = near || due(tick, e.key, cfg.tier(d2));
+            *slot = if fresh { values[j as usize] } else { *e };
             n += 1;
         }
     }
@@ -498,31 +493,38 @@ impl Scan<'_> {
                 let (y, a, b) = (y as u32 >> s, a as u32 >> s, b as u32 >> s);
                 self.vis.sees_all(y, a, b)
             });
+            let row = &index.scan[range];
             if seen {
-                for (k, e) in index.scan[range].iter().enumerate() {
-                    let d = e.pos - at;
-                    let d2 = d.dot(d);
-                    if d2 <= lim2 && e.key != self.self_key {
-                        cands.push((
-                            u64::from(d2.to_bits()) << 32 | u64::from(e.key),
-                            first + k as u32,
-                        ));
-                    }
-                }
-                continue;
+                self.push_row::<true>(row, first, lim2, cands);
+            } else {
+                self.push_row::<false>(row, first, lim2, cands);
             }
-            for (k, e) in index.scan[range].iter().enumerate() {
-                let d = e.pos - at;
-                let d2 = d.dot(d);
-                if d2 <= lim2
-                    && (d2 <= self.near2 || self.vis.sees_cell(e.vcell))
-                    && e.key != self.self_key
-                {
-                    cands.push((
-                        u64::from(d2.to_bits()) << 32 | u64::from(e.key),
-                        first + k as u32,
-                    ));
-                }
+        }
+    }
+
+    /// Candidates among one row's scan records (`first` is the index of `row[0]`).
+    /// `ALL_VISIBLE`: every cell of the row is in the PVS, so the per-entity test is skipped;
+    /// a const parameter, so each variant compiles to its own tight loop.
+    #[inline(always)]
+    fn push_row<const ALL_VISIBLE: bool>(
+        &self,
+        row: &[ScanEntry],
+        first: u32,
+        lim2: f32,
+        cands: &mut Vec<Candidate>,
+    ) {
+        let at = self.at;
+        for (k, e) in row.iter().enumerate() {
+            let d = e.pos - at;
+            let d2 = d.dot(d);
+            if d2 <= lim2
+                && (ALL_VISIBLE || d2 <= self.near2 || self.vis.sees_cell(e.vcell))
+                && e.key != self.self_key
+            {
+                cands.push((
+                    u64::from(d2.to_bits()) << 32 | u64::from(e.key),
+                    first + k as u32,
+                ));
             }
         }
     }

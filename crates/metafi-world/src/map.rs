@@ -98,7 +98,7 @@ impl Map {
             .map(|(i, it)| (geom.cell_of(it.origin), i as u32))
             .collect();
         let mut item_cells = Buckets::new(geom);
-        item_cells.rebuild(&entries, &mut Vec::new(), &mut Vec::new());
+        item_cells.rebuild(&entries, &mut Vec::new());
         let vis = VisTable::build(&solids, &bounds, pool);
         Ok(Map {
             name: spec.name.clone(),
@@ -182,7 +182,7 @@ impl Solids {
             }
         }
         let mut columns = Buckets::new(geom);
-        columns.rebuild(&entries, &mut Vec::new(), &mut Vec::new());
+        columns.rebuild(&entries, &mut Vec::new());
         Solids { brushes, columns }
     }
 

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use rayon::ThreadPool;
 use rayon::prelude::*;
 
+use crate::cells::GATHER_MIN;
 use crate::client::{Client, History, PacketBuf, PacketRef, RowsMut};
 use crate::command::{Command, PlayerId};
 use crate::grid::GridView;
@@ -23,9 +24,6 @@ use crate::vis::VisTable;
 use crate::world::{Phase, TickSummary, World};
 
 const NONE: u32 = u32::MAX;
-/// Smallest run of a parallel gather (players or clients into grid order): a few microseconds
-/// of copying, so splitting finer costs more in scheduling than it saves.
-pub(crate) const GATHER_MIN: usize = 1024;
 /// Clients per snapshot work item: a run of consecutive rows of the history and one packet
 /// buffer. Fixed, so the packet layout does not depend on the thread count.
 pub(crate) const CLIENT_CHUNK: usize = 32;

@@ -223,16 +223,20 @@ mod tests {
             .expect("pool")
     }
 
+    /// A square map of `side` units: a floor and one wall.
+    fn floor_and_wall(side: f32, wall: Aabb) -> VisTable {
+        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(side, side, 512.0));
+        let floor = Aabb::new(bounds.min, Vec3::new(side, side, 0.0));
+        VisTable::build(&Solids::new(vec![floor, wall], &bounds), &bounds, &pool())
+    }
+
     #[test]
     fn tall_wall_hides_far_side_but_open_floor_is_visible() {
-        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(4096.0, 4096.0, 512.0));
-        let floor = Aabb::new(bounds.min, Vec3::new(4096.0, 4096.0, 0.0));
         let wall = Aabb::new(
             Vec3::new(2048.0, 0.0, 0.0),
             Vec3::new(2080.0, 4096.0, 512.0),
         );
-        let solids = Solids::new(vec![floor, wall], &bounds);
-        let vis = VisTable::build(&solids, &bounds, &pool());
+        let vis = floor_and_wall(4096.0, wall);
         let p = |x, y| Vec3::new(x, y, 40.0);
         assert!(vis.visible(p(300.0, 300.0), p(1800.0, 1500.0)));
         assert!(!vis.visible(p(1300.0, 300.0), p(2800.0, 300.0)));
@@ -251,13 +255,11 @@ mod tests {
     /// reach on every side; a row-segment test agrees with testing each cell.
     #[test]
     fn sees_cell_matches_the_offset_definition() {
-        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(8192.0, 8192.0, 512.0));
-        let floor = Aabb::new(bounds.min, Vec3::new(8192.0, 8192.0, 0.0));
         let wall = Aabb::new(
             Vec3::new(2000.0, 500.0, 0.0),
             Vec3::new(2040.0, 7000.0, 400.0),
         );
-        let vis = VisTable::build(&Solids::new(vec![floor, wall], &bounds), &bounds, &pool());
+        let vis = floor_and_wall(8192.0, wall);
         let n = vis.geom.nx as i32;
         let mut seen = 0;
         for (cx, cy) in [(0, 0), (1, 3), (3, 3), (7, 2), (n - 1, n - 1), (n - 2, 5)] {

@@ -319,13 +319,12 @@ impl User {
             && let Some(view) = MatchDataView::parse_json(frame)
         {
             let mut head = [0u8; STAMP_LEN];
-            let stamp = match view.data_prefix(&mut head) {
-                Some(()) => read_stamp(&head),
-                // not the standard base64 this server sends: decode it all
-                None => view.data().and_then(|data| read_stamp(&data)),
-            };
-            self.on_data(ctx, view.op_code, stamp);
-            return Received::Data;
+            if view.data_prefix(&mut head).is_some() {
+                self.on_data(ctx, view.op_code, read_stamp(&head));
+                return Received::Data;
+            }
+            // Not the padded standard base64 this server sends (or too short for a stamp): the
+            // full decoder below reads every form Nakama accepts.
         }
         let envelope = match self.format.decode(frame) {
             Ok(envelope) => envelope,

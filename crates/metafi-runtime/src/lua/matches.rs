@@ -253,13 +253,11 @@ impl IdleCollector {
         loop {
             match lua.gc_step() {
                 Ok(false) => self.in_cycle = true,
-                Ok(true) => {
-                    self.in_cycle = false;
-                    self.live = lua.used_memory();
-                    return IdleStatus::Done;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "idle Lua garbage collection step failed");
+                // A cycle finished, or the step failed (logged): either way the cycle is over.
+                done @ (Ok(true) | Err(_)) => {
+                    if let Err(e) = done {
+                        tracing::warn!(error = %e, "idle Lua garbage collection step failed");
+                    }
                     self.in_cycle = false;
                     self.live = lua.used_memory();
                     return IdleStatus::Done;
