@@ -37,23 +37,40 @@ impl TestDatabase {
         })
     }
 
+    /// Drops the database. `WITH (FORCE)` ends our own leftover connections, but not a
+    /// server-owned one such as an autovacuum worker that happens to be in the database (the
+    /// test role may not signal it: SQLSTATE 42501); that worker leaves within moments, so the
+    /// drop is retried for up to 5 s before the test fails.
     pub async fn drop_database(&self) {
-        admin(
-            &self.admin_url,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        )
-        .await;
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let mut tries = 0;
+        loop {
+            match try_admin(&self.admin_url, &sql).await {
+                Ok(()) => return,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    eprintln!("{sql}: {e}; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("{sql}: {e}"),
+            }
+        }
     }
 }
 
 async fn admin(url: &str, sql: &str) {
+    try_admin(url, sql).await.expect(sql);
+}
+
+async fn try_admin(url: &str, sql: &str) -> Result<(), tokio_postgres::Error> {
     let (client, connection) = tokio_postgres::connect(url, NoTls)
         .await
         .expect("connect to METAFI_TEST_POSTGRES_URL");
     let task = tokio::spawn(connection);
-    client.batch_execute(sql).await.expect(sql);
+    let result = client.batch_execute(sql).await;
     drop(client);
     let _ = task.await;
+    result
 }
 
 /// The same URL naming another database.
