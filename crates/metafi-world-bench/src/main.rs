@@ -279,15 +279,16 @@ fn profile(
 fn write_samples(path: &std::path::Path, samples: &[measure::TickSample]) -> anyhow::Result<()> {
     use std::fmt::Write as _;
     let mut csv = format!(
-        "tick,total_ns,{}_ns,bytes,entities\n",
+        "tick,total_ns,{}_ns,bytes,entities,commands,hits,kills,launches,projectiles\n",
         measure::PHASES.join("_ns,")
     );
     for (i, s) in samples.iter().enumerate() {
         let [a, b, c, d] = s.phase_ns;
+        let w = &s.work;
         let _ = writeln!(
             csv,
-            "{i},{},{a},{b},{c},{d},{},{}",
-            s.total_ns, s.bytes, s.entities
+            "{i},{},{a},{b},{c},{d},{},{},{},{},{},{},{}",
+            s.total_ns, s.bytes, s.entities, w.commands, w.hits, w.kills, w.launches, w.projectiles
         );
     }
     std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))

@@ -36,6 +36,19 @@ pub struct TickSample {
     pub phase_ns: [u64; 4],
     pub bytes: u64,
     pub entities: u64,
+    /// What the tick did (from the world's summary; zero for schedulers that do not count),
+    /// so a slow tick in `profile --samples` can be told apart by its workload.
+    pub work: TickWork,
+}
+
+/// A tick's workload counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TickWork {
+    pub commands: u32,
+    pub hits: u32,
+    pub kills: u32,
+    pub launches: u32,
+    pub projectiles: u32,
 }
 
 /// A run's measurements.

@@ -5,7 +5,7 @@ use std::time::Instant;
 use metafi_world::{Phase, World, WorldConfig};
 use rayon::ThreadPool;
 
-use crate::measure::{RunOutcome, RunPlan, TickSample, fold_hash};
+use crate::measure::{RunOutcome, RunPlan, TickSample, TickWork, fold_hash};
 use crate::workload::{ACK_DELAY, Feeder, TICK_MS, Workload, acked};
 
 pub fn run(
@@ -80,6 +80,13 @@ pub fn run(
                 ],
                 bytes: sum.snapshot_bytes,
                 entities: sum.entities_sent,
+                work: TickWork {
+                    commands: sum.commands as u32,
+                    hits: sum.hits as u32,
+                    kills: sum.kills as u32,
+                    launches: sum.launches as u32,
+                    projectiles: sum.projectiles as u32,
+                },
             });
             out.hits += sum.hits as u64;
             out.kills += sum.kills as u64;

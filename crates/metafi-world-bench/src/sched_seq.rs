@@ -217,6 +217,7 @@ pub fn run(work: &Workload, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
                 phase_ns: [ns(t0, t1), ns(t1, t2), 0, ns(t2, t3)],
                 bytes,
                 entities,
+                ..TickSample::default()
             });
             out.hits += hits;
             out.kills += kills;
