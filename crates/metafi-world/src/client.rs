@@ -1,14 +1,25 @@
 //! Per-client snapshot history: what was sent, what was acknowledged, what goes out next.
 //!
-//! The sent snapshots of all clients live in one arena, [`History`]: one array per history slot
-//! (`tick % SNAPSHOT_HISTORY`), holding a fixed-size row per client (a header with the tick and
-//! the client's own view, then room for `max_entities` entities). A tick writes the rows of its
-//! slot in the order clients are processed, so the writes are one sequential stream; a client's
-//! baseline and previous snapshot sit in the rows it had one or two ticks earlier, which in the
-//! world's grid order are at or next to its current row, so those reads are near-sequential
-//! streams too. No snapshot owns a heap allocation, nothing is moved when clients are re-sorted
-//! (a [`Client`] only remembers which row it used in each slot), and the memory is bounded:
-//! `SNAPSHOT_HISTORY × clients × (64 + 24 × max_entities)` bytes.
+//! The sent snapshots of all clients live in one arena, [`History`]. The last [`HOT_SLOTS`]
+//! ticks each have a slot: an array holding a fixed-size row per client (a header with the tick
+//! and the client's own view, then room for `max_entities` entities). A tick writes the rows of
+//! its slot in the order clients are processed, so the writes are one sequential stream; a
+//! client's baseline and previous snapshot sit in the rows it had one or two ticks earlier,
+//! which in the world's grid order are at or next to its current row, so those reads are
+//! near-sequential streams too. No snapshot owns a heap allocation, nothing is moved when
+//! clients are re-sorted (a [`Client`] only remembers which row it used for each tick), and the
+//! memory is bounded.
+//!
+//! Why only three hot slots when acknowledgements up to [`SNAPSHOT_HISTORY`] ticks old are
+//! honoured: a client that acknowledges in time (nearly all of them) needs only its rows of the
+//! last two ticks, and the slot a tick overwrites is then the one written three ticks ago,
+//! still in the last-level cache. With a slot per remembered tick the writes went to memory
+//! untouched for eight ticks and the working set was eight slots (66 MB at 10,000 clients), so
+//! most of the tick's memory traffic went to DRAM. The few rows still needed when their slot is
+//! reused (their client has not acknowledged anything newer yet) are first copied to the
+//! archive, where they stay until they are [`SNAPSHOT_HISTORY`] ticks old. Bound:
+//! `(HOT_SLOTS + archived rows) × (64 + 24 × max_entities)` bytes, with at most
+//! `SNAPSHOT_HISTORY - HOT_SLOTS` archived rows per client.
 
 use rayon::prelude::*;
 
@@ -19,7 +30,15 @@ use crate::snapshot::{NetEntity, PlayerView, Snapshot, SnapshotRef};
 /// (its baseline is gone) and the client gets a full snapshot, as Quake 3's `PACKET_BACKUP`.
 pub const SNAPSHOT_HISTORY: usize = 8;
 
+/// Ticks whose rows of every client are kept in place (see the module docs). At least three:
+/// while tick `t` is written, the rows of `t - 1` (the previous set) and `t - 2` (the usual
+/// baseline) are read.
+pub const HOT_SLOTS: usize = 3;
+const _: () = assert!(HOT_SLOTS >= 3 && HOT_SLOTS <= SNAPSHOT_HISTORY);
+
 const NO_ROW: u32 = u32::MAX;
+/// Marks a row number in [`Client::rows`] as an index into the archive.
+const ARCHIVED: u32 = 1 << 31;
 
 /// One client's bookkeeping: the last acknowledgement, the row it used in each history slot,
 /// and where its latest packet is. Small and `Copy`, so it moves with its player when the world
@@ -28,8 +47,10 @@ const NO_ROW: u32 = u32::MAX;
 pub struct Client {
     /// Last tick the client said it received; the baseline for the next delta.
     acked: Option<u32>,
-    /// Row of [`History`] written in each slot (`NO_ROW`: none yet); the row's header names the
-    /// tick and owner, so a row since reused by another client is never mistaken for ours.
+    /// Row of [`History`] holding the snapshot of each remembered tick, by
+    /// `tick % SNAPSHOT_HISTORY` (`NO_ROW`: none yet): a row of that tick's hot slot, or
+    /// `ARCHIVED | index` in the archive. The row's header names the tick and owner, so a row
+    /// since reused by another client or tick is never mistaken for ours.
     rows: [u32; SNAPSHOT_HISTORY],
     /// Where the world put this client's latest packet (see `World::packet`).
     pub(crate) packet: PacketRef,
@@ -78,8 +99,23 @@ impl Client {
 pub struct History {
     /// Entities per row: the interest cap.
     cap: usize,
-    /// Indexed by `tick % SNAPSHOT_HISTORY`.
+    /// Indexed by `tick % HOT_SLOTS`.
     slots: Vec<Slot>,
+    /// The tick each hot slot was last retired for (0: never), i.e. the tick its rows hold.
+    slot_ticks: [u32; HOT_SLOTS],
+    /// Rows still needed after their hot slot was reused.
+    archive: Archive,
+}
+
+/// Rows moved out of a hot slot before it was reused, kept until they are too old to be a
+/// baseline. Freed rows are reused, so it grows only to the most rows ever live at once.
+#[derive(Debug, Default)]
+struct Archive {
+    rows: Slot,
+    free: Vec<u32>,
+    /// Rows archived for each tick, by `tick % SNAPSHOT_HISTORY`: freed when that slot of the
+    /// client's ring comes round again.
+    by_tick: Vec<Vec<u32>>,
 }
 
 /// One history slot: a row per client.
@@ -135,7 +171,12 @@ impl History {
     pub fn new(cap: usize) -> History {
         History {
             cap,
-            slots: (0..SNAPSHOT_HISTORY).map(|_| Slot::default()).collect(),
+            slots: (0..HOT_SLOTS).map(|_| Slot::default()).collect(),
+            slot_ticks: [0; HOT_SLOTS],
+            archive: Archive {
+                by_tick: vec![Vec::new(); SNAPSHOT_HISTORY],
+                ..Archive::default()
+            },
         }
     }
 
@@ -144,15 +185,68 @@ impl History {
     }
 
     /// The snapshot `client` was sent for `tick`, if still remembered.
+    #[inline]
     pub fn sent(&self, client: &Client, owner: u32, tick: u32) -> Option<SnapshotRef<'_>> {
-        let s = tick as usize % SNAPSHOT_HISTORY;
-        row(&self.slots, self.cap, client.rows[s], owner, tick)
+        let r = client.rows[tick as usize % SNAPSHOT_HISTORY];
+        if r == NO_ROW {
+            None
+        } else if r & ARCHIVED != 0 {
+            row(&self.archive.rows, self.cap, r & !ARCHIVED, owner, tick)
+        } else {
+            row(
+                &self.slots[tick as usize % HOT_SLOTS],
+                self.cap,
+                r,
+                owner,
+                tick,
+            )
+        }
+    }
+
+    /// Before `tick` is written: frees the archived rows that are now too old to be a baseline,
+    /// and archives the rows of the hot slot `tick` will reuse (normally those of
+    /// `tick - HOT_SLOTS`) whose client may still use them: it has not acknowledged that tick or
+    /// a later one yet. `clients` yields each client with its owner id (as given to
+    /// [`History::send`]). Does nothing if already called for `tick`.
+    pub(crate) fn retire<'c>(
+        &mut self,
+        tick: u32,
+        clients: impl Iterator<Item = (u32, &'c mut Client)>,
+    ) {
+        let hot = tick as usize % HOT_SLOTS;
+        let old = std::mem::replace(&mut self.slot_ticks[hot], tick);
+        if old == tick {
+            return;
+        }
+        let archive = &mut self.archive;
+        // The archived rows of the tick this one replaces in the clients' rings.
+        archive
+            .free
+            .append(&mut archive.by_tick[tick as usize % SNAPSHOT_HISTORY]);
+        if old == 0 || tick - old >= SNAPSHOT_HISTORY as u32 {
+            return;
+        }
+        let at = old as usize % SNAPSHOT_HISTORY;
+        let slot = &self.slots[hot];
+        for (owner, client) in clients {
+            let r = client.rows[at];
+            // Cheapest test first: nearly every client has acknowledged a later tick.
+            let needed = client.acked.is_none_or(|a| a <= old);
+            if !needed || r & ARCHIVED != 0 || row(slot, self.cap, r, owner, old).is_none() {
+                continue;
+            }
+            let to = archive.take_row(self.cap);
+            archive.rows.copy_row_from(slot, r, to, self.cap);
+            archive.by_tick[at].push(to);
+            client.rows[at] = ARCHIVED | to;
+        }
     }
 
     /// Takes out the slot `tick` writes, with at least `rows` rows; the caller hands it back
-    /// with [`History::put_back`]. Meanwhile `self` still answers for the other slots.
+    /// with [`History::put_back`]. Meanwhile `self` still answers for the other slots. Call
+    /// [`History::retire`] for `tick` first, or the rows it would have archived are lost.
     pub(crate) fn take_slot(&mut self, tick: u32, rows: usize) -> Slot {
-        let mut slot = std::mem::take(&mut self.slots[tick as usize % SNAPSHOT_HISTORY]);
+        let mut slot = std::mem::take(&mut self.slots[tick as usize % HOT_SLOTS]);
         if slot.heads.len() < rows {
             slot.heads.resize(rows, RowHead::default());
             slot.ents.resize(rows * self.cap, NetEntity::default());
@@ -161,7 +255,7 @@ impl History {
     }
 
     pub(crate) fn put_back(&mut self, tick: u32, slot: Slot) {
-        self.slots[tick as usize % SNAPSHOT_HISTORY] = slot;
+        self.slots[tick as usize % HOT_SLOTS] = slot;
     }
 
     /// Builds one client's snapshot for `tick` in `row`, records it as sent and appends its
@@ -254,9 +348,31 @@ impl Slot {
     }
 }
 
-/// Row `r` of the slot of `tick`, if it holds `owner`'s snapshot of `tick`.
-fn row(slots: &[Slot], cap: usize, r: u32, owner: u32, tick: u32) -> Option<SnapshotRef<'_>> {
-    let slot = &slots[tick as usize % SNAPSHOT_HISTORY];
+impl Archive {
+    /// A free row (growing the archive if none is free).
+    fn take_row(&mut self, cap: usize) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            let r = self.rows.heads.len();
+            self.rows.heads.push(RowHead::default());
+            self.rows.ents.resize((r + 1) * cap, NetEntity::default());
+            r as u32
+        })
+    }
+}
+
+impl Slot {
+    /// Copies row `from` of `src` over row `to` of `self`.
+    fn copy_row_from(&mut self, src: &Slot, from: u32, to: u32, cap: usize) {
+        let (from, to) = (from as usize, to as usize);
+        self.heads[to] = src.heads[from];
+        let len = src.heads[from].len as usize;
+        self.ents[to * cap..to * cap + len]
+            .copy_from_slice(&src.ents[from * cap..from * cap + len]);
+    }
+}
+
+/// Row `r` of `slot`, if it holds `owner`'s snapshot of `tick`.
+fn row(slot: &Slot, cap: usize, r: u32, owner: u32, tick: u32) -> Option<SnapshotRef<'_>> {
     let head = slot.heads.get(r as usize)?;
     if head.tick != tick || head.owner != owner || tick == 0 {
         return None;
@@ -325,6 +441,8 @@ impl ClientTable {
     ) -> usize {
         let n = self.clients.len();
         let cap = self.history.cap;
+        let owned = self.clients.iter_mut().enumerate();
+        self.history.retire(tick, owned.map(|(i, c)| (i as u32, c)));
         let mut slot = self.history.take_slot(tick, n);
         let row = RowMut {
             index: i as u32,
@@ -392,7 +510,43 @@ mod tests {
         assert_eq!(Some(full), t.sent(1, 13));
     }
 
-    /// The arena's size formula in the docs (`8 × clients × (64 + 24 × max_entities)`).
+    #[test]
+    fn rows_are_archived_only_while_their_client_may_still_use_them() {
+        let mut t = ClientTable::new(2, 4);
+        for tick in 1..=20 {
+            // Client 0 acknowledges two ticks late, as the benchmark's clients do; client 1's
+            // acknowledgements stop arriving after the one for tick 9.
+            if tick > 2 {
+                t.ack(0, tick - 2);
+            }
+            if (3..=11).contains(&tick) {
+                t.ack(1, tick - 2);
+            }
+            t.send(0, tick, fill_with(tick));
+            t.send(1, tick, fill_with(tick + 100));
+        }
+        // Client 0's rows older than its acknowledgement (18) were never archived.
+        assert!(t.sent(0, 17).is_none());
+        assert!((18..=20).all(|tick| t.sent(0, tick).is_some()));
+        // Client 1 keeps the last SNAPSHOT_HISTORY ticks: three hot, the rest archived.
+        for tick in 1..=20u32 {
+            let kept = tick > 20 - SNAPSHOT_HISTORY as u32;
+            assert_eq!(t.sent(1, tick).is_some(), kept, "tick {tick}");
+        }
+        let archived = SNAPSHOT_HISTORY - HOT_SLOTS;
+        assert!(t.history.archive.rows.heads.len() <= archived + 1);
+
+        // A late acknowledgement of an archived tick makes it the baseline.
+        t.ack(1, 15);
+        t.send(1, 21, fill_with(121));
+        assert_eq!(delta::baseline_tick(t.packet(1)), Ok(Some(15)));
+        let base = t.sent(1, 15).expect("archived row");
+        assert_eq!(base.view.health, 115);
+        let got = delta::decode(Some(&base), t.packet(1)).expect("decodes");
+        assert_eq!(Some(got), t.sent(1, 21));
+    }
+
+    /// The arena's row size in the docs (`64 + 24 × max_entities` bytes).
     #[test]
     fn a_row_is_a_64_byte_header_and_24_bytes_per_entity() {
         assert_eq!(std::mem::size_of::<RowHead>(), 64);

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use crate::cells::{CellGeom, CellRect, GATHER_MIN, counting_sort};
 use crate::command::PlayerId;
 use crate::item::ItemState;
-use crate::math::{Aabb, Vec3, segment_enters};
+use crate::math::{Aabb, Segment, Vec3};
 use crate::neighbourhood::Neighbourhood;
 use crate::player::PlayerState;
 use crate::rules::PLAYER_HALF;
@@ -143,22 +143,24 @@ impl Neighbourhood for GridView<'_> {
 
     fn first_hit(&self, from: Vec3, to: Vec3, skip: PlayerId) -> Option<(PlayerId, f32)> {
         let delta = to - from;
+        let segment = Segment::new(from, delta);
         let pieces = (delta.length_xy() / GRID_CELL).ceil().max(1.0) as u32;
         let mut best: Option<(f32, PlayerId)> = None;
         // Consecutive pieces share cells; pieces move monotonically along the segment, so a
         // cell seen before was seen by the previous piece and is skipped (the minimum over the
         // players visited does not depend on the order).
         let mut prev: Option<CellRect> = None;
+        // Each piece starts at the very point (same bits) where the previous one ended.
+        let mut a = from;
         for k in 0..pieces {
             let t1 = (k + 1) as f32 / pieces as f32;
-            let a = from + delta * (k as f32 / pieces as f32);
             let b = from + delta * t1;
             let r = self.cells_for(&Aabb::new(a.min(b), a.max(b)));
             self.for_each_in_cells(r, prev, |p| {
                 if p.id == skip {
                     return;
                 }
-                if let Some((t, _)) = segment_enters(from, delta, &p.bbox())
+                if let Some((t, _)) = segment.enters(&p.bbox())
                     && best.is_none_or(|bb| (t, p.id) < bb)
                 {
                     best = Some((t, p.id));
@@ -169,6 +171,7 @@ impl Neighbourhood for GridView<'_> {
                 break;
             }
             prev = Some(r);
+            a = b;
         }
         best.map(|(t, id)| (id, t))
     }

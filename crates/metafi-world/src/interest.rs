@@ -75,6 +75,9 @@ pub type Candidate = (u64, u32);
 #[derive(Debug, Default)]
 pub struct InterestScratch {
     pub candidates: Vec<Candidate>,
+    /// Where [`gather`]'s scan writes its candidates before they move to `candidates`: kept at
+    /// least as long as the entity index, so a write is one bounds check with no growth test.
+    found: Vec<Candidate>,
     /// The result: `key << 32 | tier << 30 | index`, sorted by key (plain integers sort fast).
     pub chosen: Vec<u64>,
     /// Entities built on the fly by callers that have no entity array (the baselines).
@@ -251,10 +254,10 @@ impl EntityIndex {
 ///
 /// `guess` is a squared distance likely to hold `max_entities` entities of interest (from the
 /// client's previous set, see [`refresh`]). The disc it describes is scanned first; if it does
-/// hold that many, the nearest ones are among them and the search ends there, otherwise the
-/// full search runs. A guess at or beyond the view radius scans the whole view in one pass,
-/// which is the answer whatever it holds. So any guess gives the same result; a good one saves
-/// most of the scan.
+/// hold that many, the nearest ones are among them and the search ends there, otherwise a disc
+/// [`RETRY_AREA`] times larger is tried the same way, then the full search runs. A guess at or
+/// beyond the view radius scans the whole view in one pass, which is the answer whatever it
+/// holds. So any guess gives the same result; a good one saves most of the scan.
 pub fn gather(
     eye: [i32; 3],
     self_key: u32,
@@ -264,8 +267,14 @@ pub fn gather(
     guess: Option<f32>,
     scratch: &mut InterestScratch,
 ) {
-    let cands = &mut scratch.candidates;
-    cands.clear();
+    let entities = index.values().len();
+    if scratch.found.len() < entities {
+        scratch.found.resize(entities, (0, 0));
+    }
+    let cands = &mut Found {
+        buf: &mut scratch.found,
+        len: 0,
+    };
     let geom = &index.buckets.geom;
     let at = dequantize3(eye);
     let (cx, cy) = geom.cell_xy(at.x, at.y);
@@ -287,14 +296,17 @@ pub fn gather(
     let reach = |d2: f32| ((d2.sqrt() + 1.0) * geom.inv_size).ceil() as i64;
     let cap = cfg.max_entities;
     if let Some(g) = guess.filter(|&g| g >= 0.0).map(|g| g.min(view2)) {
-        let r = reach(g);
         let (ix, iy) = (i64::from(cx), i64::from(cy));
-        scan.rows(iy - r..=iy + r, ix - r, ix + r, g, cands);
-        if cands.len() >= cap || g >= view2 {
-            keep_nearest(scratch, cfg);
-            return;
+        for g in [g, (g * RETRY_AREA).min(view2)] {
+            let r = reach(g);
+            scan.rows(iy - r..=iy + r, ix - r, ix + r, g, cands);
+            if cands.len >= cap || g >= view2 {
+                let found = cands.len;
+                keep_found(scratch, found, cfg);
+                return;
+            }
+            cands.len = 0;
         }
-        cands.clear();
     }
     let max_r = reach(view2);
     // First square: large enough to hold about 2 × cap entities at the density of the 3 × 3
@@ -322,8 +334,8 @@ pub fn gather(
         if r >= max_r {
             break;
         }
-        if cap > 0 && cands.len() >= cap {
-            let (_, kth, _) = cands.select_nth_unstable_by_key(cap - 1, |c| c.0);
+        if cap > 0 && cands.len >= cap {
+            let (_, kth, _) = cands.found().select_nth_unstable_by_key(cap - 1, |c| c.0);
             // Unscanned cells are at least r cells plus the viewer's distance to its own cell's
             // edge away.
             let bound = r as f32 * geom.size + edge;
@@ -333,14 +345,41 @@ pub fn gather(
         }
         (inner, r) = (r, (r * 2).min(max_r));
     }
+    let found = cands.len;
+    keep_found(scratch, found, cfg);
+}
+
+/// [`keep_nearest`] of the first `found` candidates of `scratch.found`.
+fn keep_found(scratch: &mut InterestScratch, found: usize, cfg: &InterestConfig) {
+    scratch.candidates.clear();
+    scratch
+        .candidates
+        .extend_from_slice(&scratch.found[..found]);
     keep_nearest(scratch, cfg);
+}
+
+/// A scan's candidates, written into a buffer with room for every entity of the index: a scan
+/// pass lists each entity at most once, so the buffer cannot overflow.
+struct Found<'a> {
+    buf: &'a mut [Candidate],
+    len: usize,
+}
+
+impl Found<'_> {
+    fn found(&mut self) -> &mut [Candidate] {
+        &mut self.buf[..self.len]
+    }
 }
 
 /// A tick between refreshes: the entities of `prev` (the client's previous snapshot, sorted by
 /// key) that still exist and are still of interest, written to `out` in the same order with
 /// distance tiers applied (see [`apply_tiers`]: a tiered player not due keeps its `prev`
 /// value). Returns how many were written.
-#[allow(clippy::too_many_arguments)] // the viewer, its previous set, the world and the output
+///
+/// `prev` is sorted by key and the kind is the key's top bits, so each kind's entities are one
+/// run: each run is looked up in its kind's table with the kind's branches (which table, the
+/// projectiles' fallback search, tiers, which only players have) decided once per run rather
+/// than once per entity.
 pub fn keep(
     tick: u32,
     eye: [i32; 3],
@@ -350,32 +389,117 @@ pub fn keep(
     cfg: &InterestConfig,
     out: &mut [NetEntity],
 ) -> usize {
-    let at = dequantize3(eye);
-    let (near2, view2) = (
-        cfg.near_radius * cfg.near_radius,
-        cfg.view_radius * cfg.view_radius,
+    let test = KeepTest::new(tick, eye, index, vis, cfg);
+    let (players, rest) = split_after_kind(prev, EntityKind::Player);
+    let (projectiles, items) = split_after_kind(rest, EntityKind::Projectile);
+    let room = out.len();
+    let mut slots = out.iter_mut();
+    test.run::<true>(
+        players,
+        find_in_table(index, EntityKind::Player),
+        &mut slots,
     );
-    let values = index.values();
-    let mut n = 0;
-    for e in prev {
-        let Some(j) = index.find(e.key) else {
-            continue;
-        };
-        let s = &index.scan[j as usize];
-        let d = s.pos - at;
-        let d2 = d.dot(d);
-        // Within the near radius (and the view radius): of interest, and tier 0 so always due.
-        let near = d2 <= near2.min(view2);
-        if near || (d2 <= view2 && vis.sees_cell(s.vcell)) {
-            let Some(slot) = out.get_mut(n) else {
-                break;
-            };
-            let fresh = near || due(tick, e.key, cfg.tier(d2));
-            *slot = if fresh { values[j as usize] } else { *e };
-            n += 1;
+    let find_projectile = |key| index.find(key).unwrap_or(NONE);
+    test.run::<false>(projectiles, find_projectile, &mut slots);
+    test.run::<false>(items, find_in_table(index, EntityKind::Item), &mut slots);
+    room - slots.len()
+}
+
+/// Splits entities sorted by key after the last one of `kind` (or of a kind before it).
+fn split_after_kind(sorted: &[NetEntity], kind: EntityKind) -> (&[NetEntity], &[NetEntity]) {
+    sorted.split_at(sorted.partition_point(|e| kind_of(e.key) <= kind as u32))
+}
+
+/// [`EntityIndex::find`] for keys of one `kind` whose table is always filled (players, items:
+/// never the projectiles' fallback search), with the table chosen once; `NONE` if absent.
+#[inline]
+fn find_in_table(index: &EntityIndex, kind: EntityKind) -> impl Fn(u32) -> u32 + '_ {
+    let t = &index.tables[kind as usize];
+    move |key| {
+        debug_assert_eq!(kind_of(key), kind as u32);
+        let slot = ((key & ID_MASK).wrapping_sub(t.base) & ID_MASK) as usize;
+        t.slots.get(slot).copied().unwrap_or(NONE)
+    }
+}
+
+/// [`keep`]'s interest test and tiers for one viewer.
+struct KeepTest<'a> {
+    tick: u32,
+    at: Vec3,
+    /// Within this squared distance: of interest (the near radius, capped by the view radius)
+    /// and tier 0, so always due.
+    near2: f32,
+    mid2: f32,
+    view2: f32,
+    vis: &'a VisRow<'a>,
+    scan: &'a [ScanEntry],
+    /// The index's values, cut to the length of `scan` (which they match) so that one bounds
+    /// check covers both.
+    values: &'a [NetEntity],
+}
+
+impl<'a> KeepTest<'a> {
+    fn new(
+        tick: u32,
+        eye: [i32; 3],
+        index: &'a EntityIndex,
+        vis: &'a VisRow<'a>,
+        cfg: &InterestConfig,
+    ) -> KeepTest<'a> {
+        let view2 = cfg.view_radius * cfg.view_radius;
+        KeepTest {
+            tick,
+            at: dequantize3(eye),
+            near2: (cfg.near_radius * cfg.near_radius).min(view2),
+            mid2: cfg.mid_radius * cfg.mid_radius,
+            view2,
+            vis,
+            scan: &index.scan,
+            values: &index.values()[..index.scan.len()],
         }
     }
-    n
+
+    /// Keeps the entities of `run` (one kind's; `TIERED`: players) that `find` locates (an
+    /// index in `values`, or `NONE`) and that are still of interest, writing them to `slots`
+    /// until it runs out.
+    #[inline(always)]
+    fn run<const TIERED: bool>(
+        &self,
+        run: &[NetEntity],
+        find: impl Fn(u32) -> u32,
+        slots: &mut std::slice::IterMut<'_, NetEntity>,
+    ) {
+        for e in run {
+            let j = find(e.key) as usize;
+            // `NONE` is out of range too: one test for "absent" and for the bounds.
+            let Some(s) = self.scan.get(j) else {
+                continue;
+            };
+            let d = s.pos - self.at;
+            let d2 = d.dot(d);
+            let near = d2 <= self.near2;
+            let seen = near || (d2 <= self.view2 && self.vis.sees_cell(s.vcell));
+            if !seen {
+                continue;
+            }
+            let Some(slot) = slots.next() else {
+                return;
+            };
+            *slot = if !TIERED || near || self.player_due(e.key, d2) {
+                self.values[j]
+            } else {
+                *e
+            };
+        }
+    }
+
+    /// [`due`] for a player of interest beyond the near radius: tier 1 within the mid radius,
+    /// else 2.
+    #[inline(always)]
+    fn player_due(&self, key: u32, d2: f32) -> bool {
+        let tier = if d2 <= self.mid2 { 1 } else { 2 };
+        player_due(self.tick, key, tier)
+    }
 }
 
 /// Whether an entity at distance tier `tier` gets its current value this tick: always for
@@ -383,9 +507,13 @@ pub fn keep(
 /// mid and far players.
 #[inline]
 fn due(tick: u32, key: u32, tier: u32) -> bool {
-    tier == 0
-        || kind_of(key) != EntityKind::Player as u32
-        || tick.wrapping_add(key).is_multiple_of(1u32 << tier)
+    tier == 0 || kind_of(key) != EntityKind::Player as u32 || player_due(tick, key, tier)
+}
+
+/// [`due`] for a player: every `2^tier`th tick, staggered by key.
+#[inline]
+fn player_due(tick: u32, key: u32, tier: u32) -> bool {
+    tick.wrapping_add(key).is_multiple_of(1u32 << tier)
 }
 
 /// A refresh: the client's set chosen afresh by [`gather`], guessing the scan's extent from
@@ -421,6 +549,11 @@ pub fn refresh(
 /// running player's travel.
 const GUESS_SLACK: f32 = 48.0;
 
+/// A guessed disc that holds too few candidates is retried this many times larger in area
+/// before the full search: a guess usually misses by a few entities that moved just outside
+/// it, and the full search would rescan the guessed disc in several passes.
+const RETRY_AREA: f32 = 2.25;
+
 /// Visits the cells at Chebyshev distance `inner + 1 ..= outer` from `(cx, cy)` as row segments
 /// `f(y, x0, x1)` (at most two per row; `x` and `y` may fall outside the grid, the callee
 /// clamps).
@@ -435,6 +568,14 @@ fn for_annulus(cx: u32, cy: u32, inner: i64, outer: i64, f: &mut impl FnMut(i64,
             f(y, cx + inner + 1, cx + outer);
         }
     }
+}
+
+/// `v` clamped to `lo..=hi` (`lo <= hi`) by plain comparisons, one instruction each
+/// (`f32::clamp` also checks its bounds and handles NaN, which cannot occur here).
+#[inline(always)]
+fn clamp_plain(v: f32, lo: f32, hi: f32) -> f32 {
+    let v = if v > lo { v } else { lo };
+    if v < hi { v } else { hi }
 }
 
 /// One viewer's scan over the entity index.
@@ -458,12 +599,15 @@ impl Scan<'_> {
         x0: i64,
         x1: i64,
         lim2: f32,
-        cands: &mut Vec<Candidate>,
+        cands: &mut Found<'_>,
     ) {
         let (index, at) = (self.index, self.at);
         let geom = &index.buckets.geom;
         let (nx, ny) = (i64::from(geom.nx), i64::from(geom.ny));
         let (x0, x1) = (x0.max(0), x1.min(nx - 1));
+        if x0 > x1 {
+            return;
+        }
         // The viewer's offset from the grid origin, in cells.
         let (ux, uy) = (
             (at.x - geom.min_x) * geom.inv_size,
@@ -471,18 +615,23 @@ impl Scan<'_> {
         );
         for y in (*ys.start()).max(0)..=(*ys.end()).min(ny - 1) {
             // Distance in y from the viewer to the row (0 inside it), less a unit of slack so
-            // rounding never skips a row that holds a candidate.
-            let dy = ((y as f32 - uy).max(uy - (y + 1) as f32) * geom.size - 1.0).max(0.0);
+            // rounding never skips a row that holds a candidate. Plain comparisons rather than
+            // `f32::max`: nothing here is NaN, and they compile to one instruction each.
+            let (above, below) = (y as f32 - uy, uy - (y + 1) as f32);
+            let cells = if above > below { above } else { below };
+            let gap = cells * geom.size - 1.0;
+            let dy = if gap > 0.0 { gap } else { 0.0 };
             let room = lim2 - dy * dy;
             if room < 0.0 {
                 continue;
             }
             // A unit of slack, so rounding in the trim can only add a cell, never miss one.
             // Truncating casts floor the non-negative values and send negative ones (and NaN)
-            // to 0, the first column.
+            // to 0, the first column. Clamped first to one column past the wanted ones (small
+            // integers as floats), which keeps a chord that misses them missing them.
             let half = (room.sqrt() + 1.0) * geom.inv_size;
-            let a = x0.max((ux - half) as i64);
-            let b = x1.min((ux + half) as i64);
+            let a = clamp_plain(ux - half, x0 as f32, (x1 + 1) as f32) as i64;
+            let b = clamp_plain(ux + half, (x0 - 1) as f32, x1 as f32) as i64;
             if a > b {
                 continue;
             }
@@ -511,9 +660,12 @@ impl Scan<'_> {
         row: &[ScanEntry],
         first: u32,
         lim2: f32,
-        cands: &mut Vec<Candidate>,
+        cands: &mut Found<'_>,
     ) {
         let at = self.at;
+        // The count is kept in a local for the loop: kept in `cands`, it is stored back after
+        // every candidate, since a panicking bounds check could observe it.
+        let (buf, mut len) = (&mut *cands.buf, cands.len);
         for (k, e) in row.iter().enumerate() {
             let d = e.pos - at;
             let d2 = d.dot(d);
@@ -521,12 +673,14 @@ impl Scan<'_> {
                 && (ALL_VISIBLE || d2 <= self.near2 || self.vis.sees_cell(e.vcell))
                 && e.key != self.self_key
             {
-                cands.push((
+                buf[len] = (
                     u64::from(d2.to_bits()) << 32 | u64::from(e.key),
                     first + k as u32,
-                ));
+                );
+                len += 1;
             }
         }
+        cands.len = len;
     }
 }
 
@@ -732,6 +886,47 @@ mod tests {
         }
     }
 
+    /// `keep` as one plain loop over `prev`: each entity looked up by [`EntityIndex::find`],
+    /// tested and tiered on its own. What the per-kind runs must reproduce.
+    fn keep_plain(
+        tick: u32,
+        eye: [i32; 3],
+        prev: &[NetEntity],
+        index: &EntityIndex,
+        vis: &VisRow<'_>,
+        cfg: &InterestConfig,
+        out: &mut [NetEntity],
+    ) -> usize {
+        let at = dequantize3(eye);
+        let (near2, view2) = (
+            cfg.near_radius * cfg.near_radius,
+            cfg.view_radius * cfg.view_radius,
+        );
+        let mut n = 0;
+        for e in prev {
+            let Some(j) = index.find(e.key) else {
+                continue;
+            };
+            let s = &index.scan[j as usize];
+            let d = s.pos - at;
+            let d2 = d.dot(d);
+            let near = d2 <= near2.min(view2);
+            if near || (d2 <= view2 && vis.sees_cell(s.vcell)) {
+                let Some(slot) = out.get_mut(n) else {
+                    break;
+                };
+                let fresh = near || due(tick, e.key, cfg.tier(d2));
+                *slot = if fresh {
+                    index.values()[j as usize]
+                } else {
+                    *e
+                };
+                n += 1;
+            }
+        }
+        n
+    }
+
     proptest! {
         /// `keep_smallest` keeps exactly the `cap` smallest distinct orders, through its
         /// few-over pass (up to `FEW_OVER` over the cap) and its selection (more).
@@ -748,6 +943,61 @@ mod tests {
             keep_smallest(&mut cands, cap);
             cands.sort_unstable();
             prop_assert_eq!(cands, want);
+        }
+
+        /// `keep` keeps exactly what the plain per-entity loop keeps, with the same values:
+        /// players (tiered, at every distance and tick parity), projectiles whose ids form a
+        /// window or are scattered (the fallback search), items, keys gone from the world, and
+        /// an output too small for all of them.
+        #[test]
+        fn keep_equals_the_plain_loop(
+            points in prop::collection::vec((0u8..3, 0u32..400, -2500f32..2500.0, -2500f32..2500.0), 0..120),
+            gone in prop::collection::vec((0u8..3, 0u32..400), 0..20),
+            scattered in any::<bool>(),
+            viewer in (600f32..7600.0, 600f32..7600.0),
+            tick in any::<u32>(),
+            room in 0usize..48,
+            moved in -64i32..64,
+        ) {
+            let kinds = [EntityKind::Player, EntityKind::Projectile, EntityKind::Item];
+            // Scattered projectile ids are too far apart for a table.
+            let spread = if scattered { 1 << 20 } else { 1 };
+            let key = |kind: u8, id: u32| {
+                let id = if kind == 1 { id * spread } else { id };
+                entity_key(kinds[kind as usize], id)
+            };
+            let mut entities: Vec<NetEntity> = points
+                .iter()
+                .map(|&(kind, id, dx, dy)| NetEntity {
+                    key: key(kind, id),
+                    origin: quantize3(Vec3::new(viewer.0 + dx, viewer.1 + dy, 28.0)),
+                    yaw: id as u16,
+                    ..NetEntity::default()
+                })
+                .collect();
+            entities.sort_by_key(|e| e.key);
+            entities.dedup_by_key(|e| e.key);
+            let geom = CellGeom::covering(&world_bounds(), 512.0);
+            let entries: Vec<(u32, NetEntity)> =
+                entities.iter().map(|e| (geom.cell_of(dequantize3(e.origin)), *e)).collect();
+            let mut index = EntityIndex::new(geom);
+            index.rebuild(&entries, vis(), &mut Vec::new());
+            // The previous set: every entity as it was a tick ago (moved, so a stale value is
+            // told apart from a current one), plus keys no longer in the world.
+            let mut prev: Vec<NetEntity> = entities
+                .iter()
+                .map(|e| NetEntity { origin: [e.origin[0] + moved, e.origin[1], e.origin[2]], flags: 1, ..*e })
+                .chain(gone.iter().map(|&(kind, id)| NetEntity { key: key(kind, id + 400), ..NetEntity::default() }))
+                .collect();
+            prev.sort_by_key(|e| e.key);
+            prev.dedup_by_key(|e| e.key);
+            let eye = quantize3(Vec3::new(viewer.0, viewer.1, 28.0));
+            let row = vis().row(dequantize3(eye));
+            let cfg = InterestConfig::default();
+            let (mut fast, mut slow) = (vec![NetEntity::default(); room], vec![NetEntity::default(); room]);
+            let n = keep(tick, eye, &prev, &index, &row, &cfg, &mut fast);
+            let want = keep_plain(tick, eye, &prev, &index, &row, &cfg, &mut slow);
+            prop_assert_eq!(&fast[..n], &slow[..want]);
         }
 
         /// The ring search with early exit, a search starting from a guessed disc, and a refresh

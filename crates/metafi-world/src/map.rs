@@ -6,7 +6,7 @@ use rayon::ThreadPool;
 
 use crate::cells::{Buckets, CellGeom, CellRect};
 use crate::map_spec::{ItemKind, MapError, MapSpec, vec3};
-use crate::math::{Aabb, Vec3, segment_enters};
+use crate::math::{Aabb, Segment, Vec3};
 use crate::vis::VisTable;
 
 /// Side of a map column in units. Small enough that a column holds a handful of brushes, large
@@ -51,7 +51,16 @@ impl Trace {
 #[derive(Clone, Debug)]
 pub struct Solids {
     pub brushes: Vec<Aabb>,
+    /// Brushes that lie in every column (a map-wide floor slab), in index order. Kept out of
+    /// `columns`: a long ray would test them once per column it visits, a box sweep once per
+    /// column under it, and each column's list would be one entry longer.
+    spanning: Vec<u32>,
+    /// The other brushes by column, in index order within a column.
     columns: Buckets<u32>,
+    /// One bit per column, set if `columns` lists a brush there. Most columns of an open map
+    /// hold none, and a long ray crosses dozens: the bits of the whole map fit in the L1 cache,
+    /// the column starts do not.
+    occupied: Vec<u64>,
 }
 
 /// A loaded, validated map.
@@ -172,18 +181,38 @@ impl Map {
 impl Solids {
     pub fn new(brushes: Vec<Aabb>, bounds: &Aabb) -> Solids {
         let geom = CellGeom::covering(bounds, COLUMN_SIZE);
+        let everywhere = CellRect {
+            x0: 0,
+            y0: 0,
+            x1: geom.nx - 1,
+            y1: geom.ny - 1,
+        };
         let mut entries = Vec::new();
+        let mut spanning = Vec::new();
         for (i, b) in brushes.iter().enumerate() {
             let r = geom.rect(b);
+            if r == everywhere {
+                spanning.push(i as u32);
+                continue;
+            }
             for cy in r.y0..=r.y1 {
                 for cx in r.x0..=r.x1 {
                     entries.push((geom.index(cx, cy), i as u32));
                 }
             }
         }
+        let mut occupied = vec![0u64; geom.count().div_ceil(64)];
+        for &(c, _) in &entries {
+            occupied[c as usize / 64] |= 1 << (c % 64);
+        }
         let mut columns = Buckets::new(geom);
         columns.rebuild(&entries, &mut Vec::new());
-        Solids { brushes, columns }
+        Solids {
+            brushes,
+            spanning,
+            columns,
+            occupied,
+        }
     }
 
     /// Sweeps a box against brushes and `others`.
@@ -197,9 +226,22 @@ impl Solids {
     /// exact tie keeps the first candidate.
     pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
         let mut sweep = Sweep::new(start, end, half);
-        let swept = sweep.swept;
-        self.columns
-            .for_each_in(&swept, |&i| sweep.consider(&self.brushes[i as usize]));
+        let geom = &self.columns.geom;
+        let r = geom.rect(&sweep.swept);
+        // The spanning brushes come where every column used to list them: merged by index
+        // into the first column's brushes (later columns only repeated them, and a repeat never
+        // wins a strict comparison), so the candidate order, and with it every tie, is as before.
+        let first = self.columns.cell(geom.index(r.x0, r.y0));
+        sweep.consider_merged(&self.brushes, first, &self.spanning);
+        // The rest row by row: a row's columns are one slice, in column order.
+        for cy in r.y0..=r.y1 {
+            let x0 = if cy == r.y0 { r.x0 + 1 } else { r.x0 };
+            if x0 <= r.x1 {
+                for &i in self.columns.row(cy, x0, r.x1) {
+                    sweep.consider(&self.brushes[i as usize]);
+                }
+            }
+        }
         sweep.finish(others)
     }
 
@@ -212,25 +254,31 @@ impl Solids {
     /// The result is the minimum over every brush entered, whatever the visiting order.
     pub fn trace_ray(&self, start: Vec3, end: Vec3) -> f32 {
         let delta = end - start;
+        let segment = Segment::new(start, delta);
         let pieces = (delta.length_xy() / COLUMN_SIZE).ceil().max(1.0) as u32;
         let geom = &self.columns.geom;
         let mut best = 1.0f32;
+        for &i in &self.spanning {
+            if let Some((t, _)) = segment.enters(&self.brushes[i as usize]) {
+                best = best.min(t);
+            }
+        }
         let mut prev: Option<CellRect> = None;
+        // Piece k runs from `start + delta · (k / pieces)` to the same with k + 1: each piece
+        // starts at the very point (same bits) where the previous one ended.
+        let mut a = start;
         for k in 0..pieces {
-            let t0 = k as f32 / pieces as f32;
             let t1 = (k + 1) as f32 / pieces as f32;
-            let a = start + delta * t0;
             let b = start + delta * t1;
             let r = geom.rect(&Aabb::new(a.min(b), a.max(b)));
             for cy in r.y0..=r.y1 {
                 for cx in r.x0..=r.x1 {
-                    if prev.is_some_and(|p| p.contains(cx, cy)) {
+                    let c = geom.index(cx, cy);
+                    if !self.is_occupied(c) || prev.is_some_and(|p| p.contains(cx, cy)) {
                         continue;
                     }
-                    for &i in self.columns.cell(geom.index(cx, cy)) {
-                        if let Some((t, _)) =
-                            segment_enters(start, delta, &self.brushes[i as usize])
-                        {
+                    for &i in self.columns.cell(c) {
+                        if let Some((t, _)) = segment.enters(&self.brushes[i as usize]) {
                             best = best.min(t);
                         }
                     }
@@ -240,12 +288,21 @@ impl Solids {
                 break;
             }
             prev = Some(r);
+            a = b;
         }
         best
     }
 
+    /// Whether column `c` lists any brush (spanning brushes aside).
+    fn is_occupied(&self, c: u32) -> bool {
+        self.occupied[c as usize / 64] >> (c % 64) & 1 != 0
+    }
+
     pub fn is_clear(&self, area: &Aabb) -> bool {
-        let mut clear = true;
+        let mut clear = self
+            .spanning
+            .iter()
+            .all(|&i| !self.brushes[i as usize].overlaps(area));
         self.columns
             .for_each_in(area, |&i| clear &= !self.brushes[i as usize].overlaps(area));
         clear
@@ -254,9 +311,9 @@ impl Solids {
 
 /// One box sweep in progress: the candidates seen so far and the earliest entry.
 struct Sweep {
-    start: Vec3,
+    /// The path of the box's centre.
+    segment: Segment,
     end: Vec3,
-    delta: Vec3,
     half: Vec3,
     /// The box at `start` and at `end`, and everything between.
     swept: Aabb,
@@ -268,36 +325,54 @@ struct Sweep {
 
 impl Sweep {
     fn new(start: Vec3, end: Vec3, half: Vec3) -> Sweep {
-        let swept = Aabb::around(start, half).union(&Aabb::around(end, half));
+        let swept = swept_box(start, end, half);
         Sweep {
-            start,
+            segment: Segment::new(start, end - start),
             end,
-            delta: end - start,
             half,
             swept,
-            reach: swept.expanded(Vec3::splat(TRACE_EPSILON)),
+            reach: reach_of(&swept),
             best: None,
         }
     }
 
     /// Takes `b` as the first solid entered if the box enters it strictly before the best so
     /// far (an exact tie keeps the earlier candidate).
-    #[inline]
+    // Always inlined: called once per candidate, and most candidates fail the first compare.
+    #[inline(always)]
     fn consider(&mut self, b: &Aabb) {
         if b.overlaps(&self.reach)
-            && let Some((t, axis)) = segment_enters(self.start, self.delta, &b.expanded(self.half))
+            && let Some((t, axis)) = self.segment.enters(&b.expanded(self.half))
             && self.best.is_none_or(|(bt, _)| t < bt)
         {
             self.best = Some((t, axis));
         }
     }
 
+    /// Considers the brushes of two index-sorted, disjoint lists in index order.
+    fn consider_merged(&mut self, brushes: &[Aabb], a: &[u32], b: &[u32]) {
+        let (mut a, mut b) = (a, b);
+        while let (Some(&x), Some(&y)) = (a.first(), b.first()) {
+            let i = if x < y {
+                a = &a[1..];
+                x
+            } else {
+                b = &b[1..];
+                y
+            };
+            self.consider(&brushes[i as usize]);
+        }
+        for &i in a.iter().chain(b) {
+            self.consider(&brushes[i as usize]);
+        }
+    }
+
     /// Considers `others` (after every brush) and returns the trace.
-    fn finish(mut self, others: &[Aabb]) -> Trace {
+    fn finish(&mut self, others: &[Aabb]) -> Trace {
         for o in others {
             self.consider(o);
         }
-        let delta = self.delta;
+        let delta = self.segment.delta;
         match self.best {
             None => Trace {
                 fraction: 1.0,
@@ -311,7 +386,7 @@ impl Sweep {
                 normal.set_axis(axis, if delta.axis(axis) > 0.0 { -1.0 } else { 1.0 });
                 Trace {
                     fraction,
-                    end: self.start + delta * fraction,
+                    end: self.segment.from + delta * fraction,
                     normal,
                 }
             }
@@ -341,13 +416,23 @@ impl<'a> MoveClip<'a> {
     /// [`MoveClip::others_area`] (so the caller's list holds every player the sweep can hit).
     pub fn covers(&self, start: Vec3, end: Vec3, half: Vec3) -> bool {
         self.others_area
-            .is_some_and(|a| contains(&a, &Sweep::new(start, end, half).reach))
+            .is_some_and(|a| contains(&a, &reach_of(&swept_box(start, end, half))))
     }
 
     /// [`Map::trace_box`].
     pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
         self.map.trace_box(start, end, half, others)
     }
+}
+
+/// The box of half-size `half` at `start` and at `end`, and everything between.
+fn swept_box(start: Vec3, end: Vec3, half: Vec3) -> Aabb {
+    Aabb::around(start, half).union(&Aabb::around(end, half))
+}
+
+/// Everything a sweep through `swept` can enter: see [`Sweep::reach`].
+fn reach_of(swept: &Aabb) -> Aabb {
+    swept.expanded(Vec3::splat(TRACE_EPSILON))
 }
 
 /// `inner` lies inside `outer` (boundaries may touch).
@@ -369,6 +454,8 @@ pub fn degrees_to_units(deg: f32) -> u16 {
 mod tests {
     use super::*;
     use crate::map_spec::{BoxSpec, MAP_FORMAT, SpawnSpec};
+    use crate::math::segment_enters;
+    use crate::rules::PLAYER_HALF;
 
     pub fn room() -> Map {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -434,6 +521,116 @@ mod tests {
             ),
             1.0
         );
+    }
+
+    /// A seeded random map on a 2048 × 2048 ground (8 × 8 columns): a map-wide floor, a
+    /// spanning ceiling slab listed among the other brushes, and boxes on a 16-unit lattice (so
+    /// faces line up and sweeps tie), many of them across several columns.
+    fn random_solids(seed: u64) -> (Solids, Aabb) {
+        let mut rng = crate::rng::Rng::new(seed);
+        let bounds = Aabb::new(Vec3::new(0.0, 0.0, -64.0), Vec3::new(2048.0, 2048.0, 512.0));
+        let mut lattice = |n: u32| 16.0 * rng.below(n) as f32;
+        let mut brushes = vec![Aabb::new(
+            Vec3::new(0.0, 0.0, -64.0),
+            Vec3::new(2048.0, 2048.0, 0.0),
+        )];
+        for k in 0..160 {
+            let min = Vec3::new(lattice(120), lattice(120), lattice(8));
+            let size = Vec3::new(16.0 + lattice(40), 16.0 + lattice(40), 16.0 + lattice(16));
+            brushes.push(Aabb::new(min, min + size));
+            if k == 120 {
+                brushes.push(Aabb::new(
+                    Vec3::new(0.0, 0.0, 320.0),
+                    Vec3::new(2048.0, 2048.0, 336.0),
+                ));
+            }
+        }
+        (Solids::new(brushes, &bounds), bounds)
+    }
+
+    /// The trace as it was before spanning brushes were split out of the columns: every brush
+    /// listed in every column it covers, candidates in column order, then `others`.
+    fn plain_trace_box(solids: &Solids, start: Vec3, end: Vec3, others: &[Aabb]) -> Trace {
+        let geom = &solids.columns.geom;
+        let mut sweep = Sweep::new(start, end, PLAYER_HALF);
+        let r = geom.rect(&sweep.swept);
+        for cy in r.y0..=r.y1 {
+            for cx in r.x0..=r.x1 {
+                for b in solids
+                    .brushes
+                    .iter()
+                    .filter(|b| geom.rect(b).contains(cx, cy))
+                {
+                    sweep.consider(b);
+                }
+            }
+        }
+        sweep.finish(others)
+    }
+
+    fn trace_bits(t: &Trace) -> [u32; 7] {
+        [
+            t.fraction.to_bits(),
+            t.end.x.to_bits(),
+            t.end.y.to_bits(),
+            t.end.z.to_bits(),
+            t.normal.x.to_bits(),
+            t.normal.y.to_bits(),
+            t.normal.z.to_bits(),
+        ]
+    }
+
+    /// Box sweeps and rays through the column index give exactly (bit for bit) what the plain
+    /// walk over every brush gives, on varied maps, moves and rays.
+    #[test]
+    fn traces_match_the_plain_walk_over_every_brush() {
+        let mut hits = 0;
+        for seed in 0..20 {
+            let (solids, _) = random_solids(seed);
+            let mut rng = crate::rng::Rng::new(1000 + seed);
+            // Points on the lattice or just off it, with the box's top on the lattice: faces
+            // are met exactly, and often two at once.
+            let mut point = |z_max: u32| {
+                let jitter = if rng.chance(0.5) { 0.0 } else { rng.unit() };
+                Vec3::new(
+                    16.0 * rng.below(128) as f32 + jitter,
+                    16.0 * rng.below(128) as f32,
+                    4.0 + 16.0 * rng.below(z_max) as f32,
+                )
+            };
+            for k in 0..300 {
+                let start = point(16);
+                let mut move_to = point(16);
+                // Many moves are short, horizontal or climbing at 45° (ties between a wall
+                // and the ceiling), as players' are.
+                let rise = 16.0 * (k % 20 + 1) as f32;
+                match k % 4 {
+                    0 => move_to = start + (move_to - start) * (1.0 / 16.0),
+                    1 => move_to.z = start.z,
+                    2 => move_to = start + Vec3::new(rise, 0.0, rise),
+                    _ => {}
+                }
+                let others = [Aabb::around(point(4), PLAYER_HALF)];
+                let got = solids.trace_box(start, move_to, PLAYER_HALF, &others);
+                let want = plain_trace_box(&solids, start, move_to, &others);
+                assert_eq!(
+                    trace_bits(&got),
+                    trace_bits(&want),
+                    "{start:?} -> {move_to:?}"
+                );
+                hits += usize::from(got.hit());
+
+                let ray_end = point(32);
+                let plain = solids
+                    .brushes
+                    .iter()
+                    .filter_map(|b| segment_enters(start, ray_end - start, b))
+                    .fold(1.0f32, |best, (t, _)| best.min(t));
+                let got = solids.trace_ray(start, ray_end);
+                assert_eq!(got.to_bits(), plain.to_bits(), "{start:?} -> {ray_end:?}");
+            }
+        }
+        assert!(hits > 1000, "too few sweeps hit anything: {hits}");
     }
 
     #[test]

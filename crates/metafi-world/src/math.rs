@@ -215,35 +215,64 @@ pub fn view_vectors(yaw: u16, pitch: i16) -> (Vec3, Vec3) {
 /// Returns the entry fraction and the axis of the entry face, or `None` if the segment misses or
 /// starts inside (a segment that starts inside a box is allowed to leave it).
 pub fn segment_enters(from: Vec3, delta: Vec3, b: &Aabb) -> Option<(f32, usize)> {
-    let mut t_enter = f32::NEG_INFINITY;
-    let mut t_exit = f32::INFINITY;
-    let mut axis = 0;
-    for a in 0..3 {
-        let p = from.axis(a);
-        let d = delta.axis(a);
-        let (lo, hi) = (b.min.axis(a), b.max.axis(a));
-        if d == 0.0 {
-            if p <= lo || p >= hi {
-                return None;
+    Segment::new(from, delta).enters(b)
+}
+
+/// A segment `from + t·delta`, `t ∈ [0, 1]`, prepared for slab tests against many boxes: the
+/// reciprocals of `delta` are taken once, not once per box (the same `1 / d`, so the same bits
+/// as [`segment_enters`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    pub from: Vec3,
+    pub delta: Vec3,
+    /// `1 / delta` per axis (infinite on an axis the segment does not move along; unused there).
+    inv: Vec3,
+}
+
+impl Segment {
+    pub fn new(from: Vec3, delta: Vec3) -> Segment {
+        Segment {
+            from,
+            delta,
+            inv: Vec3::new(1.0 / delta.x, 1.0 / delta.y, 1.0 / delta.z),
+        }
+    }
+
+    /// [`segment_enters`] for this segment.
+    // Always inlined: it is the inner loop of every ray and box sweep, and a call per box
+    // costs more than the test.
+    #[inline(always)]
+    pub fn enters(&self, b: &Aabb) -> Option<(f32, usize)> {
+        let mut t_enter = f32::NEG_INFINITY;
+        let mut t_exit = f32::INFINITY;
+        let mut axis = 0;
+        for a in 0..3 {
+            let p = self.from.axis(a);
+            let d = self.delta.axis(a);
+            let (lo, hi) = (b.min.axis(a), b.max.axis(a));
+            if d == 0.0 {
+                if p <= lo || p >= hi {
+                    return None;
+                }
+                continue;
             }
-            continue;
+            let inv = self.inv.axis(a);
+            let (t0, t1) = if d > 0.0 {
+                ((lo - p) * inv, (hi - p) * inv)
+            } else {
+                ((hi - p) * inv, (lo - p) * inv)
+            };
+            if t0 > t_enter {
+                t_enter = t0;
+                axis = a;
+            }
+            t_exit = t_exit.min(t1);
         }
-        let inv = 1.0 / d;
-        let (t0, t1) = if d > 0.0 {
-            ((lo - p) * inv, (hi - p) * inv)
-        } else {
-            ((hi - p) * inv, (lo - p) * inv)
-        };
-        if t0 > t_enter {
-            t_enter = t0;
-            axis = a;
+        if t_enter < 0.0 || t_enter >= t_exit || t_enter > 1.0 {
+            return None;
         }
-        t_exit = t_exit.min(t1);
+        Some((t_enter, axis))
     }
-    if t_enter < 0.0 || t_enter >= t_exit || t_enter > 1.0 {
-        return None;
-    }
-    Some((t_enter, axis))
 }
 
 #[cfg(test)]

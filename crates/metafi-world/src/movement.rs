@@ -40,29 +40,38 @@ pub fn pmove(p: &mut PlayerState, cmd: &UserCmd, map: &Map, others: &[Aabb], rul
 /// the memo is kept only if this command's list held them all too (the probe lies inside the
 /// area that list covers, [`MoveClip::others_area`]). Both lists are in player-array order, so the candidates come in the same
 /// order. Start a fresh memo for each player and tick.
+///
+/// Within a command, the first probe also answers the last one when the player ended where it
+/// started (bit for bit; a camper standing still): same origin, same brushes, same list.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GroundMemo {
     at: Option<(Vec3, bool)>,
+    /// The current command's first probe.
+    first: Option<(Vec3, bool)>,
 }
 
 impl GroundMemo {
     /// Whether the next probe from `origin` will be answered from the memo.
     pub fn would_reuse(&self, origin: Vec3) -> bool {
-        let bits = |o: Vec3| (o.x.to_bits(), o.y.to_bits(), o.z.to_bits());
-        self.at.is_some_and(|(o, _)| bits(o) == bits(origin))
+        self.at.is_some_and(|(o, _)| same_bits(o, origin))
     }
 
     fn probe(&mut self, origin: Vec3, clip: &MoveClip<'_>, others: &[Aabb]) -> bool {
         let reuse = self.would_reuse(origin);
-        match self.at.take() {
+        let ground = match self.at.take() {
             Some((_, ground)) if reuse => ground,
             _ => ground_below(origin, clip, others),
-        }
+        };
+        self.first = Some((origin, ground));
+        ground
     }
 
     /// Probes at the end of a move and remembers the result if it may be reused.
     fn probe_and_keep(&mut self, origin: Vec3, clip: &MoveClip<'_>, others: &[Aabb]) -> bool {
-        let ground = ground_below(origin, clip, others);
+        let ground = match self.first.take() {
+            Some((o, ground)) if same_bits(o, origin) => ground,
+            _ => ground_below(origin, clip, others),
+        };
         let (start, end) = ground_probe(origin);
         self.at = clip
             .covers(start, end, PLAYER_HALF)
@@ -131,6 +140,12 @@ pub fn pmove_clip(
     if !map.bounds().contains_point(p.origin) {
         p.die(rules);
     }
+}
+
+/// Whether two points are the same bit for bit (so every query from them gives the same answer).
+fn same_bits(a: Vec3, b: Vec3) -> bool {
+    let bits = |o: Vec3| (o.x.to_bits(), o.y.to_bits(), o.z.to_bits());
+    bits(a) == bits(b)
 }
 
 /// True if a floor is within a quarter unit below the box at `origin`.

@@ -241,6 +241,9 @@ impl World {
         if self.packets.len() < chunks {
             self.packets.resize_with(chunks, PacketBuf::default);
         }
+        let owned = self.players.iter().map(|p| p.id.0);
+        self.history
+            .retire(self.tick, owned.zip(self.clients.iter_mut()));
         let mut slot = self.history.take_slot(self.tick, n);
         let ctx = SnapshotCtx {
             tick: self.tick,

@@ -202,11 +202,13 @@ fn command_time_beyond_the_per_tick_budget_is_dropped() {
 
 /// Reusing a command's last ground probe as the next command's first (what `step_player` does)
 /// gives bit-identical movement to probing again, among crates, steps and other players, when
-/// each command's list of others is every box overlapping its move area.
+/// each command's list of others is every box overlapping its move area; and a player that
+/// stood still, whose last probe is its first one, ends on the ground exactly when a fresh probe
+/// finds ground.
 #[test]
 fn reusing_the_ground_probe_changes_nothing() {
     use metafi_world::map::MoveClip;
-    use metafi_world::movement::{GroundMemo, pmove, pmove_clip};
+    use metafi_world::movement::{GroundMemo, on_ground, pmove, pmove_clip};
     use metafi_world::player::mix;
     use metafi_world::rules::{PLAYER_HALF, Rules};
     use metafi_world::step::move_area;
@@ -243,15 +245,21 @@ fn reusing_the_ground_probe_changes_nothing() {
             .copied()
             .collect()
     };
-    let (mut reused, mut probed_on_ground) = (0, 0);
+    let (mut reused, mut probed_on_ground, mut stood_still) = (0, 0, 0);
     for trial in 0..300 {
         let start = at(850.0 + next(400), 850.0 + next(400));
         let mut a = PlayerState::spawned(PlayerId(trial), start, 0, &rules);
-        a.velocity = metafi_world::Vec3::new(next(600) - 300.0, next(600) - 300.0, 0.0);
+        // A third of the players stand still (campers), some of them in the air.
+        let still = trial % 3 == 0;
+        if !still {
+            a.velocity = metafi_world::Vec3::new(next(600) - 300.0, next(600) - 300.0, 0.0);
+        } else if trial % 2 == 0 {
+            a.origin.z += next(3) * 0.125;
+        }
         let mut b = a;
         let mut memo = GroundMemo::default();
         for _ in 0..4 {
-            let mut cmd = walk(next(360), 320);
+            let mut cmd = walk(next(360), if still { 0 } else { 320 });
             cmd.msec = 30;
             if next(4) == 0.0 {
                 cmd.buttons = metafi_world::Buttons::JUMP;
@@ -264,19 +272,18 @@ fn reusing_the_ground_probe_changes_nothing() {
                 others_area: Some(move_area(&b, cmd.msec, &rules)),
             };
             reused += usize::from(memo.would_reuse(b.origin));
-            pmove_clip(
-                &mut b,
-                &cmd,
-                &clip,
-                &near(&clip.others_area.unwrap()),
-                &rules,
-                &mut memo,
-            );
+            let before = b.origin;
+            let others = near(&clip.others_area.unwrap());
+            pmove_clip(&mut b, &cmd, &clip, &others, &rules, &mut memo);
             probed_on_ground += usize::from(a.has(flags::ON_GROUND));
             assert_eq!(a.to_words(), b.to_words(), "trial {trial}");
+            stood_still += usize::from(before == b.origin);
+            let fresh = on_ground(b.origin, &map, &others) && b.velocity.z <= 0.0;
+            assert_eq!(b.has(flags::ON_GROUND), fresh, "trial {trial}");
         }
     }
-    // The memo was actually used, on and off the ground.
+    // The memo was actually used, on and off the ground, and players stood still.
     assert!(reused > 600, "reused {reused}");
     assert!(probed_on_ground > 300, "{probed_on_ground}");
+    assert!(stood_still > 100, "{stood_still}");
 }
