@@ -255,7 +255,7 @@ impl EntityIndex {
 /// `guess` is a squared distance likely to hold `max_entities` entities of interest (from the
 /// client's previous set, see [`refresh`]). The disc it describes is scanned first; if it does
 /// hold that many, the nearest ones are among them and the search ends there, otherwise a disc
-/// [`RETRY_AREA`] times larger is tried the same way, then the full search runs. A guess at or
+/// `RETRY_AREA` times larger is tried the same way, then the full search runs. A guess at or
 /// beyond the view radius scans the whole view in one pass, which is the answer whatever it
 /// holds. So any guess gives the same result; a good one saves most of the scan.
 pub fn gather(
