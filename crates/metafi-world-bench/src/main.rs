@@ -7,12 +7,16 @@
 //! small utility crates. Key modules: `suite` (what runs), `sched_*` (the three schedulers),
 //! `report` (Markdown and SVG).
 //!
+//! Worker threads are pinned one per processor of the process's set (`affinity`); `--no-pin`
+//! leaves placement to the kernel.
+//!
 //! ```text
 //! taskset -c 0   metafi-world-bench run --threads 1 --results DIR
 //! taskset -c 0,1 metafi-world-bench run --threads 2 --results DIR
 //! metafi-world-bench report --results DIR --out DIR
 //! ```
 
+mod affinity;
 mod areatree;
 mod measure;
 mod replies;
@@ -34,6 +38,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use metafi_world::WorldConfig;
 
+use crate::affinity::Pinning;
 use crate::results::{ResultsFile, RowKey, loadavg, process_cpu_seconds, summarise};
 use crate::suite::{Sched, configs};
 use crate::workload::Workload;
@@ -65,6 +70,9 @@ enum Cmd {
         /// results file, other rows are kept.
         #[arg(long)]
         only: Option<String>,
+        /// Leave worker threads' placement to the kernel instead of pinning one per processor.
+        #[arg(long)]
+        no_pin: bool,
     },
     /// Run one configuration of metafi-world only, for profiling (`perf record`).
     Profile {
@@ -83,6 +91,9 @@ enum Cmd {
         /// Write each measured tick (total and per-phase ns, bytes, entities) to this CSV file.
         #[arg(long)]
         samples: Option<PathBuf>,
+        /// Leave worker threads' placement to the kernel instead of pinning one per processor.
+        #[arg(long)]
+        no_pin: bool,
     },
     /// Read every results-t*.json in DIR and write WORLD-BENCH.md and SVG charts to OUT.
     Report {
@@ -100,7 +111,14 @@ fn main() -> anyhow::Result<()> {
             results,
             quick,
             only,
-        } => run(threads, &results, quick, only.as_deref()),
+            no_pin,
+        } => run(
+            threads,
+            &results,
+            quick,
+            only.as_deref(),
+            &Pinning::new(!no_pin)?,
+        ),
         Cmd::Report { results, out } => report::write(&results, &out),
         Cmd::Profile {
             players,
@@ -109,7 +127,16 @@ fn main() -> anyhow::Result<()> {
             behaviour,
             refresh_ticks,
             samples,
-        } => profile(players, threads, ticks, &behaviour, refresh_ticks, samples),
+            no_pin,
+        } => profile(
+            players,
+            threads,
+            ticks,
+            &behaviour,
+            refresh_ticks,
+            samples,
+            &Pinning::new(!no_pin)?,
+        ),
     }
 }
 
@@ -119,17 +146,17 @@ fn run(
     dir: &std::path::Path,
     quick: bool,
     only: Option<&str>,
+    pinning: &Pinning,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(threads >= 1, "--threads must be at least 1");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?;
+    let pool = pinning.pool(threads)?;
     let mut file = ResultsFile {
         threads,
         cpu: cpu_model(),
         cores: cpu_count(),
         quick,
+        pinned: pinning.enabled(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
         load_before: loadavg(),
         load_after: String::new(),
@@ -159,8 +186,11 @@ fn run(
             let (wall, cpu) = (Instant::now(), process_cpu_seconds());
             let outcome = match sched {
                 Sched::Ours => sched_ours::run(&work, &pool, &cfg.plan, WorldConfig::default())?,
-                Sched::Sequential => sched_seq::run(&work, &cfg.plan)?,
-                Sched::RegionLocks => sched_locks::run(&work, threads, &cfg.plan)?,
+                Sched::Sequential => {
+                    let _pinned = pinning.pin_scoped(0)?;
+                    sched_seq::run(&work, &cfg.plan)?
+                }
+                Sched::RegionLocks => sched_locks::run(&work, threads, &cfg.plan, pinning)?,
             };
             let used = if sched == Sched::Sequential {
                 1
@@ -227,15 +257,14 @@ fn profile(
     behaviour: &str,
     refresh_ticks: Option<u32>,
     samples: Option<PathBuf>,
+    pinning: &Pinning,
 ) -> anyhow::Result<()> {
     let mut config = WorldConfig::default();
     if let Some(n) = refresh_ticks {
         config.interest.refresh_ticks = n;
     }
     let behaviour = metafi_world::bots::Behaviour::parse(behaviour).context("unknown behaviour")?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?;
+    let pool = pinning.pool(threads)?;
     let work = Workload::build(workload::MapKind::Large, players, behaviour, &pool)?;
     let plan = measure::RunPlan {
         warmup: 5,

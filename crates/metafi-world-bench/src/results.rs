@@ -45,6 +45,10 @@ pub struct ResultsFile {
     pub cpu: String,
     pub cores: usize,
     pub quick: bool,
+    /// Whether worker threads were pinned one per processor (see `affinity`); files written
+    /// before pinning existed read as `false`.
+    #[serde(default)]
+    pub pinned: bool,
     pub command: String,
     /// `/proc/loadavg` when the run started and ended.
     #[serde(default)]

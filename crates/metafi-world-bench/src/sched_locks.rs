@@ -26,6 +26,7 @@ use metafi_world::{
     WorldConfig,
 };
 
+use crate::affinity::Pinning;
 use crate::areatree::AreaTree;
 use crate::measure::{RunOutcome, RunPlan, TickSample};
 use crate::replies::{ProjectileFrame, ReplyCtx, ReplySources, reply};
@@ -121,7 +122,12 @@ fn lock<'m, T>(m: &'m Mutex<T>, waited: &Cell<u64>) -> MutexGuard<'m, T> {
     }
 }
 
-pub fn run(work: &Workload, threads: usize, plan: &RunPlan) -> anyhow::Result<RunOutcome> {
+pub fn run(
+    work: &Workload,
+    threads: usize,
+    plan: &RunPlan,
+    pinning: &Pinning,
+) -> anyhow::Result<RunOutcome> {
     let map = &*work.map;
     let config = WorldConfig::default();
     let tree = AreaTree::new(map.bounds(), AreaTree::depth_for(map.bounds(), LEAF_SIZE));
@@ -163,10 +169,20 @@ pub fn run(work: &Workload, threads: usize, plan: &RunPlan) -> anyhow::Result<Ru
     let blocks: Vec<Range<usize>> = (0..threads)
         .map(|k| k * n / threads..(k + 1) * n / threads)
         .collect();
+    // Worker k runs on the processor our pool's worker k gets; this thread is worker 0.
+    let _pinned = pinning.pin_scoped(0)?;
     let mut out = std::thread::scope(|s| {
-        for block in &blocks[1..] {
+        for (k, block) in blocks.iter().enumerate().skip(1) {
             let (sh, block) = (&shared, block.clone());
-            s.spawn(move || Worker::new(sh, block).run(None));
+            s.spawn(move || {
+                if let Err(e) = pinning.pin_current(k) {
+                    #[allow(clippy::print_stderr)] // the benchmark's user-facing diagnostics
+                    {
+                        eprintln!("warning: could not pin region-lock worker {k}: {e:#}");
+                    }
+                }
+                Worker::new(sh, block).run(None)
+            });
         }
         let mut out = RunOutcome {
             players: n,
@@ -607,7 +623,9 @@ mod tests {
             max_ticks: 40,
             max_wall: Duration::ZERO,
         };
-        let out = run(&work, 3, &plan).expect("every query held the leaves it read");
+        // Unpinned: tests run side by side, and three workers share whatever processors exist.
+        let pinning = Pinning::new(false).expect("no pinning");
+        let out = run(&work, 3, &plan, &pinning).expect("every query held the leaves it read");
         assert_eq!(out.samples.len(), 40);
         assert!(out.hits > 0, "the bots fought");
         assert!(out.samples.iter().all(|s| s.bytes > 0));
