@@ -184,6 +184,7 @@ impl World {
         pool.install(|| {
             slices
                 .into_par_iter()
+                .with_max_len(1)
                 .fold(Effects::default, |mut fx, (start, out)| {
                     STEP_SCRATCH.with_borrow_mut(|scratch| {
                         for (k, slot) in out.iter_mut().enumerate() {
@@ -275,6 +276,7 @@ impl World {
                 .zip(clients.par_chunks_mut(CLIENT_CHUNK))
                 .zip(packets.par_iter_mut())
                 .enumerate()
+                .with_max_len(1)
                 .map(|(c, ((rows, clients), buf))| {
                     SCRATCH.with_borrow_mut(|scratch| ctx.send_run(c, rows, clients, buf, scratch))
                 })
