@@ -13,6 +13,10 @@ use crate::math::{Aabb, Vec3};
 /// order): a few microseconds of copying, so splitting finer costs more in scheduling than it
 /// saves.
 pub(crate) const GATHER_MIN: usize = 1024;
+/// Largest run of a parallel gather. Rayon's adaptive splitting stops at a few runs per thread,
+/// and the last run, copied by one thread while the other waits, could be a quarter of the
+/// gather; runs of at most twice the smallest keep that tail to a few microseconds.
+pub(crate) const GATHER_MAX: usize = 2 * GATHER_MIN;
 
 /// Geometry of a uniform grid of square cells covering the map's xy extent.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,6 +203,7 @@ impl<T: Copy> Buckets<T> {
                 order
                     .par_iter()
                     .with_min_len(GATHER_MIN)
+                    .with_max_len(GATHER_MAX)
                     .map(|&i| {
                         let v = entries[i as usize].1;
                         (v, f(&v))

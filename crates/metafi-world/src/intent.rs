@@ -75,11 +75,25 @@ impl Effects {
 
     /// Puts every list in its canonical order (keys are unique, so unstable sorts are exact).
     pub fn sort(&mut self) {
-        self.hits
-            .sort_unstable_by_key(|h| (h.target, h.attacker, h.order));
-        self.claims.sort_unstable_by_key(|c| (c.item, c.player));
-        self.launches.sort_unstable_by_key(|l| (l.owner, l.order));
+        sort_hits(&mut self.hits);
+        sort_claims(&mut self.claims);
+        sort_launches(&mut self.launches);
     }
+}
+
+/// Hits in their canonical order, `(target, attacker, order)`: the order [`apply_hits`] needs.
+pub fn sort_hits(hits: &mut [Hit]) {
+    hits.sort_unstable_by_key(|h| (h.target, h.attacker, h.order));
+}
+
+/// Claims in their canonical order, `(item, player)`: the order [`resolve_claims`] needs.
+pub fn sort_claims(claims: &mut [Claim]) {
+    claims.sort_unstable_by_key(|c| (c.item, c.player));
+}
+
+/// Launches in their canonical order, `(owner, order)`, in which rockets get their ids.
+pub fn sort_launches(launches: &mut [Launch]) {
+    launches.sort_unstable_by_key(|l| (l.owner, l.order));
 }
 
 /// Applies one hit. Returns the attacker to credit with a frag if the hit killed another player.

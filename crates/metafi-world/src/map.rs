@@ -142,10 +142,18 @@ impl Map {
     }
 
     /// Calls `f` with the index of every item whose centre column overlaps `area` grown by one
-    /// item half-size (so every item that can touch `area` is seen).
+    /// item half-size (so every item that can touch `area` is seen), in column order.
+    ///
+    /// A row of columns is one slice of the index, read at once rather than column by column
+    /// (every player asks this once per command, and most rows are empty).
     pub fn items_near(&self, area: &Aabb, mut f: impl FnMut(u32)) {
-        self.item_cells
-            .for_each_in(&area.expanded(crate::rules::ITEM_HALF), |&i| f(i));
+        let cells = &self.item_cells;
+        let r = cells.geom.rect(&area.expanded(crate::rules::ITEM_HALF));
+        for cy in r.y0..=r.y1 {
+            for &i in cells.row(cy, r.x0, r.x1) {
+                f(i);
+            }
+        }
     }
 
     pub fn vis(&self) -> &VisTable {
@@ -166,6 +174,11 @@ impl Map {
     /// Fraction of the segment travelled before it enters a brush (`1.0` if clear).
     pub fn trace_ray(&self, start: Vec3, end: Vec3) -> f32 {
         self.solids.trace_ray(start, end)
+    }
+
+    /// Whether a box sweep enters any brush or any of `others`. See [`Solids::enters_any`].
+    pub fn enters_any(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> bool {
+        self.solids.enters_any(start, end, half, others)
     }
 
     /// True if `area` overlaps no brush and lies inside the bounds.
@@ -243,6 +256,32 @@ impl Solids {
             }
         }
         sweep.finish(others)
+    }
+
+    /// Whether the sweep [`Solids::trace_box`] would consider enters any of its candidates: the
+    /// same candidates and the same entry test, without finding which is entered first.
+    ///
+    /// The order no longer matters, so the first candidate entered answers, and the likeliest
+    /// come first: the spanning brushes (the floor most players stand on), which need no column
+    /// lookup, then `others`, then the brushes of the columns under the swept box.
+    pub fn enters_any(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> bool {
+        let sweep = Sweep::new(start, end, half);
+        let enters = |b: &Aabb| sweep.entry(b).is_some();
+        if self
+            .spanning
+            .iter()
+            .any(|&i| enters(&self.brushes[i as usize]))
+            || others.iter().any(enters)
+        {
+            return true;
+        }
+        let r = self.columns.geom.rect(&sweep.swept);
+        (r.y0..=r.y1).any(|cy| {
+            self.columns
+                .row(cy, r.x0, r.x1)
+                .iter()
+                .any(|&i| enters(&self.brushes[i as usize]))
+        })
     }
 
     /// Fraction of the segment travelled before it enters a brush (`1.0` if clear).
@@ -341,12 +380,20 @@ impl Sweep {
     // Always inlined: called once per candidate, and most candidates fail the first compare.
     #[inline(always)]
     fn consider(&mut self, b: &Aabb) {
-        if b.overlaps(&self.reach)
-            && let Some((t, axis)) = self.segment.enters(&b.expanded(self.half))
+        if let Some((t, axis)) = self.entry(b)
             && self.best.is_none_or(|(bt, _)| t < bt)
         {
             self.best = Some((t, axis));
         }
+    }
+
+    /// Where and through which axis's face the box enters `b`, if it does.
+    #[inline(always)]
+    fn entry(&self, b: &Aabb) -> Option<(f32, usize)> {
+        if !b.overlaps(&self.reach) {
+            return None;
+        }
+        self.segment.enters(&b.expanded(self.half))
     }
 
     /// Considers the brushes of two index-sorted, disjoint lists in index order.
@@ -422,6 +469,11 @@ impl<'a> MoveClip<'a> {
     /// [`Map::trace_box`].
     pub fn trace_box(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> Trace {
         self.map.trace_box(start, end, half, others)
+    }
+
+    /// [`Map::enters_any`].
+    pub fn enters_any(&self, start: Vec3, end: Vec3, half: Vec3, others: &[Aabb]) -> bool {
+        self.map.enters_any(start, end, half, others)
     }
 }
 
@@ -631,6 +683,96 @@ mod tests {
             }
         }
         assert!(hits > 1000, "too few sweeps hit anything: {hits}");
+    }
+
+    /// `enters_any` says whether `trace_box` hits, on varied maps: for ground probes (straight
+    /// down a quarter unit from where players stand, just above or on a brush's or another
+    /// player's top, and from mid-air), with an upward normal; and for sweeps in every direction.
+    #[test]
+    fn enters_any_answers_whether_the_trace_hits() {
+        let (mut probes_on_ground, mut sweeps_hit) = (0, 0);
+        for seed in 0..20 {
+            let (solids, _) = random_solids(seed);
+            let mut rng = crate::rng::Rng::new(2000 + seed);
+            // Above a lattice height (brush tops are on the lattice) by a player's half height
+            // plus nothing, the trace's gap, a fraction of a unit or more than the probe.
+            let gaps = [0.0, TRACE_EPSILON, 0.1, 0.25, 0.3, 5.0];
+            for k in 0..400 {
+                let lattice = |rng: &mut crate::rng::Rng, n: u32| 16.0 * rng.below(n) as f32;
+                let gap = gaps[k % gaps.len()];
+                let jitter = if rng.chance(0.5) { 0.0 } else { rng.unit() };
+                let start = Vec3::new(
+                    lattice(&mut rng, 128) + jitter,
+                    lattice(&mut rng, 128),
+                    lattice(&mut rng, 16) + PLAYER_HALF.z + gap,
+                );
+                let mut other = Vec3::new(
+                    start.x + 16.0 * (rng.unit() - 0.5),
+                    start.y + 16.0 * (rng.unit() - 0.5),
+                    0.0,
+                );
+                other.z = start.z - 2.0 * PLAYER_HALF.z - gap * rng.unit();
+                let others = [Aabb::around(other, PLAYER_HALF)];
+                let others = &others[..k % 2];
+
+                let probe_end = start - Vec3::new(0.0, 0.0, 0.25);
+                let tr = solids.trace_box(start, probe_end, PLAYER_HALF, others);
+                let on_ground = tr.hit() && tr.normal.z > 0.7;
+                let any = solids.enters_any(start, probe_end, PLAYER_HALF, others);
+                assert_eq!(any, on_ground, "probe from {start:?}, others {others:?}");
+                probes_on_ground += usize::from(on_ground);
+
+                let end =
+                    start + Vec3::new(rng.unit() - 0.5, rng.unit() - 0.5, rng.unit() - 0.5) * 256.0;
+                let tr = solids.trace_box(start, end, PLAYER_HALF, others);
+                let any = solids.enters_any(start, end, PLAYER_HALF, others);
+                assert_eq!(any, tr.hit(), "{start:?} -> {end:?}, others {others:?}");
+                sweeps_hit += usize::from(tr.hit());
+            }
+        }
+        // Both answers occur often, so the comparison is not one-sided.
+        assert!(
+            (1000..7000).contains(&probes_on_ground),
+            "{probes_on_ground} of 8000 probes on ground"
+        );
+        assert!(
+            (1000..7000).contains(&sweeps_hit),
+            "{sweeps_hit} of 8000 sweeps hit"
+        );
+    }
+
+    /// `items_near` reads rows of columns and calls back with what a walk column by column
+    /// finds, in the same order, on a generated map with items.
+    #[test]
+    fn items_near_reads_rows_as_the_column_walk() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let map = Map::build(
+            crate::map_gen::open_for_players(400, 512.0 * 512.0, 3),
+            &pool,
+        )
+        .expect("valid");
+        let bounds = *map.bounds();
+        let mut rng = crate::rng::Rng::new(9);
+        let mut found = 0;
+        for _ in 0..2000 {
+            let at = Vec3::new(
+                bounds.min.x + (bounds.max.x - bounds.min.x) * rng.unit(),
+                bounds.min.y + (bounds.max.y - bounds.min.y) * rng.unit(),
+                24.0,
+            );
+            let area = Aabb::around(at, Vec3::splat(600.0 * rng.unit()));
+            let mut got = Vec::new();
+            map.items_near(&area, |i| got.push(i));
+            let mut want = Vec::new();
+            map.item_cells
+                .for_each_in(&area.expanded(crate::rules::ITEM_HALF), |&i| want.push(i));
+            assert_eq!(got, want, "{area:?}");
+            found += got.len();
+        }
+        assert!(found > 300, "too few items found: {found}");
     }
 
     #[test]

@@ -153,10 +153,16 @@ pub fn on_ground(origin: Vec3, map: &Map, others: &[Aabb]) -> bool {
     ground_below(origin, &MoveClip::map(map), others)
 }
 
+/// Whether the ground probe from `origin` hits a floor: `trace_box(probe).hit()` with an upward
+/// normal, answered by [`MoveClip::enters_any`] without finding which solid is hit first.
+///
+/// The same answer: the probe moves straight down (its x and y are `origin`'s, bit for bit), so
+/// every solid it enters is entered through its top face, whose normal is up; and the trace
+/// reports a hit whenever it enters anything, since the probe is longer than the distance
+/// [`crate::map::TRACE_EPSILON`] it stops short.
 fn ground_below(origin: Vec3, clip: &MoveClip<'_>, others: &[Aabb]) -> bool {
     let (start, end) = ground_probe(origin);
-    let tr = clip.trace_box(start, end, PLAYER_HALF, others);
-    tr.hit() && tr.normal.z > 0.7
+    clip.enters_any(start, end, PLAYER_HALF, others)
 }
 
 /// The sweep of a ground probe from `origin`.

@@ -10,23 +10,31 @@ use std::cell::RefCell;
 use rayon::ThreadPool;
 use rayon::prelude::*;
 
-use crate::cells::GATHER_MIN;
+use crate::cells::{GATHER_MAX, GATHER_MIN};
 use crate::client::{Client, History, PacketBuf, PacketRef, RowsMut};
 use crate::command::{Command, PlayerId};
-use crate::grid::GridView;
-use crate::intent::{Effects, Hit, apply_hits, resolve_claims};
+use crate::grid::{GridView, PlayerGrid, gather};
+use crate::intent::{
+    Effects, Hit, apply_hits, resolve_claims, sort_claims, sort_hits, sort_launches,
+};
 use crate::interest::{EntityIndex, InterestConfig, InterestScratch, apply_tiers, keep, refresh};
 use crate::player::PlayerState;
 use crate::projectile::Projectile;
 use crate::snapshot::{EntityKind, NetEntity, PlayerView, dequantize3, entity_key, quantize3};
 use crate::step::{StepScratch, step_player};
 use crate::vis::VisTable;
-use crate::world::{Phase, TickSummary, World};
+use crate::world::{Phase, TickSummary, World, index_in_order};
 
 const NONE: u32 = u32::MAX;
 /// Clients per snapshot work item: a run of consecutive rows of the history and one packet
 /// buffer. Fixed, so the packet layout does not depend on the thread count.
 pub(crate) const CLIENT_CHUNK: usize = 32;
+/// Fewest rockets per physics work item: a rocket's flight is a microsecond or two, so fewer
+/// would cost more in scheduling than they balance.
+const ROCKETS_MIN: usize = 16;
+/// Most rockets per physics work item. Without a cap rayon's adaptive splitting leaves a few
+/// runs of hundreds of rockets, and the last one flies on one thread while the other waits.
+const ROCKETS_MAX: usize = 2 * ROCKETS_MIN;
 
 impl World {
     /// [`World::tick`], calling `observer` as each phase begins so the caller can time phases.
@@ -79,32 +87,41 @@ impl World {
         sum
     }
 
-    /// Re-sorts players into grid order (the cell migrations) and re-indexes them. The
-    /// players' cells and the gathers of players and clients into the new order run in
-    /// `pool`; only the counting sort's O(players + cells) passes and the re-index are
-    /// sequential.
+    /// Re-sorts players into grid order and re-indexes them after joins and leaves (the
+    /// merge does the same for the cell migrations of a tick). The players' cells, the gathers
+    /// of players and clients into the new order and the re-index run in `pool`; only the
+    /// counting sort's O(players + cells) passes are sequential.
     pub(crate) fn refile(&mut self, pool: &ThreadPool) {
-        let s = &mut self.scratch;
-        // Inside a tick this install (and the ones in `sort_into`) runs inline on the tick's
-        // pool thread; it keeps `refile` on `pool` if it is ever called from outside a tick.
-        pool.install(|| {
-            self.grid.sort_into(
-                pool,
-                &self.players,
-                &mut self.back,
-                &mut s.cells,
-                &mut s.order,
-            );
-            let (clients, order) = (&self.clients, &s.order);
-            order
-                .par_iter()
-                .with_min_len(GATHER_MIN)
-                .map(|&i| clients[i as usize])
-                .collect_into_vec(&mut s.clients_back)
-        });
+        // The current state becomes the gather's source, as `back` is after the commands phase.
         std::mem::swap(&mut self.players, &mut self.back);
-        std::mem::swap(&mut self.clients, &mut s.clients_back);
-        self.reindex();
+        self.grid
+            .cells_of(pool, &self.back, &mut self.scratch.cells);
+        let s = &mut self.scratch;
+        let (cells, order, clients_back) = (&s.cells, &mut s.order, &mut s.clients_back);
+        file_clients(
+            pool,
+            &mut self.grid,
+            cells,
+            order,
+            &self.clients,
+            clients_back,
+        );
+        self.gather_players(pool);
+    }
+
+    /// Gathers the players from `back` into the grid order [`file_clients`] chose, swaps in
+    /// the clients it gathered, and points the ids at their new places.
+    fn gather_players(&mut self, pool: &ThreadPool) {
+        let (back, order) = (&self.back, &self.scratch.order);
+        let (players, index_of) = (&mut self.players, &mut self.index_of);
+        // The id table is a sequential scatter: it runs beside the gather, not after it.
+        pool.install(|| {
+            rayon::join(
+                || gather(pool, back, order, players),
+                || index_in_order(index_of, back, order),
+            )
+        });
+        std::mem::swap(&mut self.clients, &mut self.scratch.clients_back);
         self.dirty = false;
     }
 
@@ -131,7 +148,8 @@ impl World {
                 || {
                     projectiles
                         .par_iter()
-                        .with_min_len(16)
+                        .with_min_len(ROCKETS_MIN)
+                        .with_max_len(ROCKETS_MAX)
                         .map(|p| {
                             let mut hits = Vec::new();
                             (p.advance(dt, map, &view, rules, &mut hits), hits)
@@ -152,7 +170,7 @@ impl World {
         for it in &mut self.items {
             it.advance(dt);
         }
-        hits.sort_unstable_by_key(|h| (h.target, h.attacker, h.order));
+        sort_hits(&mut hits);
         sum.hits += hits.len();
         let index_of = &self.index_of;
         sum.kills += apply_hits(&hits, &mut self.players, |id| lookup(index_of, id), rules);
@@ -201,29 +219,53 @@ impl World {
         })
     }
 
-    /// Applies the intents in their canonical order, launches rockets, swaps the buffers and
-    /// re-files players by cell.
+    /// Applies the intents in their canonical order and launches rockets while the players
+    /// are filed by cell (the migrations), then gathers them into grid order.
     fn merge_phase(&mut self, pool: &ThreadPool, mut fx: Effects, sum: &mut TickSummary) {
-        fx.sort();
-        let rules = &self.config.rules;
-        let index_of = &self.index_of;
-        sum.pickups += resolve_claims(
-            &fx.claims,
-            &mut self.items,
-            &mut self.back,
-            |id| lookup(index_of, id),
-            rules,
-        );
-        sum.hits += fx.hits.len();
-        sum.kills += apply_hits(&fx.hits, &mut self.back, |id| lookup(index_of, id), rules);
-        sum.launches += fx.launches.len();
-        for l in &fx.launches {
-            self.projectiles
-                .push(Projectile::launched(self.next_projectile, l, rules));
-            self.next_projectile = self.next_projectile.wrapping_add(1);
-        }
-        std::mem::swap(&mut self.players, &mut self.back);
-        self.refile(pool);
+        // Intents never move a player (hits change health and velocity, pickups the inventory),
+        // so the new grid order depends only on where the commands phase left the players: the
+        // counting sort and the clients' gather run beside the intents' sorts and the claims
+        // instead of after them.
+        self.grid
+            .cells_of(pool, &self.back, &mut self.scratch.cells);
+        let s = &mut self.scratch;
+        let (cells, order, clients_back) = (&s.cells, &mut s.order, &mut s.clients_back);
+        let (grid, clients) = (&mut self.grid, &self.clients);
+        let (back, items, projectiles) = (&mut self.back, &mut self.items, &mut self.projectiles);
+        let next_projectile = &mut self.next_projectile;
+        let (rules, index_of) = (&self.config.rules, &self.index_of);
+        let index = |id| lookup(index_of, id);
+        let Effects {
+            hits,
+            claims,
+            launches,
+        } = &mut fx;
+        // Sorting the hits, the longest of these sequential steps, needs nothing the claims,
+        // the launches or the filing touch, so the three run at once; only applying the
+        // sorted hits waits for all of them.
+        pool.install(|| {
+            rayon::join(
+                || sort_hits(hits),
+                || {
+                    rayon::join(
+                        || {
+                            sort_claims(claims);
+                            sum.pickups += resolve_claims(claims, items, back, index, rules);
+                            sort_launches(launches);
+                            sum.launches += launches.len();
+                            for l in launches.iter() {
+                                projectiles.push(Projectile::launched(*next_projectile, l, rules));
+                                *next_projectile = next_projectile.wrapping_add(1);
+                            }
+                        },
+                        || file_clients(pool, grid, cells, order, clients, clients_back),
+                    )
+                },
+            )
+        });
+        sum.hits += hits.len();
+        sum.kills += apply_hits(hits, back, index, rules);
+        self.gather_players(pool);
     }
 
     /// Per client, in parallel: interest query over the new state, tiers, delta encoding.
@@ -235,10 +277,12 @@ impl World {
         // for any pool size), then indexed; one hand-off to the pool for both.
         let (players, projectiles, items) = (&self.players, &self.projectiles, &self.items);
         let (entries, order, vis) = (&mut s.entity_entries, &mut s.order, self.map.vis());
+        let (history, clients, tick) = (&mut self.history, &mut self.clients, self.tick);
         pool.install(|| {
             players
                 .par_iter()
                 .with_min_len(GATHER_MIN)
+                .with_max_len(GATHER_MAX)
                 .map(NetEntity::of_player)
                 .chain(projectiles.par_iter().map(NetEntity::of_projectile))
                 .chain(
@@ -249,7 +293,15 @@ impl World {
                 )
                 .map(entry)
                 .collect_into_vec(entries);
-            s.entities.rebuild(entries, vis, order);
+            // Retiring the slot reads only the clients' rows and acknowledgements, not the
+            // entities, so it runs beside the index's sequential counting sort and key tables.
+            rayon::join(
+                || s.entities.rebuild(entries, vis, order),
+                || {
+                    let owned = players.iter().map(|p| p.id.0);
+                    history.retire(tick, owned.zip(clients.iter_mut()));
+                },
+            )
         });
 
         let n = self.players.len();
@@ -257,9 +309,6 @@ impl World {
         if self.packets.len() < chunks {
             self.packets.resize_with(chunks, PacketBuf::default);
         }
-        let owned = self.players.iter().map(|p| p.id.0);
-        self.history
-            .retire(self.tick, owned.zip(self.clients.iter_mut()));
         let mut slot = self.history.take_slot(self.tick, n);
         let ctx = SnapshotCtx {
             tick: self.tick,
@@ -358,6 +407,27 @@ fn lookup(index_of: &[u32], id: PlayerId) -> Option<usize> {
         .get(id.0 as usize)
         .filter(|&&i| i != NONE)
         .map(|&i| i as usize)
+}
+
+/// Files the players whose cells are `cells` into `grid` (filling `order`, see
+/// [`PlayerGrid::file`]) and gathers `clients` into that order in `clients_back`.
+fn file_clients(
+    pool: &ThreadPool,
+    grid: &mut PlayerGrid,
+    cells: &[u32],
+    order: &mut Vec<u32>,
+    clients: &[Client],
+    clients_back: &mut Vec<Client>,
+) {
+    grid.file(cells, order);
+    pool.install(|| {
+        order
+            .par_iter()
+            .with_min_len(GATHER_MIN)
+            .with_max_len(GATHER_MAX)
+            .map(|&i| clients[i as usize])
+            .collect_into_vec(clients_back)
+    });
 }
 
 /// How many commands [`group_commands`] kept and dropped.

@@ -347,6 +347,15 @@ impl World {
     }
 }
 
+/// Points each id at its player's place in grid order, `order[k]` being the index in `src` of
+/// the player that goes to place `k`: [`World::reindex`] after the gather, but read from the
+/// gather's source so that it can run beside the gather.
+pub(crate) fn index_in_order(index_of: &mut [u32], src: &[PlayerState], order: &[u32]) {
+    for (k, &i) in order.iter().enumerate() {
+        index_of[src[i as usize].id.0 as usize] = k as u32;
+    }
+}
+
 fn validate(c: &WorldConfig) -> Result<(), WorldError> {
     let bad = |field, reason| Err(WorldError::Config { field, reason });
     let i = &c.interest;
@@ -388,5 +397,120 @@ impl StateHasher {
 
     fn finish(&self) -> u64 {
         mix(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bots::{Behaviour, BotSpec, generate};
+    use crate::map_gen;
+    use crate::snapshot::PlayerView;
+
+    fn pool(threads: usize) -> ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool")
+    }
+
+    /// The id table built beside the gather equals the one `reindex` builds after it, for
+    /// seeded permutations of players with sparse ids (free slots stay free).
+    #[test]
+    fn index_in_order_matches_a_reindex_after_the_gather() {
+        let mut seed = 11u64;
+        let mut next = |n: usize| {
+            seed = mix(seed);
+            (seed % n as u64) as usize
+        };
+        for len in [0, 1, 2, 7, 100, 1000] {
+            let slots = 2 * len + 3;
+            let mut ids: Vec<u32> = (0..slots as u32).collect();
+            let mut order: Vec<u32> = (0..len as u32).collect();
+            for i in (1..slots).rev() {
+                ids.swap(i, next(i + 1));
+            }
+            for i in (1..len).rev() {
+                order.swap(i, next(i + 1));
+            }
+            let src: Vec<PlayerState> = ids[..len]
+                .iter()
+                .map(|&id| PlayerState {
+                    id: PlayerId(id),
+                    ..PlayerState::default()
+                })
+                .collect();
+            let mut fresh = vec![NONE; slots];
+            for (i, p) in src.iter().enumerate() {
+                fresh[p.id.0 as usize] = i as u32;
+            }
+            let mut beside = fresh.clone();
+            index_in_order(&mut beside, &src, &order);
+            let gathered: Vec<PlayerState> = order.iter().map(|&i| src[i as usize]).collect();
+            let mut after = fresh;
+            for (k, p) in gathered.iter().enumerate() {
+                after[p.id.0 as usize] = k as u32;
+            }
+            assert_eq!(beside, after, "{len} players");
+        }
+    }
+
+    /// The merge files players while the intents are applied: after every tick of a fight with
+    /// deaths, pickups and migrations, players are in cell order, each id finds its player,
+    /// and each player's client is the one that was sent its snapshot.
+    #[test]
+    fn players_stay_in_grid_order_and_indexed_while_they_fight_and_migrate() {
+        let p = pool(2);
+        let map = Arc::new(Map::build(map_gen::arena(5), &p).expect("map"));
+        let spec = BotSpec {
+            behaviour: Behaviour::Mixed,
+            bots: 64,
+            duration_ms: 6_000,
+            command_ms: 30,
+            seed: 3,
+        };
+        let actions = generate(&map, &spec, &p);
+        let mut w = World::new(map.clone(), WorldConfig::default()).expect("world");
+        let ids: Vec<_> = actions
+            .bots
+            .iter()
+            .map(|b| w.join_at(b.spawn, b.yaw).expect("join"))
+            .collect();
+        let mut cursors = vec![0; ids.len()];
+        let (mut kills, mut migrations) = (0, 0);
+        for t in 1..=120u32 {
+            let before: Vec<u32> = w.players().iter().map(|p| p.id.0).collect();
+            let mut cmds = Vec::new();
+            for (i, bot) in actions.bots.iter().enumerate() {
+                cmds.extend(bot.due(&mut cursors[i], t * 50).iter().map(|c| Command {
+                    player: ids[i],
+                    cmd: c.cmd,
+                }));
+            }
+            kills += w.tick(&p, u64::from(t) * 50, &cmds).kills;
+            let after: Vec<u32> = w.players().iter().map(|p| p.id.0).collect();
+            migrations += usize::from(before != after);
+            let cell = |p: &PlayerState| w.grid.geom.cell_of(p.origin);
+            assert!(
+                w.players().windows(2).all(|q| cell(&q[0]) <= cell(&q[1])),
+                "tick {t}: players out of cell order"
+            );
+            for &id in &ids {
+                assert_eq!(w.player(id).map(|p| p.id), Some(id), "tick {t}");
+                // A row is found only under its owner's id, so a client moved apart from its
+                // player would lose this tick's snapshot.
+                let sent = w.sent(id, t).expect("snapshot of this tick");
+                let player = w.player(id).expect("indexed");
+                assert_eq!(sent.view, PlayerView::of(player), "tick {t}: {id:?}");
+                // Last tick's row is kept by the client across the re-sort: a client left
+                // behind by its player would now hold another player's rows.
+                assert!(t == 1 || w.sent(id, t - 1).is_some(), "tick {t}: {id:?}");
+            }
+            w.ack(ids[t as usize % ids.len()], t).expect("known player");
+        }
+        assert!(
+            kills > 0 && migrations > 10,
+            "{kills} kills, {migrations} migrations"
+        );
     }
 }
