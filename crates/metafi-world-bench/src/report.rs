@@ -14,6 +14,10 @@ const LOCKS: &str = "region-locks";
 /// Tick budget at 20 ticks/s, and the target (half of it).
 const BUDGET_MS: f64 = 50.0;
 const TARGET_MS: f64 = 25.0;
+/// Smallest world in the linearity fit: below it the tick's fixed costs dominate.
+const LINEAR_FROM: usize = 1000;
+/// Largest fitted exponent of tick time in players that counts as linear (noise allowance).
+const LINEAR_MAX_EXPONENT: f64 = 1.10;
 
 /// Reads every results file in `results` and writes `WORLD-BENCH.md` and charts to `out`.
 pub fn write(results: &Path, out: &Path) -> anyhow::Result<()> {
@@ -104,9 +108,14 @@ impl Report<'_> {
         for f in files {
             let _ = writeln!(
                 md,
-                "- {} thread(s){}: `{}`",
+                "- {} thread(s){}, worker threads {}: `{}`",
                 f.threads,
                 if f.quick { " (quick)" } else { "" },
+                if f.pinned {
+                    "pinned one per processor"
+                } else {
+                    "placed by the kernel"
+                },
                 f.command
             );
         }
@@ -165,25 +174,23 @@ impl Report<'_> {
                         .map(|r| (n, r.mean_ms / n as f64 * 1000.0))
                 })
                 .collect();
-            if let (Some(first), Some(last)) =
-                (per.iter().find(|p| p.0 >= 1000).or(per.first()), per.last())
-            {
-                let ratio = last.1 / first.1;
+            let fitted: Vec<(usize, f64)> =
+                per.iter().copied().filter(|p| p.0 >= LINEAR_FROM).collect();
+            if let Some(slope) = log_log_slope(&fitted) {
                 let list: Vec<String> = per.iter().map(|(n, us)| format!("{n}: {us:.2}")).collect();
                 let _ = writeln!(
                     md,
-                    "| tick time no worse than linear in players at fixed density ({threads} thread{}) | µs per player per tick: {}; {}→{} ratio **{ratio:.2}** | {} |",
+                    "| tick time no worse than linear in players at fixed density ({threads} thread{}) | µs per player per tick: {}; tick time ∝ players^**{:.2}** from {LINEAR_FROM} players | {} |",
                     if threads > 1 { "s" } else { "" },
                     list.join(", "),
-                    first.0,
-                    last.0,
-                    yes(ratio <= 1.15)
+                    1.0 + slope,
+                    yes(1.0 + slope <= LINEAR_MAX_EXPONENT)
                 );
             }
         }
         let _ = writeln!(
             md,
-            "\n(linear means the per-player cost stays flat; we allow 15% for noise.)\n"
+            "\n(the exponent is a least-squares fit of log tick time against log players over every size from {LINEAR_FROM} up: 1 is linear; we allow up to {LINEAR_MAX_EXPONENT} for noise. A fit over all sizes, rather than the ratio of two of them, is not swung by one noisy row.)\n"
         );
     }
 
@@ -518,4 +525,51 @@ impl Report<'_> {
 
 fn yes(ok: bool) -> &'static str {
     if ok { "yes" } else { "**no**" }
+}
+
+/// Least-squares slope of log(µs per player) against log(players): the tick time grows as
+/// players^(1 + slope). `None` for fewer than two sizes.
+fn log_log_slope(per: &[(usize, f64)]) -> Option<f64> {
+    if per.len() < 2 {
+        return None;
+    }
+    let pts: Vec<(f64, f64)> = per
+        .iter()
+        .map(|&(n, us)| ((n as f64).ln(), us.ln()))
+        .collect();
+    let k = pts.len() as f64;
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / k,
+        pts.iter().map(|p| p.1).sum::<f64>() / k,
+    );
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linearity_fit_recovers_the_growth_exponent_and_ignores_one_outlier_more_than_a_ratio() {
+        let flat = [(1000, 2.0), (5000, 2.0), (20000, 2.0)];
+        assert!(log_log_slope(&flat).is_some_and(|s| s.abs() < 1e-9));
+        // µs per player ∝ sqrt(players): tick time ∝ players^1.5.
+        let grows: Vec<(usize, f64)> = [1000usize, 2500, 5000, 10000, 20000]
+            .iter()
+            .map(|&n| (n, (n as f64).sqrt()))
+            .collect();
+        assert!(log_log_slope(&grows).is_some_and(|s| (s - 0.5).abs() < 1e-9));
+        // A real sweep's fast first row put the old two-point ratio at 1.20; the fit stays flat.
+        let noisy = [
+            (1000, 1.57),
+            (2500, 1.99),
+            (5000, 1.83),
+            (10000, 1.89),
+            (20000, 1.88),
+        ];
+        assert!(log_log_slope(&noisy).is_some_and(|s| 1.0 + s <= LINEAR_MAX_EXPONENT));
+        assert_eq!(log_log_slope(&flat[..1]), None);
+    }
 }
