@@ -38,16 +38,7 @@ impl Pinning {
         let me = self.clone();
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
-            .start_handler(move |k| {
-                if let Err(e) = me.pin_current(k) {
-                    // A pool thread cannot return the error; an unpinned worker still gives
-                    // correct (only noisier) results, so say so and go on.
-                    #[allow(clippy::print_stderr)] // the benchmark's user-facing diagnostics
-                    {
-                        eprintln!("warning: could not pin pool worker {k}: {e:#}");
-                    }
-                }
-            })
+            .start_handler(move |k| me.pin_worker(k, "pool"))
             .build()?;
         Ok(pool)
     }
@@ -57,6 +48,16 @@ impl Pinning {
         match self.cpu_for(k) {
             Some(cpu) => set_current(&[cpu]),
             None => Ok(()),
+        }
+    }
+
+    /// Pins the calling thread as worker `k` of a `design`'s threads, warning instead of failing:
+    /// a worker thread cannot return the error, and an unpinned worker still gives correct
+    /// (only noisier) results.
+    #[allow(clippy::print_stderr)] // the benchmark's user-facing diagnostics
+    pub fn pin_worker(&self, k: usize, design: &str) {
+        if let Err(e) = self.pin_current(k) {
+            eprintln!("warning: could not pin {design} worker {k}: {e:#}");
         }
     }
 

@@ -175,12 +175,7 @@ pub fn run(
         for (k, block) in blocks.iter().enumerate().skip(1) {
             let (sh, block) = (&shared, block.clone());
             s.spawn(move || {
-                if let Err(e) = pinning.pin_current(k) {
-                    #[allow(clippy::print_stderr)] // the benchmark's user-facing diagnostics
-                    {
-                        eprintln!("warning: could not pin region-lock worker {k}: {e:#}");
-                    }
-                }
+                pinning.pin_worker(k, "region-lock");
                 Worker::new(sh, block).run(None)
             });
         }

@@ -242,14 +242,13 @@ impl<T: Copy> Buckets<T> {
         &self.values
     }
 
-    /// Calls `f` with every value in the cells overlapping `area` (a value stored in several
-    /// cells is seen once per cell).
+    /// Calls `f` with every value in the cells overlapping `area`, cell by cell in row order (a
+    /// value stored in several cells is seen once per cell). Each row of cells is one slice
+    /// ([`Buckets::row`]), read at once rather than cell by cell: most cells are empty.
     pub fn for_each_in(&self, area: &Aabb, mut f: impl FnMut(&T)) {
         let r = self.geom.rect(area);
         for cy in r.y0..=r.y1 {
-            for cx in r.x0..=r.x1 {
-                self.cell(self.geom.index(cx, cy)).iter().for_each(&mut f);
-            }
+            self.row(cy, r.x0, r.x1).iter().for_each(&mut f);
         }
     }
 }

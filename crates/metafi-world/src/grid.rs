@@ -36,22 +36,6 @@ impl PlayerGrid {
         PlayerGrid { geom, starts }
     }
 
-    /// Writes `src` into `dst` in cell order (stable within a cell) and indexes the cells;
-    /// `order[k]` is the index in `src` of `dst[k]`. The players' cells and the gather run in
-    /// `pool` (the result does not depend on its size); the counting sort is sequential.
-    pub fn sort_into(
-        &mut self,
-        pool: &ThreadPool,
-        src: &[PlayerState],
-        dst: &mut Vec<PlayerState>,
-        cells: &mut Vec<u32>,
-        order: &mut Vec<u32>,
-    ) {
-        self.cells_of(pool, src, cells);
-        self.file(cells, order);
-        gather(pool, src, order, dst);
-    }
-
     /// `cells[i]`: the cell of `players[i]`, computed in `pool`.
     pub fn cells_of(&self, pool: &ThreadPool, players: &[PlayerState], cells: &mut Vec<u32>) {
         let geom = &self.geom;
@@ -241,6 +225,24 @@ mod tests {
     use super::*;
     use crate::player::PlayerState;
 
+    /// `players` in grid order as the tick files them (cells, counting sort, gather on a pool
+    /// of `threads`), and `order[k]`: the index in `players` of the k-th.
+    fn filed(
+        grid: &mut PlayerGrid,
+        threads: usize,
+        players: &[PlayerState],
+    ) -> (Vec<PlayerState>, Vec<u32>) {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        let (mut sorted, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
+        grid.cells_of(&pool, players, &mut cells);
+        grid.file(&cells, &mut order);
+        gather(&pool, players, &order, &mut sorted);
+        (sorted, order)
+    }
+
     /// Walking a row of cells as one slice visits the players a walk cell by cell visits, in
     /// the same order, with and without cells to skip (overlapping the rectangle or not).
     #[test]
@@ -259,12 +261,7 @@ mod tests {
                 p
             })
             .collect();
-        let (mut sorted, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("pool");
-        grid.sort_into(&pool, &players, &mut sorted, &mut cells, &mut order);
+        let (sorted, _) = filed(&mut grid, 1, &players);
         let view = GridView {
             grid: &grid,
             players: &sorted,
@@ -320,12 +317,7 @@ mod tests {
                 ..PlayerState::default()
             })
             .collect();
-        let (mut sorted, mut cells, mut order) = (Vec::new(), Vec::new(), Vec::new());
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .expect("pool");
-        grid.sort_into(&pool, &players, &mut sorted, &mut cells, &mut order);
+        let (sorted, order) = filed(&mut grid, 2, &players);
         // Grouped by cell, stable within a cell, and `order` names each player's source.
         let cell = |p: &PlayerState| grid.geom.cell_of(p.origin);
         for (k, w) in sorted.windows(2).enumerate() {

@@ -43,7 +43,7 @@ pub struct Launch {
 }
 
 /// Everything a phase produced for the merge. Concatenating two `Effects` in any order and then
-/// calling [`Effects::sort`] gives the same result.
+/// sorting each list ([`sort_hits`], [`sort_claims`], [`sort_launches`]) gives the same result.
 #[derive(Clone, Debug, Default)]
 pub struct Effects {
     pub hits: Vec<Hit>,
@@ -62,7 +62,8 @@ impl Effects {
         self.hits.is_empty() && self.claims.is_empty() && self.launches.is_empty()
     }
 
-    /// Concatenates two collections (rayon's `reduce`); order does not matter, see [`Effects::sort`].
+    /// Concatenates two collections (rayon's `reduce`); order does not matter: the merge puts each list in its canonical order ([`sort_hits`],
+    /// [`sort_claims`], [`sort_launches`]; keys are unique, so unstable sorts are exact).
     pub fn merge(mut a: Effects, mut b: Effects) -> Effects {
         if a.is_empty() {
             return b;
@@ -71,13 +72,6 @@ impl Effects {
         a.claims.append(&mut b.claims);
         a.launches.append(&mut b.launches);
         a
-    }
-
-    /// Puts every list in its canonical order (keys are unique, so unstable sorts are exact).
-    pub fn sort(&mut self) {
-        sort_hits(&mut self.hits);
-        sort_claims(&mut self.claims);
-        sort_launches(&mut self.launches);
     }
 }
 
