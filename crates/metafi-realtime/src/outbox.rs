@@ -1,11 +1,25 @@
 //! The bounded queue of encoded messages waiting to be written to one client, and the signal
 //! that the session is closing.
 //!
-//! Producers (any task: a broadcast, a reply) never wait: [`Outbox::push`] either queues or, when
-//! the queue already holds `capacity` messages, drops the queue and closes the session with
-//! [`CloseReason::OutgoingQueueFull`]. A slow reader therefore costs at most `capacity`
-//! messages of memory, and never slows anyone else down. One consumer (the transport's writer)
-//! takes messages with [`Outbox::next`].
+//! Producers (any task: a broadcast, a reply) never wait. What a client that does not read
+//! costs is bounded three ways ([`OutboxLimits`]): by the bytes queued, by how long messages
+//! have waited while the writer took none (the writer makes no progress: the client is not
+//! reading), and, as a sanity bound far above any burst, by the number of queued messages. A
+//! push past a bound drops the queue at once and closes the session
+//! ([`CloseReason::OutgoingQueueFull`], [`CloseReason::OutgoingQueueStalled`]); it never slows
+//! anyone else down. One consumer (the transport's writer) takes messages with
+//! [`Outbox::next`] or [`Outbox::take_batch`].
+//!
+//! Presence events are merged while they wait: an event whose [`Outbound::merge_key`] matches
+//! one still queued (among the queue's trailing presence events, with nothing else after it)
+//! joins that one, so a member whose writer is behind gets one event listing many joins and
+//! leaves, as Nakama's events do, instead of one message per leave. Two events are not merged
+//! when they name the same session (a leave and a re-join must stay in order).
+//!
+//! The transport's reader applies backpressure with [`Outbox::writable`]: it reads the next
+//! request only while the queued bytes are below an eighth of the byte bound, so a client
+//! that sends a burst of requests gets every answer (its requests are read more slowly)
+//! instead of being closed.
 //!
 //! An idle outbox owns no heap memory: the queue allocates on first use and is shrunk back
 //! after a burst.
@@ -13,25 +27,71 @@
 //! Each message carries its [`DeliveryClass`]: a QUIC writer sends it on the path its class
 //! names ([`Outbox::next_routed`]); a WebSocket writer ignores it ([`Outbox::next`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use metafi_proto::realtime::DeliveryClass;
+use metafi_proto::realtime::{DeliveryClass, Format};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::CloseReason;
+use crate::close::QueueLimit;
+use crate::outbound::{MergeKey, merged_bytes};
+use crate::{CloseReason, Outbound};
 
 /// A queue holding more than this many slots of spare capacity is shrunk when it empties, so a
 /// past burst does not pin memory on an idle socket.
 const SHRINK_ABOVE: usize = 8;
 
+/// How many trailing presence events of other streams a new presence event may skip to merge
+/// with its own stream's (events of different streams are independent, so their relative
+/// order does not matter; anything else stops the search).
+const MERGE_SCAN: usize = 8;
+
+/// Most events merged into one, so a single frame stays a reasonable size (1,000 presences
+/// make about 130 KB of JSON).
+const MAX_MERGED: usize = 1024;
+
+/// What one merged event costs beyond its encoded bytes (its handle and its session check).
+const PART_OVERHEAD: usize = 48;
+
+/// The reader reads the next request only while the queued bytes are at most the byte bound
+/// divided by this.
+const BACKPRESSURE_DIVISOR: usize = 8;
+
+/// How much a client that does not read may cost before it is disconnected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxLimits {
+    /// Bytes queued (encoded messages plus their bookkeeping) — `socket.outgoing_queue_bytes`.
+    /// A single message larger than this is still accepted into an empty queue.
+    pub max_bytes: usize,
+    /// Messages queued (a merged presence event counts once) — `socket.outgoing_queue_size`,
+    /// a sanity bound far above bursts.
+    pub max_messages: usize,
+    /// How long queued messages may wait while the writer takes none —
+    /// `socket.outgoing_queue_max_age_ms`.
+    pub max_age: Duration,
+}
+
+impl Default for OutboxLimits {
+    fn default() -> Self {
+        OutboxLimits {
+            max_bytes: 4 * 1024 * 1024,
+            max_messages: 16_384,
+            max_age: Duration::from_secs(10),
+        }
+    }
+}
+
 /// What became of a pushed message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
     Queued,
-    /// The queue was full: the message and everything queued were dropped and the session is
-    /// now closing with [`CloseReason::OutgoingQueueFull`].
+    /// A bound was hit: the message and everything queued were dropped and the session is
+    /// now closing with [`CloseReason::OutgoingQueueFull`] or
+    /// [`CloseReason::OutgoingQueueStalled`].
     Overflowed,
     /// The session was already closing; the message was dropped.
     Closed,
@@ -61,25 +121,83 @@ pub struct Outbox {
     state: Mutex<State>,
     /// Wakes the writer: a message was queued or the session closed.
     writer: Notify,
-    /// Wakes whoever waits in [`Outbox::closed`] (the transport's reader).
-    closing: Notify,
-    capacity: usize,
+    /// Wakes the transport's reader: the session closed ([`Outbox::closed`]) or the queue
+    /// drained enough to read requests again ([`Outbox::writable`]).
+    reader: Notify,
+    /// Bounds in compact form (an outbox exists per socket).
+    max_bytes: u32,
+    max_messages: u32,
+    max_age_ms: u32,
+    /// The session's wire format, to encode merged presence events.
+    format: Format,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    queue: VecDeque<(Bytes, DeliveryClass)>,
+    queue: VecDeque<Item>,
     close: Option<CloseReason>,
+    /// What the queue costs: encoded bytes plus per-message bookkeeping.
+    bytes: usize,
+    /// Since when (on [`clock_ms`]) messages have waited with the writer taking none; only
+    /// meaningful while the queue is not empty.
+    waiting_since: u64,
+    /// The reader waits in [`Outbox::writable`] for the queue to drain.
+    reader_waiting: bool,
+}
+
+#[derive(Debug)]
+enum Item {
+    Frame(Bytes, DeliveryClass),
+    Presence(Box<Merged>),
+}
+
+/// Presence events of one stream waiting to be written as one.
+#[derive(Debug)]
+struct Merged {
+    parts: Vec<Outbound>,
+    /// Hashes of the session ids the parts name, once a second part arrives (a collision only
+    /// prevents a merge).
+    sessions: HashSet<u64>,
+    cost: usize,
+}
+
+impl Item {
+    fn cost(&self) -> usize {
+        match self {
+            Item::Frame(frame, _) => frame.len() + std::mem::size_of::<Item>(),
+            Item::Presence(merged) => merged.cost,
+        }
+    }
+}
+
+/// Milliseconds on the outboxes' clock (monotonic; shared by every outbox).
+fn clock_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn session_hash(hasher: &RandomState, session_id: &str) -> u64 {
+    hasher.hash_one(session_id)
+}
+
+fn hasher() -> &'static RandomState {
+    static HASHER: OnceLock<RandomState> = OnceLock::new();
+    HASHER.get_or_init(RandomState::new)
 }
 
 impl Outbox {
-    /// An outbox for at most `capacity` queued messages (at least 1).
-    pub fn new(capacity: usize) -> Outbox {
+    /// An outbox for a session speaking `format`, bounded by `limits` (each at least 1).
+    pub fn new(limits: OutboxLimits, format: Format) -> Outbox {
+        let clamp = |n: u128| u32::try_from(n).unwrap_or(u32::MAX).max(1);
         Outbox {
             state: Mutex::new(State::default()),
             writer: Notify::new(),
-            closing: Notify::new(),
-            capacity: capacity.max(1),
+            reader: Notify::new(),
+            max_bytes: clamp(limits.max_bytes as u128),
+            max_messages: clamp(limits.max_messages as u128),
+            max_age_ms: clamp(limits.max_age.as_millis()),
+            format,
         }
     }
 
@@ -101,21 +219,22 @@ impl Outbox {
     /// for many sessions at once (a match executor step) wakes each writer once, afterwards,
     /// with [`Outbox::wake_writer`], instead of switching to the IO thread after every message.
     pub fn push_quiet(&self, frame: Bytes, class: DeliveryClass) -> Pushed {
-        let mut state = self.state.lock();
-        if state.close.is_some() {
-            return Pushed::Closed;
+        self.push_item_at(Item::Frame(frame, class), clock_ms())
+    }
+
+    /// Queues a shared envelope (encoded for this outbox's format) without waking the writer;
+    /// a presence event may be merged with a waiting one of the same stream.
+    pub fn push_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
+        self.push_outbound_at(outbound, clock_ms())
+    }
+
+    /// Queues a shared envelope and wakes the writer.
+    pub fn push_outbound(&self, outbound: &Outbound) -> Pushed {
+        let pushed = self.push_outbound_quiet(outbound);
+        if pushed == Pushed::Queued {
+            self.writer.notify_one();
         }
-        if state.queue.len() >= self.capacity {
-            state.queue = VecDeque::new();
-            state.close = Some(CloseReason::OutgoingQueueFull {
-                limit: self.capacity,
-            });
-            drop(state);
-            self.wake_all();
-            return Pushed::Overflowed;
-        }
-        state.queue.push_back((frame, class));
-        Pushed::Queued
+        pushed
     }
 
     /// Wakes the writer for what [`Outbox::push_quiet`] queued.
@@ -141,13 +260,18 @@ impl Outbox {
         self.state.lock().close
     }
 
-    /// Messages waiting to be written.
+    /// Messages waiting to be written (a merged presence event counts once).
     pub fn len(&self) -> usize {
         self.state.lock().queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// What the waiting messages cost, in bytes (the quantity `max_bytes` bounds).
+    pub fn queued_bytes(&self) -> usize {
+        self.state.lock().bytes
     }
 
     /// Waits for the writer's next task. One consumer only. Cancel-safe.
@@ -181,31 +305,52 @@ impl Outbox {
     /// [`Outbox::try_next`] with the message's delivery class.
     pub fn try_next_routed(&self) -> Option<NextRouted> {
         let mut state = self.state.lock();
-        if let Some((frame, class)) = state.queue.pop_front() {
-            if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
-                state.queue = VecDeque::new();
-            }
-            return Some(NextRouted::Frame(frame, class));
-        }
-        state.close.map(NextRouted::Close)
+        let Some(item) = state.queue.pop_front() else {
+            return state.close.map(NextRouted::Close);
+        };
+        self.taken(&mut state, item.cost(), clock_ms());
+        drop(state);
+        Some(match item {
+            Item::Frame(frame, class) => NextRouted::Frame(frame, class),
+            Item::Presence(merged) => NextRouted::Frame(
+                merged_bytes(&merged.parts, self.format),
+                DeliveryClass::default_stream(),
+            ),
+        })
     }
 
     /// Moves up to `max` queued messages to `out` under one lock (a writer that sends a batch
     /// per wake-up). A pending close is not consumed: [`Outbox::next`] still hands it out after
-    /// the queue is empty.
+    /// the queue is empty. Merged presence events are encoded after the lock is released.
     pub fn take_batch(&self, max: usize, out: &mut Vec<Bytes>) {
+        let mut deferred: Vec<(usize, Box<Merged>)> = Vec::new();
         let mut state = self.state.lock();
         let n = max.min(state.queue.len());
-        out.extend(state.queue.drain(..n).map(|(frame, _)| frame));
-        if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
-            state.queue = VecDeque::new();
+        let mut cost = 0;
+        for item in state.queue.drain(..n) {
+            cost += item.cost();
+            match item {
+                Item::Frame(frame, _) => out.push(frame),
+                Item::Presence(merged) if merged.parts.len() == 1 => {
+                    out.push(merged.parts[0].bytes(self.format));
+                }
+                Item::Presence(merged) => {
+                    deferred.push((out.len(), merged));
+                    out.push(Bytes::new());
+                }
+            }
+        }
+        self.taken(&mut state, cost, clock_ms());
+        drop(state);
+        for (at, merged) in deferred {
+            out[at] = merged_bytes(&merged.parts, self.format);
         }
     }
 
     /// Resolves once the session is closing. Cancel-safe; any number of waiters.
     pub async fn closed(&self) {
         loop {
-            let notified = self.closing.notified();
+            let notified = self.reader.notified();
             let mut notified = std::pin::pin!(notified);
             // Register before checking, so a close between the check and the await wakes us.
             notified.as_mut().enable();
@@ -216,10 +361,169 @@ impl Outbox {
         }
     }
 
+    /// Resolves once the queue is small enough for the reader to take another request (an
+    /// eighth of the byte bound), or the session is closing. The reader's backpressure: a
+    /// client that sends faster than it reads is read more slowly, not closed. Cancel-safe.
+    pub async fn writable(&self) {
+        loop {
+            let notified = self.reader.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.state.lock();
+                if state.close.is_some() || state.bytes <= self.backpressure_mark() {
+                    return;
+                }
+                state.reader_waiting = true;
+            }
+            notified.await;
+        }
+    }
+
+    fn backpressure_mark(&self) -> usize {
+        self.max_bytes as usize / BACKPRESSURE_DIVISOR
+    }
+
+    /// Bookkeeping after the writer took messages costing `cost`: progress restarts the age
+    /// clock of what remains, and a waiting reader may go on.
+    fn taken(&self, state: &mut State, cost: usize, now: u64) {
+        state.bytes = state.bytes.saturating_sub(cost);
+        state.waiting_since = now;
+        if state.queue.is_empty() {
+            state.bytes = 0;
+            if state.queue.capacity() > SHRINK_ABOVE {
+                state.queue = VecDeque::new();
+            }
+        }
+        if state.reader_waiting && state.bytes <= self.backpressure_mark() {
+            state.reader_waiting = false;
+            self.reader.notify_waiters();
+        }
+    }
+
+    fn push_outbound_at(&self, outbound: &Outbound, now: u64) -> Pushed {
+        let Some(key) = outbound.merge_key() else {
+            return self.push_item_at(
+                Item::Frame(outbound.bytes(self.format), outbound.class().clone()),
+                now,
+            );
+        };
+        // Encoded (once per format, shared) outside the lock; its size is the part's cost.
+        let cost = outbound.bytes(self.format).len() + PART_OVERHEAD;
+        let mut state = self.state.lock();
+        if let Err(pushed) = self.admit(&mut state, cost, now) {
+            return pushed;
+        }
+        if let Some(merged) = mergeable(&mut state.queue, key) {
+            let hasher = hasher();
+            if merged.sessions.is_empty() {
+                let first: Vec<u64> = merged
+                    .parts
+                    .iter()
+                    .flat_map(Outbound::presence_session_ids)
+                    .map(|id| session_hash(hasher, id))
+                    .collect();
+                merged.sessions.extend(first);
+            }
+            let named: Vec<u64> = outbound
+                .presence_session_ids()
+                .map(|id| session_hash(hasher, id))
+                .collect();
+            if !named.iter().any(|h| merged.sessions.contains(h)) {
+                merged.sessions.extend(named);
+                merged.parts.push(outbound.clone());
+                merged.cost += cost;
+                state.bytes += cost;
+                return Pushed::Queued;
+            }
+        }
+        let item = Item::Presence(Box::new(Merged {
+            parts: vec![outbound.clone()],
+            sessions: HashSet::new(),
+            cost,
+        }));
+        self.append(&mut state, item, cost)
+    }
+
+    fn push_item_at(&self, item: Item, now: u64) -> Pushed {
+        let cost = item.cost();
+        let mut state = self.state.lock();
+        if let Err(pushed) = self.admit(&mut state, cost, now) {
+            return pushed;
+        }
+        self.append(&mut state, item, cost)
+    }
+
+    /// Checks the age and byte bounds for a message costing `cost`; on a breach the queue is
+    /// dropped and the session starts closing.
+    fn admit(&self, state: &mut State, cost: usize, now: u64) -> Result<(), Pushed> {
+        if state.close.is_some() {
+            return Err(Pushed::Closed);
+        }
+        if state.queue.is_empty() {
+            state.waiting_since = now;
+            return Ok(());
+        }
+        let waited = now.saturating_sub(state.waiting_since);
+        if waited >= u64::from(self.max_age_ms) {
+            return Err(self.overflow(
+                state,
+                CloseReason::OutgoingQueueStalled {
+                    limit_ms: u64::from(self.max_age_ms),
+                },
+            ));
+        }
+        if state.bytes.saturating_add(cost) > self.max_bytes as usize {
+            return Err(self.overflow(
+                state,
+                CloseReason::OutgoingQueueFull {
+                    limit: QueueLimit::Bytes(self.max_bytes as usize),
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, state: &mut State, item: Item, cost: usize) -> Pushed {
+        if state.queue.len() >= self.max_messages as usize {
+            return self.overflow(
+                state,
+                CloseReason::OutgoingQueueFull {
+                    limit: QueueLimit::Messages(self.max_messages as usize),
+                },
+            );
+        }
+        state.queue.push_back(item);
+        state.bytes += cost;
+        Pushed::Queued
+    }
+
+    fn overflow(&self, state: &mut State, reason: CloseReason) -> Pushed {
+        state.queue = VecDeque::new();
+        state.bytes = 0;
+        state.close = Some(reason);
+        self.wake_all();
+        Pushed::Overflowed
+    }
+
     fn wake_all(&self) {
         self.writer.notify_one();
-        self.closing.notify_waiters();
+        self.reader.notify_waiters();
     }
+}
+
+/// The queued presence event a new one of stream `key` may join: the newest of the queue's
+/// trailing presence events (at most [`MERGE_SCAN`] back) if it has the same key and room.
+fn mergeable<'q>(queue: &'q mut VecDeque<Item>, key: &MergeKey) -> Option<&'q mut Merged> {
+    for item in queue.iter_mut().rev().take(MERGE_SCAN) {
+        let Item::Presence(merged) = item else {
+            return None;
+        };
+        if merged.parts[0].merge_key() == Some(key) {
+            return (merged.parts.len() < MAX_MERGED).then_some(&mut **merged);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -227,11 +531,59 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use metafi_proto::realtime::{ChannelPresenceEvent, Envelope, Message, UserPresence};
+
     use super::*;
+
+    /// An outbox bounded by `messages` only (bytes and age far away).
+    fn counted(messages: usize) -> Outbox {
+        Outbox::new(
+            OutboxLimits {
+                max_messages: messages,
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        )
+    }
+
+    fn presence(session: &str) -> UserPresence {
+        UserPresence {
+            user_id: format!("user-{session}"),
+            session_id: session.to_owned(),
+            username: format!("name-{session}"),
+            ..UserPresence::default()
+        }
+    }
+
+    fn channel_event(channel: &str, joins: &[&str], leaves: &[&str]) -> Outbound {
+        Outbound::new(Envelope::new(
+            "",
+            Message::ChannelPresenceEvent(ChannelPresenceEvent {
+                channel_id: channel.to_owned(),
+                joins: joins.iter().map(|s| presence(s)).collect(),
+                leaves: leaves.iter().map(|s| presence(s)).collect(),
+                ..ChannelPresenceEvent::default()
+            }),
+        ))
+    }
+
+    /// Everything the writer would write, decoded: (channel, joins, leaves) per event.
+    fn drain_events(outbox: &Outbox) -> Vec<(String, Vec<String>, Vec<String>)> {
+        let mut events = Vec::new();
+        while let Some(Next::Frame(frame)) = outbox.try_next() {
+            let envelope = Format::Json.decode(&frame).unwrap();
+            if let Some(Message::ChannelPresenceEvent(e)) = envelope.message {
+                let ids =
+                    |list: Vec<UserPresence>| list.into_iter().map(|p| p.session_id).collect();
+                events.push((e.channel_id, ids(e.joins), ids(e.leaves)));
+            }
+        }
+        events
+    }
 
     #[test]
     fn overflow_drops_the_queue_and_closes() {
-        let outbox = Outbox::new(2);
+        let outbox = counted(2);
         assert_eq!(outbox.push(Bytes::from_static(b"a")), Pushed::Queued);
         assert_eq!(outbox.push(Bytes::from_static(b"b")), Pushed::Queued);
         assert_eq!(outbox.push(Bytes::from_static(b"c")), Pushed::Overflowed);
@@ -239,13 +591,15 @@ mod tests {
         assert_eq!(outbox.push(Bytes::from_static(b"d")), Pushed::Closed);
         assert_eq!(
             outbox.try_next(),
-            Some(Next::Close(CloseReason::OutgoingQueueFull { limit: 2 }))
+            Some(Next::Close(CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Messages(2)
+            }))
         );
     }
 
     #[test]
     fn a_close_delivers_what_was_queued_first() {
-        let outbox = Outbox::new(8);
+        let outbox = counted(8);
         outbox.push(Bytes::from_static(b"notice"));
         assert!(outbox.close(CloseReason::SingleSocket));
         assert!(!outbox.close(CloseReason::Shutdown), "first reason wins");
@@ -261,7 +615,7 @@ mod tests {
 
     #[test]
     fn capacity_is_released_after_a_burst() {
-        let outbox = Outbox::new(1000);
+        let outbox = counted(1000);
         for _ in 0..100 {
             outbox.push(Bytes::from_static(b"x"));
         }
@@ -271,7 +625,7 @@ mod tests {
 
     #[test]
     fn a_batch_keeps_order_stops_at_max_and_leaves_the_close() {
-        let outbox = Outbox::new(8);
+        let outbox = counted(8);
         for frame in [b"1", b"2", b"3"] {
             outbox.push(Bytes::from_static(frame));
         }
@@ -290,7 +644,7 @@ mod tests {
 
     #[test]
     fn each_message_keeps_its_delivery_class() {
-        let outbox = Outbox::new(4);
+        let outbox = counted(4);
         outbox.push(Bytes::from_static(b"reply"));
         outbox.push_class(Bytes::from_static(b"pos"), DeliveryClass::latest("p"));
         assert_eq!(
@@ -311,7 +665,7 @@ mod tests {
 
     #[tokio::test]
     async fn writer_and_reader_are_woken() {
-        let outbox = Arc::new(Outbox::new(4));
+        let outbox = Arc::new(counted(4));
         let writer = tokio::spawn({
             let outbox = outbox.clone();
             async move {
@@ -345,6 +699,173 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), reader)
             .await
             .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_burst_of_small_answers_is_queued_whole() {
+        let outbox = Outbox::new(OutboxLimits::default(), Format::Json);
+        for _ in 0..5_000 {
+            assert_eq!(
+                outbox.push(Bytes::from_static(br#"{"cid":"1","pong":{}}"#)),
+                Pushed::Queued
+            );
+        }
+        assert_eq!(outbox.len(), 5_000);
+        assert_eq!(outbox.close_reason(), None);
+    }
+
+    #[test]
+    fn outbox_over_its_byte_bound_closes_a_client_that_does_not_read() {
+        let outbox = Outbox::new(
+            OutboxLimits {
+                max_bytes: 10_000,
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        );
+        let frame = Bytes::from(vec![b'x'; 1_000]);
+        let mut pushed = 0;
+        while outbox.push(frame.clone()) == Pushed::Queued {
+            pushed += 1;
+            assert!(pushed < 100, "the byte bound never closed the outbox");
+        }
+        assert!((5..10).contains(&pushed), "{pushed} frames of 1,000 bytes");
+        assert_eq!(
+            outbox.close_reason(),
+            Some(CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Bytes(10_000)
+            })
+        );
+        assert_eq!(
+            outbox.queued_bytes(),
+            0,
+            "queued messages are released at once"
+        );
+        // One message bigger than the bound still goes through an empty queue.
+        let outbox = Outbox::new(
+            OutboxLimits {
+                max_bytes: 10_000,
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        );
+        assert_eq!(outbox.push(Bytes::from(vec![b'y'; 50_000])), Pushed::Queued);
+    }
+
+    #[test]
+    fn outbox_whose_writer_takes_nothing_for_max_age_closes_and_progress_resets_the_age() {
+        let outbox = Outbox::new(
+            OutboxLimits {
+                max_age: Duration::from_millis(1_000),
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        );
+        let frame = || Item::Frame(Bytes::from_static(b"x"), DeliveryClass::default_stream());
+        assert_eq!(outbox.push_item_at(frame(), 10_000), Pushed::Queued);
+        assert_eq!(outbox.push_item_at(frame(), 10_900), Pushed::Queued);
+        // The writer takes one message at 10,900: progress, so the rest waits afresh.
+        {
+            let mut state = outbox.state.lock();
+            let item = state.queue.pop_front().unwrap();
+            outbox.taken(&mut state, item.cost(), 10_900);
+        }
+        assert_eq!(outbox.push_item_at(frame(), 11_800), Pushed::Queued);
+        assert_eq!(outbox.close_reason(), None);
+        // Nothing taken for a whole max_age: the client is not reading.
+        assert_eq!(outbox.push_item_at(frame(), 11_900), Pushed::Overflowed);
+        assert_eq!(
+            outbox.close_reason(),
+            Some(CloseReason::OutgoingQueueStalled { limit_ms: 1_000 })
+        );
+        // An empty queue has no age: a quiet socket is never "stalled".
+        let outbox = Outbox::new(
+            OutboxLimits {
+                max_age: Duration::from_millis(1_000),
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        );
+        assert_eq!(outbox.push_item_at(frame(), 0), Pushed::Queued);
+        assert!(outbox.try_next().is_some());
+        assert_eq!(outbox.push_item_at(frame(), 1_000_000), Pushed::Queued);
+    }
+
+    #[test]
+    fn mass_leaves_waiting_in_an_outbox_merge_into_few_events_listing_every_leave() {
+        let outbox = counted(64);
+        let leavers: Vec<String> = (0..999).map(|i| format!("s{i}")).collect();
+        for leaver in &leavers {
+            let event = channel_event("2...lobby", &[], &[leaver]);
+            assert_eq!(outbox.push_outbound(&event), Pushed::Queued);
+        }
+        assert!(outbox.len() <= 1, "{} queued events", outbox.len());
+        let events = drain_events(&outbox);
+        let seen: Vec<String> = events.iter().flat_map(|e| e.2.clone()).collect();
+        assert_eq!(seen, leavers, "every leave, in order");
+        assert!(events.iter().all(|e| e.0 == "2...lobby" && e.1.is_empty()));
+    }
+
+    #[test]
+    fn presence_events_merge_only_within_their_stream_and_never_past_other_messages() {
+        let outbox = counted(64);
+        outbox.push_outbound(&channel_event("a", &[], &["1"]));
+        outbox.push_outbound(&channel_event("b", &[], &["2"]));
+        // Skips b's event to join a's: independent streams.
+        outbox.push_outbound(&channel_event("a", &[], &["3"]));
+        outbox.push(Bytes::from_static(br#"{"channel_message":{}}"#));
+        // A message in between: a's next event must come after it.
+        outbox.push_outbound(&channel_event("a", &["4"], &[]));
+        // The same session again (a re-join after a leave) stays a separate, later event.
+        outbox.push_outbound(&channel_event("a", &[], &["4"]));
+        let events = drain_events(&outbox);
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            events,
+            vec![
+                ("a".into(), vec![], strings(&["1", "3"])),
+                ("b".into(), vec![], strings(&["2"])),
+                ("a".into(), strings(&["4"]), vec![]),
+                ("a".into(), vec![], strings(&["4"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_presence_event_reuses_the_shared_encoding() {
+        let outbox = counted(8);
+        let event = channel_event("a", &["1"], &[]);
+        outbox.push_outbound(&event);
+        let Some(Next::Frame(frame)) = outbox.try_next() else {
+            panic!("nothing queued")
+        };
+        assert_eq!(frame.as_ptr(), event.bytes(Format::Json).as_ptr());
+    }
+
+    #[tokio::test]
+    async fn the_reader_waits_while_answers_pile_up_and_goes_on_once_they_are_taken() {
+        let outbox = Arc::new(Outbox::new(
+            OutboxLimits {
+                max_bytes: 8_000,
+                ..OutboxLimits::default()
+            },
+            Format::Json,
+        ));
+        for _ in 0..4 {
+            outbox.push(Bytes::from(vec![b'x'; 500]));
+        }
+        let reader = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.writable().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!reader.is_finished(), "2 KB queued: over an eighth of 8 KB");
+        let mut batch = Vec::new();
+        outbox.take_batch(64, &mut batch);
+        tokio::time::timeout(Duration::from_secs(5), reader)
+            .await
+            .expect("the reader is woken once the writer took the answers")
             .unwrap();
     }
 }

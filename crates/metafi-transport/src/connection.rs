@@ -4,7 +4,17 @@
 //!
 //! The split matters: a request that takes a while (an RPC) never stops events from being
 //! written, and a client that stops reading never stops the server from reading (it is closed
-//! when its bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`).
+//! when its bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`). The
+//! reader takes the next request only while the outbox has room ([`Outbox::writable`]): a
+//! burst of requests is read as fast as the client reads its answers, never answered by a
+//! close.
+//!
+//! A frame that breaks the WebSocket protocol closes the connection with the code RFC 6455
+//! gives it: 1007 for a text frame that is not UTF-8, 1009 for a message over
+//! `socket.max_message_size_bytes`, 1002 for anything else (unmasked frames, reserved opcodes
+//! or bits, bad fragments or control frames).
+//!
+//! [`Outbox::writable`]: metafi_realtime::Outbox::writable
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -76,6 +86,8 @@ async fn read_loop(
     let outbox = session.outbox();
     let format = session.format();
     loop {
+        // Backpressure: the next request waits until the client has read enough answers.
+        outbox.writable().await;
         let frame = tokio::select! {
             biased;
             () = outbox.closed() => {
@@ -121,21 +133,40 @@ async fn read_loop(
 
 fn read_error(error: axum::Error, config: &SocketConfig) -> CloseReason {
     let inner = error.into_inner();
-    match inner.downcast_ref::<tungstenite::Error>() {
-        Some(tungstenite::Error::Capacity(_)) => CloseReason::MessageTooLarge {
+    let Some(error) = inner.downcast_ref::<tungstenite::Error>() else {
+        tracing::debug!(error = %inner, "WebSocket read failed");
+        return CloseReason::ConnectionError;
+    };
+    let reason = protocol_close(error, config);
+    if matches!(
+        reason,
+        CloseReason::ProtocolViolation | CloseReason::MalformedMessage
+    ) {
+        tracing::debug!(error = %error, "WebSocket protocol violation");
+    } else if reason == CloseReason::ConnectionError {
+        tracing::debug!(error = %error, "WebSocket read failed");
+    }
+    reason
+}
+
+/// What a read error means for the client: its own close, a violation it is told about
+/// (1002, 1007, 1009), or a broken connection (nothing can be sent).
+fn protocol_close(error: &tungstenite::Error, config: &SocketConfig) -> CloseReason {
+    use tungstenite::error::ProtocolError;
+    match error {
+        tungstenite::Error::Capacity(_) => CloseReason::MessageTooLarge {
             limit: config.max_message_size_bytes,
         },
-        Some(
-            tungstenite::Error::ConnectionClosed
-            | tungstenite::Error::AlreadyClosed
-            | tungstenite::Error::Protocol(
-                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
-            ),
-        ) => CloseReason::ClientClosed,
-        _ => {
-            tracing::debug!(error = %inner, "WebSocket read failed");
-            CloseReason::ConnectionError
+        tungstenite::Error::Utf8(_) => CloseReason::MalformedMessage,
+        tungstenite::Error::ConnectionClosed
+        | tungstenite::Error::AlreadyClosed
+        | tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            CloseReason::ClientClosed
         }
+        tungstenite::Error::Protocol(_) | tungstenite::Error::AttackAttempt => {
+            CloseReason::ProtocolViolation
+        }
+        _ => CloseReason::ConnectionError,
     }
 }
 
