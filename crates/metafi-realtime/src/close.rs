@@ -5,10 +5,11 @@ use std::borrow::Cow;
 /// Which bound of the outgoing queue a client that does not read went over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueLimit {
-    /// Bytes queued (`socket.outgoing_queue_bytes`).
-    Bytes(usize),
+    /// Bytes queued (`socket.outgoing_queue_bytes`). `u32` keeps [`CloseReason`] (held by
+    /// every outbox) at 16 bytes.
+    Bytes(u32),
     /// Messages queued (`socket.outgoing_queue_size`).
-    Messages(usize),
+    Messages(u32),
 }
 
 /// The reason a session closed. Transports turn it into their own close signal (a WebSocket
@@ -150,10 +151,10 @@ mod tests {
             CloseReason::IdleTimeout,
             CloseReason::WriteTimeout,
             CloseReason::OutgoingQueueFull {
-                limit: QueueLimit::Bytes(usize::MAX),
+                limit: QueueLimit::Bytes(u32::MAX),
             },
             CloseReason::OutgoingQueueFull {
-                limit: QueueLimit::Messages(usize::MAX),
+                limit: QueueLimit::Messages(u32::MAX),
             },
             CloseReason::OutgoingQueueStalled { limit_ms: u64::MAX },
             CloseReason::ProtocolViolation,

@@ -17,7 +17,7 @@
 //! when they name the same session (a leave and a re-join must stay in order).
 //!
 //! The transport's reader applies backpressure with [`Outbox::writable`]: it reads the next
-//! request only while the queued bytes are below an eighth of the byte bound, so a client
+//! request only while the queue is within an eighth of its byte and message bounds, so a client
 //! that sends a burst of requests gets every answer (its requests are read more slowly)
 //! instead of being closed.
 //!
@@ -57,8 +57,8 @@ const MAX_MERGED: usize = 1024;
 /// What one merged event costs beyond its encoded bytes (its handle and its session check).
 const PART_OVERHEAD: usize = 48;
 
-/// The reader reads the next request only while the queued bytes are at most the byte bound
-/// divided by this.
+/// The reader reads the next request only while the queued bytes and messages are at most
+/// their bounds divided by this.
 const BACKPRESSURE_DIVISOR: usize = 8;
 
 /// How much a client that does not read may cost before it is disconnected.
@@ -138,9 +138,10 @@ struct State {
     close: Option<CloseReason>,
     /// What the queue costs: encoded bytes plus per-message bookkeeping.
     bytes: usize,
-    /// Since when (on [`clock_ms`]) messages have waited with the writer taking none; only
-    /// meaningful while the queue is not empty.
-    waiting_since: u64,
+    /// Since when (on [`clock_ms`], wrapping) messages have waited with the writer taking
+    /// none; only meaningful while the queue is not empty. `u32` (49 days) saves a word per
+    /// socket.
+    waiting_since: u32,
     /// The reader waits in [`Outbox::writable`] for the queue to drain.
     reader_waiting: bool,
 }
@@ -170,11 +171,13 @@ impl Item {
     }
 }
 
-/// Milliseconds on the outboxes' clock (monotonic; shared by every outbox).
-fn clock_ms() -> u64 {
+/// Milliseconds on the outboxes' clock (monotonic, wrapping after 49 days; shared by every
+/// outbox).
+fn clock_ms() -> u32 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
-    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+    // Truncation is the wrap: ages are differences taken with `wrapping_sub`.
+    elapsed.as_millis() as u32
 }
 
 fn session_hash(hasher: &RandomState, session_id: &str) -> u64 {
@@ -362,7 +365,7 @@ impl Outbox {
     }
 
     /// Resolves once the queue is small enough for the reader to take another request (an
-    /// eighth of the byte bound), or the session is closing. The reader's backpressure: a
+    /// eighth of the byte and message bounds), or the session is closing. The reader's backpressure: a
     /// client that sends faster than it reads is read more slowly, not closed. Cancel-safe.
     pub async fn writable(&self) {
         loop {
@@ -371,7 +374,7 @@ impl Outbox {
             notified.as_mut().enable();
             {
                 let mut state = self.state.lock();
-                if state.close.is_some() || state.bytes <= self.backpressure_mark() {
+                if state.close.is_some() || self.has_room(&state) {
                     return;
                 }
                 state.reader_waiting = true;
@@ -380,13 +383,16 @@ impl Outbox {
         }
     }
 
-    fn backpressure_mark(&self) -> usize {
-        self.max_bytes as usize / BACKPRESSURE_DIVISOR
+    /// Whether the reader may take another request: the queue is within an eighth of its byte
+    /// and message bounds.
+    fn has_room(&self, state: &State) -> bool {
+        state.bytes <= self.max_bytes as usize / BACKPRESSURE_DIVISOR
+            && state.queue.len() <= self.max_messages as usize / BACKPRESSURE_DIVISOR
     }
 
     /// Bookkeeping after the writer took messages costing `cost`: progress restarts the age
     /// clock of what remains, and a waiting reader may go on.
-    fn taken(&self, state: &mut State, cost: usize, now: u64) {
+    fn taken(&self, state: &mut State, cost: usize, now: u32) {
         state.bytes = state.bytes.saturating_sub(cost);
         state.waiting_since = now;
         if state.queue.is_empty() {
@@ -395,13 +401,13 @@ impl Outbox {
                 state.queue = VecDeque::new();
             }
         }
-        if state.reader_waiting && state.bytes <= self.backpressure_mark() {
+        if state.reader_waiting && self.has_room(state) {
             state.reader_waiting = false;
             self.reader.notify_waiters();
         }
     }
 
-    fn push_outbound_at(&self, outbound: &Outbound, now: u64) -> Pushed {
+    fn push_outbound_at(&self, outbound: &Outbound, now: u32) -> Pushed {
         let Some(key) = outbound.merge_key() else {
             return self.push_item_at(
                 Item::Frame(outbound.bytes(self.format), outbound.class().clone()),
@@ -445,7 +451,7 @@ impl Outbox {
         self.append(&mut state, item, cost)
     }
 
-    fn push_item_at(&self, item: Item, now: u64) -> Pushed {
+    fn push_item_at(&self, item: Item, now: u32) -> Pushed {
         let cost = item.cost();
         let mut state = self.state.lock();
         if let Err(pushed) = self.admit(&mut state, cost, now) {
@@ -456,7 +462,7 @@ impl Outbox {
 
     /// Checks the age and byte bounds for a message costing `cost`; on a breach the queue is
     /// dropped and the session starts closing.
-    fn admit(&self, state: &mut State, cost: usize, now: u64) -> Result<(), Pushed> {
+    fn admit(&self, state: &mut State, cost: usize, now: u32) -> Result<(), Pushed> {
         if state.close.is_some() {
             return Err(Pushed::Closed);
         }
@@ -464,8 +470,8 @@ impl Outbox {
             state.waiting_since = now;
             return Ok(());
         }
-        let waited = now.saturating_sub(state.waiting_since);
-        if waited >= u64::from(self.max_age_ms) {
+        let waited = now.wrapping_sub(state.waiting_since);
+        if waited >= self.max_age_ms {
             return Err(self.overflow(
                 state,
                 CloseReason::OutgoingQueueStalled {
@@ -477,7 +483,7 @@ impl Outbox {
             return Err(self.overflow(
                 state,
                 CloseReason::OutgoingQueueFull {
-                    limit: QueueLimit::Bytes(self.max_bytes as usize),
+                    limit: QueueLimit::Bytes(self.max_bytes),
                 },
             ));
         }
@@ -489,7 +495,7 @@ impl Outbox {
             return self.overflow(
                 state,
                 CloseReason::OutgoingQueueFull {
-                    limit: QueueLimit::Messages(self.max_messages as usize),
+                    limit: QueueLimit::Messages(self.max_messages),
                 },
             );
         }
@@ -866,6 +872,25 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), reader)
             .await
             .expect("the reader is woken once the writer took the answers")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_reader_also_waits_on_many_small_answers() {
+        let outbox = Arc::new(counted(64));
+        for _ in 0..9 {
+            outbox.push(Bytes::from_static(b"{}"));
+        }
+        let reader = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.writable().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!reader.is_finished(), "9 queued: over an eighth of 64");
+        assert!(outbox.try_next().is_some());
+        tokio::time::timeout(Duration::from_secs(5), reader)
+            .await
+            .expect("8 queued: the reader goes on")
             .unwrap();
     }
 }
