@@ -287,9 +287,11 @@ impl Keepalive {
 }
 
 /// Writes `first` and whatever else is queued (up to a batch, taken from the outbox under one
-/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. The
-/// write must finish within `write_wait`; the timer is armed only when the write cannot finish
-/// at once (the common case on a healthy connection costs no timer registration).
+/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. Each
+/// frame's write and the flush must each make progress within `write_wait` — a client that
+/// reads slowly through a large batch is not mistaken for one that does not read. A timer is
+/// armed only when a step cannot finish at once (the common case on a healthy connection
+/// costs no timer registration).
 async fn write_frames(
     config: &SocketConfig,
     session: &Session,
@@ -301,45 +303,49 @@ async fn write_frames(
     session
         .outbox()
         .take_batch(MAX_FRAMES_PER_FLUSH - 1, &mut batch);
-    let write = async {
-        let mut bytes = 0;
-        let mut fed = Ok(());
-        for frame in batch {
-            let len = frame.len();
-            let message = match format {
-                Format::Json => match Utf8Bytes::try_from(frame) {
-                    Ok(text) => Message::Text(text),
-                    Err(_) => {
-                        // The JSON encoder only produces UTF-8; never send a broken frame.
-                        tracing::error!(sid = %session.id(), "dropping a non-UTF-8 JSON frame");
-                        continue;
-                    }
-                },
-                Format::Protobuf => Message::Binary(frame),
-            };
-            if let Err(error) = sink.feed(message).await {
-                fed = Err(error);
-                break;
-            }
-            bytes += len;
+    let wait = config.write_wait;
+    let mut bytes = 0;
+    let mut written = Some(Ok(()));
+    for frame in batch {
+        let len = frame.len();
+        let message = match format {
+            Format::Json => match Utf8Bytes::try_from(frame) {
+                Ok(text) => Message::Text(text),
+                Err(_) => {
+                    // The JSON encoder only produces UTF-8; never send a broken frame.
+                    tracing::error!(sid = %session.id(), "dropping a non-UTF-8 JSON frame");
+                    continue;
+                }
+            },
+            Format::Protobuf => Message::Binary(frame),
+        };
+        written = within(wait, sink.feed(message)).await;
+        if !matches!(written, Some(Ok(()))) {
+            break;
         }
-        metrics::sent(bytes);
-        fed?;
-        sink.flush().await
-    };
-    let mut write = std::pin::pin!(write);
-    let first_poll = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
-    let written = match first_poll {
-        Poll::Ready(result) => Ok(result),
-        Poll::Pending => timeout(config.write_wait, write).await,
-    };
+        bytes += len;
+    }
+    metrics::sent(bytes);
+    if matches!(written, Some(Ok(()))) {
+        written = within(wait, sink.flush()).await;
+    }
     match written {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => {
+        Some(Ok(())) => Ok(()),
+        Some(Err(error)) => {
             tracing::debug!(sid = %session.id(), error = %error, "WebSocket write failed");
             Err(CloseReason::ConnectionError)
         }
-        Err(_) => Err(CloseReason::WriteTimeout),
+        None => Err(CloseReason::WriteTimeout),
+    }
+}
+
+/// Runs `step` to completion, or gives up after `wait`; the timer is registered only when the
+/// step cannot finish on its first poll.
+async fn within<T>(wait: Duration, step: impl Future<Output = T>) -> Option<T> {
+    let mut step = std::pin::pin!(step);
+    match std::future::poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => timeout(wait, step).await.ok(),
     }
 }
 

@@ -48,7 +48,7 @@ pub struct RawSocket {
     pub ping_period_ms: i64,
     /// Close a socket that sent nothing (not even a pong) for this long.
     pub pong_wait_ms: i64,
-    /// Close a socket whose write takes longer.
+    /// Close a socket when writing one frame (or flushing) takes longer.
     pub write_wait_ms: i64,
     /// How long to wait for the client's answer to a close frame.
     pub close_ack_wait_ms: i64,
