@@ -3,8 +3,8 @@
 //! session's outbox, sends pings and enforces the liveness deadlines.
 //!
 //! The split matters: a request that takes a while (an RPC) never stops events from being
-//! written, and a client that stops reading never stops the server from reading (it is closed
-//! when its bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`). The
+//! written, and a client that stops reading never holds up anyone else (it is closed when its
+//! bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`). The
 //! reader takes the next request only while the outbox has room ([`Outbox::writable`]): a
 //! burst of requests is read as fast as the client reads its answers, never answered by a
 //! close.
