@@ -11,7 +11,9 @@
 mod convert;
 mod matches;
 mod nakama;
+mod pattern;
 mod sandbox;
+mod strings;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -90,7 +92,8 @@ impl EngineFactory for LuaEngine {
     }
 }
 
-/// Raised by the budget hook; recognised when the call's error comes back.
+/// Raised by the budget hook and the bounded string functions; recognised when the call's
+/// error comes back.
 #[derive(Debug, thiserror::Error)]
 #[error("the call ran past its time budget")]
 struct BudgetExceeded;
@@ -160,11 +163,14 @@ impl LuaVm {
         )
         .map_err(|e| engine_error(format!("cannot install the budget hook: {e}")))?;
 
-        let over_deadline = deadline.clone();
-        let invoke = sandbox::apply(&lua, move || {
-            over_deadline.get().is_some_and(|at| Instant::now() >= at)
-        })
-        .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+        let over_deadline: strings::OverDeadline = {
+            let deadline = deadline.clone();
+            Rc::new(move || deadline.get().is_some_and(|at| Instant::now() >= at))
+        };
+        let invoke = sandbox::apply(&lua, over_deadline.clone())
+            .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+        strings::install(&lua, over_deadline, setup.limits.memory_limit_bytes)
+            .map_err(|e| engine_error(format!("cannot bind the string functions: {e}")))?;
 
         let env = lua
             .create_table()
@@ -205,8 +211,19 @@ impl LuaVm {
             invoke,
             strings,
         };
+        let library = vm
+            .lua
+            .globals()
+            .pairs::<Value, Value>()
+            .filter_map(|pair| match pair {
+                Ok((Value::String(name), _)) => Some(name.to_string_lossy()),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
         vm.load_modules(&setup.modules, setup.limits.load_timeout)
             .await?;
+        sandbox::freeze(&vm.lua, library)
+            .map_err(|e| engine_error(format!("cannot freeze the Lua library: {e}")))?;
         Ok(vm)
     }
 
