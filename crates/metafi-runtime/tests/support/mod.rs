@@ -96,6 +96,8 @@ pub struct Options {
     pub call_timeout: Duration,
     pub memory_limit_bytes: usize,
     pub natives: Vec<Arc<dyn NativeModule>>,
+    /// `runtime.watchdog_grace_ms`.
+    pub watchdog_grace: Duration,
 }
 
 impl Options {
@@ -108,6 +110,7 @@ impl Options {
             call_timeout: Duration::from_secs(5),
             memory_limit_bytes: 32 << 20,
             natives: Vec::new(),
+            watchdog_grace: metafi_runtime::DEFAULT_WATCHDOG_GRACE,
         }
     }
 }
@@ -150,7 +153,9 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
             },
         )]),
     };
-    let mut builder = RuntimeBuilder::new(config, services).engine(Arc::new(LuaEngine::new()));
+    let mut builder = RuntimeBuilder::new(config, services)
+        .engine(Arc::new(LuaEngine::new()))
+        .watchdog_grace(options.watchdog_grace);
     for native in options.natives {
         builder = builder.native(native);
     }
