@@ -109,7 +109,7 @@ impl<'a> Matcher<'a> {
 
     fn tick(&mut self) -> Result<(), PatternError> {
         self.steps = self.steps.wrapping_add(1);
-        if self.steps % CHECK_EVERY == 0 && (self.over)() {
+        if self.steps.is_multiple_of(CHECK_EVERY) && (self.over)() {
             return Err(PatternError::Budget);
         }
         Ok(())
