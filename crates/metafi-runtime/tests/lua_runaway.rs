@@ -160,6 +160,22 @@ async fn long_but_bounded_work_fails_or_finishes_at_once_instead_of_wedging() {
         .await
         .unwrap_err();
     assert!(e.client_message().contains("pattern too complex"), "{e:?}");
+    // C functions whose work is bounded by the memory cap or a fixed limit fail at once.
+    let e = eval(&h, r#"return #string.rep("x", 1e9)"#)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let e = eval(
+        &h,
+        r#"local t = {} for i = 1, 200 do t[i] = string.rep("y", 1e6) end return #table.concat(t)"#,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let e = eval(&h, "return select('#', unpack({}, 1, 1e8))")
+        .await
+        .unwrap_err();
+    assert!(e.client_message().contains("too many results"), "{e:?}");
     // No finalisers on userdata: newproxy is gone.
     assert_eq!(eval(&h, "return type(newproxy)").await.unwrap(), "nil");
 }
