@@ -20,6 +20,7 @@
 //! `loaders`), the `nakama` module, the string metatable and every global that existed before
 //! the modules loaded (the library functions) are read-only; writing to them raises
 //! "cannot set '…': read-only". Globals the modules created stay writable, as in Nakama.
+//! `setfenv(0, …)` (the running coroutine's globals, and coroutines are reused) is refused.
 
 use mlua::{Function, Lua, Table, Value};
 
@@ -204,6 +205,18 @@ if string_mt then string_mt.__metatable = raw_setmetatable({}, {
   __newindex = function(_, k) refuse("string metatable.", k) end,
   __metatable = false,
 }) end
+
+-- setfenv(0, t) would change the globals of the (pooled, reused) coroutine for later calls.
+local raw_setfenv = setfenv
+setfenv = function(f, t)
+  if f == 0 then
+    error("setfenv(0, ...) is not allowed: it would change the globals of later calls", 2)
+  end
+  -- A level counts from the caller, one frame further away than this wrapper.
+  if type(f) == "number" and f > 0 then f = f + 1 end
+  local result = raw_setfenv(f, t)
+  return result
+end
 
 local globals = {}
 rawset = function(t, k, v)
