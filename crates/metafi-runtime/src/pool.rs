@@ -7,7 +7,7 @@
 //! (`crate::watchdog`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, oneshot, watch};
@@ -61,7 +61,7 @@ struct Worker {
     load: Arc<AtomicUsize>,
     /// The thread serving this slot; replaced when it wedges.
     current: parking_lot::Mutex<Arc<ThreadWatch>>,
-    /// Bumped each time the thread is replaced: callers of calls the wedged thread had started
+    /// Bumped each time the thread is replaced: callers of calls the wedged thread had taken
     /// stop waiting for them.
     replaced: watch::Sender<u64>,
     /// Resolved by the current thread when it has finished its calls and dropped its VM.
@@ -73,8 +73,9 @@ struct Job {
     ctx: Arc<CallContext>,
     payload: String,
     reply: oneshot::Sender<Result<String, ScriptError>>,
-    /// Set when a VM thread starts running the call.
-    started: Arc<AtomicBool>,
+    /// 0 while queued; once a VM thread takes the call, that thread's generation plus one
+    /// (see `Worker::replaced`).
+    taken: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for VmPool {
@@ -162,7 +163,7 @@ impl VmPool {
                 Some(_) => {}
             }
         }
-        tokio::spawn(watchdog(inner.clone()));
+        tokio::spawn(watchdog(Arc::downgrade(&inner)));
         Ok(VmPool {
             registrations: first.unwrap_or_default(),
             ..pool
@@ -187,13 +188,13 @@ impl VmPool {
         let engine = self.inner.engine;
         let workers = &self.inner.workers;
         let (reply, mut answer) = oneshot::channel();
-        let started = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(AtomicU64::new(0));
         let mut job = Job {
             id,
             ctx,
             payload,
             reply,
-            started: started.clone(),
+            taken: taken.clone(),
         };
         // Snapshot the loads first: they change while we sort, and a sort whose keys change
         // under it panics ("comparison function does not correctly implement a total order").
@@ -214,14 +215,18 @@ impl VmPool {
                         .increment(1.0);
                     let result = loop {
                         tokio::select! {
+                            biased;
                             result = &mut answer => break result.map_err(|_| DispatchError::Stopped),
                             changed = replaced.changed() => {
                                 if changed.is_err() {
                                     break Err(DispatchError::Stopped);
                                 }
-                                // The VM was wedged and replaced: a call it had started is
-                                // lost with it; one still queued is served by the new VM.
-                                if started.load(Ordering::Acquire) {
+                                // The VM was wedged and replaced: a call a replaced thread had
+                                // taken is lost with it; one still queued, or taken by the
+                                // replacement, is answered by the new VM.
+                                let generation = *replaced.borrow_and_update();
+                                let by = taken.load(Ordering::Acquire);
+                                if by != 0 && by - 1 < generation {
                                     break Ok(Err(ScriptError::Timeout));
                                 }
                             }
@@ -279,6 +284,7 @@ impl PoolInner {
         let (ready_tx, ready_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
         let watch = worker.current.lock().clone();
+        let generation = *worker.replaced.borrow();
         let thread = VmThread {
             factory: self.factory.clone(),
             setup: VmSetup {
@@ -288,6 +294,7 @@ impl PoolInner {
             max_calls: self.max_calls,
             queue: worker.queue.clone(),
             watch,
+            generation,
             stop: self.stop.subscribe(),
             ready: ready_tx,
             done: done_tx,
@@ -349,16 +356,25 @@ impl PoolInner {
 }
 
 /// Replaces VM threads that stay busy past a call's deadline plus the grace, until the pool
-/// stops.
-async fn watchdog(inner: Arc<PoolInner>) {
+/// stops or is dropped.
+async fn watchdog(pool: std::sync::Weak<PoolInner>) {
+    let Some(inner) = pool.upgrade() else {
+        return;
+    };
     let mut stop = inner.stop.subscribe();
     let period =
         (inner.watchdog_grace / 4).clamp(Duration::from_millis(10), Duration::from_millis(250));
+    drop(inner);
     loop {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
             _ = tokio::time::sleep(period) => {}
         }
+        // Held weakly between checks, so a pool dropped without `shutdown` still ends its
+        // threads (they stop when the pool's stop sender goes away).
+        let Some(inner) = pool.upgrade() else {
+            return;
+        };
         let now = Instant::now();
         for index in 0..inner.workers.len() {
             let overdue = inner.workers[index]
@@ -385,6 +401,8 @@ struct VmThread {
     max_calls: usize,
     queue: Arc<JobQueue<Job>>,
     watch: Arc<ThreadWatch>,
+    /// Which thread of its slot this is (0 for the first, then one more per replacement).
+    generation: u64,
     stop: watch::Receiver<bool>,
     ready: oneshot::Sender<Result<Registrations, LoadError>>,
     done: oneshot::Sender<()>,
@@ -421,6 +439,7 @@ impl VmThread {
             max_calls,
             queue,
             watch,
+            generation,
             mut stop,
             ready,
             done,
@@ -453,6 +472,9 @@ impl VmThread {
                 queue.push_front(job);
                 break;
             }
+            // From here the call lives and dies with this thread: if it wedges, its caller is
+            // answered by the pool.
+            job.taken.store(generation + 1, Ordering::Release);
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 break;
             };
@@ -464,7 +486,6 @@ impl VmThread {
             let vm = vm.clone();
             let watch = watch.clone();
             tokio::task::spawn_local(async move {
-                job.started.store(true, Ordering::Release);
                 let deadline = Instant::now() + timeout;
                 let call = RpcCall {
                     id: job.id,
