@@ -23,12 +23,15 @@ use support::{Harness, Options, build};
 #[derive(Debug, Default)]
 struct WedgingEngine {
     release: Arc<AtomicBool>,
+    /// Set when a `wedge` call has begun blocking its thread.
+    wedged: Arc<AtomicBool>,
     /// VMs created so far (the first ones and the replacements).
     created: Arc<AtomicUsize>,
 }
 
 struct WedgingVm {
     release: Arc<AtomicBool>,
+    wedged: Arc<AtomicBool>,
 }
 
 impl EngineFactory for WedgingEngine {
@@ -43,7 +46,8 @@ impl EngineFactory for WedgingEngine {
     fn create_vm(&self, _setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {
         self.created.fetch_add(1, Ordering::SeqCst);
         let release = self.release.clone();
-        Box::pin(async move { Ok(Rc::new(WedgingVm { release }) as Rc<dyn EngineVm>) })
+        let wedged = self.wedged.clone();
+        Box::pin(async move { Ok(Rc::new(WedgingVm { release, wedged }) as Rc<dyn EngineVm>) })
     }
 }
 
@@ -64,6 +68,7 @@ impl EngineVm for WedgingVm {
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
         Box::pin(async move {
             if &*call.id == "wedge" {
+                self.wedged.store(true, Ordering::SeqCst);
                 while !self.release.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -104,7 +109,13 @@ async fn a_vm_wedged_in_native_code_fails_its_call_with_code_4_and_is_replaced()
         tokio::spawn(async move { guarded(h.call("wedge", "")).await })
     };
     // Queued behind the wedged call on the only VM: the replacement serves it.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !engine.wedged.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the wedge call never started");
     let queued = {
         let h = h.clone();
         tokio::spawn(async move { guarded(h.call("ok", "")).await })
