@@ -118,9 +118,10 @@ return {{
 }
 
 /// Runaway match loops, by module name: a pathological pattern (LuaJIT's matcher is C code the
-/// budget hook never interrupts) and a loop in an xpcall message handler (run with the hook
-/// off after the budget error).
-const RUNAWAYS: [(&str, &str); 2] = [
+/// budget hook never interrupts), a loop in an xpcall message handler (run with the hook off
+/// after the budget error), a pcall loop swallowing the budget error, a coroutine, a metamethod
+/// and a gsub replacement function.
+const RUNAWAYS: [(&str, &str); 6] = [
     (
         "runaway_pattern",
         r#"string.rep("a", 30000):find(".-.-.-.-.-.-b")"#,
@@ -128,6 +129,22 @@ const RUNAWAYS: [(&str, &str); 2] = [
     (
         "runaway_xpcall",
         "xpcall(function() while true do end end, function() while true do end end)",
+    ),
+    (
+        "runaway_pcall",
+        "while true do pcall(function() while true do end end) end",
+    ),
+    (
+        "runaway_coroutine",
+        "coroutine.resume(coroutine.create(function() while true do end end))",
+    ),
+    (
+        "runaway_index",
+        "local t = setmetatable({}, { __index = function() while true do end end }) local _ = t.x",
+    ),
+    (
+        "runaway_gsub",
+        r#"("abc"):gsub(".", function() while true do end end)"#,
     ),
 ];
 
@@ -433,45 +450,45 @@ async fn a_crashing_handler_ends_its_match_only() {
 #[tokio::test]
 async fn a_lua_match_loop_that_runs_away_ends_its_match_while_another_on_its_thread_keeps_ticking()
 {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = modules(dir.path());
+    // One executor thread and one Lua state for its matches: every runaway shares both with the
+    // healthy match.
+    let s = TestServer::start_in(dir.path(), |raw| {
+        raw.matches.vm_per_match = false;
+        raw.runtime.path = modules.display().to_string();
+        raw.runtime.lua_vms = 1;
+        raw.matches.executor_threads = 1;
+        raw.shutdown.grace_period_sec = 1;
+    })
+    .await;
+    let http = Http::new(&s.base);
+    let (_, mut a) = player(&s, &http, "").await;
+    let healthy = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
+    let mut runaways = Vec::new();
     for (module, _) in RUNAWAYS {
-        let dir = tempfile::tempdir().unwrap();
-        let modules = modules(dir.path());
-        // One executor thread and one Lua state for its matches: the runaway shares both with
-        // the healthy match.
-        let s = TestServer::start_in(dir.path(), |raw| {
-            raw.matches.vm_per_match = false;
-            raw.runtime.path = modules.display().to_string();
-            raw.runtime.lua_vms = 1;
-            raw.matches.executor_threads = 1;
-            raw.shutdown.grace_period_sec = 1;
-        })
-        .await;
-        let http = Http::new(&s.base);
-        let (_, mut a) = player(&s, &http, "").await;
-        let healthy = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
-        let runaway =
-            match_id(&rpc(&mut a, "create", &format!(r#"{{"module":"{module}"}}"#)).await);
-        // Ended at its budget (match.handler_budget_ms); the hang guard is far above it.
+        let answer = rpc(&mut a, "create", &format!(r#"{{"module":"{module}"}}"#)).await;
+        runaways.push((module, match_id(&answer)));
+    }
+    // Each is ended at its budget (match.handler_budget_ms); the hang guard is far above it.
+    for (module, id) in &runaways {
         let ended = tokio::time::timeout(Duration::from_secs(30), async {
-            while rpc(&mut a, "state", &runaway).await != "gone" {
+            while rpc(&mut a, "state", id).await != "gone" {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
         .await;
         assert!(ended.is_ok(), "{module}: the runaway match never ended");
-        let before: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        // The other match keeps its 20 ticks per second (loose bounds: a shared, noisy box).
-        let after: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
-        assert!(
-            (14..=40).contains(&(after - before)),
-            "{module}: {before} -> {after}"
-        );
-        drop(a);
-        tokio::time::timeout(Duration::from_secs(30), s.stop())
-            .await
-            .unwrap_or_else(|_| panic!("{module}: shutdown hung"));
     }
+    let before: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The other match keeps its 20 ticks per second (loose bounds: a shared, noisy box).
+    let after: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    assert!((14..=40).contains(&(after - before)), "{before} -> {after}");
+    drop(a);
+    tokio::time::timeout(Duration::from_secs(30), s.stop())
+        .await
+        .expect("shutdown hung");
 }
 
 #[tokio::test]
