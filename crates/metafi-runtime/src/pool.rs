@@ -342,17 +342,24 @@ impl PoolInner {
                                 _ => "the thread stopped".to_owned(),
                             };
                             tracing::error!(engine, vm = index, %error, "the replacement script VM failed to start; its slot refuses calls");
-                            drop(queue.close());
+                            refuse_queued(engine, &queue);
                         }
                     }
                 });
             }
             Err(e) => {
                 tracing::error!(engine, vm = index, error = %e, "cannot start a replacement script VM; its slot refuses calls");
-                drop(worker.queue.close());
+                refuse_queued(engine, &worker.queue);
             }
         }
     }
+}
+
+/// Closes a slot whose VM could not be replaced: its queued calls are refused (their callers
+/// get "stopped") and new calls go to the other VMs.
+fn refuse_queued(engine: &'static str, queue: &JobQueue<Job>) {
+    let refused = queue.close().len();
+    metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine).decrement(refused as f64);
 }
 
 /// Replaces VM threads that stay busy past a call's deadline plus the grace, until the pool
