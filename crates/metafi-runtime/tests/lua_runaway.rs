@@ -97,6 +97,10 @@ const RUNAWAYS: &[(&str, &str)] = &[
     ),
     ("loaded code", r#"return loadstring("while true do end")()"#),
     (
+        "loop of long nk calls",
+        r#"local nk = require("nakama") local t = {} for i = 1, 100000 do t[i] = i end while true do nk.json_encode(t) end"#,
+    ),
+    (
         "huge loaded code",
         r#"local f = assert(loadstring(string.rep("x = 1 ", 200000))) while true do f() end"#,
     ),
@@ -178,6 +182,28 @@ async fn long_but_bounded_work_fails_or_finishes_at_once_instead_of_wedging() {
     assert!(e.client_message().contains("too many results"), "{e:?}");
     // No finalisers on userdata: newproxy is gone.
     assert_eq!(eval(&h, "return type(newproxy)").await.unwrap(), "nil");
+}
+
+/// A loop of C functions that each run for milliseconds reaches the budget hook only every
+/// 10,000 instructions, seconds past the deadline: the pool's watchdog ends the call at
+/// deadline + `runtime.watchdog_grace_ms` with code 4 and replaces the VM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_of_long_c_calls_ends_with_code_4_by_the_watchdog_and_a_new_vm_serves_the_next_call()
+{
+    let mut options = Options::new(fixture("runaway"));
+    options.vms = 1;
+    options.call_timeout = Duration::from_millis(200);
+    options.watchdog_grace = Duration::from_millis(300);
+    options.memory_limit_bytes = 64 << 20;
+    let h = build(options).await.unwrap();
+    for code in [
+        r#"local s = string.rep("x", 8e6) while true do local u = s:upper() end"#,
+        "local t = {} for i = 1, 2e5 do t[i] = (i * 7919) % 100003 end while true do table.sort(t) end",
+    ] {
+        let e = eval(&h, code).await.unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{code}: {e:?}");
+        assert_eq!(eval(&h, "return 'ok'").await.unwrap(), "ok", "after {code}");
+    }
 }
 
 /// Attempts to change what every later call on the VM sees.

@@ -116,6 +116,19 @@ pub(crate) struct VmShared {
     pub(crate) modules_by_path: HashMap<String, String>,
 }
 
+/// Whether the running call is past its deadline (mlua app data), for the Rust functions a
+/// script calls: the budget hook only runs between VM instructions, so a loop of long native
+/// calls would otherwise reach it only every [`HOOK_INSTRUCTIONS`] instructions.
+pub(crate) struct DeadlineCheck(strings::OverDeadline);
+
+/// Raises the budget error if the running call is past its deadline.
+pub(crate) fn check_deadline(lua: &Lua) -> mlua::Result<()> {
+    match lua.app_data_ref::<DeadlineCheck>() {
+        Some(check) if (check.0)() => Err(mlua::Error::external(BudgetExceeded)),
+        _ => Ok(()),
+    }
+}
+
 /// One Lua state with every module loaded.
 pub struct LuaVm {
     lua: Lua,
@@ -169,6 +182,7 @@ impl LuaVm {
         };
         let invoke = sandbox::apply(&lua, over_deadline.clone())
             .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+        lua.set_app_data(DeadlineCheck(over_deadline.clone()));
         strings::install(&lua, over_deadline, setup.limits.memory_limit_bytes)
             .map_err(|e| engine_error(format!("cannot bind the string functions: {e}")))?;
 
