@@ -23,6 +23,7 @@ mod block;
 pub mod context;
 pub mod error;
 pub mod host;
+mod job_queue;
 pub mod lua;
 pub mod match_host;
 pub mod matches;
@@ -31,6 +32,7 @@ pub mod native;
 pub mod nk;
 mod pool;
 mod runtime;
+mod watchdog;
 
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
@@ -45,3 +47,4 @@ pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, Native
 pub use nk::{LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
+pub use watchdog::DEFAULT_WATCHDOG_GRACE;

@@ -64,6 +64,7 @@ pub struct RuntimeBuilder {
     services: RuntimeServices,
     natives: Vec<Arc<dyn NativeModule>>,
     engines: Vec<Arc<dyn EngineFactory>>,
+    watchdog_grace: Duration,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -89,7 +90,15 @@ impl RuntimeBuilder {
             services,
             natives: Vec::new(),
             engines: Vec::new(),
+            watchdog_grace: crate::DEFAULT_WATCHDOG_GRACE,
         }
+    }
+
+    /// How long a call may keep its VM thread busy past its deadline before the VM is declared
+    /// wedged and replaced (`runtime.watchdog_grace_ms`; see `crate::watchdog`).
+    pub fn watchdog_grace(mut self, grace: Duration) -> RuntimeBuilder {
+        self.watchdog_grace = grace;
+        self
     }
 
     /// Adds a native module (compiled into the binary).
@@ -170,7 +179,9 @@ impl RuntimeBuilder {
                 .copied()
                 .unwrap_or_else(RuntimeConfig::default_pool);
             let match_setup = setup.clone();
-            let pool = match VmPool::start(engine.clone(), setup, pool_config).await {
+            let pool = match VmPool::start(engine.clone(), setup, pool_config, self.watchdog_grace)
+                .await
+            {
                 Ok(pool) => Arc::new(pool),
                 Err(e) => {
                     for pool in &pools {

@@ -48,6 +48,9 @@ pub struct Config {
     pub socket: SocketConfig,
     /// Script host: module directory, budgets, VM pools.
     pub runtime: RuntimeConfig,
+    /// `runtime.watchdog_grace_ms`: how long past its deadline a call may keep its VM busy
+    /// before the VM is replaced.
+    pub runtime_watchdog_grace: Duration,
     /// Authoritative matches: queues, executor threads, budgets (`[match]`).
     pub matches: metafi_match::MatchConfig,
     /// The matchmaker (`[matchmaker]`).
@@ -186,6 +189,12 @@ impl TryFrom<RawConfig> for Config {
             raw.runtime.memory_limit_mb,
             4,
             65_536,
+        );
+        let watchdog_grace = range(
+            "runtime.watchdog_grace_ms",
+            raw.runtime.watchdog_grace_ms,
+            10,
+            600_000,
         );
         let lua_vms = range("runtime.lua_vms", raw.runtime.lua_vms, 0, 1024);
         let lua_calls = range(
@@ -337,6 +346,7 @@ impl TryFrom<RawConfig> for Config {
             matchmaker,
             match_vms,
             quic,
+            runtime_watchdog_grace: Duration::from_millis(watchdog_grace as u64),
             runtime: RuntimeConfig {
                 path: module_path,
                 node: raw.name.clone(),

@@ -125,6 +125,9 @@ pub struct RawRuntime {
     pub load_timeout_ms: i64,
     /// Memory cap of one script VM, MiB.
     pub memory_limit_mb: i64,
+    /// How long a call may keep its script VM busy past its deadline before the VM is declared
+    /// wedged and replaced, milliseconds.
+    pub watchdog_grace_ms: i64,
     /// Lua VM threads; 0 means one per CPU core.
     pub lua_vms: i64,
     /// Calls in flight on one Lua VM (interleaved while they await IO).
@@ -253,6 +256,7 @@ impl Default for RawRuntime {
             call_timeout_ms: 5_000,
             load_timeout_ms: 30_000,
             memory_limit_mb: 64,
+            watchdog_grace_ms: 1_000,
             lua_vms: 0,
             lua_max_calls_per_vm: 64,
             lua_queue_capacity: 1_024,
