@@ -33,7 +33,7 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use crate::convert::{self, arg, is_nullish};
-use crate::vm::{self, JsVm, Registration, Shared};
+use crate::vm::{self, JsVm, Registration, Settled, Shared};
 use crate::{initializer, logger};
 
 /// Whether a JS module registered match handler `name`.
@@ -261,43 +261,37 @@ impl JsMatch {
                 function.call((Rest(args),))
             })();
             vm::run_jobs(&js, &budget);
-            match result {
-                Ok(value) => {
-                    if budget.expired() {
+            let value = match result {
+                Ok(_) if budget.expired() => return Err(HandlerError::Timeout),
+                Ok(value) => match vm::settled(&js, &shared, value) {
+                    Settled::Value(value) => value,
+                    Settled::Failed(e) => return Err(handler_error(callback, e)),
+                    // A tick cannot wait: the promise could only settle in a later callback.
+                    Settled::Pending => {
+                        tracing::warn!(
+                            engine = "js",
+                            callback = FUNCTIONS[callback as usize],
+                            "match handler returned a Promise that never settles; treated as running past its budget"
+                        );
                         return Err(HandlerError::Timeout);
                     }
-                    let object = if value.is_null() || value.is_undefined() {
-                        None
-                    } else {
-                        match value.as_object() {
-                            Some(o) if !value.is_array() => Some(o.clone()),
-                            _ => {
-                                return Err(HandlerError::invalid(format!(
-                                    "{} is expected to return an object with a 'state' property",
-                                    FUNCTIONS[callback as usize]
-                                )));
-                            }
-                        }
-                    };
-                    read(&js, object, &mut handles.state)
+                },
+                Err(e) => return Err(handler_error(callback, vm::classify(&js, &shared, e))),
+            };
+            let object = if value.is_null() || value.is_undefined() {
+                None
+            } else {
+                match value.as_object() {
+                    Some(o) if !value.is_array() => Some(o.clone()),
+                    _ => {
+                        return Err(HandlerError::invalid(format!(
+                            "{} is expected to return an object with a 'state' property",
+                            FUNCTIONS[callback as usize]
+                        )));
+                    }
                 }
-                Err(e) => Err(match vm::classify(&js, &shared, e) {
-                    ScriptError::Timeout => HandlerError::Timeout,
-                    ScriptError::OutOfMemory => HandlerError::OutOfMemory,
-                    ScriptError::Failed { detail, .. } => HandlerError::failed(format!(
-                        "error in {}: {detail}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                    ScriptError::Raised { message, .. } => HandlerError::failed(format!(
-                        "error in {}: {message}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                    other => HandlerError::failed(format!(
-                        "error in {}: {other:?}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                }),
-            }
+            };
+            read(&js, object, &mut handles.state)
         });
         budget.stop();
         outcome
@@ -360,6 +354,22 @@ impl JsMatch {
         }
         *slot = Some(Persistent::save(js, state));
         Ok(Flow::Continue)
+    }
+}
+
+/// A failed callback as the match engine's error.
+fn handler_error(callback: Callback, error: ScriptError) -> HandlerError {
+    let name = FUNCTIONS[callback as usize];
+    match error {
+        ScriptError::Timeout => HandlerError::Timeout,
+        ScriptError::OutOfMemory => HandlerError::OutOfMemory,
+        ScriptError::Failed { detail, .. } => {
+            HandlerError::failed(format!("error in {name}: {detail}"))
+        }
+        ScriptError::Raised { message, .. } => {
+            HandlerError::failed(format!("error in {name}: {message}"))
+        }
+        other => HandlerError::failed(format!("error in {name}: {other:?}")),
     }
 }
 
@@ -903,7 +913,7 @@ pub(crate) fn register_matchmaker_matched<'js>(
         .and_then(|f| f.as_function())
         .ok_or_else(|| Exception::throw_type(js, "expects a function"))?;
     let wrap: Function<'js> = js.eval(
-        "(function (fn) { return function (ctx, logger, nk, payload) { var entries = JSON.parse(payload).map(function (e) { var m = { presence: { userId: e.presence.user_id, sessionId: e.presence.session_id, username: e.presence.username, node: e.presence.node }, properties: e.properties }; if (e.party_id) { m.partyId = e.party_id; } return m; }); var id = fn(ctx, logger, nk, entries); return id == null ? '' : String(id); }; })",
+        "(function (fn) { return function (ctx, logger, nk, payload) { var entries = JSON.parse(payload).map(function (e) { var m = { presence: { userId: e.presence.user_id, sessionId: e.presence.session_id, username: e.presence.username, node: e.presence.node }, properties: e.properties }; if (e.party_id) { m.partyId = e.party_id; } return m; }); var text = function (id) { return id == null ? '' : String(id); }; var id = fn(ctx, logger, nk, entries); return id instanceof Promise ? id.then(text) : text(id); }; })",
     )?;
     let wrapper: Function<'js> = wrap.call((function.clone(),))?;
     shared.rpcs.borrow_mut().insert(

@@ -187,12 +187,12 @@ impl JsVm {
         &self.context
     }
 
-    fn run(&self, call: &RpcCall) -> Result<String, ScriptError> {
+    fn run(&self, call: &RpcCall) -> Outcome {
         let Some(rpc) = self.shared.rpcs.borrow().get(&*call.id).cloned() else {
-            return Err(ScriptError::Failed {
+            return Outcome::Done(Err(ScriptError::Failed {
                 message: "RPC function not found".into(),
                 detail: format!("RPC '{}' is not registered on this VM", call.id),
-            });
+            }));
         };
         let budget = &self.shared.budget;
         budget.start(call.deadline);
@@ -201,12 +201,22 @@ impl JsVm {
             run_jobs(&ctx, budget);
             match result {
                 Ok(value) => settle(&ctx, &self.shared, value),
-                Err(e) => Err(classify(&ctx, &self.shared, e)),
+                Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
             }
         });
         budget.stop();
         outcome
     }
+}
+
+/// How a call left the VM.
+enum Outcome {
+    Done(Result<String, ScriptError>),
+    /// The function returned a promise that is still pending although the job queue ran dry:
+    /// the call is not done, and nothing in the VM can finish it (`nk` is synchronous and
+    /// there are no timers), so it runs until its deadline like any other call that does not
+    /// end.
+    Pending,
 }
 
 impl EngineVm for JsVm {
@@ -236,9 +246,23 @@ impl EngineVm for JsVm {
     }
 
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
-        // The call runs to completion in one poll: `nk` functions block this VM thread (see
-        // `io.rs`), so there is nothing to interleave.
-        Box::pin(async move { self.run(&call) })
+        // The call runs in one poll: `nk` functions block this VM thread (see `io.rs`), so
+        // there is nothing to interleave. A promise left pending waits out the budget without
+        // using the CPU; the host's deadline ends the wait.
+        Box::pin(async move {
+            match self.run(&call) {
+                Outcome::Done(result) => result,
+                Outcome::Pending => {
+                    tracing::warn!(
+                        engine = "js",
+                        rpc = %call.id,
+                        "RPC function returned a Promise that never settles (nothing left to run could settle it); the call ends at its time budget"
+                    );
+                    tokio::time::sleep_until(call.deadline.into()).await;
+                    Err(ScriptError::Timeout)
+                }
+            }
+        })
     }
 }
 
@@ -338,9 +362,18 @@ fn load_module<'js>(
     let result: Value<'js> = init.call((init_ctx, logger, nk, initializer))?;
     if let Some(promise) = result.as_promise() {
         run_jobs(ctx, &shared.budget);
-        // A rejected InitModule fails the load like a throwing one.
-        if let Some(Err(e)) = promise.result::<Value<'js>>() {
-            return Err(e);
+        // A rejected InitModule fails the load like a throwing one; one that can never settle
+        // would leave the module half initialised.
+        match promise.result::<Value<'js>>() {
+            Some(Err(e)) => return Err(e),
+            Some(Ok(_)) => {}
+            None if shared.budget.expired() => {}
+            None => {
+                return Err(Exception::throw_message(
+                    ctx,
+                    "InitModule returned a Promise that never settles (nothing left to run could settle it)",
+                ));
+            }
         }
     }
     Ok(())
@@ -383,23 +416,40 @@ pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
 }
 
 /// The outcome of a call whose function returned `value` (after its jobs ran).
-fn settle<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Result<String, ScriptError> {
+fn settle<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Outcome {
     if shared.budget.expired() {
-        return Err(ScriptError::Timeout);
+        return Outcome::Done(Err(ScriptError::Timeout));
     }
-    let value = match value.as_promise() {
-        Some(promise) => match promise.result::<Value<'js>>() {
-            Some(Ok(value)) => value,
-            Some(Err(e)) => return Err(classify(ctx, shared, e)),
-            None => {
-                return Err(ScriptError::Failed {
-                    message: "RPC function returned a Promise that never settled.".into(),
-                    detail: "the promise was still pending after every queued job ran; nk functions are synchronous and there are no timers, so nothing could settle it".into(),
-                });
-            }
-        },
-        None => value,
+    let value = match settled(ctx, shared, value) {
+        Settled::Value(value) => value,
+        Settled::Failed(e) => return Outcome::Done(Err(e)),
+        Settled::Pending => return Outcome::Pending,
     };
+    Outcome::Done(result_string(value))
+}
+
+/// A callback's return value with a promise unwrapped (after the job queue ran dry).
+pub(crate) enum Settled<'js> {
+    Value(Value<'js>),
+    Failed(ScriptError),
+    /// A promise still pending: nothing left in the VM can settle it.
+    Pending,
+}
+
+/// Unwraps a returned promise: its value, its rejection as the call's error, or `Pending`.
+pub(crate) fn settled<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Settled<'js> {
+    let Some(promise) = value.as_promise() else {
+        return Settled::Value(value);
+    };
+    match promise.result::<Value<'js>>() {
+        Some(Ok(value)) => Settled::Value(value),
+        Some(Err(e)) => Settled::Failed(classify(ctx, shared, e)),
+        None => Settled::Pending,
+    }
+}
+
+/// An RPC function's result: a string, or nothing (`""`).
+fn result_string(value: Value<'_>) -> Result<String, ScriptError> {
     if value.is_undefined() || value.is_null() {
         return Ok(String::new());
     }
