@@ -17,6 +17,7 @@ use metafi_proto::Code;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::host::{EngineFactory, VmLimits, VmSetup};
+use crate::log_limit::LogLimit;
 use crate::match_host::{
     EngineMatches, MATCHMAKER_MATCHED_HOOK, MatchHandlers, NativeHook, PoolHook,
 };
@@ -64,6 +65,7 @@ pub struct RuntimeBuilder {
     services: RuntimeServices,
     natives: Vec<Arc<dyn NativeModule>>,
     engines: Vec<Arc<dyn EngineFactory>>,
+    log_limit: LogLimit,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -89,7 +91,14 @@ impl RuntimeBuilder {
             services,
             natives: Vec::new(),
             engines: Vec::new(),
+            log_limit: LogLimit::default(),
         }
+    }
+
+    /// The per-module log rate limit of every runtime's logger (default: [`LogLimit::default`]).
+    pub fn log_limit(mut self, limit: LogLimit) -> RuntimeBuilder {
+        self.log_limit = limit;
+        self
     }
 
     /// Adds a native module (compiled into the binary).
@@ -110,7 +119,7 @@ impl RuntimeBuilder {
         let config = self.config;
         let node: Arc<str> = Arc::from(config.node.as_str());
         let env = Arc::new(config.env.clone());
-        let nk = Nk::new(self.services, node.clone(), env.clone());
+        let nk = Nk::with_log_limit(self.services, node.clone(), env.clone(), self.log_limit);
         let mut routes: HashMap<String, Route> = HashMap::new();
         // Match handlers and the matchmaker hook (docs/MATCHES.md).
         let mut native_matches = Vec::new();
