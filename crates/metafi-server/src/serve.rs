@@ -301,6 +301,7 @@ async fn start_runtime(
         clock,
     };
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
+        .log_limit(config.script_log_limit)
         .native(Arc::new(metafi_examples_native::Examples))
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
         .engine(Arc::new(
