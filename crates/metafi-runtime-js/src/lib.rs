@@ -25,6 +25,7 @@
 mod budget;
 mod context;
 mod convert;
+mod freeze;
 mod initializer;
 mod io;
 mod logger;

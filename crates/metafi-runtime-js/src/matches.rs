@@ -183,12 +183,21 @@ fn build<'js>(
     match_ctx.set("node", &**shared.nk.node())?;
     match_ctx.set("version", env!("CARGO_PKG_VERSION"))?;
     // ArrayBuffer → Latin-1 string: reads binary data without unsafe code. Kept on the global
-    // object (not in a Rust closure) so it is freed with the context.
-    let bytes_of: Function<'js> = ctx.eval(
-        "(function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; })",
-    )?;
-    ctx.globals().set(BYTES_OF, bytes_of)?;
+    // object (not in a Rust closure) so it is freed with the context; defined once per VM,
+    // read-only, so no script can replace it for the other matches of a shared VM.
+    if !ctx.globals().contains_key(BYTES_OF)? {
+        let define: Function<'js> = ctx.eval(
+            "(function (name) { Object.defineProperty(globalThis, name, { value: function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; } }); })",
+        )?;
+        define.call::<_, ()>((BYTES_OF,))?;
+    }
     let dispatcher = dispatcher(ctx, recorder)?;
+    // Shared by every callback of the match: a callback cannot swap its functions.
+    let freeze: Function<'js> = ctx
+        .globals()
+        .get::<_, Object<'js>>("Object")?
+        .get("freeze")?;
+    freeze.call::<_, ()>((dispatcher.clone(),))?;
     Ok(Handles {
         functions,
         ctx: Persistent::save(ctx, match_ctx),

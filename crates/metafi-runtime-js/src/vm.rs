@@ -23,7 +23,7 @@ use tokio::runtime::Handle;
 
 use crate::budget::Budget;
 use crate::io::{self, WaitError};
-use crate::{context, convert, initializer, logger, nakama};
+use crate::{context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
 /// is a `RangeError` the script can catch, not a crash; VM threads have 2 MiB stacks, so this
@@ -169,10 +169,23 @@ impl JsVm {
             runtime,
         };
         vm.context.with(|ctx| {
+            let intrinsics = freeze::intrinsic_names(&ctx).map_err(|e| {
+                engine_error(format!("cannot list the intrinsics: {}", describe(&ctx, e)))
+            })?;
             install(&ctx, &vm.shared).map_err(|e| {
                 engine_error(format!("cannot bind the nk API: {}", describe(&ctx, e)))
             })?;
-            load_modules(&ctx, &vm.shared, &setup.modules, setup.limits.load_timeout)
+            load_modules(&ctx, &vm.shared, &setup.modules, setup.limits.load_timeout)?;
+            // Nothing a call does to the intrinsics or the shared objects outlives it.
+            let (nk, logger_proto, env) = cached(&ctx, &vm.shared).map_err(|e| {
+                engine_error(format!("cannot read the nk API: {}", describe(&ctx, e)))
+            })?;
+            freeze::freeze(&ctx, &intrinsics, vec![nk, logger_proto, env]).map_err(|e| {
+                engine_error(format!(
+                    "cannot freeze the intrinsics after InitModule: {}",
+                    describe(&ctx, e)
+                ))
+            })
         })?;
         vm.runtime.run_gc();
         Ok(vm)
