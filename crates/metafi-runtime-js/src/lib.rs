@@ -22,6 +22,7 @@
 //! Lua engine's internals (only `metafi_runtime`'s public engine interface).
 //! Key types: [`JsEngine`], [`JsVm`].
 
+mod array_bounds;
 mod budget;
 mod context;
 mod convert;

@@ -23,7 +23,7 @@ use tokio::runtime::Handle;
 
 use crate::budget::Budget;
 use crate::io::{self, WaitError};
-use crate::{context, convert, freeze, initializer, logger, nakama};
+use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
 /// is a `RangeError` the script can catch, not a crash; VM threads have 2 MiB stacks, so this
@@ -171,6 +171,12 @@ impl JsVm {
         vm.context.with(|ctx| {
             let intrinsics = freeze::intrinsic_names(&ctx).map_err(|e| {
                 engine_error(format!("cannot list the intrinsics: {}", describe(&ctx, e)))
+            })?;
+            array_bounds::install(&ctx, setup.limits.memory_limit_bytes).map_err(|e| {
+                engine_error(format!(
+                    "cannot bound the array built-ins: {}",
+                    describe(&ctx, e)
+                ))
             })?;
             install(&ctx, &vm.shared).map_err(|e| {
                 engine_error(format!("cannot bind the nk API: {}", describe(&ctx, e)))

@@ -24,9 +24,13 @@ async fn one_vm(budget: Duration) -> Harness {
 }
 
 async fn call(h: &Harness, id: &str) -> Result<String, CoreError> {
-    tokio::time::timeout(HANG_GUARD, h.call(id, ""))
+    call_with(h, id, "").await
+}
+
+async fn call_with(h: &Harness, id: &str, payload: &str) -> Result<String, CoreError> {
+    tokio::time::timeout(HANG_GUARD, h.call(id, payload))
         .await
-        .unwrap_or_else(|_| panic!("'{id}' did not end"))
+        .unwrap_or_else(|_| panic!("'{id}({payload})' did not end"))
 }
 
 /// Asserts code 4 with the runaway message, then that the same VM serves call `n`.
@@ -98,4 +102,55 @@ async fn huge_strings_and_json_end_at_the_memory_cap_with_code_8() {
             "after {id}"
         );
     }
+}
+
+/// QuickJS runs these built-ins as C loops over `length` that never poll the interrupt
+/// handler: on an array-like or sparse array of length 2^32 or 2^53 they held the VM thread
+/// for ever, past any budget. They are refused at once instead.
+#[tokio::test]
+async fn array_builtins_over_huge_lengths_are_refused_instead_of_looping_for_ever() {
+    let h = one_vm(Duration::from_millis(200)).await;
+    let mut n = 0;
+    for case in [
+        "reverse",
+        "copyWithin",
+        "sort",
+        "fill",
+        "join",
+        "sparseJoin",
+        "slice",
+        "splice",
+        "shift",
+        "unshift",
+        "flat",
+        "concat",
+        "toString",
+    ] {
+        match call_with(&h, "builtin_loop", case).await {
+            Err(CoreError::Status { code, message }) => {
+                assert_eq!(code, Code::Internal, "{case}: {message}");
+                assert!(
+                    message.contains("refused instead of looping over holes"),
+                    "{case}: {message}"
+                );
+            }
+            other => panic!("{case}: expected a RangeError, got {other:?}"),
+        }
+        n += 1;
+        assert_eq!(
+            call(&h, "count").await.unwrap(),
+            n.to_string(),
+            "after {case}"
+        );
+    }
+    // The built-ins that poll the interrupt end at the budget as loops do.
+    for case in ["indexOf", "lastIndexOf", "includes"] {
+        let result = call_with(&h, "builtin_loop", case).await;
+        assert_eq!(result.unwrap_err().code(), Code::DeadlineExceeded, "{case}");
+    }
+    // Real arrays are served by the same built-ins as before.
+    assert_eq!(
+        call_with(&h, "builtin_loop", "dense").await.unwrap(),
+        "1-2|999|123|123|1,2"
+    );
 }
