@@ -48,6 +48,9 @@ pub struct JsEngine {
     io: OnceLock<Result<io::IoRuntime, String>>,
     /// Where match handlers' VMs live (`matches.rs`).
     match_vms: metafi_runtime::MatchVms,
+    /// Leave the intrinsics writable after load (`runtime.js_read_only_globals = false`);
+    /// frozen by default (`freeze.rs`).
+    mutable_intrinsics: bool,
 }
 
 impl JsEngine {
@@ -58,6 +61,13 @@ impl JsEngine {
     /// Runs match handlers in their own VM each, or in one VM per executor thread.
     pub fn with_match_vms(mut self, vms: metafi_runtime::MatchVms) -> JsEngine {
         self.match_vms = vms;
+        self
+    }
+
+    /// Whether the intrinsics are frozen once the modules are loaded (`freeze.rs`; on by
+    /// default, as Nakama's `runtime.js_read_only_globals`).
+    pub fn with_read_only_globals(mut self, read_only: bool) -> JsEngine {
+        self.mutable_intrinsics = !read_only;
         self
     }
 
@@ -96,13 +106,14 @@ impl EngineFactory for JsEngine {
         let io = self
             .io()
             .map_err(|e| metafi_match::HandlerError::failed(e.to_string()))?;
-        matches::create(setup, io, name, self.match_vms)
+        matches::create(setup, io, name, self.match_vms, !self.mutable_intrinsics)
     }
 
     fn create_vm(&self, setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {
         let io = self.io();
+        let freeze = !self.mutable_intrinsics;
         Box::pin(async move {
-            let vm = JsVm::create(setup, io?)?;
+            let vm = JsVm::create(setup, io?, freeze)?;
             Ok(Rc::new(vm) as Rc<dyn EngineVm>)
         })
     }

@@ -117,11 +117,14 @@ pub(crate) fn create(
     io: Handle,
     name: &str,
     vms: MatchVms,
+    freeze: bool,
 ) -> Result<Box<dyn MatchHandler>, HandlerError> {
     let load = |setup: VmSetup| {
-        JsVm::create(setup, io.clone()).map(Rc::new).map_err(|e| {
-            HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
-        })
+        JsVm::create(setup, io.clone(), freeze)
+            .map(Rc::new)
+            .map_err(|e| {
+                HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
+            })
     };
     let vm = match vms {
         MatchVms::PerMatch => load(setup)?,

@@ -131,8 +131,9 @@ impl Drop for JsVm {
 }
 
 impl JsVm {
-    /// Builds the VM: sandboxed context, limits, `nk`, then every module and its `InitModule`.
-    pub(crate) fn create(setup: VmSetup, io: Handle) -> Result<JsVm, LoadError> {
+    /// Builds the VM: sandboxed context, limits, `nk`, then every module and its `InitModule`;
+    /// then, if `freeze`, freezes the intrinsics and the shared objects (`freeze.rs`).
+    pub(crate) fn create(setup: VmSetup, io: Handle, freeze: bool) -> Result<JsVm, LoadError> {
         let engine_error = |message: String| LoadError::Engine {
             engine: "js",
             message,
@@ -182,6 +183,9 @@ impl JsVm {
                 engine_error(format!("cannot bind the nk API: {}", describe(&ctx, e)))
             })?;
             load_modules(&ctx, &vm.shared, &setup.modules, setup.limits.load_timeout)?;
+            if !freeze {
+                return Ok(());
+            }
             // Nothing a call does to the intrinsics or the shared objects outlives it.
             let (nk, logger_proto, env) = cached(&ctx, &vm.shared).map_err(|e| {
                 engine_error(format!("cannot read the nk API: {}", describe(&ctx, e)))

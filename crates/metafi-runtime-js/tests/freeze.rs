@@ -63,3 +63,14 @@ async fn own_members_override_frozen_prototypes_and_module_state_stays_writable(
     }
     assert_clean(&h, "overrides").await;
 }
+
+#[tokio::test]
+async fn read_only_globals_off_leaves_the_intrinsics_writable_as_before() {
+    let mut options = Options::new(fixture("poison"));
+    options.vms = 1;
+    options.read_only_globals = false;
+    let h = build(options).await.unwrap();
+    h.call("poison", "").await.unwrap();
+    // The poisoning call replaced the global JSON itself: the next caller gets its fake.
+    assert_eq!(h.call("check", "").await.unwrap(), "poisoned");
+}
