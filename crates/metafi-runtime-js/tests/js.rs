@@ -651,3 +651,16 @@ async fn a_load_that_never_ends_is_stopped_by_the_load_budget() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test]
+async fn an_init_module_promise_that_never_settles_is_a_load_error() {
+    let error = build(Options::new(fixture("pending_init")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("init.js")
+            && error.contains("InitModule returned a Promise that never settles"),
+        "{error}"
+    );
+}
