@@ -32,6 +32,7 @@ mod io;
 mod logger;
 mod matches;
 mod nakama;
+mod rpc_vm;
 mod vm;
 
 use std::rc::Rc;
@@ -113,8 +114,9 @@ impl EngineFactory for JsEngine {
         let io = self.io();
         let freeze = !self.mutable_intrinsics;
         Box::pin(async move {
-            let vm = JsVm::create(setup, io?, freeze)?;
-            Ok(Rc::new(vm) as Rc<dyn EngineVm>)
+            let io = io?;
+            let vm = JsVm::create(setup.clone(), io.clone(), freeze)?;
+            Ok(Rc::new(rpc_vm::RpcVm::new(vm, setup, io, freeze)) as Rc<dyn EngineVm>)
         })
     }
 }

@@ -130,9 +130,12 @@ pub(crate) fn create(
         MatchVms::PerMatch => load(setup)?,
         MatchVms::PerThread => {
             let key = Arc::as_ptr(&setup.modules) as *const () as usize;
+            // A VM whose job queue a script flooded is left to the matches already on it; new
+            // matches get a fresh one.
             let existing = THREAD_VMS.with(|vms| {
-                vms.borrow()
-                    .iter()
+                let mut vms = vms.borrow_mut();
+                vms.retain(|(_, vm)| !vm.is_poisoned());
+                vms.iter()
                     .find(|(k, _)| *k == key)
                     .map(|(_, vm)| vm.clone())
             });
@@ -272,7 +275,12 @@ impl JsMatch {
                 let function = handles.functions[callback as usize].clone().restore(&js)?;
                 function.call((Rest(args),))
             })();
-            vm::run_jobs(&js, &budget);
+            // On a VM whose job queue another callback flooded (see `rpc_vm.rs`) the queue is
+            // left alone: running it would run that flood in this match's budget. Synchronous
+            // handlers are unaffected; a promise returned here then stays pending (a timeout).
+            if !self.vm.is_poisoned() {
+                vm::run_jobs(&js, &budget);
+            }
             let value = match result {
                 Ok(_) if budget.expired() => return Err(HandlerError::Timeout),
                 Ok(value) => match vm::settled(&js, &shared, value) {

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use metafi_core::CoreError;
 use metafi_runtime::{
-    EngineVm, LoadError, LocalFuture, ModuleSource, Nk, Registered, Registrations, RpcCall,
-    ScriptError, VmSetup, code_from_number,
+    LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError, VmSetup,
+    code_from_number,
 };
 use rquickjs::context::EvalOptions;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value};
@@ -210,40 +210,13 @@ impl JsVm {
         &self.context
     }
 
-    fn run(&self, call: &RpcCall) -> Outcome {
-        let Some(rpc) = self.shared.rpcs.borrow().get(&*call.id).cloned() else {
-            return Outcome::Done(Err(ScriptError::Failed {
-                message: "RPC function not found".into(),
-                detail: format!("RPC '{}' is not registered on this VM", call.id),
-            }));
-        };
-        let budget = &self.shared.budget;
-        budget.start(call.deadline);
-        let outcome = self.context.with(|ctx| {
-            let result = invoke(&ctx, &self.shared, &rpc, call);
-            run_jobs(&ctx, budget);
-            match result {
-                Ok(value) => settle(&ctx, &self.shared, value),
-                Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
-            }
-        });
-        budget.stop();
-        outcome
+    /// Whether a call left promise jobs in this VM's queue that nothing can drain: the
+    /// VM must be replaced (`rpc_vm.rs`; match VMs are evicted, `matches.rs`).
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.shared.budget.jobs_left()
     }
-}
 
-/// How a call left the VM.
-enum Outcome {
-    Done(Result<String, ScriptError>),
-    /// The function returned a promise that is still pending although the job queue ran dry:
-    /// the call is not done, and nothing in the VM can finish it (`nk` is synchronous and
-    /// there are no timers), so it runs until its deadline like any other call that does not
-    /// end.
-    Pending,
-}
-
-impl EngineVm for JsVm {
-    fn registrations(&self) -> Registrations {
+    pub(crate) fn registrations(&self) -> Registrations {
         let mut rpcs: Vec<Registered> = self
             .shared
             .rpcs
@@ -268,25 +241,36 @@ impl EngineVm for JsVm {
         Registrations { rpcs, matches }
     }
 
-    fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
-        // The call runs in one poll: `nk` functions block this VM thread (see `io.rs`), so
-        // there is nothing to interleave. A promise left pending waits out the budget without
-        // using the CPU; the host's deadline ends the wait.
-        Box::pin(async move {
-            match self.run(&call) {
-                Outcome::Done(result) => result,
-                Outcome::Pending => {
-                    tracing::warn!(
-                        engine = "js",
-                        rpc = %call.id,
-                        "RPC function returned a Promise that never settles (nothing left to run could settle it); the call ends at its time budget"
-                    );
-                    tokio::time::sleep_until(call.deadline.into()).await;
-                    Err(ScriptError::Timeout)
-                }
+    pub(crate) fn run(&self, call: &RpcCall) -> Outcome {
+        let Some(rpc) = self.shared.rpcs.borrow().get(&*call.id).cloned() else {
+            return Outcome::Done(Err(ScriptError::Failed {
+                message: "RPC function not found".into(),
+                detail: format!("RPC '{}' is not registered on this VM", call.id),
+            }));
+        };
+        let budget = &self.shared.budget;
+        budget.start(call.deadline);
+        let outcome = self.context.with(|ctx| {
+            let result = invoke(&ctx, &self.shared, &rpc, call);
+            run_jobs(&ctx, budget);
+            match result {
+                Ok(value) => settle(&ctx, &self.shared, value),
+                Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
             }
-        })
+        });
+        budget.stop();
+        outcome
     }
+}
+
+/// How a call left the VM.
+pub(crate) enum Outcome {
+    Done(Result<String, ScriptError>),
+    /// The function returned a promise that is still pending although the job queue ran dry:
+    /// the call is not done, and nothing in the VM can finish it (`nk` is synchronous and
+    /// there are no timers), so it runs until its deadline like any other call that does not
+    /// end.
+    Pending,
 }
 
 /// Builds the per-VM objects: `nk`, the logger prototype and `ctx.env`.
@@ -419,7 +403,8 @@ fn invoke<'js>(
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript
 /// host does after each task. Past the deadline each job is interrupted quickly; a script that
-/// keeps queueing jobs is abandoned after [`MAX_JOBS_PAST_DEADLINE`].
+/// keeps queueing jobs is abandoned after [`MAX_JOBS_PAST_DEADLINE`], and the jobs it left
+/// mark the VM for replacement ([`Budget::jobs_left`]): QuickJS has no way to empty the queue.
 pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
     let mut past_deadline = 0;
     while ctx.execute_pending_job() {
@@ -430,8 +415,9 @@ pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
                 tracing::warn!(
                     engine = "js",
                     jobs = past_deadline,
-                    "a script keeps queueing promise jobs past its deadline; leaving the rest for later calls"
+                    "a script keeps queueing promise jobs past its deadline; its VM will be replaced"
                 );
+                budget.leave_jobs();
                 return;
             }
         }

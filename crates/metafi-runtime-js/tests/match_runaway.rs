@@ -163,6 +163,9 @@ async fn runaway_match_loops_end_their_match_and_the_shared_vm_keeps_ticking_the
         "recursion",
         "microtasks",
         "never_settles",
+        // Leaves promise jobs no budget can drain: new matches get a fresh VM, the steady
+        // match keeps ticking on the old one without running that queue.
+        "job_bomb",
     ] {
         let before = arena.ticks(&steady).await.unwrap();
         let runaway = arena.create("runaway", kind).await;

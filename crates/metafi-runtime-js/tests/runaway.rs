@@ -154,3 +154,22 @@ async fn array_builtins_over_huge_lengths_are_refused_instead_of_looping_for_eve
         "1-2|999|123|123|1,2"
     );
 }
+
+/// Every job queues two more: the budget interrupts one job in thousands, so jobs were left in
+/// QuickJS's queue (which cannot be emptied) and every later call on the VM ran them and
+/// timed out. The VM is replaced instead: a fresh one, built from the same modules, serves the
+/// next call.
+#[tokio::test]
+async fn a_promise_job_flood_replaces_its_vm_and_the_next_calls_are_served() {
+    let h = one_vm(Duration::from_millis(200)).await;
+    assert_eq!(call(&h, "count").await.unwrap(), "1");
+    let result = call(&h, "job_bomb").await;
+    assert_eq!(result.unwrap_err().code(), Code::DeadlineExceeded);
+    for n in 1..=3 {
+        assert_eq!(
+            call(&h, "count").await.unwrap(),
+            n.to_string(),
+            "a fresh VM (module state starts over) serves every later call"
+        );
+    }
+}
