@@ -11,8 +11,12 @@
 //!   `JSON` is QuickJS's own.
 //!
 //! Budgets: every call runs under its deadline (QuickJS interrupt handler; an `nk` call that
-//! waits past it is cancelled) and every VM under `runtime.memory_limit_mb` (QuickJS's
-//! allocator limit). Either failure ends the call, not the VM.
+//! waits past it is cancelled; a promise that never settles waits it out) and every VM under
+//! `runtime.memory_limit_mb` (QuickJS's allocator limit). Either failure ends the call, not the
+//! VM — except a flood of promise jobs no budget can drain, after which the RPC VM is rebuilt
+//! (`rpc_vm.rs`). Array built-ins QuickJS runs as uninterruptible C loops are bounded
+//! (`array_bounds.rs`), and the intrinsics are frozen once the modules are loaded
+//! (`freeze.rs`), so no call changes them for the next caller.
 //!
 //! Threads: VMs live on the host's VM threads (`metafi-js-<n>`); `nk` functions are
 //! synchronous, as in Nakama, and block their VM thread while a dedicated `metafi-js-io`
