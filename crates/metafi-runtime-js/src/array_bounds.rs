@@ -53,8 +53,9 @@ const GUARD: &str = r#"(function (limit) {
     if (typeof original !== "function") {
       return;
     }
+    // Method syntax: named like the built-in, not a constructor, no `prototype`.
     var wrapped = {
-      [name]: function () {
+      [name]() {
         check(name, this);
         if (checkArguments) {
           for (var i = 0; i < arguments.length; i++) {

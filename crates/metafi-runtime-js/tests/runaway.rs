@@ -148,6 +148,11 @@ async fn array_builtins_over_huge_lengths_are_refused_instead_of_looping_for_eve
         let result = call_with(&h, "builtin_loop", case).await;
         assert_eq!(result.unwrap_err().code(), Code::DeadlineExceeded, "{case}");
     }
+    // The wrappers look like the built-ins: name, arity, not constructors.
+    assert_eq!(
+        call_with(&h, "builtin_loop", "shape").await.unwrap(),
+        "reverse|0|1|1|false|false"
+    );
     // Real arrays are served by the same built-ins as before.
     assert_eq!(
         call_with(&h, "builtin_loop", "dense").await.unwrap(),
