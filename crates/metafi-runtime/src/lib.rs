@@ -24,6 +24,7 @@ pub mod context;
 pub mod error;
 pub mod host;
 mod job_queue;
+pub mod log_limit;
 pub mod lua;
 pub mod match_host;
 pub mod matches;
@@ -41,6 +42,7 @@ pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
     VmLimits, VmSetup,
 };
+pub use log_limit::LogLimit;
 pub use match_host::{EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchVms};
 pub use matches::{MatchHost, MatchInfo, MatchListQuery, NoMatches};
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};

@@ -17,6 +17,7 @@ use metafi_proto::Code;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::host::{EngineFactory, VmLimits, VmSetup};
+use crate::log_limit::LogLimit;
 use crate::match_host::{
     EngineMatches, MATCHMAKER_MATCHED_HOOK, MatchHandlers, NativeHook, PoolHook,
 };
@@ -65,6 +66,7 @@ pub struct RuntimeBuilder {
     natives: Vec<Arc<dyn NativeModule>>,
     engines: Vec<Arc<dyn EngineFactory>>,
     watchdog_grace: Duration,
+    log_limit: LogLimit,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -91,6 +93,7 @@ impl RuntimeBuilder {
             natives: Vec::new(),
             engines: Vec::new(),
             watchdog_grace: crate::DEFAULT_WATCHDOG_GRACE,
+            log_limit: LogLimit::default(),
         }
     }
 
@@ -98,6 +101,12 @@ impl RuntimeBuilder {
     /// wedged and replaced (`runtime.watchdog_grace_ms`; see `crate::watchdog`).
     pub fn watchdog_grace(mut self, grace: Duration) -> RuntimeBuilder {
         self.watchdog_grace = grace;
+        self
+    }
+
+    /// The per-module log rate limit of every runtime's logger (default: [`LogLimit::default`]).
+    pub fn log_limit(mut self, limit: LogLimit) -> RuntimeBuilder {
+        self.log_limit = limit;
         self
     }
 
@@ -119,7 +128,7 @@ impl RuntimeBuilder {
         let config = self.config;
         let node: Arc<str> = Arc::from(config.node.as_str());
         let env = Arc::new(config.env.clone());
-        let nk = Nk::new(self.services, node.clone(), env.clone());
+        let nk = Nk::with_log_limit(self.services, node.clone(), env.clone(), self.log_limit);
         let mut routes: HashMap<String, Route> = HashMap::new();
         // Match handlers and the matchmaker hook (docs/MATCHES.md).
         let mut native_matches = Vec::new();

@@ -302,10 +302,13 @@ async fn start_runtime(
     };
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
+        .log_limit(config.script_log_limit)
         .native(Arc::new(metafi_examples_native::Examples))
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
         .engine(Arc::new(
-            metafi_runtime_js::JsEngine::new().with_match_vms(config.match_vms),
+            metafi_runtime_js::JsEngine::new()
+                .with_match_vms(config.match_vms)
+                .with_read_only_globals(config.raw.runtime.js_read_only_globals),
         ))
         .start()
         .await

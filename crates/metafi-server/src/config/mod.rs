@@ -6,6 +6,7 @@ mod layers;
 mod matches;
 mod quic;
 mod raw;
+mod script_log;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ pub struct Config {
     pub matchmaker: metafi_match::MatchmakerConfig,
     /// Where script match handlers' VMs live (`match.vm_per_match`).
     pub match_vms: metafi_runtime::MatchVms,
+    /// The per-module log rate limit of server code (`runtime.log_*`).
+    pub script_log_limit: metafi_runtime::LogLimit,
     /// The QUIC transport (`[quic]`); `None` when disabled.
     pub quic: Option<QuicSettings>,
     /// The raw values, for `metafi config show` and the startup log.
@@ -225,6 +228,7 @@ impl TryFrom<RawConfig> for Config {
 
         let (realtime, socket) = realtime_settings(&raw, &mut problems);
         let (matches, matchmaker, match_vms) = matches::match_settings(&raw, &mut problems);
+        let script_log_limit = script_log::log_limit(&raw, &mut problems);
         let address = parse_ip("socket.address", &raw.socket.address, &mut problems);
         let metrics_address = parse_ip("metrics.address", &raw.metrics.address, &mut problems);
         let quic = quic::quic_settings(&raw, address, &socket, &mut problems);
@@ -345,6 +349,7 @@ impl TryFrom<RawConfig> for Config {
             matches,
             matchmaker,
             match_vms,
+            script_log_limit,
             quic,
             runtime_watchdog_grace: Duration::from_millis(watchdog_grace as u64),
             runtime: RuntimeConfig {

@@ -140,6 +140,14 @@ pub struct RawRuntime {
     pub js_max_calls_per_vm: i64,
     /// Calls that may wait for a JavaScript VM, over all VMs.
     pub js_queue_capacity: i64,
+    /// Freeze the JavaScript intrinsics (`Object.prototype`, `JSON`, …) once the modules are
+    /// loaded, so no call can change them for the calls after it (Nakama's key).
+    pub js_read_only_globals: bool,
+    /// Script log lines one module may write per second, sustained (every runtime's logger);
+    /// excess lines are dropped and counted. 0 turns the limit off.
+    pub log_lines_per_second: i64,
+    /// Script log lines one module may write at once before the per-second rate applies.
+    pub log_burst_lines: i64,
 }
 
 impl Default for RawConfig {
@@ -263,6 +271,9 @@ impl Default for RawRuntime {
             js_vms: 0,
             js_max_calls_per_vm: 1,
             js_queue_capacity: 1_024,
+            js_read_only_globals: true,
+            log_lines_per_second: 100,
+            log_burst_lines: 1_000,
         }
     }
 }

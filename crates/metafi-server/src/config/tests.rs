@@ -326,3 +326,25 @@ fn quic_knobs_reach_the_transport_and_bad_ones_are_named() {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
 }
+
+#[test]
+fn script_log_limit_keys_are_checked() {
+    let defaults = Config::try_from(RawConfig::default()).unwrap();
+    assert_eq!(
+        defaults.script_log_limit,
+        metafi_runtime::LogLimit {
+            lines_per_second: 100,
+            burst: 1000
+        }
+    );
+    let mut raw = RawConfig::default();
+    raw.runtime.log_lines_per_second = -1;
+    raw.runtime.log_burst_lines = 0;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "runtime.log_lines_per_second = -1",
+        "runtime.log_burst_lines = 0",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}
