@@ -1,0 +1,344 @@
+//! Deadlines of one HTTP connection, enforced at the socket so that no client can hold a
+//! connection (a file descriptor) without making progress:
+//!
+//! - waiting for a request (just accepted, or after the previous response): `idle_timeout`;
+//! - a request's head started arriving: it must be complete within `header_read_timeout`;
+//! - a handler is running: no deadline here (the body has its own, handlers have budgets);
+//! - a response is being written: no progress for `idle_timeout` (a client that stopped
+//!   reading) closes the connection;
+//! - upgraded to a WebSocket: none (the socket has its own pings and deadlines).
+//!
+//! [`Watched`] wraps the TCP stream and checks the deadline whenever the stream would block;
+//! [`ConnState`] is what the connection's service tells it about requests ([`RequestGuard`]).
+//! The timer is reset lazily: progress only records a time, and the sleep is moved when it
+//! fires early.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use http_body::{Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// No time recorded.
+const NONE: u64 = u64::MAX;
+
+/// The timeouts a connection is held to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub header: Duration,
+    pub idle: Duration,
+}
+
+/// Which deadline closed a connection (metric label and log field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expired {
+    Idle,
+    Header,
+    Write,
+}
+
+impl Expired {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Expired::Idle => "idle",
+            Expired::Header => "header",
+            Expired::Write => "write",
+        }
+    }
+}
+
+/// What the connection is doing, shared by its socket wrapper and its service.
+#[derive(Debug)]
+pub(crate) struct ConnState {
+    epoch: Instant,
+    timeouts: Timeouts,
+    /// Requests whose handler is running.
+    handling: AtomicUsize,
+    /// Responses whose body is still being sent.
+    responding: AtomicUsize,
+    upgraded: AtomicBool,
+    /// Milliseconds since `epoch` when the connection last became ready for a request.
+    ready_since: AtomicU64,
+    /// When the first byte of the next request's head arrived; `NONE` before.
+    head_started: AtomicU64,
+    /// Last time bytes moved in either direction.
+    last_progress: AtomicU64,
+}
+
+impl ConnState {
+    pub(crate) fn new(timeouts: Timeouts) -> Arc<ConnState> {
+        Arc::new(ConnState {
+            epoch: Instant::now(),
+            timeouts,
+            handling: AtomicUsize::new(0),
+            responding: AtomicUsize::new(0),
+            upgraded: AtomicBool::new(false),
+            ready_since: AtomicU64::new(0),
+            head_started: AtomicU64::new(NONE),
+            last_progress: AtomicU64::new(0),
+        })
+    }
+
+    /// A request's head was parsed: its handler starts.
+    pub(crate) fn begin_request(self: &Arc<Self>) -> RequestGuard {
+        self.head_started.store(NONE, Ordering::Relaxed);
+        self.handling.fetch_add(1, Ordering::Relaxed);
+        RequestGuard {
+            state: self.clone(),
+            stage: Stage::Handling,
+        }
+    }
+
+    fn millis(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_millis()).unwrap_or(NONE - 1)
+    }
+
+    fn instant(&self, millis: u64) -> Instant {
+        self.epoch + Duration::from_millis(millis)
+    }
+
+    fn is_idle(&self) -> bool {
+        self.handling.load(Ordering::Relaxed) == 0 && self.responding.load(Ordering::Relaxed) == 0
+    }
+
+    fn progressed(&self, read: bool) {
+        let now = self.millis(Instant::now());
+        self.last_progress.store(now, Ordering::Relaxed);
+        if read && self.is_idle() && self.head_started.load(Ordering::Relaxed) == NONE {
+            self.head_started.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// The deadline in force and which one it is; `None` when there is none.
+    fn deadline(&self) -> Option<(Instant, Expired)> {
+        if self.upgraded.load(Ordering::Relaxed) || self.handling.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        if self.responding.load(Ordering::Relaxed) > 0 {
+            let last = self.last_progress.load(Ordering::Relaxed);
+            return Some((self.instant(last) + self.timeouts.idle, Expired::Write));
+        }
+        match self.head_started.load(Ordering::Relaxed) {
+            NONE => {
+                let since = self.ready_since.load(Ordering::Relaxed);
+                Some((self.instant(since) + self.timeouts.idle, Expired::Idle))
+            }
+            started => Some((
+                self.instant(started) + self.timeouts.header,
+                Expired::Header,
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Handling,
+    Responding,
+    Done,
+}
+
+/// One request's hold on its connection's state; dropping it (the handler was cancelled, or
+/// its response was sent) releases it.
+#[derive(Debug)]
+pub(crate) struct RequestGuard {
+    state: Arc<ConnState>,
+    stage: Stage,
+}
+
+impl RequestGuard {
+    /// The handler answered: the response is being sent; a `101 Switching Protocols` answer
+    /// hands the connection to the upgraded protocol, which no deadline here applies to.
+    pub(crate) fn respond(
+        mut self,
+        response: axum::response::Response,
+    ) -> axum::response::Response<GuardedBody> {
+        self.state.handling.fetch_sub(1, Ordering::Relaxed);
+        if response.status() == axum::http::StatusCode::SWITCHING_PROTOCOLS {
+            self.state.upgraded.store(true, Ordering::Relaxed);
+            self.stage = Stage::Done;
+        } else {
+            self.state.progressed(false);
+            self.state.responding.fetch_add(1, Ordering::Relaxed);
+            self.stage = Stage::Responding;
+        }
+        response.map(|inner| GuardedBody {
+            inner,
+            _guard: self,
+        })
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        match self.stage {
+            Stage::Handling => {
+                self.state.handling.fetch_sub(1, Ordering::Relaxed);
+            }
+            Stage::Responding => {
+                let now = self.state.millis(Instant::now());
+                self.state.ready_since.store(now, Ordering::Relaxed);
+                self.state.responding.fetch_sub(1, Ordering::Relaxed);
+            }
+            Stage::Done => return,
+        }
+        if self.state.is_idle() {
+            let now = self.state.millis(Instant::now());
+            self.state.ready_since.store(now, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A response body that releases its request's [`RequestGuard`] when hyper is done with it.
+#[derive(Debug)]
+pub(crate) struct GuardedBody {
+    inner: Body,
+    _guard: RequestGuard,
+}
+
+impl HttpBody for GuardedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A connection's socket, failing with `TimedOut` once the connection's deadline passes while
+/// it waits.
+#[derive(Debug)]
+pub(crate) struct Watched<IO> {
+    io: IO,
+    state: Arc<ConnState>,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl<IO> Watched<IO> {
+    pub(crate) fn new(io: IO, state: Arc<ConnState>) -> Self {
+        let first = Instant::now() + state.timeouts.idle;
+        Watched {
+            io,
+            state,
+            sleep: Box::pin(tokio::time::sleep_until(first)),
+        }
+    }
+
+    /// The socket would block: `Ready(error)` when the deadline passed, else arms the timer.
+    fn check(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        loop {
+            let Some((deadline, which)) = self.state.deadline() else {
+                return Poll::Pending;
+            };
+            if Instant::now() >= deadline {
+                metrics::counter!("metafi_http_connections_timed_out_total", "deadline" => which.label())
+                    .increment(1);
+                tracing::debug!(
+                    deadline = which.label(),
+                    "closing an HTTP connection past its deadline"
+                );
+                return Poll::Ready(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("HTTP connection {} deadline passed", which.label()),
+                ));
+            }
+            if self.sleep.deadline() != deadline {
+                self.sleep.as_mut().reset(deadline);
+            }
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.io).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    self.state.progressed(true);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.check(cx).map(Err),
+        }
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.io).poll_write(cx, buf) {
+            Poll::Ready(Ok(n)) => {
+                if n > 0 {
+                    self.state.progressed(false);
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.check(cx).map(Err),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.io).poll_write_vectored(cx, bufs) {
+            Poll::Ready(Ok(n)) => {
+                if n > 0 {
+                    self.state.progressed(false);
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.check(cx).map(Err),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.io).poll_flush(cx) {
+            Poll::Pending => self.check(cx).map(Err),
+            ready => ready,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.io).poll_shutdown(cx) {
+            Poll::Pending => self.check(cx).map(Err),
+            ready => ready,
+        }
+    }
+}
