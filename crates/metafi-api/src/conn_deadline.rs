@@ -15,9 +15,9 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
@@ -69,6 +69,10 @@ pub(crate) struct ConnState {
     head_started: AtomicU64,
     /// Last time bytes moved in either direction.
     last_progress: AtomicU64,
+    /// The connection task, when it last found no deadline in force (a handler was running):
+    /// woken when the handler answers, so that the next deadline gets armed even if hyper is
+    /// only waiting for the socket to become readable.
+    parked: Mutex<Option<Waker>>,
 }
 
 impl ConnState {
@@ -82,7 +86,24 @@ impl ConnState {
             ready_since: AtomicU64::new(0),
             head_started: AtomicU64::new(NONE),
             last_progress: AtomicU64::new(0),
+            parked: Mutex::new(None),
         })
+    }
+
+    fn park(&self, waker: &Waker) {
+        if let Ok(mut parked) = self.parked.lock() {
+            match parked.as_ref() {
+                Some(known) if known.will_wake(waker) => {}
+                _ => *parked = Some(waker.clone()),
+            }
+        }
+    }
+
+    fn unpark(&self) {
+        let waker = self.parked.lock().ok().and_then(|mut parked| parked.take());
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     /// A request's head was parsed: its handler starts.
@@ -168,6 +189,7 @@ impl RequestGuard {
             self.state.responding.fetch_add(1, Ordering::Relaxed);
             self.stage = Stage::Responding;
         }
+        self.state.unpark();
         response.map(|inner| GuardedBody {
             inner,
             _guard: self,
@@ -182,8 +204,6 @@ impl Drop for RequestGuard {
                 self.state.handling.fetch_sub(1, Ordering::Relaxed);
             }
             Stage::Responding => {
-                let now = self.state.millis(Instant::now());
-                self.state.ready_since.store(now, Ordering::Relaxed);
                 self.state.responding.fetch_sub(1, Ordering::Relaxed);
             }
             Stage::Done => return,
@@ -192,6 +212,7 @@ impl Drop for RequestGuard {
             let now = self.state.millis(Instant::now());
             self.state.ready_since.store(now, Ordering::Relaxed);
         }
+        self.state.unpark();
     }
 }
 
@@ -243,8 +264,12 @@ impl<IO> Watched<IO> {
 
     /// The socket would block: `Ready(error)` when the deadline passed, else arms the timer.
     fn check(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        if self.state.upgraded.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
         loop {
             let Some((deadline, which)) = self.state.deadline() else {
+                self.state.park(cx.waker());
                 return Poll::Pending;
             };
             if Instant::now() >= deadline {
