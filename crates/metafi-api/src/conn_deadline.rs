@@ -249,16 +249,17 @@ impl HttpBody for GuardedBody {
 pub(crate) struct Watched<IO> {
     io: IO,
     state: Arc<ConnState>,
-    sleep: Pin<Box<Sleep>>,
+    /// Created the first time the socket blocks with a deadline in force: most WebSockets
+    /// never need one.
+    sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl<IO> Watched<IO> {
     pub(crate) fn new(io: IO, state: Arc<ConnState>) -> Self {
-        let first = Instant::now() + state.timeouts.idle;
         Watched {
             io,
             state,
-            sleep: Box::pin(tokio::time::sleep_until(first)),
+            sleep: None,
         }
     }
 
@@ -284,10 +285,13 @@ impl<IO> Watched<IO> {
                     format!("HTTP connection {} deadline passed", which.label()),
                 ));
             }
-            if self.sleep.deadline() != deadline {
-                self.sleep.as_mut().reset(deadline);
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if sleep.deadline() != deadline {
+                sleep.as_mut().reset(deadline);
             }
-            if self.sleep.as_mut().poll(cx).is_pending() {
+            if sleep.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
         }

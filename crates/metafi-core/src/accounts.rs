@@ -76,11 +76,6 @@ impl Accounts {
         self
     }
 
-    /// The sign-in throttle, when there is one.
-    pub fn throttle(&self) -> Option<&Arc<SignInThrottle>> {
-        self.throttle.as_ref()
-    }
-
     /// Signs a user in, creating the account when `create` is set and none exists. `username`
     /// is used only when creating; a random one is generated when it is `None`.
     ///
