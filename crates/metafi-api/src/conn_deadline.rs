@@ -180,7 +180,8 @@ impl RequestGuard {
         mut self,
         response: axum::response::Response,
     ) -> axum::response::Response<GuardedBody> {
-        self.state.handling.fetch_sub(1, Ordering::Relaxed);
+        // Enter the next stage before leaving this one: HTTP/2 runs handlers on other tasks,
+        // and the connection must never look idle in between.
         if response.status() == axum::http::StatusCode::SWITCHING_PROTOCOLS {
             self.state.upgraded.store(true, Ordering::Relaxed);
             self.stage = Stage::Done;
@@ -189,6 +190,7 @@ impl RequestGuard {
             self.state.responding.fetch_add(1, Ordering::Relaxed);
             self.stage = Stage::Responding;
         }
+        self.state.handling.fetch_sub(1, Ordering::Relaxed);
         self.state.unpark();
         response.map(|inner| GuardedBody {
             inner,
