@@ -201,19 +201,16 @@ impl RequestGuard {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        match self.stage {
-            Stage::Handling => {
-                self.state.handling.fetch_sub(1, Ordering::Relaxed);
-            }
-            Stage::Responding => {
-                self.state.responding.fetch_sub(1, Ordering::Relaxed);
-            }
+        let counter = match self.stage {
+            Stage::Handling => &self.state.handling,
+            Stage::Responding => &self.state.responding,
             Stage::Done => return,
-        }
-        if self.state.is_idle() {
-            let now = self.state.millis(Instant::now());
-            self.state.ready_since.store(now, Ordering::Relaxed);
-        }
+        };
+        // The idle deadline counts from the last answer; recorded before the count drops, so
+        // the connection never looks idle since an older time.
+        let now = self.state.millis(Instant::now());
+        self.state.ready_since.store(now, Ordering::Relaxed);
+        counter.fetch_sub(1, Ordering::Relaxed);
         self.state.unpark();
     }
 }
@@ -371,5 +368,50 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
             Poll::Pending => self.check(cx).map(Err),
             ready => ready,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> Arc<ConnState> {
+        ConnState::new(Timeouts {
+            header: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+        })
+    }
+
+    fn which(state: &ConnState) -> Option<Expired> {
+        state.deadline().map(|(_, which)| which)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_stage_of_a_connection_has_its_deadline() {
+        let state = state();
+        assert_eq!(which(&state), Some(Expired::Idle));
+        state.progressed(true);
+        assert_eq!(which(&state), Some(Expired::Header));
+        let guard = state.begin_request();
+        assert_eq!(which(&state), None, "a running handler is not cut");
+        let response = guard.respond(axum::response::Response::new(Body::empty()));
+        assert_eq!(which(&state), Some(Expired::Write));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        drop(response);
+        let (deadline, which) = state.deadline().unwrap();
+        assert_eq!(which, Expired::Idle);
+        assert_eq!(deadline, Instant::now() + Duration::from_secs(60));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_upgraded_connection_has_no_deadline() {
+        let state = state();
+        let guard = state.begin_request();
+        let mut switching = axum::response::Response::new(Body::empty());
+        *switching.status_mut() = axum::http::StatusCode::SWITCHING_PROTOCOLS;
+        drop(guard.respond(switching));
+        assert_eq!(which(&state), None);
+        state.progressed(true);
+        assert_eq!(which(&state), None);
     }
 }
