@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::bail;
 use metafi_api::ApiConfig;
 use metafi_core::{AccountsConfig, SessionsConfig, SignInThrottleConfig};
-use metafi_realtime::RealtimeConfig;
+use metafi_realtime::{OutboxLimits, RealtimeConfig};
 use metafi_runtime::{PoolConfig, RuntimeConfig};
 
 use metafi_transport::SocketConfig;
@@ -445,6 +445,18 @@ fn realtime_settings(
         1,
         1 << 20,
     );
+    let queue_bytes = range(
+        "socket.outgoing_queue_bytes",
+        s.outgoing_queue_bytes,
+        4096,
+        1 << 30,
+    );
+    let queue_age = range(
+        "socket.outgoing_queue_max_age_ms",
+        s.outgoing_queue_max_age_ms,
+        100,
+        HOUR_MS,
+    );
     let ping = range("socket.ping_period_ms", s.ping_period_ms, 10, HOUR_MS);
     let pong = range("socket.pong_wait_ms", s.pong_wait_ms, 20, HOUR_MS);
     let write_wait = range("socket.write_wait_ms", s.write_wait_ms, 10, HOUR_MS);
@@ -469,7 +481,11 @@ fn realtime_settings(
         ));
     }
     let realtime = RealtimeConfig {
-        outgoing_queue_size: queue as usize,
+        outbox: OutboxLimits {
+            max_bytes: queue_bytes as usize,
+            max_messages: queue as usize,
+            max_age: Duration::from_millis(queue_age),
+        },
         single_socket: raw.session.single_socket,
         max_channels_per_session: channels as usize,
         max_followed_users: follows as usize,

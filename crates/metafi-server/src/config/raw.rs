@@ -37,13 +37,20 @@ pub struct RawSocket {
     pub read_buffer_size_bytes: i64,
     /// Outgoing bytes gathered before a write to the network.
     pub write_buffer_size_bytes: i64,
-    /// Messages queued for one client before it is disconnected as too slow.
+    /// Messages queued for one client before it is disconnected: a sanity bound far above
+    /// bursts (merged presence events count once); the byte and age bounds do the real work.
     pub outgoing_queue_size: i64,
+    /// Bytes queued for one client (encoded messages plus bookkeeping) before it is
+    /// disconnected as not reading.
+    pub outgoing_queue_bytes: i64,
+    /// How long messages may wait for one client while its writer can write none before it is
+    /// disconnected as not reading, milliseconds.
+    pub outgoing_queue_max_age_ms: i64,
     /// Ping a client that sent nothing for this long.
     pub ping_period_ms: i64,
     /// Close a socket that sent nothing (not even a pong) for this long.
     pub pong_wait_ms: i64,
-    /// Close a socket whose write takes longer.
+    /// Close a socket when writing one frame (or flushing) takes longer.
     pub write_wait_ms: i64,
     /// How long to wait for the client's answer to a close frame.
     pub close_ack_wait_ms: i64,
@@ -166,7 +173,9 @@ impl Default for RawSocket {
             max_message_size_bytes: 4096,
             read_buffer_size_bytes: 4096,
             write_buffer_size_bytes: 4096,
-            outgoing_queue_size: 64,
+            outgoing_queue_size: 16_384,
+            outgoing_queue_bytes: 4_194_304,
+            outgoing_queue_max_age_ms: 10_000,
             ping_period_ms: 15_000,
             pong_wait_ms: 25_000,
             write_wait_ms: 5_000,

@@ -186,20 +186,33 @@ fn realtime_keys_are_checked_and_reach_their_components() {
     let mut raw = RawConfig::default();
     raw.socket.idle_timeout_ms = 30_000;
     raw.socket.outgoing_queue_size = 16;
+    raw.socket.outgoing_queue_bytes = 65_536;
+    raw.socket.outgoing_queue_max_age_ms = 2_000;
     raw.session.single_socket = true;
     let config = Config::try_from(raw).unwrap();
     assert_eq!(config.socket.idle_timeout, Some(Duration::from_secs(30)));
-    assert_eq!(config.realtime.outgoing_queue_size, 16);
+    assert_eq!(
+        config.realtime.outbox,
+        metafi_realtime::OutboxLimits {
+            max_bytes: 65_536,
+            max_messages: 16,
+            max_age: Duration::from_secs(2),
+        }
+    );
     assert!(config.realtime.single_socket);
 
     let mut raw = RawConfig::default();
     raw.socket.ping_period_ms = 30_000;
     raw.socket.outgoing_queue_size = 0;
+    raw.socket.outgoing_queue_bytes = 100;
+    raw.socket.outgoing_queue_max_age_ms = 0;
     raw.socket.max_message_size_bytes = 10;
     let error = Config::try_from(raw).unwrap_err().to_string();
     for needle in [
         "socket.ping_period_ms = 30000 must be less than socket.pong_wait_ms",
         "socket.outgoing_queue_size = 0",
+        "socket.outgoing_queue_bytes = 100",
+        "socket.outgoing_queue_max_age_ms = 0",
         "socket.max_message_size_bytes = 10",
     ] {
         assert!(error.contains(needle), "missing {needle} in {error}");
