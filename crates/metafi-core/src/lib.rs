@@ -19,6 +19,7 @@ mod password;
 mod revocations;
 pub mod rpc;
 mod sessions;
+pub mod signin_throttle;
 mod tokens;
 mod validate;
 
@@ -31,4 +32,5 @@ pub use password::PasswordHasher;
 pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use sessions::{Sessions, SessionsConfig};
+pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use tokens::{SessionClaims, TokenKeys, TokenKind};

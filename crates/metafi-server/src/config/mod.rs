@@ -2,6 +2,7 @@
 //! is what the server runs with, every value checked and turned into the type its component
 //! takes. Each component receives only its own section.
 
+mod http;
 mod layers;
 mod matches;
 mod quic;
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use metafi_api::ApiConfig;
-use metafi_core::{AccountsConfig, SessionsConfig};
+use metafi_core::{AccountsConfig, SessionsConfig, SignInThrottleConfig};
 use metafi_realtime::{OutboxLimits, RealtimeConfig};
 use metafi_runtime::{PoolConfig, RuntimeConfig};
 
@@ -62,6 +63,8 @@ pub struct Config {
     pub script_log_limit: metafi_runtime::LogLimit,
     /// The QUIC transport (`[quic]`); `None` when disabled.
     pub quic: Option<QuicSettings>,
+    /// Failed sign-ins per account and address (`[signin_throttle]`).
+    pub signin_throttle: SignInThrottleConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -232,6 +235,8 @@ impl TryFrom<RawConfig> for Config {
         let address = parse_ip("socket.address", &raw.socket.address, &mut problems);
         let metrics_address = parse_ip("metrics.address", &raw.metrics.address, &mut problems);
         let quic = quic::quic_settings(&raw, address, &socket, &mut problems);
+        let http_edge = http::http_settings(&raw, &mut problems);
+        let signin_throttle = http::signin_throttle_settings(&raw, &mut problems);
 
         if raw.name.trim().is_empty() {
             problems.push("name: must not be empty".into());
@@ -310,6 +315,7 @@ impl TryFrom<RawConfig> for Config {
                 server_key: raw.socket.server_key.clone(),
                 max_request_size_bytes: max_request as usize,
                 http_key: raw.runtime.http_key.clone(),
+                http: http_edge,
             },
             session: SessionSettings {
                 encryption_key: raw.session.encryption_key.clone(),
@@ -352,6 +358,7 @@ impl TryFrom<RawConfig> for Config {
             script_log_limit,
             quic,
             runtime_watchdog_grace: Duration::from_millis(watchdog_grace as u64),
+            signin_throttle,
             runtime: RuntimeConfig {
                 path: module_path,
                 node: raw.name.clone(),

@@ -20,6 +20,8 @@ pub struct RawConfig {
     pub matches: RawMatch,
     pub matchmaker: RawMatchmaker,
     pub quic: RawQuic,
+    pub http: RawHttp,
+    pub signin_throttle: RawSignInThrottle,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,6 +168,8 @@ impl Default for RawConfig {
             matches: RawMatch::default(),
             matchmaker: RawMatchmaker::default(),
             quic: RawQuic::default(),
+            http: RawHttp::default(),
+            signin_throttle: RawSignInThrottle::default(),
         }
     }
 }
@@ -446,6 +450,66 @@ impl Default for RawQuic {
             keep_alive_ms: 5_000,
             idle_timeout_ms: 60_000,
             mtu_discovery: false,
+        }
+    }
+}
+
+/// `[http]`: the HTTP edge below the routes, CORS and connection timeouts (`docs/HTTP.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawHttp {
+    /// Origins browsers may call from; `["*"]` is any.
+    pub cors_allowed_origins: Vec<String>,
+    /// Request headers browser pages may send.
+    pub cors_allowed_headers: Vec<String>,
+    /// How long browsers may cache a preflight answer, seconds; 0 sends no max age.
+    pub cors_max_age_sec: i64,
+    /// Time for a request's head to arrive after its first byte, milliseconds.
+    pub header_read_timeout_ms: i64,
+    /// Time for a request's whole body to arrive after its head, milliseconds.
+    pub body_read_timeout_ms: i64,
+    /// Close a connection idle between requests, or stalled writing a response, this long, ms.
+    pub idle_timeout_ms: i64,
+}
+
+impl Default for RawHttp {
+    fn default() -> Self {
+        RawHttp {
+            cors_allowed_origins: vec!["*".into()],
+            cors_allowed_headers: vec![
+                "Authorization".into(),
+                "Content-Type".into(),
+                "User-Agent".into(),
+            ],
+            cors_max_age_sec: 600,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+        }
+    }
+}
+
+/// `[signin_throttle]`: failed sign-ins per account and per client address (`docs/HTTP.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSignInThrottle {
+    /// Failed sign-ins of one account in a window before it is refused; 0 is off.
+    pub max_failures_per_account: i64,
+    /// Failed sign-ins from one address in a window before it is refused; 0 is off.
+    pub max_failures_per_address: i64,
+    /// Length of the window, from its first failure, seconds.
+    pub window_sec: i64,
+    /// Accounts (and, separately, addresses) remembered at most.
+    pub max_entries: i64,
+}
+
+impl Default for RawSignInThrottle {
+    fn default() -> Self {
+        RawSignInThrottle {
+            max_failures_per_account: 10,
+            max_failures_per_address: 100,
+            window_sec: 300,
+            max_entries: 100_000,
         }
     }
 }
