@@ -30,10 +30,12 @@ use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama}
 /// leaves ample room for the Rust frames of `nk` calls.
 pub(crate) const MAX_STACK_BYTES: usize = 256 * 1024;
 
-/// Promise jobs run after a call's deadline before the VM gives up on them (a script that
-/// keeps queueing work from `then` callbacks forever). Jobs past the deadline are interrupted
-/// by the budget within a few thousand instructions each.
-const MAX_JOBS_PAST_DEADLINE: usize = 10_000;
+/// How long promise jobs may keep running after a call's deadline before the VM gives up on
+/// them (a script that keeps queueing work from `then` callbacks forever). Past the deadline
+/// each job is interrupted by the budget within a few thousand instructions, but a legitimate
+/// deep `await` chain still unwinds one job per level: a time bound, not a job count, tells the
+/// two apart (a count flagged deep chains as floods on a slow machine).
+const JOB_DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 /// What the Rust side of one VM shares with its native functions (`nk`, `logger`,
 /// `initializer`), which hold it through an `Rc`.
@@ -403,15 +405,19 @@ fn invoke<'js>(
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript
 /// host does after each task. Past the deadline each job is interrupted quickly; a script that
-/// keeps queueing jobs is abandoned after [`MAX_JOBS_PAST_DEADLINE`], and the jobs it left
-/// mark the VM for replacement ([`Budget::jobs_left`]): QuickJS has no way to empty the queue.
+/// still has jobs queued [`JOB_DRAIN_GRACE`] after its deadline is abandoned, and the jobs it
+/// left mark the VM for replacement ([`Budget::jobs_left`]): QuickJS has no way to empty the
+/// queue.
 pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
-    let mut past_deadline = 0;
+    let mut past_deadline = 0_u64;
     while ctx.execute_pending_job() {
         if budget.is_over() {
             budget.expire();
             past_deadline += 1;
-            if past_deadline >= MAX_JOBS_PAST_DEADLINE {
+            let abandoned = budget
+                .deadline()
+                .is_some_and(|at| Instant::now() >= at + JOB_DRAIN_GRACE);
+            if abandoned {
                 tracing::warn!(
                     engine = "js",
                     jobs = past_deadline,
