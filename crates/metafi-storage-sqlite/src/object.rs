@@ -3,7 +3,8 @@
 //! it and writing it cannot race.
 
 use metafi_storage::support::{
-    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_version,
+    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_page,
+    object_version,
 };
 use metafi_storage::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectWrite, StorageError, StorageObject,
@@ -153,34 +154,26 @@ pub(crate) fn list(
         sql.push_str(" AND user_id = ?2");
     }
     if cursor.is_some() {
-        sql.push_str(" AND (user_id, key) > (?3, ?4)");
+        sql.push_str(" AND (read, key, user_id) > (?3, ?4, ?5)");
     }
-    sql.push_str(" ORDER BY user_id, key LIMIT ?5");
-    let (after_user, after_key) = cursor.map(|c| (c.user_id, c.key)).unzip();
+    // Nakama's order: `read, key, user_id` (see `ObjectCursor`).
+    sql.push_str(" ORDER BY read, key, user_id LIMIT ?6");
+    let (after_read, after_key, after_user) = match cursor {
+        Some(c) => (Some(c.permission_read), Some(c.key), Some(c.user_id)),
+        None => (None, None, None),
+    };
     let fetch = db::int(limit.saturating_add(1));
-    let mut objects = conn
+    let objects = conn
         .prepare_cached(&sql)
         .and_then(|mut s| {
             s.query_map(
-                params![collection, owner, after_user, after_key, fetch],
+                params![collection, owner, after_read, after_key, after_user, fetch],
                 object_row,
             )?
             .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| StorageError::backend("list objects", e))?;
-    let cursor = if objects.len() > limit {
-        objects.truncate(limit);
-        objects.last().map(|o| {
-            ObjectCursor {
-                user_id: o.user_id,
-                key: o.key.clone(),
-            }
-            .encode()
-        })
-    } else {
-        None
-    };
-    Ok(ObjectPage { objects, cursor })
+    Ok(object_page(objects, limit))
 }
 
 fn object_row(r: &Row<'_>) -> rusqlite::Result<StorageObject> {
