@@ -10,6 +10,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
+use crate::validate::ProfileField;
 use crate::{Clock, CoreError, PasswordHasher, validate};
 
 /// How many times a generated username is re-drawn when it collides with an existing one.
@@ -137,7 +138,19 @@ impl Accounts {
         request: api::UpdateAccountRequest,
     ) -> Result<(), CoreError> {
         if let Some(username) = &request.username {
-            validate::username(username)?;
+            validate::new_username(username)?;
+        }
+        let fields = [
+            (ProfileField::DisplayName, &request.display_name),
+            (ProfileField::AvatarUrl, &request.avatar_url),
+            (ProfileField::LangTag, &request.lang_tag),
+            (ProfileField::Location, &request.location),
+            (ProfileField::Timezone, &request.timezone),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                validate::profile_field(field, value)?;
+            }
         }
         let update = AccountUpdate {
             username: request.username,
@@ -159,7 +172,11 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(StorageError::Conflict {
                 what: Conflict::Username,
-            }) => Err(CoreError::already_exists("Username is already in use.")),
+                // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status
+                // of the conflict (its `UpdateAccount` turns any non-database error into code 3).
+            }) => Err(CoreError::invalid(
+                "rpc error: code = AlreadyExists desc = Username is already in use.",
+            )),
             Err(StorageError::NotFound { .. }) => Err(CoreError::not_found("Account not found.")),
             Err(e) => Err(CoreError::storage("updating an account", e)),
         }

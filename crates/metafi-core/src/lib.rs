@@ -7,7 +7,8 @@
 //! `#[source]` for logs.
 //!
 //! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
-//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`Channels`], [`TokenKeys`],
+//! Key types: [`Accounts`], [`Users`] (with the [`OnlineUsers`] seam), [`Sessions`], [`Objects`],
+//! [`Channels`], [`TokenKeys`],
 //! [`SessionClaims`], [`Clock`].
 
 mod accounts;
@@ -20,6 +21,7 @@ mod revocations;
 pub mod rpc;
 mod sessions;
 mod tokens;
+mod users;
 mod validate;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
@@ -32,3 +34,4 @@ pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use sessions::{Sessions, SessionsConfig};
 pub use tokens::{SessionClaims, TokenKeys, TokenKind};
+pub use users::{NobodyOnline, OnlineUsers, UserLookup, Users};
