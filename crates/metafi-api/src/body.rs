@@ -61,6 +61,25 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
     }
 }
 
+/// Path parameters. A segment that is not UTF-8 once percent-decoded (or otherwise does not fit)
+/// is refused in Nakama's error shape with InvalidArgument, not axum's plain-text rejection.
+#[derive(Debug)]
+pub(crate) struct PathParams<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(PathParams(value)),
+            Err(rejection) => Err(ApiError::new(
+                Code::InvalidArgument,
+                format!("Invalid path: {}.", rejection.body_text()),
+            )),
+        }
+    }
+}
+
 /// Every `name=value` pair of a query string in order, percent-decoded (`+` is a space), so
 /// repeated names (`?ids=a&ids=b`) are all kept. Bytes that do not decode to UTF-8 are refused
 /// with InvalidArgument naming the parameter.

@@ -172,6 +172,49 @@ async fn storage_delete_of_missing_object_is_refused() {
 }
 
 #[tokio::test]
+async fn storage_write_of_empty_value_and_read_of_nil_owner_answer_as_nakama() {
+    let api = Api::new().await;
+    let ada = api.sign_up("").await;
+    let write = json!({ "objects": [{ "collection": "c", "key": "k", "value": "" }] });
+    let answer = api
+        .as_user(&ada, Method::PUT, "/v2/storage", Some(write))
+        .await;
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Invalid collection or key value supplied. They must be set.",
+    );
+    let read =
+        json!({ "object_ids": [{ "collection": "c", "key": "k", "user_id": uuid::Uuid::nil() }] });
+    let answer = api
+        .as_user(&ada, Method::POST, "/v2/storage", Some(read))
+        .await;
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Invalid user ID - make sure user ID is a valid UUID.",
+    );
+    let read = json!({ "object_ids": [{ "collection": "c", "key": "k" }] });
+    let (status, body) = api
+        .as_user(&ada, Method::POST, "/v2/storage", Some(read))
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({})));
+}
+
+#[tokio::test]
+async fn path_with_invalid_utf8_is_400_3() {
+    let api = Api::new().await;
+    let ada = api.sign_up("").await;
+    let (status, body) = api
+        .as_user(&ada, Method::GET, "/v2/storage/%FF?limit=1", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["code"], 3, "{body}");
+}
+
+#[tokio::test]
 async fn owner_storage_listing_is_in_nakamas_order() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;

@@ -160,6 +160,12 @@ impl Objects {
 }
 
 fn validate_write(caller: Caller, input: WriteInput) -> Result<ObjectWrite, CoreError> {
+    // Nakama's first check of a write names the value too.
+    if input.value.is_empty() {
+        return Err(CoreError::invalid(
+            "Invalid collection or key value supplied. They must be set.",
+        ));
+    }
     validate::new_object_name(&input.collection, &input.key)?;
     let permission_read = input.permission_read.unwrap_or(1);
     if !(0..=2).contains(&permission_read) {

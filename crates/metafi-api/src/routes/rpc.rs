@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,12 +24,13 @@ use metafi_core::{RpcContext, RpcUser};
 use metafi_proto::Code;
 use uuid::Uuid;
 
+use crate::body::PathParams;
 use crate::{ApiError, ApiState};
 
 /// `/v2/rpc/{id}`.
 pub(super) async fn call(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
     run(state, id, request).await
