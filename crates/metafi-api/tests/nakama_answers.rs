@@ -113,6 +113,43 @@ async fn username_with_plain_space_is_accepted() {
 }
 
 #[tokio::test]
+async fn sign_in_checks_the_identity_before_the_username_as_nakama() {
+    let api = Api::new().await;
+    let answer = api
+        .sign_up_raw("has a space in it", "&username=tab%09name")
+        .await;
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Device ID invalid, no spaces or control characters allowed.",
+    );
+    let answer = api
+        .call(
+            Method::POST,
+            "/v2/account/authenticate/email?create=true&username=tab%09name",
+            Some("Basic ZGVmYXVsdGtleTo="),
+            Some(json!({ "email": "not-an-email", "password": "short" })),
+        )
+        .await;
+    assert_error(&answer, 400, 3, "Invalid email address format.");
+    let answer = api
+        .call(
+            Method::POST,
+            "/v2/account/authenticate/email?create=true&username=tab%09name",
+            Some("Basic ZGVmYXVsdGtleTo="),
+            Some(json!({ "email": "ada@example.com", "password": "short" })),
+        )
+        .await;
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Password must be at least 8 characters long.",
+    );
+}
+
+#[tokio::test]
 async fn revoked_token_is_refused_with_nakamas_exact_message() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;

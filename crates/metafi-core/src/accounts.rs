@@ -66,28 +66,26 @@ impl Accounts {
     }
 
     /// Signs a user in, creating the account when `create` is set and none exists. `username`
-    /// is used only when creating; a random one is generated when it is `None`.
+    /// is used only when creating; a random one is generated when it is `None`. Inputs are
+    /// checked in Nakama's order (the identity, then the username), so that a request with
+    /// several faults gets Nakama's answer.
     pub async fn authenticate(
         &self,
         identity: Identity,
         username: Option<String>,
         create: bool,
     ) -> Result<AuthOutcome, CoreError> {
-        let username = match username.filter(|u| !u.is_empty()) {
-            Some(u) => {
-                validate::username(&u)?;
-                Some(u)
-            }
-            None => None,
-        };
+        let username = username.filter(|u| !u.is_empty());
         match identity {
             Identity::Device { id } => {
                 validate::device_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Device { id }, username, create)
                     .await
             }
             Identity::Custom { id } => {
                 validate::custom_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Custom { id }, username, create)
                     .await
             }
@@ -194,7 +192,13 @@ impl Accounts {
                 "Email address and password is required.",
             ));
         }
+        // Nakama's order: the email, the password, then the username.
+        let email = match email.as_str() {
+            "" => String::new(),
+            given => validate::email(given)?,
+        };
         validate::password(&password)?;
+        let username = checked_username(username)?;
         if email.is_empty() {
             // Sign-in by username and password; never creates an account.
             let username = username.ok_or_else(|| {
@@ -205,7 +209,6 @@ impl Accounts {
                 .await?
                 .ok_or_else(|| CoreError::not_found("User account not found."));
         }
-        let email = validate::email(&email)?;
         if let Some(outcome) = self
             .sign_in_with_password(IdentityRef::Email(&email), password.clone())
             .await?
@@ -354,6 +357,14 @@ impl Accounts {
         }
         Err(last)
     }
+}
+
+/// A username given with a sign-in, checked; `None` when none was given.
+fn checked_username(username: Option<String>) -> Result<Option<String>, CoreError> {
+    if let Some(name) = &username {
+        validate::username(name)?;
+    }
+    Ok(username)
 }
 
 /// Why creating an account failed, before mapping onto client errors.
