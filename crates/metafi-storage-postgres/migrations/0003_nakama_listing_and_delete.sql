@@ -1,7 +1,9 @@
--- Nakama's storage listing order, (read, key, user_id) within a collection, served by an index;
+-- Nakama's storage listing order, (read, key, user_id) within a collection, served by indexes;
 -- and Nakama's delete rule: a client's delete of an object that does not exist is refused
 -- (status 3), while server code deleting a missing object without a version is a no-op.
 CREATE INDEX storage_list_idx ON storage (collection, read, key, user_id);
+-- An owner's listing (collection and user_id fixed) walks this one in (read, key) order.
+CREATE INDEX storage_owner_list_idx ON storage (collection, user_id, read, key);
 
 CREATE OR REPLACE FUNCTION metafi_delete_objects(
     p_caller      uuid,

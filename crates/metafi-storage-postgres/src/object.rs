@@ -3,7 +3,7 @@
 
 use deadpool_postgres::ClientWrapper;
 use metafi_storage::support::{
-    ListScope, ObjectCursor, Reject, may_read, object_page, object_version,
+    ListScope, ObjectCursor, Reject, may_read, object_order, object_page, object_version,
 };
 use metafi_storage::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectWrite, StorageError,
@@ -200,22 +200,31 @@ pub(crate) async fn list(
         params.push(owner);
         sql.push_str(&format!(" AND s.user_id = ${}", params.len()));
     }
+    // Nakama's order `read, key, user_id` (see `ObjectCursor`), without the columns the filter
+    // fixes.
+    let order = object_order(scope, owner);
+    let columns: Vec<String> = order.iter().map(|c| format!("s.{c}")).collect();
     let after_read = cursor.as_ref().map(|c| i16::from(c.permission_read));
     if let (Some(cursor), Some(read)) = (&cursor, &after_read) {
-        params.push(read);
-        params.push(&cursor.key);
-        params.push(&cursor.user_id);
-        let n = params.len();
+        let mut after = Vec::with_capacity(order.len());
+        for column in order {
+            params.push(match *column {
+                "read" => read,
+                "key" => &cursor.key,
+                _ => &cursor.user_id,
+            });
+            after.push(format!("${}", params.len()));
+        }
         sql.push_str(&format!(
-            " AND (s.read, s.key, s.user_id) > (${}, ${}, ${n})",
-            n - 2,
-            n - 1
+            " AND ({}) > ({})",
+            columns.join(", "),
+            after.join(", ")
         ));
     }
     params.push(&fetch);
-    // Nakama's order: `read, key, user_id` (see `ObjectCursor`).
     sql.push_str(&format!(
-        " ORDER BY s.read, s.key, s.user_id LIMIT ${}",
+        " ORDER BY {} LIMIT ${}",
+        columns.join(", "),
         params.len()
     ));
     let statement = client.prepare_cached(&sql).await.map_err(&fail)?;

@@ -3,8 +3,8 @@
 //! it and writing it cannot race.
 
 use metafi_storage::support::{
-    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_page,
-    object_version,
+    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_order,
+    object_page, object_version,
 };
 use metafi_storage::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectWrite, StorageError, StorageObject,
@@ -153,11 +153,23 @@ pub(crate) fn list(
     if owner.is_some() {
         sql.push_str(" AND user_id = ?2");
     }
+    // Nakama's order `read, key, user_id` (see `ObjectCursor`), without the columns the filter
+    // fixes. Parameters: ?3 read, ?4 key, ?5 user_id of the cursor.
+    let order = object_order(scope, owner);
+    let placeholder = |column: &str| match column {
+        "read" => "?3",
+        "key" => "?4",
+        _ => "?5",
+    };
     if cursor.is_some() {
-        sql.push_str(" AND (read, key, user_id) > (?3, ?4, ?5)");
+        let after: Vec<&str> = order.iter().map(|c| placeholder(c)).collect();
+        sql.push_str(&format!(
+            " AND ({}) > ({})",
+            order.join(", "),
+            after.join(", ")
+        ));
     }
-    // Nakama's order: `read, key, user_id` (see `ObjectCursor`).
-    sql.push_str(" ORDER BY read, key, user_id LIMIT ?6");
+    sql.push_str(&format!(" ORDER BY {} LIMIT ?6", order.join(", ")));
     let (after_read, after_key, after_user) = match cursor {
         Some(c) => (Some(c.permission_read), Some(c.key), Some(c.user_id)),
         None => (None, None, None),
