@@ -1,13 +1,30 @@
 //! Request parsing: JSON bodies and query strings, with Nakama's rules and our error shape.
 
+use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use bytes::Bytes;
+use http_body_util::LengthLimitError;
 use metafi_proto::Code;
 use serde::de::DeserializeOwned;
 
+use crate::request_limits::{BodyDeadlineElapsed, caused_by};
 use crate::{ApiError, ApiState};
+
+/// Reads a whole request body under the size limit and the body deadline, with the error the
+/// client should see: 413 over the limit, 408 past the deadline, 400 when the body broke off.
+pub(crate) async fn read_body(body: Body, state: &ApiState) -> Result<Bytes, ApiError> {
+    let limit = state.config.max_request_size_bytes;
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if caused_by::<LengthLimitError>(&e) {
+            ApiError::body_too_large(limit)
+        } else if caused_by::<BodyDeadlineElapsed>(&e) {
+            ApiError::body_timeout(state.config.http.body_read_timeout)
+        } else {
+            ApiError::new(Code::InvalidArgument, "Could not read the request body.")
+        }
+    })
+}
 
 /// A JSON request body. An empty body reads as `{}` (as with Nakama's gateway); unknown fields
 /// are ignored; a body over the configured size is refused with 413.
@@ -18,20 +35,7 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &ApiState) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    Code::InvalidArgument,
-                    format!(
-                        "Request body is larger than {} bytes; send less or raise socket.max_request_size_bytes.",
-                        state.config.max_request_size_bytes
-                    ),
-                )
-                .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-            } else {
-                ApiError::new(Code::InvalidArgument, "Could not read the request body.")
-            }
-        })?;
+        let bytes = read_body(req.into_body(), state).await?;
         let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
             b"{}"
         } else {

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions, Users};
 
+use crate::HttpConfig;
+
 /// Settings of the REST edge.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
@@ -13,6 +15,8 @@ pub struct ApiConfig {
     pub max_request_size_bytes: usize,
     /// Key of server-to-server RPC calls (`/v2/rpc/{id}?http_key=…`, Nakama's `runtime.http_key`).
     pub http_key: String,
+    /// CORS and the connection timeouts of the edge.
+    pub http: HttpConfig,
 }
 
 /// Shared state of every handler; cheap to clone.

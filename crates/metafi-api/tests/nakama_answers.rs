@@ -1,6 +1,8 @@
 //! Answers pinned to Nakama 3.40's, each a case where MetaFi answered differently (issue 14).
 //! The expected codes and messages come from Nakama's source (`server/api_*.go`, `core_*.go`).
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod support;
 
 use axum::http::{Method, StatusCode};

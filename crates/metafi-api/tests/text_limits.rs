@@ -2,6 +2,8 @@
 //! answered 500 while SQLite stored them), and a query string that is not UTF-8 is refused
 //! instead of read with replacement characters (issue 14).
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod support;
 
 use axum::http::{Method, StatusCode};

@@ -1,6 +1,7 @@
 //! Accounts: sign-in by device id, custom id or email (creating the account on first use), the
 //! account view and profile updates.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use metafi_proto::api;
@@ -10,6 +11,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
+use crate::signin_throttle::{SignInThrottle, ThrottleKey};
 use crate::validate::ProfileField;
 use crate::{Clock, CoreError, PasswordHasher, validate};
 
@@ -54,6 +56,9 @@ pub struct Accounts {
     store: Arc<dyn Storage>,
     hasher: PasswordHasher,
     clock: Arc<dyn Clock>,
+    /// Refuses sign-ins of accounts and addresses with too many recent failures; `None` when
+    /// the server runs without it.
+    throttle: Option<Arc<SignInThrottle>>,
 }
 
 impl Accounts {
@@ -62,14 +67,55 @@ impl Accounts {
             store,
             hasher: PasswordHasher::new(config.bcrypt_cost, config.max_concurrent_hashes),
             clock,
+            throttle: None,
         }
+    }
+
+    /// Throttles failed sign-ins (see [`SignInThrottle`]).
+    pub fn with_throttle(mut self, throttle: Arc<SignInThrottle>) -> Self {
+        self.throttle = Some(throttle);
+        self
     }
 
     /// Signs a user in, creating the account when `create` is set and none exists. `username`
     /// is used only when creating; a random one is generated when it is `None`. Inputs are
     /// checked in Nakama's order (the identity, then the username), so that a request with
     /// several faults gets Nakama's answer.
+    ///
+    /// A sign-in that can fail on a secret (a password; a device or custom id with
+    /// `create=false`) is throttled per account and per client `address` when a throttle is
+    /// set: past its failures it is refused with code 8 before the secret is checked.
     pub async fn authenticate(
+        &self,
+        identity: Identity,
+        username: Option<String>,
+        create: bool,
+        address: Option<IpAddr>,
+    ) -> Result<AuthOutcome, CoreError> {
+        let guarded = self
+            .throttle
+            .as_ref()
+            .and_then(|t| Some((t, throttle_key(&identity, username.as_deref(), create)?)));
+        let Some((throttle, key)) = guarded else {
+            return self
+                .authenticate_unthrottled(identity, username, create)
+                .await;
+        };
+        throttle.check(&key, address)?;
+        let result = self
+            .authenticate_unthrottled(identity, username, create)
+            .await;
+        match &result {
+            Ok(_) => throttle.succeeded(&key),
+            Err(CoreError::Unauthenticated { .. } | CoreError::NotFound { .. }) => {
+                throttle.failed(key, address)
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn authenticate_unthrottled(
         &self,
         identity: Identity,
         username: Option<String>,
@@ -365,6 +411,20 @@ fn checked_username(username: Option<String>) -> Result<Option<String>, CoreErro
         validate::username(name)?;
     }
     Ok(username)
+}
+
+/// The throttle's key of a sign-in that can fail on a secret; `None` for one that cannot (a
+/// device or custom id with `create=true` signs in or creates, it never fails on the id).
+fn throttle_key(identity: &Identity, username: Option<&str>, create: bool) -> Option<ThrottleKey> {
+    match identity {
+        Identity::Email { email, .. } if email.is_empty() => {
+            Some(ThrottleKey::Username(username?.to_lowercase()))
+        }
+        Identity::Email { email, .. } => Some(ThrottleKey::Email(email.to_lowercase())),
+        Identity::Device { id } if !create => Some(ThrottleKey::Device(id.clone())),
+        Identity::Custom { id } if !create => Some(ThrottleKey::Custom(id.clone())),
+        Identity::Device { .. } | Identity::Custom { .. } => None,
+    }
 }
 
 /// Why creating an account failed, before mapping onto client errors.

@@ -17,7 +17,7 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use metafi_core::{RpcContext, RpcUser};
@@ -53,14 +53,7 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
     }
     let unwrap = query.contains_key("unwrap");
     let payload = if parts.method == Method::POST {
-        let limit = state.config.max_request_size_bytes;
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Request body is larger than {limit} bytes; send less or raise socket.max_request_size_bytes."),
-            )
-            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-        })?;
+        let bytes = crate::body::read_body(body, &state).await?;
         if bytes.is_empty() || unwrap {
             String::from_utf8(bytes.to_vec()).map_err(|_| {
                 ApiError::new(Code::InvalidArgument, "The RPC payload must be UTF-8 text.")
