@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions};
+use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions, Users};
 
 use crate::HttpConfig;
 
@@ -25,6 +25,8 @@ pub struct ApiState {
     pub config: Arc<ApiConfig>,
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,
+    /// Other users' profiles with their online status (`/v2/user`).
+    pub users: Arc<Users>,
     pub objects: Arc<Objects>,
     /// Chat channel rules and history (`/v2/channel`).
     pub channels: Arc<Channels>,

@@ -12,6 +12,7 @@ use metafi_storage::{
 use uuid::Uuid;
 
 use crate::signin_throttle::{SignInThrottle, ThrottleKey};
+use crate::validate::ProfileField;
 use crate::{Clock, CoreError, PasswordHasher, validate};
 
 /// How many times a generated username is re-drawn when it collides with an existing one.
@@ -77,7 +78,9 @@ impl Accounts {
     }
 
     /// Signs a user in, creating the account when `create` is set and none exists. `username`
-    /// is used only when creating; a random one is generated when it is `None`.
+    /// is used only when creating; a random one is generated when it is `None`. Inputs are
+    /// checked in Nakama's order (the identity, then the username), so that a request with
+    /// several faults gets Nakama's answer.
     ///
     /// A sign-in that can fail on a secret (a password; a device or custom id with
     /// `create=false`) is throttled per account and per client `address` when a throttle is
@@ -118,21 +121,17 @@ impl Accounts {
         username: Option<String>,
         create: bool,
     ) -> Result<AuthOutcome, CoreError> {
-        let username = match username.filter(|u| !u.is_empty()) {
-            Some(u) => {
-                validate::username(&u)?;
-                Some(u)
-            }
-            None => None,
-        };
+        let username = username.filter(|u| !u.is_empty());
         match identity {
             Identity::Device { id } => {
                 validate::device_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Device { id }, username, create)
                     .await
             }
             Identity::Custom { id } => {
                 validate::custom_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Custom { id }, username, create)
                     .await
             }
@@ -183,7 +182,19 @@ impl Accounts {
         request: api::UpdateAccountRequest,
     ) -> Result<(), CoreError> {
         if let Some(username) = &request.username {
-            validate::username(username)?;
+            validate::new_username(username)?;
+        }
+        let fields = [
+            (ProfileField::DisplayName, &request.display_name),
+            (ProfileField::AvatarUrl, &request.avatar_url),
+            (ProfileField::LangTag, &request.lang_tag),
+            (ProfileField::Location, &request.location),
+            (ProfileField::Timezone, &request.timezone),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                validate::profile_field(field, value)?;
+            }
         }
         let update = AccountUpdate {
             username: request.username,
@@ -205,7 +216,11 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(StorageError::Conflict {
                 what: Conflict::Username,
-            }) => Err(CoreError::already_exists("Username is already in use.")),
+                // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status
+                // of the conflict (its `UpdateAccount` turns any non-database error into code 3).
+            }) => Err(CoreError::invalid(
+                "rpc error: code = AlreadyExists desc = Username is already in use.",
+            )),
             Err(StorageError::NotFound { .. }) => Err(CoreError::not_found("Account not found.")),
             Err(e) => Err(CoreError::storage("updating an account", e)),
         }
@@ -223,7 +238,13 @@ impl Accounts {
                 "Email address and password is required.",
             ));
         }
+        // Nakama's order: the email, the password, then the username.
+        let email = match email.as_str() {
+            "" => String::new(),
+            given => validate::email(given)?,
+        };
         validate::password(&password)?;
+        let username = checked_username(username)?;
         if email.is_empty() {
             // Sign-in by username and password; never creates an account.
             let username = username.ok_or_else(|| {
@@ -234,7 +255,6 @@ impl Accounts {
                 .await?
                 .ok_or_else(|| CoreError::not_found("User account not found."));
         }
-        let email = validate::email(&email)?;
         if let Some(outcome) = self
             .sign_in_with_password(IdentityRef::Email(&email), password.clone())
             .await?
@@ -383,6 +403,14 @@ impl Accounts {
         }
         Err(last)
     }
+}
+
+/// A username given with a sign-in, checked; `None` when none was given.
+fn checked_username(username: Option<String>) -> Result<Option<String>, CoreError> {
+    if let Some(name) = &username {
+        validate::username(name)?;
+    }
+    Ok(username)
 }
 
 /// The throttle's key of a sign-in that can fail on a secret; `None` for one that cannot (a

@@ -7,7 +7,8 @@
 //! `#[source]` for logs.
 //!
 //! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
-//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`Channels`], [`TokenKeys`],
+//! Key types: [`Accounts`], [`Users`] (with the [`OnlineUsers`] seam), [`Sessions`], [`Objects`],
+//! [`Channels`], [`TokenKeys`],
 //! [`SessionClaims`], [`Clock`].
 
 mod accounts;
@@ -21,6 +22,7 @@ pub mod rpc;
 mod sessions;
 pub mod signin_throttle;
 mod tokens;
+mod users;
 mod validate;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
@@ -34,3 +36,4 @@ pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use sessions::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use tokens::{SessionClaims, TokenKeys, TokenKind};
+pub use users::{NobodyOnline, OnlineUsers, UserLookup, Users};

@@ -10,7 +10,7 @@ use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
     Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions,
-    SignInThrottle, SystemClock, TokenKeys,
+    SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_realtime::{Realtime, RealtimeParts, RealtimeServices};
 use metafi_runtime::lua::LuaEngine;
@@ -116,6 +116,8 @@ pub async fn run(
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
+    // `GET /v2/user` reports as online whoever holds a socket on this node.
+    let users = Arc::new(Users::new(store.clone(), parts.registry.clone()));
     let engine = match MatchEngine::start(&config, &parts, clock.clone()) {
         Ok(engine) => engine,
         Err(e) => {
@@ -176,6 +178,7 @@ pub async fn run(
         config: Arc::new(config.api.clone()),
         accounts,
         sessions: sessions.clone(),
+        users,
         objects,
         channels,
         rpc,

@@ -151,7 +151,8 @@ async fn empty_account_update_is_invalid_argument() {
         .send(
             http.put("/v2/account")
                 .bearer_auth(&token)
-                .json(&serde_json::json!({"username": "has space"})),
+                // A tab, not a space: Nakama accepts plain spaces in usernames.
+                .json(&serde_json::json!({"username": "has\ttab"})),
         )
         .await;
     assert_error(&bad_name, 400, 3);

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
@@ -24,12 +24,13 @@ use metafi_core::{RpcContext, RpcUser};
 use metafi_proto::Code;
 use uuid::Uuid;
 
+use crate::body::{PathParams, query_pairs};
 use crate::{ApiError, ApiState};
 
 /// `/v2/rpc/{id}`.
 pub(super) async fn call(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
     run(state, id, request).await
@@ -158,17 +159,8 @@ fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
         // The common case (session-token calls): no URI to build and parse.
         return Ok(HashMap::new());
     }
-    let uri = format!("/?{query}")
-        .parse()
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "Malformed query string."))?;
-    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
-        .map_err(|e| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Invalid query parameters: {e}."),
-            )
-        })?
-        .0;
+    // Strict decoding: a parameter that is not UTF-8 is refused, not read with U+FFFD.
+    let pairs = query_pairs(query)?;
     let mut params: HashMap<String, Vec<String>> = HashMap::new();
     for (key, value) in pairs {
         params.entry(key).or_default().push(value);
@@ -213,6 +205,12 @@ mod tests {
         assert_eq!(params["a"], vec!["1", "2"]);
         assert_eq!(params["b"], vec!["x y"]);
         assert!(params.contains_key("unwrap"));
+    }
+
+    #[test]
+    fn a_query_that_is_not_utf8_is_refused() {
+        let error = query_params("payload=%FF").unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument);
     }
 
     #[test]
