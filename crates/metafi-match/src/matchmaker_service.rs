@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::config::MatchmakerConfig;
-use crate::matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+use crate::matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
 use crate::metrics;
 use crate::presence::Presence;
 use crate::tokens::MatchTokens;
