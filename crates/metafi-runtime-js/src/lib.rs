@@ -51,7 +51,7 @@ pub use vm::JsVm;
 pub struct JsEngine {
     /// Drives the futures of `nk` calls for every VM of this engine; started with the first VM.
     io: OnceLock<Result<io::IoRuntime, String>>,
-    /// Where match handlers' VMs live (`matches.rs`).
+    /// Where match handlers' VMs live (`js_match_handler.rs`).
     match_vms: metafi_runtime::MatchVms,
     /// Leave the intrinsics writable after load (`runtime.js_read_only_globals = false`);
     /// frozen by default (`freeze.rs`).
