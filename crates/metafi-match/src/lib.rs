@@ -36,6 +36,7 @@ mod mailbox;
 mod match_handler;
 mod matchmaker_pool;
 mod matchmaker_service;
+mod matchmaker_tokens;
 mod metrics;
 mod outlet;
 mod presence;
@@ -46,7 +47,6 @@ mod scheduler;
 mod shared;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
-mod tokens;
 
 pub use authoritative::JoinOutcome;
 pub use clock::{FakeClock, MonotonicClock, SystemMonotonic};
@@ -64,6 +64,7 @@ pub use match_handler::{
 };
 pub use matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
 pub use matchmaker_service::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};
+pub use matchmaker_tokens::{InvalidToken, MatchTokens};
 pub use outlet::{OutgoingData, Outlet, PresenceEvent};
 pub use presence::{MatchMessage, Presence, PresenceReason};
 pub use query::{Query, QueryError};
@@ -71,4 +72,3 @@ pub use registry::Matches;
 pub use relayed::RelayedJoin;
 pub use scheduler::{Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};
-pub use tokens::{InvalidToken, MatchTokens};
