@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { client, freshDeviceId, assertRejects } from "./support.mjs";
+import { client, freshDeviceId, assertRejects, differs } from "./support.mjs";
 
 async function player(c) {
   return c.authenticateDevice(freshDeviceId(), true);
@@ -95,4 +95,40 @@ test("delete removes an object; bad input is refused", async () => {
   await assertRejects(c.writeStorageObjects(s, [{ collection: "", key: "k", value: { a: 1 } }]), 400, 3);
   await assertRejects(c.writeStorageObjects(s, [{ collection: "c", key: "k", value: [1, 2] }]), 400, 3);
   await assertRejects(c.listStorageObjects(s, "tmp", s.user_id, 101), 400, 3);
+});
+
+test("deleting an object that does not exist is refused", differs("storage-delete-missing"), async () => {
+  const c = client();
+  const s = await player(c);
+  await assertRejects(
+    c.deleteStorageObjects(s, { object_ids: [{ collection: "tmp", key: `never-${randomUUID()}` }] }),
+    400,
+    3,
+    "Storage delete rejected - not found, version check failed, or permission denied.",
+  );
+});
+
+test("the owner's listing is ordered by read permission, then key (Nakama's order)", differs("storage-list-order"), async () => {
+  const c = client();
+  const s = await player(c);
+  const other = await player(c);
+  const collection = `order_${randomUUID().slice(0, 8)}`;
+  await c.writeStorageObjects(s, [
+    { collection, key: "a", value: { n: 1 }, permission_read: 2 },
+    { collection, key: "b", value: { n: 2 }, permission_read: 1 },
+    { collection, key: "c", value: { n: 3 }, permission_read: 2 },
+    { collection, key: "d", value: { n: 4 }, permission_read: 1 },
+  ]);
+  const own = await c.listStorageObjects(s, collection, s.user_id, 10);
+  assert.deepEqual(own.objects.map((o) => o.key), ["b", "d", "a", "c"]);
+  const paged = [];
+  let cursor;
+  do {
+    const page = await c.listStorageObjects(s, collection, s.user_id, 1, cursor);
+    paged.push(...page.objects.map((o) => o.key));
+    cursor = page.cursor;
+  } while (cursor);
+  assert.deepEqual(paged, ["b", "d", "a", "c"], "a cursor continues in the same order");
+  const seen = await c.listStorageObjects(other, collection, s.user_id, 10);
+  assert.deepEqual(seen.objects.map((o) => o.key), ["a", "c"], "others see public objects only");
 });
