@@ -49,6 +49,8 @@ async function pageServer() {
     const path = new URL(req.url, "http://x").pathname;
     if (path === "/") {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(page);
+    } else if (path === "/favicon.ico") {
+      res.writeHead(204).end();
     } else if (path === "/nakama-js.mjs") {
       res.writeHead(200, { "content-type": "text/javascript" }).end(client);
     } else {
