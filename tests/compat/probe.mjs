@@ -167,6 +167,20 @@ function cases(s, other) {
   ];
 }
 
+// Bodies compared without "error" (MetaFi always sends it; Nakama only on some paths) and with
+// keys sorted.
+function canonical(text) {
+  try {
+    const j = JSON.parse(text);
+    if (j && typeof j === "object" && !Array.isArray(j)) delete j.error;
+    const sort = (v) =>
+      Array.isArray(v) ? v.map(sort) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])])) : v;
+    return JSON.stringify(sort(j));
+  } catch {
+    return text;
+  }
+}
+
 const summary = (r) => {
   let code, message, keys;
   try {
@@ -189,8 +203,8 @@ for (let i = 0; i < total; i++) {
   const [name, reqA] = cases(a.s, a.o)[i];
   const reqB = cases(b.s, b.o)[i][1];
   const [ra, rb] = await Promise.all([call(portA, reqA).catch((e) => ({ status: "ERR", text: String(e) })), call(portB, reqB).catch((e) => ({ status: "ERR", text: String(e) }))]);
-  const na = normalize(ra.text, { self: a.s.user, other: a.o.user });
-  const nb = normalize(rb.text, { self: b.s.user, other: b.o.user });
+  const na = canonical(normalize(ra.text, { self: a.s.user, other: a.o.user }));
+  const nb = canonical(normalize(rb.text, { self: b.s.user, other: b.o.user }));
   const sa = summary({ ...ra, text: na });
   const sb = summary({ ...rb, text: nb });
   const same = sa.status === sb.status && sa.code === sb.code && sa.message === sb.message;

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { client, freshDeviceId, assertRejects, differs } from "./support.mjs";
+import { client, freshDeviceId, assertRejects, differs, http } from "./support.mjs";
 
 async function player(c) {
   return c.authenticateDevice(freshDeviceId(), true);
@@ -131,4 +131,24 @@ test("the owner's listing is ordered by read permission, then key (Nakama's orde
   assert.deepEqual(paged, ["b", "d", "a", "c"], "a cursor continues in the same order");
   const seen = await c.listStorageObjects(other, collection, s.user_id, 10);
   assert.deepEqual(seen.objects.map((o) => o.key), ["a", "c"], "others see public objects only");
+});
+
+test("an empty result omits its empty list, as proto3 JSON does", differs("empty-lists-omitted"), async () => {
+  // Nakama renders protobuf messages without unpopulated fields: no objects is `{}`, not
+  // `{"objects":[]}`. A client that tests for the field sees the difference.
+  const c = client();
+  const s = await player(c);
+  const collection = `empty_${randomUUID().slice(0, 8)}`;
+  const read = await http("POST", "/v2/storage", {
+    token: s.token,
+    body: JSON.stringify({ object_ids: [{ collection, key: "k", user_id: s.user_id }] }),
+  });
+  assert.equal(read.status, 200);
+  assert.deepEqual(read.json, {});
+  const listed = await http("GET", `/v2/storage/${collection}?user_id=${s.user_id}`, { token: s.token });
+  assert.equal(listed.status, 200);
+  assert.deepEqual(listed.json, {});
+  const written = await http("PUT", "/v2/storage", { token: s.token, body: JSON.stringify({ objects: [] }) });
+  assert.equal(written.status, 200);
+  assert.deepEqual(written.json, {});
 });
