@@ -157,6 +157,29 @@ test("GET /v2/user: users by id and by username, with online", differs("get-user
   assert.equal(bad.json.message, "ID 'nope' is not a valid system ID.");
 });
 
+test("the account is online while a socket that shows status is connected", differs("account-online"), async () => {
+  const c = client();
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const hidden = c.createSocket(false, false, new WebSocketAdapterText());
+  await hidden.connect(s, false);
+  assert.ok(!(await c.getAccount(s)).user.online, "a socket connected with status=false does not show online");
+  hidden.disconnect(false);
+  const shown = c.createSocket(false, false, new WebSocketAdapterText());
+  await shown.connect(s, true);
+  try {
+    assert.equal((await c.getAccount(s)).user.online, true);
+  } finally {
+    shown.disconnect(false);
+  }
+  let after;
+  for (let i = 0; i < 30; i++) {
+    await sleep(100);
+    after = (await c.getAccount(s)).user.online;
+    if (!after) break;
+  }
+  assert.ok(!after, "offline again once the socket is gone");
+});
+
 test("deleteAccount deletes the account", differs("delete-account"), async () => {
   const c = client({ autoRefresh: false });
   const deviceId = freshDeviceId();

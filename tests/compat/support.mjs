@@ -36,6 +36,7 @@ export const KNOWN_DIFFERENCES = {
   "storage-delete-missing": "deleting a storage object that does not exist succeeds; Nakama refuses it with 400/3",
   "storage-list-order": "the owner's storage listing is not in Nakama's order (read permission, then key)",
   "empty-lists-omitted": "an empty result carries its empty list ({\"objects\":[]}, {\"acks\":[]}); Nakama omits it ({})",
+  "account-online": "GET /v2/account never says online; Nakama says online: true while a socket connected with status=true is open",
   "delete-account": "DELETE /v2/account (the client's deleteAccount) is 501; Nakama deletes the account",
   "rpc-get-payload": "GET /v2/rpc/{id}?payload=… hands the query's payload to the function; Nakama 3.40 ignores it (empty payload)",
   "rpc-lua-error-traceback": "a Lua error caught with pcall carries a stack traceback, which reaches the client's message",
