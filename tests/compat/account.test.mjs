@@ -239,3 +239,30 @@ test("a token of another server key/signature is refused", async () => {
   const forged = Session.restore(`${parts[0]}.${parts[1]}.${"A".repeat(parts[2].length)}`, s.refresh_token);
   await assertRejects(c.getAccount(forged), 401, 16);
 });
+
+test("users by id and username (GET /v2/user), with who is online", async () => {
+  const { default: WebSocket } = await import("ws");
+  const { WebSocketAdapterText } = await import("@heroiclabs/nakama-js");
+  globalThis.WebSocket ??= WebSocket;
+  const c = client();
+  const tag = randomUUID().slice(0, 8);
+  const ada = await c.authenticateDevice(freshDeviceId(), true, `ada_${tag}`);
+  // A plain space in a username is accepted, as by Nakama.
+  const bob = await c.authenticateDevice(freshDeviceId(), true, `bob ${tag}`);
+  assert.equal(bob.username, `bob ${tag}`);
+  const socket = c.createSocket(false, false, new WebSocketAdapterText());
+  await socket.connect(bob, true);
+  try {
+    const found = await c.getUsers(ada, [ada.user_id], [bob.username, `nobody_${tag}`]);
+    const byName = Object.fromEntries(found.users.map((u) => [u.username, u]));
+    assert.deepEqual(Object.keys(byName).sort(), [`ada_${tag}`, `bob ${tag}`]);
+    assert.equal(byName[`ada_${tag}`].id, ada.user_id);
+    assert.ok(!byName[`ada_${tag}`].online, "no socket: offline");
+    assert.equal(byName[`bob ${tag}`].online, true, "a connected socket: online");
+  } finally {
+    socket.disconnect(false);
+  }
+  const none = await c.getUsers(ada, []);
+  assert.deepEqual(none.users, []);
+  await assertRejects(c.getUsers(ada, ["not-a-uuid"]), 400, 3);
+});

@@ -95,6 +95,8 @@ test("delete removes an object; bad input is refused", async () => {
   await assertRejects(c.writeStorageObjects(s, [{ collection: "", key: "k", value: { a: 1 } }]), 400, 3);
   await assertRejects(c.writeStorageObjects(s, [{ collection: "c", key: "k", value: [1, 2] }]), 400, 3);
   await assertRejects(c.listStorageObjects(s, "tmp", s.user_id, 101), 400, 3);
+  // Nakama refuses a client's delete that deletes nothing.
+  await assertRejects(c.deleteStorageObjects(s, { object_ids: [{ collection: "tmp", key: "gone" }] }), 400, 3);
 });
 
 test("deleting an object that does not exist is refused", differs("storage-delete-missing"), async () => {

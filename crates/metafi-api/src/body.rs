@@ -1,13 +1,30 @@
 //! Request parsing: JSON bodies and query strings, with Nakama's rules and our error shape.
 
+use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use bytes::Bytes;
+use http_body_util::LengthLimitError;
 use metafi_proto::Code;
 use serde::de::DeserializeOwned;
 
+use crate::request_limits::{BodyDeadlineElapsed, caused_by};
 use crate::{ApiError, ApiState};
+
+/// Reads a whole request body under the size limit and the body deadline, with the error the
+/// client should see: 413 over the limit, 408 past the deadline, 400 when the body broke off.
+pub(crate) async fn read_body(body: Body, state: &ApiState) -> Result<Bytes, ApiError> {
+    let limit = state.config.max_request_size_bytes;
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if caused_by::<LengthLimitError>(&e) {
+            ApiError::body_too_large(limit)
+        } else if caused_by::<BodyDeadlineElapsed>(&e) {
+            ApiError::body_timeout(state.config.http.body_read_timeout)
+        } else {
+            ApiError::new(Code::InvalidArgument, "Could not read the request body.")
+        }
+    })
+}
 
 /// A JSON request body. An empty body reads as `{}` (as with Nakama's gateway); unknown fields
 /// are ignored; a body over the configured size is refused with 413.
@@ -18,20 +35,7 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &ApiState) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    Code::InvalidArgument,
-                    format!(
-                        "Request body is larger than {} bytes; send less or raise socket.max_request_size_bytes.",
-                        state.config.max_request_size_bytes
-                    ),
-                )
-                .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-            } else {
-                ApiError::new(Code::InvalidArgument, "Could not read the request body.")
-            }
-        })?;
+        let bytes = read_body(req.into_body(), state).await?;
         let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
             b"{}"
         } else {
@@ -46,7 +50,8 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for JsonBody<T> {
     }
 }
 
-/// Query parameters, deserialized leniently (unknown parameters ignored).
+/// Query parameters, deserialized leniently (unknown parameters ignored). A parameter whose
+/// percent-decoded bytes are not UTF-8 is refused, never read with replacement characters.
 #[derive(Debug)]
 pub(crate) struct QueryParams<T>(pub T);
 
@@ -55,8 +60,86 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
+        query_pairs(query)?;
         serde_urlencoded_from_str(query).map(QueryParams)
     }
+}
+
+/// Path parameters. A segment that is not UTF-8 once percent-decoded (or otherwise does not fit)
+/// is refused in Nakama's error shape with InvalidArgument, not axum's plain-text rejection.
+#[derive(Debug)]
+pub(crate) struct PathParams<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(PathParams(value)),
+            Err(rejection) => Err(ApiError::new(
+                Code::InvalidArgument,
+                format!("Invalid path: {}.", rejection.body_text()),
+            )),
+        }
+    }
+}
+
+/// Every `name=value` pair of a query string in order, percent-decoded (`+` is a space), so
+/// repeated names (`?ids=a&ids=b`) are all kept. Bytes that do not decode to UTF-8 are refused
+/// with InvalidArgument naming the parameter.
+pub(crate) fn query_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = String::from_utf8(percent_decode(name)).map_err(|_| {
+                ApiError::new(
+                    Code::InvalidArgument,
+                    "Query parameter names must be valid UTF-8.",
+                )
+            })?;
+            let value = String::from_utf8(percent_decode(value)).map_err(|_| {
+                ApiError::new(
+                    Code::InvalidArgument,
+                    format!("Query parameter '{name}' must be valid UTF-8 once percent-decoded."),
+                )
+            })?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; a `%` not
+/// followed by two hex digits stays as it is (as browsers and Go's decoder leave it).
+fn percent_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let digit = |at: usize| bytes.get(at).copied().and_then(hex);
+                match (digit(i + 1), digit(i + 2)) {
+                    (Some(high), Some(low)) => {
+                        out.push(high << 4 | low);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    out
+}
+
+fn hex(byte: u8) -> Option<u8> {
+    char::from(byte)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 fn serde_urlencoded_from_str<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
@@ -91,6 +174,39 @@ pub(crate) fn parse_bool(name: &str, value: Option<&str>) -> Result<Option<bool>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_pairs_decode_and_keep_repeats() {
+        let pairs = query_pairs("ids=a&ids=b&username=caf%C3%A9+x&flag&bad=%zz").unwrap();
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("ids", "a"),
+                ("ids", "b"),
+                ("username", "café x"),
+                ("flag", ""),
+                ("bad", "%zz")
+            ]
+        );
+    }
+
+    /// `?username=%FF` read as U+FFFD before: a name the client never sent.
+    #[test]
+    fn query_with_invalid_utf8_is_refused() {
+        for query in [
+            "username=%FF",
+            "username=a%C3",
+            "%FE=1",
+            "create=true&username=%C0%AF",
+        ] {
+            let error = query_pairs(query).unwrap_err();
+            assert_eq!(error.code(), Code::InvalidArgument, "{query}");
+        }
+    }
 
     #[test]
     fn parse_bool_accepts_go_forms() {

@@ -3,7 +3,8 @@
 use std::any::Any;
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use metafi_core::CoreError;
 use metafi_proto::{Code, ErrorBody};
@@ -13,8 +14,11 @@ use metafi_proto::{Code, ErrorBody};
 pub struct ApiError {
     code: Code,
     message: String,
-    /// Overrides the status derived from `code` (only for 413 Payload Too Large).
+    /// Overrides the status derived from `code` (413, 408, 405: statuses of the HTTP layer that
+    /// gRPC codes do not name).
     status: Option<StatusCode>,
+    /// Ask the client to close the connection: its unread request body makes it unusable.
+    close: bool,
 }
 
 impl ApiError {
@@ -23,7 +27,35 @@ impl ApiError {
             code,
             message: message.into(),
             status: None,
+            close: false,
         }
+    }
+
+    /// The request body is (or says it is) over `socket.max_request_size_bytes`.
+    pub(crate) fn body_too_large(limit: usize) -> Self {
+        let mut error = ApiError::new(
+            Code::InvalidArgument,
+            format!(
+                "Request body is larger than {limit} bytes; send less or raise socket.max_request_size_bytes."
+            ),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE);
+        error.close = true;
+        error
+    }
+
+    /// The request body did not arrive within `http.body_read_timeout_ms`.
+    pub(crate) fn body_timeout(timeout: std::time::Duration) -> Self {
+        let mut error = ApiError::new(
+            Code::DeadlineExceeded,
+            format!(
+                "Request body not received within {} ms; send it at once, or raise http.body_read_timeout_ms.",
+                timeout.as_millis()
+            ),
+        )
+        .with_status(StatusCode::REQUEST_TIMEOUT);
+        error.close = true;
+        error
     }
 
     pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
@@ -51,7 +83,13 @@ impl IntoResponse for ApiError {
             StatusCode::from_u16(self.code.http_status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         });
-        (status, Json(ErrorBody::new(self.code, self.message))).into_response()
+        let mut response = (status, Json(ErrorBody::new(self.code, self.message))).into_response();
+        if self.close {
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
     }
 }
 
@@ -60,9 +98,12 @@ pub(crate) async fn not_found() -> ApiError {
     ApiError::new(Code::NotFound, "Not Found")
 }
 
-/// Known path, wrong method: Nakama's gateway answers Unimplemented.
+/// Known path, wrong method: 405 with the `Allow` header (set by the router). Nakama's gateway
+/// answers 501; a method a route does not have is the client's mistake, so a 4xx (README,
+/// "Deliberate differences"). The body keeps Nakama's shape and code 12 (UNIMPLEMENTED).
 pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError::new(Code::Unimplemented, "Method Not Allowed")
+        .with_status(StatusCode::METHOD_NOT_ALLOWED)
 }
 
 /// A handler panicked: answer 500 in the usual shape; the panic itself is logged here.

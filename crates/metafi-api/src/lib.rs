@@ -1,4 +1,6 @@
-//! The REST half of MetaFi's Nakama-compatible client API: `/v2/...` routes and `/healthcheck`.
+//! The REST half of MetaFi's Nakama-compatible client API: `/v2/...` routes and `/healthcheck`,
+//! and the HTTP edge they share with the realtime socket's `/ws` upgrade: CORS, request limits,
+//! and the accept loop with its connection timeouts ([`serve`]; docs/HTTP.md).
 //!
 //! Handlers are thin: they parse and authenticate the request, call a `metafi-core` service and
 //! render its answer. Every error leaves through [`ApiError`], the one place where service
@@ -6,32 +8,54 @@
 //! body with the matching HTTP status.
 //!
 //! Must not depend on: a storage backend, the realtime socket, the script engines. Key types:
-//! [`ApiState`], [`router`], [`ApiError`].
+//! [`ApiState`], [`router`], [`ApiError`], [`HttpConfig`], [`serve`].
 
 mod auth;
 mod body;
+mod client_address;
+mod conn_deadline;
+mod cors;
 mod error;
+mod http_config;
 mod metrics;
+mod request_limits;
 mod routes;
+mod serve;
 mod state;
 
 pub use auth::{ServerKeyAuth, SessionAuth};
 pub use error::ApiError;
+pub use http_config::{CorsConfig, HttpConfig};
+pub use serve::serve;
 pub use state::{ApiConfig, ApiState};
 
 use axum::Router;
 
-/// The complete REST router with its middleware: request metrics, a panic guard and Nakama's
-/// routing errors for unknown paths and methods.
+/// The complete REST router with its middleware: CORS, request limits, request metrics, a
+/// panic guard and Nakama's routing errors for unknown paths and methods.
 pub fn router(state: ApiState) -> Router {
-    let body_limit = state.config.max_request_size_bytes;
+    router_with(state, Router::new())
+}
+
+/// The REST routes and `extra` (the realtime socket's `/ws`) behind the same edge: every route
+/// answers CORS preflights, carries the CORS headers (errors too), and meets the same limits.
+pub fn router_with(state: ApiState, extra: Router) -> Router {
+    let config = state.config.clone();
     routes::routes()
-        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+        .merge(extra)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            config.max_request_size_bytes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            config.clone(),
+            request_limits::guard,
+        ))
         .layer(axum::middleware::from_fn(metrics::record))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             error::panic_response,
         ))
-        .with_state(state)
+        .layer(cors::layer(&config.http.cors))
 }

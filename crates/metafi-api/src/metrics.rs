@@ -52,6 +52,7 @@ fn status_label(status: StatusCode) -> metrics::SharedString {
         403 => "403",
         404 => "404",
         405 => "405",
+        408 => "408",
         409 => "409",
         413 => "413",
         429 => "429",

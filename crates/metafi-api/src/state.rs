@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions};
+use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions, Users};
+
+use crate::HttpConfig;
 
 /// Settings of the REST edge.
 #[derive(Debug, Clone)]
@@ -13,6 +15,8 @@ pub struct ApiConfig {
     pub max_request_size_bytes: usize,
     /// Key of server-to-server RPC calls (`/v2/rpc/{id}?http_key=…`, Nakama's `runtime.http_key`).
     pub http_key: String,
+    /// CORS and the connection timeouts of the edge.
+    pub http: HttpConfig,
 }
 
 /// Shared state of every handler; cheap to clone.
@@ -21,6 +25,8 @@ pub struct ApiState {
     pub config: Arc<ApiConfig>,
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,
+    /// Other users' profiles with their online status (`/v2/user`).
+    pub users: Arc<Users>,
     pub objects: Arc<Objects>,
     /// Chat channel rules and history (`/v2/channel`).
     pub channels: Arc<Channels>,

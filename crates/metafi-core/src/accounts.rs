@@ -1,6 +1,7 @@
 //! Accounts: sign-in by device id, custom id or email (creating the account on first use), the
 //! account view and profile updates.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use metafi_proto::api;
@@ -10,6 +11,8 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
+use crate::signin_throttle::{SignInThrottle, ThrottleKey};
+use crate::validate::ProfileField;
 use crate::{Clock, CoreError, PasswordHasher, validate};
 
 /// How many times a generated username is re-drawn when it collides with an existing one.
@@ -53,6 +56,9 @@ pub struct Accounts {
     store: Arc<dyn Storage>,
     hasher: PasswordHasher,
     clock: Arc<dyn Clock>,
+    /// Refuses sign-ins of accounts and addresses with too many recent failures; `None` when
+    /// the server runs without it.
+    throttle: Option<Arc<SignInThrottle>>,
 }
 
 impl Accounts {
@@ -61,32 +67,71 @@ impl Accounts {
             store,
             hasher: PasswordHasher::new(config.bcrypt_cost, config.max_concurrent_hashes),
             clock,
+            throttle: None,
         }
     }
 
+    /// Throttles failed sign-ins (see [`SignInThrottle`]).
+    pub fn with_throttle(mut self, throttle: Arc<SignInThrottle>) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
     /// Signs a user in, creating the account when `create` is set and none exists. `username`
-    /// is used only when creating; a random one is generated when it is `None`.
+    /// is used only when creating; a random one is generated when it is `None`. Inputs are
+    /// checked in Nakama's order (the identity, then the username), so that a request with
+    /// several faults gets Nakama's answer.
+    ///
+    /// A sign-in that can fail on a secret (a password; a device or custom id with
+    /// `create=false`) is throttled per account and per client `address` when a throttle is
+    /// set: past its failures it is refused with code 8 before the secret is checked.
     pub async fn authenticate(
         &self,
         identity: Identity,
         username: Option<String>,
         create: bool,
+        address: Option<IpAddr>,
     ) -> Result<AuthOutcome, CoreError> {
-        let username = match username.filter(|u| !u.is_empty()) {
-            Some(u) => {
-                validate::username(&u)?;
-                Some(u)
-            }
-            None => None,
+        let guarded = self
+            .throttle
+            .as_ref()
+            .and_then(|t| Some((t, throttle_key(&identity, username.as_deref(), create)?)));
+        let Some((throttle, key)) = guarded else {
+            return self
+                .authenticate_unthrottled(identity, username, create)
+                .await;
         };
+        throttle.check(&key, address)?;
+        let result = self
+            .authenticate_unthrottled(identity, username, create)
+            .await;
+        match &result {
+            Ok(_) => throttle.succeeded(&key),
+            Err(CoreError::Unauthenticated { .. } | CoreError::NotFound { .. }) => {
+                throttle.failed(key, address)
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn authenticate_unthrottled(
+        &self,
+        identity: Identity,
+        username: Option<String>,
+        create: bool,
+    ) -> Result<AuthOutcome, CoreError> {
+        let username = username.filter(|u| !u.is_empty());
         match identity {
             Identity::Device { id } => {
                 validate::device_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Device { id }, username, create)
                     .await
             }
             Identity::Custom { id } => {
                 validate::custom_id(&id)?;
+                let username = checked_username(username)?;
                 self.find_or_create(NewIdentity::Custom { id }, username, create)
                     .await
             }
@@ -137,7 +182,19 @@ impl Accounts {
         request: api::UpdateAccountRequest,
     ) -> Result<(), CoreError> {
         if let Some(username) = &request.username {
-            validate::username(username)?;
+            validate::new_username(username)?;
+        }
+        let fields = [
+            (ProfileField::DisplayName, &request.display_name),
+            (ProfileField::AvatarUrl, &request.avatar_url),
+            (ProfileField::LangTag, &request.lang_tag),
+            (ProfileField::Location, &request.location),
+            (ProfileField::Timezone, &request.timezone),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                validate::profile_field(field, value)?;
+            }
         }
         let update = AccountUpdate {
             username: request.username,
@@ -159,7 +216,11 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(StorageError::Conflict {
                 what: Conflict::Username,
-            }) => Err(CoreError::already_exists("Username is already in use.")),
+                // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status
+                // of the conflict (its `UpdateAccount` turns any non-database error into code 3).
+            }) => Err(CoreError::invalid(
+                "rpc error: code = AlreadyExists desc = Username is already in use.",
+            )),
             Err(StorageError::NotFound { .. }) => Err(CoreError::not_found("Account not found.")),
             Err(e) => Err(CoreError::storage("updating an account", e)),
         }
@@ -177,7 +238,13 @@ impl Accounts {
                 "Email address and password is required.",
             ));
         }
+        // Nakama's order: the email, the password, then the username.
+        let email = match email.as_str() {
+            "" => String::new(),
+            given => validate::email(given)?,
+        };
         validate::password(&password)?;
+        let username = checked_username(username)?;
         if email.is_empty() {
             // Sign-in by username and password; never creates an account.
             let username = username.ok_or_else(|| {
@@ -188,7 +255,6 @@ impl Accounts {
                 .await?
                 .ok_or_else(|| CoreError::not_found("User account not found."));
         }
-        let email = validate::email(&email)?;
         if let Some(outcome) = self
             .sign_in_with_password(IdentityRef::Email(&email), password.clone())
             .await?
@@ -336,6 +402,28 @@ impl Accounts {
             }
         }
         Err(last)
+    }
+}
+
+/// A username given with a sign-in, checked; `None` when none was given.
+fn checked_username(username: Option<String>) -> Result<Option<String>, CoreError> {
+    if let Some(name) = &username {
+        validate::username(name)?;
+    }
+    Ok(username)
+}
+
+/// The throttle's key of a sign-in that can fail on a secret; `None` for one that cannot (a
+/// device or custom id with `create=true` signs in or creates, it never fails on the id).
+fn throttle_key(identity: &Identity, username: Option<&str>, create: bool) -> Option<ThrottleKey> {
+    match identity {
+        Identity::Email { email, .. } if email.is_empty() => {
+            Some(ThrottleKey::Username(username?.to_lowercase()))
+        }
+        Identity::Email { email, .. } => Some(ThrottleKey::Email(email.to_lowercase())),
+        Identity::Device { id } if !create => Some(ThrottleKey::Device(id.clone())),
+        Identity::Custom { id } if !create => Some(ThrottleKey::Custom(id.clone())),
+        Identity::Device { .. } | Identity::Custom { .. } => None,
     }
 }
 

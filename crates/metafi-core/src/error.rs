@@ -75,6 +75,13 @@ impl CoreError {
             StorageError::Invalid { message } => CoreError::InvalidArgument {
                 message: message.into(),
             },
+            // Services validate first with their own messages; these are the backstop.
+            StorageError::NulCharacter { field } => {
+                CoreError::invalid(format!("Invalid {field}, no NUL characters allowed."))
+            }
+            StorageError::TooLong { field, max } => CoreError::invalid(format!(
+                "Invalid {field}, must be at most {max} characters."
+            )),
             other => CoreError::Internal {
                 operation,
                 source: Box::new(other),

@@ -7,7 +7,8 @@
 //! `#[source]` for logs.
 //!
 //! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
-//! Key types: [`Accounts`], [`Sessions`], [`Objects`], [`Channels`], [`TokenKeys`],
+//! Key types: [`Accounts`], [`Users`] (with the [`OnlineUsers`] seam), [`Sessions`], [`Objects`],
+//! [`Channels`], [`TokenKeys`],
 //! [`SessionClaims`], [`Clock`].
 
 mod accounts;
@@ -19,7 +20,9 @@ mod password;
 mod revocations;
 pub mod rpc;
 mod sessions;
+pub mod signin_throttle;
 mod tokens;
+mod users;
 mod validate;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
@@ -31,4 +34,6 @@ pub use password::PasswordHasher;
 pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use sessions::{Sessions, SessionsConfig};
+pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use tokens::{SessionClaims, TokenKeys, TokenKind};
+pub use users::{NobodyOnline, OnlineUsers, UserLookup, Users};

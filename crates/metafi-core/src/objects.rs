@@ -10,7 +10,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
-use crate::{Clock, CoreError};
+use crate::{Clock, CoreError, validate};
 
 /// Largest page a listing may ask for.
 pub const MAX_LIST_LIMIT: usize = 100;
@@ -56,7 +56,7 @@ impl Objects {
         ids: Vec<ObjectId>,
     ) -> Result<Vec<StorageObject>, CoreError> {
         for id in &ids {
-            require_collection_and_key(&id.collection, &id.key)?;
+            validate::object_name(&id.collection, &id.key)?;
         }
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -109,6 +109,7 @@ impl Objects {
                 "Invalid limit - limit must be between 1 and 100.",
             ));
         }
+        validate::collection(collection)?;
         self.store
             .list_objects(
                 caller,
@@ -124,11 +125,12 @@ impl Objects {
             })
     }
 
-    /// Deletes a batch atomically; all or nothing.
+    /// Deletes a batch atomically; all or nothing. A client's delete of an object that does not
+    /// exist is refused, as with Nakama; server code may delete what is not there.
     pub async fn delete(&self, caller: Caller, inputs: Vec<DeleteInput>) -> Result<(), CoreError> {
         let mut deletes = Vec::with_capacity(inputs.len());
         for input in inputs {
-            require_collection_and_key(&input.collection, &input.key)?;
+            validate::object_name(&input.collection, &input.key)?;
             deletes.push(ObjectDelete {
                 user_id: match caller {
                     Caller::User(me) => me,
@@ -144,27 +146,27 @@ impl Objects {
         }
         match self.store.delete_objects(caller, deletes).await {
             Ok(()) => Ok(()),
-            Err(StorageError::VersionMismatch { .. } | StorageError::PermissionDenied { .. }) => {
-                Err(CoreError::invalid(
-                    "Storage delete rejected - not found, version check failed, or permission denied.",
-                ))
-            }
+            // Nakama's one answer for all three: its delete checks the rows affected.
+            Err(
+                StorageError::VersionMismatch { .. }
+                | StorageError::PermissionDenied { .. }
+                | StorageError::NotFound { .. },
+            ) => Err(CoreError::invalid(
+                "Storage delete rejected - not found, version check failed, or permission denied.",
+            )),
             Err(e) => Err(CoreError::storage("deleting storage objects", e)),
         }
     }
 }
 
-fn require_collection_and_key(collection: &str, key: &str) -> Result<(), CoreError> {
-    if collection.is_empty() || key.is_empty() {
+fn validate_write(caller: Caller, input: WriteInput) -> Result<ObjectWrite, CoreError> {
+    // Nakama's first check of a write names the value too.
+    if input.value.is_empty() {
         return Err(CoreError::invalid(
             "Invalid collection or key value supplied. They must be set.",
         ));
     }
-    Ok(())
-}
-
-fn validate_write(caller: Caller, input: WriteInput) -> Result<ObjectWrite, CoreError> {
-    require_collection_and_key(&input.collection, &input.key)?;
+    validate::new_object_name(&input.collection, &input.key)?;
     let permission_read = input.permission_read.unwrap_or(1);
     if !(0..=2).contains(&permission_read) {
         return Err(CoreError::invalid(

@@ -81,9 +81,8 @@ impl Sessions {
             .revocations
             .is_revoked(claims.session_id, claims.user_id, claims.issued_at)
         {
-            return Err(CoreError::unauthenticated(
-                "Auth token invalid, the session has ended",
-            ));
+            // Nakama's exact answer for a logged-out session.
+            return Err(CoreError::unauthenticated("Auth token invalid"));
         }
         Ok(claims)
     }

@@ -1,5 +1,11 @@
-//! Input rules for identities and usernames, the same as Nakama's so that an id one server
-//! accepts the other accepts too.
+//! Input rules for identities, usernames, profile fields and storage names: Nakama's, so that
+//! what one server accepts the other accepts too, plus the limits of Nakama's columns (where
+//! Nakama itself fails with an internal error, MetaFi answers InvalidArgument).
+
+use metafi_storage::text::{
+    MAX_AVATAR_URL_CHARS, MAX_COLLECTION_CHARS, MAX_KEY_CHARS, MAX_LANG_TAG_CHARS,
+    MAX_PROFILE_CHARS,
+};
 
 use crate::CoreError;
 
@@ -88,13 +94,106 @@ pub(crate) fn password(password: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// A username given when signing in: Nakama checks the characters, then the length.
 pub(crate) fn username(username: &str) -> Result<(), CoreError> {
+    username_characters(username)?;
+    username_length(username)
+}
+
+/// A username given in an account update: Nakama checks the length, then the characters.
+pub(crate) fn new_username(username: &str) -> Result<(), CoreError> {
+    username_length(username)?;
+    username_characters(username)
+}
+
+fn username_length(username: &str) -> Result<(), CoreError> {
     if username.is_empty() || username.len() > 128 {
         return Err(CoreError::invalid("Username invalid, must be 1-128 bytes."));
     }
-    if has_control_or_space(username) {
+    Ok(())
+}
+
+/// Nakama's username rule, exactly: its pattern `([[:cntrl:]]|[[\t\n\r\f\v]])+` refuses
+/// ASCII control characters and, through a quirk of its second bracket, the two characters
+/// `[]` side by side. Plain spaces (and any other character) are allowed, despite the message.
+fn username_characters(username: &str) -> Result<(), CoreError> {
+    let control = username.bytes().any(|b| b < 0x20 || b == 0x7f);
+    if control || username.contains("[]") {
         return Err(CoreError::invalid(
             "Username invalid, no spaces or control characters allowed.",
+        ));
+    }
+    Ok(())
+}
+
+/// A profile field of an account update (display name, avatar URL, language tag, location,
+/// timezone): no NUL, and no longer than Nakama's column. Nakama fails both with an internal
+/// error; MetaFi says what is wrong.
+pub(crate) fn profile_field(field: ProfileField, value: &str) -> Result<(), CoreError> {
+    let (name, max) = match field {
+        ProfileField::DisplayName => ("Display name", MAX_PROFILE_CHARS),
+        ProfileField::AvatarUrl => ("Avatar URL", MAX_AVATAR_URL_CHARS),
+        ProfileField::LangTag => ("Lang tag", MAX_LANG_TAG_CHARS),
+        ProfileField::Location => ("Location", MAX_PROFILE_CHARS),
+        ProfileField::Timezone => ("Timezone", MAX_PROFILE_CHARS),
+    };
+    if value.contains('\0') {
+        return Err(CoreError::invalid(format!(
+            "{name} invalid, no NUL characters allowed."
+        )));
+    }
+    if value.len() > max && value.chars().count() > max {
+        return Err(CoreError::invalid(format!(
+            "{name} invalid, must be at most {max} characters."
+        )));
+    }
+    Ok(())
+}
+
+/// The profile fields of an account update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProfileField {
+    DisplayName,
+    AvatarUrl,
+    LangTag,
+    Location,
+    Timezone,
+}
+
+/// A storage collection and key naming an object: both set (Nakama's check and message), and
+/// without NUL characters. Over-long names are left to the operation: they name nothing.
+pub(crate) fn object_name(collection: &str, key: &str) -> Result<(), CoreError> {
+    if collection.is_empty() || key.is_empty() {
+        return Err(CoreError::invalid(
+            "Invalid collection or key value supplied. They must be set.",
+        ));
+    }
+    if collection.contains('\0') || key.contains('\0') {
+        return Err(CoreError::invalid(
+            "Invalid collection or key value supplied. They must not contain NUL characters.",
+        ));
+    }
+    Ok(())
+}
+
+/// A storage collection and key to write: [`object_name`], and no longer than Nakama's
+/// columns (128 characters each).
+pub(crate) fn new_object_name(collection: &str, key: &str) -> Result<(), CoreError> {
+    object_name(collection, key)?;
+    let too_long = |text: &str, max: usize| text.len() > max && text.chars().count() > max;
+    if too_long(collection, MAX_COLLECTION_CHARS) || too_long(key, MAX_KEY_CHARS) {
+        return Err(CoreError::invalid(format!(
+            "Invalid collection or key value supplied. They must be at most {MAX_KEY_CHARS} characters."
+        )));
+    }
+    Ok(())
+}
+
+/// A collection to list: without NUL characters.
+pub(crate) fn collection(collection: &str) -> Result<(), CoreError> {
+    if collection.contains('\0') {
+        return Err(CoreError::invalid(
+            "Invalid collection value supplied. It must not contain NUL characters.",
         ));
     }
     Ok(())
@@ -145,9 +244,63 @@ mod tests {
     fn username_rules() {
         assert!(username("bob").is_ok());
         assert!(username("").is_err());
-        assert!(username("a b").is_err());
         assert!(username(&"u".repeat(129)).is_err());
         assert!(username("ünïcødé").is_ok());
+        assert!(username("a\tb").is_err());
+        assert!(username("a\0b").is_err());
+        assert!(username("a\u{7f}b").is_err());
+    }
+
+    /// Nakama 3.40 accepts a plain space in a username (its pattern has no `[:space:]` class);
+    /// MetaFi refused it.
+    #[test]
+    fn username_with_plain_space_is_accepted_as_nakama_does() {
+        assert!(username("a b").is_ok());
+        assert!(new_username("first last").is_ok());
+        assert!(
+            username("a\u{a0}b").is_ok(),
+            "non-ASCII space is not a control"
+        );
+        // The quirk of Nakama's pattern: `[]` side by side is refused, alone they are fine.
+        assert!(username("a[]b").is_err());
+        assert!(username("a[b]").is_ok());
+    }
+
+    #[test]
+    fn username_checks_run_in_nakamas_order() {
+        let long_with_tab = format!("\t{}", "u".repeat(200));
+        let message = |r: Result<(), CoreError>| r.unwrap_err().client_message().into_owned();
+        assert_eq!(
+            message(username(&long_with_tab)),
+            "Username invalid, no spaces or control characters allowed."
+        );
+        assert_eq!(
+            message(new_username(&long_with_tab)),
+            "Username invalid, must be 1-128 bytes."
+        );
+    }
+
+    #[test]
+    fn object_names_refuse_nul_and_overlong_writes() {
+        assert!(object_name("c", "k").is_ok());
+        assert!(object_name("", "k").is_err());
+        assert!(object_name("c\0", "k").is_err());
+        assert!(
+            object_name("c", &"k".repeat(129)).is_ok(),
+            "reads may name anything"
+        );
+        assert!(new_object_name("c", &"k".repeat(129)).is_err());
+        assert!(new_object_name(&"é".repeat(128), &"k".repeat(128)).is_ok());
+        assert!(collection("c\0").is_err());
+    }
+
+    #[test]
+    fn profile_fields_refuse_nul_and_overlong() {
+        assert!(profile_field(ProfileField::DisplayName, &"ñ".repeat(255)).is_ok());
+        assert!(profile_field(ProfileField::DisplayName, &"n".repeat(256)).is_err());
+        assert!(profile_field(ProfileField::LangTag, "en-GB").is_ok());
+        assert!(profile_field(ProfileField::LangTag, &"l".repeat(19)).is_err());
+        assert!(profile_field(ProfileField::Timezone, "UTC\0").is_err());
     }
 
     #[test]

@@ -2,6 +2,16 @@
 
 use std::borrow::Cow;
 
+/// Which bound of the outgoing queue a client that does not read went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// Bytes queued (`socket.outgoing_queue_bytes`). `u32` keeps [`CloseReason`] (held by
+    /// every outbox) at 16 bytes.
+    Bytes(u32),
+    /// Messages queued (`socket.outgoing_queue_size`).
+    Messages(u32),
+}
+
 /// The reason a session closed. Transports turn it into their own close signal (a WebSocket
 /// close frame with [`CloseReason::code`] and [`CloseReason::text`]); metrics label it with
 /// [`CloseReason::label`].
@@ -17,8 +27,14 @@ pub enum CloseReason {
     IdleTimeout,
     /// A write did not complete within `socket.write_wait_ms`.
     WriteTimeout,
-    /// The client did not read fast enough: its outgoing queue reached `limit` messages.
-    OutgoingQueueFull { limit: usize },
+    /// The client does not read: its outgoing queue went over `limit`.
+    OutgoingQueueFull { limit: QueueLimit },
+    /// The client does not read: queued messages waited `limit_ms` while the writer could
+    /// take none (`socket.outgoing_queue_max_age_ms`).
+    OutgoingQueueStalled { limit_ms: u64 },
+    /// The client broke the WebSocket protocol (an unmasked frame, a reserved opcode or
+    /// reserved bits, a bad fragment or control frame).
+    ProtocolViolation,
     /// The client sent a message over `limit` bytes.
     MessageTooLarge { limit: usize },
     /// A binary frame on a JSON socket or a text frame on a protobuf socket.
@@ -43,7 +59,10 @@ impl CloseReason {
             CloseReason::PongTimeout | CloseReason::WriteTimeout | CloseReason::Shutdown => 1001,
             CloseReason::WrongFrameType => 1003,
             CloseReason::MalformedMessage => 1007,
-            CloseReason::OutgoingQueueFull { .. } | CloseReason::UnrecognizedMessage => 1008,
+            CloseReason::ProtocolViolation => 1002,
+            CloseReason::OutgoingQueueFull { .. }
+            | CloseReason::OutgoingQueueStalled { .. }
+            | CloseReason::UnrecognizedMessage => 1008,
             CloseReason::MessageTooLarge { .. } => 1009,
             CloseReason::ConnectionError => 1011,
         }
@@ -57,10 +76,25 @@ impl CloseReason {
             CloseReason::PongTimeout => "no answer to pings within socket.pong_wait_ms".into(),
             CloseReason::IdleTimeout => "idle: no message within socket.idle_timeout_ms".into(),
             CloseReason::WriteTimeout => "write not completed within socket.write_wait_ms".into(),
-            CloseReason::OutgoingQueueFull { limit } => format!(
-                "outgoing queue full: client too slow to read {limit} queued messages (socket.outgoing_queue_size)"
+            CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Bytes(limit),
+            } => format!(
+                "outgoing queue full: client not reading, over {limit} bytes queued (socket.outgoing_queue_bytes)"
             )
             .into(),
+            CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Messages(limit),
+            } => format!(
+                "outgoing queue full: client not reading, over {limit} messages queued (socket.outgoing_queue_size)"
+            )
+            .into(),
+            CloseReason::OutgoingQueueStalled { limit_ms } => format!(
+                "client not reading: nothing written for {limit_ms} ms (socket.outgoing_queue_max_age_ms)"
+            )
+            .into(),
+            CloseReason::ProtocolViolation => {
+                "WebSocket protocol error: send masked frames with known opcodes (RFC 6455)".into()
+            }
             CloseReason::MessageTooLarge { limit } => format!(
                 "message too large: limit is {limit} bytes (socket.max_message_size_bytes)"
             )
@@ -84,6 +118,8 @@ impl CloseReason {
             CloseReason::IdleTimeout => "idle_timeout",
             CloseReason::WriteTimeout => "write_timeout",
             CloseReason::OutgoingQueueFull { .. } => "outgoing_queue_full",
+            CloseReason::OutgoingQueueStalled { .. } => "outgoing_queue_stalled",
+            CloseReason::ProtocolViolation => "protocol_violation",
             CloseReason::MessageTooLarge { .. } => "message_too_large",
             CloseReason::WrongFrameType => "wrong_frame_type",
             CloseReason::MalformedMessage => "malformed_message",
@@ -114,7 +150,14 @@ mod tests {
             CloseReason::PongTimeout,
             CloseReason::IdleTimeout,
             CloseReason::WriteTimeout,
-            CloseReason::OutgoingQueueFull { limit: usize::MAX },
+            CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Bytes(u32::MAX),
+            },
+            CloseReason::OutgoingQueueFull {
+                limit: QueueLimit::Messages(u32::MAX),
+            },
+            CloseReason::OutgoingQueueStalled { limit_ms: u64::MAX },
+            CloseReason::ProtocolViolation,
             CloseReason::MessageTooLarge { limit: usize::MAX },
             CloseReason::WrongFrameType,
             CloseReason::MalformedMessage,

@@ -7,11 +7,12 @@
 //! channels, follow users' status, call RPCs, play matches and matchmake (with the match engine
 //! from `metafi-match`, added by [`Realtime::with_matches`]), and receive what others send.
 //!
-//! Memory is bounded everywhere: each session's outbox holds at most
-//! `socket.outgoing_queue_size` messages (a client that does not keep up is closed with
-//! [`CloseReason::OutgoingQueueFull`]), channels and follows per session are capped, and an
-//! idle session owns no queue memory. A broadcast is encoded once per wire format
-//! ([`Outbound`]), not once per recipient.
+//! Memory is bounded everywhere: each session's outbox is bounded by bytes, by how long its
+//! messages wait unwritten, and by a sanity count ([`OutboxLimits`]; a client that does not
+//! read is closed with [`CloseReason::OutgoingQueueFull`] or
+//! [`CloseReason::OutgoingQueueStalled`]), presence events waiting in an outbox are merged,
+//! channels and follows per session are capped, and an idle session owns no queue memory. A
+//! broadcast is encoded once per wire format ([`Outbound`]), not once per recipient.
 //!
 //! Cross-node concerns are traits whose first implementation is local: [`Tracker`]
 //! (presences), [`StatusRegistry`] (follows) and [`MessageRouter`] (delivery).
@@ -33,11 +34,11 @@ mod status;
 mod stream;
 mod tracker;
 
-pub use close::CloseReason;
+pub use close::{CloseReason, QueueLimit};
 pub use handler::MAX_STATUS_BYTES;
 pub use matches::{MatchOutlet, MatchServices};
-pub use outbound::Outbound;
-pub use outbox::{Next, NextRouted, Outbox, Pushed};
+pub use outbound::{MergeKey, Outbound};
+pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices,

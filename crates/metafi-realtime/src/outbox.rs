@@ -1,11 +1,25 @@
 //! The bounded queue of encoded messages waiting to be written to one client, and the signal
 //! that the session is closing.
 //!
-//! Producers (any task: a broadcast, a reply) never wait: [`Outbox::push`] either queues or, when
-//! the queue already holds `capacity` messages, drops the queue and closes the session with
-//! [`CloseReason::OutgoingQueueFull`]. A slow reader therefore costs at most `capacity`
-//! messages of memory, and never slows anyone else down. One consumer (the transport's writer)
-//! takes messages with [`Outbox::next`].
+//! Producers (any task: a broadcast, a reply) never wait. What a client that does not read
+//! costs is bounded three ways ([`OutboxLimits`]): by the bytes queued, by how long messages
+//! have waited while the writer took none (the writer makes no progress: the client is not
+//! reading), and, as a sanity bound far above any burst, by the number of queued messages. A
+//! push past a bound drops the queue at once and closes the session
+//! ([`CloseReason::OutgoingQueueFull`], [`CloseReason::OutgoingQueueStalled`]); it never slows
+//! anyone else down. One consumer (the transport's writer) takes messages with
+//! [`Outbox::next`] or [`Outbox::take_batch`].
+//!
+//! Presence events are merged while they wait: an event whose [`Outbound::merge_key`] matches
+//! one still queued (among the queue's trailing presence events, with nothing else after it)
+//! joins that one, so a member whose writer is behind gets one event listing many joins and
+//! leaves, as Nakama's events do, instead of one message per leave. Two events are not merged
+//! when they name the same session (a leave and a re-join must stay in order).
+//!
+//! The transport's reader applies backpressure with [`Outbox::writable`]: it reads the next
+//! request only while the queue is within an eighth of its byte and message bounds, so a client
+//! that sends a burst of requests gets every answer (its requests are read more slowly)
+//! instead of being closed.
 //!
 //! An idle outbox owns no heap memory: the queue allocates on first use and is shrunk back
 //! after a burst.
@@ -13,25 +27,71 @@
 //! Each message carries its [`DeliveryClass`]: a QUIC writer sends it on the path its class
 //! names ([`Outbox::next_routed`]); a WebSocket writer ignores it ([`Outbox::next`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use metafi_proto::realtime::DeliveryClass;
+use metafi_proto::realtime::{DeliveryClass, Format};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::CloseReason;
+use crate::close::QueueLimit;
+use crate::outbound::{MergeKey, merged_bytes};
+use crate::{CloseReason, Outbound};
 
 /// A queue holding more than this many slots of spare capacity is shrunk when it empties, so a
 /// past burst does not pin memory on an idle socket.
 const SHRINK_ABOVE: usize = 8;
 
+/// How many trailing presence events of other streams a new presence event may skip to merge
+/// with its own stream's (events of different streams are independent, so their relative
+/// order does not matter; anything else stops the search).
+const MERGE_SCAN: usize = 8;
+
+/// Most events merged into one, so a single frame stays a reasonable size (1,000 presences
+/// make about 130 KB of JSON).
+const MAX_MERGED: usize = 1024;
+
+/// What one merged event costs beyond its encoded bytes (its handle and its session check).
+const PART_OVERHEAD: usize = 48;
+
+/// The reader reads the next request only while the queued bytes and messages are at most
+/// their bounds divided by this.
+const BACKPRESSURE_DIVISOR: usize = 8;
+
+/// How much a client that does not read may cost before it is disconnected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxLimits {
+    /// Bytes queued (encoded messages plus their bookkeeping) — `socket.outgoing_queue_bytes`.
+    /// A single message larger than this is still accepted into an empty queue.
+    pub max_bytes: usize,
+    /// Messages queued (a merged presence event counts once) — `socket.outgoing_queue_size`,
+    /// a sanity bound far above bursts.
+    pub max_messages: usize,
+    /// How long queued messages may wait while the writer takes none —
+    /// `socket.outgoing_queue_max_age_ms`.
+    pub max_age: Duration,
+}
+
+impl Default for OutboxLimits {
+    fn default() -> Self {
+        OutboxLimits {
+            max_bytes: 4 * 1024 * 1024,
+            max_messages: 16_384,
+            max_age: Duration::from_secs(10),
+        }
+    }
+}
+
 /// What became of a pushed message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
     Queued,
-    /// The queue was full: the message and everything queued were dropped and the session is
-    /// now closing with [`CloseReason::OutgoingQueueFull`].
+    /// A bound was hit: the message and everything queued were dropped and the session is
+    /// now closing with [`CloseReason::OutgoingQueueFull`] or
+    /// [`CloseReason::OutgoingQueueStalled`].
     Overflowed,
     /// The session was already closing; the message was dropped.
     Closed,
@@ -61,25 +121,86 @@ pub struct Outbox {
     state: Mutex<State>,
     /// Wakes the writer: a message was queued or the session closed.
     writer: Notify,
-    /// Wakes whoever waits in [`Outbox::closed`] (the transport's reader).
-    closing: Notify,
-    capacity: usize,
+    /// Wakes the transport's reader: the session closed ([`Outbox::closed`]) or the queue
+    /// drained enough to read requests again ([`Outbox::writable`]).
+    reader: Notify,
+    /// Bounds in compact form (an outbox exists per socket).
+    max_bytes: u32,
+    max_messages: u32,
+    max_age_ms: u32,
+    /// The session's wire format, to encode merged presence events.
+    format: Format,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    queue: VecDeque<(Bytes, DeliveryClass)>,
+    queue: VecDeque<Item>,
     close: Option<CloseReason>,
+    /// What the queue costs: encoded bytes plus per-message bookkeeping.
+    bytes: usize,
+    /// Since when (on [`clock_ms`], wrapping) messages have waited with the writer taking
+    /// none; only meaningful while the queue is not empty. `u32` (49 days) saves a word per
+    /// socket.
+    waiting_since: u32,
+    /// The reader waits in [`Outbox::writable`] for the queue to drain.
+    reader_waiting: bool,
+}
+
+#[derive(Debug)]
+enum Item {
+    Frame(Bytes, DeliveryClass),
+    Presence(Box<Merged>),
+}
+
+/// Presence events of one stream waiting to be written as one.
+#[derive(Debug)]
+struct Merged {
+    parts: Vec<Outbound>,
+    /// Hashes of the session ids the parts name, once a second part arrives (a collision only
+    /// prevents a merge).
+    sessions: HashSet<u64>,
+    cost: usize,
+}
+
+impl Item {
+    fn cost(&self) -> usize {
+        match self {
+            Item::Frame(frame, _) => frame.len() + std::mem::size_of::<Item>(),
+            Item::Presence(merged) => merged.cost,
+        }
+    }
+}
+
+/// Milliseconds on the outboxes' clock (monotonic, wrapping after 49 days; shared by every
+/// outbox).
+fn clock_ms() -> u32 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
+    // Truncation is the wrap: ages are differences taken with `wrapping_sub`.
+    elapsed.as_millis() as u32
+}
+
+fn session_hash(hasher: &RandomState, session_id: &str) -> u64 {
+    hasher.hash_one(session_id)
+}
+
+fn hasher() -> &'static RandomState {
+    static HASHER: OnceLock<RandomState> = OnceLock::new();
+    HASHER.get_or_init(RandomState::new)
 }
 
 impl Outbox {
-    /// An outbox for at most `capacity` queued messages (at least 1).
-    pub fn new(capacity: usize) -> Outbox {
+    /// An outbox for a session speaking `format`, bounded by `limits` (each at least 1).
+    pub fn new(limits: OutboxLimits, format: Format) -> Outbox {
+        let clamp = |n: u128| u32::try_from(n).unwrap_or(u32::MAX).max(1);
         Outbox {
             state: Mutex::new(State::default()),
             writer: Notify::new(),
-            closing: Notify::new(),
-            capacity: capacity.max(1),
+            reader: Notify::new(),
+            max_bytes: clamp(limits.max_bytes as u128),
+            max_messages: clamp(limits.max_messages as u128),
+            max_age_ms: clamp(limits.max_age.as_millis()),
+            format,
         }
     }
 
@@ -101,21 +222,22 @@ impl Outbox {
     /// for many sessions at once (a match executor step) wakes each writer once, afterwards,
     /// with [`Outbox::wake_writer`], instead of switching to the IO thread after every message.
     pub fn push_quiet(&self, frame: Bytes, class: DeliveryClass) -> Pushed {
-        let mut state = self.state.lock();
-        if state.close.is_some() {
-            return Pushed::Closed;
+        self.push_item_at(Item::Frame(frame, class), clock_ms())
+    }
+
+    /// Queues a shared envelope (encoded for this outbox's format) without waking the writer;
+    /// a presence event may be merged with a waiting one of the same stream.
+    pub fn push_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
+        self.push_outbound_at(outbound, clock_ms())
+    }
+
+    /// Queues a shared envelope and wakes the writer.
+    pub fn push_outbound(&self, outbound: &Outbound) -> Pushed {
+        let pushed = self.push_outbound_quiet(outbound);
+        if pushed == Pushed::Queued {
+            self.writer.notify_one();
         }
-        if state.queue.len() >= self.capacity {
-            state.queue = VecDeque::new();
-            state.close = Some(CloseReason::OutgoingQueueFull {
-                limit: self.capacity,
-            });
-            drop(state);
-            self.wake_all();
-            return Pushed::Overflowed;
-        }
-        state.queue.push_back((frame, class));
-        Pushed::Queued
+        pushed
     }
 
     /// Wakes the writer for what [`Outbox::push_quiet`] queued.
@@ -141,13 +263,18 @@ impl Outbox {
         self.state.lock().close
     }
 
-    /// Messages waiting to be written.
+    /// Messages waiting to be written (a merged presence event counts once).
     pub fn len(&self) -> usize {
         self.state.lock().queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// What the waiting messages cost, in bytes (the quantity `max_bytes` bounds).
+    pub fn queued_bytes(&self) -> usize {
+        self.state.lock().bytes
     }
 
     /// Waits for the writer's next task. One consumer only. Cancel-safe.
@@ -181,31 +308,52 @@ impl Outbox {
     /// [`Outbox::try_next`] with the message's delivery class.
     pub fn try_next_routed(&self) -> Option<NextRouted> {
         let mut state = self.state.lock();
-        if let Some((frame, class)) = state.queue.pop_front() {
-            if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
-                state.queue = VecDeque::new();
-            }
-            return Some(NextRouted::Frame(frame, class));
-        }
-        state.close.map(NextRouted::Close)
+        let Some(item) = state.queue.pop_front() else {
+            return state.close.map(NextRouted::Close);
+        };
+        self.taken(&mut state, item.cost(), clock_ms());
+        drop(state);
+        Some(match item {
+            Item::Frame(frame, class) => NextRouted::Frame(frame, class),
+            Item::Presence(merged) => NextRouted::Frame(
+                merged_bytes(&merged.parts, self.format),
+                DeliveryClass::default_stream(),
+            ),
+        })
     }
 
     /// Moves up to `max` queued messages to `out` under one lock (a writer that sends a batch
     /// per wake-up). A pending close is not consumed: [`Outbox::next`] still hands it out after
-    /// the queue is empty.
+    /// the queue is empty. Merged presence events are encoded after the lock is released.
     pub fn take_batch(&self, max: usize, out: &mut Vec<Bytes>) {
+        let mut deferred: Vec<(usize, Box<Merged>)> = Vec::new();
         let mut state = self.state.lock();
         let n = max.min(state.queue.len());
-        out.extend(state.queue.drain(..n).map(|(frame, _)| frame));
-        if state.queue.is_empty() && state.queue.capacity() > SHRINK_ABOVE {
-            state.queue = VecDeque::new();
+        let mut cost = 0;
+        for item in state.queue.drain(..n) {
+            cost += item.cost();
+            match item {
+                Item::Frame(frame, _) => out.push(frame),
+                Item::Presence(merged) if merged.parts.len() == 1 => {
+                    out.push(merged.parts[0].bytes(self.format));
+                }
+                Item::Presence(merged) => {
+                    deferred.push((out.len(), merged));
+                    out.push(Bytes::new());
+                }
+            }
+        }
+        self.taken(&mut state, cost, clock_ms());
+        drop(state);
+        for (at, merged) in deferred {
+            out[at] = merged_bytes(&merged.parts, self.format);
         }
     }
 
     /// Resolves once the session is closing. Cancel-safe; any number of waiters.
     pub async fn closed(&self) {
         loop {
-            let notified = self.closing.notified();
+            let notified = self.reader.notified();
             let mut notified = std::pin::pin!(notified);
             // Register before checking, so a close between the check and the await wakes us.
             notified.as_mut().enable();
@@ -216,135 +364,173 @@ impl Outbox {
         }
     }
 
+    /// Resolves once the queue is small enough for the reader to take another request (an
+    /// eighth of the byte and message bounds), or the session is closing. The reader's backpressure: a
+    /// client that sends faster than it reads is read more slowly, not closed. Cancel-safe.
+    pub async fn writable(&self) {
+        loop {
+            let notified = self.reader.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.state.lock();
+                if state.close.is_some() || self.has_room(&state) {
+                    return;
+                }
+                state.reader_waiting = true;
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether the reader may take another request: the queue is within an eighth of its byte
+    /// and message bounds.
+    fn has_room(&self, state: &State) -> bool {
+        state.bytes <= self.max_bytes as usize / BACKPRESSURE_DIVISOR
+            && state.queue.len() <= self.max_messages as usize / BACKPRESSURE_DIVISOR
+    }
+
+    /// Bookkeeping after the writer took messages costing `cost`: progress restarts the age
+    /// clock of what remains, and a waiting reader may go on.
+    fn taken(&self, state: &mut State, cost: usize, now: u32) {
+        state.bytes = state.bytes.saturating_sub(cost);
+        state.waiting_since = now;
+        if state.queue.is_empty() {
+            state.bytes = 0;
+            if state.queue.capacity() > SHRINK_ABOVE {
+                state.queue = VecDeque::new();
+            }
+        }
+        if state.reader_waiting && self.has_room(state) {
+            state.reader_waiting = false;
+            self.reader.notify_waiters();
+        }
+    }
+
+    fn push_outbound_at(&self, outbound: &Outbound, now: u32) -> Pushed {
+        let Some(key) = outbound.merge_key() else {
+            return self.push_item_at(
+                Item::Frame(outbound.bytes(self.format), outbound.class().clone()),
+                now,
+            );
+        };
+        // Encoded (once per format, shared) outside the lock; its size is the part's cost.
+        let cost = outbound.bytes(self.format).len() + PART_OVERHEAD;
+        let mut state = self.state.lock();
+        if let Err(pushed) = self.admit(&mut state, cost, now) {
+            return pushed;
+        }
+        if let Some(merged) = mergeable(&mut state.queue, key) {
+            let hasher = hasher();
+            if merged.sessions.is_empty() {
+                let first: Vec<u64> = merged
+                    .parts
+                    .iter()
+                    .flat_map(Outbound::presence_session_ids)
+                    .map(|id| session_hash(hasher, id))
+                    .collect();
+                merged.sessions.extend(first);
+            }
+            let named: Vec<u64> = outbound
+                .presence_session_ids()
+                .map(|id| session_hash(hasher, id))
+                .collect();
+            if !named.iter().any(|h| merged.sessions.contains(h)) {
+                merged.sessions.extend(named);
+                merged.parts.push(outbound.clone());
+                merged.cost += cost;
+                state.bytes += cost;
+                return Pushed::Queued;
+            }
+        }
+        let item = Item::Presence(Box::new(Merged {
+            parts: vec![outbound.clone()],
+            sessions: HashSet::new(),
+            cost,
+        }));
+        self.append(&mut state, item, cost)
+    }
+
+    fn push_item_at(&self, item: Item, now: u32) -> Pushed {
+        let cost = item.cost();
+        let mut state = self.state.lock();
+        if let Err(pushed) = self.admit(&mut state, cost, now) {
+            return pushed;
+        }
+        self.append(&mut state, item, cost)
+    }
+
+    /// Checks the age and byte bounds for a message costing `cost`; on a breach the queue is
+    /// dropped and the session starts closing.
+    fn admit(&self, state: &mut State, cost: usize, now: u32) -> Result<(), Pushed> {
+        if state.close.is_some() {
+            return Err(Pushed::Closed);
+        }
+        if state.queue.is_empty() {
+            state.waiting_since = now;
+            return Ok(());
+        }
+        let waited = now.wrapping_sub(state.waiting_since);
+        if waited >= self.max_age_ms {
+            return Err(self.overflow(
+                state,
+                CloseReason::OutgoingQueueStalled {
+                    limit_ms: u64::from(self.max_age_ms),
+                },
+            ));
+        }
+        if state.bytes.saturating_add(cost) > self.max_bytes as usize {
+            return Err(self.overflow(
+                state,
+                CloseReason::OutgoingQueueFull {
+                    limit: QueueLimit::Bytes(self.max_bytes),
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, state: &mut State, item: Item, cost: usize) -> Pushed {
+        if state.queue.len() >= self.max_messages as usize {
+            return self.overflow(
+                state,
+                CloseReason::OutgoingQueueFull {
+                    limit: QueueLimit::Messages(self.max_messages),
+                },
+            );
+        }
+        state.queue.push_back(item);
+        state.bytes += cost;
+        Pushed::Queued
+    }
+
+    fn overflow(&self, state: &mut State, reason: CloseReason) -> Pushed {
+        state.queue = VecDeque::new();
+        state.bytes = 0;
+        state.close = Some(reason);
+        self.wake_all();
+        Pushed::Overflowed
+    }
+
     fn wake_all(&self) {
         self.writer.notify_one();
-        self.closing.notify_waiters();
+        self.reader.notify_waiters();
     }
+}
+
+/// The queued presence event a new one of stream `key` may join: the newest of the queue's
+/// trailing presence events (at most [`MERGE_SCAN`] back) if it has the same key and room.
+fn mergeable<'q>(queue: &'q mut VecDeque<Item>, key: &MergeKey) -> Option<&'q mut Merged> {
+    for item in queue.iter_mut().rev().take(MERGE_SCAN) {
+        let Item::Presence(merged) = item else {
+            return None;
+        };
+        if merged.parts[0].merge_key() == Some(key) {
+            return (merged.parts.len() < MAX_MERGED).then_some(&mut **merged);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn overflow_drops_the_queue_and_closes() {
-        let outbox = Outbox::new(2);
-        assert_eq!(outbox.push(Bytes::from_static(b"a")), Pushed::Queued);
-        assert_eq!(outbox.push(Bytes::from_static(b"b")), Pushed::Queued);
-        assert_eq!(outbox.push(Bytes::from_static(b"c")), Pushed::Overflowed);
-        assert_eq!(outbox.len(), 0, "queued messages are released at once");
-        assert_eq!(outbox.push(Bytes::from_static(b"d")), Pushed::Closed);
-        assert_eq!(
-            outbox.try_next(),
-            Some(Next::Close(CloseReason::OutgoingQueueFull { limit: 2 }))
-        );
-    }
-
-    #[test]
-    fn a_close_delivers_what_was_queued_first() {
-        let outbox = Outbox::new(8);
-        outbox.push(Bytes::from_static(b"notice"));
-        assert!(outbox.close(CloseReason::SingleSocket));
-        assert!(!outbox.close(CloseReason::Shutdown), "first reason wins");
-        assert_eq!(
-            outbox.try_next(),
-            Some(Next::Frame(Bytes::from_static(b"notice")))
-        );
-        assert_eq!(
-            outbox.try_next(),
-            Some(Next::Close(CloseReason::SingleSocket))
-        );
-    }
-
-    #[test]
-    fn capacity_is_released_after_a_burst() {
-        let outbox = Outbox::new(1000);
-        for _ in 0..100 {
-            outbox.push(Bytes::from_static(b"x"));
-        }
-        while let Some(Next::Frame(_)) = outbox.try_next() {}
-        assert_eq!(outbox.state.lock().queue.capacity(), 0);
-    }
-
-    #[test]
-    fn a_batch_keeps_order_stops_at_max_and_leaves_the_close() {
-        let outbox = Outbox::new(8);
-        for frame in [b"1", b"2", b"3"] {
-            outbox.push(Bytes::from_static(frame));
-        }
-        outbox.close(CloseReason::Shutdown);
-        let mut batch = Vec::new();
-        outbox.take_batch(2, &mut batch);
-        assert_eq!(
-            batch,
-            vec![Bytes::from_static(b"1"), Bytes::from_static(b"2")]
-        );
-        batch.clear();
-        outbox.take_batch(64, &mut batch);
-        assert_eq!(batch, vec![Bytes::from_static(b"3")]);
-        assert_eq!(outbox.try_next(), Some(Next::Close(CloseReason::Shutdown)));
-    }
-
-    #[test]
-    fn each_message_keeps_its_delivery_class() {
-        let outbox = Outbox::new(4);
-        outbox.push(Bytes::from_static(b"reply"));
-        outbox.push_class(Bytes::from_static(b"pos"), DeliveryClass::latest("p"));
-        assert_eq!(
-            outbox.try_next_routed(),
-            Some(NextRouted::Frame(
-                Bytes::from_static(b"reply"),
-                DeliveryClass::default_stream()
-            ))
-        );
-        assert_eq!(
-            outbox.try_next_routed(),
-            Some(NextRouted::Frame(
-                Bytes::from_static(b"pos"),
-                DeliveryClass::latest("p")
-            ))
-        );
-    }
-
-    #[tokio::test]
-    async fn writer_and_reader_are_woken() {
-        let outbox = Arc::new(Outbox::new(4));
-        let writer = tokio::spawn({
-            let outbox = outbox.clone();
-            async move {
-                let mut got = Vec::new();
-                loop {
-                    match outbox.next().await {
-                        Next::Frame(frame) => got.push(frame),
-                        Next::Close(reason) => return (got, reason),
-                    }
-                }
-            }
-        });
-        let reader = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.closed().await }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        outbox.push(Bytes::from_static(b"1"));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        outbox.push(Bytes::from_static(b"2"));
-        outbox.close(CloseReason::Shutdown);
-        let (got, reason) = tokio::time::timeout(Duration::from_secs(5), writer)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            got,
-            vec![Bytes::from_static(b"1"), Bytes::from_static(b"2")]
-        );
-        assert_eq!(reason, CloseReason::Shutdown);
-        tokio::time::timeout(Duration::from_secs(5), reader)
-            .await
-            .unwrap()
-            .unwrap();
-    }
-}
+mod tests;

@@ -17,9 +17,9 @@ use metafi_storage::Storage;
 use uuid::Uuid;
 
 use crate::{
-    CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MessageRouter, Outbound, Presence,
-    PresenceChange, PresenceMeta, Session, SessionParams, SessionRegistry, StatusRegistry,
-    StreamKey, StreamMode, Tracker, metrics,
+    CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MessageRouter, Outbound,
+    OutboxLimits, Presence, PresenceChange, PresenceMeta, Session, SessionParams, SessionRegistry,
+    StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
 };
 
 /// Nakama's notification code telling a socket it was replaced under `session.single_socket`.
@@ -30,9 +30,10 @@ pub const NOTIFICATION_DM_REQUEST: i32 = -1;
 /// Limits of the realtime layer; every one is a configuration key (see `docs/REALTIME.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RealtimeConfig {
-    /// Messages queued for one client before it is disconnected as too slow
-    /// (`socket.outgoing_queue_size`).
-    pub outgoing_queue_size: usize,
+    /// What a client that does not read may cost before it is disconnected
+    /// (`socket.outgoing_queue_bytes`, `socket.outgoing_queue_max_age_ms`,
+    /// `socket.outgoing_queue_size`).
+    pub outbox: OutboxLimits,
     /// Only one socket per user; a new one closes the older ones (`session.single_socket`).
     pub single_socket: bool,
     /// Chat channels one socket may be in at once (`socket.max_channels_per_session`).
@@ -44,7 +45,7 @@ pub struct RealtimeConfig {
 impl Default for RealtimeConfig {
     fn default() -> Self {
         RealtimeConfig {
-            outgoing_queue_size: 64,
+            outbox: OutboxLimits::default(),
             single_socket: false,
             max_channels_per_session: 128,
             max_followed_users: 1024,
@@ -134,11 +135,7 @@ impl Realtime {
     /// older sessions are told and closed.
     pub fn open(&self, params: SessionParams) -> Arc<Session> {
         let appear_online = params.appear_online;
-        let session = Arc::new(Session::new(
-            Uuid::new_v4(),
-            params,
-            self.config.outgoing_queue_size,
-        ));
+        let session = Arc::new(Session::new(Uuid::new_v4(), params, self.config.outbox));
         self.parts.registry.add(session.clone());
         metrics::sessions(self.parts.registry.len());
         tracing::debug!(sid = %session.id(), uid = %session.user_id(), format = session.format().as_str(), "realtime session opened");

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use metafi_proto::realtime::{Envelope, Format};
 use uuid::Uuid;
 
-use crate::outbox::{Outbox, Pushed};
+use crate::outbox::{Outbox, OutboxLimits, Pushed};
 use crate::{CloseReason, Outbound, metrics};
 
 /// Who is connecting, from the verified session token and the connect request.
@@ -52,7 +52,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(id: Uuid, params: SessionParams, outgoing_queue_size: usize) -> Session {
+    pub(crate) fn new(id: Uuid, params: SessionParams, limits: OutboxLimits) -> Session {
         Session {
             id,
             user_id: params.user_id,
@@ -61,7 +61,7 @@ impl Session {
             expires_at: params.expires_at,
             client_ip: params.client_ip,
             format: params.format,
-            outbox: Outbox::new(outgoing_queue_size),
+            outbox: Outbox::new(limits, params.format),
             last_frame_ms: AtomicU64::new(0),
             last_message_ms: AtomicU64::new(0),
             ended: AtomicBool::new(false),
@@ -110,12 +110,11 @@ impl Session {
         pushed
     }
 
-    /// Queues a shared envelope, reusing its encoding for this session's format. The caller
-    /// counts deliveries (once per broadcast, not once per recipient).
+    /// Queues a shared envelope, reusing its encoding for this session's format (a presence
+    /// event may merge with a waiting one). The caller counts deliveries (once per broadcast,
+    /// not once per recipient).
     pub fn send_outbound(&self, outbound: &Outbound) -> Pushed {
-        let pushed = self
-            .outbox
-            .push_class(outbound.bytes(self.format), outbound.class().clone());
+        let pushed = self.outbox.push_outbound(outbound);
         self.note_overflow(pushed);
         pushed
     }
@@ -123,9 +122,7 @@ impl Session {
     /// Like [`Session::send_outbound`] without waking the transport's writer; the caller wakes
     /// it with [`Session::wake_writer`] after queuing a batch (see [`Outbox::push_quiet`]).
     pub fn send_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
-        let pushed = self
-            .outbox
-            .push_quiet(outbound.bytes(self.format), outbound.class().clone());
+        let pushed = self.outbox.push_outbound_quiet(outbound);
         self.note_overflow(pushed);
         pushed
     }
@@ -179,7 +176,12 @@ impl Session {
     fn note_overflow(&self, pushed: Pushed) {
         if pushed == Pushed::Overflowed {
             metrics::queue_overflow();
-            tracing::warn!(sid = %self.id, uid = %self.user_id, "outgoing queue full; closing the session of a client that does not keep up");
+            let reason = self
+                .outbox
+                .close_reason()
+                .map(|r| r.label())
+                .unwrap_or_default();
+            tracing::warn!(sid = %self.id, uid = %self.user_id, reason, "closing the session of a client that does not read what it is sent");
         }
     }
 }

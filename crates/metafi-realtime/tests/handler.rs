@@ -17,8 +17,8 @@ use metafi_proto::realtime::{
 };
 use metafi_proto::wkt::{bool_value, string_value};
 use metafi_realtime::{
-    CloseReason, Next, Outbound, Realtime, RealtimeConfig, RealtimeServices, Session,
-    SessionParams, StreamKey,
+    CloseReason, Next, Outbound, OutboxLimits, QueueLimit, Realtime, RealtimeConfig,
+    RealtimeServices, Session, SessionParams, StreamKey,
 };
 use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
@@ -422,7 +422,10 @@ async fn single_socket_tells_and_closes_the_older_socket() {
 #[tokio::test]
 async fn a_client_that_does_not_read_is_closed_and_the_others_are_not() {
     let f = Fixture::new(RealtimeConfig {
-        outgoing_queue_size: 3,
+        outbox: OutboxLimits {
+            max_bytes: 8192,
+            ..OutboxLimits::default()
+        },
         ..RealtimeConfig::default()
     });
     let slow = f.open(Uuid::new_v4(), "slow", Format::Json, false);
@@ -440,6 +443,7 @@ async fn a_client_that_does_not_read_is_closed_and_the_others_are_not() {
                 "",
                 Message::Rpc(Rpc {
                     id: format!("{i}"),
+                    payload: "p".repeat(3000),
                     ..Rpc::default()
                 }),
             ),
@@ -448,7 +452,9 @@ async fn a_client_that_does_not_read_is_closed_and_the_others_are_not() {
     }
     assert_eq!(
         slow.outbox().close_reason(),
-        Some(CloseReason::OutgoingQueueFull { limit: 3 })
+        Some(CloseReason::OutgoingQueueFull {
+            limit: QueueLimit::Bytes(8192)
+        })
     );
     assert_eq!(slow.outbox().len(), 0, "its queue was released");
     assert_eq!(fast.outbox().close_reason(), None);
@@ -542,4 +548,146 @@ async fn direct_and_group_channels_follow_nakamas_rules() {
             .any(|e| matches!(e.message, Some(Message::ChannelPresenceEvent(_)))),
         "a hidden join is not announced"
     );
+}
+
+#[tokio::test]
+async fn a_burst_of_200_requests_handled_before_any_read_is_answered_whole() {
+    let f = Fixture::new(RealtimeConfig::default());
+    let s = f.open(Uuid::new_v4(), "bursty", Format::Json, false);
+    for i in 0..200 {
+        f.realtime
+            .handle(&s, Envelope::new(i.to_string(), Message::Ping(Ping {})))
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.outbox().close_reason(), None);
+    let got = received(&s);
+    let cids: Vec<String> = got.iter().map(|e| e.cid.clone()).collect();
+    let expected: Vec<String> = (0..200).map(|i: i32| i.to_string()).collect();
+    assert_eq!(cids, expected, "every pong, in order");
+}
+
+#[tokio::test]
+async fn forty_channel_joins_handled_before_any_read_are_all_answered() {
+    let f = Fixture::new(RealtimeConfig::default());
+    let s = f.open(Uuid::new_v4(), "joiner", Format::Json, false);
+    for i in 0..40 {
+        f.realtime
+            .handle(
+                &s,
+                Envelope::new(i.to_string(), join_room(&format!("room{i}"))),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.outbox().close_reason(), None);
+    let got = received(&s);
+    let answers = got
+        .iter()
+        .filter(|e| matches!(e.message, Some(Message::Channel(_))))
+        .count();
+    assert_eq!(answers, 40);
+    let own_joins = got
+        .iter()
+        .filter(
+            |e| matches!(&e.message, Some(Message::ChannelPresenceEvent(p)) if p.joins.len() == 1),
+        )
+        .count();
+    assert_eq!(own_joins, 40, "each join's own presence event");
+}
+
+#[tokio::test]
+async fn a_room_of_1000_where_all_but_5_leave_at_once_keeps_the_5_and_each_sees_every_leave() {
+    let f = Fixture::new(RealtimeConfig::default());
+    let sessions: Vec<Arc<Session>> = (0..1000)
+        .map(|i| f.open(Uuid::new_v4(), &format!("m{i}"), Format::Json, false))
+        .collect();
+    for session in &sessions {
+        f.realtime
+            .handle(session, Envelope::new("j", join_room("crowd")))
+            .await
+            .unwrap();
+        // Joins arrive over time; each member has read what it was sent so far.
+        received(session);
+    }
+    for session in &sessions {
+        received(session);
+    }
+    let (stay, leave) = sessions.split_at(5);
+    // Everyone else disconnects at once: nobody reads until all have left.
+    for session in leave {
+        f.realtime.end(session, CloseReason::ClientClosed);
+    }
+    let left: std::collections::HashSet<String> =
+        leave.iter().map(|s| s.id().to_string()).collect();
+    for session in stay {
+        assert_eq!(
+            session.outbox().close_reason(),
+            None,
+            "a member who stays is kept"
+        );
+        let events = received(session);
+        assert!(
+            events.len() <= 10,
+            "{} events for 995 leaves: they should be merged",
+            events.len()
+        );
+        let seen: std::collections::HashSet<String> = events
+            .iter()
+            .filter_map(|e| match &e.message {
+                Some(Message::ChannelPresenceEvent(p)) => Some(p.leaves.clone()),
+                _ => None,
+            })
+            .flatten()
+            .map(|p| p.session_id)
+            .collect();
+        assert_eq!(seen, left, "every leave, seen by every member who stays");
+    }
+}
+
+#[tokio::test]
+async fn a_member_that_never_reads_is_closed_by_the_byte_bound_and_the_readers_are_not() {
+    let f = Fixture::new(RealtimeConfig {
+        outbox: OutboxLimits {
+            max_bytes: 64 * 1024,
+            ..OutboxLimits::default()
+        },
+        ..RealtimeConfig::default()
+    });
+    let deaf = f.open(Uuid::new_v4(), "deaf", Format::Json, false);
+    let readers: Vec<Arc<Session>> = (0..3)
+        .map(|i| f.open(Uuid::new_v4(), &format!("r{i}"), Format::Json, false))
+        .collect();
+    f.request(&deaf, join_room("chat")).await;
+    for reader in &readers {
+        f.request(reader, join_room("chat")).await;
+    }
+    let content = format!(r#"{{"text":"{}"}}"#, "z".repeat(1000));
+    for _ in 0..200 {
+        f.realtime
+            .handle(
+                &readers[0],
+                Envelope::new(
+                    "m",
+                    Message::ChannelMessageSend(ChannelMessageSend {
+                        channel_id: "2...chat".into(),
+                        content: content.clone(),
+                    }),
+                ),
+            )
+            .await
+            .unwrap();
+        for reader in &readers {
+            received(reader);
+        }
+    }
+    assert_eq!(
+        deaf.outbox().close_reason(),
+        Some(CloseReason::OutgoingQueueFull {
+            limit: QueueLimit::Bytes(64 * 1024)
+        })
+    );
+    for reader in &readers {
+        assert_eq!(reader.outbox().close_reason(), None);
+    }
 }

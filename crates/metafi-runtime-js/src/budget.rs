@@ -13,6 +13,10 @@ pub(crate) struct Budget {
     /// Set when the budget stopped the running call: by the interrupt handler, or by an `nk`
     /// call that gave up waiting at the deadline.
     expired: Cell<bool>,
+    /// Set for good when a call past its deadline left promise jobs queued (a script that
+    /// queues jobs faster than the budget can interrupt them): they would run in the next
+    /// calls, so the VM must be replaced.
+    jobs_left: Cell<bool>,
 }
 
 impl Budget {
@@ -48,6 +52,16 @@ impl Budget {
     /// Records that an `nk` call gave up at the deadline.
     pub(crate) fn expire(&self) {
         self.expired.set(true);
+    }
+
+    /// Records that promise jobs were abandoned in the queue past a deadline.
+    pub(crate) fn leave_jobs(&self) {
+        self.jobs_left.set(true);
+    }
+
+    /// Whether this VM's job queue holds jobs a timed-out call left behind.
+    pub(crate) fn jobs_left(&self) -> bool {
+        self.jobs_left.get()
     }
 
     /// Whether the budget stopped the running call (the interrupt fired or an `nk` call timed

@@ -11,8 +11,12 @@
 //!   `JSON` is QuickJS's own.
 //!
 //! Budgets: every call runs under its deadline (QuickJS interrupt handler; an `nk` call that
-//! waits past it is cancelled) and every VM under `runtime.memory_limit_mb` (QuickJS's
-//! allocator limit). Either failure ends the call, not the VM.
+//! waits past it is cancelled; a promise that never settles waits it out) and every VM under
+//! `runtime.memory_limit_mb` (QuickJS's allocator limit). Either failure ends the call, not the
+//! VM — except a flood of promise jobs no budget can drain, after which the RPC VM is rebuilt
+//! (`rpc_vm.rs`). Array built-ins QuickJS runs as uninterruptible C loops are bounded
+//! (`array_bounds.rs`), and the intrinsics are frozen once the modules are loaded
+//! (`freeze.rs`), so no call changes them for the next caller.
 //!
 //! Threads: VMs live on the host's VM threads (`metafi-js-<n>`); `nk` functions are
 //! synchronous, as in Nakama, and block their VM thread while a dedicated `metafi-js-io`
@@ -22,14 +26,17 @@
 //! Lua engine's internals (only `metafi_runtime`'s public engine interface).
 //! Key types: [`JsEngine`], [`JsVm`].
 
+mod array_bounds;
 mod budget;
 mod context;
 mod convert;
+mod freeze;
 mod initializer;
 mod io;
 mod logger;
 mod matches;
 mod nakama;
+mod rpc_vm;
 mod vm;
 
 use std::rc::Rc;
@@ -46,6 +53,9 @@ pub struct JsEngine {
     io: OnceLock<Result<io::IoRuntime, String>>,
     /// Where match handlers' VMs live (`matches.rs`).
     match_vms: metafi_runtime::MatchVms,
+    /// Leave the intrinsics writable after load (`runtime.js_read_only_globals = false`);
+    /// frozen by default (`freeze.rs`).
+    mutable_intrinsics: bool,
 }
 
 impl JsEngine {
@@ -56,6 +66,13 @@ impl JsEngine {
     /// Runs match handlers in their own VM each, or in one VM per executor thread.
     pub fn with_match_vms(mut self, vms: metafi_runtime::MatchVms) -> JsEngine {
         self.match_vms = vms;
+        self
+    }
+
+    /// Whether the intrinsics are frozen once the modules are loaded (`freeze.rs`; on by
+    /// default, as Nakama's `runtime.js_read_only_globals`).
+    pub fn with_read_only_globals(mut self, read_only: bool) -> JsEngine {
+        self.mutable_intrinsics = !read_only;
         self
     }
 
@@ -94,14 +111,16 @@ impl EngineFactory for JsEngine {
         let io = self
             .io()
             .map_err(|e| metafi_match::HandlerError::failed(e.to_string()))?;
-        matches::create(setup, io, name, self.match_vms)
+        matches::create(setup, io, name, self.match_vms, !self.mutable_intrinsics)
     }
 
     fn create_vm(&self, setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {
         let io = self.io();
+        let freeze = !self.mutable_intrinsics;
         Box::pin(async move {
-            let vm = JsVm::create(setup, io?)?;
-            Ok(Rc::new(vm) as Rc<dyn EngineVm>)
+            let io = io?;
+            let vm = JsVm::create(setup.clone(), io.clone(), freeze)?;
+            Ok(Rc::new(rpc_vm::RpcVm::new(vm, setup, io, freeze)) as Rc<dyn EngineVm>)
         })
     }
 }

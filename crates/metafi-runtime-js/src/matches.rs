@@ -33,7 +33,7 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use crate::convert::{self, arg, is_nullish};
-use crate::vm::{self, JsVm, Registration, Shared};
+use crate::vm::{self, JsVm, Registration, Settled, Shared};
 use crate::{initializer, logger};
 
 /// Whether a JS module registered match handler `name`.
@@ -117,19 +117,25 @@ pub(crate) fn create(
     io: Handle,
     name: &str,
     vms: MatchVms,
+    freeze: bool,
 ) -> Result<Box<dyn MatchHandler>, HandlerError> {
     let load = |setup: VmSetup| {
-        JsVm::create(setup, io.clone()).map(Rc::new).map_err(|e| {
-            HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
-        })
+        JsVm::create(setup, io.clone(), freeze)
+            .map(Rc::new)
+            .map_err(|e| {
+                HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
+            })
     };
     let vm = match vms {
         MatchVms::PerMatch => load(setup)?,
         MatchVms::PerThread => {
             let key = Arc::as_ptr(&setup.modules) as *const () as usize;
+            // A VM whose job queue a script flooded is left to the matches already on it; new
+            // matches get a fresh one.
             let existing = THREAD_VMS.with(|vms| {
-                vms.borrow()
-                    .iter()
+                let mut vms = vms.borrow_mut();
+                vms.retain(|(_, vm)| !vm.is_poisoned());
+                vms.iter()
                     .find(|(k, _)| *k == key)
                     .map(|(_, vm)| vm.clone())
             });
@@ -183,12 +189,21 @@ fn build<'js>(
     match_ctx.set("node", &**shared.nk.node())?;
     match_ctx.set("version", env!("CARGO_PKG_VERSION"))?;
     // ArrayBuffer → Latin-1 string: reads binary data without unsafe code. Kept on the global
-    // object (not in a Rust closure) so it is freed with the context.
-    let bytes_of: Function<'js> = ctx.eval(
-        "(function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; })",
-    )?;
-    ctx.globals().set(BYTES_OF, bytes_of)?;
+    // object (not in a Rust closure) so it is freed with the context; defined once per VM,
+    // read-only, so no script can replace it for the other matches of a shared VM.
+    if !ctx.globals().contains_key(BYTES_OF)? {
+        let define: Function<'js> = ctx.eval(
+            "(function (name) { Object.defineProperty(globalThis, name, { value: function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; } }); })",
+        )?;
+        define.call::<_, ()>((BYTES_OF,))?;
+    }
     let dispatcher = dispatcher(ctx, recorder)?;
+    // Shared by every callback of the match: a callback cannot swap its functions.
+    let freeze: Function<'js> = ctx
+        .globals()
+        .get::<_, Object<'js>>("Object")?
+        .get("freeze")?;
+    freeze.call::<_, ()>((dispatcher.clone(),))?;
     Ok(Handles {
         functions,
         ctx: Persistent::save(ctx, match_ctx),
@@ -260,44 +275,43 @@ impl JsMatch {
                 let function = handles.functions[callback as usize].clone().restore(&js)?;
                 function.call((Rest(args),))
             })();
-            vm::run_jobs(&js, &budget);
-            match result {
-                Ok(value) => {
-                    if budget.expired() {
+            // On a VM whose job queue another callback flooded (see `rpc_vm.rs`) the queue is
+            // left alone: running it would run that flood in this match's budget. Synchronous
+            // handlers are unaffected; a promise returned here then stays pending (a timeout).
+            if !self.vm.is_poisoned() {
+                vm::run_jobs(&js, &budget);
+            }
+            let value = match result {
+                Ok(_) if budget.expired() => return Err(HandlerError::Timeout),
+                Ok(value) => match vm::settled(&js, &shared, value) {
+                    Settled::Value(value) => value,
+                    Settled::Failed(e) => return Err(handler_error(callback, e)),
+                    // A tick cannot wait: the promise could only settle in a later callback.
+                    Settled::Pending => {
+                        tracing::warn!(
+                            engine = "js",
+                            callback = FUNCTIONS[callback as usize],
+                            "match handler returned a Promise that never settles; treated as running past its budget"
+                        );
                         return Err(HandlerError::Timeout);
                     }
-                    let object = if value.is_null() || value.is_undefined() {
-                        None
-                    } else {
-                        match value.as_object() {
-                            Some(o) if !value.is_array() => Some(o.clone()),
-                            _ => {
-                                return Err(HandlerError::invalid(format!(
-                                    "{} is expected to return an object with a 'state' property",
-                                    FUNCTIONS[callback as usize]
-                                )));
-                            }
-                        }
-                    };
-                    read(&js, object, &mut handles.state)
+                },
+                Err(e) => return Err(handler_error(callback, vm::classify(&js, &shared, e))),
+            };
+            let object = if value.is_null() || value.is_undefined() {
+                None
+            } else {
+                match value.as_object() {
+                    Some(o) if !value.is_array() => Some(o.clone()),
+                    _ => {
+                        return Err(HandlerError::invalid(format!(
+                            "{} is expected to return an object with a 'state' property",
+                            FUNCTIONS[callback as usize]
+                        )));
+                    }
                 }
-                Err(e) => Err(match vm::classify(&js, &shared, e) {
-                    ScriptError::Timeout => HandlerError::Timeout,
-                    ScriptError::OutOfMemory => HandlerError::OutOfMemory,
-                    ScriptError::Failed { detail, .. } => HandlerError::failed(format!(
-                        "error in {}: {detail}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                    ScriptError::Raised { message, .. } => HandlerError::failed(format!(
-                        "error in {}: {message}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                    other => HandlerError::failed(format!(
-                        "error in {}: {other:?}",
-                        FUNCTIONS[callback as usize]
-                    )),
-                }),
-            }
+            };
+            read(&js, object, &mut handles.state)
         });
         budget.stop();
         outcome
@@ -360,6 +374,22 @@ impl JsMatch {
         }
         *slot = Some(Persistent::save(js, state));
         Ok(Flow::Continue)
+    }
+}
+
+/// A failed callback as the match engine's error.
+fn handler_error(callback: Callback, error: ScriptError) -> HandlerError {
+    let name = FUNCTIONS[callback as usize];
+    match error {
+        ScriptError::Timeout => HandlerError::Timeout,
+        ScriptError::OutOfMemory => HandlerError::OutOfMemory,
+        ScriptError::Failed { detail, .. } => {
+            HandlerError::failed(format!("error in {name}: {detail}"))
+        }
+        ScriptError::Raised { message, .. } => {
+            HandlerError::failed(format!("error in {name}: {message}"))
+        }
+        other => HandlerError::failed(format!("error in {name}: {other:?}")),
     }
 }
 
@@ -903,7 +933,7 @@ pub(crate) fn register_matchmaker_matched<'js>(
         .and_then(|f| f.as_function())
         .ok_or_else(|| Exception::throw_type(js, "expects a function"))?;
     let wrap: Function<'js> = js.eval(
-        "(function (fn) { return function (ctx, logger, nk, payload) { var entries = JSON.parse(payload).map(function (e) { var m = { presence: { userId: e.presence.user_id, sessionId: e.presence.session_id, username: e.presence.username, node: e.presence.node }, properties: e.properties }; if (e.party_id) { m.partyId = e.party_id; } return m; }); var id = fn(ctx, logger, nk, entries); return id == null ? '' : String(id); }; })",
+        "(function (fn) { return function (ctx, logger, nk, payload) { var entries = JSON.parse(payload).map(function (e) { var m = { presence: { userId: e.presence.user_id, sessionId: e.presence.session_id, username: e.presence.username, node: e.presence.node }, properties: e.properties }; if (e.party_id) { m.partyId = e.party_id; } return m; }); var text = function (id) { return id == null ? '' : String(id); }; var id = fn(ctx, logger, nk, entries); return id instanceof Promise ? id.then(text) : text(id); }; })",
     )?;
     let wrapper: Function<'js> = wrap.call((function.clone(),))?;
     shared.rpcs.borrow_mut().insert(

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use metafi_core::CoreError;
 use metafi_runtime::{
-    EngineVm, LoadError, LocalFuture, ModuleSource, Nk, Registered, Registrations, RpcCall,
-    ScriptError, VmSetup, code_from_number,
+    LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError, VmSetup,
+    code_from_number,
 };
 use rquickjs::context::EvalOptions;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value};
@@ -23,17 +23,19 @@ use tokio::runtime::Handle;
 
 use crate::budget::Budget;
 use crate::io::{self, WaitError};
-use crate::{context, convert, initializer, logger, nakama};
+use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
 /// is a `RangeError` the script can catch, not a crash; VM threads have 2 MiB stacks, so this
 /// leaves ample room for the Rust frames of `nk` calls.
 pub(crate) const MAX_STACK_BYTES: usize = 256 * 1024;
 
-/// Promise jobs run after a call's deadline before the VM gives up on them (a script that
-/// keeps queueing work from `then` callbacks forever). Jobs past the deadline are interrupted
-/// by the budget within a few thousand instructions each.
-const MAX_JOBS_PAST_DEADLINE: usize = 10_000;
+/// How long promise jobs may keep running after a call's deadline before the VM gives up on
+/// them (a script that keeps queueing work from `then` callbacks forever). Past the deadline
+/// each job is interrupted by the budget within a few thousand instructions, but a legitimate
+/// deep `await` chain still unwinds one job per level: a time bound, not a job count, tells the
+/// two apart (a count flagged deep chains as floods on a slow machine).
+const JOB_DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 /// What the Rust side of one VM shares with its native functions (`nk`, `logger`,
 /// `initializer`), which hold it through an `Rc`.
@@ -131,8 +133,9 @@ impl Drop for JsVm {
 }
 
 impl JsVm {
-    /// Builds the VM: sandboxed context, limits, `nk`, then every module and its `InitModule`.
-    pub(crate) fn create(setup: VmSetup, io: Handle) -> Result<JsVm, LoadError> {
+    /// Builds the VM: sandboxed context, limits, `nk`, then every module and its `InitModule`;
+    /// then, if `freeze`, freezes the intrinsics and the shared objects (`freeze.rs`).
+    pub(crate) fn create(setup: VmSetup, io: Handle, freeze: bool) -> Result<JsVm, LoadError> {
         let engine_error = |message: String| LoadError::Engine {
             engine: "js",
             message,
@@ -169,10 +172,32 @@ impl JsVm {
             runtime,
         };
         vm.context.with(|ctx| {
+            let intrinsics = freeze::intrinsic_names(&ctx).map_err(|e| {
+                engine_error(format!("cannot list the intrinsics: {}", describe(&ctx, e)))
+            })?;
+            array_bounds::install(&ctx, setup.limits.memory_limit_bytes).map_err(|e| {
+                engine_error(format!(
+                    "cannot bound the array built-ins: {}",
+                    describe(&ctx, e)
+                ))
+            })?;
             install(&ctx, &vm.shared).map_err(|e| {
                 engine_error(format!("cannot bind the nk API: {}", describe(&ctx, e)))
             })?;
-            load_modules(&ctx, &vm.shared, &setup.modules, setup.limits.load_timeout)
+            load_modules(&ctx, &vm.shared, &setup.modules, setup.limits.load_timeout)?;
+            if !freeze {
+                return Ok(());
+            }
+            // Nothing a call does to the intrinsics or the shared objects outlives it.
+            let (nk, logger_proto, env) = cached(&ctx, &vm.shared).map_err(|e| {
+                engine_error(format!("cannot read the nk API: {}", describe(&ctx, e)))
+            })?;
+            freeze::freeze(&ctx, &intrinsics, vec![nk, logger_proto, env]).map_err(|e| {
+                engine_error(format!(
+                    "cannot freeze the intrinsics after InitModule: {}",
+                    describe(&ctx, e)
+                ))
+            })
         })?;
         vm.runtime.run_gc();
         Ok(vm)
@@ -187,30 +212,13 @@ impl JsVm {
         &self.context
     }
 
-    fn run(&self, call: &RpcCall) -> Result<String, ScriptError> {
-        let Some(rpc) = self.shared.rpcs.borrow().get(&*call.id).cloned() else {
-            return Err(ScriptError::Failed {
-                message: "RPC function not found".into(),
-                detail: format!("RPC '{}' is not registered on this VM", call.id),
-            });
-        };
-        let budget = &self.shared.budget;
-        budget.start(call.deadline);
-        let outcome = self.context.with(|ctx| {
-            let result = invoke(&ctx, &self.shared, &rpc, call);
-            run_jobs(&ctx, budget);
-            match result {
-                Ok(value) => settle(&ctx, &self.shared, value),
-                Err(e) => Err(classify(&ctx, &self.shared, e)),
-            }
-        });
-        budget.stop();
-        outcome
+    /// Whether a call left promise jobs in this VM's queue that nothing can drain: the
+    /// VM must be replaced (`rpc_vm.rs`; match VMs are evicted, `matches.rs`).
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.shared.budget.jobs_left()
     }
-}
 
-impl EngineVm for JsVm {
-    fn registrations(&self) -> Registrations {
+    pub(crate) fn registrations(&self) -> Registrations {
         let mut rpcs: Vec<Registered> = self
             .shared
             .rpcs
@@ -235,11 +243,36 @@ impl EngineVm for JsVm {
         Registrations { rpcs, matches }
     }
 
-    fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
-        // The call runs to completion in one poll: `nk` functions block this VM thread (see
-        // `io.rs`), so there is nothing to interleave.
-        Box::pin(async move { self.run(&call) })
+    pub(crate) fn run(&self, call: &RpcCall) -> Outcome {
+        let Some(rpc) = self.shared.rpcs.borrow().get(&*call.id).cloned() else {
+            return Outcome::Done(Err(ScriptError::Failed {
+                message: "RPC function not found".into(),
+                detail: format!("RPC '{}' is not registered on this VM", call.id),
+            }));
+        };
+        let budget = &self.shared.budget;
+        budget.start(call.deadline);
+        let outcome = self.context.with(|ctx| {
+            let result = invoke(&ctx, &self.shared, &rpc, call);
+            run_jobs(&ctx, budget);
+            match result {
+                Ok(value) => settle(&ctx, &self.shared, value),
+                Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
+            }
+        });
+        budget.stop();
+        outcome
     }
+}
+
+/// How a call left the VM.
+pub(crate) enum Outcome {
+    Done(Result<String, ScriptError>),
+    /// The function returned a promise that is still pending although the job queue ran dry:
+    /// the call is not done, and nothing in the VM can finish it (`nk` is synchronous and
+    /// there are no timers), so it runs until its deadline like any other call that does not
+    /// end.
+    Pending,
 }
 
 /// Builds the per-VM objects: `nk`, the logger prototype and `ctx.env`.
@@ -338,9 +371,18 @@ fn load_module<'js>(
     let result: Value<'js> = init.call((init_ctx, logger, nk, initializer))?;
     if let Some(promise) = result.as_promise() {
         run_jobs(ctx, &shared.budget);
-        // A rejected InitModule fails the load like a throwing one.
-        if let Some(Err(e)) = promise.result::<Value<'js>>() {
-            return Err(e);
+        // A rejected InitModule fails the load like a throwing one; one that can never settle
+        // would leave the module half initialised.
+        match promise.result::<Value<'js>>() {
+            Some(Err(e)) => return Err(e),
+            Some(Ok(_)) => {}
+            None if shared.budget.expired() => {}
+            None => {
+                return Err(Exception::throw_message(
+                    ctx,
+                    "InitModule returned a Promise that never settles (nothing left to run could settle it)",
+                ));
+            }
         }
     }
     Ok(())
@@ -363,19 +405,25 @@ fn invoke<'js>(
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript
 /// host does after each task. Past the deadline each job is interrupted quickly; a script that
-/// keeps queueing jobs is abandoned after [`MAX_JOBS_PAST_DEADLINE`].
+/// still has jobs queued [`JOB_DRAIN_GRACE`] after its deadline is abandoned, and the jobs it
+/// left mark the VM for replacement ([`Budget::jobs_left`]): QuickJS has no way to empty the
+/// queue.
 pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
-    let mut past_deadline = 0;
+    let mut past_deadline = 0_u64;
     while ctx.execute_pending_job() {
         if budget.is_over() {
             budget.expire();
             past_deadline += 1;
-            if past_deadline >= MAX_JOBS_PAST_DEADLINE {
+            let abandoned = budget
+                .deadline()
+                .is_some_and(|at| Instant::now() >= at + JOB_DRAIN_GRACE);
+            if abandoned {
                 tracing::warn!(
                     engine = "js",
                     jobs = past_deadline,
-                    "a script keeps queueing promise jobs past its deadline; leaving the rest for later calls"
+                    "a script keeps queueing promise jobs past its deadline; its VM will be replaced"
                 );
+                budget.leave_jobs();
                 return;
             }
         }
@@ -383,23 +431,40 @@ pub(crate) fn run_jobs(ctx: &Ctx<'_>, budget: &Budget) {
 }
 
 /// The outcome of a call whose function returned `value` (after its jobs ran).
-fn settle<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Result<String, ScriptError> {
+fn settle<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Outcome {
     if shared.budget.expired() {
-        return Err(ScriptError::Timeout);
+        return Outcome::Done(Err(ScriptError::Timeout));
     }
-    let value = match value.as_promise() {
-        Some(promise) => match promise.result::<Value<'js>>() {
-            Some(Ok(value)) => value,
-            Some(Err(e)) => return Err(classify(ctx, shared, e)),
-            None => {
-                return Err(ScriptError::Failed {
-                    message: "RPC function returned a Promise that never settled.".into(),
-                    detail: "the promise was still pending after every queued job ran; nk functions are synchronous and there are no timers, so nothing could settle it".into(),
-                });
-            }
-        },
-        None => value,
+    let value = match settled(ctx, shared, value) {
+        Settled::Value(value) => value,
+        Settled::Failed(e) => return Outcome::Done(Err(e)),
+        Settled::Pending => return Outcome::Pending,
     };
+    Outcome::Done(result_string(value))
+}
+
+/// A callback's return value with a promise unwrapped (after the job queue ran dry).
+pub(crate) enum Settled<'js> {
+    Value(Value<'js>),
+    Failed(ScriptError),
+    /// A promise still pending: nothing left in the VM can settle it.
+    Pending,
+}
+
+/// Unwraps a returned promise: its value, its rejection as the call's error, or `Pending`.
+pub(crate) fn settled<'js>(ctx: &Ctx<'js>, shared: &Shared, value: Value<'js>) -> Settled<'js> {
+    let Some(promise) = value.as_promise() else {
+        return Settled::Value(value);
+    };
+    match promise.result::<Value<'js>>() {
+        Some(Ok(value)) => Settled::Value(value),
+        Some(Err(e)) => Settled::Failed(classify(ctx, shared, e)),
+        None => Settled::Pending,
+    }
+}
+
+/// An RPC function's result: a string, or nothing (`""`).
+fn result_string(value: Value<'_>) -> Result<String, ScriptError> {
     if value.is_undefined() || value.is_null() {
         return Ok(String::new());
     }

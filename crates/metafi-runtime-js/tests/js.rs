@@ -286,8 +286,6 @@ async fn async_functions_settle_through_the_job_queue() {
     assert_eq!(h.call("async_ok", "").await.unwrap(), "async m got ok");
     let message = assert_code(h.call("async_reject", "").await, Code::NotFound);
     assert_eq!(message, "not here");
-    let message = assert_code(h.call("never_settles", "").await, Code::Internal);
-    assert!(message.contains("never settled"), "{message}");
 }
 
 #[tokio::test]
@@ -652,4 +650,17 @@ async fn a_load_that_never_ends_is_stopped_by_the_load_budget() {
         "{error}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn an_init_module_promise_that_never_settles_is_a_load_error() {
+    let error = build(Options::new(fixture("pending_init")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("init.js")
+            && error.contains("InitModule returned a Promise that never settles"),
+        "{error}"
+    );
 }

@@ -23,6 +23,8 @@ mod block;
 pub mod context;
 pub mod error;
 pub mod host;
+mod job_queue;
+pub mod log_limit;
 pub mod lua;
 pub mod match_host;
 pub mod matches;
@@ -31,6 +33,7 @@ pub mod native;
 pub mod nk;
 mod pool;
 mod runtime;
+mod watchdog;
 
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
@@ -39,9 +42,11 @@ pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
     VmLimits, VmSetup,
 };
+pub use log_limit::LogLimit;
 pub use match_host::{EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchVms};
 pub use matches::{MatchHost, MatchInfo, MatchListQuery, NoMatches};
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
 pub use nk::{LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
+pub use watchdog::DEFAULT_WATCHDOG_GRACE;

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::log_limit::{Admit, LogLimit, LogLimiter};
 use crate::matches::{MatchHost, MatchInfo, MatchListQuery};
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
@@ -55,16 +56,29 @@ struct NkInner {
     /// Engines whose `run_once` already ran: once per process and engine, as Nakama's shared
     /// `sync.Once` across all Lua VMs.
     ran_once: Mutex<HashSet<&'static str>>,
+    /// The per-module log rate limit every engine's logger goes through.
+    log_limiter: LogLimiter,
 }
 
 impl Nk {
+    /// An `nk` with the default log rate limit ([`LogLimit::default`]).
     pub fn new(services: RuntimeServices, node: Arc<str>, env: Arc<HashMap<String, String>>) -> Nk {
+        Nk::with_log_limit(services, node, env, LogLimit::default())
+    }
+
+    pub fn with_log_limit(
+        services: RuntimeServices,
+        node: Arc<str>,
+        env: Arc<HashMap<String, String>>,
+        log_limit: LogLimit,
+    ) -> Nk {
         Nk {
             inner: Arc::new(NkInner {
                 services,
                 node,
                 env,
                 ran_once: Mutex::new(HashSet::new()),
+                log_limiter: LogLimiter::new(log_limit),
             }),
         }
     }
@@ -94,8 +108,52 @@ impl Nk {
         self.inner.services.clock.now_ms()
     }
 
-    /// Writes a script's log line with the engine and module as fields.
+    /// Writes a script's log line with the engine and module as fields, within the module's
+    /// log rate limit (`log_limit.rs`): excess lines are dropped and counted, and the first
+    /// line after drops is preceded by a summary. Lines the log level filters out cost nothing.
     pub fn log(&self, level: LogLevel, engine: &'static str, module: &str, message: &str) {
+        let enabled = match level {
+            LogLevel::Debug => {
+                tracing::enabled!(target: "metafi_runtime::script", tracing::Level::DEBUG)
+            }
+            LogLevel::Info => {
+                tracing::enabled!(target: "metafi_runtime::script", tracing::Level::INFO)
+            }
+            LogLevel::Warn => {
+                tracing::enabled!(target: "metafi_runtime::script", tracing::Level::WARN)
+            }
+            LogLevel::Error => {
+                tracing::enabled!(target: "metafi_runtime::script", tracing::Level::ERROR)
+            }
+        };
+        if !enabled {
+            return;
+        }
+        match self
+            .inner
+            .log_limiter
+            .admit(module, std::time::Instant::now())
+        {
+            Admit::Write => {}
+            Admit::Drop => {
+                metrics::counter!("metafi_runtime_log_lines_dropped_total", "module" => module.to_owned())
+                    .increment(1);
+                return;
+            }
+            Admit::WriteAfterDrops { dropped, over } => {
+                let limit = self.inner.log_limiter.limit();
+                tracing::warn!(
+                    target: "metafi_runtime::script",
+                    engine,
+                    module,
+                    dropped,
+                    lines_per_second = limit.lines_per_second,
+                    burst = limit.burst,
+                    "module {module} dropped {dropped} log lines in the last {:.1} s (runtime.log_lines_per_second, runtime.log_burst_lines)",
+                    over.as_secs_f64()
+                );
+            }
+        }
         match level {
             LogLevel::Debug => {
                 tracing::debug!(target: "metafi_runtime::script", engine, module, "{message}")

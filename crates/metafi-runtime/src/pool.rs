@@ -2,17 +2,21 @@
 //! current-thread tokio runtime and a `LocalSet`. Calls go to the least-loaded VM through a
 //! bounded queue; on its VM a call runs as a local task, so calls awaiting `nk` IO interleave
 //! while only one executes script code at a time. A VM that is busy with a long call delays
-//! only the calls queued on it; the dispatcher sends new calls to the others.
+//! only the calls queued on it; the dispatcher sends new calls to the others. A VM that stays
+//! busy past a call's deadline plus `runtime.watchdog_grace_ms` is replaced
+//! (`crate::watchdog`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::context::CallContext;
 use crate::error::{LoadError, ScriptError};
 use crate::host::{EngineFactory, Registrations, RpcCall, VmSetup};
+use crate::job_queue::{JobQueue, PushError};
+use crate::watchdog::{ThreadWatch, Watched};
 
 /// Sizes of one engine's pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,18 +37,35 @@ pub(crate) enum DispatchError {
 }
 
 pub(crate) struct VmPool {
-    engine: &'static str,
-    workers: Vec<Worker>,
+    inner: Arc<PoolInner>,
     registrations: Registrations,
-    stop: watch::Sender<bool>,
-    /// Resolved by each VM thread when it has finished its calls and dropped its VM.
-    finished: parking_lot::Mutex<Vec<oneshot::Receiver<()>>>,
 }
 
+/// What the pool, its watchdog and its VM threads share.
+struct PoolInner {
+    engine: &'static str,
+    factory: Arc<dyn EngineFactory>,
+    setup: VmSetup,
+    max_calls: usize,
+    workers: Vec<Worker>,
+    stop: watch::Sender<bool>,
+    /// `runtime.watchdog_grace_ms`: how long a call may keep its VM thread busy past its
+    /// deadline before the VM is declared wedged and replaced.
+    watchdog_grace: Duration,
+}
+
+/// One VM slot: its queue, and the thread serving it now.
 struct Worker {
-    jobs: mpsc::Sender<Job>,
+    queue: Arc<JobQueue<Job>>,
     /// Calls sent to this VM and not yet answered; the dispatcher picks the smallest.
     load: Arc<AtomicUsize>,
+    /// The thread serving this slot; replaced when it wedges.
+    current: parking_lot::Mutex<Arc<ThreadWatch>>,
+    /// Bumped each time the thread is replaced: callers of calls the wedged thread had taken
+    /// stop waiting for them.
+    replaced: watch::Sender<u64>,
+    /// Resolved by the current thread when it has finished its calls and dropped its VM.
+    finished: parking_lot::Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 struct Job {
@@ -52,69 +73,65 @@ struct Job {
     ctx: Arc<CallContext>,
     payload: String,
     reply: oneshot::Sender<Result<String, ScriptError>>,
+    /// 0 while queued; once a VM thread takes the call, that thread's generation plus one
+    /// (see `Worker::replaced`).
+    taken: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for VmPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VmPool")
-            .field("engine", &self.engine)
-            .field("vms", &self.workers.len())
+            .field("engine", &self.inner.engine)
+            .field("vms", &self.inner.workers.len())
             .finish()
     }
 }
 
 impl VmPool {
-    /// Starts the VM threads and waits until each has loaded the modules. Any load error
-    /// stops the already started threads and is returned.
+    /// Starts the VM threads and waits until each has loaded the modules, then the watchdog.
+    /// Any load error stops the already started threads and is returned.
     pub(crate) async fn start(
         factory: Arc<dyn EngineFactory>,
         setup: VmSetup,
         config: PoolConfig,
+        watchdog_grace: Duration,
     ) -> Result<VmPool, LoadError> {
         let engine = factory.name();
         let vms = config.vms.max(1);
         let per_vm_queue = config.queue_capacity.div_ceil(vms).max(1);
-        let (stop, stop_rx) = watch::channel(false);
-        let mut workers = Vec::with_capacity(vms);
-        let mut ready = Vec::with_capacity(vms);
-        let mut finished = Vec::with_capacity(vms);
-        for index in 0..vms {
-            let (jobs, jobs_rx) = mpsc::channel(per_vm_queue);
-            let (ready_tx, ready_rx) = oneshot::channel();
-            let (done_tx, done_rx) = oneshot::channel();
-            let thread = VmThread {
-                factory: factory.clone(),
-                setup: VmSetup {
-                    index,
-                    ..setup.clone()
-                },
-                max_calls: config.max_calls_per_vm.max(1),
-                jobs: jobs_rx,
-                stop: stop_rx.clone(),
-                ready: ready_tx,
-                done: done_tx,
-            };
-            std::thread::Builder::new()
-                .name(format!("metafi-{engine}-{index}"))
-                .spawn(move || thread.run())
-                .map_err(|e| LoadError::Engine {
-                    engine,
-                    message: format!("cannot start VM thread {index}: {e}"),
-                })?;
-            workers.push(Worker {
-                jobs,
+        let (stop, _) = watch::channel(false);
+        let workers = (0..vms)
+            .map(|_| Worker {
+                queue: Arc::new(JobQueue::new(per_vm_queue)),
                 load: Arc::new(AtomicUsize::new(0)),
-            });
-            ready.push(ready_rx);
-            finished.push(done_rx);
-        }
-        let pool = VmPool {
+                current: parking_lot::Mutex::new(Arc::new(ThreadWatch::new())),
+                replaced: watch::channel(0).0,
+                finished: parking_lot::Mutex::new(None),
+            })
+            .collect();
+        let inner = Arc::new(PoolInner {
             engine,
+            factory,
+            setup,
+            max_calls: config.max_calls_per_vm.max(1),
             workers,
-            registrations: Registrations::default(),
             stop,
-            finished: parking_lot::Mutex::new(finished),
+            watchdog_grace,
+        });
+        let pool = VmPool {
+            inner: inner.clone(),
+            registrations: Registrations::default(),
         };
+        let mut ready = Vec::with_capacity(vms);
+        for index in 0..vms {
+            match inner.spawn_thread(index) {
+                Ok(rx) => ready.push(rx),
+                Err(e) => {
+                    pool.shutdown(Duration::from_secs(5)).await;
+                    return Err(e);
+                }
+            }
+        }
         let mut first: Option<Registrations> = None;
         for (index, ready) in ready.into_iter().enumerate() {
             let outcome = ready.await.unwrap_or_else(|_| {
@@ -146,6 +163,7 @@ impl VmPool {
                 Some(_) => {}
             }
         }
+        tokio::spawn(watchdog(Arc::downgrade(&inner)));
         Ok(VmPool {
             registrations: first.unwrap_or_default(),
             ..pool
@@ -153,7 +171,7 @@ impl VmPool {
     }
 
     pub(crate) fn engine(&self) -> &'static str {
-        self.engine
+        self.inner.engine
     }
 
     pub(crate) fn registrations(&self) -> &Registrations {
@@ -167,40 +185,62 @@ impl VmPool {
         ctx: Arc<CallContext>,
         payload: String,
     ) -> Result<Result<String, ScriptError>, DispatchError> {
-        let (reply, answer) = oneshot::channel();
+        let engine = self.inner.engine;
+        let workers = &self.inner.workers;
+        let (reply, mut answer) = oneshot::channel();
+        let taken = Arc::new(AtomicU64::new(0));
         let mut job = Job {
             id,
             ctx,
             payload,
             reply,
+            taken: taken.clone(),
         };
         // Snapshot the loads first: they change while we sort, and a sort whose keys change
         // under it panics ("comparison function does not correctly implement a total order").
-        let loads: Vec<usize> = self
-            .workers
+        let loads: Vec<usize> = workers
             .iter()
             .map(|w| w.load.load(Ordering::Relaxed))
             .collect();
-        let mut order: Vec<usize> = (0..self.workers.len()).collect();
+        let mut order: Vec<usize> = (0..workers.len()).collect();
         order.sort_by_key(|&i| loads[i]);
         let mut stopped = true;
         for i in order {
-            let worker = &self.workers[i];
+            let worker = &workers[i];
+            let mut replaced = worker.replaced.subscribe();
             worker.load.fetch_add(1, Ordering::Relaxed);
-            match worker.jobs.try_send(job) {
+            match worker.queue.try_push(job) {
                 Ok(()) => {
-                    metrics::gauge!("metafi_runtime_queue_depth", "runtime" => self.engine)
+                    metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine)
                         .increment(1.0);
-                    let result = answer.await.map_err(|_| DispatchError::Stopped);
+                    let result = loop {
+                        tokio::select! {
+                            biased;
+                            result = &mut answer => break result.map_err(|_| DispatchError::Stopped),
+                            changed = replaced.changed() => {
+                                if changed.is_err() {
+                                    break Err(DispatchError::Stopped);
+                                }
+                                // The VM was wedged and replaced: a call a replaced thread had
+                                // taken is lost with it; one still queued, or taken by the
+                                // replacement, is answered by the new VM.
+                                let generation = *replaced.borrow_and_update();
+                                let by = taken.load(Ordering::Acquire);
+                                if by != 0 && by - 1 < generation {
+                                    break Ok(Err(ScriptError::Timeout));
+                                }
+                            }
+                        }
+                    };
                     worker.load.fetch_sub(1, Ordering::Relaxed);
                     return result;
                 }
-                Err(mpsc::error::TrySendError::Full(back)) => {
+                Err(PushError::Full(back)) => {
                     worker.load.fetch_sub(1, Ordering::Relaxed);
                     stopped = false;
                     job = back;
                 }
-                Err(mpsc::error::TrySendError::Closed(back)) => {
+                Err(PushError::Closed(back)) => {
                     worker.load.fetch_sub(1, Ordering::Relaxed);
                     job = back;
                 }
@@ -215,16 +255,142 @@ impl VmPool {
     }
 
     /// Stops taking calls, lets the calls in flight finish (each within its budget), drops
-    /// the VMs and waits up to `grace` for the threads.
+    /// the VMs and waits up to `grace` for the threads. A wedged thread is not waited for.
     pub(crate) async fn shutdown(&self, grace: Duration) {
-        let _ = self.stop.send(true);
-        let finished = std::mem::take(&mut *self.finished.lock());
+        let _ = self.inner.stop.send(true);
+        let finished: Vec<_> = self
+            .inner
+            .workers
+            .iter()
+            .filter_map(|w| w.finished.lock().take())
+            .collect();
         let all = futures_util::future::join_all(finished);
         if tokio::time::timeout(grace, all).await.is_err() {
             tracing::warn!(
-                engine = self.engine,
+                engine = self.inner.engine,
                 "script VMs still busy after the shutdown grace period"
             );
+        }
+    }
+}
+
+impl PoolInner {
+    /// Starts the thread of VM slot `index`; resolves when its VM has loaded the modules.
+    fn spawn_thread(
+        &self,
+        index: usize,
+    ) -> Result<oneshot::Receiver<Result<Registrations, LoadError>>, LoadError> {
+        let worker = &self.workers[index];
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let watch = worker.current.lock().clone();
+        let generation = *worker.replaced.borrow();
+        let thread = VmThread {
+            factory: self.factory.clone(),
+            setup: VmSetup {
+                index,
+                ..self.setup.clone()
+            },
+            max_calls: self.max_calls,
+            queue: worker.queue.clone(),
+            watch,
+            generation,
+            stop: self.stop.subscribe(),
+            ready: ready_tx,
+            done: done_tx,
+        };
+        let engine = self.engine;
+        std::thread::Builder::new()
+            .name(format!("metafi-{engine}-{index}"))
+            .spawn(move || thread.run())
+            .map_err(|e| LoadError::Engine {
+                engine,
+                message: format!("cannot start VM thread {index}: {e}"),
+            })?;
+        *worker.finished.lock() = Some(done_rx);
+        Ok(ready_rx)
+    }
+
+    /// Gives up on the wedged thread of slot `index` and starts a new one on the same queue.
+    fn replace(&self, index: usize) {
+        let engine = self.engine;
+        let worker = &self.workers[index];
+        {
+            let mut current = worker.current.lock();
+            current.abandon();
+            *current = Arc::new(ThreadWatch::new());
+        }
+        metrics::counter!("metafi_runtime_vms_wedged_total", "runtime" => engine).increment(1);
+        tracing::error!(
+            engine,
+            vm = index,
+            grace_ms = self.watchdog_grace.as_millis() as u64,
+            "a script VM is still running a call past its deadline and cannot be interrupted; its calls fail with DEADLINE_EXCEEDED, its thread is abandoned and a new VM replaces it (runtime.watchdog_grace_ms)"
+        );
+        worker.replaced.send_modify(|generation| *generation += 1);
+        match self.spawn_thread(index) {
+            Ok(ready) => {
+                let queue = worker.queue.clone();
+                tokio::spawn(async move {
+                    match ready.await {
+                        Ok(Ok(_)) => {
+                            tracing::info!(engine, vm = index, "replacement script VM ready");
+                        }
+                        outcome => {
+                            let error = match outcome {
+                                Ok(Err(e)) => e.to_string(),
+                                _ => "the thread stopped".to_owned(),
+                            };
+                            tracing::error!(engine, vm = index, %error, "the replacement script VM failed to start; its slot refuses calls");
+                            refuse_queued(engine, &queue);
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::error!(engine, vm = index, error = %e, "cannot start a replacement script VM; its slot refuses calls");
+                refuse_queued(engine, &worker.queue);
+            }
+        }
+    }
+}
+
+/// Closes a slot whose VM could not be replaced: its queued calls are refused (their callers
+/// get "stopped") and new calls go to the other VMs.
+fn refuse_queued(engine: &'static str, queue: &JobQueue<Job>) {
+    let refused = queue.close().len();
+    metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine).decrement(refused as f64);
+}
+
+/// Replaces VM threads that stay busy past a call's deadline plus the grace, until the pool
+/// stops or is dropped.
+async fn watchdog(pool: std::sync::Weak<PoolInner>) {
+    let Some(inner) = pool.upgrade() else {
+        return;
+    };
+    let mut stop = inner.stop.subscribe();
+    let period =
+        (inner.watchdog_grace / 4).clamp(Duration::from_millis(10), Duration::from_millis(250));
+    drop(inner);
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        // Held weakly between checks, so a pool dropped without `shutdown` still ends its
+        // threads (they stop when the pool's stop sender goes away).
+        let Some(inner) = pool.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        for index in 0..inner.workers.len() {
+            let overdue = inner.workers[index]
+                .current
+                .lock()
+                .overdue(now, inner.watchdog_grace);
+            if overdue {
+                inner.replace(index);
+            }
         }
     }
 }
@@ -240,7 +406,10 @@ struct VmThread {
     factory: Arc<dyn EngineFactory>,
     setup: VmSetup,
     max_calls: usize,
-    jobs: mpsc::Receiver<Job>,
+    queue: Arc<JobQueue<Job>>,
+    watch: Arc<ThreadWatch>,
+    /// Which thread of its slot this is (0 for the first, then one more per replacement).
+    generation: u64,
     stop: watch::Receiver<bool>,
     ready: oneshot::Sender<Result<Registrations, LoadError>>,
     done: oneshot::Sender<()>,
@@ -275,7 +444,9 @@ impl VmThread {
             factory,
             setup,
             max_calls,
-            mut jobs,
+            queue,
+            watch,
+            generation,
             mut stop,
             ready,
             done,
@@ -297,11 +468,20 @@ impl VmThread {
             let job = tokio::select! {
                 biased;
                 _ = stop.wait_for(|s| *s) => break,
-                job = jobs.recv() => match job {
+                job = queue.pop() => match job {
                     Some(job) => job,
                     None => break,
                 },
             };
+            if watch.is_abandoned() {
+                // This thread was given up for wedged and came back: its replacement serves
+                // the queue now.
+                queue.push_front(job);
+                break;
+            }
+            // From here the call lives and dies with this thread: if it wedges, its caller is
+            // answered by the pool.
+            job.taken.store(generation + 1, Ordering::Release);
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 break;
             };
@@ -311,6 +491,7 @@ impl VmThread {
                 continue;
             }
             let vm = vm.clone();
+            let watch = watch.clone();
             tokio::task::spawn_local(async move {
                 let deadline = Instant::now() + timeout;
                 let call = RpcCall {
@@ -319,18 +500,20 @@ impl VmThread {
                     payload: job.payload,
                     deadline,
                 };
-                let result = tokio::time::timeout_at(deadline.into(), vm.call_rpc(call))
+                let watched = Watched::new(vm.call_rpc(call), watch, deadline);
+                let result = tokio::time::timeout_at(deadline.into(), watched)
                     .await
                     .unwrap_or(Err(ScriptError::Timeout));
                 let _ = job.reply.send(result);
                 drop(slot);
             });
         }
-        // Refuse what is still queued, then let the calls in flight finish.
-        jobs.close();
-        while let Ok(job) = jobs.try_recv() {
-            metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine).decrement(1.0);
-            drop(job);
+        if !watch.is_abandoned() {
+            // Refuse what is still queued, then let the calls in flight finish.
+            for job in queue.close() {
+                metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine).decrement(1.0);
+                drop(job);
+            }
         }
         let _ = slots.acquire_many(max_calls as u32).await;
         done

@@ -17,6 +17,7 @@ use metafi_proto::Code;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::host::{EngineFactory, VmLimits, VmSetup};
+use crate::log_limit::LogLimit;
 use crate::match_host::{
     EngineMatches, MATCHMAKER_MATCHED_HOOK, MatchHandlers, NativeHook, PoolHook,
 };
@@ -64,6 +65,8 @@ pub struct RuntimeBuilder {
     services: RuntimeServices,
     natives: Vec<Arc<dyn NativeModule>>,
     engines: Vec<Arc<dyn EngineFactory>>,
+    watchdog_grace: Duration,
+    log_limit: LogLimit,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -89,7 +92,22 @@ impl RuntimeBuilder {
             services,
             natives: Vec::new(),
             engines: Vec::new(),
+            watchdog_grace: crate::DEFAULT_WATCHDOG_GRACE,
+            log_limit: LogLimit::default(),
         }
+    }
+
+    /// How long a call may keep its VM thread busy past its deadline before the VM is declared
+    /// wedged and replaced (`runtime.watchdog_grace_ms`; see `crate::watchdog`).
+    pub fn watchdog_grace(mut self, grace: Duration) -> RuntimeBuilder {
+        self.watchdog_grace = grace;
+        self
+    }
+
+    /// The per-module log rate limit of every runtime's logger (default: [`LogLimit::default`]).
+    pub fn log_limit(mut self, limit: LogLimit) -> RuntimeBuilder {
+        self.log_limit = limit;
+        self
     }
 
     /// Adds a native module (compiled into the binary).
@@ -110,7 +128,7 @@ impl RuntimeBuilder {
         let config = self.config;
         let node: Arc<str> = Arc::from(config.node.as_str());
         let env = Arc::new(config.env.clone());
-        let nk = Nk::new(self.services, node.clone(), env.clone());
+        let nk = Nk::with_log_limit(self.services, node.clone(), env.clone(), self.log_limit);
         let mut routes: HashMap<String, Route> = HashMap::new();
         // Match handlers and the matchmaker hook (docs/MATCHES.md).
         let mut native_matches = Vec::new();
@@ -170,7 +188,9 @@ impl RuntimeBuilder {
                 .copied()
                 .unwrap_or_else(RuntimeConfig::default_pool);
             let match_setup = setup.clone();
-            let pool = match VmPool::start(engine.clone(), setup, pool_config).await {
+            let pool = match VmPool::start(engine.clone(), setup, pool_config, self.watchdog_grace)
+                .await
+            {
                 Ok(pool) => Arc::new(pool),
                 Err(e) => {
                     for pool in &pools {

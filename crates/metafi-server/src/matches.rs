@@ -75,12 +75,29 @@ impl MatchEngine {
             );
         }
         self.matches.shutdown(grace).await;
+        // Joined on a thread of its own, not the blocking pool: an executor thread stuck in a
+        // handler that never returns must not keep the process from exiting (the runtime waits
+        // for its blocking tasks when it is dropped).
         let executor = self.executor;
-        if tokio::task::spawn_blocking(move || executor.join())
-            .await
-            .is_err()
-        {
-            tracing::error!("waiting for the match executor threads failed");
+        let (joined_tx, joined) = tokio::sync::oneshot::channel();
+        let joiner = std::thread::Builder::new()
+            .name("metafi-match-join".into())
+            .spawn(move || {
+                executor.join();
+                let _ = joined_tx.send(());
+            });
+        if let Err(e) = joiner {
+            tracing::error!(error = %e, "cannot wait for the match executor threads");
+            return;
+        }
+        // `shutdown` above already gave the matches the grace period; the threads only have to
+        // see the stop command now.
+        match tokio::time::timeout(Duration::from_secs(1), joined).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => tracing::error!("waiting for the match executor threads failed"),
+            Err(_) => tracing::error!(
+                "a match executor thread is still busy after the shutdown grace period (a handler that cannot be interrupted); exiting without it"
+            ),
         }
     }
 }

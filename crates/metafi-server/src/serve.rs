@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions, SystemClock,
-    TokenKeys,
+    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions,
+    SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_realtime::{Realtime, RealtimeParts, RealtimeServices};
 use metafi_runtime::lua::LuaEngine;
@@ -108,14 +108,16 @@ pub async fn run(
         store.clone(),
         clock.clone(),
     ));
-    let accounts = Arc::new(Accounts::new(
-        store.clone(),
-        &config.accounts,
-        clock.clone(),
-    ));
+    let accounts = Arc::new(
+        Accounts::new(store.clone(), &config.accounts, clock.clone()).with_throttle(Arc::new(
+            SignInThrottle::new(config.signin_throttle.clone(), clock.clone()),
+        )),
+    );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
+    // `GET /v2/user` reports as online whoever holds a socket on this node.
+    let users = Arc::new(Users::new(store.clone(), parts.registry.clone()));
     let engine = match MatchEngine::start(&config, &parts, clock.clone()) {
         Ok(engine) => engine,
         Err(e) => {
@@ -176,6 +178,7 @@ pub async fn run(
         config: Arc::new(config.api.clone()),
         accounts,
         sessions: sessions.clone(),
+        users,
         objects,
         channels,
         rpc,
@@ -201,23 +204,14 @@ pub async fn run(
     let background = spawn_housekeeping(&config, sessions, store.clone(), clock, stop_rx.clone());
 
     let api_addr = listeners.api.local_addr()?;
-    // The realtime socket shares the API port (`/ws`), as with Nakama.
-    let app = metafi_api::router(api_state).merge(metafi_transport::router(socket_state));
-    // TCP_NODELAY on every accepted connection: realtime messages are small and must not wait
-    // for the previous one's ACK (Nagle), which would add a round trip to most of them.
-    let api_listener = axum::serve::ListenerExt::tap_io(listeners.api, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
+    // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
+    // limits and connection deadlines (docs/HTTP.md).
+    let app = metafi_api::router_with(api_state, metafi_transport::router(socket_state));
+    let api_server = tokio::spawn({
+        let http = config.api.http.clone();
+        let stop = stopped(stop_rx.clone());
+        async move { metafi_api::serve(listeners.api, app, &http, stop).await }
     });
-    let api_server = tokio::spawn(
-        axum::serve(
-            api_listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stopped(stop_rx.clone()))
-        .into_future(),
-    );
     let metrics_server = listeners.metrics.map(|listener| {
         let addr = listener.local_addr().ok();
         tracing::info!(address = ?addr, "metrics at /metrics");
@@ -266,8 +260,7 @@ pub async fn run(
         server.finish(config.shutdown_grace).await;
     }
     match tokio::time::timeout(config.shutdown_grace, api_server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => tracing::error!(error = %e, "API server failed while stopping"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::error!(error = %e, "API server task failed"),
         Err(_) => tracing::warn!("requests still running after the grace period were cut off"),
     }
@@ -301,10 +294,14 @@ async fn start_runtime(
         clock,
     };
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
+        .watchdog_grace(config.runtime_watchdog_grace)
+        .log_limit(config.script_log_limit)
         .native(Arc::new(metafi_examples_native::Examples))
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
         .engine(Arc::new(
-            metafi_runtime_js::JsEngine::new().with_match_vms(config.match_vms),
+            metafi_runtime_js::JsEngine::new()
+                .with_match_vms(config.match_vms)
+                .with_read_only_globals(config.raw.runtime.js_read_only_globals),
         ))
         .start()
         .await

@@ -97,6 +97,57 @@ return {
 }
 "#;
 
+/// A match whose match_loop runs away at its third tick, in the way its name says.
+fn runaway(body: &str) -> String {
+    format!(
+        r#"
+return {{
+  match_init = function(context, params) return {{}}, 20, "runaway" end,
+  match_join_attempt = function(context, d, tick, state, presence, metadata) return state, true end,
+  match_join = function(context, d, tick, state, presences) return state end,
+  match_leave = function(context, d, tick, state, presences) return state end,
+  match_loop = function(context, d, tick, state, messages)
+    if tick == 3 then {body} end
+    return state
+  end,
+  match_terminate = function(context, d, tick, state, grace) return state end,
+  match_signal = function(context, d, tick, state, data) return state, tostring(tick) end,
+}}
+"#
+    )
+}
+
+/// Runaway match loops, by module name: a pathological pattern (LuaJIT's matcher is C code the
+/// budget hook never interrupts), a loop in an xpcall message handler (run with the hook off
+/// after the budget error), a pcall loop swallowing the budget error, a coroutine, a metamethod
+/// and a gsub replacement function.
+const RUNAWAYS: [(&str, &str); 6] = [
+    (
+        "runaway_pattern",
+        r#"string.rep("a", 30000):find(".-.-.-.-.-.-b")"#,
+    ),
+    (
+        "runaway_xpcall",
+        "xpcall(function() while true do end end, function() while true do end end)",
+    ),
+    (
+        "runaway_pcall",
+        "while true do pcall(function() while true do end end) end",
+    ),
+    (
+        "runaway_coroutine",
+        "coroutine.resume(coroutine.create(function() while true do end end))",
+    ),
+    (
+        "runaway_index",
+        "local t = setmetatable({}, { __index = function() while true do end end }) local _ = t.x",
+    ),
+    (
+        "runaway_gsub",
+        r#"("abc"):gsub(".", function() while true do end end)"#,
+    ),
+];
+
 /// A match that does nothing, once a second: many of them share an executor thread's VM.
 const IDLE: &str = r#"
 return {
@@ -123,6 +174,9 @@ fn modules(dir: &Path) -> std::path::PathBuf {
     std::fs::write(modules.join("crashy.lua"), CRASHY).unwrap();
     std::fs::write(modules.join("ticker.lua"), TICKER).unwrap();
     std::fs::write(modules.join("idle.lua"), IDLE).unwrap();
+    for (name, body) in RUNAWAYS {
+        std::fs::write(modules.join(format!("{name}.lua")), runaway(body)).unwrap();
+    }
     modules
 }
 
@@ -391,6 +445,50 @@ async fn a_crashing_handler_ends_its_match_only() {
     assert!((14..=40).contains(&(after - before)), "{before} -> {after}");
     assert_eq!(rpc(&mut a, "state", &healthy).await, "running");
     s.stop().await;
+}
+
+#[tokio::test]
+async fn a_lua_match_loop_that_runs_away_ends_its_match_while_another_on_its_thread_keeps_ticking()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let modules = modules(dir.path());
+    // One executor thread and one Lua state for its matches: every runaway shares both with the
+    // healthy match.
+    let s = TestServer::start_in(dir.path(), |raw| {
+        raw.matches.vm_per_match = false;
+        raw.runtime.path = modules.display().to_string();
+        raw.runtime.lua_vms = 1;
+        raw.matches.executor_threads = 1;
+        raw.shutdown.grace_period_sec = 1;
+    })
+    .await;
+    let http = Http::new(&s.base);
+    let (_, mut a) = player(&s, &http, "").await;
+    let healthy = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
+    let mut runaways = Vec::new();
+    for (module, _) in RUNAWAYS {
+        let answer = rpc(&mut a, "create", &format!(r#"{{"module":"{module}"}}"#)).await;
+        runaways.push((module, match_id(&answer)));
+    }
+    // Each is ended at its budget (match.handler_budget_ms); the hang guard is far above it.
+    for (module, id) in &runaways {
+        let ended = tokio::time::timeout(Duration::from_secs(30), async {
+            while rpc(&mut a, "state", id).await != "gone" {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "{module}: the runaway match never ended");
+    }
+    let before: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The other match keeps its 20 ticks per second (loose bounds: a shared, noisy box).
+    let after: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    assert!((14..=40).contains(&(after - before)), "{before} -> {after}");
+    drop(a);
+    tokio::time::timeout(Duration::from_secs(30), s.stop())
+        .await
+        .expect("shutdown hung");
 }
 
 #[tokio::test]

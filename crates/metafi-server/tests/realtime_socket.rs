@@ -10,12 +10,14 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use futures_util::SinkExt;
 use metafi_core::{SessionClaims, TokenKeys, TokenKind};
 use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, Message, Ping, channel_type,
 };
 use metafi_proto::wkt::bool_value;
+use realtime_support::raw_ws::{self, RawWs};
 use realtime_support::{Socket, user, ws_url};
 use support::{Http, TestServer};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -290,12 +292,44 @@ async fn single_socket_closes_the_older_socket_with_a_notification() {
 }
 
 #[tokio::test]
-async fn a_client_that_stops_reading_is_disconnected_and_others_are_not() {
+async fn a_client_that_stops_reading_is_disconnected_by_the_byte_bound_and_others_are_not() {
+    let frame = flood_a_client_that_stops_reading(|raw| {
+        raw.socket.outgoing_queue_bytes = 256 * 1024;
+    })
+    .await;
+    assert_eq!(u16::from(frame.code), 1008);
+    assert!(frame.reason.contains("outgoing queue full"), "{frame:?}");
+    assert!(
+        frame.reason.contains("socket.outgoing_queue_bytes"),
+        "{frame:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_whose_writer_makes_no_progress_is_disconnected_by_age_and_others_are_not() {
+    let frame = flood_a_client_that_stops_reading(|raw| {
+        raw.socket.outgoing_queue_bytes = 1 << 30;
+        raw.socket.outgoing_queue_max_age_ms = 300;
+    })
+    .await;
+    assert_eq!(u16::from(frame.code), 1008);
+    assert!(
+        frame.reason.contains("socket.outgoing_queue_max_age_ms"),
+        "{frame:?}"
+    );
+}
+
+/// One client stops reading while another floods their room with 60 KB messages: the reader
+/// sees the silent one leave and stays connected. Returns the close frame the silent client
+/// finds once it reads again.
+async fn flood_a_client_that_stops_reading(
+    tweak: impl FnOnce(&mut metafi_server::config::RawConfig),
+) -> tokio_tungstenite::tungstenite::protocol::CloseFrame {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start_in(dir.path(), |raw| {
-        raw.socket.outgoing_queue_size = 8;
         raw.socket.max_message_size_bytes = 128 * 1024;
         raw.socket.write_wait_ms = 10_000;
+        tweak(raw);
     })
     .await;
     let http = Http::new(&server.base);
@@ -318,34 +352,30 @@ async fn a_client_that_stops_reading_is_disconnected_and_others_are_not() {
     // `slow` reads nothing from now on; `fast` floods the room with 60 KB messages.
     let content = format!(r#"{{"blob":"{}"}}"#, "z".repeat(60_000));
     let mut sent = 0;
-    let left = loop {
+    loop {
         fast.request(Message::ChannelMessageSend(ChannelMessageSend {
             channel_id: channel.clone(),
             content: content.clone(),
         }))
         .await;
         sent += 1;
-        if let Some(e) = fast.backlog().iter().find(|e| {
+        let slow_left = fast.backlog().iter().any(|e| {
             matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
                 if ev.leaves.iter().any(|p| p.session_id == slow_presence.session_id))
-        }) {
-            break e.clone();
+        });
+        if slow_left {
+            break;
         }
         fast.discard_backlog();
-        assert!(sent < 2000, "the slow client was never disconnected");
-    };
-    assert!(matches!(
-        left.message,
-        Some(Message::ChannelPresenceEvent(_))
-    ));
+        assert!(sent < 5000, "the slow client was never disconnected");
+    }
     // The fast client is unaffected.
     fast.request(Message::Ping(Ping {})).await;
 
     // Reading again, the slow client finds its queued messages, then the close reason.
     let frame = slow.closed(Duration::from_secs(20)).await.unwrap();
-    assert_eq!(u16::from(frame.code), 1008);
-    assert!(frame.reason.contains("outgoing queue full"), "{frame:?}");
     server.stop().await;
+    frame
 }
 
 #[tokio::test]
@@ -361,4 +391,176 @@ async fn shutdown_closes_sockets_with_going_away() {
     assert_eq!(u16::from(frame.code), 1001);
     assert_eq!(frame.reason.as_str(), "server shutting down");
     stopping.await.unwrap();
+}
+
+#[tokio::test]
+async fn websocket_protocol_violations_close_with_their_status_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |raw| {
+        raw.socket.max_message_size_bytes = 1024;
+    })
+    .await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    let ping = br#"{"cid":"1","ping":{}}"#;
+    let cases: [(&str, Vec<u8>, u16); 7] = [
+        (
+            "invalid UTF-8 in a text frame",
+            raw_ws::frame(0x80 | raw_ws::TEXT, b"{\"cid\":\"\xff\xfe\"}", true, None),
+            1007,
+        ),
+        (
+            "reserved data opcode 0x3",
+            raw_ws::frame(0x83, ping, true, None),
+            1002,
+        ),
+        (
+            "reserved control opcode 0xB",
+            raw_ws::frame(0x8b, b"", true, None),
+            1002,
+        ),
+        (
+            "unmasked client frame",
+            raw_ws::frame(0x80 | raw_ws::TEXT, ping, false, None),
+            1002,
+        ),
+        (
+            "reserved bit RSV1 without an extension",
+            raw_ws::frame(0xc0 | raw_ws::TEXT, ping, true, None),
+            1002,
+        ),
+        (
+            "continuation with nothing to continue",
+            raw_ws::frame(0x80, ping, true, None),
+            1002,
+        ),
+        (
+            "a frame over socket.max_message_size_bytes",
+            raw_ws::frame(0x80 | raw_ws::TEXT, b"{", true, Some(1 << 20)),
+            1009,
+        ),
+    ];
+    for (what, bytes, code) in cases {
+        let mut ws = RawWs::connect(&server.base, &alice.token).await;
+        // A valid request first: the violation ends a working session.
+        ws.write(&raw_ws::frame(0x80 | raw_ws::TEXT, ping, true, None))
+            .await;
+        ws.write(&bytes).await;
+        assert_eq!(
+            ws.close_code(Duration::from_secs(10)).await,
+            Some(code),
+            "{what}"
+        );
+    }
+    // A well-formed binary frame on a JSON socket still gets its own code.
+    let mut ws = RawWs::connect(&server.base, &alice.token).await;
+    ws.write(&raw_ws::frame(0x80 | raw_ws::BINARY, b"x", true, None))
+        .await;
+    assert_eq!(ws.close_code(Duration::from_secs(10)).await, Some(1003));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn two_hundred_requests_in_one_write_are_all_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    for extra in ["", "format=protobuf"] {
+        let mut socket = Socket::connect(&server.base, &alice.token, extra).await;
+        let format = socket.format;
+        for cid in 0..200 {
+            let bytes = format.encode(&Envelope::new(cid.to_string(), Message::Ping(Ping {})));
+            let frame = match format {
+                metafi_proto::realtime::Format::Json => {
+                    WsMessage::text(String::from_utf8(bytes).unwrap())
+                }
+                metafi_proto::realtime::Format::Protobuf => WsMessage::binary(bytes),
+            };
+            // Buffered, then written at once by the flush.
+            socket.ws.feed(frame).await.unwrap();
+        }
+        socket.ws.flush().await.unwrap();
+        for cid in 0..200 {
+            let answer = socket.wait_for(|e| e.cid == cid.to_string()).await;
+            assert!(
+                matches!(answer.message, Some(Message::Pong(_))),
+                "{extra}: {answer:?}"
+            );
+        }
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn forty_channel_joins_in_one_write_are_all_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let alice = user(&http).await;
+    let mut socket = Socket::connect(&server.base, &alice.token, "").await;
+    for cid in 0..40 {
+        let envelope = Envelope::new(cid.to_string(), join(&format!("room-{cid}"), false));
+        let text = String::from_utf8(socket.format.encode(&envelope)).unwrap();
+        socket.ws.feed(WsMessage::text(text)).await.unwrap();
+    }
+    socket.ws.flush().await.unwrap();
+    for cid in 0..40 {
+        let answer = socket.wait_for(|e| e.cid == cid.to_string()).await;
+        let Some(Message::Channel(channel)) = answer.message else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(channel.room_name, format!("room-{cid}"));
+    }
+    socket.request(Message::Ping(Ping {})).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn when_150_members_leave_a_room_at_once_the_others_stay_and_see_every_leave() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let http = Http::new(&server.base);
+    let mut stayers = Vec::new();
+    for _ in 0..3 {
+        let member = user(&http).await;
+        let mut socket = Socket::connect(&server.base, &member.token, "").await;
+        socket.request(join("exodus", false)).await;
+        stayers.push(socket);
+    }
+    let mut leavers = Vec::new();
+    let mut left = std::collections::HashSet::new();
+    for _ in 0..150 {
+        let member = user(&http).await;
+        let mut socket = Socket::connect(&server.base, &member.token, "").await;
+        let Some(Message::Channel(channel)) = socket.request(join("exodus", false)).await.message
+        else {
+            panic!("join refused")
+        };
+        left.insert(channel.self_presence.unwrap().session_id);
+        leavers.push(socket);
+    }
+    // Everyone has seen every join before the exodus.
+    for socket in &mut stayers {
+        socket.request(Message::Ping(Ping {})).await;
+        socket.discard_backlog();
+    }
+    // All 150 leave at once (their connections end without a goodbye).
+    drop(leavers);
+    for socket in &mut stayers {
+        let mut seen = std::collections::HashSet::new();
+        while seen.len() < left.len() {
+            let event = socket
+                .event(|e| matches!(e.message, Some(Message::ChannelPresenceEvent(_))))
+                .await;
+            if let Some(Message::ChannelPresenceEvent(event)) = event.message {
+                assert!(event.joins.is_empty(), "{event:?}");
+                seen.extend(event.leaves.into_iter().map(|p| p.session_id));
+            }
+        }
+        assert_eq!(seen, left, "every leave, seen by every member who stays");
+        // Still connected: a request is answered.
+        socket.request(Message::Ping(Ping {})).await;
+    }
+    server.stop().await;
 }

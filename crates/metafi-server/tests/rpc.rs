@@ -31,6 +31,8 @@ async fn server(dir: &Path) -> TestServer {
     std::fs::create_dir_all(&modules).unwrap();
     let echo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua/echo.lua");
     std::fs::copy(echo, modules.join("echo.lua")).unwrap();
+    let echo_js = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/js/echo.js");
+    std::fs::copy(echo_js, modules.join("echo.js")).unwrap();
     std::fs::write(modules.join("ctx.lua"), CONTEXT_LUA).unwrap();
     TestServer::start_in(dir, |raw| {
         raw.runtime.path = modules.display().to_string();
@@ -75,6 +77,50 @@ async fn invalid_json_payloads_get_code_3_from_every_runtime() {
             )
             .await;
         assert_error(&reply, 400, 3);
+    }
+    s.stop().await;
+}
+
+/// The three example echoes answered an empty or invalid payload each in its own words (the
+/// engine's parser error); a client must not be able to tell which engine answered.
+#[tokio::test]
+async fn echo_answers_are_identical_in_lua_js_and_native() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path()).await;
+    let http = Http::new(&s.base);
+    let (token, _) = http.new_session().await;
+    let payloads = [
+        "",
+        "   ",
+        "{not json",
+        "[1,2",
+        "nul",
+        // No `null`s: a Lua table cannot hold nil, so Lua drops them (as Nakama's Lua does).
+        r#"{"b":2,"a":[1,{"d":false,"c":"é"}]}"#,
+        // Not `[]`: an empty Lua table encodes as `{}` (as in Nakama's Lua).
+        "{}",
+        r#""text""#,
+    ];
+    for payload in payloads {
+        let mut answers = Vec::new();
+        for id in ["echo", "echo_js", "echo_native"] {
+            let reply = http
+                .send(
+                    http.post(&format!("/v2/rpc/{id}"))
+                        .bearer_auth(&token)
+                        .json(&payload),
+                )
+                .await;
+            answers.push((id, reply.status, reply.body.to_string()));
+        }
+        let (_, status, body) = &answers[0];
+        for (id, other_status, other_body) in &answers[1..] {
+            assert_eq!(
+                (other_status, other_body),
+                (status, body),
+                "payload {payload:?}: {id} differs from the Lua echo"
+            );
+        }
     }
     s.stop().await;
 }

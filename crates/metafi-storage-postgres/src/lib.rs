@@ -34,6 +34,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use metafi_storage::support::{self, list_scope, object_cursor, validate_deletes, validate_writes};
+use metafi_storage::text;
 use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
@@ -189,6 +190,7 @@ impl Storage for PostgresStorage {
 #[async_trait]
 impl AccountStore for PostgresStorage {
     async fn create_user(&self, new: NewUser) -> Result<(), StorageError> {
+        text::check_new_user(&new)?;
         self.writers
             .submit(write_op!(new, |client, new| account::create_user(
                 client, &new
@@ -197,6 +199,7 @@ impl AccountStore for PostgresStorage {
     }
 
     async fn find_user(&self, identity: IdentityRef<'_>) -> Result<Option<AuthUser>, StorageError> {
+        text::check_identity(identity)?;
         account::find_user(&*(self.client().await?), identity).await
     }
 
@@ -212,6 +215,7 @@ impl AccountStore for PostgresStorage {
     }
 
     async fn users_by_username(&self, usernames: &[String]) -> Result<Vec<User>, StorageError> {
+        text::check_usernames(usernames)?;
         if usernames.is_empty() {
             return Ok(Vec::new());
         }
@@ -219,6 +223,7 @@ impl AccountStore for PostgresStorage {
     }
 
     async fn link_device(&self, user_id: Uuid, device_id: &str) -> Result<(), StorageError> {
+        text::check_device_id(device_id)?;
         let device_id = device_id.to_owned();
         self.writers
             .submit(write_op!(device_id, |client, device| account::link_device(
@@ -233,6 +238,7 @@ impl AccountStore for PostgresStorage {
         update: AccountUpdate,
         now_ms: i64,
     ) -> Result<(), StorageError> {
+        text::check_update(&update)?;
         self.writers
             .submit(write_op!(update, |client, update| account::update_account(
                 client, user_id, &update, now_ms
@@ -313,6 +319,7 @@ impl ObjectStore for PostgresStorage {
         caller: Caller,
         ids: &[ObjectId],
     ) -> Result<Vec<StorageObject>, StorageError> {
+        text::check_object_ids(ids)?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -327,6 +334,7 @@ impl ObjectStore for PostgresStorage {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ObjectPage, StorageError> {
+        text::refuse_nul("collection", collection)?;
         let cursor = object_cursor(cursor)?;
         if limit == 0 {
             return Ok(ObjectPage {
@@ -359,6 +367,7 @@ impl ObjectStore for PostgresStorage {
 #[async_trait]
 impl MessageStore for PostgresStorage {
     async fn insert_message(&self, message: ChannelMessage) -> Result<(), StorageError> {
+        text::check_message(&message)?;
         self.writers
             .submit(write_op!(message, |client, message| message::insert(
                 client, &message
@@ -374,6 +383,8 @@ impl MessageStore for PostgresStorage {
         content: String,
         now_ms: i64,
     ) -> Result<ChannelMessage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
+        text::refuse_nul("content", &content)?;
         let args = (channel_id.to_owned(), content);
         self.writers
             .submit(write_op!(args, |client, args| message::update(
@@ -388,6 +399,7 @@ impl MessageStore for PostgresStorage {
         message_id: Uuid,
         sender_id: Uuid,
     ) -> Result<ChannelMessage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
         let channel_id = channel_id.to_owned();
         self.writers
             .submit(write_op!(channel_id, |client, channel| message::remove(
@@ -403,6 +415,7 @@ impl MessageStore for PostgresStorage {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<MessagePage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
         let query = support::message_query(channel_id, direction, limit, cursor)?;
         if limit == 0 {
             return Ok(MessagePage {

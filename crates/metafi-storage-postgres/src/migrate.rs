@@ -17,6 +17,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "user_revocation",
         sql: include_str!("../migrations/0002_user_revocation.sql"),
     },
+    Migration {
+        version: 3,
+        name: "nakama_listing_and_delete",
+        sql: include_str!("../migrations/0003_nakama_listing_and_delete.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

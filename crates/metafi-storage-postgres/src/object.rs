@@ -2,7 +2,9 @@
 //! (see the migration) that checks Nakama's rules for every operation before writing any.
 
 use deadpool_postgres::ClientWrapper;
-use metafi_storage::support::{ListScope, ObjectCursor, Reject, may_read, object_version};
+use metafi_storage::support::{
+    ListScope, ObjectCursor, Reject, may_read, object_order, object_page, object_version,
+};
 use metafi_storage::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectWrite, StorageError,
     StorageObject, VersionCheck,
@@ -24,6 +26,7 @@ fn rejected(status: i16, index: i32) -> StorageError {
     let index = usize::try_from(index).unwrap_or(0);
     match status {
         1 => Reject::Version.at(index),
+        3 => Reject::Missing.at(index),
         _ => Reject::Permission.at(index),
     }
 }
@@ -197,37 +200,41 @@ pub(crate) async fn list(
         params.push(owner);
         sql.push_str(&format!(" AND s.user_id = ${}", params.len()));
     }
-    if let Some(cursor) = &cursor {
-        params.push(&cursor.user_id);
-        params.push(&cursor.key);
-        let n = params.len();
-        sql.push_str(&format!(" AND (s.user_id, s.key) > (${}, ${n})", n - 1));
+    // Nakama's order `read, key, user_id` (see `ObjectCursor`), without the columns the filter
+    // fixes.
+    let order = object_order(scope, owner);
+    let columns: Vec<String> = order.iter().map(|c| format!("s.{c}")).collect();
+    let after_read = cursor.as_ref().map(|c| i16::from(c.permission_read));
+    if let (Some(cursor), Some(read)) = (&cursor, &after_read) {
+        let mut after = Vec::with_capacity(order.len());
+        for column in order {
+            params.push(match *column {
+                "read" => read,
+                "key" => &cursor.key,
+                _ => &cursor.user_id,
+            });
+            after.push(format!("${}", params.len()));
+        }
+        sql.push_str(&format!(
+            " AND ({}) > ({})",
+            columns.join(", "),
+            after.join(", ")
+        ));
     }
     params.push(&fetch);
     sql.push_str(&format!(
-        " ORDER BY s.user_id, s.key LIMIT ${}",
+        " ORDER BY {} LIMIT ${}",
+        columns.join(", "),
         params.len()
     ));
     let statement = client.prepare_cached(&sql).await.map_err(&fail)?;
     let rows = client.query(&statement, &params).await.map_err(&fail)?;
-    let mut objects = rows
+    let objects = rows
         .iter()
         .map(object_row)
         .collect::<Result<Vec<_>, _>>()
         .map_err(&fail)?;
-    let cursor = if objects.len() > limit {
-        objects.truncate(limit);
-        objects.last().map(|o| {
-            ObjectCursor {
-                user_id: o.user_id,
-                key: o.key.clone(),
-            }
-            .encode()
-        })
-    } else {
-        None
-    };
-    Ok(ObjectPage { objects, cursor })
+    Ok(object_page(objects, limit))
 }
 
 fn object_row(r: &Row) -> Result<StorageObject, tokio_postgres::Error> {

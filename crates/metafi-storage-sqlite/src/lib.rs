@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use metafi_storage::support::{self, list_scope, object_cursor, validate_deletes, validate_writes};
+use metafi_storage::text;
 use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
@@ -174,12 +175,14 @@ impl Storage for SqliteStorage {
 #[async_trait]
 impl AccountStore for SqliteStorage {
     async fn create_user(&self, new: NewUser) -> Result<(), StorageError> {
+        text::check_new_user(&new)?;
         self.writer
             .submit(move |conn| account::create_user(conn, &new))
             .await
     }
 
     async fn find_user(&self, identity: IdentityRef<'_>) -> Result<Option<AuthUser>, StorageError> {
+        text::check_identity(identity)?;
         let identity = account::OwnedIdentity::from(identity);
         self.readers
             .read(move |conn| account::find_user(conn, &identity))
@@ -200,6 +203,7 @@ impl AccountStore for SqliteStorage {
     }
 
     async fn users_by_username(&self, usernames: &[String]) -> Result<Vec<User>, StorageError> {
+        text::check_usernames(usernames)?;
         let names = usernames.to_vec();
         self.readers
             .read(move |conn| account::users_by_username(conn, &names))
@@ -207,6 +211,7 @@ impl AccountStore for SqliteStorage {
     }
 
     async fn link_device(&self, user_id: Uuid, device_id: &str) -> Result<(), StorageError> {
+        text::check_device_id(device_id)?;
         let device_id = device_id.to_owned();
         self.writer
             .submit(move |conn| account::link_device(conn, user_id, &device_id))
@@ -219,6 +224,7 @@ impl AccountStore for SqliteStorage {
         update: AccountUpdate,
         now_ms: i64,
     ) -> Result<(), StorageError> {
+        text::check_update(&update)?;
         self.writer
             .submit(move |conn| account::update_account(conn, user_id, &update, now_ms))
             .await
@@ -287,6 +293,7 @@ impl ObjectStore for SqliteStorage {
         caller: Caller,
         ids: &[ObjectId],
     ) -> Result<Vec<StorageObject>, StorageError> {
+        text::check_object_ids(ids)?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -304,6 +311,7 @@ impl ObjectStore for SqliteStorage {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ObjectPage, StorageError> {
+        text::refuse_nul("collection", collection)?;
         let cursor = object_cursor(cursor)?;
         if limit == 0 {
             return Ok(ObjectPage {
@@ -336,6 +344,7 @@ impl ObjectStore for SqliteStorage {
 #[async_trait]
 impl MessageStore for SqliteStorage {
     async fn insert_message(&self, message: ChannelMessage) -> Result<(), StorageError> {
+        text::check_message(&message)?;
         self.writer
             .submit(move |conn| message::insert(conn, &message))
             .await
@@ -349,6 +358,8 @@ impl MessageStore for SqliteStorage {
         content: String,
         now_ms: i64,
     ) -> Result<ChannelMessage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
+        text::refuse_nul("content", &content)?;
         let channel_id = channel_id.to_owned();
         self.writer
             .submit(move |conn| {
@@ -363,6 +374,7 @@ impl MessageStore for SqliteStorage {
         message_id: Uuid,
         sender_id: Uuid,
     ) -> Result<ChannelMessage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
         let channel_id = channel_id.to_owned();
         self.writer
             .submit(move |conn| message::remove(conn, &channel_id, message_id, sender_id))
@@ -376,6 +388,7 @@ impl MessageStore for SqliteStorage {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<MessagePage, StorageError> {
+        text::refuse_nul("channel id", channel_id)?;
         let query = support::message_query(channel_id, direction, limit, cursor)?;
         if limit == 0 {
             return Ok(MessagePage {

@@ -3,7 +3,8 @@
 //! it and writing it cannot race.
 
 use metafi_storage::support::{
-    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_version,
+    Current, ListScope, ObjectCursor, check_delete, check_write, may_read, object_order,
+    object_page, object_version,
 };
 use metafi_storage::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectWrite, StorageError, StorageObject,
@@ -152,35 +153,39 @@ pub(crate) fn list(
     if owner.is_some() {
         sql.push_str(" AND user_id = ?2");
     }
+    // Nakama's order `read, key, user_id` (see `ObjectCursor`), without the columns the filter
+    // fixes. Parameters: ?3 read, ?4 key, ?5 user_id of the cursor.
+    let order = object_order(scope, owner);
+    let placeholder = |column: &str| match column {
+        "read" => "?3",
+        "key" => "?4",
+        _ => "?5",
+    };
     if cursor.is_some() {
-        sql.push_str(" AND (user_id, key) > (?3, ?4)");
+        let after: Vec<&str> = order.iter().map(|c| placeholder(c)).collect();
+        sql.push_str(&format!(
+            " AND ({}) > ({})",
+            order.join(", "),
+            after.join(", ")
+        ));
     }
-    sql.push_str(" ORDER BY user_id, key LIMIT ?5");
-    let (after_user, after_key) = cursor.map(|c| (c.user_id, c.key)).unzip();
+    sql.push_str(&format!(" ORDER BY {} LIMIT ?6", order.join(", ")));
+    let (after_read, after_key, after_user) = match cursor {
+        Some(c) => (Some(c.permission_read), Some(c.key), Some(c.user_id)),
+        None => (None, None, None),
+    };
     let fetch = db::int(limit.saturating_add(1));
-    let mut objects = conn
+    let objects = conn
         .prepare_cached(&sql)
         .and_then(|mut s| {
             s.query_map(
-                params![collection, owner, after_user, after_key, fetch],
+                params![collection, owner, after_read, after_key, after_user, fetch],
                 object_row,
             )?
             .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| StorageError::backend("list objects", e))?;
-    let cursor = if objects.len() > limit {
-        objects.truncate(limit);
-        objects.last().map(|o| {
-            ObjectCursor {
-                user_id: o.user_id,
-                key: o.key.clone(),
-            }
-            .encode()
-        })
-    } else {
-        None
-    };
-    Ok(ObjectPage { objects, cursor })
+    Ok(object_page(objects, limit))
 }
 
 fn object_row(r: &Row<'_>) -> rusqlite::Result<StorageObject> {

@@ -31,6 +31,15 @@ pub enum StorageError {
     #[error("invalid input: {message}")]
     Invalid { message: String },
 
+    /// Text with a NUL character, which PostgreSQL cannot store; refused on every backend (see
+    /// [`text`](crate::text)). Nothing was written.
+    #[error("{field} contains a NUL character")]
+    NulCharacter { field: &'static str },
+
+    /// Text longer than its column allows (see [`text`](crate::text)). Nothing was written.
+    #[error("{field} is longer than {max} characters")]
+    TooLong { field: &'static str, max: usize },
+
     /// The backend is shutting down or its writer has stopped; the operation was not applied.
     #[error("storage is closed")]
     Closed,

@@ -9,7 +9,8 @@
 //! bounded by one flush per request; reads never wait behind writes.
 //!
 //! The backends live in their own crates (`metafi-storage-sqlite`, `metafi-storage-postgres`);
-//! [`support`] holds the rules they share (object versions and permissions, cursors), and the
+//! [`support`] holds the rules they share (object versions and permissions, cursors), [`text`]
+//! what text they accept (no NUL, Nakama's column widths), and the
 //! `conformance` feature adds the suite both must pass. Design: `docs/STORAGE.md`.
 //!
 //! Must not depend on: HTTP, the realtime protocol, the runtimes, any database driver. Key
@@ -24,6 +25,7 @@ mod message;
 mod object;
 mod session;
 pub mod support;
+pub mod text;
 
 pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, User,

@@ -118,8 +118,8 @@ pub trait ObjectStore: Send + Sync {
         ids: &[ObjectId],
     ) -> Result<Vec<StorageObject>, StorageError>;
 
-    /// Lists a collection, optionally only one owner's objects, ordered by `(user_id, key)` for a
-    /// stable cursor. A user sees public objects, plus its own owner-readable ones when listing
+    /// Lists a collection, optionally only one owner's objects, in Nakama's order
+    /// `(read permission, key, user_id)`; the cursor resumes after the last object. A user sees public objects, plus its own owner-readable ones when listing
     /// itself. `cursor` is one returned by a previous page of the same listing.
     async fn list_objects(
         &self,
@@ -131,9 +131,10 @@ pub trait ObjectStore: Send + Sync {
     ) -> Result<ObjectPage, StorageError>;
 
     /// Deletes a batch atomically. A user may delete only its own objects with write
-    /// permission 1. Deleting an object that does not exist is not an error unless a version was
-    /// given. Errors: `VersionMismatch { index }`, `PermissionDenied { index }`; a batch that
-    /// names the same object twice is `Invalid`.
+    /// permission 1, and only objects that exist (`NotFound`, as Nakama). Server code deleting
+    /// a missing object is a no-op unless a version was given. Errors: `VersionMismatch
+    /// { index }`, `PermissionDenied { index }`, `NotFound`; a batch that names the same
+    /// object twice is `Invalid`. Text is checked as [`text`](crate::text) says.
     async fn delete_objects(
         &self,
         caller: Caller,

@@ -11,8 +11,8 @@ use md5::{Digest as _, Md5};
 use uuid::Uuid;
 
 use crate::{
-    Caller, ChannelMessage, Direction, MessagePage, ObjectDelete, ObjectWrite, StorageError,
-    VersionCheck,
+    Caller, ChannelMessage, Direction, MessagePage, ObjectDelete, ObjectPage, ObjectWrite,
+    StorageError, StorageObject, VersionCheck,
 };
 
 /// The version of an object value: lowercase hex MD5 of its text, as Nakama computes it.
@@ -33,6 +33,8 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 pub enum Reject {
     Version,
     Permission,
+    /// A client deleted an object that does not exist (Nakama refuses it).
+    Missing,
 }
 
 impl Reject {
@@ -41,6 +43,9 @@ impl Reject {
         match self {
             Reject::Version => StorageError::VersionMismatch { index },
             Reject::Permission => StorageError::PermissionDenied { index },
+            Reject::Missing => StorageError::NotFound {
+                what: "storage object",
+            },
         }
     }
 }
@@ -52,8 +57,10 @@ pub struct Current<'a> {
     pub permission_write: u8,
 }
 
-/// Checks a write batch before any row is read: permissions in range, no object named twice.
+/// Checks a write batch before any row is read: text the backends can all store (see
+/// [`text`](crate::text)), permissions in range, no object named twice.
 pub fn validate_writes(writes: &[ObjectWrite]) -> Result<(), StorageError> {
+    crate::text::check_writes(writes)?;
     let mut seen = HashSet::with_capacity(writes.len());
     for write in writes {
         if write.permission_read > 2 || write.permission_write > 1 {
@@ -71,8 +78,9 @@ pub fn validate_writes(writes: &[ObjectWrite]) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Checks a delete batch before any row is read: no object named twice.
+/// Checks a delete batch before any row is read: no NUL in its text, no object named twice.
 pub fn validate_deletes(deletes: &[ObjectDelete]) -> Result<(), StorageError> {
+    crate::text::check_deletes(deletes)?;
     let mut seen = HashSet::with_capacity(deletes.len());
     for delete in deletes {
         if !seen.insert((&delete.collection, &delete.key, delete.user_id)) {
@@ -114,6 +122,9 @@ pub fn check_write(
 }
 
 /// Nakama's rules for one delete; `Ok(true)` when there is a row to delete.
+///
+/// A client's delete must delete a row (Nakama checks the rows affected); server code deleting
+/// a missing object without a version is a no-op, with a version it is a version mismatch.
 pub fn check_delete(
     caller: Caller,
     delete: &ObjectDelete,
@@ -125,6 +136,7 @@ pub fn check_delete(
         Caller::User(_) => return Err(Reject::Permission),
     };
     match (&delete.version, current) {
+        (None, None) if client => Err(Reject::Missing),
         (None, None) => Ok(false),
         (Some(_), None) => Err(Reject::Version),
         (_, Some(row)) if client && row.permission_write != 1 => Err(Reject::Permission),
@@ -153,6 +165,19 @@ pub fn list_scope(caller: Caller, owner: Option<Uuid>) -> ListScope {
     }
 }
 
+/// The columns of the listing order `(read, key, user_id)` that vary within a listing. Those
+/// its filter fixes (`read` in a public listing, `user_id` in an owner's) are left out of the
+/// cursor comparison and the sort: the same order, but the database walks one index range
+/// instead of sorting what follows the cursor.
+pub fn object_order(scope: ListScope, owner: Option<Uuid>) -> &'static [&'static str] {
+    match (scope == ListScope::Public, owner.is_some()) {
+        (true, true) => &["key"],
+        (true, false) => &["key", "user_id"],
+        (false, true) => &["read", "key"],
+        (false, false) => &["read", "key", "user_id"],
+    }
+}
+
 /// Whether a caller may read an object with this owner and read permission.
 pub fn may_read(caller: Caller, owner: Uuid, permission_read: u8) -> bool {
     match caller {
@@ -161,22 +186,36 @@ pub fn may_read(caller: Caller, owner: Uuid, permission_read: u8) -> bool {
     }
 }
 
-const OBJECT_CURSOR_TAG: u8 = 1;
+/// Tag 1 was the `(user_id, key)` cursor of the old listing order: such cursors are refused.
+const OBJECT_CURSOR_TAG: u8 = 3;
 const MESSAGE_CURSOR_TAG: u8 = 2;
 
-/// The position after which an object listing resumes: the `(user_id, key)` of the last object
-/// of the previous page.
+/// The position after which an object listing resumes: the `(read, key, user_id)` of the last
+/// object of the previous page. Every listing is ordered by `(read, key, user_id)`, Nakama's
+/// order (`ORDER BY read ASC, key ASC, user_id ASC`; its owner listings order by `read, key`,
+/// the same order when the owner is fixed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectCursor {
-    pub user_id: Uuid,
+    pub permission_read: u8,
     pub key: String,
+    pub user_id: Uuid,
 }
 
 impl ObjectCursor {
+    /// The cursor after this object.
+    pub fn after(object: &StorageObject) -> Self {
+        ObjectCursor {
+            permission_read: object.permission_read,
+            key: object.key.clone(),
+            user_id: object.user_id,
+        }
+    }
+
     /// The opaque text form handed to clients.
     pub fn encode(&self) -> String {
-        let mut bytes = Vec::with_capacity(17 + self.key.len());
+        let mut bytes = Vec::with_capacity(18 + self.key.len());
         bytes.push(OBJECT_CURSOR_TAG);
+        bytes.push(self.permission_read);
         bytes.extend_from_slice(self.user_id.as_bytes());
         bytes.extend_from_slice(self.key.as_bytes());
         URL_SAFE_NO_PAD.encode(bytes)
@@ -185,15 +224,33 @@ impl ObjectCursor {
     /// Parses a cursor from [`ObjectCursor::encode`]; anything else is `Invalid`.
     pub fn decode(text: &str) -> Result<Self, StorageError> {
         let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad_cursor())?;
-        let (&tag, rest) = bytes.split_first().ok_or_else(bad_cursor)?;
-        if tag != OBJECT_CURSOR_TAG || rest.len() < 16 {
+        let [tag, permission_read, rest @ ..] = bytes.as_slice() else {
+            return Err(bad_cursor());
+        };
+        if *tag != OBJECT_CURSOR_TAG || *permission_read > 2 || rest.len() < 16 {
             return Err(bad_cursor());
         }
         let (id, key) = rest.split_at(16);
         let user_id = Uuid::from_slice(id).map_err(|_| bad_cursor())?;
         let key = String::from_utf8(key.to_vec()).map_err(|_| bad_cursor())?;
-        Ok(ObjectCursor { user_id, key })
+        Ok(ObjectCursor {
+            permission_read: *permission_read,
+            key,
+            user_id,
+        })
     }
+}
+
+/// Cuts the rows a backend fetched (at most `limit + 1`, in listing order) to a page, with the
+/// cursor after its last object when more follow.
+pub fn object_page(mut objects: Vec<StorageObject>, limit: usize) -> ObjectPage {
+    let cursor = if objects.len() > limit {
+        objects.truncate(limit);
+        objects.last().map(|o| ObjectCursor::after(o).encode())
+    } else {
+        None
+    };
+    ObjectPage { objects, cursor }
 }
 
 /// Parses the cursor argument of an object listing; an empty string means "from the start".
@@ -385,8 +442,9 @@ mod tests {
     #[test]
     fn object_cursor_round_trips_and_rejects_garbage() {
         let cursor = ObjectCursor {
-            user_id: Uuid::new_v4(),
+            permission_read: 2,
             key: "k/é".to_owned(),
+            user_id: Uuid::new_v4(),
         };
         assert_eq!(ObjectCursor::decode(&cursor.encode()).ok(), Some(cursor));
         for garbage in ["", "!!!", "AQ", "AgAAAAAAAAAAAAAAAAAAAAAA"] {

@@ -15,7 +15,7 @@ pub struct SocketConfig {
     pub ping_period: Duration,
     /// The socket is closed when nothing (not even a pong) arrived for this long.
     pub pong_wait: Duration,
-    /// A write (or flush) that takes longer closes the socket.
+    /// Writing one frame (or flushing) that takes longer closes the socket.
     pub write_wait: Duration,
     /// After the server sends a close frame, how long it waits for the client's answer.
     pub close_ack_wait: Duration,

@@ -3,8 +3,18 @@
 //! session's outbox, sends pings and enforces the liveness deadlines.
 //!
 //! The split matters: a request that takes a while (an RPC) never stops events from being
-//! written, and a client that stops reading never stops the server from reading (it is closed
-//! when its bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`).
+//! written, and a client that stops reading never holds up anyone else (it is closed when its
+//! bounded outbox overflows, or when a write exceeds `socket.write_wait_ms`). The
+//! reader takes the next request only while the outbox has room ([`Outbox::writable`]): a
+//! burst of requests is read as fast as the client reads its answers, never answered by a
+//! close.
+//!
+//! A frame that breaks the WebSocket protocol closes the connection with the code RFC 6455
+//! gives it: 1007 for a text frame that is not UTF-8, 1009 for a message over
+//! `socket.max_message_size_bytes`, 1002 for anything else (unmasked frames, reserved opcodes
+//! or bits, bad fragments or control frames).
+//!
+//! [`Outbox::writable`]: metafi_realtime::Outbox::writable
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -76,6 +86,8 @@ async fn read_loop(
     let outbox = session.outbox();
     let format = session.format();
     loop {
+        // Backpressure: the next request waits until the client has read enough answers.
+        outbox.writable().await;
         let frame = tokio::select! {
             biased;
             () = outbox.closed() => {
@@ -121,21 +133,40 @@ async fn read_loop(
 
 fn read_error(error: axum::Error, config: &SocketConfig) -> CloseReason {
     let inner = error.into_inner();
-    match inner.downcast_ref::<tungstenite::Error>() {
-        Some(tungstenite::Error::Capacity(_)) => CloseReason::MessageTooLarge {
+    let Some(error) = inner.downcast_ref::<tungstenite::Error>() else {
+        tracing::debug!(error = %inner, "WebSocket read failed");
+        return CloseReason::ConnectionError;
+    };
+    let reason = protocol_close(error, config);
+    if matches!(
+        reason,
+        CloseReason::ProtocolViolation | CloseReason::MalformedMessage
+    ) {
+        tracing::debug!(error = %error, "WebSocket protocol violation");
+    } else if reason == CloseReason::ConnectionError {
+        tracing::debug!(error = %error, "WebSocket read failed");
+    }
+    reason
+}
+
+/// What a read error means for the client: its own close, a violation it is told about
+/// (1002, 1007, 1009), or a broken connection (nothing can be sent).
+fn protocol_close(error: &tungstenite::Error, config: &SocketConfig) -> CloseReason {
+    use tungstenite::error::ProtocolError;
+    match error {
+        tungstenite::Error::Capacity(_) => CloseReason::MessageTooLarge {
             limit: config.max_message_size_bytes,
         },
-        Some(
-            tungstenite::Error::ConnectionClosed
-            | tungstenite::Error::AlreadyClosed
-            | tungstenite::Error::Protocol(
-                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
-            ),
-        ) => CloseReason::ClientClosed,
-        _ => {
-            tracing::debug!(error = %inner, "WebSocket read failed");
-            CloseReason::ConnectionError
+        tungstenite::Error::Utf8(_) => CloseReason::MalformedMessage,
+        tungstenite::Error::ConnectionClosed
+        | tungstenite::Error::AlreadyClosed
+        | tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            CloseReason::ClientClosed
         }
+        tungstenite::Error::Protocol(_) | tungstenite::Error::AttackAttempt => {
+            CloseReason::ProtocolViolation
+        }
+        _ => CloseReason::ConnectionError,
     }
 }
 
@@ -256,9 +287,11 @@ impl Keepalive {
 }
 
 /// Writes `first` and whatever else is queued (up to a batch, taken from the outbox under one
-/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. The
-/// write must finish within `write_wait`; the timer is armed only when the write cannot finish
-/// at once (the common case on a healthy connection costs no timer registration).
+/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. Each
+/// frame's write and the flush must each make progress within `write_wait` — a client that
+/// reads slowly through a large batch is not mistaken for one that does not read. A timer is
+/// armed only when a step cannot finish at once (the common case on a healthy connection
+/// costs no timer registration).
 async fn write_frames(
     config: &SocketConfig,
     session: &Session,
@@ -270,45 +303,49 @@ async fn write_frames(
     session
         .outbox()
         .take_batch(MAX_FRAMES_PER_FLUSH - 1, &mut batch);
-    let write = async {
-        let mut bytes = 0;
-        let mut fed = Ok(());
-        for frame in batch {
-            let len = frame.len();
-            let message = match format {
-                Format::Json => match Utf8Bytes::try_from(frame) {
-                    Ok(text) => Message::Text(text),
-                    Err(_) => {
-                        // The JSON encoder only produces UTF-8; never send a broken frame.
-                        tracing::error!(sid = %session.id(), "dropping a non-UTF-8 JSON frame");
-                        continue;
-                    }
-                },
-                Format::Protobuf => Message::Binary(frame),
-            };
-            if let Err(error) = sink.feed(message).await {
-                fed = Err(error);
-                break;
-            }
-            bytes += len;
+    let wait = config.write_wait;
+    let mut bytes = 0;
+    let mut written = Some(Ok(()));
+    for frame in batch {
+        let len = frame.len();
+        let message = match format {
+            Format::Json => match Utf8Bytes::try_from(frame) {
+                Ok(text) => Message::Text(text),
+                Err(_) => {
+                    // The JSON encoder only produces UTF-8; never send a broken frame.
+                    tracing::error!(sid = %session.id(), "dropping a non-UTF-8 JSON frame");
+                    continue;
+                }
+            },
+            Format::Protobuf => Message::Binary(frame),
+        };
+        written = within(wait, sink.feed(message)).await;
+        if !matches!(written, Some(Ok(()))) {
+            break;
         }
-        metrics::sent(bytes);
-        fed?;
-        sink.flush().await
-    };
-    let mut write = std::pin::pin!(write);
-    let first_poll = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
-    let written = match first_poll {
-        Poll::Ready(result) => Ok(result),
-        Poll::Pending => timeout(config.write_wait, write).await,
-    };
+        bytes += len;
+    }
+    metrics::sent(bytes);
+    if matches!(written, Some(Ok(()))) {
+        written = within(wait, sink.flush()).await;
+    }
     match written {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => {
+        Some(Ok(())) => Ok(()),
+        Some(Err(error)) => {
             tracing::debug!(sid = %session.id(), error = %error, "WebSocket write failed");
             Err(CloseReason::ConnectionError)
         }
-        Err(_) => Err(CloseReason::WriteTimeout),
+        None => Err(CloseReason::WriteTimeout),
+    }
+}
+
+/// Runs `step` to completion, or gives up after `wait`; the timer is registered only when the
+/// step cannot finish on its first poll.
+async fn within<T>(wait: Duration, step: impl Future<Output = T>) -> Option<T> {
+    let mut step = std::pin::pin!(step);
+    match std::future::poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => timeout(wait, step).await.ok(),
     }
 }
 

@@ -2,7 +2,8 @@
 //! Go plugin, without the plugin (a crate the server links and registers).
 //!
 //! [`Examples`] registers `echo_native`, the seed benchmark's native echo: decode the payload
-//! as JSON and encode it back; a payload that is not JSON is code 3 (INVALID_ARGUMENT). It also
+//! as JSON and encode it back; a payload that is not JSON is code 3 (INVALID_ARGUMENT) with the
+//! message [`NOT_JSON`], the same answer as the Lua and JavaScript echoes. It also
 //! registers the seed benchmark's match as a native handler ([`matches::SeedMatch`], handler
 //! name `seed_native`) and its `get_match_native` RPC, and the transport experiment's server
 //! module ([`transport_seed`]: handler `transport_seed`, RPCs `transport_seed_create` and
@@ -46,10 +47,14 @@ pub async fn echo(_ctx: Arc<CallContext>, _nk: Nk, payload: String) -> Result<St
     echo_json(&payload)
 }
 
+/// What every example echo (Lua, JavaScript, native) answers for a payload that is not JSON:
+/// a fixed text, so that no engine's parser wording tells a client which one answered.
+pub const NOT_JSON: &str = "payload is not valid JSON";
+
 /// The echo itself: JSON in, the same JSON out (re-encoded).
 pub fn echo_json(payload: &str) -> Result<String, RpcError> {
-    let value: serde_json::Value = serde_json::from_str(payload)
-        .map_err(|e| RpcError::invalid_argument(format!("payload is not valid JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(payload).map_err(|_| RpcError::invalid_argument(NOT_JSON))?;
     serde_json::to_string(&value)
         .map_err(|e| RpcError::internal(format!("cannot encode the result: {e}")))
 }
@@ -71,7 +76,7 @@ mod tests {
     fn echo_refuses_bad_json_with_code_3() {
         let error = echo_json("{nope").unwrap_err();
         assert_eq!(error.code, Code::InvalidArgument);
-        assert!(error.message.contains("not valid JSON"));
+        assert_eq!(error.message, NOT_JSON);
         assert_eq!(echo_json("").unwrap_err().code, Code::InvalidArgument);
     }
 }

@@ -7,6 +7,7 @@ use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail, Session};
 use serde::Deserialize;
 
 use crate::body::{JsonBody, QueryParams, parse_bool};
+use crate::client_address::ClientAddress;
 use crate::{ApiError, ApiState, ServerKeyAuth};
 
 /// The query parameters every authenticate call takes.
@@ -26,24 +27,41 @@ impl AuthQuery {
 pub(super) async fn device(
     State(state): State<ApiState>,
     _key: ServerKeyAuth,
+    client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountDevice>,
 ) -> Result<Json<Session>, ApiError> {
-    sign_in(&state, Identity::Device { id: body.id }, query, body.vars).await
+    sign_in(
+        &state,
+        client,
+        Identity::Device { id: body.id },
+        query,
+        body.vars,
+    )
+    .await
 }
 
 pub(super) async fn custom(
     State(state): State<ApiState>,
     _key: ServerKeyAuth,
+    client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountCustom>,
 ) -> Result<Json<Session>, ApiError> {
-    sign_in(&state, Identity::Custom { id: body.id }, query, body.vars).await
+    sign_in(
+        &state,
+        client,
+        Identity::Custom { id: body.id },
+        query,
+        body.vars,
+    )
+    .await
 }
 
 pub(super) async fn email(
     State(state): State<ApiState>,
     _key: ServerKeyAuth,
+    client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountEmail>,
 ) -> Result<Json<Session>, ApiError> {
@@ -51,11 +69,12 @@ pub(super) async fn email(
         email: body.email,
         password: body.password,
     };
-    sign_in(&state, identity, query, body.vars).await
+    sign_in(&state, client, identity, query, body.vars).await
 }
 
 async fn sign_in(
     state: &ApiState,
+    client: ClientAddress,
     identity: Identity,
     query: AuthQuery,
     vars: std::collections::HashMap<String, String>,
@@ -63,7 +82,7 @@ async fn sign_in(
     let create = query.create()?;
     let outcome = state
         .accounts
-        .authenticate(identity, query.username, create)
+        .authenticate(identity, query.username, create, client.0)
         .await?;
     let session =
         state

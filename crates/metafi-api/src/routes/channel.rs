@@ -1,12 +1,12 @@
 //! `GET /v2/channel/{channel_id}`: a page of a chat channel's history.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use metafi_proto::Code;
 use metafi_proto::api::ChannelMessageList;
 use serde::Deserialize;
 
-use crate::body::{QueryParams, parse_bool};
+use crate::body::{PathParams, QueryParams, parse_bool};
 use crate::{ApiError, ApiState, SessionAuth};
 
 #[derive(Debug, Deserialize)]
@@ -21,7 +21,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
-    Path(channel_id): Path<String>,
+    PathParams(channel_id): PathParams<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<ChannelMessageList>, ApiError> {
     let limit = match query.limit.as_deref() {

@@ -8,6 +8,7 @@ mod matches;
 mod rpc;
 mod session;
 mod storage;
+mod user;
 
 use axum::Router;
 use axum::routing::{get, post, put};
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> Router<ApiState> {
         .route("/v2/account/session/refresh", post(session::refresh))
         .route("/v2/session/logout", post(session::logout))
         .route("/v2/account", get(account::get).put(account::update))
+        .route("/v2/user", get(user::get))
         .route("/v2/channel/{channel_id}", get(channel::list))
         .route("/v2/match", get(matches::list))
         .route("/v2/storage", post(storage::read).put(storage::write))

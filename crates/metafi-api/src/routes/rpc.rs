@@ -15,21 +15,22 @@ use std::net::SocketAddr;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use metafi_core::{RpcContext, RpcUser};
 use metafi_proto::Code;
 use uuid::Uuid;
 
+use crate::body::{PathParams, query_pairs};
 use crate::{ApiError, ApiState};
 
 /// `/v2/rpc/{id}`.
 pub(super) async fn call(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
     run(state, id, request).await
@@ -52,14 +53,7 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
     }
     let unwrap = query.contains_key("unwrap");
     let payload = if parts.method == Method::POST {
-        let limit = state.config.max_request_size_bytes;
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Request body is larger than {limit} bytes; send less or raise socket.max_request_size_bytes."),
-            )
-            .with_status(StatusCode::PAYLOAD_TOO_LARGE)
-        })?;
+        let bytes = crate::body::read_body(body, &state).await?;
         if bytes.is_empty() || unwrap {
             String::from_utf8(bytes.to_vec()).map_err(|_| {
                 ApiError::new(Code::InvalidArgument, "The RPC payload must be UTF-8 text.")
@@ -165,17 +159,8 @@ fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
         // The common case (session-token calls): no URI to build and parse.
         return Ok(HashMap::new());
     }
-    let uri = format!("/?{query}")
-        .parse()
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "Malformed query string."))?;
-    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
-        .map_err(|e| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Invalid query parameters: {e}."),
-            )
-        })?
-        .0;
+    // Strict decoding: a parameter that is not UTF-8 is refused, not read with U+FFFD.
+    let pairs = query_pairs(query)?;
     let mut params: HashMap<String, Vec<String>> = HashMap::new();
     for (key, value) in pairs {
         params.entry(key).or_default().push(value);
@@ -220,6 +205,12 @@ mod tests {
         assert_eq!(params["a"], vec!["1", "2"]);
         assert_eq!(params["b"], vec!["x y"]);
         assert!(params.contains_key("unwrap"));
+    }
+
+    #[test]
+    fn a_query_that_is_not_utf8_is_refused() {
+        let error = query_params("payload=%FF").unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `/v2/storage`: read (`POST`), write (`PUT`), delete (`PUT /delete`) and list (`GET`).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use metafi_core::objects::{DeleteInput, WriteInput, ack_view, object_view};
 use metafi_proto::Code;
 use metafi_proto::api::{
@@ -12,7 +12,7 @@ use metafi_storage::{Caller, ObjectId};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::body::{JsonBody, QueryParams};
+use crate::body::{JsonBody, PathParams, QueryParams};
 use crate::{ApiError, ApiState, SessionAuth};
 
 pub(super) async fn read(
@@ -24,8 +24,14 @@ pub(super) async fn read(
         .object_ids
         .into_iter()
         .map(|id| {
+            // No user id reads system objects; the nil id spelled out is refused, as Nakama does.
+            let user_id = match parse_user_id(&id.user_id)? {
+                Some(user) if user.is_nil() => return Err(invalid_user_id()),
+                Some(user) => user,
+                None => Uuid::nil(),
+            };
             Ok(ObjectId {
-                user_id: parse_user_id(&id.user_id)?.unwrap_or(Uuid::nil()),
+                user_id,
                 collection: id.collection,
                 key: id.key,
             })
@@ -100,7 +106,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
-    Path(collection): Path<String>,
+    PathParams(collection): PathParams<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<StorageObjectList>, ApiError> {
     let owner = parse_user_id(query.user_id.as_deref().unwrap_or_default())?;
@@ -121,7 +127,7 @@ pub(super) async fn list_delete_collection(
 pub(super) async fn list_for_user(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
-    Path((collection, user_id)): Path<(String, String)>,
+    PathParams((collection, user_id)): PathParams<(String, String)>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<StorageObjectList>, ApiError> {
     let owner = parse_user_id(&user_id)?;
@@ -166,10 +172,14 @@ fn parse_user_id(text: &str) -> Result<Option<Uuid>, ApiError> {
     if text.is_empty() {
         return Ok(None);
     }
-    Uuid::parse_str(text).map(Some).map_err(|_| {
-        ApiError::new(
-            Code::InvalidArgument,
-            "Invalid user ID - make sure user ID is a valid UUID.",
-        )
-    })
+    Uuid::parse_str(text)
+        .map(Some)
+        .map_err(|_| invalid_user_id())
+}
+
+fn invalid_user_id() -> ApiError {
+    ApiError::new(
+        Code::InvalidArgument,
+        "Invalid user ID - make sure user ID is a valid UUID.",
+    )
 }

@@ -60,6 +60,15 @@ pub struct User {
     pub update_time: String,
 }
 
+/// `GET /v2/user`: users looked up by id or username (omitted when none is found, as Nakama's
+/// gateway omits empty lists).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Users {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<User>,
+}
+
 /// `GET /v2/account`: the signed-in user's own view.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -8,7 +8,7 @@ mod session;
 mod storage;
 
 pub use account::{
-    Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User,
+    Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
 pub use notification::Notification;

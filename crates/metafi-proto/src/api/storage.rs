@@ -26,6 +26,8 @@ pub struct StorageObject {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StorageObjects {
+    // Omitted when empty, as Nakama's gateway omits unpopulated fields (`{}`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<StorageObject>,
 }
 
@@ -33,6 +35,8 @@ pub struct StorageObjects {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StorageObjectList {
+    // Omitted when empty, as Nakama's gateway omits unpopulated fields (`{}`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<StorageObject>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cursor: String,
@@ -97,6 +101,8 @@ pub struct StorageObjectAck {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StorageObjectAcks {
+    // Omitted when empty, as Nakama's gateway omits unpopulated fields (`{}`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub acks: Vec<StorageObjectAck>,
 }
 

@@ -103,6 +103,8 @@ pub struct Options {
     pub memory_limit_bytes: usize,
     /// More engines besides JavaScript (the Lua engine, to test ids across runtimes).
     pub engines: Vec<Arc<dyn EngineFactory>>,
+    /// `runtime.js_read_only_globals`.
+    pub read_only_globals: bool,
 }
 
 impl Options {
@@ -116,6 +118,7 @@ impl Options {
             load_timeout: Duration::from_secs(5),
             memory_limit_bytes: 32 << 20,
             engines: Vec::new(),
+            read_only_globals: true,
         }
     }
 }
@@ -163,8 +166,9 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
         memory_limit_bytes: options.memory_limit_bytes,
         pools: HashMap::from([("js".to_owned(), pool), ("lua".to_owned(), pool)]),
     };
-    let mut builder = RuntimeBuilder::new(config, services(store.clone(), matches.clone()))
-        .engine(Arc::new(JsEngine::new()));
+    let mut builder = RuntimeBuilder::new(config, services(store.clone(), matches.clone())).engine(
+        Arc::new(JsEngine::new().with_read_only_globals(options.read_only_globals)),
+    );
     for engine in options.engines {
         builder = builder.engine(engine);
     }

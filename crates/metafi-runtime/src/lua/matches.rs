@@ -163,7 +163,8 @@ pub(crate) fn create(
     };
     let lua = vm.lua.clone();
     let internal = |e: mlua::Error| HandlerError::failed(format!("match module '{name}': {e}"));
-    let require: Function = lua.globals().raw_get("require").map_err(internal)?;
+    // `get`, not `raw_get`: once frozen, the library globals live behind `_G`'s `__index`.
+    let require: Function = lua.globals().get("require").map_err(internal)?;
     let module: Value = require.call(name).map_err(|e| {
         HandlerError::failed(format!(
             "error loading match module: {}",

@@ -11,7 +11,9 @@
 mod convert;
 mod matches;
 mod nakama;
+mod pattern;
 mod sandbox;
+mod strings;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -90,7 +92,8 @@ impl EngineFactory for LuaEngine {
     }
 }
 
-/// Raised by the budget hook; recognised when the call's error comes back.
+/// Raised by the budget hook and the bounded string functions; recognised when the call's
+/// error comes back.
 #[derive(Debug, thiserror::Error)]
 #[error("the call ran past its time budget")]
 struct BudgetExceeded;
@@ -111,6 +114,19 @@ pub(crate) struct VmShared {
     pub(crate) registry: RefCell<Registry>,
     /// Maps chunk names (`@path`) back to module names for log lines.
     pub(crate) modules_by_path: HashMap<String, String>,
+}
+
+/// Whether the running call is past its deadline (mlua app data), for the Rust functions a
+/// script calls: the budget hook only runs between VM instructions, so a loop of long native
+/// calls would otherwise reach it only every [`HOOK_INSTRUCTIONS`] instructions.
+pub(crate) struct DeadlineCheck(strings::OverDeadline);
+
+/// Raises the budget error if the running call is past its deadline.
+pub(crate) fn check_deadline(lua: &Lua) -> mlua::Result<()> {
+    match lua.app_data_ref::<DeadlineCheck>() {
+        Some(check) if (check.0)() => Err(mlua::Error::external(BudgetExceeded)),
+        _ => Ok(()),
+    }
 }
 
 /// One Lua state with every module loaded.
@@ -160,11 +176,15 @@ impl LuaVm {
         )
         .map_err(|e| engine_error(format!("cannot install the budget hook: {e}")))?;
 
-        let over_deadline = deadline.clone();
-        let invoke = sandbox::apply(&lua, move || {
-            over_deadline.get().is_some_and(|at| Instant::now() >= at)
-        })
-        .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+        let over_deadline: strings::OverDeadline = {
+            let deadline = deadline.clone();
+            Rc::new(move || deadline.get().is_some_and(|at| Instant::now() >= at))
+        };
+        let invoke = sandbox::apply(&lua, over_deadline.clone())
+            .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
+        lua.set_app_data(DeadlineCheck(over_deadline.clone()));
+        strings::install(&lua, over_deadline, setup.limits.memory_limit_bytes)
+            .map_err(|e| engine_error(format!("cannot bind the string functions: {e}")))?;
 
         let env = lua
             .create_table()
@@ -205,8 +225,19 @@ impl LuaVm {
             invoke,
             strings,
         };
+        let library = vm
+            .lua
+            .globals()
+            .pairs::<Value, Value>()
+            .filter_map(|pair| match pair {
+                Ok((Value::String(name), _)) => Some(name.to_string_lossy()),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
         vm.load_modules(&setup.modules, setup.limits.load_timeout)
             .await?;
+        sandbox::freeze(&vm.lua, library)
+            .map_err(|e| engine_error(format!("cannot freeze the Lua library: {e}")))?;
         Ok(vm)
     }
 

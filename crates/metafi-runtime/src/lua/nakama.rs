@@ -135,7 +135,10 @@ where
     R: mlua::IntoLuaMulti,
     F: Fn(&Lua, A) -> mlua::Result<R> + 'static,
 {
-    lua.create_function(move |lua, args: A| function(lua, args).map_err(|e| locate(lua, e)))
+    lua.create_function(move |lua, args: A| {
+        super::check_deadline(lua)?;
+        function(lua, args).map_err(|e| locate(lua, e))
+    })
 }
 
 fn located_async<A, R, F, Fut>(lua: &Lua, function: F) -> mlua::Result<mlua::Function>
@@ -146,8 +149,12 @@ where
     Fut: std::future::Future<Output = mlua::Result<R>> + 'static,
 {
     lua.create_async_function(move |lua: Lua, args: A| {
+        let due = super::check_deadline(&lua);
         let call = function(lua.clone(), args);
-        async move { call.await.map_err(|e| locate(&lua, e)) }
+        async move {
+            due?;
+            call.await.map_err(|e| locate(&lua, e))
+        }
     })
 }
 

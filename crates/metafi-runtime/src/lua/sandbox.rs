@@ -5,8 +5,22 @@
 //! `runtime.path` and `nakama`). `load`/`loadstring` accept source text only: LuaJIT does not
 //! verify bytecode. `print` writes to the server log.
 //!
+//! Also removed: `newproxy` (its `__gc` finalisers run with the budget hook off, so a looping
+//! finaliser could never be stopped). `collectgarbage` accepts only `"collect"`, `"count"` and
+//! `"step"`: a call cannot stop or retune the collector for the calls after it.
+//!
 //! Budget: `pcall`, `xpcall` and `coroutine.resume` are wrapped so that an error caught after
-//! the running call's deadline is raised again; a script cannot swallow its own timeout.
+//! the running call's deadline is raised again; a script cannot swallow its own timeout. An
+//! `xpcall` message handler is not called once the deadline has passed (LuaJIT runs a handler
+//! for an error raised by the budget hook with the hook off, so a loop in it would never end).
+//! The pattern functions of `string` are replaced by a bounded matcher (`super::strings`).
+//!
+//! Frozen state ([`freeze`], after every module has loaded): the standard library tables
+//! (`string`, `table`, `math`, `os`, `bit`, `coroutine`, `package` with `loaded`, `preload` and
+//! `loaders`), the `nakama` module, the string metatable and every global that existed before
+//! the modules loaded (the library functions) are read-only; writing to them raises
+//! "cannot set '…': read-only". Globals the modules created stay writable, as in Nakama.
+//! `setfenv(0, …)` (the running coroutine's globals, and coroutines are reused) is refused.
 
 use mlua::{Function, Lua, Table, Value};
 
@@ -16,10 +30,10 @@ use mlua::{Function, Lua, Table, Value};
 /// is past its deadline.
 pub(super) fn apply(
     lua: &Lua,
-    over_deadline: impl Fn() -> bool + 'static,
+    over_deadline: super::strings::OverDeadline,
 ) -> mlua::Result<Function> {
     let globals = lua.globals();
-    for name in ["dofile", "loadfile"] {
+    for name in ["dofile", "loadfile", "newproxy"] {
         globals.raw_set(name, Value::Nil)?;
     }
 
@@ -59,7 +73,7 @@ pub(super) fn apply(
     })?;
     globals.raw_set("print", print)?;
 
-    let over = lua.create_function(move |_, ()| Ok(over_deadline()))?;
+    let over = lua.create_function(move |_, ()| Ok((*over_deadline)()))?;
     lua.load(WRAPPERS)
         .set_name("=metafi-sandbox")
         .call::<Function>(over)
@@ -79,8 +93,24 @@ local function check(ok, ...)
 end
 
 pcall = function(f, ...) return check(raw_pcall(f, ...)) end
-xpcall = function(f, handler, ...) return check(raw_xpcall(f, handler, ...)) end
+xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then return check(raw_xpcall(f, handler, ...)) end
+  local function guarded(e)
+    if over() then return e end
+    return handler(e)
+  end
+  return check(raw_xpcall(f, guarded, ...))
+end
 coroutine.resume = function(co, ...) return check(raw_resume(co, ...)) end
+
+local raw_collectgarbage, tostring = collectgarbage, tostring
+collectgarbage = function(option, arg)
+  if option == nil or option == "collect" or option == "count" or option == "step" then
+    return raw_collectgarbage(option, arg)
+  end
+  raw_error("bad argument #1 to 'collectgarbage' (option '" .. tostring(option)
+    .. "' is not allowed: use \"collect\", \"count\" or \"step\")", 2)
+end
 
 local function text_only(chunk)
   if type(chunk) == "string" and sub(chunk, 1, 1) == "\27" then
@@ -116,4 +146,99 @@ return function(fn, payload, env, mode, node, version, headers, query, user_id, 
   }
   return raw_pcall(fn, ctx, payload)
 end
+"#;
+
+/// Makes the library read-only (see the module documentation). Runs once, after the modules
+/// have loaded; `library` names the globals that existed before they did.
+pub(super) fn freeze(lua: &Lua, library: Vec<String>) -> mlua::Result<()> {
+    let names = lua.create_sequence_from(library)?;
+    lua.load(FREEZE)
+        .set_name("=metafi-freeze")
+        .call::<()>(names)
+}
+
+/// Read-only tables: the contents move to a hidden table the proxy's `__index` reads;
+/// `__newindex` refuses writes and `__metatable` hides the metatable. `rawset` is wrapped so it
+/// cannot go around the proxy.
+const FREEZE: &str = r#"
+local library = ...
+local G = _G
+local next, type, tostring, error, rawget = next, type, tostring, error, rawget
+local raw_rawset, raw_setmetatable, raw_getmetatable = rawset, setmetatable, getmetatable
+local require = require
+local frozen = raw_setmetatable({}, { __mode = "k" })
+local why = "': the standard library and the nakama module are read-only once modules have loaded"
+
+local function refuse(name, key)
+  error("cannot set '" .. name .. tostring(key) .. why, 3)
+end
+
+local function freeze(t, name)
+  if type(t) ~= "table" or frozen[t] or raw_getmetatable(t) ~= nil then return end
+  local backing = {}
+  for k, v in next, t do backing[k] = v end
+  for k in next, backing do raw_rawset(t, k, nil) end
+  frozen[t] = name
+  raw_setmetatable(t, {
+    __index = backing,
+    __newindex = function(_, k) refuse(name, k) end,
+    __metatable = false,
+  })
+  return backing
+end
+
+pcall(require, "nakama")
+local package = G.package
+for _, lib in next, { "string", "table", "math", "os", "bit", "coroutine" } do
+  freeze(G[lib], lib .. ".")
+end
+freeze(package.loaded.nakama, "nakama.")
+freeze(package.loaded, "package.loaded.")
+freeze(package.preload, "package.preload.")
+freeze(package.loaders, "package.loaders.")
+freeze(package, "package.")
+
+-- Strings index the frozen `string` table; the metatable itself is out of reach.
+local string_mt = raw_getmetatable("")
+if string_mt then string_mt.__metatable = raw_setmetatable({}, {
+  __index = { __index = G.string },
+  __newindex = function(_, k) refuse("string metatable.", k) end,
+  __metatable = false,
+}) end
+
+-- setfenv(0, t) would change the globals of the (pooled, reused) coroutine for later calls.
+local raw_setfenv = setfenv
+setfenv = function(f, t)
+  if f == 0 then
+    error("setfenv(0, ...) is not allowed: it would change the globals of later calls", 2)
+  end
+  -- A level counts from the caller, one frame further away than this wrapper.
+  if type(f) == "number" and f > 0 then f = f + 1 end
+  local result = raw_setfenv(f, t)
+  return result
+end
+
+local globals = {}
+rawset = function(t, k, v)
+  local name = frozen[t]
+  if name then refuse(name, k) end
+  if t == G and rawget(globals, k) ~= nil then refuse("", k) end
+  return raw_rawset(t, k, v)
+end
+setmetatable = function(t, mt)
+  if frozen[t] then refuse(frozen[t], "metatable") end
+  return raw_setmetatable(t, mt)
+end
+for _, name in next, library do
+  globals[name] = rawget(G, name)
+  raw_rawset(G, name, nil)
+end
+raw_setmetatable(G, {
+  __index = globals,
+  __newindex = function(t, k, v)
+    if rawget(globals, k) ~= nil then refuse("", k) end
+    raw_rawset(t, k, v)
+  end,
+  __metatable = false,
+})
 "#;

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use metafi_core::{CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
 use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{
-    MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime, RuntimeBuilder,
-    RuntimeConfig, RuntimeServices,
+    EngineFactory, MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime,
+    RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
 use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
@@ -96,6 +96,10 @@ pub struct Options {
     pub call_timeout: Duration,
     pub memory_limit_bytes: usize,
     pub natives: Vec<Arc<dyn NativeModule>>,
+    /// `runtime.watchdog_grace_ms`.
+    pub watchdog_grace: Duration,
+    /// Engines besides Lua; each gets the same pool sizes.
+    pub engines: Vec<Arc<dyn EngineFactory>>,
 }
 
 impl Options {
@@ -108,6 +112,8 @@ impl Options {
             call_timeout: Duration::from_secs(5),
             memory_limit_bytes: 32 << 20,
             natives: Vec::new(),
+            watchdog_grace: metafi_runtime::DEFAULT_WATCHDOG_GRACE,
+            engines: Vec::new(),
         }
     }
 }
@@ -141,16 +147,24 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
         call_timeout: options.call_timeout,
         load_timeout: Duration::from_secs(5),
         memory_limit_bytes: options.memory_limit_bytes,
-        pools: HashMap::from([(
-            "lua".to_owned(),
-            PoolConfig {
-                vms: options.vms,
-                max_calls_per_vm: options.max_calls_per_vm,
-                queue_capacity: options.queue_capacity,
-            },
-        )]),
+        pools: std::iter::once("lua")
+            .chain(options.engines.iter().map(|e| e.name()))
+            .map(|name| {
+                let pool = PoolConfig {
+                    vms: options.vms,
+                    max_calls_per_vm: options.max_calls_per_vm,
+                    queue_capacity: options.queue_capacity,
+                };
+                (name.to_owned(), pool)
+            })
+            .collect(),
     };
-    let mut builder = RuntimeBuilder::new(config, services).engine(Arc::new(LuaEngine::new()));
+    let mut builder = RuntimeBuilder::new(config, services)
+        .engine(Arc::new(LuaEngine::new()))
+        .watchdog_grace(options.watchdog_grace);
+    for engine in options.engines {
+        builder = builder.engine(engine);
+    }
     for native in options.natives {
         builder = builder.native(native);
     }

@@ -2,10 +2,12 @@
 //! is what the server runs with, every value checked and turned into the type its component
 //! takes. Each component receives only its own section.
 
+mod http;
 mod layers;
 mod matches;
 mod quic;
 mod raw;
+mod script_log;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -13,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 use metafi_api::ApiConfig;
-use metafi_core::{AccountsConfig, SessionsConfig};
-use metafi_realtime::RealtimeConfig;
+use metafi_core::{AccountsConfig, SessionsConfig, SignInThrottleConfig};
+use metafi_realtime::{OutboxLimits, RealtimeConfig};
 use metafi_runtime::{PoolConfig, RuntimeConfig};
 
 use metafi_transport::SocketConfig;
@@ -48,14 +50,21 @@ pub struct Config {
     pub socket: SocketConfig,
     /// Script host: module directory, budgets, VM pools.
     pub runtime: RuntimeConfig,
+    /// `runtime.watchdog_grace_ms`: how long past its deadline a call may keep its VM busy
+    /// before the VM is replaced.
+    pub runtime_watchdog_grace: Duration,
     /// Authoritative matches: queues, executor threads, budgets (`[match]`).
     pub matches: metafi_match::MatchConfig,
     /// The matchmaker (`[matchmaker]`).
     pub matchmaker: metafi_match::MatchmakerConfig,
     /// Where script match handlers' VMs live (`match.vm_per_match`).
     pub match_vms: metafi_runtime::MatchVms,
+    /// The per-module log rate limit of server code (`runtime.log_*`).
+    pub script_log_limit: metafi_runtime::LogLimit,
     /// The QUIC transport (`[quic]`); `None` when disabled.
     pub quic: Option<QuicSettings>,
+    /// Failed sign-ins per account and address (`[signin_throttle]`).
+    pub signin_throttle: SignInThrottleConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -187,6 +196,12 @@ impl TryFrom<RawConfig> for Config {
             4,
             65_536,
         );
+        let watchdog_grace = range(
+            "runtime.watchdog_grace_ms",
+            raw.runtime.watchdog_grace_ms,
+            10,
+            600_000,
+        );
         let lua_vms = range("runtime.lua_vms", raw.runtime.lua_vms, 0, 1024);
         let lua_calls = range(
             "runtime.lua_max_calls_per_vm",
@@ -216,9 +231,12 @@ impl TryFrom<RawConfig> for Config {
 
         let (realtime, socket) = realtime_settings(&raw, &mut problems);
         let (matches, matchmaker, match_vms) = matches::match_settings(&raw, &mut problems);
+        let script_log_limit = script_log::log_limit(&raw, &mut problems);
         let address = parse_ip("socket.address", &raw.socket.address, &mut problems);
         let metrics_address = parse_ip("metrics.address", &raw.metrics.address, &mut problems);
         let quic = quic::quic_settings(&raw, address, &socket, &mut problems);
+        let http_edge = http::http_settings(&raw, &mut problems);
+        let signin_throttle = http::signin_throttle_settings(&raw, &mut problems);
 
         if raw.name.trim().is_empty() {
             problems.push("name: must not be empty".into());
@@ -297,6 +315,7 @@ impl TryFrom<RawConfig> for Config {
                 server_key: raw.socket.server_key.clone(),
                 max_request_size_bytes: max_request as usize,
                 http_key: raw.runtime.http_key.clone(),
+                http: http_edge,
             },
             session: SessionSettings {
                 encryption_key: raw.session.encryption_key.clone(),
@@ -336,7 +355,10 @@ impl TryFrom<RawConfig> for Config {
             matches,
             matchmaker,
             match_vms,
+            script_log_limit,
             quic,
+            runtime_watchdog_grace: Duration::from_millis(watchdog_grace as u64),
+            signin_throttle,
             runtime: RuntimeConfig {
                 path: module_path,
                 node: raw.name.clone(),
@@ -438,6 +460,18 @@ fn realtime_settings(
         1,
         1 << 20,
     );
+    let queue_bytes = range(
+        "socket.outgoing_queue_bytes",
+        s.outgoing_queue_bytes,
+        4096,
+        1 << 30,
+    );
+    let queue_age = range(
+        "socket.outgoing_queue_max_age_ms",
+        s.outgoing_queue_max_age_ms,
+        100,
+        HOUR_MS,
+    );
     let ping = range("socket.ping_period_ms", s.ping_period_ms, 10, HOUR_MS);
     let pong = range("socket.pong_wait_ms", s.pong_wait_ms, 20, HOUR_MS);
     let write_wait = range("socket.write_wait_ms", s.write_wait_ms, 10, HOUR_MS);
@@ -462,7 +496,11 @@ fn realtime_settings(
         ));
     }
     let realtime = RealtimeConfig {
-        outgoing_queue_size: queue as usize,
+        outbox: OutboxLimits {
+            max_bytes: queue_bytes as usize,
+            max_messages: queue as usize,
+            max_age: Duration::from_millis(queue_age),
+        },
         single_socket: raw.session.single_socket,
         max_channels_per_session: channels as usize,
         max_followed_users: follows as usize,

@@ -20,6 +20,8 @@ pub struct RawConfig {
     pub matches: RawMatch,
     pub matchmaker: RawMatchmaker,
     pub quic: RawQuic,
+    pub http: RawHttp,
+    pub signin_throttle: RawSignInThrottle,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,13 +37,20 @@ pub struct RawSocket {
     pub read_buffer_size_bytes: i64,
     /// Outgoing bytes gathered before a write to the network.
     pub write_buffer_size_bytes: i64,
-    /// Messages queued for one client before it is disconnected as too slow.
+    /// Messages queued for one client before it is disconnected: a sanity bound far above
+    /// bursts (merged presence events count once); the byte and age bounds do the real work.
     pub outgoing_queue_size: i64,
+    /// Bytes queued for one client (encoded messages plus bookkeeping) before it is
+    /// disconnected as not reading.
+    pub outgoing_queue_bytes: i64,
+    /// How long messages may wait for one client while its writer can write none before it is
+    /// disconnected as not reading, milliseconds.
+    pub outgoing_queue_max_age_ms: i64,
     /// Ping a client that sent nothing for this long.
     pub ping_period_ms: i64,
     /// Close a socket that sent nothing (not even a pong) for this long.
     pub pong_wait_ms: i64,
-    /// Close a socket whose write takes longer.
+    /// Close a socket when writing one frame (or flushing) takes longer.
     pub write_wait_ms: i64,
     /// How long to wait for the client's answer to a close frame.
     pub close_ack_wait_ms: i64,
@@ -118,6 +127,9 @@ pub struct RawRuntime {
     pub load_timeout_ms: i64,
     /// Memory cap of one script VM, MiB.
     pub memory_limit_mb: i64,
+    /// How long a call may keep its script VM busy past its deadline before the VM is declared
+    /// wedged and replaced, milliseconds.
+    pub watchdog_grace_ms: i64,
     /// Lua VM threads; 0 means one per CPU core.
     pub lua_vms: i64,
     /// Calls in flight on one Lua VM (interleaved while they await IO).
@@ -130,6 +142,14 @@ pub struct RawRuntime {
     pub js_max_calls_per_vm: i64,
     /// Calls that may wait for a JavaScript VM, over all VMs.
     pub js_queue_capacity: i64,
+    /// Freeze the JavaScript intrinsics (`Object.prototype`, `JSON`, …) once the modules are
+    /// loaded, so no call can change them for the calls after it (Nakama's key).
+    pub js_read_only_globals: bool,
+    /// Script log lines one module may write per second, sustained (every runtime's logger);
+    /// excess lines are dropped and counted. 0 turns the limit off.
+    pub log_lines_per_second: i64,
+    /// Script log lines one module may write at once before the per-second rate applies.
+    pub log_burst_lines: i64,
 }
 
 impl Default for RawConfig {
@@ -148,6 +168,8 @@ impl Default for RawConfig {
             matches: RawMatch::default(),
             matchmaker: RawMatchmaker::default(),
             quic: RawQuic::default(),
+            http: RawHttp::default(),
+            signin_throttle: RawSignInThrottle::default(),
         }
     }
 }
@@ -162,7 +184,9 @@ impl Default for RawSocket {
             max_message_size_bytes: 4096,
             read_buffer_size_bytes: 4096,
             write_buffer_size_bytes: 4096,
-            outgoing_queue_size: 64,
+            outgoing_queue_size: 16_384,
+            outgoing_queue_bytes: 4_194_304,
+            outgoing_queue_max_age_ms: 10_000,
             ping_period_ms: 15_000,
             pong_wait_ms: 25_000,
             write_wait_ms: 5_000,
@@ -244,12 +268,16 @@ impl Default for RawRuntime {
             call_timeout_ms: 5_000,
             load_timeout_ms: 30_000,
             memory_limit_mb: 64,
+            watchdog_grace_ms: 1_000,
             lua_vms: 0,
             lua_max_calls_per_vm: 64,
             lua_queue_capacity: 1_024,
             js_vms: 0,
             js_max_calls_per_vm: 1,
             js_queue_capacity: 1_024,
+            js_read_only_globals: true,
+            log_lines_per_second: 100,
+            log_burst_lines: 1_000,
         }
     }
 }
@@ -422,6 +450,66 @@ impl Default for RawQuic {
             keep_alive_ms: 5_000,
             idle_timeout_ms: 60_000,
             mtu_discovery: false,
+        }
+    }
+}
+
+/// `[http]`: the HTTP edge below the routes, CORS and connection timeouts (`docs/HTTP.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawHttp {
+    /// Origins browsers may call from; `["*"]` is any.
+    pub cors_allowed_origins: Vec<String>,
+    /// Request headers browser pages may send.
+    pub cors_allowed_headers: Vec<String>,
+    /// How long browsers may cache a preflight answer, seconds; 0 sends no max age.
+    pub cors_max_age_sec: i64,
+    /// Time for a request's head to arrive after its first byte, milliseconds.
+    pub header_read_timeout_ms: i64,
+    /// Time for a request's whole body to arrive after its head, milliseconds.
+    pub body_read_timeout_ms: i64,
+    /// Close a connection idle between requests, or stalled writing a response, this long, ms.
+    pub idle_timeout_ms: i64,
+}
+
+impl Default for RawHttp {
+    fn default() -> Self {
+        RawHttp {
+            cors_allowed_origins: vec!["*".into()],
+            cors_allowed_headers: vec![
+                "Authorization".into(),
+                "Content-Type".into(),
+                "User-Agent".into(),
+            ],
+            cors_max_age_sec: 600,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+        }
+    }
+}
+
+/// `[signin_throttle]`: failed sign-ins per account and per client address (`docs/HTTP.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSignInThrottle {
+    /// Failed sign-ins of one account in a window before it is refused; 0 is off.
+    pub max_failures_per_account: i64,
+    /// Failed sign-ins from one address in a window before it is refused; 0 is off.
+    pub max_failures_per_address: i64,
+    /// Length of the window, from its first failure, seconds.
+    pub window_sec: i64,
+    /// Accounts (and, separately, addresses) remembered at most.
+    pub max_entries: i64,
+}
+
+impl Default for RawSignInThrottle {
+    fn default() -> Self {
+        RawSignInThrottle {
+            max_failures_per_account: 10,
+            max_failures_per_address: 100,
+            window_sec: 300,
+            max_entries: 100_000,
         }
     }
 }

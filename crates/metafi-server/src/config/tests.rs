@@ -186,20 +186,33 @@ fn realtime_keys_are_checked_and_reach_their_components() {
     let mut raw = RawConfig::default();
     raw.socket.idle_timeout_ms = 30_000;
     raw.socket.outgoing_queue_size = 16;
+    raw.socket.outgoing_queue_bytes = 65_536;
+    raw.socket.outgoing_queue_max_age_ms = 2_000;
     raw.session.single_socket = true;
     let config = Config::try_from(raw).unwrap();
     assert_eq!(config.socket.idle_timeout, Some(Duration::from_secs(30)));
-    assert_eq!(config.realtime.outgoing_queue_size, 16);
+    assert_eq!(
+        config.realtime.outbox,
+        metafi_realtime::OutboxLimits {
+            max_bytes: 65_536,
+            max_messages: 16,
+            max_age: Duration::from_secs(2),
+        }
+    );
     assert!(config.realtime.single_socket);
 
     let mut raw = RawConfig::default();
     raw.socket.ping_period_ms = 30_000;
     raw.socket.outgoing_queue_size = 0;
+    raw.socket.outgoing_queue_bytes = 100;
+    raw.socket.outgoing_queue_max_age_ms = 0;
     raw.socket.max_message_size_bytes = 10;
     let error = Config::try_from(raw).unwrap_err().to_string();
     for needle in [
         "socket.ping_period_ms = 30000 must be less than socket.pong_wait_ms",
         "socket.outgoing_queue_size = 0",
+        "socket.outgoing_queue_bytes = 100",
+        "socket.outgoing_queue_max_age_ms = 0",
         "socket.max_message_size_bytes = 10",
     ] {
         assert!(error.contains(needle), "missing {needle} in {error}");
@@ -309,6 +322,28 @@ fn quic_knobs_reach_the_transport_and_bad_ones_are_named() {
         "quic.max_latest_keys = 0",
         "quic.cert_path and quic.key_path",
         "quic.keep_alive_ms = 70000",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}
+
+#[test]
+fn script_log_limit_keys_are_checked() {
+    let defaults = Config::try_from(RawConfig::default()).unwrap();
+    assert_eq!(
+        defaults.script_log_limit,
+        metafi_runtime::LogLimit {
+            lines_per_second: 100,
+            burst: 1000
+        }
+    );
+    let mut raw = RawConfig::default();
+    raw.runtime.log_lines_per_second = -1;
+    raw.runtime.log_burst_lines = 0;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "runtime.log_lines_per_second = -1",
+        "runtime.log_burst_lines = 0",
     ] {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }

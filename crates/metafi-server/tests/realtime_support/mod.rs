@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod raw_ws;
+
 use std::collections::VecDeque;
 use std::time::Duration;
 

@@ -18,6 +18,7 @@ mod durability;
 mod message;
 mod object;
 mod session;
+mod text;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -31,6 +32,7 @@ pub use durability::*;
 pub use message::*;
 pub use object::*;
 pub use session::*;
+pub use text::*;
 
 use crate::Storage;
 
@@ -100,6 +102,13 @@ macro_rules! conformance_tests {
             object_write_batch_is_atomic,
             object_delete_batch_is_atomic,
             object_batch_validation,
+            object_client_delete_of_missing_object_is_refused,
+            object_list_in_nakama_order,
+            object_text_with_nul_is_refused,
+            object_text_over_nakama_columns_is_refused,
+            account_text_with_nul_is_refused,
+            account_text_over_nakama_columns_is_refused,
+            message_text_with_nul_is_refused,
             message_update_and_remove_by_sender_only,
             message_list_forward_and_backward,
             message_paging_both_ways,

@@ -307,6 +307,8 @@ pub async fn object_list_pages_without_gaps_or_dupes(f: &dyn Fixture) {
             .expect("write");
         expected.extend((0..40).map(|n| (owner, format!("key-{n:03}"))));
     }
+    // Nakama's order: read, key, user_id (all are read 2 here).
+    expected.sort_by(|a, b| (&a.1, a.0).cmp(&(&b.1, b.0)));
     for caller in [Caller::Server, Caller::User(Uuid::new_v4())] {
         let mut listed = Vec::new();
         let mut cursor: Option<String> = None;
@@ -327,7 +329,7 @@ pub async fn object_list_pages_without_gaps_or_dupes(f: &dyn Fixture) {
         }
         assert_eq!(
             listed, expected,
-            "ordered by (user_id, key), no gaps, no dupes"
+            "ordered by (read, key, user_id), no gaps, no dupes"
         );
     }
     let empty = store
@@ -398,10 +400,21 @@ pub async fn object_delete_rules(f: &dyn Fixture) {
     let store = f.open().await;
     let owner = Uuid::new_v4();
     let me = Caller::User(owner);
+    // Server code may delete what is not there; with a version it is a version mismatch.
     store
-        .delete_objects(me, vec![delete("ghost", owner, None)])
+        .delete_objects(Caller::Server, vec![delete("ghost", owner, None)])
         .await
-        .expect("absent delete");
+        .expect("absent delete by server code");
+    let result = store
+        .delete_objects(
+            Caller::Server,
+            vec![delete("ghost", owner, Some("abc".into()))],
+        )
+        .await;
+    assert!(
+        matches!(result, Err(StorageError::VersionMismatch { index: 0 })),
+        "{result:?}"
+    );
     let result = store
         .delete_objects(me, vec![delete("ghost", owner, Some("abc".into()))])
         .await;
@@ -562,5 +575,108 @@ pub async fn object_batch_validation(f: &dyn Fixture) {
         .delete_objects(Caller::Server, vec![])
         .await
         .expect("empty");
+    store.close().await;
+}
+
+/// Nakama refuses a client's delete that deletes nothing (it checks the rows affected); the
+/// batch is all or nothing, so the objects before the missing one stay.
+pub async fn object_client_delete_of_missing_object_is_refused(f: &dyn Fixture) {
+    let store = f.open().await;
+    let owner = Uuid::new_v4();
+    let me = Caller::User(owner);
+    store
+        .write_objects(me, vec![write("here", owner, "{}", VersionCheck::Any)], NOW)
+        .await
+        .expect("write");
+    let result = store
+        .delete_objects(
+            me,
+            vec![delete("here", owner, None), delete("ghost", owner, None)],
+        )
+        .await;
+    assert!(
+        matches!(result, Err(StorageError::NotFound { .. })),
+        "{result:?}"
+    );
+    let still = store
+        .read_objects(me, &[id("here", owner)])
+        .await
+        .expect("read");
+    assert_eq!(
+        keys(&still),
+        vec!["here"],
+        "nothing of the batch was deleted"
+    );
+    store.close().await;
+}
+
+/// Listings come in Nakama's order: read permission, then key, then owner; an owner's listing
+/// (read, key). Paging with a cursor continues that order without gaps.
+pub async fn object_list_in_nakama_order(f: &dyn Fixture) {
+    let store = f.open().await;
+    let mut owners = [Uuid::new_v4(), Uuid::new_v4()];
+    owners.sort();
+    let [low, high] = owners;
+    let writes = vec![
+        with_perms(write("b", high, "{}", VersionCheck::Any), 2, 1),
+        with_perms(write("b", low, "{}", VersionCheck::Any), 2, 1),
+        with_perms(write("a", high, "{}", VersionCheck::Any), 2, 1),
+        with_perms(write("z", high, "{}", VersionCheck::Any), 1, 1),
+        with_perms(write("c", high, "{}", VersionCheck::Any), 0, 1),
+        with_perms(write("y", low, "{}", VersionCheck::Any), 1, 1),
+    ];
+    store
+        .write_objects(Caller::Server, writes, NOW)
+        .await
+        .expect("write");
+    let listed = |caller, owner, limit| {
+        let store = store.clone();
+        async move {
+            let mut out = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..20 {
+                let page = store
+                    .list_objects(caller, C, owner, limit, cursor.as_deref())
+                    .await
+                    .expect("list");
+                out.extend(page.objects.iter().map(|o| (o.key.clone(), o.user_id)));
+                match page.cursor {
+                    Some(next) => cursor = Some(next),
+                    None => return out,
+                }
+            }
+            panic!("listing does not terminate");
+        }
+    };
+    let entries = |items: &[(&str, Uuid)]| {
+        items
+            .iter()
+            .map(|(k, u)| (k.to_string(), *u))
+            .collect::<Vec<_>>()
+    };
+    for limit in [1, 2, 100] {
+        assert_eq!(
+            listed(Caller::Server, None, limit).await,
+            entries(&[
+                ("c", high),
+                ("y", low),
+                ("z", high),
+                ("a", high),
+                ("b", low),
+                ("b", high),
+            ]),
+            "all objects, limit {limit}"
+        );
+        assert_eq!(
+            listed(Caller::User(high), Some(high), limit).await,
+            entries(&[("z", high), ("a", high), ("b", high)]),
+            "the owner's own listing, limit {limit}"
+        );
+        assert_eq!(
+            listed(Caller::User(low), None, limit).await,
+            entries(&[("a", high), ("b", low), ("b", high)]),
+            "public objects, limit {limit}"
+        );
+    }
     store.close().await;
 }

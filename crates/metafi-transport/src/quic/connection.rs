@@ -126,6 +126,8 @@ async fn read_loop(
 ) -> CloseReason {
     let outbox = session.outbox();
     loop {
+        // Backpressure: the next request waits until the client has read enough answers.
+        outbox.writable().await;
         let received = tokio::select! {
             biased;
             () = outbox.closed() => {

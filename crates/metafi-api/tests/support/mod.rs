@@ -1,0 +1,271 @@
+//! The API router over a throwaway SQLite database, for tests that call it without a socket
+//! (`router.oneshot(request)`) and for the socket tests of the accept loop; [`Api`] adds
+//! signed-in players and users marked online, for the tests of Nakama's answers.
+
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response};
+use http_body_util::BodyExt;
+use metafi_api::{ApiConfig, ApiState, HttpConfig};
+use metafi_core::{
+    Accounts, AccountsConfig, Channels, Clock, NoGroups, NoRpcs, NobodyOnline, Objects,
+    OnlineUsers, Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig,
+    SystemClock, TokenKeys, Users,
+};
+use metafi_match::{MatchConfig, Matches, SystemMonotonic};
+use metafi_storage::Storage;
+use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
+
+pub struct TestApi {
+    pub state: ApiState,
+    pub store: Arc<dyn Storage>,
+    _dir: tempfile::TempDir,
+}
+
+/// Settings tests start from: small body limit, everything else as configured by default.
+pub fn api_config(http: HttpConfig) -> ApiConfig {
+    ApiConfig {
+        server_key: "defaultkey".into(),
+        max_request_size_bytes: 1024,
+        http_key: "defaulthttpkey".into(),
+        http,
+    }
+}
+
+impl TestApi {
+    pub async fn start(config: ApiConfig, throttle: Option<SignInThrottleConfig>) -> TestApi {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Storage> = Arc::new(
+            SqliteStorage::open(SqliteConfig {
+                path: dir.path().join("metafi.db"),
+                readers: 1,
+                ..SqliteConfig::default()
+            })
+            .unwrap(),
+        );
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let revocations = Revocations::load(store.clone(), clock.now_ms())
+            .await
+            .unwrap();
+        let sessions = Arc::new(Sessions::new(
+            TokenKeys::new(b"session-key", b"refresh-key"),
+            SessionsConfig {
+                token_expiry_sec: 60,
+                refresh_token_expiry_sec: 3600,
+            },
+            revocations,
+            store.clone(),
+            clock.clone(),
+        ));
+        let mut accounts = Accounts::new(
+            store.clone(),
+            &AccountsConfig {
+                bcrypt_cost: 4,
+                max_concurrent_hashes: 2,
+            },
+            clock.clone(),
+        );
+        if let Some(throttle) = throttle {
+            accounts =
+                accounts.with_throttle(Arc::new(SignInThrottle::new(throttle, clock.clone())));
+        }
+        let (matches, _seeds) = Matches::new(
+            MatchConfig::default(),
+            "node1",
+            metafi_match::testing::RecordingOutlet::new(),
+            Arc::new(SystemMonotonic),
+            clock.clone(),
+        );
+        let state = ApiState {
+            config: Arc::new(config),
+            accounts: Arc::new(accounts),
+            sessions,
+            users: Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline))),
+            objects: Arc::new(Objects::new(store.clone(), clock.clone())),
+            channels: Arc::new(Channels::new(
+                store.clone(),
+                Arc::new(NoGroups),
+                clock.clone(),
+            )),
+            rpc: Arc::new(NoRpcs),
+            matches,
+        };
+        TestApi {
+            state,
+            store,
+            _dir: dir,
+        }
+    }
+
+    pub fn router(&self) -> Router {
+        metafi_api::router(self.state.clone())
+    }
+
+    pub async fn close(self) {
+        self.store.close().await;
+    }
+}
+
+/// A response's status, headers and body (JSON when it parses, else `null`).
+pub struct Reply {
+    pub status: u16,
+    pub headers: axum::http::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub async fn call(router: &Router, request: Request<Body>) -> Reply {
+    use tower::ServiceExt;
+    let response: Response<Body> = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// `Authorization: Basic base64(defaultkey:)`.
+pub const SERVER_KEY: &str = "Basic ZGVmYXVsdGtleTo=";
+
+/// Users marked online by the test.
+#[derive(Debug, Default)]
+pub struct Online(std::sync::Mutex<std::collections::HashSet<uuid::Uuid>>);
+
+impl Online {
+    pub fn set(&self, user: uuid::Uuid) {
+        self.0.lock().expect("lock").insert(user);
+    }
+}
+
+impl OnlineUsers for Online {
+    fn is_online(&self, user_id: uuid::Uuid) -> bool {
+        self.0.lock().expect("lock").contains(&user_id)
+    }
+}
+
+/// The router with a 1 MiB body limit and a test-controlled [`Online`].
+pub struct Api {
+    router: Router,
+    pub online: Arc<Online>,
+    _api: TestApi,
+}
+
+/// A signed-in user.
+pub struct Player {
+    pub token: String,
+    pub refresh_token: String,
+    pub id: uuid::Uuid,
+}
+
+impl Api {
+    pub async fn new() -> Api {
+        let mut config = api_config(HttpConfig::default());
+        config.max_request_size_bytes = 1 << 20;
+        let api = TestApi::start(config, None).await;
+        let online = Arc::new(Online::default());
+        let mut state = api.state.clone();
+        state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
+        Api {
+            router: metafi_api::router(state),
+            online,
+            _api: api,
+        }
+    }
+
+    /// One request; the answer's status and JSON body.
+    pub async fn call(
+        &self,
+        method: axum::http::Method,
+        uri: &str,
+        auth: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> (axum::http::StatusCode, serde_json::Value) {
+        let mut request = Request::builder().method(method).uri(uri);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+        let reply = call(&self.router, request.body(body).expect("request")).await;
+        let status = axum::http::StatusCode::from_u16(reply.status).expect("status");
+        (status, reply.body)
+    }
+
+    /// A call as a signed-in user.
+    pub async fn as_user(
+        &self,
+        player: &Player,
+        method: axum::http::Method,
+        uri: &str,
+        body: Option<serde_json::Value>,
+    ) -> (axum::http::StatusCode, serde_json::Value) {
+        let auth = format!("Bearer {}", player.token);
+        self.call(method, uri, Some(&auth), body).await
+    }
+
+    /// Signs up a new device account; `query` is appended (for example `&username=ada`).
+    pub async fn sign_up(&self, query: &str) -> Player {
+        let device = format!("device-{}", uuid::Uuid::new_v4());
+        let (status, body) = self.sign_up_raw(&device, query).await;
+        assert_eq!(status, axum::http::StatusCode::OK, "{body}");
+        let token = body["token"].as_str().expect("token").to_owned();
+        let refresh_token = body["refresh_token"].as_str().expect("refresh").to_owned();
+        let id = user_id_of(&token);
+        Player {
+            token,
+            refresh_token,
+            id,
+        }
+    }
+
+    pub async fn sign_up_raw(
+        &self,
+        device_id: &str,
+        query: &str,
+    ) -> (axum::http::StatusCode, serde_json::Value) {
+        self.call(
+            axum::http::Method::POST,
+            &format!("/v2/account/authenticate/device?create=true{query}"),
+            Some(SERVER_KEY),
+            Some(serde_json::json!({ "id": device_id })),
+        )
+        .await
+    }
+}
+
+/// The `uid` claim of a session token.
+fn user_id_of(token: &str) -> uuid::Uuid {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).expect("jwt payload");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64");
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).expect("claims");
+    uuid::Uuid::parse_str(claims["uid"].as_str().expect("uid")).expect("uuid")
+}
+
+/// Asserts Nakama's error shape with this status, code and exact message.
+#[track_caller]
+pub fn assert_error(
+    answer: &(axum::http::StatusCode, serde_json::Value),
+    status: u16,
+    code: i64,
+    message: &str,
+) {
+    let (got, body) = answer;
+    assert_eq!(got.as_u16(), status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["message"], message, "{body}");
+    assert_eq!(body["error"], message, "{body}");
+}

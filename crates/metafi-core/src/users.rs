@@ -1,0 +1,95 @@
+//! Other users' public profiles (`GET /v2/user`), with whether each is online.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use metafi_proto::api;
+use metafi_storage::Storage;
+use uuid::Uuid;
+
+use crate::CoreError;
+use crate::accounts::user_view;
+
+/// Whether a user has a live realtime session: the seam through which services see presence
+/// without depending on the realtime crate (which implements it for its session registry).
+pub trait OnlineUsers: Send + Sync + fmt::Debug {
+    fn is_online(&self, user_id: Uuid) -> bool;
+}
+
+/// No realtime edge: nobody is online.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NobodyOnline;
+
+impl OnlineUsers for NobodyOnline {
+    fn is_online(&self, _user_id: Uuid) -> bool {
+        false
+    }
+}
+
+/// Which users a lookup asks for; any mix, as Nakama's `GetUsersRequest`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserLookup {
+    pub ids: Vec<String>,
+    pub usernames: Vec<String>,
+    /// MetaFi links no Facebook accounts, so these match nobody; accepted for compatibility.
+    pub facebook_ids: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct Users {
+    store: Arc<dyn Storage>,
+    online: Arc<dyn OnlineUsers>,
+}
+
+impl Users {
+    pub fn new(store: Arc<dyn Storage>, online: Arc<dyn OnlineUsers>) -> Self {
+        Users { store, online }
+    }
+
+    /// The users matching any of the ids or usernames, each once, with `online` filled in.
+    /// Unknown ids and names are skipped; an id that is not a UUID is refused with Nakama's
+    /// message.
+    pub async fn users(&self, lookup: UserLookup) -> Result<Vec<api::User>, CoreError> {
+        let mut ids = Vec::with_capacity(lookup.ids.len());
+        for id in &lookup.ids {
+            let parsed = Uuid::parse_str(id)
+                .map_err(|_| CoreError::invalid(format!("ID '{id}' is not a valid system ID.")))?;
+            ids.push(parsed);
+        }
+        // A name with a NUL character names nobody (no stored name has one).
+        let usernames: Vec<String> = lookup
+            .usernames
+            .into_iter()
+            .filter(|name| !name.contains('\0'))
+            .collect();
+        let mut found = Vec::new();
+        if !ids.is_empty() {
+            found = self
+                .store
+                .users_by_id(&ids)
+                .await
+                .map_err(|e| CoreError::storage("reading users by id", e))?;
+        }
+        if !usernames.is_empty() {
+            let by_name = self
+                .store
+                .users_by_username(&usernames)
+                .await
+                .map_err(|e| CoreError::storage("reading users by username", e))?;
+            found.extend(by_name);
+        }
+        let mut seen = HashSet::with_capacity(found.len());
+        Ok(found
+            .into_iter()
+            .filter(|user| seen.insert(user.id))
+            .map(|user| {
+                let online = self.online.is_online(user.id);
+                api::User {
+                    online,
+                    ..user_view(user)
+                }
+            })
+            .collect())
+    }
+}

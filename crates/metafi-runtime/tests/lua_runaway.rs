@@ -1,0 +1,258 @@
+//! Whatever a Lua call does, it ends at its budget with DEADLINE_EXCEEDED and the VM serves
+//! the next call; and no call can change the library the calls after it see.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod support;
+
+use std::time::Duration;
+
+use metafi_core::CoreError;
+use metafi_proto::Code;
+use support::{Harness, Options, build, fixture};
+
+/// Runaways of every kind the budget must stop: script loops, long C functions, error
+/// handlers, coroutines, metamethods, finalisers and loaded code.
+const RUNAWAYS: &[(&str, &str)] = &[
+    ("plain loop", "while true do end"),
+    (
+        "tail recursion",
+        "local function f() return f() end return f()",
+    ),
+    (
+        "pattern find",
+        r#"return string.rep("a", 30000):find(".-.-.-.-.-.-b")"#,
+    ),
+    (
+        "pattern match",
+        r#"return string.rep("a", 30000):match("(.-)(.-)(.-)(.-)(.-)(.-)b")"#,
+    ),
+    (
+        "pattern gmatch",
+        r#"for _ in string.rep("a", 30000):gmatch(".-.-.-.-.-.-b") do end"#,
+    ),
+    (
+        "pattern gsub",
+        r#"return (string.rep("a", 30000):gsub(".-.-.-.-.-.-b", "x"))"#,
+    ),
+    (
+        "pattern in a pcall",
+        r#"while true do pcall(string.find, string.rep("a", 30000), ".-.-.-.-.-.-b") end"#,
+    ),
+    (
+        "xpcall handler loop after the budget error",
+        "xpcall(function() while true do end end, function() while true do end end)",
+    ),
+    (
+        "xpcall handler loop after a plain error",
+        r#"xpcall(function() error("x") end, function() while true do end end)"#,
+    ),
+    (
+        "pcall loop swallowing the budget error",
+        "while true do pcall(function() while true do end end) end",
+    ),
+    (
+        "coroutine",
+        "local co = coroutine.create(function() while true do end end) return coroutine.resume(co)",
+    ),
+    (
+        "coroutine.wrap in a pcall loop",
+        "while true do pcall(coroutine.wrap(function() while true do end end)) end",
+    ),
+    (
+        "__index",
+        "local t = setmetatable({}, { __index = function() while true do end end }) return t.x",
+    ),
+    (
+        "__eq",
+        "local mt = { __eq = function() while true do end end } return setmetatable({}, mt) == setmetatable({}, mt)",
+    ),
+    (
+        "__lt",
+        "local mt = { __lt = function() while true do end end } return setmetatable({}, mt) < setmetatable({}, mt)",
+    ),
+    (
+        "__concat",
+        r#"return setmetatable({}, { __concat = function() while true do end end }) .. "x""#,
+    ),
+    (
+        "__call",
+        "return setmetatable({}, { __call = function() while true do end end })()",
+    ),
+    (
+        "__tostring",
+        "return tostring(setmetatable({}, { __tostring = function() while true do end end }))",
+    ),
+    (
+        "table.sort comparator",
+        "local t = {} for i = 1, 100 do t[i] = i end table.sort(t, function() while true do end end)",
+    ),
+    (
+        "gsub replacement function",
+        r#"return (("abc"):gsub(".", function() while true do end end))"#,
+    ),
+    (
+        "table __gc and collectgarbage",
+        r#"while true do setmetatable({}, { __gc = function() while true do end end }) collectgarbage() end"#,
+    ),
+    ("loaded code", r#"return loadstring("while true do end")()"#),
+    (
+        "loop of long nk calls",
+        r#"local nk = require("nakama") local t = {} for i = 1, 100000 do t[i] = i end while true do nk.json_encode(t) end"#,
+    ),
+    (
+        "huge loaded code",
+        r#"local f = assert(loadstring(string.rep("x = 1 ", 200000))) while true do f() end"#,
+    ),
+];
+
+async fn runaway_runtime() -> Harness {
+    let mut options = Options::new(fixture("runaway"));
+    // One VM: the call after each runaway runs on the VM the runaway ran on.
+    options.vms = 1;
+    options.call_timeout = Duration::from_millis(200);
+    // The VM itself must stop every runaway: the watchdog, the last line of defence, would
+    // only step in after the hang guard of these tests.
+    options.watchdog_grace = Duration::from_secs(3600);
+    build(options).await.unwrap()
+}
+
+/// The call's result, with a hang guard far above the budget.
+async fn eval(h: &Harness, code: &str) -> Result<String, CoreError> {
+    tokio::time::timeout(Duration::from_secs(30), h.call("eval", code))
+        .await
+        .unwrap_or_else(|_| panic!("no answer at all (the VM is wedged): {code}"))
+}
+
+#[tokio::test]
+async fn every_kind_of_lua_runaway_ends_at_its_budget_with_code_4_and_the_vm_serves_the_next_call()
+{
+    let h = runaway_runtime().await;
+    for (kind, code) in RUNAWAYS {
+        match eval(&h, code).await {
+            Err(e) => assert_eq!(e.code(), Code::DeadlineExceeded, "{kind}: {e:?}"),
+            Ok(out) => panic!("{kind}: finished with {out:?}"),
+        }
+        assert_eq!(eval(&h, "return 'ok'").await.unwrap(), "ok", "after {kind}");
+    }
+    assert_eq!(
+        h.call("probe", "").await.unwrap(),
+        "function function X function 1 function true"
+    );
+}
+
+#[tokio::test]
+async fn long_but_bounded_work_fails_or_finishes_at_once_instead_of_wedging() {
+    let h = runaway_runtime().await;
+    // Deep recursion is a stack overflow, not a hang.
+    let e = eval(&h, "local function f() return 1 + f() end return f()")
+        .await
+        .unwrap_err();
+    assert!(e.client_message().contains("stack overflow"), "{e:?}");
+    // A plain search LuaJIT would run in quadratic time is linear here.
+    assert_eq!(
+        eval(
+            &h,
+            r#"local h = string.rep("a", 4000000) return tostring(h:find(string.rep("a", 2000000) .. "b", 1, true))"#
+        )
+        .await
+        .unwrap(),
+        "nil"
+    );
+    // Patterns too deep for the matcher's recursion limit are refused.
+    let e = eval(&h, r#"return ("a"):rep(300):find(("a?"):rep(300))"#)
+        .await
+        .unwrap_err();
+    assert!(e.client_message().contains("pattern too complex"), "{e:?}");
+    // C functions whose work is bounded by the memory cap or a fixed limit fail at once.
+    let e = eval(&h, r#"return #string.rep("x", 1e9)"#)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let e = eval(
+        &h,
+        r#"local t = {} for i = 1, 200 do t[i] = string.rep("y", 1e6) end return #table.concat(t)"#,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let e = eval(&h, "return select('#', unpack({}, 1, 1e8))")
+        .await
+        .unwrap_err();
+    assert!(e.client_message().contains("too many results"), "{e:?}");
+    // No finalisers on userdata: newproxy is gone.
+    assert_eq!(eval(&h, "return type(newproxy)").await.unwrap(), "nil");
+}
+
+/// A loop of C functions that each run for milliseconds reaches the budget hook only every
+/// 10,000 instructions, seconds past the deadline: the pool's watchdog ends the call at
+/// deadline + `runtime.watchdog_grace_ms` with code 4 and replaces the VM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_of_long_c_calls_ends_with_code_4_by_the_watchdog_and_a_new_vm_serves_the_next_call()
+{
+    let mut options = Options::new(fixture("runaway"));
+    options.vms = 1;
+    options.call_timeout = Duration::from_millis(200);
+    options.watchdog_grace = Duration::from_millis(300);
+    options.memory_limit_bytes = 64 << 20;
+    let h = build(options).await.unwrap();
+    for code in [
+        r#"local s = string.rep("x", 8e6) while true do local u = s:upper() end"#,
+        "local t = {} for i = 1, 2e5 do t[i] = (i * 7919) % 100003 end while true do table.sort(t) end",
+    ] {
+        let e = eval(&h, code).await.unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{code}: {e:?}");
+        assert_eq!(eval(&h, "return 'ok'").await.unwrap(), "ok", "after {code}");
+    }
+}
+
+/// Attempts to change what every later call on the VM sees.
+const POISONINGS: &[&str] = &[
+    "string.find = nil",
+    "string.upper = function() return 'pwned' end",
+    "rawset(string, 'upper', nil)",
+    "getmetatable('').__index = {}",
+    "setmetatable(string, {})",
+    "print = nil",
+    "pcall = nil",
+    "rawset(_G, 'print', nil)",
+    "_G.string = nil",
+    "table.concat = nil",
+    "math.floor = nil",
+    "require('nakama').json_encode = nil",
+    "package.loaded.nakama = {}",
+    "setmetatable(_G, nil)",
+    "collectgarbage('stop')",
+    "collectgarbage('setpause', 1000)",
+];
+
+#[tokio::test]
+async fn a_call_cannot_change_the_library_or_the_collector_for_the_calls_after_it() {
+    let h = runaway_runtime().await;
+    let before = h.call("probe", "").await.unwrap();
+    assert_eq!(before, "function function X function 1 function true");
+    for code in POISONINGS {
+        let e = eval(&h, code)
+            .await
+            .expect_err(&format!("{code} was allowed"));
+        assert_eq!(e.code(), Code::Internal, "{code}: {e:?}");
+        let message = e.client_message();
+        assert!(
+            message.contains("read-only")
+                || message.contains("not allowed")
+                || message.contains("protected metatable"),
+            "{code}: {message}"
+        );
+        assert_eq!(h.call("probe", "").await.unwrap(), before, "after {code}");
+    }
+    // Globals a module created stay the module's to change, and calls may add their own.
+    assert_eq!(h.call("hits", "").await.unwrap(), "1");
+    assert_eq!(h.call("hits", "").await.unwrap(), "2");
+    assert_eq!(eval(&h, "mine = 1 return mine").await.unwrap(), "1");
+    assert_eq!(
+        eval(&h, "return pairs ~= nil and ipairs ~= nil")
+            .await
+            .unwrap(),
+        "true"
+    );
+}
