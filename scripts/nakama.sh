@@ -14,8 +14,8 @@
 # Nakama listens on 127.0.0.1: API and socket on NAKAMA_PORT (default 7450), gRPC on the port
 # below, console on NAKAMA_CONSOLE_PORT (7451). Its database is `nakama` on the local
 # PostgreSQL of scripts/postgres.sh (wiped on every start, so runs do not see each other's
-# accounts). The runtime directory holds the repository's examples as Nakama loads them: the
-# Lua modules as they are, the JavaScript modules joined into one index.js, and the native
+# accounts). The runtime directory holds the repository's examples (and the suite's fixtures,
+# tests/compat/modules) as Nakama loads them: the Lua modules as they are, the JavaScript modules joined into one index.js, and the native
 # example as a Go plugin (tests/compat/nakama/native) built in the same tree. Sessions last
 # NAKAMA_TOKEN_EXPIRY_SEC (3, as scripts/compat.sh gives MetaFi) and the matchmaker runs every
 # second, also as compat.sh does.
@@ -116,7 +116,7 @@ runtime_dir() {
   local tree=$1 dir=$2
   rm -rf "$dir"
   mkdir -p "$dir"
-  cp "$root"/examples/lua/*.lua "$dir/"
+  cp "$root"/examples/lua/*.lua "$root"/tests/compat/modules/lua/*.lua "$dir/"
   # The match examples read the pending-join count from the match context, a MetaFi extension
   # (context.match_pending_joins / ctx.matchPendingJoins) Nakama does not have: count it as 0
   # there, as a module written for both servers would (docs/COMPAT.md).

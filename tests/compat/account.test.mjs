@@ -100,7 +100,7 @@ test("account read and update", async () => {
   assert.equal(after.user.timezone, "Europe/Paris");
 });
 
-test("renaming to a taken username is 400/3 with Nakama's wrapped message", differs("update-username-taken"), async () => {
+test("renaming to a taken username is 400/3 with Nakama's wrapped message", async () => {
   const c = client();
   const taken = `taken_${randomUUID().slice(0, 8)}`;
   await c.authenticateDevice(freshDeviceId(), true, taken);
@@ -114,7 +114,7 @@ test("renaming to a taken username is 400/3 with Nakama's wrapped message", diff
   );
 });
 
-test("a username with a plain space is accepted", differs("username-space"), async () => {
+test("a username with a plain space is accepted", async () => {
   const c = client();
   const username = `two words ${randomUUID().slice(0, 8)}`;
   const s = await c.authenticateDevice(freshDeviceId(), true, username);
@@ -124,7 +124,7 @@ test("a username with a plain space is accepted", differs("username-space"), asy
   assert.equal((await c.getAccount(s)).user.username, renamed);
 });
 
-test("GET /v2/user: users by id and by username, with online", differs("get-users"), async (t) => {
+test("GET /v2/user: users by id and by username, with online", async (t) => {
   const c = client();
   const me = await c.authenticateDevice(freshDeviceId(), true);
   const name = `seen_${randomUUID().slice(0, 8)}`;
@@ -209,7 +209,7 @@ test("logout ends the session token and the refresh token", async () => {
   await assertRejects(c.sessionRefresh(copy), 401, 16);
 });
 
-test("a revoked token's message is Nakama's 'Auth token invalid'", differs("revoked-token-message"), async () => {
+test("a revoked token's message is Nakama's 'Auth token invalid'", async () => {
   const c = client({ autoRefresh: false });
   const s = await c.authenticateDevice(freshDeviceId(), true);
   const copy = Session.restore(s.token, s.refresh_token);

@@ -72,13 +72,25 @@ for (const id of ["echo", "echo_native"]) {
   });
 }
 
-test("echo: a Lua error's message reaches the client without a stack traceback", differs("rpc-lua-error-traceback"), async () => {
+test("a Lua error caught with pcall reaches the client as one line, without a stack traceback", differs("rpc-lua-error-traceback"), async () => {
+  // tests/compat/modules/lua/compat_errors.lua raises "caught: " .. the error pcall caught.
   const c = client();
   const s = await c.authenticateDevice(freshDeviceId(), true);
-  const body = await assertRejects(c.apiClient.rpcFunc(s.token, "echo", "{not json"), 400, 3);
-  // Nakama: "payload is not valid JSON: <module path>:6: not a valid JSON string: <reason>".
-  assert.match(body.message, /^payload is not valid JSON: .*not a valid JSON string/);
+  const body = await assertRejects(c.apiClient.rpcFunc(s.token, "compat_pcall_error", "{not json"), 400, 3);
+  // Nakama: "caught: <module path>:8: not a valid JSON string: <reason>".
+  assert.match(body.message, /^caught: .*not a valid JSON string/);
   assert.doesNotMatch(body.message, /stack traceback|\n/);
+  const socket = c.createSocket(false, false, new WebSocketAdapterText());
+  await socket.connect(s, false);
+  try {
+    await assert.rejects(socket.rpc("compat_pcall_error", "{not json"), (error) => {
+      assert.equal(error.code, 7);
+      assert.doesNotMatch(error.message, /stack traceback|\n/);
+      return true;
+    });
+  } finally {
+    socket.disconnect(false);
+  }
 });
 
 test("rpc ids are case-insensitive, as in Nakama", async () => {

@@ -28,19 +28,10 @@ export const server = process.env.METAFI_TEST_SERVER ?? "metafi";
  * fix); METAFI_TEST_UNSKIP=all runs every one. docs/COMPAT.md lists each with the exact answers.
  */
 export const KNOWN_DIFFERENCES = {
-  cors: "no CORS: preflights are refused and answers carry no Access-Control-Allow-Origin, so browsers cannot call MetaFi",
-  "get-users": "GET /v2/user (users by id or username) is missing: 404",
-  "update-username-taken": "PUT /v2/account with a taken username is 409/6; Nakama says 400/3 with its wrapped message",
-  "username-space": "a username with a plain space is refused; Nakama accepts it",
-  "revoked-token-message": "a revoked token's message is 'Auth token invalid, the session has ended'; Nakama says 'Auth token invalid'",
-  "storage-delete-missing": "deleting a storage object that does not exist succeeds; Nakama refuses it with 400/3",
-  "storage-list-order": "the owner's storage listing is not in Nakama's order (read permission, then key)",
-  "empty-lists-omitted": "an empty result carries its empty list ({\"objects\":[]}, {\"acks\":[]}); Nakama omits it ({})",
   "account-online": "GET /v2/account never says online; Nakama says online: true while a socket connected with status=true is open",
-  "delete-account": "DELETE /v2/account (the client's deleteAccount) is 501; Nakama deletes the account",
+  "delete-account": "DELETE /v2/account (the client's deleteAccount) is 405; Nakama deletes the account",
   "rpc-get-payload": "GET /v2/rpc/{id}?payload=… hands the query's payload to the function; Nakama 3.40 ignores it (empty payload)",
   "rpc-lua-error-traceback": "a Lua error caught with pcall carries a stack traceback, which reaches the client's message",
-  "body-too-large-status": "a request body over the limit is 413; Nakama answers 400/3",
 };
 
 const unskipped = new Set((process.env.METAFI_TEST_UNSKIP ?? "").split(",").filter(Boolean));
