@@ -209,7 +209,8 @@ for (let i = 0; i < total; i++) {
   const sb = summary({ ...rb, text: nb });
   const same = sa.status === sb.status && sa.code === sb.code && sa.message === sb.message;
   const cors = (r) => r.headers?.["access-control-allow-origin"] ?? "-";
-  const corsSame = cors(ra) === cors(rb);
+  // Without an Origin the header means nothing to a browser (MetaFi sends it anyway).
+  const corsSame = !reqA.headers?.origin || cors(ra) === cors(rb);
   if (same && corsSame && (na === nb || process.env.PROBE_STATUS_ONLY)) continue;
   differences++;
   console.log(`\n### ${name}: ${reqA.method ?? "GET"} ${reqA.path.slice(0, 120)}`);
