@@ -223,6 +223,25 @@ async fn script_errors_carry_their_code_or_become_internal() {
 }
 
 #[tokio::test]
+async fn a_host_error_caught_with_pcall_was_a_traceback_object_now_one_line_with_position() {
+    let h = start("api").await;
+    let caught = h.call("pcall_host_error", "{not json").await.unwrap();
+    let (kind, message) = caught.split_once('|').expect("type|message");
+    assert_eq!(
+        kind, "string",
+        "pcall hands the script the message, as Nakama: {caught}"
+    );
+    assert!(
+        !message.contains('\n') && !message.contains("traceback"),
+        "one line, no stack traceback (it reached clients when re-raised): {message}"
+    );
+    assert!(
+        message.contains("api.lua:") && message.contains("not a valid JSON string"),
+        "the script's position and the reason: {message}"
+    );
+}
+
+#[tokio::test]
 async fn an_infinite_loop_is_stopped_within_its_budget_while_other_calls_complete() {
     let mut options = Options::new(fixture("api"));
     options.call_timeout = Duration::from_millis(300);
