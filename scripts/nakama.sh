@@ -126,7 +126,7 @@ runtime_dir() {
     inside { body = body $0 "\n"; next }
     { print }
     END { printf "function InitModule(ctx, logger, nk, initializer) {\n%s}\n", body }
-  ' "$root"/examples/js/*.js | sed 's/ctx\.matchPendingJoins/(ctx.matchPendingJoins || 0)/g' >"$dir/index.js"
+  ' "$root"/examples/js/*.js >"$dir/index.js"
   cp "$tree/metafi_compat_native.so" "$dir/"
 }
 
