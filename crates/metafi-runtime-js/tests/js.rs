@@ -442,8 +442,12 @@ async fn many_vms_under_concurrent_load_dispatch_without_panicking() {
             let h = h.clone();
             tokio::spawn(async move {
                 for _ in 0..20 {
-                    let id = if i % 2 == 0 { "counter" } else { "slow" };
-                    h.call(id, "1").await.unwrap();
+                    if i % 2 == 0 {
+                        let count: u64 = h.call("counter", "1").await.unwrap().parse().unwrap();
+                        assert!(count >= 1, "a VM's call count: {count}");
+                    } else {
+                        assert_eq!(h.call("slow", "1").await.unwrap(), "slept 1");
+                    }
                 }
             })
         })
