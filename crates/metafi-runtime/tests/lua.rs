@@ -224,17 +224,17 @@ async fn script_errors_carry_their_code_or_become_internal() {
 
 #[tokio::test]
 async fn an_infinite_loop_is_stopped_within_its_budget_while_other_calls_complete() {
+    // While one VM's thread spins, the other VM keeps answering. The spin ends only when the
+    // test moves the clock the script reads, so "answered while it spins" is a fact, not a
+    // race; the budget is far away (a call stalled behind the spinner would wait for it).
     let mut options = Options::new(fixture("api"));
-    // Far longer than twenty quick calls take: they must all be answered before it ends.
-    options.call_timeout = Duration::from_secs(2);
+    options.call_timeout = Duration::from_secs(60);
     let h = std::sync::Arc::new(build(options).await.unwrap());
-
+    let far = h.clock.now_ms() + 86_400_000;
     let spinner = {
         let h = h.clone();
-        tokio::spawn(async move { h.call("spin", "").await })
+        tokio::spawn(async move { h.call("spin_until", &far.to_string()).await })
     };
-    // While one VM spins, the other keeps answering: calls stalled behind the spinner would be
-    // answered only after it is stopped.
     tokio::time::sleep(Duration::from_millis(50)).await;
     for _ in 0..20 {
         h.call("uuid_time", "").await.unwrap();
@@ -243,15 +243,19 @@ async fn an_infinite_loop_is_stopped_within_its_budget_while_other_calls_complet
         !spinner.is_finished(),
         "other calls were stalled until the spinning VM was stopped"
     );
+    h.clock.advance(Duration::from_secs(86_401));
+    assert_eq!(spinner.await.unwrap().unwrap(), "released");
 
-    // Stopped by its budget, which the message names (a hang guard would catch a spin that
-    // is never stopped).
-    let result = tokio::time::timeout(Duration::from_secs(60), spinner)
+    // An infinite loop is stopped by its budget, which the message names (the hang guard only
+    // catches a loop that is never stopped).
+    let mut options = Options::new(fixture("api"));
+    options.call_timeout = Duration::from_millis(300);
+    let h = build(options).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(60), h.call("spin", ""))
         .await
-        .expect("the infinite loop was never stopped")
-        .unwrap();
+        .expect("the infinite loop was never stopped");
     let message = assert_code(result, Code::DeadlineExceeded);
-    assert!(message.contains("2000 ms"), "{message}");
+    assert!(message.contains("300 ms"), "{message}");
 
     // Both VMs still serve calls.
     for _ in 0..10 {

@@ -34,7 +34,8 @@ pub fn examples_js() -> PathBuf {
 
 /// A match host that records what scripts asked for. `signal("sleep", ms)` sleeps, to play a
 /// slow IO call; `signal("sleep", "gate")` waits at `gate` until the test opens it, a slow IO
-/// call whose end the test decides (so no test has to guess how long anything takes).
+/// call whose end the test decides (so no test has to guess how long anything takes), and
+/// `signal("gate?", _)` answers at once whether it is open.
 #[derive(Debug, Default)]
 pub struct FakeMatches {
     pub creates: AtomicUsize,
@@ -63,6 +64,10 @@ impl Gate {
     /// Lets every call waiting at the gate, and every later one, through.
     pub fn open(&self) {
         self.open.send_replace(true);
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.open.borrow()
     }
 
     /// How many calls reached the gate so far (waiting, passed or abandoned).
@@ -125,6 +130,14 @@ impl MatchHost for FakeMatches {
     }
 
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
+        if id == "gate?" {
+            return Ok(if self.gate.is_open() {
+                "open"
+            } else {
+                "closed"
+            }
+            .to_owned());
+        }
         if id == "sleep" && data == "gate" {
             self.gate.pass().await;
             return Ok("passed the gate".to_owned());
