@@ -245,6 +245,31 @@ async fn lua_loop_of_long_c_calls_ends_at_its_budget_with_code_4_and_the_vm_serv
     }
 }
 
+#[tokio::test]
+async fn lua_checked_c_functions_name_themselves_and_the_line_in_argument_errors() {
+    let h = runaway_runtime().await;
+    for (code, expected) in [
+        (
+            "local u = string.upper()",
+            "[string \"local u = string.upper()\"]:1: bad argument #1 to 'upper' (string expected, got no value)",
+        ),
+        (
+            "local u = ('x'):rep()",
+            "[string \"local u = ('x'):rep()\"]:1: bad argument #1 to 'rep' (number expected, got no value)",
+        ),
+        (
+            "local ok, e = pcall(string.format, '%d', 'x') return e",
+            "bad argument #2 to '?' (number expected, got string)",
+        ),
+    ] {
+        let got = match eval(&h, code).await {
+            Ok(out) => out,
+            Err(e) => e.client_message().to_string(),
+        };
+        assert_eq!(got, expected, "{code}");
+    }
+}
+
 /// Attempts to change what every later call on the VM sees.
 const POISONINGS: &[&str] = &[
     "string.find = nil",

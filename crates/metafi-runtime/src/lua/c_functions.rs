@@ -126,7 +126,67 @@ unsafe extern "C-unwind" fn guarded(state: *mut ffi::lua_State) -> c_int {
         let args = ffi::lua_gettop(state);
         ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
         ffi::lua_insert(state, 1);
-        ffi::lua_call(state, args, ffi::LUA_MULTRET);
+        if ffi::lua_pcall(state, args, ffi::LUA_MULTRET, 0) != 0 {
+            name_argument_error(state);
+            ffi::lua_error(state);
+        }
         ffi::lua_gettop(state)
+    }
+}
+
+/// LuaJIT names the function and the caller's line in an argument error only when a Lua
+/// function called it; called from the wrapper, `s:rep()` would fail with "bad argument #2 to
+/// '?'". Rewrites such an error (on top of the stack) as LuaJIT would have written it for the
+/// script's call of the wrapper: `m.lua:3: bad argument #1 to 'rep' (number expected, got no
+/// value)`, or "calling 'rep' on bad self (…)" for the receiver of a method call.
+///
+/// # Safety
+/// Called from `guarded` with the error value on top of the stack; leaves one value there.
+unsafe fn name_argument_error(state: *mut ffi::lua_State) {
+    const PREFIX: &[u8] = b"bad argument #";
+    const UNNAMED: &[u8] = b" to '?'";
+    // SAFETY: the value on top is read only when it is a string (no conversion in place);
+    // the message is copied out before anything is pushed. The strings built here are dropped
+    // before the caller raises the error.
+    unsafe {
+        if ffi::lua_type(state, -1) != ffi::LUA_TSTRING {
+            return;
+        }
+        let mut len = 0;
+        let text = ffi::lua_tolstring(state, -1, &mut len);
+        let text = std::slice::from_raw_parts(text.cast::<u8>(), len);
+        let Some(rest) = text.strip_prefix(PREFIX) else {
+            return;
+        };
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let Some(detail) = rest[digits..].strip_prefix(UNNAMED) else {
+            return;
+        };
+        let Some(number) = std::str::from_utf8(&rest[..digits])
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            return;
+        };
+        let mut debug: ffi::lua_Debug = std::mem::zeroed();
+        if ffi::lua_getstack(state, 0, &mut debug) == 0
+            || ffi::lua_getinfo(state, c"n".as_ptr(), &mut debug) == 0
+            || debug.name.is_null()
+        {
+            return;
+        }
+        let name = std::ffi::CStr::from_ptr(debug.name).to_string_lossy();
+        let method = !debug.namewhat.is_null()
+            && std::ffi::CStr::from_ptr(debug.namewhat).to_bytes() == b"method";
+        let detail = String::from_utf8_lossy(detail);
+        let message = match (method, number) {
+            (true, 1) => format!("calling '{name}' on bad self{detail}"),
+            (true, n) => format!("bad argument #{} to '{name}'{detail}", n - 1),
+            (false, n) => format!("bad argument #{n} to '{name}'{detail}"),
+        };
+        ffi::lua_pop(state, 1);
+        ffi::luaL_where(state, 1);
+        ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
+        ffi::lua_concat(state, 2);
     }
 }
