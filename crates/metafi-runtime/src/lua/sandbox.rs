@@ -14,6 +14,8 @@
 //! `xpcall` message handler is not called once the deadline has passed (LuaJIT runs a handler
 //! for an error raised by the budget hook with the hook off, so a loop in it would never end).
 //! The pattern functions of `string` are replaced by a bounded matcher (`super::strings`).
+//! The standard C functions whose running time grows with their input check the deadline
+//! when called (`super::c_functions`), so a loop of long C calls stops within one call.
 //!
 //! Frozen state ([`freeze`], after every module has loaded): the standard library tables
 //! (`string`, `table`, `math`, `os`, `bit`, `coroutine`, `package` with `loaded`, `preload` and
