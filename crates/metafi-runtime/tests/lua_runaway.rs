@@ -313,6 +313,16 @@ async fn a_call_cannot_change_the_library_or_the_collector_for_the_calls_after_i
     assert_eq!(h.call("hits", "").await.unwrap(), "1");
     assert_eq!(h.call("hits", "").await.unwrap(), "2");
     assert_eq!(eval(&h, "mine = 1 return mine").await.unwrap(), "1");
+    // Strings index the same (frozen) functions the `string` table holds.
+    assert_eq!(
+        eval(
+            &h,
+            "return rawequal(('').sub, string.sub) and getmetatable('').__index == string"
+        )
+        .await
+        .unwrap(),
+        "true"
+    );
     assert_eq!(
         eval(&h, "return pairs ~= nil and ipairs ~= nil")
             .await
