@@ -1,17 +1,17 @@
 //! The standard C functions whose running time grows with their input, each behind a check of
 //! the running call's deadline.
 //!
-//! The budget hook only runs between VM instructions, every [`super::HOOK_INSTRUCTIONS`] of
+//! The budget hook only runs between VM instructions, every `HOOK_INSTRUCTIONS` (10,000) of
 //! them, and a C function is one instruction however long it runs: a loop such as
 //! `while true do local u = big:upper() end` met the hook only after thousands of
 //! multi-millisecond calls, seconds past the deadline. Here each such function is replaced by a
 //! C closure that reads the deadline cell and raises the budget error once the deadline has
 //! passed, else calls the original, so such a loop ends within one C call of its deadline.
 //!
-//! The wrapper is a raw `lua_CFunction` rather than an mlua callback: an mlua callback moves
-//! every argument and result through the registry (about a microsecond a call), the raw
-//! closure only moves the original onto the stack under the arguments (see
-//! `docs/RUNTIME.md`, "Measured", for its cost per call).
+//! The wrapper is a raw `lua_CFunction` rather than an mlua callback, which would convert every
+//! argument and result to and from Rust values on each call; the raw closure only moves the
+//! original onto the stack under the arguments and calls it in protected mode (≈ 375
+//! instructions a call: `docs/RUNTIME.md`, "Measured").
 //!
 //! Must run before the sandbox captures `load`, `loadstring` and `collectgarbage`, and before
 //! the library is frozen.
