@@ -8,6 +8,7 @@
 //! Nakama does. Each RPC runs as its own coroutine (mlua async), so a call that awaits an `nk`
 //! IO call lets other calls on the same VM run.
 
+mod c_functions;
 mod convert;
 mod lua_match_handler;
 mod nakama;
@@ -176,6 +177,8 @@ impl LuaVm {
         )
         .map_err(|e| engine_error(format!("cannot install the budget hook: {e}")))?;
 
+        c_functions::install(&lua, &deadline)
+            .map_err(|e| engine_error(format!("cannot guard the C functions: {e}")))?;
         let over_deadline: strings::OverDeadline = {
             let deadline = deadline.clone();
             Rc::new(move || deadline.get().is_some_and(|at| Instant::now() >= at))

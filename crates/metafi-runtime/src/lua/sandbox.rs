@@ -14,6 +14,8 @@
 //! `xpcall` message handler is not called once the deadline has passed (LuaJIT runs a handler
 //! for an error raised by the budget hook with the hook off, so a loop in it would never end).
 //! The pattern functions of `string` are replaced by a bounded matcher (`super::strings`).
+//! The standard C functions whose running time grows with their input check the deadline
+//! when called (`super::c_functions`), so a loop of long C calls stops within one call.
 //!
 //! Frozen state ([`freeze`], after every module has loaded): the standard library tables
 //! (`string`, `table`, `math`, `os`, `bit`, `coroutine`, `package` with `loaded`, `preload` and
@@ -217,7 +219,8 @@ end
 
 pcall(require, "nakama")
 local package = G.package
-for _, lib in next, { "string", "table", "math", "os", "bit", "coroutine" } do
+local string_backing = freeze(G.string, "string.")
+for _, lib in next, { "table", "math", "os", "bit", "coroutine" } do
   freeze(G[lib], lib .. ".")
 end
 freeze(package.loaded.nakama, "nakama.")
@@ -226,8 +229,11 @@ freeze(package.preload, "package.preload.")
 freeze(package.loaders, "package.loaders.")
 freeze(package, "package.")
 
--- Strings index the frozen `string` table; the metatable itself is out of reach.
+-- The metatable itself is out of reach (scripts see a stand-in), so strings may index the
+-- contents of `string` directly: a method call (`s:sub(i, j)`) skips the proxy's `__index`
+-- fallback, which cost about as much as the call itself. No script can reach that table.
 local string_mt = raw_getmetatable("")
+if string_mt and string_backing then string_mt.__index = string_backing end
 if string_mt then string_mt.__metatable = raw_setmetatable({}, {
   __index = { __index = G.string },
   __newindex = function(_, k) refuse("string metatable.", k) end,
