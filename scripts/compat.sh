@@ -23,9 +23,11 @@ token_ttl=3
 })
 
 trap stop_server EXIT
-# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in.
+# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in with the
+# `examples` feature, which BIN must have.
 # A one-second matchmaker interval, so the matchmaker test does not wait 15 s per pass.
 start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path=examples \
   --set matchmaker.interval_sec=1 "$@"
+require_examples compat
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl npm test)

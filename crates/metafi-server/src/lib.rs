@@ -4,6 +4,7 @@
 //! Key items: [`config::Config`], [`Listeners`], [`run`].
 
 pub mod config;
+mod examples;
 mod matches;
 mod serve;
 mod storage;
