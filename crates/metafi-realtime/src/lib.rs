@@ -1,5 +1,5 @@
 //! MetaFi's realtime layer: the sessions behind the Nakama-compatible socket, independent of
-//! the transport that carries them (WebSocket today, QUIC later).
+//! the transport that carries them (WebSocket or QUIC, both in `metafi-transport`).
 //!
 //! A transport authenticates a client and calls [`Realtime::open`]; it feeds each decoded
 //! envelope to [`Realtime::handle`], writes whatever the session's [`Outbox`] hands out, and

@@ -1,6 +1,6 @@
-//! What `nk.match_*` needs from the match engine. The match engine (issue 4) depends on this
-//! crate (its handlers are scripts), so the runtime defines the trait and the server injects
-//! the implementation; until the match engine exists it injects [`NoMatches`].
+//! What `nk.match_*` needs from the match engine, as a trait the server injects:
+//! [`EngineMatchHost`](crate::EngineMatchHost) implements it over `metafi-match`, and
+//! [`NoMatches`] stands in where no match engine runs (benchmarks and tests of RPCs alone).
 
 use async_trait::async_trait;
 use metafi_core::CoreError;
