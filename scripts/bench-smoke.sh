@@ -14,13 +14,15 @@ cd "$root"
 bin=${1:-target/debug/metafi}
 bench=${2:-target/debug/metafi-bench}
 flags=(--set session.token_expiry_sec=600)
-# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in.
+# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in with the
+# `examples` feature, which METAFI_BIN must have.
 if "$bin" config default | grep -q '^\[runtime\]'; then
   flags+=(--set runtime.path=examples)
 fi
 
 trap stop_server EXIT
 start_server "$bin" "${flags[@]}"
+require_examples "bench smoke"
 server="http://127.0.0.1:$SERVER_PORT"
 echo "bench smoke: metafi on port $SERVER_PORT"
 

@@ -9,6 +9,9 @@
 # OUT (directory for the reports, default a temporary one). Prints the steady-state numbers:
 # echo / broadcast latency percentiles over the hold (from the tool's per-second histograms),
 # tick lateness p99 (from the server's Prometheus histogram over the same window), server CPU.
+# Needs release builds (the server with the example modules, for get_match_native):
+#   cargo build --release -p metafi-server --bin metafi --features examples &&
+#     cargo build --release -p metafi-bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -9,7 +9,8 @@
 # Environment: RUNS (runs per row, default 3), DURATION (seconds per run, default 15), CLIENTS
 # (closed-loop clients, default 64), OUT (directory for the reports, default a temporary one),
 # PORT / METRICS_PORT (default 7470 / 9170). Needs release builds:
-#   cargo build --release -p metafi-server --bin metafi && cargo build --release -p metafi-bench
+#   cargo build --release -p metafi-server --bin metafi --features examples &&
+#     cargo build --release -p metafi-bench
 # Prints one line per run (mean rate, latency, server cores, rate per server CPU-second) and the
 # median run per row; each run's report.json / report.md / SVG charts stay under OUT.
 set -euo pipefail

@@ -39,8 +39,9 @@ fi
 bin=${1:-target/release/metafi}
 shift || true
 
-# The modules: examples/ (lua/echo.lua, js/…; echo_native is compiled in) and the suite's own
-# fixtures (tests/compat/modules), side by side as scripts/nakama.sh gives them to Nakama.
+# The modules: examples/ (lua/echo.lua, js/…; echo_native is compiled in with the `examples`
+# feature, which BIN must have) and the suite's own fixtures (tests/compat/modules), side by
+# side as scripts/nakama.sh gives them to Nakama.
 modules=$(mktemp -d -t metafi-compat-modules.XXXXXX)
 cp -r examples/lua examples/js "$modules/"
 cp -r tests/compat/modules/. "$modules/"
@@ -48,6 +49,7 @@ trap 'stop_server; rm -rf "$modules"' EXIT
 # A one-second matchmaker interval, so the matchmaker test does not wait 15 s per pass.
 start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path="$modules" \
   --set matchmaker.interval_sec=1 "$@"
+require_examples compat
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=$SERVER_PORT \
   METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test)

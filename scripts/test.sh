@@ -44,7 +44,7 @@ step "docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "nakama-js compatibility: SQLite"
-cargo build --locked -p metafi-server --bin metafi
+cargo build --locked -p metafi-server --bin metafi --features examples
 scripts/compat.sh target/debug/metafi
 
 step "nakama-js compatibility: PostgreSQL"
@@ -52,7 +52,7 @@ compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.
 scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
 
 step "metafi-bench smoke run"
-cargo build --locked -p metafi-server --bin metafi -p metafi-bench
+cargo build --locked -p metafi-server --bin metafi -p metafi-bench --features examples
 scripts/bench-smoke.sh target/debug/metafi target/debug/metafi-bench
 
 printf '\nall tests passed in %ss\n' "$(( $(date +%s) - started ))"

@@ -62,7 +62,7 @@ done
 [ -e /dev/net/tun ] || { echo "transport-experiment: /dev/net/tun is missing" >&2; exit 1; }
 
 if [ "$build" = 1 ]; then
-  cargo build --release -p metafi-server -p metafi-linkemu -p metafi-transport-bench
+  cargo build --release -p metafi-server -p metafi-linkemu -p metafi-transport-bench --features examples
 fi
 metafi=$root/target/release/metafi
 linkemu=$root/target/release/metafi-linkemu

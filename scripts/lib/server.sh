@@ -5,6 +5,9 @@
 #                                       SERVER_PORT, SERVER_METRICS_PORT, SERVER_DATA, SERVER_LOG
 #   stop_server                         SIGTERM, wait, and remove the data dir (keeps the log
 #                                       on failure)
+#   require_examples WHO                fails, saying how to build it, unless the running server
+#                                       has the example native modules (echo_native, ...: a
+#                                       binary built with `--features examples`)
 
 start_server() {
   local bin=$1
@@ -45,4 +48,12 @@ stop_server() {
   fi
   rm -rf "$SERVER_DATA"
   SERVER_PID=""
+}
+
+require_examples() {
+  # The runtime logs the RPCs it registered ("runtime ready rpcs=[...]") before "metafi is ready".
+  grep -q 'runtime ready.*echo_native' "$SERVER_LOG" && return 0
+  echo "$1: this metafi has no example native modules (echo_native, get_match_native, ...);" \
+    "build it with: cargo build -p metafi-server --bin metafi --features examples" >&2
+  return 1
 }

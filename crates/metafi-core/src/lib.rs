@@ -1,6 +1,7 @@
-//! The services behind every MetaFi edge: accounts (sign-in, profile), session tokens and their
-//! revocation. REST handlers, realtime sockets and runtime modules all call these, so a rule
-//! (validation, a ban, a logout) holds the same way everywhere.
+//! The services behind every MetaFi edge: accounts (sign-in with its throttle, profile), other
+//! users' profiles, session tokens and their revocation, storage objects, chat channels, and the
+//! RPC seam to the runtime. REST handlers, realtime sockets and runtime modules all call these,
+//! so a rule (validation, a ban, a logout) holds the same way everywhere.
 //!
 //! Errors are [`CoreError`]: each variant carries the gRPC code and the client-safe message that
 //! the edges send (REST body, socket error envelope, runtime error); internal causes stay in

@@ -1,5 +1,5 @@
-//! The seam between the edges that receive RPCs (REST `/v2/rpc`, the realtime socket, later
-//! QUIC) and the runtime that executes them (Lua, JavaScript, native). Edges depend on this
+//! The seam between the edges that receive RPCs (REST `/v2/rpc`, the realtime session over
+//! WebSocket or QUIC) and the runtime that executes them (Lua, JavaScript, native). Edges depend on this
 //! trait, not on the runtime crate, so they can be built and tested without a script engine.
 
 use std::collections::HashMap;

@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::examples::ExampleModules;
 use crate::matches::MatchEngine;
 use crate::{storage, telemetry};
 
@@ -300,7 +301,7 @@ async fn start_runtime(
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)
-        .native(Arc::new(metafi_examples_native::Examples))
+        .example_modules()
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
         .engine(Arc::new(
             metafi_runtime_js::JsEngine::new()

@@ -1,6 +1,6 @@
 //! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
 //!
-//! The traits here are the contract; each backend module implements all of them and must pass
+//! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
 //! backend.
 //!

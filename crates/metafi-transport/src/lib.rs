@@ -1,10 +1,12 @@
-//! MetaFi's socket transports. Today: the Nakama-compatible WebSocket endpoint `GET /ws`
-//! (`?token=…&format=json|protobuf&status=true`), served on the API port by merging
-//! [`router`] into the API router. Later: QUIC, feeding the same realtime sessions.
+//! MetaFi's socket transports, both feeding the same realtime sessions: the Nakama-compatible
+//! WebSocket endpoint `GET /ws` (`?token=…&format=json|protobuf&status=true`), served on the
+//! API port by merging [`router`] into the API router; and the QUIC listener ([`quic`]: the
+//! session token in the first message, each outgoing message sent by its delivery class; see
+//! `docs/TRANSPORT.md`).
 //!
 //! The transport owns only the wire: upgrade and authentication, frame reading and writing,
 //! pings, deadlines and close frames. Everything a session *does* is in `metafi-realtime`,
-//! which knows nothing about WebSockets.
+//! which knows nothing about WebSockets or QUIC.
 //!
 //! Memory per idle socket is kept small by tuning the WebSocket buffers
 //! ([`SocketConfig::read_buffer_size_bytes`]) and by keeping no per-socket queues until

@@ -1,5 +1,7 @@
-//! Example native modules, compiled into the `metafi` binary: MetaFi's equivalent of a Nakama
-//! Go plugin, without the plugin (a crate the server links and registers).
+//! Example native modules, compiled into the `metafi` binary when it is built with its
+//! `examples` feature (tests, benchmarks; a plain release build has none of them): MetaFi's
+//! equivalent of a Nakama Go plugin, without the plugin (a crate the server links and
+//! registers).
 //!
 //! [`Examples`] registers `echo_native`, the seed benchmark's native echo: decode the payload
 //! as JSON and encode it back; a payload that is not JSON is code 3 (INVALID_ARGUMENT) with the

@@ -89,7 +89,8 @@ impl Workload for Matches {
             .map_err(|e| {
                 anyhow::anyhow!(
                     "calling RPC {:?} before the run failed: {e}; the match workload needs a \
-                     module with an RPC that returns a match id (see docs/BENCH.md)",
+                     module with an RPC that returns a match id (see docs/BENCH.md; metafi's \
+                     get_match_native needs a server built with `--features examples`)",
                     self.options.rpc
                 )
             })?;

@@ -124,7 +124,10 @@ pub async fn run(options: &RunOptions) -> anyhow::Result<RunResult> {
     let created = client0
         .rpc(token0, "transport_seed_create", &params.to_string())
         .await
-        .context("creating the match (is the transport_seed module loaded?)")?;
+        .context(
+            "creating the match (is the transport_seed module loaded? it is in a metafi built \
+             with `--features examples`)",
+        )?;
     let match_id = serde_json::from_str::<serde_json::Value>(&created)?
         .get("match_id")
         .and_then(serde_json::Value::as_str)

@@ -6,7 +6,8 @@
 //! it all inside network namespaces joined by `metafi-linkemu`; see `docs/TRANSPORT.md`.
 //!
 //! Must not depend on: server crates (it speaks only the wire protocol, through
-//! `metafi-client`). Key modules: `trace`, `strategy`, `replay`, `stats`, `report`.
+//! `metafi-client`; the `transport_seed` message layout comes from `metafi-examples-native`,
+//! the server module it talks to). Key modules: `trace`, `strategy`, `replay`, `stats`, `report`.
 
 mod connect;
 mod replay;

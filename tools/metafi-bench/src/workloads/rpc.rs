@@ -87,7 +87,9 @@ impl Workload for Rpc {
             .await
             .map_err(|e| {
                 anyhow::anyhow!(
-                    "calling RPC {:?} before the run failed: {e}; is the module loaded on the server?",
+                    "calling RPC {:?} before the run failed: {e}; is the module loaded on the server? \
+                     (metafi's example modules, such as echo_native, need a server built with \
+                     `--features examples`)",
                     self.options.id
                 )
             })?;
