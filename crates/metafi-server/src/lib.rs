@@ -1,12 +1,20 @@
-//! The `metafi` server: configuration, wiring of the components, and shutdown. Nothing else
-//! lives here; every behaviour belongs to a component crate.
+//! The `metafi` server: configuration, and a node built from the component crates that starts
+//! and stops as one value ([`Node`]). Nothing else lives here; every behaviour belongs to a
+//! component crate.
 //!
-//! Key items: [`config::Config`], [`Listeners`], [`run`].
+//! Key items: [`config::Config`], [`Listeners`], [`Node`], [`run`].
 
 pub mod config;
-mod matches;
-mod serve;
+mod housekeeping;
+mod listeners;
+mod match_engine;
+mod metrics_endpoint;
+mod modules;
+mod node;
+mod quic_edge;
+mod started;
 mod storage;
 pub mod telemetry;
 
-pub use serve::{Listeners, run};
+pub use listeners::{Listeners, NodeAddrs};
+pub use node::{Node, run};
