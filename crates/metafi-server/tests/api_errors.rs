@@ -2,13 +2,11 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
+use metafi_testkit::{Http, TestNode, assert_error};
 
-use support::{Http, TestServer, assert_error};
-
-async fn server() -> (TestServer, Http, tempfile::TempDir) {
+async fn server() -> (TestNode, Http, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.max_request_size_bytes = 1024;
     })
     .await;

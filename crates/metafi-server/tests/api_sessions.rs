@@ -2,14 +2,12 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
-
-use support::{Http, TestServer, assert_error};
+use metafi_testkit::{Http, TestNode, assert_error};
 
 #[tokio::test]
 async fn concurrent_sign_ups_of_one_device_create_one_account() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let device = format!("device-{}", uuid::Uuid::new_v4());
     let replies =
@@ -35,7 +33,7 @@ async fn concurrent_sign_ups_of_one_device_create_one_account() {
 #[tokio::test]
 async fn logout_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (token, refresh) = http.new_session().await;
     let logout = http
@@ -48,7 +46,7 @@ async fn logout_survives_a_restart() {
     assert_eq!(logout.status, 200, "{}", logout.body);
     server.stop().await;
 
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     assert_error(
         &http.send(http.get("/v2/account").bearer_auth(&token)).await,
@@ -69,7 +67,7 @@ async fn logout_survives_a_restart() {
 #[tokio::test]
 async fn logout_without_tokens_ends_every_session_of_the_user() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let device = format!("device-{}", uuid::Uuid::new_v4());
     let a = http.auth_device(&device, true).await.body["token"]
@@ -123,7 +121,7 @@ async fn logout_without_tokens_ends_every_session_of_the_user() {
 #[tokio::test]
 async fn logout_refuses_tokens_of_another_user() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (mine, _) = http.new_session().await;
     let (theirs, _) = http.new_session().await;
@@ -147,7 +145,7 @@ async fn logout_refuses_tokens_of_another_user() {
 #[tokio::test]
 async fn refresh_carries_the_new_username() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (token, refresh) = http.new_session().await;
     let name = format!("n{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
@@ -176,7 +174,7 @@ async fn refresh_carries_the_new_username() {
 async fn graceful_shutdown_finishes_in_flight_requests() {
     let dir = tempfile::tempdir().unwrap();
     // A costly hash makes the email sign-up long enough to be in flight when shutdown starts.
-    let mut server = TestServer::start_in(dir.path(), |raw| raw.accounts.bcrypt_cost = 13).await;
+    let mut server = TestNode::start_in(dir.path(), |raw| raw.accounts.bcrypt_cost = 13).await;
     let http = Http::new(&server.base);
     let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
     let in_flight = tokio::spawn({
@@ -211,7 +209,7 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
 #[tokio::test]
 async fn metrics_count_requests_per_route() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     http.new_session().await;
     let text = reqwest::get(format!("{}/metrics", server.metrics.clone().unwrap()))
