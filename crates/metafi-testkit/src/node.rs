@@ -49,12 +49,19 @@ impl TestNode {
     }
 
     /// A node on the PostgreSQL server named by `METAFI_TEST_POSTGRES_URL` (data other than the
-    /// database in `dir`), or `None` when the variable is not set: the test then skips.
+    /// database in `dir`), or `None` when the variable is not set: the test then skips, unless
+    /// `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`) makes a missing server a failure.
     pub async fn start_on_postgres(
         dir: &Path,
         tweak: impl FnOnce(&mut RawConfig),
     ) -> Option<TestNode> {
-        let url = std::env::var(POSTGRES_URL_VAR).ok()?;
+        let Ok(url) = std::env::var(POSTGRES_URL_VAR) else {
+            assert!(
+                std::env::var("METAFI_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "METAFI_REQUIRE_POSTGRES=1 but {POSTGRES_URL_VAR} is not set (see scripts/postgres.sh)"
+            );
+            return None;
+        };
         Some(
             TestNode::start_in(dir, |raw| {
                 raw.database.url = url;
