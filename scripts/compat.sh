@@ -1,31 +1,53 @@
 #!/usr/bin/env bash
-# Runs the nakama-js compatibility suite (tests/compat) against a freshly started metafi.
+# Runs the nakama-js compatibility suite (tests/compat) against a freshly started metafi, or
+# against a real Nakama (the oracle: every test asserts Nakama's answer; docs/COMPAT.md).
 #
 #   scripts/compat.sh [BIN] [extra serve flags...]
+#   scripts/compat.sh --nakama [SRC]      build and start Nakama with scripts/nakama.sh
 #
 # BIN defaults to target/release/metafi. Extra flags go to `metafi serve`, e.g.
-# `--database-url postgres://…` to run the suite on PostgreSQL.
+# `--database-url postgres://…` to run the suite on PostgreSQL. Tests of known differences
+# (KNOWN_DIFFERENCES in tests/compat/support.mjs) are skipped on MetaFi and run on Nakama.
+# The browser test needs Chromium (/usr/bin/chromium, or CHROMIUM_PATH).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/lib/server.sh
 . scripts/lib/server.sh
 
-bin=${1:-target/release/metafi}
-shift || true
 token_ttl=3
 
 # Reinstall when the lock file changed since the last install (npm keeps a copy of what it
 # installed in node_modules/.package-lock.json).
 (cd tests/compat && {
   [ node_modules/.package-lock.json -nt package-lock.json ] ||
-    npm ci --no-audit --no-fund --loglevel=error
+    PUPPETEER_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund --loglevel=error
 })
 
-trap stop_server EXIT
-# examples/ holds the echo modules (lua/echo.lua, js/…); echo_native is compiled in.
+# A hang guard for the whole suite (every test has its own timeouts too).
+suite_timeout=${COMPAT_TIMEOUT_SEC:-900}
+
+if [ "${1:-}" = "--nakama" ]; then
+  trap 'scripts/nakama.sh stop' EXIT
+  port=$(NAKAMA_TOKEN_EXPIRY_SEC=$token_ttl scripts/nakama.sh start "${2:-}")
+  echo "compat: Nakama on port $port"
+  (cd tests/compat && METAFI_TEST_SERVER=nakama METAFI_TEST_PORT=$port \
+    METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test)
+  exit
+fi
+
+bin=${1:-target/release/metafi}
+shift || true
+
+# The modules: examples/ (lua/echo.lua, js/…; echo_native is compiled in) and the suite's own
+# fixtures (tests/compat/modules), side by side as scripts/nakama.sh gives them to Nakama.
+modules=$(mktemp -d -t metafi-compat-modules.XXXXXX)
+cp -r examples/lua examples/js "$modules/"
+cp -r tests/compat/modules/. "$modules/"
+trap 'stop_server; rm -rf "$modules"' EXIT
 # A one-second matchmaker interval, so the matchmaker test does not wait 15 s per pass.
-start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path=examples \
+start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path="$modules" \
   --set matchmaker.interval_sec=1 "$@"
 echo "compat: metafi on port $SERVER_PORT ($*)"
-(cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl npm test)
+(cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=$SERVER_PORT \
+  METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test)

@@ -18,6 +18,12 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt-get update -qq && apt-get install -y -qq nodejs npm
 fi
 node --version
+# The browser compatibility test (tests/compat/browser.test.mjs) drives Debian's Chromium.
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  echo "chromium missing: installing from Debian packages (for the browser compatibility test)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+"${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || true
 
 step "rustfmt"
 cargo fmt --all -- --check

@@ -3,7 +3,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { Session } from "@heroiclabs/nakama-js";
-import { client, freshDeviceId, assertRejects, sleep } from "./support.mjs";
+import WebSocket from "ws";
+import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
+import { client, freshDeviceId, assertRejects, sleep, differs, http } from "./support.mjs";
+
+// Node has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
+globalThis.WebSocket = WebSocket;
 
 test("device authentication creates the account once, then signs in to it", async () => {
   const c = client();
@@ -93,10 +98,97 @@ test("account read and update", async () => {
   assert.equal(after.user.lang_tag, "fr");
   assert.equal(after.user.location, "Paris");
   assert.equal(after.user.timezone, "Europe/Paris");
+});
 
+test("renaming to a taken username is 400/3 with Nakama's wrapped message", async () => {
+  const c = client();
+  const taken = `taken_${randomUUID().slice(0, 8)}`;
+  await c.authenticateDevice(freshDeviceId(), true, taken);
   const other = await c.authenticateDevice(freshDeviceId(), true);
-  // Nakama 3.40 answers 400/3 here, with the conflict's gRPC status as its message.
-  await assertRejects(c.updateAccount(other, { username: newName }), 400, 3);
+  // Sign-up with a taken name is 409/6 (above); the update wraps the same error in code 3.
+  await assertRejects(
+    c.updateAccount(other, { username: taken }),
+    400,
+    3,
+    "rpc error: code = AlreadyExists desc = Username is already in use.",
+  );
+});
+
+test("a username with a plain space is accepted", async () => {
+  const c = client();
+  const username = `two words ${randomUUID().slice(0, 8)}`;
+  const s = await c.authenticateDevice(freshDeviceId(), true, username);
+  assert.equal(s.username, username);
+  const renamed = `new name ${randomUUID().slice(0, 8)}`;
+  await c.updateAccount(s, { username: renamed });
+  assert.equal((await c.getAccount(s)).user.username, renamed);
+});
+
+test("GET /v2/user: users by id and by username, with online", async (t) => {
+  const c = client();
+  const me = await c.authenticateDevice(freshDeviceId(), true);
+  const name = `seen_${randomUUID().slice(0, 8)}`;
+  const other = await c.authenticateDevice(freshDeviceId(), true, name);
+  const socket = c.createSocket(false, false, new WebSocketAdapterText());
+  await socket.connect(other, true);
+  t.after(() => socket.disconnect(false));
+
+  const byId = await c.getUsers(me, [other.user_id]);
+  assert.equal(byId.users.length, 1);
+  assert.equal(byId.users[0].id, other.user_id);
+  assert.equal(byId.users[0].username, name);
+  assert.equal(byId.users[0].online, true, "a user with a connected socket is online");
+  assert.equal(byId.users[0].lang_tag, "en");
+  assert.ok(Date.parse(byId.users[0].create_time) > 0);
+
+  const both = await c.getUsers(me, [me.user_id], [name]);
+  assert.deepEqual(both.users.map((u) => u.id).sort(), [me.user_id, other.user_id].sort());
+  const self = both.users.find((u) => u.id === me.user_id);
+  assert.ok(!self.online, "no socket: not online (false is omitted on the wire)");
+
+  const unknown = await c.getUsers(me, [randomUUID()]);
+  assert.deepEqual(unknown.users ?? [], [], "an unknown id is left out, not an error");
+  const none = await http("GET", "/v2/user", { token: me.token });
+  assert.equal(none.status, 200);
+  assert.deepEqual(none.json.users ?? [], []);
+  const bad = await http("GET", "/v2/user?ids=nope", { token: me.token });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.code, 3);
+  assert.equal(bad.json.message, "ID 'nope' is not a valid system ID.");
+});
+
+test("the account is online while a socket that shows status is connected", differs("account-online"), async () => {
+  const c = client();
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const hidden = c.createSocket(false, false, new WebSocketAdapterText());
+  await hidden.connect(s, false);
+  assert.ok(!(await c.getAccount(s)).user.online, "a socket connected with status=false does not show online");
+  hidden.disconnect(false);
+  const shown = c.createSocket(false, false, new WebSocketAdapterText());
+  await shown.connect(s, true);
+  try {
+    assert.equal((await c.getAccount(s)).user.online, true);
+  } finally {
+    shown.disconnect(false);
+  }
+  let after;
+  for (let i = 0; i < 30; i++) {
+    await sleep(100);
+    after = (await c.getAccount(s)).user.online;
+    if (!after) break;
+  }
+  assert.ok(!after, "offline again once the socket is gone");
+});
+
+test("deleteAccount deletes the account", differs("delete-account"), async () => {
+  const c = client({ autoRefresh: false });
+  const deviceId = freshDeviceId();
+  const s = await c.authenticateDevice(deviceId, true);
+  assert.equal(await c.deleteAccount(s), true);
+  await assertRejects(c.getAccount(s), 404, 5, "Account not found.");
+  const again = await c.authenticateDevice(deviceId, true);
+  assert.equal(again.created, true, "the device is free again");
+  assert.notEqual(again.user_id, s.user_id);
 });
 
 test("refresh gives a working session of the same user", async () => {
@@ -115,6 +207,14 @@ test("logout ends the session token and the refresh token", async () => {
   await c.sessionLogout(s, s.token, s.refresh_token);
   await assertRejects(c.getAccount(copy), 401, 16);
   await assertRejects(c.sessionRefresh(copy), 401, 16);
+});
+
+test("a revoked token's message is Nakama's 'Auth token invalid'", async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  const copy = Session.restore(s.token, s.refresh_token);
+  await c.sessionLogout(s, s.token, s.refresh_token);
+  await assertRejects(c.getAccount(copy), 401, 16, "Auth token invalid");
 });
 
 test("a wrong server key is refused", async () => {

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { client, freshDeviceId, assertRejects } from "./support.mjs";
+import { client, freshDeviceId, assertRejects, http } from "./support.mjs";
 
 async function player(c) {
   return c.authenticateDevice(freshDeviceId(), true);
@@ -97,4 +97,60 @@ test("delete removes an object; bad input is refused", async () => {
   await assertRejects(c.listStorageObjects(s, "tmp", s.user_id, 101), 400, 3);
   // Nakama refuses a client's delete that deletes nothing.
   await assertRejects(c.deleteStorageObjects(s, { object_ids: [{ collection: "tmp", key: "gone" }] }), 400, 3);
+});
+
+test("deleting an object that does not exist is refused", async () => {
+  const c = client();
+  const s = await player(c);
+  await assertRejects(
+    c.deleteStorageObjects(s, { object_ids: [{ collection: "tmp", key: `never-${randomUUID()}` }] }),
+    400,
+    3,
+    "Storage delete rejected - not found, version check failed, or permission denied.",
+  );
+});
+
+test("the owner's listing is ordered by read permission, then key (Nakama's order)", async () => {
+  const c = client();
+  const s = await player(c);
+  const other = await player(c);
+  const collection = `order_${randomUUID().slice(0, 8)}`;
+  await c.writeStorageObjects(s, [
+    { collection, key: "a", value: { n: 1 }, permission_read: 2 },
+    { collection, key: "b", value: { n: 2 }, permission_read: 1 },
+    { collection, key: "c", value: { n: 3 }, permission_read: 2 },
+    { collection, key: "d", value: { n: 4 }, permission_read: 1 },
+  ]);
+  const own = await c.listStorageObjects(s, collection, s.user_id, 10);
+  assert.deepEqual(own.objects.map((o) => o.key), ["b", "d", "a", "c"]);
+  const paged = [];
+  let cursor;
+  do {
+    const page = await c.listStorageObjects(s, collection, s.user_id, 1, cursor);
+    paged.push(...page.objects.map((o) => o.key));
+    cursor = page.cursor;
+  } while (cursor);
+  assert.deepEqual(paged, ["b", "d", "a", "c"], "a cursor continues in the same order");
+  const seen = await c.listStorageObjects(other, collection, s.user_id, 10);
+  assert.deepEqual(seen.objects.map((o) => o.key), ["a", "c"], "others see public objects only");
+});
+
+test("an empty result omits its empty list, as proto3 JSON does", async () => {
+  // Nakama renders protobuf messages without unpopulated fields: no objects is `{}`, not
+  // `{"objects":[]}`. A client that tests for the field sees the difference.
+  const c = client();
+  const s = await player(c);
+  const collection = `empty_${randomUUID().slice(0, 8)}`;
+  const read = await http("POST", "/v2/storage", {
+    token: s.token,
+    body: JSON.stringify({ object_ids: [{ collection, key: "k", user_id: s.user_id }] }),
+  });
+  assert.equal(read.status, 200);
+  assert.deepEqual(read.json, {});
+  const listed = await http("GET", `/v2/storage/${collection}?user_id=${s.user_id}`, { token: s.token });
+  assert.equal(listed.status, 200);
+  assert.deepEqual(listed.json, {});
+  const written = await http("PUT", "/v2/storage", { token: s.token, body: JSON.stringify({ objects: [] }) });
+  assert.equal(written.status, 200);
+  assert.deepEqual(written.json, {});
 });

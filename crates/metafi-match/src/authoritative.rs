@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::dispatcher::{Dispatcher, Effects, MAX_LABEL_BYTES, Members};
-use crate::handler::{Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec};
+use crate::match_handler::{
+    Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec,
+};
 use crate::metrics;
 use crate::outlet::PresenceEvent;
 use crate::presence::{MatchMessage, Presence, PresenceReason};

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use metafi_core::CoreError;
 use metafi_proto::Code;
 
-use crate::handler::HandlerError;
+use crate::match_handler::HandlerError;
 use crate::query::QueryError;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -29,13 +29,14 @@ mod dispatcher;
 mod error;
 mod executor;
 mod fields;
-mod handler;
 mod id;
 mod idle;
 mod listing;
 mod mailbox;
-mod matchmaker;
-mod matchmaking;
+mod match_handler;
+mod matchmaker_pool;
+mod matchmaker_service;
+mod matchmaker_tokens;
 mod metrics;
 mod outlet;
 mod presence;
@@ -46,7 +47,6 @@ mod scheduler;
 mod shared;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
-mod tokens;
 
 pub use authoritative::JoinOutcome;
 pub use clock::{FakeClock, MonotonicClock, SystemMonotonic};
@@ -55,15 +55,16 @@ pub use dispatcher::{DispatchError, Dispatcher, MAX_LABEL_BYTES};
 pub use error::MatchError;
 pub use executor::Executor;
 pub use fields::{FieldValue, Fields};
-pub use handler::{
-    Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
-    MatchInit, MatchSpec, Params,
-};
 pub use id::{InvalidMatchId, MatchId};
 pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
-pub use matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
-pub use matchmaking::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};
+pub use match_handler::{
+    Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
+    MatchInit, MatchSpec, Params,
+};
+pub use matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+pub use matchmaker_service::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};
+pub use matchmaker_tokens::{InvalidToken, MatchTokens};
 pub use outlet::{OutgoingData, Outlet, PresenceEvent};
 pub use presence::{MatchMessage, Presence, PresenceReason};
 pub use query::{Query, QueryError};
@@ -71,4 +72,3 @@ pub use registry::Matches;
 pub use relayed::RelayedJoin;
 pub use scheduler::{Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};
-pub use tokens::{InvalidToken, MatchTokens};

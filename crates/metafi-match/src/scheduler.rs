@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, Step};
 use crate::error::MatchError;
-use crate::handler::{JoinRequest, MatchSpec};
 use crate::mailbox::Mailbox;
+use crate::match_handler::{JoinRequest, MatchSpec};
 use crate::presence::PresenceReason;
 use crate::registry::Inner;
 use crate::shared::MatchShared;

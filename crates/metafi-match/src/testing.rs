@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::dispatcher::Dispatcher;
-use crate::handler::{
+use crate::match_handler::{
     Flow, HandlerError, JoinRequest, JoinVerdict, MatchContext, MatchHandler, MatchInit, Params,
 };
 use crate::outlet::{OutgoingData, Outlet, PresenceEvent};

@@ -1,5 +1,5 @@
 //! MetaFi's realtime layer: the sessions behind the Nakama-compatible socket, independent of
-//! the transport that carries them (WebSocket today, QUIC later).
+//! the transport that carries them (WebSocket or QUIC, in `metafi-transport`).
 //!
 //! A transport authenticates a client and calls [`Realtime::open`]; it feeds each decoded
 //! envelope to [`Realtime::handle`], writes whatever the session's [`Outbox`] hands out, and
@@ -20,32 +20,34 @@
 //! Must not depend on: HTTP or WebSocket libraries, script engines, storage backends. Key
 //! types: [`Realtime`], [`Session`], [`Outbox`], [`Tracker`], [`StreamKey`], [`CloseReason`].
 
+mod client_requests;
 mod close;
-mod handler;
-mod matches;
+mod match_outlet;
+mod match_requests;
+mod message_router;
 mod metrics;
 mod outbound;
 mod outbox;
 mod realtime;
-mod registry;
-mod router;
-mod session;
+mod session_registry;
+mod socket_session;
 mod status;
 mod stream;
 mod tracker;
 
+pub use client_requests::MAX_STATUS_BYTES;
 pub use close::{CloseReason, QueueLimit};
-pub use handler::MAX_STATUS_BYTES;
-pub use matches::{MatchOutlet, MatchServices};
+pub use match_outlet::MatchOutlet;
+pub use match_requests::MatchServices;
+pub use message_router::{LocalRouter, MessageRouter};
 pub use outbound::{MergeKey, Outbound};
 pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices,
 };
-pub use registry::SessionRegistry;
-pub use router::{LocalRouter, MessageRouter};
-pub use session::{Session, SessionParams};
+pub use session_registry::SessionRegistry;
+pub use socket_session::{Session, SessionParams};
 pub use status::{FollowLimitExceeded, LocalStatusRegistry, StatusRegistry};
 pub use stream::{StreamKey, StreamMode};
 pub use tracker::{LocalTracker, Presence, PresenceChange, PresenceMeta, Tracker};

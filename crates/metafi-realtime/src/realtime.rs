@@ -1,7 +1,17 @@
 //! [`Realtime`]: the service every socket transport drives. A transport authenticates the
 //! client, calls [`Realtime::open`], feeds each decoded envelope to [`Realtime::handle`], writes
 //! what the session's outbox hands out, and calls [`Realtime::end`] when the connection is
-//! over. Nothing here knows about WebSockets.
+//! over. Nothing here knows about WebSockets or QUIC.
+//!
+//! `impl Realtime` is split by concern into three files, because the requests a client can send
+//! are most of the code (one file would be ~1,200 lines) and each group shares nothing with the
+//! others but `Realtime`'s fields:
+//! - this file: the type, its construction and parts, the session lifecycle (`open`, `end`,
+//!   `shutdown`) and delivery (`send_to_stream`, `send_to_user`, presence events, notifications);
+//! - `client_requests.rs`: [`Realtime::handle`], which dispatches every client message, and the
+//!   RPC, status and chat channel requests;
+//! - `match_requests.rs`: match and matchmaker requests, the matchmaker loop
+//!   ([`Realtime::run_matchmaker`]), and match cleanup when a session ends.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,9 +27,9 @@ use metafi_storage::Storage;
 use uuid::Uuid;
 
 use crate::{
-    CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MessageRouter, Outbound,
-    OutboxLimits, Presence, PresenceChange, PresenceMeta, Session, SessionParams, SessionRegistry,
-    StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
+    CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MatchServices, MessageRouter,
+    Outbound, OutboxLimits, Presence, PresenceChange, PresenceMeta, Session, SessionParams,
+    SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
 };
 
 /// Nakama's notification code telling a socket it was replaced under `session.single_socket`.
@@ -89,8 +99,8 @@ pub struct Realtime {
     pub(crate) config: RealtimeConfig,
     pub(crate) services: RealtimeServices,
     pub(crate) parts: RealtimeParts,
-    /// The match engine and matchmaker, when the server runs them (see `matches.rs`).
-    pub(crate) matches: Option<crate::matches::MatchServices>,
+    /// The match engine and matchmaker, when the server runs them (see `match_requests.rs`).
+    pub(crate) matches: Option<MatchServices>,
 }
 
 impl Realtime {
@@ -110,6 +120,17 @@ impl Realtime {
             parts,
             matches: None,
         }
+    }
+
+    /// Adds the match engine: without it, match and matchmaker messages are answered with an
+    /// error saying they are not available.
+    pub fn with_matches(mut self, services: MatchServices) -> Realtime {
+        self.matches = Some(services);
+        self
+    }
+
+    pub fn matches(&self) -> Option<&MatchServices> {
+        self.matches.as_ref()
     }
 
     pub fn config(&self) -> &RealtimeConfig {

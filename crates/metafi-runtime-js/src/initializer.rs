@@ -40,7 +40,7 @@ pub(crate) fn object<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Resu
     let register_matched =
         Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
             let module = loading_module(&ctx, &on_matched, "registerMatchmakerMatched")?;
-            crate::matches::register_matchmaker_matched(&ctx, &on_matched, &args.0, module)
+            crate::js_match_handler::register_matchmaker_matched(&ctx, &on_matched, &args.0, module)
         })?
         .with_name("registerMatchmakerMatched")?;
     initializer.set("registerMatchmakerMatched", register_matched)?;

@@ -33,8 +33,8 @@ mod convert;
 mod freeze;
 mod initializer;
 mod io;
+mod js_match_handler;
 mod logger;
-mod matches;
 mod nakama;
 mod rpc_vm;
 mod vm;
@@ -51,7 +51,7 @@ pub use vm::JsVm;
 pub struct JsEngine {
     /// Drives the futures of `nk` calls for every VM of this engine; started with the first VM.
     io: OnceLock<Result<io::IoRuntime, String>>,
-    /// Where match handlers' VMs live (`matches.rs`).
+    /// Where match handlers' VMs live (`js_match_handler.rs`).
     match_vms: metafi_runtime::MatchVms,
     /// Leave the intrinsics writable after load (`runtime.js_read_only_globals = false`);
     /// frozen by default (`freeze.rs`).
@@ -100,7 +100,7 @@ impl EngineFactory for JsEngine {
     }
 
     fn has_match(&self, _setup: &VmSetup, registrations: &Registrations, name: &str) -> bool {
-        matches::has_match(registrations, name)
+        js_match_handler::has_match(registrations, name)
     }
 
     fn create_match(
@@ -111,7 +111,7 @@ impl EngineFactory for JsEngine {
         let io = self
             .io()
             .map_err(|e| metafi_match::HandlerError::failed(e.to_string()))?;
-        matches::create(setup, io, name, self.match_vms, !self.mutable_intrinsics)
+        js_match_handler::create(setup, io, name, self.match_vms, !self.mutable_intrinsics)
     }
 
     fn create_vm(&self, setup: VmSetup) -> LocalFuture<Result<Rc<dyn EngineVm>, LoadError>> {

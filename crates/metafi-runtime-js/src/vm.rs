@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     /// Lower-case RPC id → function.
     pub(crate) rpcs: RefCell<HashMap<String, Registration<Function<'static>>>>,
     /// Match handler name → handler object (the seven functions, validated), run by the
-    /// match engine through `matches.rs`.
+    /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,
     /// Per-VM objects built once: `nk`, the logger prototype, `ctx.env`.
     pub(crate) cached: RefCell<Option<Cached>>,
@@ -203,7 +203,7 @@ impl JsVm {
         Ok(vm)
     }
 
-    /// The VM's shared state (match handlers run in their own VM: `matches.rs`).
+    /// The VM's shared state (match handlers run in their own VM: `js_match_handler.rs`).
     pub(crate) fn shared(&self) -> &Rc<Shared> {
         &self.shared
     }
@@ -213,7 +213,7 @@ impl JsVm {
     }
 
     /// Whether a call left promise jobs in this VM's queue that nothing can drain: the
-    /// VM must be replaced (`rpc_vm.rs`; match VMs are evicted, `matches.rs`).
+    /// VM must be replaced (`rpc_vm.rs`; match VMs are evicted, `js_match_handler.rs`).
     pub(crate) fn is_poisoned(&self) -> bool {
         self.shared.budget.jobs_left()
     }

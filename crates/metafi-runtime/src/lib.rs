@@ -27,7 +27,6 @@ mod job_queue;
 pub mod log_limit;
 pub mod lua;
 pub mod match_host;
-pub mod matches;
 pub mod modules;
 pub mod native;
 pub mod nk;
@@ -43,8 +42,10 @@ pub use host::{
     VmLimits, VmSetup,
 };
 pub use log_limit::LogLimit;
-pub use match_host::{EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchVms};
-pub use matches::{MatchHost, MatchInfo, MatchListQuery, NoMatches};
+pub use match_host::{
+    EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchInfo, MatchListQuery,
+    MatchVms, NoMatches,
+};
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
 pub use nk::{LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;

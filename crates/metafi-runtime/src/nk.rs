@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
-use crate::matches::{MatchHost, MatchInfo, MatchListQuery};
+use crate::match_host::{MatchHost, MatchInfo, MatchListQuery};
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;

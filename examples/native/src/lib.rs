@@ -4,14 +4,14 @@
 //! [`Examples`] registers `echo_native`, the seed benchmark's native echo: decode the payload
 //! as JSON and encode it back; a payload that is not JSON is code 3 (INVALID_ARGUMENT) with the
 //! message [`NOT_JSON`], the same answer as the Lua and JavaScript echoes. It also
-//! registers the seed benchmark's match as a native handler ([`matches::SeedMatch`], handler
+//! registers the seed benchmark's match as a native handler ([`seed_match::SeedMatch`], handler
 //! name `seed_native`) and its `get_match_native` RPC, and the transport experiment's server
 //! module ([`transport_seed`]: handler `transport_seed`, RPCs `transport_seed_create` and
 //! `transport_seed_stats`).
 //!
 //! Must not depend on: the server, the transport, a storage backend. Key type: [`Examples`].
 
-pub mod matches;
+pub mod seed_match;
 pub mod transport_seed;
 
 use std::sync::Arc;
@@ -30,8 +30,10 @@ impl NativeModule for Examples {
 
     fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError> {
         initializer.register_rpc("echo_native", echo);
-        initializer.register_rpc("get_match_native", matches::get_match);
-        initializer.register_match(matches::HANDLER, || Box::new(matches::SeedMatch::default()));
+        initializer.register_rpc("get_match_native", seed_match::get_match);
+        initializer.register_match(seed_match::HANDLER, || {
+            Box::new(seed_match::SeedMatch::default())
+        });
         initializer.register_rpc("transport_seed_create", transport_seed::create);
         initializer.register_rpc("transport_seed_stats", transport_seed::stats);
         initializer.register_match(transport_seed::HANDLER, || {

@@ -4,7 +4,7 @@ mod account;
 mod authenticate;
 mod channel;
 mod health;
-mod matches;
+mod match_list;
 mod rpc;
 mod session;
 mod storage;
@@ -33,7 +33,7 @@ pub(crate) fn routes() -> Router<ApiState> {
         .route("/v2/account", get(account::get).put(account::update))
         .route("/v2/user", get(user::get))
         .route("/v2/channel/{channel_id}", get(channel::list))
-        .route("/v2/match", get(matches::list))
+        .route("/v2/match", get(match_list::list))
         .route("/v2/storage", post(storage::read).put(storage::write))
         // A collection may be called "delete": GET still lists it, as with Nakama's router.
         .route(

@@ -11,8 +11,8 @@ mod channel;
 mod codec;
 mod delivery;
 mod envelope;
-mod matches;
-mod matchmaker;
+mod match_messages;
+mod matchmaker_messages;
 mod misc;
 mod status;
 #[cfg(test)]
@@ -25,11 +25,11 @@ pub use channel::{
 pub use codec::{DecodeError, Format};
 pub use delivery::{Delivery, DeliveryClass, Lane, class as delivery_class};
 pub use envelope::{Envelope, Message};
-pub use matches::{
+pub use match_messages::{
     Match, MatchCreate, MatchData, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,
     MatchPresenceEvent,
 };
-pub use matchmaker::{
+pub use matchmaker_messages::{
     MatchmakerAdd, MatchmakerMatched, MatchmakerMatchedId, MatchmakerRemove, MatchmakerTicket,
     MatchmakerUser,
 };

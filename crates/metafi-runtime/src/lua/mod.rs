@@ -9,7 +9,7 @@
 //! IO call lets other calls on the same VM run.
 
 mod convert;
-mod matches;
+mod lua_match_handler;
 mod nakama;
 mod pattern;
 mod sandbox;
@@ -80,7 +80,7 @@ impl EngineFactory for LuaEngine {
     }
 
     fn has_match(&self, setup: &VmSetup, _registrations: &Registrations, name: &str) -> bool {
-        matches::has_match(setup, name)
+        lua_match_handler::has_match(setup, name)
     }
 
     fn create_match(
@@ -88,7 +88,7 @@ impl EngineFactory for LuaEngine {
         setup: VmSetup,
         name: &str,
     ) -> Result<Box<dyn metafi_match::MatchHandler>, metafi_match::HandlerError> {
-        matches::create(setup, name, self.match_vms)
+        lua_match_handler::create(setup, name, self.match_vms)
     }
 }
 

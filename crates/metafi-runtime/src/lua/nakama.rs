@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::VmShared;
 use super::convert::{self, json_text_to_table};
 use crate::context::{CallContext, ExecutionMode};
-use crate::matches::{MatchInfo, MatchListQuery};
+use crate::match_host::{MatchInfo, MatchListQuery};
 use crate::nk::{LogLevel, Nk};
 
 /// Puts the `nakama` module in `package.preload`.
@@ -24,7 +24,7 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
     nk.raw_set("register_rpc", located(lua, register_rpc)?)?;
     nk.raw_set(
         "register_matchmaker_matched",
-        located(lua, super::matches::register_matchmaker_matched)?,
+        located(lua, super::lua_match_handler::register_matchmaker_matched)?,
     )?;
     nk.raw_set("run_once", located_async(lua, run_once)?)?;
     nk.raw_set(

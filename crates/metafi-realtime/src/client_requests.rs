@@ -1,5 +1,8 @@
 //! What the server does with each message a client sends, with Nakama's answers and error
-//! codes. Requests of one session are handled one at a time, in order.
+//! codes, one concern of [`Realtime`] (see `realtime.rs` for the split): [`Realtime::handle`]
+//! dispatches every client message; RPC, status and chat channel requests are answered here,
+//! match and matchmaker requests in `match_requests.rs`. Requests of one session are handled
+//! one at a time, in order.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -13,10 +13,10 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::config::MatchmakerConfig;
-use crate::matchmaker::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+use crate::matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+use crate::matchmaker_tokens::MatchTokens;
 use crate::metrics;
 use crate::presence::Presence;
-use crate::tokens::MatchTokens;
 
 /// What a hook answers: `Ok(Some(match_id))` sends the players to that match, `Ok(None)` lets
 /// the server hand out a token; an error is logged and a token is used.

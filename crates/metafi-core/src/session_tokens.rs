@@ -1,4 +1,5 @@
-//! Sessions: issuing token pairs, checking bearer tokens, refresh and logout.
+//! Sessions (`Sessions`): issuing session and refresh token pairs, checking bearer tokens,
+//! refresh and logout. The tokens themselves (HS256 JWTs, their claims and keys) are `jwt.rs`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
