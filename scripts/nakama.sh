@@ -117,10 +117,6 @@ runtime_dir() {
   rm -rf "$dir"
   mkdir -p "$dir"
   cp "$root"/examples/lua/*.lua "$root"/tests/compat/modules/lua/*.lua "$dir/"
-  # The match examples read the pending-join count from the match context, a MetaFi extension
-  # (context.match_pending_joins / ctx.matchPendingJoins) Nakama does not have: count it as 0
-  # there, as a module written for both servers would (docs/COMPAT.md).
-  sed -i 's/context\.match_pending_joins/(context.match_pending_joins or 0)/g' "$dir"/*.lua
   # Nakama loads one JavaScript file and finds registrations by reading the body of the
   # function named InitModule: keep each example's other code as it is and join the bodies of
   # their InitModule functions (all take ctx, logger, nk, initializer) into one.
@@ -130,7 +126,7 @@ runtime_dir() {
     inside { body = body $0 "\n"; next }
     { print }
     END { printf "function InitModule(ctx, logger, nk, initializer) {\n%s}\n", body }
-  ' "$root"/examples/js/*.js | sed 's/ctx\.matchPendingJoins/(ctx.matchPendingJoins || 0)/g' >"$dir/index.js"
+  ' "$root"/examples/js/*.js >"$dir/index.js"
   cp "$tree/metafi_compat_native.so" "$dir/"
 }
 

@@ -16,8 +16,9 @@ function seedJsLabel(open) {
   return JSON.stringify({ kind: 'seed', open: open ? 1 : 0 });
 }
 
+// matchPendingJoins is MetaFi's; on Nakama, which has no such field, the example still runs (as 0).
 function seedJsTaken(ctx, state) {
-  return state.count + ctx.matchPendingJoins + state.reservedCount;
+  return state.count + (ctx.matchPendingJoins || 0) + state.reservedCount;
 }
 
 function seedJsUpdateLabel(ctx, dispatcher, state) {

@@ -19,9 +19,10 @@ local function label(open)
   return nk.json_encode({ kind = "seed", open = open and 1 or 0 })
 end
 
--- Seats taken: players in the match, joins under way, reservations.
+-- Seats taken: players in the match, joins under way, reservations. match_pending_joins is
+-- MetaFi's; on Nakama, which has no such field, the example still runs (as 0).
 local function taken(context, state)
-  return state.count + context.match_pending_joins + state.reserved_count
+  return state.count + (context.match_pending_joins or 0) + state.reserved_count
 end
 
 local function update_label(context, dispatcher, state)

@@ -28,10 +28,8 @@ export const server = process.env.METAFI_TEST_SERVER ?? "metafi";
  * fix); METAFI_TEST_UNSKIP=all runs every one. docs/COMPAT.md lists each with the exact answers.
  */
 export const KNOWN_DIFFERENCES = {
-  "account-online": "GET /v2/account never says online; Nakama says online: true while a socket connected with status=true is open",
   "delete-account": "DELETE /v2/account (the client's deleteAccount) is 405; Nakama deletes the account",
-  "rpc-get-payload": "GET /v2/rpc/{id}?payload=… hands the query's payload to the function; Nakama 3.40 ignores it (empty payload)",
-  "rpc-lua-error-traceback": "a Lua error caught with pcall carries a stack traceback, which reaches the client's message",
+  "rpc-get-payload": "deliberate (README): GET /v2/rpc/{id}?payload=… hands the query's payload to the function, as nakama-js rpcHttpKey expects; Nakama 3.40 ignores it (empty payload)",
 };
 
 const unskipped = new Set((process.env.METAFI_TEST_UNSKIP ?? "").split(",").filter(Boolean));

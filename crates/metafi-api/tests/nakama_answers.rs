@@ -39,6 +39,18 @@ async fn get_users_by_id_and_username_reports_online() {
 }
 
 #[tokio::test]
+async fn account_never_said_online_now_it_says_so_while_the_user_appears_online() {
+    let api = Api::new().await;
+    let ada = api.sign_up("&username=ada").await;
+    let (status, body) = api.as_user(&ada, Method::GET, "/v2/account", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"].get("online"), None, "offline is omitted");
+    api.online.set(ada.id);
+    let (_, body) = api.as_user(&ada, Method::GET, "/v2/account", None).await;
+    assert_eq!(body["user"]["online"], true, "{body}");
+}
+
+#[tokio::test]
 async fn get_users_refuses_a_bad_id_and_answers_nothing_for_nothing() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;

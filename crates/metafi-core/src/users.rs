@@ -47,6 +47,11 @@ impl Users {
         Users { store, online }
     }
 
+    /// Whether `user_id` appears online (`GET /v2/account` fills `user.online` with it).
+    pub fn is_online(&self, user_id: Uuid) -> bool {
+        self.online.is_online(user_id)
+    }
+
     /// The users matching any of the ids or usernames, each once, with `online` filled in.
     /// Unknown ids and names are skipped; an id that is not a UUID is refused with Nakama's
     /// message.

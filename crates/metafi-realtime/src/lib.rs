@@ -26,6 +26,7 @@ mod match_outlet;
 mod match_requests;
 mod message_router;
 mod metrics;
+mod online;
 mod outbound;
 mod outbox;
 mod realtime;
@@ -40,6 +41,7 @@ pub use close::{CloseReason, QueueLimit};
 pub use match_outlet::MatchOutlet;
 pub use match_requests::MatchServices;
 pub use message_router::{LocalRouter, MessageRouter};
+pub use online::StatusOnline;
 pub use outbound::{MergeKey, Outbound};
 pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
 pub use realtime::{

@@ -118,11 +118,3 @@ impl SessionRegistry {
         self.len() == 0
     }
 }
-
-/// A user is online while it holds a session on this node (Nakama fills `User.online` the same
-/// way from its node's registry).
-impl metafi_core::OnlineUsers for SessionRegistry {
-    fn is_online(&self, user_id: Uuid) -> bool {
-        self.inner.read().by_user.contains_key(&user_id)
-    }
-}

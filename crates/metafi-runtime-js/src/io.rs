@@ -99,17 +99,37 @@ mod tests {
         let io = IoRuntime::start().unwrap();
         let got = block_on(&io.handle(), None, async { 41 + 1 });
         assert_eq!(got, Ok(42));
-        let started = Instant::now();
-        let got = block_on(
-            &io.handle(),
-            Some(Instant::now() + Duration::from_millis(50)),
-            async {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                1
-            },
-        );
+
+        // A future that never finishes: only the deadline ends the wait, and it is cancelled.
+        struct OnDrop(mpsc::Sender<()>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let (dropped, was_dropped) = mpsc::channel();
+        let (answer, answered) = mpsc::channel();
+        let handle = io.handle();
+        std::thread::spawn(move || {
+            let got = block_on(
+                &handle,
+                Some(Instant::now() + Duration::from_millis(50)),
+                async move {
+                    let _cancelled = OnDrop(dropped);
+                    std::future::pending::<()>().await;
+                    1
+                },
+            );
+            let _ = answer.send(got);
+        });
+        // Hang guards far above the 50 ms deadline: they fail only if it never acts.
+        let got = answered
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the wait never ended at its deadline");
         assert_eq!(got, Err(WaitError::Deadline));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        was_dropped
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the future was not cancelled at the deadline");
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use parking_lot::Mutex;
@@ -113,15 +113,19 @@ async fn a_log_flood_is_cut_to_the_rate_counted_per_module_and_summarised() {
     options.call_timeout = Duration::from_secs(60);
     let h = build(options).await.unwrap();
     const FLOOD: u64 = 100_000;
+    // The limit is a rate: what it lets through is bounded by the time the test took, measured
+    // (not bounded) here, so a slow machine changes the allowance, never the verdict.
+    let started = Instant::now();
     assert_eq!(
         h.call("flood", &FLOOD.to_string()).await.unwrap(),
         "flooded"
     );
     let written = lines.flood.load(Ordering::Relaxed);
     // The default limit: a burst of 1,000 lines, then 100 a second.
+    let allowance = 1000 + 100 * (started.elapsed().as_secs() + 1);
     assert!(
-        (1000..FLOOD / 2).contains(&written),
-        "{written} of {FLOOD} flood lines were written"
+        (1000..=allowance.min(FLOOD - 1)).contains(&written),
+        "{written} of {FLOOD} flood lines were written (burst and rate allow {allowance})"
     );
     let counted = dropped
         .0
@@ -153,8 +157,9 @@ async fn a_log_flood_is_cut_to_the_rate_counted_per_module_and_summarised() {
         })
         .sum();
     assert_eq!(summarised, FLOOD - written, "{summaries:?}");
+    let seconds = started.elapsed().as_secs();
     assert!(
-        summaries.len() <= 10,
-        "at most one summary a second: {summaries:?}"
+        summaries.len() as u64 <= seconds + 1,
+        "at most one summary a second ({seconds} s): {summaries:?}"
     );
 }

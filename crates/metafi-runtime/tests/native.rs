@@ -5,7 +5,7 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use metafi_proto::Code;
 use metafi_runtime::native::InitError;
@@ -125,10 +125,10 @@ async fn native_errors_keep_their_code_and_panics_become_internal() {
 #[tokio::test]
 async fn native_calls_have_the_same_time_budget() {
     let h = harness(Duration::from_millis(200)).await;
-    let started = Instant::now();
+    // The native function sleeps 30 s and then succeeds: only the budget makes it an error.
     let error = h.call("native_sleep", "").await.unwrap_err();
     assert_eq!(error.code(), Code::DeadlineExceeded);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(error.client_message().contains("200 ms"), "{error:?}");
 }
 
 #[tokio::test]

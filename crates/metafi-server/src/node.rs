@@ -230,8 +230,12 @@ async fn wire(
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
-    // `GET /v2/user` reports as online whoever holds a socket on this node.
-    let users = Arc::new(Users::new(store.clone(), parts.registry.clone()));
+    // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
+    // of this node (status presence, as Nakama).
+    let users = Arc::new(Users::new(
+        store.clone(),
+        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone())),
+    ));
     let engine = started
         .engine
         .insert(MatchEngine::start(config, &parts, clock.clone())?);

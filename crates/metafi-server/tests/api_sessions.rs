@@ -1,4 +1,5 @@
-//! Accounts and sessions end to end over HTTP: races, logout across restarts, refresh rules.
+//! Accounts and sessions end to end over HTTP: races, logout across restarts, shutdown,
+//! metrics (logout and refresh rules without a socket: `metafi-api` `tests/sessions.rs`).
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -61,112 +62,6 @@ async fn logout_survives_a_restart() {
         )
         .await;
     assert_error(&refreshed, 401, 16);
-    server.stop().await;
-}
-
-#[tokio::test]
-async fn logout_without_tokens_ends_every_session_of_the_user() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestNode::start_in(dir.path(), |_| {}).await;
-    let http = Http::new(&server.base);
-    let device = format!("device-{}", uuid::Uuid::new_v4());
-    let a = http.auth_device(&device, true).await.body["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let b = http.auth_device(&device, true).await.body["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (stranger, _) = http.new_session().await;
-    let logout = http
-        .send(
-            http.post("/v2/session/logout")
-                .bearer_auth(&a)
-                .json(&serde_json::json!({})),
-        )
-        .await;
-    assert_eq!(logout.status, 200);
-    assert_error(
-        &http.send(http.get("/v2/account").bearer_auth(&a)).await,
-        401,
-        16,
-    );
-    assert_error(
-        &http.send(http.get("/v2/account").bearer_auth(&b)).await,
-        401,
-        16,
-    );
-    assert_eq!(
-        http.send(http.get("/v2/account").bearer_auth(&stranger))
-            .await
-            .status,
-        200,
-        "other users keep their sessions"
-    );
-    // Signing in again, even within the same second, gives a working session.
-    let c = http.auth_device(&device, true).await.body["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        http.send(http.get("/v2/account").bearer_auth(&c))
-            .await
-            .status,
-        200
-    );
-    server.stop().await;
-}
-
-#[tokio::test]
-async fn logout_refuses_tokens_of_another_user() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestNode::start_in(dir.path(), |_| {}).await;
-    let http = Http::new(&server.base);
-    let (mine, _) = http.new_session().await;
-    let (theirs, _) = http.new_session().await;
-    let reply = http
-        .send(
-            http.post("/v2/session/logout")
-                .bearer_auth(&mine)
-                .json(&serde_json::json!({"token": theirs})),
-        )
-        .await;
-    assert_error(&reply, 400, 3);
-    assert_eq!(
-        http.send(http.get("/v2/account").bearer_auth(&theirs))
-            .await
-            .status,
-        200
-    );
-    server.stop().await;
-}
-
-#[tokio::test]
-async fn refresh_carries_the_new_username() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = TestNode::start_in(dir.path(), |_| {}).await;
-    let http = Http::new(&server.base);
-    let (token, refresh) = http.new_session().await;
-    let name = format!("n{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let update = http
-        .send(
-            http.put("/v2/account")
-                .bearer_auth(&token)
-                .json(&serde_json::json!({"username": name})),
-        )
-        .await;
-    assert_eq!(update.status, 200, "{}", update.body);
-    let refreshed = http
-        .send(
-            http.post("/v2/account/session/refresh")
-                .basic_auth("defaultkey", Some(""))
-                .json(&serde_json::json!({"token": refresh})),
-        )
-        .await;
-    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
-    let claims = claims_of(refreshed.body["token"].as_str().unwrap());
-    assert_eq!(claims["usn"], name.as_str());
     server.stop().await;
 }
 

@@ -41,7 +41,15 @@ async fn acknowledged_registrations_survive_sigkill() {
             }
         }));
     }
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // Kill mid-stream once enough writes were acknowledged to mean something (a count, not a
+    // guess at how many a second this machine manages); the timeout is a hang guard.
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while acked.lock().unwrap().len() <= 200 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the server acknowledged too few registrations before the hang guard");
     child.kill().expect("SIGKILL the server"); // Child::kill sends SIGKILL on Unix.
     let _ = child.wait();
     stop.store(true, Ordering::Relaxed);

@@ -71,6 +71,7 @@ mod tests {
             home: Handle::current(),
         };
         let (sender, receiver) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
         let vm_thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -80,21 +81,24 @@ mod tests {
             sender
                 .send(connected.map(|(client, _driver)| client))
                 .expect("send");
-            // Busy without ever yielding to this runtime again.
-            std::thread::sleep(Duration::from_secs(4));
+            // Busy without ever yielding to this runtime again, until the query was answered.
+            let _ = released.recv();
         });
         let client = tokio::task::spawn_blocking(move || receiver.recv().expect("receive"))
             .await
             .expect("join")
             .expect("connect");
+        // The busy thread is released only after the answer: a connection driven by its
+        // runtime would never answer (the timeout is a hang guard, not a speed bound).
         let row = tokio::time::timeout(
-            Duration::from_secs(2),
+            Duration::from_secs(60),
             client.query_one("SELECT 41 + 1", &[]),
         )
         .await
         .expect("the query must not wait for the busy thread")
         .expect("query");
         assert_eq!(row.get::<_, i32>(0), 42);
+        let _ = release.send(());
         tokio::task::spawn_blocking(move || vm_thread.join().expect("thread"))
             .await
             .expect("join");

@@ -11,7 +11,9 @@ pub(super) async fn get(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
 ) -> Result<Json<Account>, ApiError> {
-    Ok(Json(state.accounts.account(claims.user_id).await?))
+    let mut account = state.accounts.account(claims.user_id).await?;
+    account.user.online = state.users.is_online(claims.user_id);
+    Ok(Json(account))
 }
 
 pub(super) async fn update(

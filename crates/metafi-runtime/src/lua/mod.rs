@@ -541,7 +541,7 @@ fn is_budget(error: &mlua::Error) -> bool {
 
 /// The message of the deepest cause: what the script (or the `nk` call) said, without
 /// mlua's wrapping and traceback.
-fn innermost_message(error: &mlua::Error) -> String {
+pub(super) fn innermost_message(error: &mlua::Error) -> String {
     match error {
         mlua::Error::CallbackError { cause, .. } => innermost_message(cause),
         mlua::Error::WithContext { cause, .. } => innermost_message(cause),

@@ -162,20 +162,30 @@ fn locate(lua: &Lua, error: mlua::Error) -> mlua::Error {
     let mlua::Error::RuntimeError(message) = &error else {
         return error;
     };
-    let position = lua.inspect_stack(1, |debug| {
-        let source = debug.source();
-        let file = source
-            .source
-            .map(|s| s.trim_start_matches('@').to_owned())
-            .unwrap_or_default();
-        debug.current_line().map(|line| format!("{file}:{line}: "))
-    });
-    match position.flatten() {
-        Some(position) if !file_is_internal(&position) => {
-            mlua::Error::RuntimeError(format!("{position}{message}"))
-        }
-        _ => error,
+    match script_position(lua) {
+        Some(position) => mlua::Error::RuntimeError(format!("{position}{message}")),
+        None => error,
     }
+}
+
+/// `file:line: ` of the innermost script frame calling the host function: the direct caller,
+/// or the script line that handed the function to `pcall` and the like (C frames and the
+/// sandbox's wrappers are skipped), as Nakama positions errors.
+fn script_position(lua: &Lua) -> Option<String> {
+    /// Frames looked through: the caller, then a few wrappers (`pcall`, the sandbox's).
+    const FRAMES: usize = 4;
+    (1..=FRAMES).find_map(|level| {
+        lua.inspect_stack(level, |debug| {
+            let source = debug.source();
+            let file = source
+                .source
+                .map(|s| s.trim_start_matches('@').to_owned())
+                .unwrap_or_default();
+            debug.current_line().map(|line| format!("{file}:{line}: "))
+        })
+        .flatten()
+        .filter(|position| !file_is_internal(position))
+    })
 }
 
 fn file_is_internal(position: &str) -> bool {

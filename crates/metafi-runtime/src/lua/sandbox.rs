@@ -74,21 +74,49 @@ pub(super) fn apply(
     globals.raw_set("print", print)?;
 
     let over = lua.create_function(move |_, ()| Ok((*over_deadline)()))?;
+    let plain = lua.create_function(|lua, value: Value| plain_error(lua, value))?;
     lua.load(WRAPPERS)
         .set_name("=metafi-sandbox")
-        .call::<Function>(over)
+        .call::<Function>((over, plain))
+}
+
+/// What a script's `pcall`, `xpcall` handler or `coroutine.resume` sees of an error raised by
+/// a host function (`nk.json_decode`, a bad argument): its message, one line with the script's
+/// position (`m.lua:8: not a valid JSON string: …`), as in Nakama — not mlua's error object,
+/// whose text carries a multi-line stack traceback that would reach clients when re-raised.
+/// Memory errors stay objects, so a re-raised one is still reported as out of memory.
+fn plain_error(lua: &Lua, value: Value) -> mlua::Result<Value> {
+    match &value {
+        Value::Error(error) if !is_memory_error(error) => Ok(Value::String(
+            lua.create_string(super::innermost_message(error))?,
+        )),
+        _ => Ok(value),
+    }
+}
+
+fn is_memory_error(error: &mlua::Error) -> bool {
+    match error {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            is_memory_error(cause)
+        }
+        mlua::Error::MemoryError(_) => true,
+        _ => false,
+    }
 }
 
 /// Runs once per VM with the deadline check as its argument; returns the call entry.
 const WRAPPERS: &str = r#"
-local over = ...
+local over, plain = ...
 local raw_pcall, raw_xpcall, raw_error = pcall, xpcall, error
 local raw_resume = coroutine.resume
 local raw_load, raw_loadstring = load, loadstring
 local type, sub = type, string.sub
 
 local function check(ok, ...)
-  if not ok and over() then raw_error((...), 0) end
+  if not ok then
+    if over() then raw_error((...), 0) end
+    return ok, plain((...))
+  end
   return ok, ...
 end
 
@@ -97,7 +125,7 @@ xpcall = function(f, handler, ...)
   if type(handler) ~= "function" then return check(raw_xpcall(f, handler, ...)) end
   local function guarded(e)
     if over() then return e end
-    return handler(e)
+    return handler(plain(e))
   end
   return check(raw_xpcall(f, guarded, ...))
 end

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use metafi_core::{CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
+use metafi_core::{Clock, CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
 use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{
     EngineFactory, MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime,
@@ -28,12 +28,66 @@ pub fn fixture(name: &str) -> PathBuf {
 }
 
 /// A match host that records what scripts asked for. `signal("sleep", ms)` sleeps, to play a
-/// slow IO call.
+/// slow IO call; `signal("sleep", "gate")` waits at `gate` until the test opens it, a slow IO
+/// call whose end the test decides (so no test has to guess how long anything takes), and
+/// `signal("gate?", _)` answers at once whether it is open.
 #[derive(Debug, Default)]
 pub struct FakeMatches {
     pub creates: AtomicUsize,
     pub last_params: parking_lot::Mutex<Option<(String, Map<String, Value>)>>,
     pub last_query: parking_lot::Mutex<Option<MatchListQuery>>,
+    pub gate: Gate,
+}
+
+/// Where gated IO calls wait: closed until `open`, and counts the calls that reached it.
+#[derive(Debug)]
+pub struct Gate {
+    open: tokio::sync::watch::Sender<bool>,
+    arrived: AtomicUsize,
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            open: tokio::sync::watch::Sender::new(false),
+            arrived: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Gate {
+    /// Lets every call waiting at the gate, and every later one, through.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.open.borrow()
+    }
+
+    /// How many calls reached the gate so far (waiting, passed or abandoned).
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` calls reached the gate; panics with `what` if that never happens (a
+    /// hang guard far above any real wait).
+    pub async fn until_arrived(&self, n: usize, what: &str) {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while self.arrived() < n {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{what}: {} of {n} calls reached the gate", self.arrived()));
+    }
+
+    async fn pass(&self) {
+        let mut open = self.open.subscribe();
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        // The sender lives as long as the host: `wait_for` ends only when the gate opens.
+        let _ = open.wait_for(|open| *open).await;
+    }
 }
 
 #[async_trait]
@@ -71,6 +125,18 @@ impl MatchHost for FakeMatches {
     }
 
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
+        if id == "gate?" {
+            return Ok(if self.gate.is_open() {
+                "open"
+            } else {
+                "closed"
+            }
+            .to_owned());
+        }
+        if id == "sleep" && data == "gate" {
+            self.gate.pass().await;
+            return Ok("passed the gate".to_owned());
+        }
         if id == "sleep" {
             let ms: u64 = data.parse().unwrap_or(0);
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -85,7 +151,32 @@ pub struct Harness {
     pub runtime: Runtime,
     pub store: Arc<dyn Storage>,
     pub matches: Arc<FakeMatches>,
+    /// What `nk.time()` reads.
+    pub clock: Arc<TestClock>,
     _dir: tempfile::TempDir,
+}
+
+/// The wall clock scripts read (`nk.time()`): the system's, plus an offset the test moves.
+#[derive(Debug, Default)]
+pub struct TestClock {
+    ahead_ms: AtomicI64,
+}
+
+impl TestClock {
+    pub fn now_ms(&self) -> i64 {
+        Clock::now_ms(self)
+    }
+
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap();
+        self.ahead_ms.fetch_add(by, Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms() + self.ahead_ms.load(Ordering::SeqCst)
+    }
 }
 
 pub struct Options {
@@ -134,11 +225,12 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(dir.path()).await;
     let matches = Arc::new(FakeMatches::default());
+    let clock = Arc::new(TestClock::default());
     let services = RuntimeServices {
         objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
         store: store.clone(),
         matches: matches.clone(),
-        clock: Arc::new(SystemClock),
+        clock: clock.clone(),
     };
     let config = RuntimeConfig {
         path: options.modules,
@@ -173,6 +265,7 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
         runtime,
         store,
         matches,
+        clock,
         _dir: dir,
     })
 }

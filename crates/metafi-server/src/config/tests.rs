@@ -108,12 +108,24 @@ fn unknown_environment_variable_is_an_error() {
 
 #[test]
 fn reserved_environment_variables_are_ignored() {
-    load_with(
+    // Reserved names beside a real key: the real key applies, the reserved ones change nothing
+    // (and are not refused as unknown keys).
+    let raw = load_with(
         None,
-        &[("METAFI_TEST_POSTGRES_URL", "x"), ("METAFI_CONFIG", "y")],
+        &[
+            ("METAFI_TEST_POSTGRES_URL", "x"),
+            ("METAFI_CONFIG", "y"),
+            ("METAFI_REQUIRE_POSTGRES", "1"),
+            ("METAFI_BENCH_SERVER", "z"),
+            ("METAFI_PG_BIN", "w"),
+            ("METAFI_SOCKET_PORT", "7351"),
+        ],
         &[],
     )
     .unwrap();
+    let mut expected = RawConfig::default();
+    expected.socket.port = 7351;
+    assert_eq!(raw, expected);
 }
 
 #[test]
