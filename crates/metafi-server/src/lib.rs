@@ -1,14 +1,22 @@
-//! The `metafi` server: configuration, wiring of the components, telemetry and shutdown.
-//! Nothing else lives here; every behaviour belongs to a component crate. The example native
-//! modules of `examples/native` are linked only with the `examples` feature (`examples.rs`).
+//! The `metafi` server: configuration, and a node built from the component crates that starts
+//! and stops as one value ([`Node`]). Nothing else lives here; every behaviour belongs to a
+//! component crate. The example native modules of `examples/native` are linked only with the
+//! `examples` feature (`examples.rs`).
 //!
-//! Key items: [`config::Config`], [`Listeners`], [`run`].
+//! Key items: [`config::Config`], [`Listeners`], [`Node`], [`run`].
 
 pub mod config;
 mod examples;
-mod matches;
-mod serve;
+mod housekeeping;
+mod listeners;
+mod match_engine;
+mod metrics_endpoint;
+mod modules;
+mod node;
+mod quic_edge;
+mod started;
 mod storage;
 pub mod telemetry;
 
-pub use serve::{Listeners, run};
+pub use listeners::{Listeners, NodeAddrs};
+pub use node::{Node, run};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use metafi_server::config::{self, Config, DEFAULT_TOML, Sources};
-use metafi_server::{Listeners, run, telemetry};
+use metafi_server::{Listeners, Node, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(name = "metafi", version, about = "MetaFi multiplayer game server")]
@@ -141,8 +141,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 .build()
                 .context("starting the async runtime")?;
             runtime.block_on(async move {
+                let grace = config.shutdown_grace;
                 let listeners = Listeners::bind(&config).await?;
-                run(config, listeners, shutdown_signal()).await
+                let node = Node::start(config, listeners).await?;
+                shutdown_signal().await;
+                node.stop(grace).await;
+                Ok(())
             })
         }
     }

@@ -3,14 +3,12 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
-
-use support::{Http, TestServer, assert_error};
+use metafi_testkit::{Http, TestNode, assert_error};
 
 #[tokio::test]
 async fn concurrent_sign_ups_of_one_device_create_one_account() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let device = format!("device-{}", uuid::Uuid::new_v4());
     let replies =
@@ -36,7 +34,7 @@ async fn concurrent_sign_ups_of_one_device_create_one_account() {
 #[tokio::test]
 async fn logout_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (token, refresh) = http.new_session().await;
     let logout = http
@@ -49,7 +47,7 @@ async fn logout_survives_a_restart() {
     assert_eq!(logout.status, 200, "{}", logout.body);
     server.stop().await;
 
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     assert_error(
         &http.send(http.get("/v2/account").bearer_auth(&token)).await,
@@ -71,7 +69,7 @@ async fn logout_survives_a_restart() {
 async fn graceful_shutdown_finishes_in_flight_requests() {
     let dir = tempfile::tempdir().unwrap();
     // A costly hash makes the email sign-up long enough to be in flight when shutdown starts.
-    let mut server = TestServer::start_in(dir.path(), |raw| raw.accounts.bcrypt_cost = 13).await;
+    let mut server = TestNode::start_in(dir.path(), |raw| raw.accounts.bcrypt_cost = 13).await;
     let http = Http::new(&server.base);
     let email = format!("{}@example.com", uuid::Uuid::new_v4().simple());
     let in_flight = tokio::spawn({
@@ -106,7 +104,7 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
 #[tokio::test]
 async fn metrics_count_requests_per_route() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     http.new_session().await;
     let text = reqwest::get(format!("{}/metrics", server.metrics.clone().unwrap()))

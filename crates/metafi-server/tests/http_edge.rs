@@ -3,19 +3,16 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod realtime_support;
-mod support;
-
 use std::time::Duration;
 
 use metafi_proto::realtime::{Message, Ping};
-use realtime_support::{Socket, user};
-use support::{Http, TestServer, assert_error};
+use metafi_testkit::{Http, TestNode, assert_error};
+use metafi_testkit::{Socket, user};
 
 #[tokio::test]
 async fn websocket_upgrade_answers_preflight_and_carries_cors_headers() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let client = reqwest::Client::new();
     let preflight = client
         .request(reqwest::Method::OPTIONS, format!("{}/ws", server.base))
@@ -45,7 +42,7 @@ async fn websocket_upgrade_answers_preflight_and_carries_cors_headers() {
 #[tokio::test]
 async fn upgraded_websocket_is_not_cut_by_the_http_idle_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.http.idle_timeout_ms = 100;
         raw.http.header_read_timeout_ms = 100;
         // No pings while we wait: only the HTTP deadlines could close the socket.

@@ -5,9 +5,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod realtime_support;
-mod support;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -18,8 +15,8 @@ use metafi_proto::realtime::{
     Envelope, ErrorCode, Match, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave, MatchmakerAdd,
     MatchmakerMatchedId, Message,
 };
-use realtime_support::{Socket, User, user};
-use support::{Http, TestServer};
+use metafi_testkit::{Http, TestNode};
+use metafi_testkit::{Socket, User, user};
 
 /// Test-only handlers: one that fails at its fifth tick, one that reports its tick count, one
 /// whose match_terminate leaves a trace in storage, and a matchmaker hook.
@@ -180,13 +177,13 @@ fn modules(dir: &Path) -> std::path::PathBuf {
     modules
 }
 
-async fn server(dir: &Path) -> TestServer {
+async fn server(dir: &Path) -> TestNode {
     server_with(dir, false).await
 }
 
-async fn server_with(dir: &Path, vm_per_match: bool) -> TestServer {
+async fn server_with(dir: &Path, vm_per_match: bool) -> TestNode {
     let modules = modules(dir);
-    TestServer::start_in(dir, |raw| {
+    TestNode::start_in(dir, |raw| {
         raw.matches.vm_per_match = vm_per_match;
         raw.runtime.path = modules.display().to_string();
         raw.runtime.lua_vms = 2;
@@ -246,7 +243,7 @@ fn is_presence(e: &Envelope) -> bool {
     matches!(e.message, Some(Message::MatchPresenceEvent(_)))
 }
 
-async fn player(s: &TestServer, http: &Http, format: &str) -> (User, Socket) {
+async fn player(s: &TestNode, http: &Http, format: &str) -> (User, Socket) {
     let who = user(http).await;
     let socket = Socket::connect(&s.base, &who.token, format).await;
     (who, socket)
@@ -280,7 +277,7 @@ async fn the_seed_match_runs_with_a_vm_per_match_too() {
 
 /// Two players find the same match through `get_rpc`, join it, echo and broadcast, and one
 /// leaves.
-async fn seed_match(s: &TestServer, get_rpc: &str) {
+async fn seed_match(s: &TestNode, get_rpc: &str) {
     let http = Http::new(&s.base);
     let (alice, mut a) = player(s, &http, "").await;
     let (_, mut b) = player(s, &http, "format=protobuf").await;
@@ -466,7 +463,7 @@ async fn a_lua_match_loop_that_runs_away_ends_its_match_while_another_on_its_thr
     let modules = modules(dir.path());
     // One executor thread and one Lua state for its matches: every runaway shares both with the
     // healthy match.
-    let s = TestServer::start_in(dir.path(), |raw| {
+    let s = TestNode::start_in(dir.path(), |raw| {
         raw.matches.vm_per_match = false;
         raw.runtime.path = modules.display().to_string();
         raw.runtime.lua_vms = 1;
@@ -583,6 +580,6 @@ async fn shutdown_runs_match_terminate_with_the_grace_period() {
     s.stop().await;
 }
 
-fn http_of(s: &TestServer) -> Http {
+fn http_of(s: &TestNode) -> Http {
     Http::new(&s.base)
 }

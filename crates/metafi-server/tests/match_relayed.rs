@@ -4,9 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod realtime_support;
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -15,18 +12,18 @@ use metafi_proto::realtime::{
     Envelope, ErrorCode, Match, MatchCreate, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,
     MatchmakerAdd, MatchmakerMatchedId, MatchmakerRemove, Message, UserPresence,
 };
-use realtime_support::{Socket, User, user};
-use support::{Http, TestServer};
+use metafi_testkit::{Http, TestNode};
+use metafi_testkit::{Socket, User, user};
 
-async fn server(dir: &std::path::Path) -> TestServer {
-    TestServer::start_in(dir, |raw| {
+async fn server(dir: &std::path::Path) -> TestNode {
+    TestNode::start_in(dir, |raw| {
         raw.matchmaker.interval_sec = 1;
         raw.matchmaker.max_intervals = 1;
     })
     .await
 }
 
-async fn connect(s: &TestServer, who: &User, format: &str) -> Socket {
+async fn connect(s: &TestNode, who: &User, format: &str) -> Socket {
     Socket::connect(&s.base, &who.token, format).await
 }
 

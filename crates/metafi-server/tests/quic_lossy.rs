@@ -7,8 +7,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -18,7 +16,7 @@ use metafi_client::{
 };
 use metafi_proto::realtime::{MatchCreate, Message};
 use metafi_quic::lossy::{LossyProxy, Profile};
-use support::{Http, TestServer};
+use metafi_testkit::{Http, TestNode};
 
 fn bad_link() -> Profile {
     Profile {
@@ -31,7 +29,7 @@ fn bad_link() -> Profile {
     }
 }
 
-async fn player(server: &TestServer, seed: u64) -> (Socket, Events, LossyProxy) {
+async fn player(server: &TestNode, seed: u64) -> (Socket, Events, LossyProxy) {
     let fingerprint: Fingerprint =
         std::fs::read_to_string(server.data_dir.join("data/quic/fingerprint.txt"))
             .unwrap()
@@ -53,7 +51,7 @@ async fn player(server: &TestServer, seed: u64) -> (Socket, Events, LossyProxy) 
 #[tokio::test]
 async fn every_class_keeps_its_guarantee_through_the_server_over_lossy_links() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         // Room for a burst of relayed data in each outbox.
         raw.socket.outgoing_queue_size = 1024;
     })

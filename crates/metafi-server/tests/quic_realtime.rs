@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
-
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -18,11 +16,11 @@ use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, Format, Match, MatchCreate, MatchData, Message,
     channel_type,
 };
-use support::{Http, TestServer};
+use metafi_testkit::{Http, TestNode};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-fn fingerprint(server: &TestServer) -> Fingerprint {
+fn fingerprint(server: &TestNode) -> Fingerprint {
     let path = server.data_dir.join("data/quic/fingerprint.txt");
     std::fs::read_to_string(path)
         .unwrap()
@@ -31,7 +29,7 @@ fn fingerprint(server: &TestServer) -> Fingerprint {
         .unwrap()
 }
 
-fn connector(server: &TestServer) -> QuicConnector {
+fn connector(server: &TestNode) -> QuicConnector {
     QuicConnector::new(&QuicConfig::pinned(
         server.quic.expect("QUIC is on by default"),
         fingerprint(server),
@@ -39,14 +37,14 @@ fn connector(server: &TestServer) -> QuicConnector {
     .unwrap()
 }
 
-async fn quic_socket(server: &TestServer, token: &str) -> (Socket, Events) {
+async fn quic_socket(server: &TestNode, token: &str) -> (Socket, Events) {
     connector(server)
         .connect(token, &SocketConfig::default())
         .await
         .unwrap()
 }
 
-async fn ws_socket(server: &TestServer, token: &str) -> (Socket, Events) {
+async fn ws_socket(server: &TestNode, token: &str) -> (Socket, Events) {
     let endpoint = metafi_client::Endpoint::resolve(
         &metafi_client::ClientConfig {
             server: server.base.clone(),
@@ -92,7 +90,7 @@ fn match_data(envelope: Envelope) -> Option<MatchData> {
 #[tokio::test]
 async fn a_bad_token_is_refused_with_a_clear_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let refused = connector(&server)
         .connect("not-a-token", &SocketConfig::default())
         .await
@@ -122,7 +120,7 @@ async fn a_bad_token_is_refused_with_a_clear_reason() {
 #[tokio::test]
 async fn a_wrong_pin_fails_the_handshake() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (token, _) = http.new_session().await;
     let wrong = Fingerprint([7; 32]);
@@ -138,7 +136,7 @@ async fn a_wrong_pin_fails_the_handshake() {
 #[tokio::test]
 async fn rpc_and_chat_work_over_quic_with_websocket_members() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (quic_token, _) = http.new_session().await;
     let (ws_token, _) = http.new_session().await;
@@ -182,7 +180,7 @@ async fn rpc_and_chat_work_over_quic_with_websocket_members() {
 #[tokio::test]
 async fn relayed_match_data_keeps_the_senders_delivery_class() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (a_token, _) = http.new_session().await;
     let (b_token, _) = http.new_session().await;
@@ -252,10 +250,10 @@ async fn relayed_match_data_keeps_the_senders_delivery_class() {
 #[tokio::test]
 async fn the_generated_certificate_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let first = fingerprint(&server);
     server.stop().await;
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     assert_eq!(fingerprint(&server), first, "clients' pins stay valid");
     let http = Http::new(&server.base);
     let (token, _) = http.new_session().await;
@@ -267,8 +265,7 @@ async fn the_generated_certificate_survives_a_restart() {
 #[tokio::test]
 async fn shutdown_closes_quic_sessions_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server =
-        TestServer::start_in(dir.path(), |raw| raw.shutdown.grace_period_sec = 2).await;
+    let mut server = TestNode::start_in(dir.path(), |raw| raw.shutdown.grace_period_sec = 2).await;
     let http = Http::new(&server.base);
     let (token, _) = http.new_session().await;
     let (socket, _events) = quic_socket(&server, &token).await;
@@ -282,7 +279,7 @@ async fn shutdown_closes_quic_sessions_with_a_reason() {
 #[tokio::test]
 async fn quic_can_be_disabled() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| raw.quic.enabled = false).await;
+    let server = TestNode::start_in(dir.path(), |raw| raw.quic.enabled = false).await;
     assert!(server.quic.is_none());
     server.stop().await;
 }

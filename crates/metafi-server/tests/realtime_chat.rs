@@ -4,9 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod realtime_support;
-mod support;
-
 use std::time::Duration;
 
 use metafi_proto::realtime::{
@@ -14,8 +11,8 @@ use metafi_proto::realtime::{
     Envelope, ErrorCode, Message, StatusFollow, StatusUnfollow, StatusUpdate, channel_type,
 };
 use metafi_proto::wkt::{bool_value, int32_value, string_value};
-use realtime_support::{Socket, User, user};
-use support::{Http, TestServer};
+use metafi_testkit::{Http, TestNode};
+use metafi_testkit::{Socket, User, user};
 
 fn join(target: &str, kind: i32, persistence: bool) -> Message {
     Message::ChannelJoin(ChannelJoin {
@@ -47,7 +44,7 @@ async fn ack(socket: &mut Socket, message: Message) -> metafi_proto::realtime::C
     }
 }
 
-async fn history(http: &Http, who: &User, channel_id: &str, query: &str) -> support::Reply {
+async fn history(http: &Http, who: &User, channel_id: &str, query: &str) -> metafi_testkit::Reply {
     http.send(
         http.get(&format!("/v2/channel/{channel_id}?{query}"))
             .bearer_auth(&who.token),
@@ -63,7 +60,7 @@ fn is_presence(e: &Envelope, joins: usize, leaves: usize) -> bool {
 #[tokio::test]
 async fn room_chat_with_presence_events_edits_and_history() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (ann, bob) = (user(&http).await, user(&http).await);
     let mut a = Socket::connect(&server.base, &ann.token, "").await;
@@ -186,7 +183,7 @@ async fn room_chat_with_presence_events_edits_and_history() {
 #[tokio::test]
 async fn without_persistence_messages_are_relayed_but_not_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (ann, bob) = (user(&http).await, user(&http).await);
     let mut a = Socket::connect(&server.base, &ann.token, "").await;
@@ -212,7 +209,7 @@ async fn without_persistence_messages_are_relayed_but_not_stored() {
 #[tokio::test]
 async fn history_pages_with_cursors_in_both_directions() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let ann = user(&http).await;
     let mut a = Socket::connect(&server.base, &ann.token, "").await;
@@ -284,9 +281,9 @@ async fn history_pages_with_cursors_in_both_directions() {
     // Nakama's errors: bad limit, bad channel id, a cursor of another direction.
     for query in ["limit=0", "limit=101", "limit=x"] {
         let reply = history(&http, &ann, &channel.id, query).await;
-        support::assert_error(&reply, 400, 3);
+        metafi_testkit::assert_error(&reply, 400, 3);
     }
-    support::assert_error(&history(&http, &ann, "9.x.y.z", "").await, 400, 3);
+    metafi_testkit::assert_error(&history(&http, &ann, "9.x.y.z", "").await, 400, 3);
     let wrong = history(
         &http,
         &ann,
@@ -294,18 +291,18 @@ async fn history_pages_with_cursors_in_both_directions() {
         &format!("forward=false&cursor={cacheable}"),
     )
     .await;
-    support::assert_error(&wrong, 400, 3);
+    metafi_testkit::assert_error(&wrong, 400, 3);
     let anonymous = http
         .send(http.get(&format!("/v2/channel/{}", channel.id)))
         .await;
-    support::assert_error(&anonymous, 401, 16);
+    metafi_testkit::assert_error(&anonymous, 401, 16);
     server.stop().await;
 }
 
 #[tokio::test]
 async fn direct_chats_are_private_and_groups_do_not_exist_yet() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (ann, bob, eve) = (user(&http).await, user(&http).await, user(&http).await);
     let mut a = Socket::connect(&server.base, &ann.token, "").await;
@@ -333,7 +330,7 @@ async fn direct_chats_are_private_and_groups_do_not_exist_yet() {
 
     assert_eq!(history(&http, &bob, &dm.id, "limit=10").await.status, 200);
     let outsider = history(&http, &eve, &dm.id, "limit=10").await;
-    support::assert_error(&outsider, 400, 3);
+    metafi_testkit::assert_error(&outsider, 400, 3);
     assert_eq!(outsider.body["message"], "Channel not found.");
 
     let (code, message) = a
@@ -356,7 +353,7 @@ async fn direct_chats_are_private_and_groups_do_not_exist_yet() {
         (3, "Group not found: Invalid channel target")
     );
     let listing = history(&http, &ann, &format!("3.{group}.."), "").await;
-    support::assert_error(&listing, 400, 3);
+    metafi_testkit::assert_error(&listing, 400, 3);
     assert_eq!(listing.body["message"], "Group not found.");
     server.stop().await;
 }
@@ -364,7 +361,7 @@ async fn direct_chats_are_private_and_groups_do_not_exist_yet() {
 #[tokio::test]
 async fn status_follow_update_unfollow_and_going_offline() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (fan, star) = (user(&http).await, user(&http).await);
     let mut f = Socket::connect(&server.base, &fan.token, "").await;
@@ -467,7 +464,7 @@ async fn status_follow_update_unfollow_and_going_offline() {
 #[tokio::test]
 async fn a_disconnect_leaves_no_presence_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let (gone, stays, late) = (user(&http).await, user(&http).await, user(&http).await);
     let mut g = Socket::connect(&server.base, &gone.token, "status=true").await;

@@ -4,9 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod realtime_support;
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -17,9 +14,9 @@ use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, Message, Ping, channel_type,
 };
 use metafi_proto::wkt::bool_value;
-use realtime_support::raw_ws::{self, RawWs};
-use realtime_support::{Socket, user, ws_url};
-use support::{Http, TestServer};
+use metafi_testkit::raw_ws::{self, RawWs};
+use metafi_testkit::{Http, TestNode};
+use metafi_testkit::{Socket, user, ws_url};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 fn rpc(id: &str, payload: &str) -> Message {
@@ -42,7 +39,7 @@ fn join(room: &str, persistence: bool) -> Message {
 #[tokio::test]
 async fn bad_missing_and_expired_tokens_are_refused_before_the_upgrade() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let refused = |url: String| async move { Socket::try_connect(&url).await.err().unwrap() };
 
@@ -101,7 +98,7 @@ async fn bad_missing_and_expired_tokens_are_refused_before_the_upgrade() {
 #[tokio::test]
 async fn both_formats_answer_with_the_requests_cid() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let alice = user(&http).await;
 
@@ -130,7 +127,7 @@ async fn both_formats_answer_with_the_requests_cid() {
 #[tokio::test]
 async fn rpc_over_the_socket_reaches_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let alice = user(&http).await;
     for extra in ["", "format=protobuf"] {
@@ -160,7 +157,7 @@ async fn rpc_over_the_socket_reaches_the_runtime() {
 #[tokio::test]
 async fn oversize_and_malformed_messages_close_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.max_message_size_bytes = 1024;
     })
     .await;
@@ -213,7 +210,7 @@ async fn oversize_and_malformed_messages_close_with_a_reason() {
 #[tokio::test]
 async fn a_silent_client_is_closed_after_pong_wait_and_a_live_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.ping_period_ms = 100;
         raw.socket.pong_wait_ms = 400;
     })
@@ -242,7 +239,7 @@ async fn a_silent_client_is_closed_after_pong_wait_and_a_live_one_is_not() {
 #[tokio::test]
 async fn idle_timeout_closes_a_client_that_sends_no_messages() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.idle_timeout_ms = 400;
     })
     .await;
@@ -264,7 +261,7 @@ async fn idle_timeout_closes_a_client_that_sends_no_messages() {
 #[tokio::test]
 async fn single_socket_closes_the_older_socket_with_a_notification() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.session.single_socket = true;
     })
     .await;
@@ -326,7 +323,7 @@ async fn flood_a_client_that_stops_reading(
     tweak: impl FnOnce(&mut metafi_server::config::RawConfig),
 ) -> tokio_tungstenite::tungstenite::protocol::CloseFrame {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.max_message_size_bytes = 128 * 1024;
         raw.socket.write_wait_ms = 10_000;
         tweak(raw);
@@ -381,7 +378,7 @@ async fn flood_a_client_that_stops_reading(
 #[tokio::test]
 async fn shutdown_closes_sockets_with_going_away() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = TestServer::start_in(dir.path(), |_| {}).await;
+    let mut server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let alice = user(&http).await;
     let mut socket = Socket::connect(&server.base, &alice.token, "").await;
@@ -396,7 +393,7 @@ async fn shutdown_closes_sockets_with_going_away() {
 #[tokio::test]
 async fn websocket_protocol_violations_close_with_their_status_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |raw| {
+    let server = TestNode::start_in(dir.path(), |raw| {
         raw.socket.max_message_size_bytes = 1024;
     })
     .await;
@@ -463,7 +460,7 @@ async fn websocket_protocol_violations_close_with_their_status_codes() {
 #[tokio::test]
 async fn two_hundred_requests_in_one_write_are_all_answered() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let alice = user(&http).await;
     for extra in ["", "format=protobuf"] {
@@ -495,7 +492,7 @@ async fn two_hundred_requests_in_one_write_are_all_answered() {
 #[tokio::test]
 async fn forty_channel_joins_in_one_write_are_all_answered() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let alice = user(&http).await;
     let mut socket = Socket::connect(&server.base, &alice.token, "").await;
@@ -519,7 +516,7 @@ async fn forty_channel_joins_in_one_write_are_all_answered() {
 #[tokio::test]
 async fn when_150_members_leave_a_room_at_once_the_others_stay_and_see_every_leave() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start_in(dir.path(), |_| {}).await;
+    let server = TestNode::start_in(dir.path(), |_| {}).await;
     let http = Http::new(&server.base);
     let mut stayers = Vec::new();
     for _ in 0..3 {

@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-mod support;
-
 use std::path::Path;
 
-use support::{Http, TestServer, assert_error};
+use metafi_testkit::{Http, TestNode, assert_error};
 
 const CONTEXT_LUA: &str = r#"
 local nk = require("nakama")
@@ -26,7 +24,7 @@ nk.register_rpc(function(context, payload)
 end, "refuse")
 "#;
 
-async fn server(dir: &Path) -> TestServer {
+async fn server(dir: &Path) -> TestNode {
     let modules = dir.join("modules");
     std::fs::create_dir_all(&modules).unwrap();
     let echo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua/echo.lua");
@@ -34,7 +32,7 @@ async fn server(dir: &Path) -> TestServer {
     let echo_js = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/js/echo.js");
     std::fs::copy(echo_js, modules.join("echo.js")).unwrap();
     std::fs::write(modules.join("ctx.lua"), CONTEXT_LUA).unwrap();
-    TestServer::start_in(dir, |raw| {
+    TestNode::start_in(dir, |raw| {
         raw.runtime.path = modules.display().to_string();
         raw.runtime.env = vec!["stage=test".into()];
         raw.runtime.lua_vms = 2;
@@ -289,18 +287,13 @@ async fn a_module_error_stops_the_server_with_file_and_line() {
         "local nk = require('nakama')\n\nnk.register_rpc(nil, 'x')\n",
     )
     .unwrap();
-    let mut raw = metafi_server::config::RawConfig {
-        data_dir: dir.path().join("data").display().to_string(),
-        ..Default::default()
-    };
-    raw.socket.port = 0;
-    raw.metrics.enabled = false;
-    raw.runtime.path = modules.display().to_string();
-    let config = metafi_server::config::Config::try_from(raw).unwrap();
-    let listeners = metafi_server::Listeners::bind(&config).await.unwrap();
-    let error = metafi_server::run(config, listeners, std::future::pending())
-        .await
-        .unwrap_err();
+    let error = TestNode::try_start_in(dir.path(), |raw| {
+        raw.metrics.enabled = false;
+        raw.runtime.path = modules.display().to_string();
+    })
+    .await
+    .err()
+    .expect("a module error stops the start");
     let text = format!("{error:#}");
     assert!(text.contains("broken.lua:3:"), "{text}");
     assert!(text.contains("register_rpc"), "{text}");

@@ -8,38 +8,11 @@ use clap::Parser as _;
 use metafi_bench::app;
 use metafi_bench::cli::Cli;
 use metafi_bench::report::Report;
-use metafi_server::config::{Config, RawConfig};
-use metafi_server::{Listeners, run};
-use tokio::sync::oneshot;
+use metafi_testkit::TestNode;
 
-struct Server {
-    base: String,
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start_server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut raw = RawConfig {
-        data_dir: dir.path().join("data").display().to_string(),
-        ..RawConfig::default()
-    };
-    raw.socket.port = 0;
-    raw.metrics.port = 0;
-    let config = Config::try_from(raw).unwrap();
-    let listeners = Listeners::bind(&config).await.unwrap();
-    let base = format!("http://{}", listeners.api_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(run(config, listeners, async move {
-        let _ = stopped.await;
-    }));
-    Server {
-        base,
-        stop,
-        task,
-        _dir: dir,
-    }
+/// A MetaFi node in this process (SQLite in a temporary directory, port 0), from the test kit.
+async fn start_server() -> TestNode {
+    TestNode::start(|_| {}).await
 }
 
 async fn bench(args: &[&str]) -> Report {
@@ -110,8 +83,7 @@ async fn register_and_auth_succeed_without_errors_against_metafi() {
     assert_eq!(arrivals.requests[0].count, 20);
     assert_eq!(arrivals.error_total(), 0, "{:?}", arrivals.errors);
 
-    let _ = server.stop.send(());
-    server.task.await.unwrap().unwrap();
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,8 +108,7 @@ async fn a_wrong_server_key_is_counted_as_errors_by_kind() {
         "{:?}",
         report.errors
     );
-    let _ = server.stop.send(());
-    server.task.await.unwrap().unwrap();
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,6 +161,5 @@ async fn the_match_workload_measures_echo_and_broadcast_in_both_formats() {
             "{format}: {tool:?}"
         );
     }
-    let _ = server.stop.send(());
-    server.task.await.unwrap().unwrap();
+    server.stop().await;
 }

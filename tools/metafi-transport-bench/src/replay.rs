@@ -497,30 +497,16 @@ pub fn check(options: &RunOptions) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use metafi_server::config::{Config, RawConfig};
-    use metafi_server::{Listeners, run as serve};
-    use tokio::sync::oneshot;
+    use metafi_testkit::TestNode;
 
     use super::*;
     use crate::trace::TraceParams;
 
-    /// A MetaFi server in this process (SQLite in `dir`, ports 0): its HTTP base, QUIC
-    /// address, certificate fingerprint, and the sender that stops it.
-    async fn server(dir: &std::path::Path) -> (String, SocketAddr, String, oneshot::Sender<()>) {
-        let mut raw = RawConfig {
-            data_dir: dir.join("data").display().to_string(),
-            ..RawConfig::default()
-        };
-        raw.socket.port = 0;
-        raw.metrics.port = 0;
-        let config = Config::try_from(raw).unwrap();
-        let listeners = Listeners::bind(&config).await.unwrap();
-        let base = format!("http://{}", listeners.api_addr().unwrap());
-        let quic = listeners.quic_addr().unwrap().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(serve(config, listeners, async move {
-            let _ = stopped.await;
-        }));
+    /// A MetaFi node in this process (SQLite in `dir`, ports 0, from the test kit), its QUIC
+    /// address and certificate fingerprint.
+    async fn server(dir: &std::path::Path) -> (TestNode, SocketAddr, String) {
+        let node = TestNode::start_in(dir, |_| {}).await;
+        let quic = node.quic.unwrap();
         let path = dir.join("data/quic/fingerprint.txt");
         let mut fingerprint = String::new();
         for _ in 0..200 {
@@ -531,13 +517,14 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         assert_eq!(fingerprint.len(), 64, "the server wrote its fingerprint");
-        (base, quic, fingerprint, stop)
+        (node, quic, fingerprint)
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_message_is_measured_over_websocket_and_quic() {
         let dir = tempfile::tempdir().unwrap();
-        let (base, quic, fingerprint, stop) = server(dir.path()).await;
+        let (node, quic, fingerprint) = server(dir.path()).await;
+        let base = node.base.clone();
         let trace = Trace::generate(&TraceParams {
             clients: 6,
             duration_s: 3.0,
@@ -593,6 +580,6 @@ mod tests {
             assert_eq!(result.malformed, 0);
             assert!(result.gsi_client > 0.0 && result.gsi_client <= 1.0);
         }
-        let _ = stop.send(());
+        node.stop().await;
     }
 }

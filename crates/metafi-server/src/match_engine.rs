@@ -1,4 +1,4 @@
-//! Wiring of the match engine: the registry and its executor threads, the matchmaker, the
+//! The match engine of a node: the registry and its executor threads, the matchmaker, the
 //! per-match debug listing served next to `/metrics`, and their shutdown.
 
 use std::sync::Arc;

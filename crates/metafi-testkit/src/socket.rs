@@ -1,10 +1,6 @@
-//! A realtime client for the integration tests: a tokio-tungstenite WebSocket speaking the
+//! A realtime client for integration tests: a tokio-tungstenite WebSocket speaking the
 //! envelope protocol in either format, with request/answer correlation by `cid` and helpers to
 //! wait for pushed events or for the server to close the socket.
-
-#![allow(dead_code)] // each test file uses a different part of this module
-
-pub mod raw_ws;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -220,27 +216,5 @@ impl Socket {
     /// Drops everything received so far.
     pub fn discard_backlog(&mut self) {
         self.backlog.clear();
-    }
-}
-
-/// A signed-in test user.
-pub struct User {
-    pub token: String,
-    pub id: String,
-    pub username: String,
-}
-
-/// Creates an account with a fresh device id and reads its id and username.
-pub async fn user(http: &crate::support::Http) -> User {
-    let (token, _) = http.new_session().await;
-    let account = http.send(http.get("/v2/account").bearer_auth(&token)).await;
-    assert_eq!(account.status, 200, "{:?}", account.body);
-    User {
-        token,
-        id: account.body["user"]["id"].as_str().expect("id").to_owned(),
-        username: account.body["user"]["username"]
-            .as_str()
-            .expect("username")
-            .to_owned(),
     }
 }

@@ -1,0 +1,31 @@
+//! The metrics listener: `/metrics` (Prometheus) and `/debug/matches`.
+
+use std::future::Future;
+
+use tokio::net::TcpListener;
+
+use crate::{match_engine, telemetry};
+
+/// Serves until `stop` resolves.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    matches: metafi_match::Matches,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let handle = telemetry::metrics_handle();
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let handle = handle.clone();
+                async move { handle.render() }
+            }),
+        )
+        .merge(match_engine::debug_router(matches));
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::error!(error = %e, "metrics server failed");
+    }
+}

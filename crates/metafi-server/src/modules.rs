@@ -1,0 +1,52 @@
+//! The script host: native modules compiled in, then every script under `runtime.path`.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use metafi_core::{Clock, Objects};
+use metafi_runtime::lua::LuaEngine;
+use metafi_runtime::{MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_storage::Storage;
+
+use crate::config::Config;
+use crate::examples::ExampleModules;
+use crate::telemetry;
+
+/// Loads the server modules. A module that fails to load is an error naming its file and line;
+/// the node does not start.
+pub(crate) async fn start_runtime(
+    config: &Config,
+    objects: Arc<Objects>,
+    store: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    matches: Arc<dyn MatchHost>,
+) -> anyhow::Result<Runtime> {
+    // Install the metrics recorder first: VM threads report queue depth from their start.
+    let _ = telemetry::metrics_handle();
+    let services = RuntimeServices {
+        objects,
+        store,
+        matches,
+        clock,
+    };
+    let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
+        .watchdog_grace(config.runtime_watchdog_grace)
+        .log_limit(config.script_log_limit)
+        .example_modules()
+        .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
+        .engine(Arc::new(
+            metafi_runtime_js::JsEngine::new()
+                .with_match_vms(config.match_vms)
+                .with_read_only_globals(config.raw.runtime.js_read_only_globals),
+        ))
+        .start()
+        .await
+        .with_context(|| {
+            format!(
+                "loading server modules from {} (runtime.path)",
+                config.runtime.path.display()
+            )
+        })?;
+    tracing::info!(rpcs = ?runtime.rpc_ids(), "runtime ready");
+    Ok(runtime)
+}

@@ -1,0 +1,318 @@
+//! A MetaFi node as one value: [`Node::start`] builds the components in dependency order and
+//! undoes what it started when a later step fails; [`Node::stop`] tears them down in order.
+//! `metafi serve` is bind, start, wait for the signal, stop; tests and tools do the same on
+//! port 0.
+//!
+//! Start order: storage → sessions, accounts, objects → the realtime registry and router →
+//! the match engine (it delivers through them) → the script runtime (its `nk` creates matches
+//! through the engine) → the runtime's match handlers and matchmaker hook handed to the engine →
+//! channels and `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks.
+//!
+//! Runtime and engine need each other: `nk.match_create` needs the engine, and the engine's
+//! script matches need the handlers the runtime's modules register. The engine is built first
+//! and reached by the runtime through `EngineMatchHost`, whose handlers are installed once every
+//! module has loaded (a match created while modules load is refused with a message saying so).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use metafi_api::ApiState;
+use metafi_core::{
+    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions,
+    SignInThrottle, SystemClock, TokenKeys, Users,
+};
+use metafi_match::Matches;
+use metafi_realtime::{Realtime, RealtimeParts, RealtimeServices};
+use metafi_runtime::EngineMatchHost;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::listeners::{Listeners, NodeAddrs};
+use crate::match_engine::MatchEngine;
+use crate::quic_edge::QuicEdge;
+use crate::started::Started;
+use crate::{housekeeping, metrics_endpoint, modules, storage};
+
+/// A running node. Dropping it without [`Node::stop`] stops accepting (the stop flag's sender
+/// goes away) but neither waits for in-flight work nor closes the database.
+#[derive(Debug)]
+pub struct Node {
+    addrs: NodeAddrs,
+    /// Raised once by `stop`: every accept loop and background task watches it.
+    stop: watch::Sender<bool>,
+    /// The script runtime gets this long past the grace to finish calls in flight.
+    call_timeout: Duration,
+    /// Engine, runtime and database: stopped by `stop` in that order.
+    started: Started,
+    /// Sessions still open when the matches have ended are closed with code 1001.
+    realtime: Arc<Realtime>,
+    quic: Option<QuicEdge>,
+    api_server: JoinHandle<()>,
+    metrics_server: Option<JoinHandle<()>>,
+    matchmaker: JoinHandle<()>,
+    housekeeping: JoinHandle<()>,
+}
+
+/// What the fallible part of the start hands to the serving part.
+struct Wired {
+    sessions: Arc<Sessions>,
+    realtime: Arc<Realtime>,
+    matches: Matches,
+    app: axum::Router,
+    quic: Option<QuicEdge>,
+}
+
+impl Node {
+    /// Starts a node on `listeners` (bound from the same `config`, perhaps on port 0). On an
+    /// error, everything started so far has been stopped and the database closed.
+    pub async fn start(config: Config, listeners: Listeners) -> anyhow::Result<Node> {
+        let addrs = listeners.addrs()?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let store = storage::open(&config.database).await?;
+        let mut started = Started::new(store);
+        let (stop, stop_rx) = watch::channel(false);
+        let wired = match wire(&config, listeners.quic, &clock, &stop_rx, &mut started).await {
+            Ok(wired) => wired,
+            Err(e) => {
+                started.unwind().await;
+                return Err(e);
+            }
+        };
+
+        let api_server = tokio::spawn({
+            let http = config.api.http.clone();
+            let stop = stopped(stop_rx.clone());
+            let (listener, app) = (listeners.api, wired.app);
+            async move { metafi_api::serve(listener, app, &http, stop).await }
+        });
+        let metrics_server = listeners.metrics.map(|listener| {
+            tracing::info!(address = ?addrs.metrics, "metrics at /metrics");
+            tokio::spawn(metrics_endpoint::serve(
+                listener,
+                wired.matches.clone(),
+                stopped(stop_rx.clone()),
+            ))
+        });
+        let matchmaker = tokio::spawn({
+            let realtime = wired.realtime.clone();
+            let stop = stopped(stop_rx.clone());
+            async move { realtime.run_matchmaker(stop).await }
+        });
+        let housekeeping = housekeeping::spawn(
+            config.session.revocation_purge_interval,
+            wired.sessions,
+            started.store(),
+            clock,
+            stop_rx,
+        );
+
+        let insecure = config.insecure_defaults();
+        if !insecure.is_empty() {
+            tracing::warn!(keys = ?insecure, "running with published default keys; change them before production");
+        }
+        tracing::info!(
+            node = %config.name,
+            address = %addrs.api,
+            database = started.store().backend_name(),
+            "metafi is ready"
+        );
+        Ok(Node {
+            addrs,
+            stop,
+            call_timeout: config.runtime.call_timeout,
+            started,
+            realtime: wired.realtime,
+            quic: wired.quic,
+            api_server,
+            metrics_server,
+            matchmaker,
+            housekeeping,
+        })
+    }
+
+    /// Where the node listens.
+    pub fn addrs(&self) -> NodeAddrs {
+        self.addrs
+    }
+
+    /// Stops the node in order: no new connections; matches get `match_terminate` with `grace`
+    /// and run until they end or the grace is over (their players still connected), then the
+    /// executor threads stop; sockets close (code 1001), waiting up to `grace`; in-flight
+    /// requests get `grace`; background tasks stop; the script runtime finishes its calls;
+    /// the database closes (pending writes committed).
+    pub async fn stop(mut self, grace: Duration) {
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections, finishing in-flight requests"
+        );
+        let _ = self.stop.send(true);
+        // Matches first, while their players are still connected: match_terminate gets the
+        // grace period and may say goodbye.
+        let _ = self.matchmaker.await;
+        if let Some(engine) = self.started.engine.take() {
+            engine.shutdown(grace).await;
+        }
+        let still_open = metafi_transport::close_all(&self.realtime, grace).await;
+        if still_open > 0 {
+            tracing::warn!(
+                sessions = still_open,
+                "realtime sessions still open after the grace period"
+            );
+        }
+        if let Some(quic) = self.quic {
+            quic.finish(grace).await;
+        }
+        match tokio::time::timeout(grace, self.api_server).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "API server task failed"),
+            Err(_) => tracing::warn!("requests still running after the grace period were cut off"),
+        }
+        if let Some(task) = self.metrics_server {
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.housekeeping).await;
+        self.started
+            .close(Duration::ZERO, self.call_timeout + Duration::from_secs(1))
+            .await;
+        tracing::info!("database closed; bye");
+    }
+}
+
+/// Runs a node until `shutdown` completes, then stops it with `shutdown.grace_period_sec`.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let grace = config.shutdown_grace;
+    let node = Node::start(config, listeners).await?;
+    shutdown.await;
+    node.stop(grace).await;
+    Ok(())
+}
+
+/// Resolves once the stop flag is raised (or its sender is gone).
+pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+/// The fallible part of the start: every component that can refuse to start, recorded in
+/// `started` as it starts.
+async fn wire(
+    config: &Config,
+    quic_socket: Option<std::net::UdpSocket>,
+    clock: &Arc<dyn Clock>,
+    stop: &watch::Receiver<bool>,
+    started: &mut Started,
+) -> anyhow::Result<Wired> {
+    let store = started.store();
+    let revocations = Revocations::load(store.clone(), clock.now_ms())
+        .await
+        .context("loading session revocations")?;
+    let sessions = Arc::new(Sessions::new(
+        TokenKeys::new(
+            config.session.encryption_key.as_bytes(),
+            config.session.refresh_encryption_key.as_bytes(),
+        ),
+        config.session.lifetimes.clone(),
+        revocations,
+        store.clone(),
+        clock.clone(),
+    ));
+    let accounts = Arc::new(
+        Accounts::new(store.clone(), &config.accounts, clock.clone()).with_throttle(Arc::new(
+            SignInThrottle::new(config.signin_throttle.clone(), clock.clone()),
+        )),
+    );
+    let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
+    // The sessions' registry and router come first: the match engine delivers through them.
+    let parts = RealtimeParts::local();
+    // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
+    // of this node (status presence, as Nakama).
+    let users = Arc::new(Users::new(
+        store.clone(),
+        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone())),
+    ));
+    let engine = started
+        .engine
+        .insert(MatchEngine::start(config, &parts, clock.clone())?);
+    let matches = engine.matches.clone();
+    let matchmaking = engine.matchmaking.clone();
+    let match_services = engine.services();
+    let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
+    let runtime = modules::start_runtime(
+        config,
+        objects.clone(),
+        store.clone(),
+        clock.clone(),
+        match_host.clone(),
+    )
+    .await?;
+    let runtime = started.runtime.insert(Arc::new(runtime)).clone();
+    // Every module has loaded: nk.match_create now finds their match handlers, and the
+    // matchmaker calls their matchmaker_matched hook.
+    match_host.install(runtime.match_handlers());
+    if let Some(hook) = runtime.matchmaker_hook() {
+        matchmaking.set_hook(hook);
+    }
+    // The one dispatcher of RPCs: REST and the realtime socket share it.
+    let rpc: Arc<dyn RpcDispatch> = runtime;
+    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
+    let channels = Arc::new(Channels::new(
+        store.clone(),
+        Arc::new(NoGroups),
+        clock.clone(),
+    ));
+    let realtime = Arc::new(
+        Realtime::with_parts(
+            config.realtime.clone(),
+            RealtimeServices {
+                channels: channels.clone(),
+                store,
+                rpc: rpc.clone(),
+                clock: clock.clone(),
+            },
+            parts,
+        )
+        .with_matches(match_services),
+    );
+    // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
+    let quic = match (&config.quic, quic_socket) {
+        (Some(settings), Some(socket)) => Some(QuicEdge::start(
+            settings,
+            socket,
+            &realtime,
+            &sessions,
+            stop.clone(),
+        )?),
+        _ => None,
+    };
+    let socket_state = metafi_transport::TransportState {
+        realtime: realtime.clone(),
+        sessions: sessions.clone(),
+        config: Arc::new(config.socket.clone()),
+    };
+    let api_state = ApiState {
+        config: Arc::new(config.api.clone()),
+        accounts,
+        sessions: sessions.clone(),
+        users,
+        objects,
+        channels,
+        rpc,
+        matches: matches.clone(),
+    };
+    // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
+    // limits and connection deadlines (docs/HTTP.md).
+    let app = metafi_api::router_with(api_state, metafi_transport::router(socket_state));
+    Ok(Wired {
+        sessions,
+        realtime,
+        matches,
+        app,
+        quic,
+    })
+}
