@@ -1,42 +1,32 @@
-//! The `[http]` and `[signin_throttle]` keys, checked and turned into the HTTP edge's and the
-//! sign-in throttle's settings.
-
-use std::time::Duration;
+//! The `[http]` keys, checked and turned into the HTTP edge's settings: CORS and the read and
+//! idle timeouts.
 
 use axum::http::{HeaderName, HeaderValue};
 use metafi_api::{CorsConfig, HttpConfig};
-use metafi_core::SignInThrottleConfig;
 
-use super::RawConfig;
+use super::check::{Checker, HOUR_MS};
+use super::raw::RawHttp;
 
-const HOUR_MS: i64 = 3_600_000;
-
-pub(super) fn http_settings(raw: &RawConfig, problems: &mut Vec<String>) -> HttpConfig {
-    let h = &raw.http;
-    let mut range = |key: &str, value: i64, min: i64, max: i64| -> u64 {
-        if value < min || value > max {
-            problems.push(format!(
-                "http.{key} = {value}: must be between {min} and {max}"
-            ));
-            min.max(0) as u64
-        } else {
-            value as u64
-        }
-    };
-    let max_age = range("cors_max_age_sec", h.cors_max_age_sec, 0, 86_400);
-    let header = range(
-        "header_read_timeout_ms",
+pub(super) fn validate(h: &RawHttp, check: &mut Checker) -> HttpConfig {
+    let max_age = check.secs("http.cors_max_age_sec", h.cors_max_age_sec, 0, 86_400);
+    let header_read_timeout = check.millis(
+        "http.header_read_timeout_ms",
         h.header_read_timeout_ms,
         10,
         HOUR_MS,
     );
-    let body = range("body_read_timeout_ms", h.body_read_timeout_ms, 10, HOUR_MS);
-    let idle = range("idle_timeout_ms", h.idle_timeout_ms, 10, 24 * HOUR_MS);
+    let body_read_timeout = check.millis(
+        "http.body_read_timeout_ms",
+        h.body_read_timeout_ms,
+        10,
+        HOUR_MS,
+    );
+    let idle_timeout = check.millis("http.idle_timeout_ms", h.idle_timeout_ms, 10, 24 * HOUR_MS);
 
     let allowed_origins = if h.cors_allowed_origins.iter().any(|o| o == "*") {
         if h.cors_allowed_origins.len() > 1 {
-            problems.push(
-                "http.cors_allowed_origins: \"*\" allows every origin; list it alone or list origins without it".into(),
+            check.problem(
+                "http.cors_allowed_origins: \"*\" allows every origin; list it alone or list origins without it",
             );
         }
         None
@@ -45,7 +35,7 @@ pub(super) fn http_settings(raw: &RawConfig, problems: &mut Vec<String>) -> Http
         for origin in &h.cors_allowed_origins {
             match HeaderValue::from_str(origin.trim_end_matches('/')) {
                 Ok(value) if origin.contains("://") => origins.push(value),
-                _ => problems.push(format!(
+                _ => check.problem(format!(
                     "http.cors_allowed_origins entry \"{origin}\": expected an origin such as \"https://game.example.com\", or \"*\""
                 )),
             }
@@ -56,7 +46,7 @@ pub(super) fn http_settings(raw: &RawConfig, problems: &mut Vec<String>) -> Http
     for name in &h.cors_allowed_headers {
         match HeaderName::from_bytes(name.as_bytes()) {
             Ok(header) => allowed_headers.push(header),
-            Err(_) => problems.push(format!(
+            Err(_) => check.problem(format!(
                 "http.cors_allowed_headers entry \"{name}\": not a valid header name"
             )),
         }
@@ -65,59 +55,27 @@ pub(super) fn http_settings(raw: &RawConfig, problems: &mut Vec<String>) -> Http
         cors: CorsConfig {
             allowed_origins,
             allowed_headers,
-            max_age: Duration::from_secs(max_age),
+            max_age,
         },
-        header_read_timeout: Duration::from_millis(header),
-        body_read_timeout: Duration::from_millis(body),
-        idle_timeout: Duration::from_millis(idle),
-    }
-}
-
-pub(super) fn signin_throttle_settings(
-    raw: &RawConfig,
-    problems: &mut Vec<String>,
-) -> SignInThrottleConfig {
-    let t = &raw.signin_throttle;
-    let mut range = |key: &str, value: i64, min: i64, max: i64| -> u64 {
-        if value < min || value > max {
-            problems.push(format!(
-                "signin_throttle.{key} = {value}: must be between {min} and {max}"
-            ));
-            min.max(0) as u64
-        } else {
-            value as u64
-        }
-    };
-    let account = range(
-        "max_failures_per_account",
-        t.max_failures_per_account,
-        0,
-        1_000_000,
-    );
-    let address = range(
-        "max_failures_per_address",
-        t.max_failures_per_address,
-        0,
-        1_000_000,
-    );
-    let window = range("window_sec", t.window_sec, 1, 86_400);
-    let entries = range("max_entries", t.max_entries, 1, 10_000_000);
-    SignInThrottleConfig {
-        max_failures_per_account: account as u32,
-        max_failures_per_address: address as u32,
-        window: Duration::from_secs(window),
-        max_entries: entries as usize,
+        header_read_timeout,
+        body_read_timeout,
+        idle_timeout,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::config::check::Checker;
+    use crate::config::{RawConfig, signin_throttle};
 
     #[test]
     fn defaults_allow_any_origin_with_nakamas_headers() {
-        let mut problems = Vec::new();
-        let http = http_settings(&RawConfig::default(), &mut problems);
+        let mut check = Checker::default();
+        let http = validate(&RawConfig::default().http, &mut check);
+        let problems = check.problems();
         assert!(problems.is_empty(), "{problems:?}");
         assert!(http.cors.allowed_origins.is_none());
         assert_eq!(http.cors.allowed_headers.len(), 3);
@@ -132,17 +90,22 @@ mod tests {
         raw.http.cors_allowed_origins = vec!["*".into(), "game.example.com".into()];
         raw.http.idle_timeout_ms = 0;
         raw.signin_throttle.window_sec = 0;
-        let mut problems = Vec::new();
-        http_settings(&raw, &mut problems);
-        signin_throttle_settings(&raw, &mut problems);
-        let text = problems.join("\n");
+        let mut check = Checker::default();
+        validate(&raw.http, &mut check);
+        signin_throttle::validate(&raw.signin_throttle, &mut check);
+        let text = check.problems().join("\n");
         assert!(text.contains("http.cors_allowed_origins"), "{text}");
         assert!(text.contains("http.idle_timeout_ms"), "{text}");
         assert!(text.contains("signin_throttle.window_sec"), "{text}");
 
         raw.http.cors_allowed_origins = vec!["game.example.com".into()];
-        let mut problems = Vec::new();
-        http_settings(&raw, &mut problems);
-        assert!(problems.iter().any(|p| p.contains("game.example.com")));
+        let mut check = Checker::default();
+        validate(&raw.http, &mut check);
+        assert!(
+            check
+                .problems()
+                .iter()
+                .any(|p| p.contains("game.example.com"))
+        );
     }
 }

@@ -2,26 +2,21 @@
 
 use metafi_runtime::LogLimit;
 
-use super::RawConfig;
+use super::check::Checker;
+use super::raw::RawRuntime;
 
 /// Most lines a second (and at once) a limit may allow; beyond it there is no limit worth the
 /// name, and 0 says so plainly.
 const MAX_LINES: i64 = 1_000_000;
 
-pub(super) fn log_limit(raw: &RawConfig, problems: &mut Vec<String>) -> LogLimit {
-    let r = &raw.runtime;
-    let mut lines = |key: &str, value: i64, min: i64| -> u32 {
-        if (min..=MAX_LINES).contains(&value) {
-            value as u32
-        } else {
-            problems.push(format!(
-                "{key} = {value}: must be between {min} and {MAX_LINES}"
-            ));
-            min as u32
-        }
-    };
+pub(super) fn validate(r: &RawRuntime, check: &mut Checker) -> LogLimit {
     LogLimit {
-        lines_per_second: lines("runtime.log_lines_per_second", r.log_lines_per_second, 0),
-        burst: lines("runtime.log_burst_lines", r.log_burst_lines, 1),
+        lines_per_second: check.count_u32(
+            "runtime.log_lines_per_second",
+            r.log_lines_per_second,
+            0,
+            MAX_LINES,
+        ),
+        burst: check.count_u32("runtime.log_burst_lines", r.log_burst_lines, 1, MAX_LINES),
     }
 }

@@ -1,6 +1,7 @@
 use std::io::Write;
 
 use super::*;
+use crate::config::database::database_backend;
 use crate::config::layers::{defaults_table, leaf_keys};
 
 fn load_with(

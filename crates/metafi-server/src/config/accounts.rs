@@ -1,0 +1,26 @@
+//! The `[accounts]` keys, checked: password hashing cost and concurrency.
+
+use metafi_core::AccountsConfig;
+
+use super::check::Checker;
+use super::raw::RawAccounts;
+
+pub(super) fn validate(a: &RawAccounts, check: &mut Checker) -> AccountsConfig {
+    let bcrypt_cost = check.count_u32("accounts.bcrypt_cost", a.bcrypt_cost, 4, 31);
+    let hashes = check.count(
+        "accounts.max_concurrent_hashes",
+        a.max_concurrent_hashes,
+        0,
+        1024,
+    );
+    AccountsConfig {
+        bcrypt_cost,
+        // 0: one per core.
+        max_concurrent_hashes: if hashes == 0 { cores() } else { hashes },
+    }
+}
+
+/// The cores this process may use (1 when unknown).
+pub(super) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
