@@ -361,3 +361,17 @@ fn script_log_limit_keys_are_checked() {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
 }
+
+#[test]
+fn quic_port_following_a_huge_socket_port_is_a_problem_not_a_panic() {
+    // `quic.port = -1` means socket.port + 2; a socket.port near i64::MAX overflowed that sum.
+    let mut raw = RawConfig::default();
+    raw.socket.port = i64::MAX;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    for needle in [
+        "socket.port = 9223372036854775807: must be between 0 and 65535",
+        "quic.port = -1 means socket.port + 2, which is past 65535",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}
