@@ -2,7 +2,7 @@
 
 use metafi_core::AccountsConfig;
 
-use super::check::Checker;
+use super::check::{Checker, cores};
 use super::raw::RawAccounts;
 
 pub(super) fn validate(a: &RawAccounts, check: &mut Checker) -> AccountsConfig {
@@ -18,9 +18,4 @@ pub(super) fn validate(a: &RawAccounts, check: &mut Checker) -> AccountsConfig {
         // 0: one per core.
         max_concurrent_hashes: if hashes == 0 { cores() } else { hashes },
     }
-}
-
-/// The cores this process may use (1 when unknown).
-pub(super) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }

@@ -25,6 +25,12 @@ impl Port {
     }
 }
 
+/// The cores this process may use (1 when unknown): what a count of 0 scales with, for keys where
+/// 0 means "per core".
+pub(super) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 impl Checker {
     /// Records a problem that is not a bound (a bad name, a missing pair, …).
     pub(super) fn problem(&mut self, text: impl Into<String>) {

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use metafi_runtime::{LogLimit, PoolConfig, RuntimeConfig};
 
-use super::accounts::cores;
-use super::check::Checker;
+use super::check::{Checker, cores};
 use super::raw::RawRuntime;
 use super::script_log;
 
