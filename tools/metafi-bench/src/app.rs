@@ -17,7 +17,7 @@ use crate::runner::{self, RunOptions};
 use crate::workloads::Workload;
 use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
-use crate::workloads::matches::{MatchOptions, Matches};
+use crate::workloads::seed_match::{MatchOptions, Matches};
 use crate::workloads::register::Register;
 use crate::workloads::rpc::{Rpc, RpcOptions};
 

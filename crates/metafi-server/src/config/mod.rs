@@ -8,7 +8,7 @@ mod database;
 mod http;
 mod layers;
 mod logger;
-mod matches;
+mod match_section;
 mod matchmaker;
 mod metrics;
 mod quic;
@@ -105,7 +105,7 @@ impl TryFrom<RawConfig> for Config {
         let metrics = metrics::validate(&raw.metrics, &mut check);
         let shutdown_grace = shutdown::validate(&raw.shutdown, &mut check);
         let runtime = runtime::validate(&raw.runtime, &raw.name, &data_dir, &mut check);
-        let (matches, match_vms) = matches::validate(&raw.matches, &mut check);
+        let (matches, match_vms) = match_section::validate(&raw.matches, &mut check);
         let matchmaker = matchmaker::validate(&raw.matchmaker, &mut check);
         let quic = quic::validate(&raw.quic, &socket, raw.socket.port, &data_dir, &mut check);
         let http = http::validate(&raw.http, &mut check);

@@ -3,7 +3,7 @@
 
 pub mod auth;
 pub mod ccu;
-pub mod matches;
+pub mod seed_match;
 pub mod register;
 pub mod rpc;
 
