@@ -17,9 +17,9 @@ use crate::runner::{self, RunOptions};
 use crate::workloads::Workload;
 use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
-use crate::workloads::seed_match::{MatchOptions, Matches};
 use crate::workloads::register::Register;
 use crate::workloads::rpc::{Rpc, RpcOptions};
+use crate::workloads::seed_match::{MatchOptions, Matches};
 
 /// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
 /// use, so `taskset -c 1` gives one: then a current-thread runtime).

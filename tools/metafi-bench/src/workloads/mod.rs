@@ -3,9 +3,9 @@
 
 pub mod auth;
 pub mod ccu;
-pub mod seed_match;
 pub mod register;
 pub mod rpc;
+pub mod seed_match;
 
 use std::future::Future;
 use std::sync::Arc;
