@@ -22,7 +22,7 @@ use metafi_core::{RpcContext, RpcDispatch};
 #[allow(clippy::unwrap_used)] // bench fixture: a panic is the failure report
 mod support;
 
-/// The payload of the Lua bench (`crates/metafi-runtime/benches/echo.rs`), for comparable numbers.
+/// The payload of the Lua bench (`crates/metafi-runtime-lua/benches/echo.rs`), for comparable numbers.
 const PAYLOAD: &str = r#"{"name":"bot-7","pos":[1.5,-2,3],"flags":{"alive":true},"n":42}"#;
 const CONCURRENCY: usize = 64;
 
@@ -74,7 +74,7 @@ fn harness(
     options.queue_capacity = 4 * CONCURRENCY;
     options
         .engines
-        .push(Arc::new(metafi_runtime::lua::LuaEngine::new()));
+        .push(Arc::new(metafi_runtime_lua::LuaEngine::new()));
     let harness = tokio
         .block_on(support::build(options))
         .expect("runtime starts");

@@ -601,7 +601,7 @@ async fn an_id_registered_by_lua_and_js_is_a_start_error() {
     let mut options = Options::new(dir.path().to_owned());
     options
         .engines
-        .push(Arc::new(metafi_runtime::lua::LuaEngine::new()));
+        .push(Arc::new(metafi_runtime_lua::LuaEngine::new()));
     let error = build(options).await.unwrap_err().to_string();
     assert!(error.contains("'echo_js' is registered by both"), "{error}");
 }

@@ -2,8 +2,9 @@
 //! [`RpcDispatch`](metafi_core::RpcDispatch) implementation, [`Runtime`].
 //!
 //! - [`host`] is the engine interface: what a script engine implements ([`EngineFactory`],
-//!   [`EngineVm`]) and what it receives (modules, the [`Nk`] API, [`VmLimits`]). The Lua engine
-//!   ([`lua::LuaEngine`]) lives here; the JavaScript engine lives in `metafi-runtime-js`.
+//!   [`EngineVm`]) and what it receives (modules, the [`Nk`] API, [`VmLimits`]). The engines are
+//!   peer crates over this interface: Lua in `metafi-runtime-lua`, JavaScript in
+//!   `metafi-runtime-js`.
 //! - [`native`] is the native Rust path: [`NativeModule`]s compiled into the binary.
 //! - [`Nk`] is the `nk` API as Rust functions; engines only convert values.
 //! - [`MatchHost`] is what `nk.match_*` needs from the match engine, injected by the server;
@@ -15,7 +16,8 @@
 //! tokio runtime); native functions run on the caller's IO runtime. Every call has a time
 //! budget, every VM a memory cap. Design and engine contract: `docs/RUNTIME.md`.
 //!
-//! Must not depend on: the transport, the REST API, the server binary, a storage backend.
+//! Must not depend on: the transport, the REST API, the server binary, a storage backend, a
+//! script engine (its tests use the Lua engine as a dev-dependency).
 //! Key types: [`Runtime`], [`RuntimeBuilder`], [`RuntimeConfig`], [`Nk`], [`EngineFactory`],
 //! [`NativeModule`], [`MatchHost`].
 
@@ -25,7 +27,6 @@ pub mod error;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
-pub mod lua;
 pub mod match_host;
 pub mod modules;
 pub mod native;

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+// One harness for the host and the Lua engine tests: it lives with the Lua crate's tests.
+#[path = "../../metafi-runtime-lua/tests/support/mod.rs"]
 mod support;
 
 use std::rc::Rc;

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
-use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
 use crate::config::Config;

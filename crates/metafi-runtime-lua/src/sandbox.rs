@@ -70,7 +70,7 @@ pub(super) fn apply(
             })
             .collect::<Vec<_>>()
             .join("\t");
-        super::nakama::log(lua, crate::nk::LogLevel::Info, &text);
+        super::nakama::log(lua, metafi_runtime::nk::LogLevel::Info, &text);
         Ok(())
     })?;
     globals.raw_set("print", print)?;

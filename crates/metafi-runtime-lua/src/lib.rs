@@ -1,12 +1,22 @@
-//! The Lua engine: LuaJIT in interpreter mode (the JIT library is never opened, so the JIT
-//! compiler stays off: compiled traces would not run the instruction hook that enforces the
-//! time budget), with Lua 5.1 semantics as Nakama's gopher-lua, and a `nakama` module as
-//! Nakama's.
+//! MetaFi's Lua runtime: Nakama-compatible Lua modules on LuaJIT in interpreter mode (the JIT
+//! library is never opened, so the JIT compiler stays off: compiled traces would not run the
+//! instruction hook that enforces the time budget), with Lua 5.1 semantics as Nakama's
+//! gopher-lua, and a `nakama` module as Nakama's, plugged into the script host of
+//! `metafi-runtime` through its engine interface.
 //!
-//! One [`LuaVm`] per VM thread. Modules are loaded into `package.preload` under their module
-//! names and then run in path order (skipping those another module already `require`d), as
-//! Nakama does. Each RPC runs as its own coroutine (mlua async), so a call that awaits an `nk`
-//! IO call lets other calls on the same VM run.
+//! - [`LuaEngine`] is the [`EngineFactory`] the server registers
+//!   (`RuntimeBuilder::engine(Arc::new(LuaEngine::new()))`); it loads `*.lua` under
+//!   `runtime.path`.
+//! - [`LuaVm`] is one Lua state per VM thread. Modules are loaded into `package.preload` under
+//!   their module names and then run in path order (skipping those another module already
+//!   `require`d), as Nakama does. Each RPC runs as its own coroutine (mlua async), so a call
+//!   that awaits an `nk` IO call lets other calls on the same VM run.
+//!
+//! Design and numbers: `docs/RUNTIME.md`, "Lua engine".
+//!
+//! Must not depend on: the transport, the REST API, the server binary, a storage backend, the
+//! JavaScript engine (only `metafi_runtime`'s public engine interface).
+//! Key types: [`LuaEngine`], [`LuaVm`].
 
 mod c_functions;
 mod convert;
@@ -25,15 +35,13 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
-
-use crate::context::ExecutionMode;
-
-use crate::error::{LoadError, ScriptError, code_from_number};
-use crate::host::{
+use metafi_runtime::context::ExecutionMode;
+use metafi_runtime::error::{LoadError, ScriptError, code_from_number};
+use metafi_runtime::host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall, VmSetup,
 };
-use crate::nk::Nk;
+use metafi_runtime::nk::Nk;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 /// Instructions between two clock checks of the budget hook. Small enough that a spinning
 /// script is stopped within a fraction of a millisecond past its deadline, large enough that
@@ -49,7 +57,7 @@ const COROUTINE_POOL: usize = 32;
 #[derive(Debug, Default)]
 pub struct LuaEngine {
     /// Where match handlers' Lua states live (`docs/MATCHES.md`, "Script VMs").
-    match_vms: crate::match_host::MatchVms,
+    match_vms: metafi_runtime::match_host::MatchVms,
 }
 
 impl LuaEngine {
@@ -58,7 +66,7 @@ impl LuaEngine {
     }
 
     /// Runs match handlers in their own Lua state each, or in one state per executor thread.
-    pub fn with_match_vms(mut self, vms: crate::match_host::MatchVms) -> LuaEngine {
+    pub fn with_match_vms(mut self, vms: metafi_runtime::match_host::MatchVms) -> LuaEngine {
         self.match_vms = vms;
         self
     }
@@ -544,7 +552,7 @@ fn is_budget(error: &mlua::Error) -> bool {
 
 /// The message of the deepest cause: what the script (or the `nk` call) said, without
 /// mlua's wrapping and traceback.
-pub(super) fn innermost_message(error: &mlua::Error) -> String {
+pub(crate) fn innermost_message(error: &mlua::Error) -> String {
     match error {
         mlua::Error::CallbackError { cause, .. } => innermost_message(cause),
         mlua::Error::WithContext { cause, .. } => innermost_message(cause),

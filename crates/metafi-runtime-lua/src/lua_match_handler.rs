@@ -31,13 +31,13 @@ use metafi_match::{
     Dispatcher, Flow, HandlerError, IdleStatus, JoinRequest, JoinVerdict, MAX_LABEL_BYTES,
     MatchContext, MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
+use metafi_runtime::error::ScriptError;
+use metafi_runtime::host::VmSetup;
+use metafi_runtime::match_host::{MATCHMAKER_MATCHED_HOOK, MatchVms};
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use uuid::Uuid;
 
 use super::{LuaVm, VmShared, WithDeadline, convert, is_budget};
-use crate::error::ScriptError;
-use crate::host::VmSetup;
-use crate::match_host::{MATCHMAKER_MATCHED_HOOK, MatchVms};
 
 /// The callbacks a match module must return, in the order [`Callback`] indexes them.
 const CALLBACKS: [&str; 7] = [
@@ -124,7 +124,7 @@ thread_local! {
 
 fn load(setup: VmSetup) -> Result<LuaVm, HandlerError> {
     let deadline = Instant::now() + setup.limits.load_timeout;
-    match crate::block::block_on_until(LuaVm::create(setup), Some(deadline)) {
+    match metafi_runtime::block_on_until(LuaVm::create(setup), Some(deadline)) {
         Some(Ok(vm)) => Ok(vm),
         Some(Err(e)) => Err(HandlerError::failed(format!(
             "error loading match module: {e}"
@@ -385,7 +385,7 @@ impl LuaMatch {
             .map_err(LuaMatch::lua_error)?;
         let run = function.call_async::<MultiValue>(args);
         let guarded = WithDeadline::new(Box::pin(run), ctx.deadline, self.vm.deadline.clone());
-        let outcome = crate::block::block_on_until(guarded, Some(ctx.deadline));
+        let outcome = metafi_runtime::block_on_until(guarded, Some(ctx.deadline));
         let timed_out = Instant::now() >= ctx.deadline;
         match outcome {
             None => Err(HandlerError::Timeout),

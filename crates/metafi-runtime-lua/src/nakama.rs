@@ -1,5 +1,5 @@
 //! The `nakama` module (`local nk = require("nakama")`): Nakama's Lua function names, argument
-//! shapes, return shapes and error texts, over [`Nk`](crate::Nk). Argument errors read
+//! shapes, return shapes and error texts, over [`Nk`](metafi_runtime::Nk). Argument errors read
 //! `bad argument #N to 'name' (…)` as in gopher-lua; failed `nk` calls raise a string error
 //! (`failed to read storage objects: …`), which is code 13 unless the script catches it.
 
@@ -7,6 +7,9 @@ use std::collections::HashMap;
 
 use metafi_core::CoreError;
 use metafi_core::objects::{DeleteInput, WriteInput};
+use metafi_runtime::context::{CallContext, ExecutionMode};
+use metafi_runtime::match_host::{MatchInfo, MatchListQuery};
+use metafi_runtime::nk::{LogLevel, Nk};
 use metafi_storage::ObjectId;
 use mlua::{Lua, Table, Value};
 use serde_json::Value as Json;
@@ -14,9 +17,6 @@ use uuid::Uuid;
 
 use super::VmShared;
 use super::convert::{self, json_text_to_table};
-use crate::context::{CallContext, ExecutionMode};
-use crate::match_host::{MatchInfo, MatchListQuery};
-use crate::nk::{LogLevel, Nk};
 
 /// Puts the `nakama` module in `package.preload`.
 pub(super) fn install(lua: &Lua) -> mlua::Result<()> {

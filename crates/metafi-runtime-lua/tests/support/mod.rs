@@ -11,19 +11,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use metafi_core::{Clock, CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
-use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{
     EngineFactory, MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime,
     RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
+use metafi_runtime_lua::LuaEngine;
 use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+/// A fixture folder of Lua modules. By path from the crates folder, because the host's own
+/// tests (`metafi-runtime/tests`) include this module too.
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("../metafi-runtime-lua/tests/fixtures")
         .join(name)
 }
 

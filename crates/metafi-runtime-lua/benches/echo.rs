@@ -3,7 +3,7 @@
 //! would issue them. No HTTP: this is the runtime's own cost. Full-stack numbers come from
 //! metafi-bench.
 //!
-//! `cargo bench -p metafi-runtime --bench echo`; report elements/s (calls/s). Set
+//! `cargo bench -p metafi-runtime-lua --bench echo`; report elements/s (calls/s). Set
 //! `METAFI_BENCH_LUA_VMS` to change the number of Lua VMs (default: one per core).
 
 #![allow(clippy::unwrap_used)] // bench setup: a panic is the failure report
@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use metafi_core::{Objects, RpcContext, RpcDispatch, SystemClock};
-use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{
     NoMatches, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
+use metafi_runtime_lua::LuaEngine;
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 
 const PAYLOAD: &str = r#"{"name":"bot-7","pos":[1.5,-2,3],"flags":{"alive":true},"n":42}"#;

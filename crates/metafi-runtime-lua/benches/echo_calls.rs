@@ -5,7 +5,7 @@
 //! counts is the cost of one call, start-up excluded:
 //!
 //! ```text
-//! cargo bench -p metafi-runtime --bench echo_calls --no-run
+//! cargo bench -p metafi-runtime-lua --bench echo_calls --no-run
 //! METAFI_BENCH_CALLS=2000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
 //! METAFI_BENCH_CALLS=6000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
 //! ```
@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metafi_core::{Objects, RpcContext, RpcDispatch, SystemClock};
-use metafi_runtime::lua::LuaEngine;
 use metafi_runtime::{
     NoMatches, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
+use metafi_runtime_lua::LuaEngine;
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 
 const PAYLOAD: &str = r#"{"name":"bot-7","pos":[1.5,-2,3],"flags":{"alive":true},"n":42}"#;
