@@ -33,6 +33,8 @@ pub mod native;
 pub mod nk;
 mod pool;
 mod runtime;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod watchdog;
 
 pub use block::block_on_until;

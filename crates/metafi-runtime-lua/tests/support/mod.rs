@@ -6,19 +6,18 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use metafi_core::{Clock, CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
 use metafi_runtime::{
-    EngineFactory, MatchHost, MatchInfo, MatchListQuery, NativeModule, PoolConfig, Runtime,
-    RuntimeBuilder, RuntimeConfig, RuntimeServices,
+    EngineFactory, NativeModule, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig,
+    RuntimeServices,
 };
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 /// A fixture folder of Lua modules. By path from the crates folder, because the host's own
@@ -29,124 +28,7 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A match host that records what scripts asked for. `signal("sleep", ms)` sleeps, to play a
-/// slow IO call; `signal("sleep", "gate")` waits at `gate` until the test opens it, a slow IO
-/// call whose end the test decides (so no test has to guess how long anything takes), and
-/// `signal("gate?", _)` answers at once whether it is open.
-#[derive(Debug, Default)]
-pub struct FakeMatches {
-    pub creates: AtomicUsize,
-    pub last_params: parking_lot::Mutex<Option<(String, Map<String, Value>)>>,
-    pub last_query: parking_lot::Mutex<Option<MatchListQuery>>,
-    pub gate: Gate,
-}
-
-/// Where gated IO calls wait: closed until `open`, and counts the calls that reached it.
-#[derive(Debug)]
-pub struct Gate {
-    open: tokio::sync::watch::Sender<bool>,
-    arrived: AtomicUsize,
-}
-
-impl Default for Gate {
-    fn default() -> Gate {
-        Gate {
-            open: tokio::sync::watch::Sender::new(false),
-            arrived: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl Gate {
-    /// Lets every call waiting at the gate, and every later one, through.
-    pub fn open(&self) {
-        self.open.send_replace(true);
-    }
-
-    pub fn is_open(&self) -> bool {
-        *self.open.borrow()
-    }
-
-    /// How many calls reached the gate so far (waiting, passed or abandoned).
-    pub fn arrived(&self) -> usize {
-        self.arrived.load(Ordering::SeqCst)
-    }
-
-    /// Waits until `n` calls reached the gate; panics with `what` if that never happens (a
-    /// hang guard far above any real wait).
-    pub async fn until_arrived(&self, n: usize, what: &str) {
-        tokio::time::timeout(Duration::from_secs(30), async {
-            while self.arrived() < n {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{what}: {} of {n} calls reached the gate", self.arrived()));
-    }
-
-    async fn pass(&self) {
-        let mut open = self.open.subscribe();
-        self.arrived.fetch_add(1, Ordering::SeqCst);
-        // The sender lives as long as the host: `wait_for` ends only when the gate opens.
-        let _ = open.wait_for(|open| *open).await;
-    }
-}
-
-#[async_trait]
-impl MatchHost for FakeMatches {
-    async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError> {
-        let n = self.creates.fetch_add(1, Ordering::SeqCst);
-        *self.last_params.lock() = Some((module.to_owned(), params));
-        Ok(format!("match-{n}.node"))
-    }
-
-    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
-        *self.last_query.lock() = Some(query.clone());
-        Ok(vec![MatchInfo {
-            match_id: "listed.node".into(),
-            authoritative: true,
-            label: query.label,
-            size: 2,
-            tick_rate: Some(10),
-            handler_name: Some("lobby".into()),
-        }])
-    }
-
-    async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {
-        if id == "nope" {
-            return Ok(None);
-        }
-        Ok(Some(MatchInfo {
-            match_id: id.to_owned(),
-            authoritative: true,
-            label: None,
-            size: 1,
-            tick_rate: None,
-            handler_name: Some("lobby".into()),
-        }))
-    }
-
-    async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
-        if id == "gate?" {
-            return Ok(if self.gate.is_open() {
-                "open"
-            } else {
-                "closed"
-            }
-            .to_owned());
-        }
-        if id == "sleep" && data == "gate" {
-            self.gate.pass().await;
-            return Ok("passed the gate".to_owned());
-        }
-        if id == "sleep" {
-            let ms: u64 = data.parse().unwrap_or(0);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            return Ok(format!("slept {ms}"));
-        }
-        Ok(format!("{id} got {data}"))
-    }
-}
+pub use metafi_runtime::testing::FakeMatches;
 
 #[derive(Debug)]
 pub struct Harness {
