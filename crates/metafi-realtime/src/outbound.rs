@@ -101,8 +101,6 @@ impl Outbound {
 
     /// The session ids of the presences this event lists (joins and leaves), for the outbox's
     /// rule that one merged event never names a session twice.
-    /// The session ids of the presences this event lists (joins and leaves), for the outbox's
-    /// rule that one merged event never names a session twice.
     pub(crate) fn presence_session_ids(&self) -> impl Iterator<Item = &str> {
         let (joins, leaves) = presence_slices(&self.inner.envelope);
         joins

@@ -423,20 +423,25 @@ impl Outbox {
         if let Some(merged) = mergeable(&mut state.queue, key) {
             let hasher = hasher();
             if merged.sessions.is_empty() {
-                let first: Vec<u64> = merged
-                    .parts
-                    .iter()
-                    .flat_map(Outbound::presence_session_ids)
-                    .map(|id| session_hash(hasher, id))
-                    .collect();
-                merged.sessions.extend(first);
+                merged.sessions.extend(
+                    merged
+                        .parts
+                        .iter()
+                        .flat_map(Outbound::presence_session_ids)
+                        .map(|id| session_hash(hasher, id)),
+                );
             }
-            let named: Vec<u64> = outbound
+            // Two passes over the (usually one) session id rather than a `Vec` per push: this
+            // runs per presence event per recipient.
+            let clash = outbound
                 .presence_session_ids()
-                .map(|id| session_hash(hasher, id))
-                .collect();
-            if !named.iter().any(|h| merged.sessions.contains(h)) {
-                merged.sessions.extend(named);
+                .any(|id| merged.sessions.contains(&session_hash(hasher, id)));
+            if !clash {
+                merged.sessions.extend(
+                    outbound
+                        .presence_session_ids()
+                        .map(|id| session_hash(hasher, id)),
+                );
                 merged.parts.push(outbound.clone());
                 merged.cost += cost;
                 state.bytes += cost;
