@@ -366,8 +366,11 @@ impl Outbox {
 
     /// Resolves once the queue is small enough for the reader to take another request (an
     /// eighth of the byte and message bounds), or the session is closing. The reader's backpressure: a
-    /// client that sends faster than it reads is read more slowly, not closed. Cancel-safe.
-    pub async fn writable(&self) {
+    /// client that sends faster than it reads is read more slowly, not closed. Returns whether
+    /// it had to wait: the transport then restarts the client's silence clocks, since the time
+    /// it held the reader was the server not reading, not the client not sending. Cancel-safe.
+    pub async fn writable(&self) -> bool {
+        let mut waited = false;
         loop {
             let notified = self.reader.notified();
             let mut notified = std::pin::pin!(notified);
@@ -375,12 +378,20 @@ impl Outbox {
             {
                 let mut state = self.state.lock();
                 if state.close.is_some() || self.has_room(&state) {
-                    return;
+                    return waited;
                 }
                 state.reader_waiting = true;
             }
+            waited = true;
             notified.await;
         }
+    }
+
+    /// Whether the reader is held by backpressure now ([`Outbox::writable`]). While it is, the
+    /// client's frames wait unread, so its silence deadlines (pong, idle) must not run: a client
+    /// that does not read is closed by the outbox's byte and age bounds and the write deadline.
+    pub fn is_reader_held(&self) -> bool {
+        self.state.lock().reader_waiting
     }
 
     /// Whether the reader may take another request: the queue is within an eighth of its byte

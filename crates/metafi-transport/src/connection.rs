@@ -86,8 +86,11 @@ async fn read_loop(
     let outbox = session.outbox();
     let format = session.format();
     loop {
-        // Backpressure: the next request waits until the client has read enough answers.
-        outbox.writable().await;
+        // Backpressure: the next request waits until the client has read enough answers; the
+        // time the reader was held does not count as the client's silence.
+        if outbox.writable().await {
+            session.record_message(now_ms());
+        }
         let frame = tokio::select! {
             biased;
             () = outbox.closed() => {
@@ -244,6 +247,11 @@ impl Keepalive {
 
     /// Closes the session when a deadline passed; says whether a ping is due.
     fn check(&mut self, session: &Session, now: u64) -> Check {
+        if session.outbox().is_reader_held() {
+            // Our reader is held by backpressure: the client's pongs wait unread, so its
+            // silence is ours. Look again a ping period later.
+            return Check::Wait(Duration::from_millis(self.ping_period.max(1)));
+        }
         if now >= session.last_frame_ms().saturating_add(self.pong_wait) {
             return Check::Wait(self.closing(session, CloseReason::PongTimeout));
         }

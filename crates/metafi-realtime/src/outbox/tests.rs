@@ -332,12 +332,19 @@ async fn the_reader_waits_while_answers_pile_up_and_goes_on_once_they_are_taken(
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!reader.is_finished(), "2 KB queued: over an eighth of 8 KB");
+    assert!(
+        outbox.is_reader_held(),
+        "the transport sees the hold (and stops the client's silence clocks)"
+    );
     let mut batch = Vec::new();
     outbox.take_batch(64, &mut batch);
-    tokio::time::timeout(Duration::from_secs(5), reader)
+    let waited = tokio::time::timeout(Duration::from_secs(5), reader)
         .await
         .expect("the reader is woken once the writer took the answers")
         .unwrap();
+    assert!(waited, "it says it waited, so the silence clocks restart");
+    assert!(!outbox.is_reader_held());
+    assert!(!outbox.writable().await, "with room it does not wait");
 }
 
 #[tokio::test]

@@ -126,8 +126,11 @@ async fn read_loop(
 ) -> CloseReason {
     let outbox = session.outbox();
     loop {
-        // Backpressure: the next request waits until the client has read enough answers.
-        outbox.writable().await;
+        // Backpressure: the next request waits until the client has read enough answers; the
+        // time the reader was held does not count as the client's silence.
+        if outbox.writable().await {
+            session.record_message(now_ms());
+        }
         let received = tokio::select! {
             biased;
             () = outbox.closed() => {
@@ -221,6 +224,7 @@ async fn write_loop(
                     session.close(CloseReason::ConnectionError);
                 }
                 if let Some(idle) = config.idle_timeout
+                    && !session.outbox().is_reader_held()
                     && now_ms() >= session.last_message_ms().saturating_add(idle.as_millis() as u64)
                 {
                     session.close(CloseReason::IdleTimeout);
