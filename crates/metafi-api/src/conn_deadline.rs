@@ -129,6 +129,10 @@ impl ConnState {
     }
 
     fn progressed(&self, read: bool) {
+        // An upgraded connection has no deadline here: spare every WebSocket frame the clock.
+        if self.upgraded.load(Ordering::Relaxed) {
+            return;
+        }
         let now = self.millis(Instant::now());
         self.last_progress.store(now, Ordering::Relaxed);
         if read && self.is_idle() && self.head_started.load(Ordering::Relaxed) == NONE {
@@ -413,5 +417,29 @@ mod tests {
         assert_eq!(which(&state), None);
         state.progressed(true);
         assert_eq!(which(&state), None);
+    }
+
+    /// Every read and write of a WebSocket recorded its time (a clock read) though no
+    /// deadline of this module applies to it any more.
+    #[tokio::test(start_paused = true)]
+    async fn websocket_traffic_records_no_progress() {
+        let state = state();
+        let guard = state.begin_request();
+        let mut switching = axum::response::Response::new(Body::empty());
+        *switching.status_mut() = axum::http::StatusCode::SWITCHING_PROTOCOLS;
+        drop(guard.respond(switching));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        state.progressed(true);
+        state.progressed(false);
+        assert_eq!(
+            state.head_started.load(Ordering::Relaxed),
+            NONE,
+            "WebSocket frames are not request heads"
+        );
+        assert_eq!(
+            state.last_progress.load(Ordering::Relaxed),
+            0,
+            "no clock read per WebSocket frame"
+        );
     }
 }

@@ -33,6 +33,10 @@ pub(crate) async fn guard(
     if declared.is_some_and(|len| len > limit as u64) {
         return ApiError::body_too_large(limit).into_response();
     }
+    if request.body().is_end_stream() {
+        // No body to wait for (most GETs): no timer, no boxing.
+        return next.run(request).await;
+    }
     let deadline = Instant::now() + config.http.body_read_timeout;
     let request = request.map(|body| Body::new(DeadlineBody::new(body, deadline)));
     next.run(request).await

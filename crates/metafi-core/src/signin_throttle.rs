@@ -226,7 +226,8 @@ impl<K: std::hash::Hash + Eq + Clone> Windows<K> {
     fn make_room(&mut self, now: i64, window: i64, cap: usize) {
         self.entries
             .retain(|_, w| now < w.start_ms.saturating_add(window));
-        if self.entries.len() < cap {
+        if self.entries.len() < cap || self.entries.is_empty() {
+            // Room enough, or nothing to evict (`cap` 0: the config refuses it, callers may not).
             return;
         }
         let mut starts: Vec<i64> = self.entries.values().map(|w| w.start_ms).collect();
@@ -313,6 +314,19 @@ mod tests {
             t.failed(email("9999@x"), None);
         }
         assert!(t.check(&email("9999@x"), None).is_err());
+    }
+
+    /// `max_entries: 0` underflowed `starts.len() - 1` on the first failure.
+    #[test]
+    fn a_zero_entry_cap_does_not_panic() {
+        let (t, _clock) = throttle(SignInThrottleConfig {
+            max_entries: 0,
+            ..small()
+        });
+        for i in 0..3 {
+            t.failed(email(&format!("{i}@x")), None);
+        }
+        assert!(t.len() <= 1, "{} keys remembered", t.len());
     }
 
     #[test]

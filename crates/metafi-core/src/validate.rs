@@ -4,7 +4,7 @@
 
 use metafi_storage::text::{
     MAX_AVATAR_URL_CHARS, MAX_COLLECTION_CHARS, MAX_KEY_CHARS, MAX_LANG_TAG_CHARS,
-    MAX_PROFILE_CHARS,
+    MAX_PROFILE_CHARS, longer_than,
 };
 
 use crate::CoreError;
@@ -142,7 +142,7 @@ pub(crate) fn profile_field(field: ProfileField, value: &str) -> Result<(), Core
             "{name} invalid, no NUL characters allowed."
         )));
     }
-    if value.len() > max && value.chars().count() > max {
+    if longer_than(value, max) {
         return Err(CoreError::invalid(format!(
             "{name} invalid, must be at most {max} characters."
         )));
@@ -180,8 +180,7 @@ pub(crate) fn object_name(collection: &str, key: &str) -> Result<(), CoreError> 
 /// columns (128 characters each).
 pub(crate) fn new_object_name(collection: &str, key: &str) -> Result<(), CoreError> {
     object_name(collection, key)?;
-    let too_long = |text: &str, max: usize| text.len() > max && text.chars().count() > max;
-    if too_long(collection, MAX_COLLECTION_CHARS) || too_long(key, MAX_KEY_CHARS) {
+    if longer_than(collection, MAX_COLLECTION_CHARS) || longer_than(key, MAX_KEY_CHARS) {
         return Err(CoreError::invalid(format!(
             "Invalid collection or key value supplied. They must be at most {MAX_KEY_CHARS} characters."
         )));

@@ -39,11 +39,16 @@ pub fn refuse_nul(field: &'static str, text: &str) -> Result<(), StorageError> {
 /// Refuses a NUL character, and more than `max` characters.
 pub fn check_text(field: &'static str, text: &str, max: usize) -> Result<(), StorageError> {
     refuse_nul(field, text)?;
-    // Byte length bounds the character count from above: only long text is counted.
-    if text.len() > max && text.chars().count() > max {
+    if longer_than(text, max) {
         return Err(StorageError::TooLong { field, max });
     }
     Ok(())
+}
+
+/// Whether `text` has more than `max` characters (the unit of Nakama's columns).
+pub fn longer_than(text: &str, max: usize) -> bool {
+    // Byte length bounds the character count from above: only long text is counted.
+    text.len() > max && text.chars().count() > max
 }
 
 /// A new account: its username and identity.
