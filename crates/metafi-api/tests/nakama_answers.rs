@@ -51,6 +51,37 @@ async fn account_never_said_online_now_it_says_so_while_the_user_appears_online(
 }
 
 #[tokio::test]
+async fn get_users_naming_thousands_of_users_was_unbounded_now_refused() {
+    let api = Api::new().await;
+    let ada = api.sign_up("&username=ada").await;
+    let many = "&usernames=x".repeat(1001);
+    let answer = api
+        .as_user(
+            &ada,
+            Method::GET,
+            &format!("/v2/user?usernames=ada{many}"),
+            None,
+        )
+        .await;
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Too many users requested: at most 1000 ids and usernames together.",
+    );
+    let some = "&usernames=x".repeat(999);
+    let (status, body) = api
+        .as_user(
+            &ada,
+            Method::GET,
+            &format!("/v2/user?usernames=ada{some}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "1000 is allowed: {body}");
+}
+
+#[tokio::test]
 async fn get_users_refuses_a_bad_id_and_answers_nothing_for_nothing() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;

@@ -37,4 +37,4 @@ pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
-pub use users::{NobodyOnline, OnlineUsers, UserLookup, Users};
+pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};

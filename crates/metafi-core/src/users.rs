@@ -36,6 +36,9 @@ pub struct UserLookup {
     pub facebook_ids: Vec<String>,
 }
 
+/// Most ids, usernames and Facebook ids one `GET /v2/user` may name (docs/LIMITS.md).
+pub const MAX_USERS_PER_LOOKUP: usize = 1000;
+
 #[derive(Debug)]
 pub struct Users {
     store: Arc<dyn Storage>,
@@ -56,6 +59,14 @@ impl Users {
     /// Unknown ids and names are skipped; an id that is not a UUID is refused with Nakama's
     /// message.
     pub async fn users(&self, lookup: UserLookup) -> Result<Vec<api::User>, CoreError> {
+        let asked = lookup.ids.len() + lookup.usernames.len() + lookup.facebook_ids.len();
+        if asked > MAX_USERS_PER_LOOKUP {
+            // Nakama has no cap; one request naming ten thousand users would cost the storage
+            // ten thousand look-ups.
+            return Err(CoreError::invalid(format!(
+                "Too many users requested: at most {MAX_USERS_PER_LOOKUP} ids and usernames together."
+            )));
+        }
         let mut ids = Vec::with_capacity(lookup.ids.len());
         for id in &lookup.ids {
             let parsed = Uuid::parse_str(id)
