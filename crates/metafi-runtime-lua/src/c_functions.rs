@@ -165,6 +165,8 @@ unsafe fn name_argument_error(state: *mut ffi::lua_State) {
         let Some(number) = std::str::from_utf8(&rest[..digits])
             .ok()
             .and_then(|n| n.parse::<u32>().ok())
+            // LuaJIT never writes `#0`; a script's own error text may (`method` would underflow).
+            .filter(|&n| n > 0)
         else {
             return;
         };

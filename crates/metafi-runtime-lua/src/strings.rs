@@ -146,10 +146,7 @@ fn gsub(
         let end = matcher.match_at(at, first).map_err(pattern_error)?;
         if let Some(end) = end {
             n += 1;
-            add_value(lua, &matcher, &src, at, end, &repl, &mut out)?;
-            if out.len() > max_result {
-                return Err(mlua::Error::MemoryError("not enough memory".into()));
-            }
+            add_value(lua, &matcher, &src, at, end, &repl, max_result, &mut out)?;
         }
         match end {
             Some(end) if end > at => at = end,
@@ -167,7 +164,9 @@ fn gsub(
     Ok((lua.create_string(&out)?, n))
 }
 
-/// Appends the replacement of match `s..e` to `out`.
+/// Appends the replacement of match `s..e` to `out`, failing once `out` passes `max_result`
+/// bytes: one string replacement such as `"%0%0…"` can multiply the subject many times over.
+#[allow(clippy::too_many_arguments)]
 fn add_value(
     lua: &Lua,
     matcher: &Matcher<'_>,
@@ -175,6 +174,7 @@ fn add_value(
     s: usize,
     e: usize,
     repl: &Value,
+    max_result: usize,
     out: &mut Vec<u8>,
 ) -> mlua::Result<()> {
     let value = match repl {
@@ -204,6 +204,7 @@ fn add_value(
                     }
                 }
                 i += 1;
+                check_result_size(out, max_result)?;
             }
             return Ok(());
         }
@@ -232,6 +233,13 @@ fn add_value(
                 other.type_name()
             )));
         }
+    }
+    check_result_size(out, max_result)
+}
+
+fn check_result_size(out: &[u8], max_result: usize) -> mlua::Result<()> {
+    if out.len() > max_result {
+        return Err(mlua::Error::MemoryError("not enough memory".into()));
     }
     Ok(())
 }

@@ -263,6 +263,12 @@ async fn lua_checked_c_functions_name_themselves_and_the_line_in_argument_errors
             "local ok, e = pcall(string.format, '%d', 'x') return e",
             "bad argument #2 to '?' (number expected, got string)",
         ),
+        (
+            // A script's error through a wrapped method call is not an argument error to name.
+            "local t = {2, 1, sort = table.sort} local ok, e = pcall(function() \
+             t:sort(function() error(\"bad argument #0 to '?' (x)\", 0) end) end) return e",
+            "bad argument #0 to '?' (x)",
+        ),
     ] {
         let got = match eval(&h, code).await {
             Ok(out) => out,

@@ -97,8 +97,15 @@ impl LogLimiter {
 
     /// Takes a token from `module`'s bucket if it has one.
     pub fn admit(&self, module: &str, now: Instant) -> Admit {
+        self.admit_keyed(module, now).0
+    }
+
+    /// [`admit`](Self::admit), and the name of the bucket that answered: `module`, or
+    /// `"(other modules)"` past [`MAX_TRACKED_MODULES`]. Label drop metrics with it, not with
+    /// `module`, so invented module names cannot grow the metric series without bound.
+    pub fn admit_keyed<'m>(&self, module: &'m str, now: Instant) -> (Admit, &'m str) {
         if self.limit.is_unlimited() {
-            return Admit::Write;
+            return (Admit::Write, module);
         }
         let mut buckets = self.buckets.lock();
         let key = if buckets.contains_key(module) || buckets.len() < MAX_TRACKED_MODULES {
@@ -119,7 +126,7 @@ impl LogLimiter {
         }
         let Some(bucket) = buckets.get_mut(key) else {
             // Inserted just above.
-            return Admit::Write;
+            return (Admit::Write, key);
         };
         let elapsed = now.saturating_duration_since(bucket.refilled).as_secs_f64();
         bucket.refilled = bucket.refilled.max(now);
@@ -128,10 +135,10 @@ impl LogLimiter {
         if bucket.tokens < 1.0 {
             bucket.dropped += 1;
             bucket.first_drop.get_or_insert(now);
-            return Admit::Drop;
+            return (Admit::Drop, key);
         }
         bucket.tokens -= 1.0;
-        match bucket.first_drop {
+        let admit = match bucket.first_drop {
             Some(since) if now.saturating_duration_since(since) >= SUMMARY_INTERVAL => {
                 bucket.first_drop = None;
                 Admit::WriteAfterDrops {
@@ -140,7 +147,8 @@ impl LogLimiter {
                 }
             }
             _ => Admit::Write,
-        }
+        };
+        (admit, key)
     }
 }
 
@@ -233,5 +241,28 @@ mod tests {
             "shares the overflow bucket"
         );
         assert_eq!(limiter.buckets.lock().len(), MAX_TRACKED_MODULES + 1);
+    }
+
+    #[test]
+    fn drops_of_invented_module_names_are_labelled_with_the_shared_bucket() {
+        let limiter = limiter(1, 1);
+        let now = Instant::now();
+        for i in 0..MAX_TRACKED_MODULES {
+            let module = format!("m{i}");
+            assert_eq!(
+                limiter.admit_keyed(&module, now),
+                (Admit::Write, module.as_str())
+            );
+        }
+        assert_eq!(limiter.admit_keyed("m0", now), (Admit::Drop, "m0"));
+        assert_eq!(
+            limiter.admit_keyed("new-1", now),
+            (Admit::Write, OVERFLOW_MODULE)
+        );
+        assert_eq!(
+            limiter.admit_keyed("new-2", now),
+            (Admit::Drop, OVERFLOW_MODULE),
+            "one label for every name past the table size, not one series each"
+        );
     }
 }

@@ -129,14 +129,14 @@ impl Nk {
         if !enabled {
             return;
         }
-        match self
+        let (admit, bucket) = self
             .inner
             .log_limiter
-            .admit(module, std::time::Instant::now())
-        {
+            .admit_keyed(module, std::time::Instant::now());
+        match admit {
             Admit::Write => {}
             Admit::Drop => {
-                metrics::counter!("metafi_runtime_log_lines_dropped_total", "module" => module.to_owned())
+                metrics::counter!("metafi_runtime_log_lines_dropped_total", "module" => bucket.to_owned())
                     .increment(1);
                 return;
             }

@@ -178,6 +178,21 @@ fn a_gsub_result_past_the_memory_cap_fails_as_out_of_memory() {
     );
 }
 
+#[test]
+fn one_gsub_replacement_that_multiplies_the_subject_stops_at_the_memory_cap() {
+    // One match of the whole 100 kB subject, replaced by 20,000 copies of it (2 GB), used to be
+    // built in full before the size was checked.
+    let lua = ours();
+    let error = lua
+        .load(r#"return string.rep("a", 100000):gsub(".+", string.rep("%0", 20000))"#)
+        .exec()
+        .err();
+    assert!(
+        matches!(&error, Some(e) if e.to_string().contains("not enough memory")),
+        "{error:?}"
+    );
+}
+
 /// `bad argument #1 to 'find' (…)` → `bad argument #1 (…)`: LuaJIT names the function `?`
 /// when it is called as a method.
 fn without_function_name(text: &str) -> String {
