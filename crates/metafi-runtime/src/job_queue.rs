@@ -51,21 +51,35 @@ impl<T> JobQueue<T> {
 
     /// Puts back an item a consumer took but will not serve (an abandoned VM thread that came
     /// back to life), ahead of the others.
-    pub(crate) fn push_front(&self, item: T) {
-        self.items.lock().push_front(item);
+    ///
+    /// On a closed queue the item is handed back (`Err`): nobody will pop it, so the caller
+    /// must answer it.
+    pub(crate) fn push_front(&self, item: T) -> Result<(), T> {
+        let mut items = self.items.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(item);
+        }
+        items.push_front(item);
+        drop(items);
         self.ready.notify_one();
+        Ok(())
     }
 
     /// The next item; `None` once the queue is closed and empty.
     pub(crate) async fn pop(&self) -> Option<T> {
         loop {
+            // Registered before the checks: a `close` (whose `notify_waiters` keeps no permit)
+            // landing between the checks and the wait would otherwise never wake this consumer.
+            let notified = self.ready.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
             if let Some(item) = self.items.lock().pop_front() {
                 return Some(item);
             }
             if self.closed.load(Ordering::Acquire) {
                 return None;
             }
-            self.ready.notified().await;
+            notified.await;
         }
     }
 
@@ -91,10 +105,18 @@ mod tests {
         assert!(queue.try_push(2).is_ok());
         assert!(matches!(queue.try_push(3), Err(PushError::Full(3))));
         assert_eq!(queue.pop().await, Some(1));
-        queue.push_front(0);
+        assert!(queue.push_front(0).is_ok());
         assert_eq!(queue.pop().await, Some(0));
         assert_eq!(queue.close(), vec![2]);
         assert!(matches!(queue.try_push(4), Err(PushError::Closed(4))));
+        assert_eq!(queue.pop().await, None);
+    }
+
+    #[tokio::test]
+    async fn an_item_put_back_on_a_closed_queue_is_handed_back_not_stranded() {
+        let queue = JobQueue::new(2);
+        assert!(queue.close().is_empty());
+        assert_eq!(queue.push_front(7), Err(7));
         assert_eq!(queue.pop().await, None);
     }
 }

@@ -476,7 +476,12 @@ impl VmThread {
             if watch.is_abandoned() {
                 // This thread was given up for wedged and came back: its replacement serves
                 // the queue now.
-                queue.push_front(job);
+                if queue.push_front(job).is_err() {
+                    // The slot was closed meanwhile: the job is dropped, so its caller is
+                    // refused as every queued call of a closed slot is (`refuse_queued`).
+                    metrics::gauge!("metafi_runtime_queue_depth", "runtime" => engine)
+                        .decrement(1.0);
+                }
                 break;
             }
             // From here the call lives and dies with this thread: if it wedges, its caller is
