@@ -101,7 +101,7 @@ impl LogLimiter {
     }
 
     /// [`admit`](Self::admit), and the name of the bucket that answered: `module`, or
-    /// `"(other modules)"` past [`MAX_TRACKED_MODULES`]. Label drop metrics with it, not with
+    /// `"(other modules)"` past `MAX_TRACKED_MODULES`. Label drop metrics with it, not with
     /// `module`, so invented module names cannot grow the metric series without bound.
     pub fn admit_keyed<'m>(&self, module: &'m str, now: Instant) -> (Admit, &'m str) {
         if self.limit.is_unlimited() {
