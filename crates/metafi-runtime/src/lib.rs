@@ -31,6 +31,7 @@ pub mod match_host;
 pub mod modules;
 pub mod native;
 pub mod nk;
+pub mod nk_api;
 mod pool;
 mod runtime;
 #[cfg(feature = "test-util")]

@@ -1,0 +1,55 @@
+//! The `nk` API as one table: every function of Nakama's Lua and JavaScript server APIs is a
+//! row ([`NkFunction`]) naming it in each language and pointing at one Rust function over
+//! [`NkValue`]s. Engines bind the whole table generically (`metafi-runtime-lua`,
+//! `metafi-runtime-js`), so a new function is one Rust function plus one row, and Lua and
+//! JavaScript cannot drift apart.
+//!
+//! Rows live with their feature, one file per group (`basics.rs`, `storage.rs`, …); add a
+//! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
+//! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
+
+mod args;
+mod basics;
+mod function;
+mod value;
+
+pub use args::{Arg, MapArg, NkArgs};
+pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
+pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
+
+/// Every row of the binding table, group by group.
+pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
+    [basics::FUNCTIONS].into_iter().flatten()
+}
+
+/// The row Lua calls `name`.
+pub fn lua_function(name: &str) -> Option<&'static NkFunction> {
+    functions().find(|f| f.lua == Some(name))
+}
+
+/// The row JavaScript calls `name`.
+pub fn js_function(name: &str) -> Option<&'static NkFunction> {
+    functions().find(|f| f.js == Some(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn no_name_is_bound_twice_in_a_language() {
+        let mut lua = HashSet::new();
+        let mut js = HashSet::new();
+        for f in functions() {
+            if let Some(name) = f.lua {
+                assert!(lua.insert(name), "Lua name {name} is in two rows");
+            }
+            if let Some(name) = f.js {
+                assert!(js.insert(name), "JS name {name} is in two rows");
+            }
+            assert!(f.lua.is_some() || f.js.is_some(), "a row without a name");
+        }
+    }
+}
