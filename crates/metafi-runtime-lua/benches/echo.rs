@@ -33,12 +33,12 @@ fn runtime(io: &tokio::runtime::Runtime, dir: &Path) -> Arc<Runtime> {
             })
             .unwrap(),
         );
-        let services = RuntimeServices {
-            objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+        let services = RuntimeServices::new(
+            Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
             store,
-            matches: Arc::new(NoMatches),
-            clock: Arc::new(SystemClock),
-        };
+            Arc::new(NoMatches),
+            Arc::new(SystemClock),
+        );
         // METAFI_BENCH_LUA_VMS overrides the default of one VM per core.
         let vms = std::env::var("METAFI_BENCH_LUA_VMS")
             .ok()

@@ -63,12 +63,12 @@ async fn runtime(dir: &Path) -> Arc<Runtime> {
         })
         .unwrap(),
     );
-    let services = RuntimeServices {
-        objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+    let services = RuntimeServices::new(
+        Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
         store,
-        matches: Arc::new(NoMatches),
-        clock: Arc::new(SystemClock),
-    };
+        Arc::new(NoMatches),
+        Arc::new(SystemClock),
+    );
     let config = RuntimeConfig {
         path: std::env::var_os("METAFI_BENCH_MODULES").map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua"),

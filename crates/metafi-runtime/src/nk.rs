@@ -24,12 +24,31 @@ use crate::match_host::{MatchHost, MatchInfo, MatchListQuery};
 pub const MAX_USERS_PER_CALL: usize = 1000;
 
 /// The services server code may use. Built once by the server and shared by every VM.
+/// Build it with [`RuntimeServices::new`] and add optional services with the `with_*`
+/// setters; a function whose service is absent fails at call time naming it.
 #[derive(Debug, Clone)]
 pub struct RuntimeServices {
     pub objects: Arc<Objects>,
     pub store: Arc<dyn Storage>,
     pub matches: Arc<dyn MatchHost>,
     pub clock: Arc<dyn Clock>,
+}
+
+impl RuntimeServices {
+    /// The services every server has: storage objects, the store, the match host, the clock.
+    pub fn new(
+        objects: Arc<Objects>,
+        store: Arc<dyn Storage>,
+        matches: Arc<dyn MatchHost>,
+        clock: Arc<dyn Clock>,
+    ) -> RuntimeServices {
+        RuntimeServices {
+            objects,
+            store,
+            matches,
+            clock,
+        }
+    }
 }
 
 /// Severity of a script log line.

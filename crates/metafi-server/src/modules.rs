@@ -23,12 +23,7 @@ pub(crate) async fn start_runtime(
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
-    let services = RuntimeServices {
-        objects,
-        store,
-        matches,
-        clock,
-    };
+    let services = RuntimeServices::new(objects, store, matches, clock);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

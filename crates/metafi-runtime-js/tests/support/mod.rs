@@ -82,12 +82,12 @@ pub async fn open_store(dir: &Path) -> Arc<dyn Storage> {
 }
 
 pub fn services(store: Arc<dyn Storage>, matches: Arc<FakeMatches>) -> RuntimeServices {
-    RuntimeServices {
-        objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+    RuntimeServices::new(
+        Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
         store,
         matches,
-        clock: Arc::new(SystemClock),
-    }
+        Arc::new(SystemClock),
+    )
 }
 
 pub fn env() -> HashMap<String, String> {

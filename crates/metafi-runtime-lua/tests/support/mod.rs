@@ -110,12 +110,12 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
     let store = open_store(dir.path()).await;
     let matches = Arc::new(FakeMatches::default());
     let clock = Arc::new(TestClock::default());
-    let services = RuntimeServices {
-        objects: Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
-        store: store.clone(),
-        matches: matches.clone(),
-        clock: clock.clone(),
-    };
+    let services = RuntimeServices::new(
+        Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+        store.clone(),
+        matches.clone(),
+        clock.clone(),
+    );
     let config = RuntimeConfig {
         path: options.modules,
         node: "test-node".into(),

@@ -322,7 +322,10 @@ mod tests {
         let mut map = NkMap::new().with("user_id", "u").with("key", "k");
         map.insert_data("my_key", 1i64);
         let json = NkValue::Map(map).to_json(Naming::Camel).unwrap();
-        assert_eq!(json, serde_json::json!({"userId": "u", "key": "k", "my_key": 1}));
+        assert_eq!(
+            json,
+            serde_json::json!({"userId": "u", "key": "k", "my_key": 1})
+        );
     }
 
     #[test]
@@ -330,7 +333,10 @@ mod tests {
         let NkValue::Map(js) = NkValue::from_json(&serde_json::json!({"userId": "a"})) else {
             unreachable!()
         };
-        assert_eq!(js.field("user_id", Naming::Camel), Some(&NkValue::from("a")));
+        assert_eq!(
+            js.field("user_id", Naming::Camel),
+            Some(&NkValue::from("a"))
+        );
         assert_eq!(js.field("user_id", Naming::Snake), None);
     }
 
