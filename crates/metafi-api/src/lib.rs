@@ -16,6 +16,7 @@ mod client_address;
 mod conn_deadline;
 mod cors;
 mod error;
+mod hooks;
 mod http_config;
 mod metrics;
 mod request_limits;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
 
 use crate::HttpConfig;
 
@@ -34,4 +34,6 @@ pub struct ApiState {
     pub rpc: Arc<dyn RpcDispatch>,
     /// The match registry (`/v2/match`).
     pub matches: metafi_match::Matches,
+    /// Before/after hooks of the runtime's modules (`NoHooks` when none).
+    pub hooks: Arc<dyn Hooks>,
 }

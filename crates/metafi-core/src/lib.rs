@@ -1,6 +1,7 @@
 //! The services behind every MetaFi edge: accounts (sign-in with its throttle, profile), other
 //! users' profiles, session tokens and their revocation, storage objects, chat channels, and the
-//! RPC seam to the runtime. REST handlers, realtime sockets and runtime modules all call these,
+//! RPC seam to the runtime, and the hooks around client calls ([`hooks`]). REST handlers,
+//! realtime sockets and runtime modules all call these,
 //! so a rule (validation, a ban, a logout) holds the same way everywhere.
 //!
 //! Errors are [`CoreError`]: each variant carries the gRPC code and the client-safe message that
@@ -16,6 +17,7 @@ mod accounts;
 pub mod channels;
 mod clock;
 mod error;
+pub mod hooks;
 mod jwt;
 pub mod objects;
 mod password;
@@ -30,6 +32,7 @@ pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
+pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use objects::Objects;
 pub use password::PasswordHasher;

@@ -24,7 +24,7 @@ use crate::{CloseReason, Outbound, Presence, PresenceMeta, Realtime, Session, St
 pub const MAX_STATUS_BYTES: usize = 2048;
 
 /// The outcome of one request: keep the session, or close it.
-type Flow = Result<(), CloseReason>;
+pub(crate) type Flow = Result<(), CloseReason>;
 
 impl Realtime {
     /// Handles one envelope from `session`'s client. Answers (and errors) go to the session's
@@ -42,6 +42,21 @@ impl Realtime {
             return Err(CloseReason::UnrecognizedMessage);
         };
         metrics::message_received(message.name());
+        if let Some(hook) = crate::message_hooks::hook_of(&message)
+            && (self.hooks.has_before(hook) || self.hooks.has_after(hook))
+        {
+            return self.handle_hooked(session, cid, message, hook).await;
+        }
+        self.dispatch(session, cid, message).await
+    }
+
+    /// Serves one client message.
+    pub(crate) async fn dispatch(
+        &self,
+        session: &Arc<Session>,
+        cid: String,
+        message: Message,
+    ) -> Flow {
         match message {
             Message::Ping(_) => {
                 session.send(&Envelope::new(cid, Message::Pong(Pong {})));

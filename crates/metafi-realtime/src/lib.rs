@@ -24,6 +24,7 @@ mod client_requests;
 mod close;
 mod match_outlet;
 mod match_requests;
+mod message_hooks;
 mod message_router;
 mod metrics;
 mod online;

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use metafi_core::{Channels, Clock, RpcDispatch};
+use metafi_core::{Channels, Clock, Hooks, NoHooks, RpcDispatch};
 use metafi_proto::api::Notification;
 use metafi_proto::realtime::{
     ChannelPresenceEvent, Envelope, MatchPresenceEvent, Message, Notifications,
@@ -101,6 +101,8 @@ pub struct Realtime {
     pub(crate) parts: RealtimeParts,
     /// The match engine and matchmaker, when the server runs them (see `match_requests.rs`).
     pub(crate) matches: Option<MatchServices>,
+    /// Before/after hooks on client messages (see `message_hooks.rs`); `NoHooks` by default.
+    pub(crate) hooks: Arc<dyn Hooks>,
 }
 
 impl Realtime {
@@ -119,7 +121,14 @@ impl Realtime {
             services,
             parts,
             matches: None,
+            hooks: Arc::new(NoHooks),
         }
+    }
+
+    /// Adds the runtime's before/after hooks on client messages.
+    pub fn with_hooks(mut self, hooks: Arc<dyn Hooks>) -> Realtime {
+        self.hooks = hooks;
+        self
     }
 
     /// Adds the match engine: without it, match and matchmaker messages are answered with an

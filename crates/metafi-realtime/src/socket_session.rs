@@ -49,6 +49,18 @@ pub struct Session {
     last_message_ms: AtomicU64,
     /// Set once the session's presences, follows and registration are cleaned up.
     ended: AtomicBool,
+    /// Whether [`Session::send`] records the reply to a request (for its after hook): checked
+    /// without a lock, so sessions without hooks pay one atomic load per reply.
+    capturing: AtomicBool,
+    /// The request whose reply is recorded, and the reply once sent.
+    capture: parking_lot::Mutex<Option<Box<Capture>>>,
+}
+
+/// The reply recorded for an after hook.
+#[derive(Debug)]
+struct Capture {
+    cid: String,
+    reply: Option<Envelope>,
 }
 
 impl Session {
@@ -65,6 +77,8 @@ impl Session {
             last_frame_ms: AtomicU64::new(0),
             last_message_ms: AtomicU64::new(0),
             ended: AtomicBool::new(false),
+            capturing: AtomicBool::new(false),
+            capture: parking_lot::Mutex::new(None),
         }
     }
 
@@ -103,11 +117,39 @@ impl Session {
 
     /// Encodes and queues an envelope for this session only (a reply).
     pub fn send(&self, envelope: &Envelope) -> Pushed {
+        if self.capturing.load(Ordering::Acquire) {
+            self.record_reply(envelope);
+        }
         let pushed = self.push(Bytes::from(self.format.encode(envelope)));
         if pushed == Pushed::Queued {
             metrics::message_sent(envelope.name(), 1);
         }
         pushed
+    }
+
+    /// Starts recording the first reply sent with `cid` (an after hook needs it).
+    pub(crate) fn capture_reply(&self, cid: &str) {
+        *self.capture.lock() = Some(Box::new(Capture {
+            cid: cid.to_owned(),
+            reply: None,
+        }));
+        self.capturing.store(true, Ordering::Release);
+    }
+
+    /// Stops recording and hands back the reply sent since [`Session::capture_reply`].
+    pub(crate) fn take_reply(&self) -> Option<Envelope> {
+        self.capturing.store(false, Ordering::Release);
+        self.capture.lock().take().and_then(|c| c.reply)
+    }
+
+    fn record_reply(&self, envelope: &Envelope) {
+        let mut capture = self.capture.lock();
+        if let Some(capture) = capture.as_mut()
+            && capture.reply.is_none()
+            && capture.cid == envelope.cid
+        {
+            capture.reply = Some(envelope.clone());
+        }
     }
 
     /// Queues a shared envelope, reusing its encoding for this session's format (a presence

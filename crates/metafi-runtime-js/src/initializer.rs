@@ -1,5 +1,5 @@
 //! The `initializer` argument of `InitModule`: `registerRpc(id, fn)` and
-//! `registerMatch(name, handlers)`, with the argument checks and messages of Nakama's
+//! `registerMatch(name, handlers)` (hooks: `crate::hooks`), with the argument checks and messages of Nakama's
 //! `runtime_javascript_init.go`. Registering is only possible while `InitModule` runs.
 
 use std::rc::Rc;
@@ -44,11 +44,16 @@ pub(crate) fn object<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Resu
         })?
         .with_name("registerMatchmakerMatched")?;
     initializer.set("registerMatchmakerMatched", register_matched)?;
+    crate::hooks::install(ctx, shared, &initializer)?;
     Ok(initializer)
 }
 
 /// The module whose `InitModule` is running, or an error for a registration made later.
-fn loading_module(ctx: &Ctx<'_>, shared: &Shared, function: &str) -> rquickjs::Result<String> {
+pub(crate) fn loading_module(
+    ctx: &Ctx<'_>,
+    shared: &Shared,
+    function: &str,
+) -> rquickjs::Result<String> {
     shared.loading.borrow().clone().ok_or_else(|| {
         Exception::throw_message(
             ctx,

@@ -31,6 +31,7 @@ mod budget;
 mod context;
 mod convert;
 mod freeze;
+mod hooks;
 mod initializer;
 mod io;
 mod js_match_handler;

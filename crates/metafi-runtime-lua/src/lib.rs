@@ -23,6 +23,7 @@ mod convert;
 mod lua_match_handler;
 mod nakama;
 mod pattern;
+mod registrations;
 mod sandbox;
 mod strings;
 

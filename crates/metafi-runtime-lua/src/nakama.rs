@@ -22,6 +22,7 @@ use super::convert::{self, json_text_to_table};
 pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
     let nk = lua.create_table()?;
     nk.raw_set("register_rpc", located(lua, register_rpc)?)?;
+    super::registrations::install(lua, &nk)?;
     nk.raw_set(
         "register_matchmaker_matched",
         located(lua, super::lua_match_handler::register_matchmaker_matched)?,

@@ -17,6 +17,12 @@ pub enum ExecutionMode {
     MatchCreate,
     /// The `matchmaker_matched` hook.
     Matchmaker,
+    /// A before hook on a client call (`register_req_before`, `register_rt_before`).
+    Before,
+    /// An after hook on a client call.
+    After,
+    /// The shutdown function (`register_shutdown`), when the server stops.
+    Shutdown,
 }
 
 impl ExecutionMode {
@@ -28,6 +34,9 @@ impl ExecutionMode {
             ExecutionMode::Match => "match",
             ExecutionMode::MatchCreate => "match_create",
             ExecutionMode::Matchmaker => "matchmaker",
+            ExecutionMode::Before => "before",
+            ExecutionMode::After => "after",
+            ExecutionMode::Shutdown => "shutdown",
         }
     }
 }

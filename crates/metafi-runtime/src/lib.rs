@@ -24,6 +24,7 @@
 mod block;
 pub mod context;
 pub mod error;
+pub mod hooks;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
@@ -41,6 +42,7 @@ mod watchdog;
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
+pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
     VmLimits, VmSetup,

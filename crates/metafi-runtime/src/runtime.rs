@@ -16,6 +16,10 @@ use metafi_proto::Code;
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
+use crate::hooks::{
+    HOOK_KEY_PREFIX, HookRegistry, HookTarget, Registered as RegisteredHook, RuntimeHooks,
+    SHUTDOWN_KEY, parse_hook_key,
+};
 use crate::host::{EngineFactory, VmLimits, VmSetup};
 use crate::log_limit::LogLimit;
 use crate::match_host::{
@@ -135,6 +139,7 @@ impl RuntimeBuilder {
         let mut native_hook = None;
         let mut engine_matches = Vec::new();
         let mut hook_pool: Option<Arc<VmPool>> = None;
+        let mut hooks = HookRegistry::default();
 
         for module in &self.natives {
             let mut initializer = NativeInitializer::new(nk.clone());
@@ -159,6 +164,18 @@ impl RuntimeBuilder {
                 insert_route(&mut routes, id, route)?;
             }
             native_matches.extend(initializer.matches);
+            let module_name: Arc<str> = Arc::from(module.name());
+            let native = |target| RegisteredHook {
+                runtime: "native",
+                module: module_name.clone(),
+                target,
+            };
+            for (mode, kind, name, target) in initializer.hooks {
+                hooks.add(mode, kind, &name, native(target));
+            }
+            if let Some(function) = initializer.shutdown {
+                hooks.add_shutdown(native(HookTarget::NativeShutdown(function)));
+            }
             if let Some(hook) = initializer.matchmaker_matched {
                 native_hook = Some(hook);
             }
@@ -218,6 +235,23 @@ impl RuntimeBuilder {
                     hook_pool.get_or_insert_with(|| pool.clone());
                     continue;
                 }
+                if registered.id.starts_with(HOOK_KEY_PREFIX) {
+                    // Before/after hooks and the shutdown function: never reachable by clients.
+                    let hook = RegisteredHook {
+                        runtime: pool.engine(),
+                        module: Arc::from(registered.module.as_str()),
+                        target: HookTarget::Pool {
+                            pool: pool.clone(),
+                            key: Arc::from(registered.id.as_str()),
+                        },
+                    };
+                    if registered.id == SHUTDOWN_KEY {
+                        hooks.add_shutdown(hook);
+                    } else if let Some((mode, kind, name)) = parse_hook_key(&registered.id) {
+                        hooks.add(mode, kind, name, hook);
+                    }
+                    continue;
+                }
                 let route = Route {
                     runtime: pool.engine(),
                     module: Arc::from(registered.module.as_str()),
@@ -247,7 +281,13 @@ impl RuntimeBuilder {
             })),
             (None, None) => None,
         };
+        let hooks = hooks.finish(
+            nk.clone(),
+            Arc::new(CallContext::load(node.clone(), env.clone())),
+            config.call_timeout,
+        );
         Ok(Runtime {
+            hooks: Arc::new(hooks),
             match_handlers: Arc::new(MatchHandlers::new(native_matches, engine_matches)),
             matchmaker_hook,
             routes: routes
@@ -304,6 +344,8 @@ pub struct Runtime {
     match_handlers: Arc<MatchHandlers>,
     /// The `matchmaker_matched` hook, if a module registered one.
     matchmaker_hook: Option<Arc<dyn MatchmakerHook>>,
+    /// Before/after hooks on client calls and the shutdown function.
+    hooks: Arc<RuntimeHooks>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -344,9 +386,15 @@ impl Runtime {
         self.matchmaker_hook.clone()
     }
 
-    /// Stops taking script calls, lets calls in flight finish and stops the VM threads,
-    /// waiting at most `grace`.
+    /// The before/after hooks every runtime registered, for the REST and realtime edges.
+    pub fn hooks(&self) -> Arc<RuntimeHooks> {
+        self.hooks.clone()
+    }
+
+    /// Runs the shutdown function (within `grace`), then stops taking script calls, lets
+    /// calls in flight finish and stops the VM threads, waiting at most `grace`.
     pub async fn shutdown(&self, grace: Duration) {
+        self.hooks.shutdown(grace).await;
         let all = self.pools.iter().map(|pool| pool.shutdown(grace));
         futures_util::future::join_all(all).await;
     }
@@ -494,7 +542,7 @@ impl Runtime {
     }
 }
 
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

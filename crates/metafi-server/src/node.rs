@@ -149,6 +149,10 @@ impl Node {
             "shutting down: no new connections, finishing in-flight requests"
         );
         let _ = self.stop.send(true);
+        // The modules' shutdown function first, within the grace, as Nakama calls it.
+        if let Some(runtime) = &self.started.runtime {
+            runtime.hooks().shutdown(grace).await;
+        }
         // Matches first, while their players are still connected: match_terminate gets the
         // grace period and may say goodbye.
         let _ = self.matchmaker.await;
@@ -258,6 +262,8 @@ async fn wire(
     if let Some(hook) = runtime.matchmaker_hook() {
         matchmaking.set_hook(hook);
     }
+    // Before/after hooks of every runtime, for REST calls and realtime messages.
+    let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
     let rpc: Arc<dyn RpcDispatch> = runtime;
     // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
@@ -277,7 +283,8 @@ async fn wire(
             },
             parts,
         )
-        .with_matches(match_services),
+        .with_matches(match_services)
+        .with_hooks(hooks.clone()),
     );
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
@@ -304,6 +311,7 @@ async fn wire(
         channels,
         rpc,
         matches: matches.clone(),
+        hooks,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -2,25 +2,58 @@
 
 use axum::Json;
 use axum::extract::State;
+use metafi_core::Hook;
 use metafi_proto::api::{Account, UpdateAccountRequest};
 
 use crate::body::JsonBody;
+use crate::client_address::ClientAddress;
+use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
 
 pub(super) async fn get(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
 ) -> Result<Json<Account>, ApiError> {
+    let hook = Hook::GetAccount;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::before_without_input(&state, hook, ctx).await?;
     let mut account = state.accounts.account(claims.user_id).await?;
     account.user.online = state.users.is_online(claims.user_id);
+    hooks::after(&state, hook, ctx, Some(&account), None).await;
     Ok(Json(account))
 }
 
 pub(super) async fn update(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<UpdateAccountRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    state.accounts.update_account(claims.user_id, body).await?;
+    let hook = Hook::UpdateAccount;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::UpdateAccountRequest {
+        username: body.username,
+        display_name: body.display_name,
+        avatar_url: body.avatar_url,
+        lang_tag: body.lang_tag,
+        location: body.location,
+        timezone: body.timezone,
+    };
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let update = UpdateAccountRequest {
+        username: request.username,
+        display_name: request.display_name,
+        avatar_url: request.avatar_url,
+        lang_tag: request.lang_tag,
+        location: request.location,
+        timezone: request.timezone,
+    };
+    state
+        .accounts
+        .update_account(claims.user_id, update)
+        .await?;
+    hooks::after::<()>(&state, hook, ctx, None, kept).await;
     Ok(Json(serde_json::json!({})))
 }

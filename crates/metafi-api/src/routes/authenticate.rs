@@ -2,12 +2,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use metafi_core::Identity;
+use metafi_core::{Hook, Identity};
 use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail, Session};
 use serde::Deserialize;
 
 use crate::body::{JsonBody, QueryParams, parse_bool};
 use crate::client_address::ClientAddress;
+use crate::hooks::{self, AccountId, AuthenticateRequest};
 use crate::{ApiError, ApiState, ServerKeyAuth};
 
 /// The query parameters every authenticate call takes.
@@ -18,9 +19,8 @@ pub(super) struct AuthQuery {
 }
 
 impl AuthQuery {
-    /// Nakama creates the account unless `create=false` is given.
-    fn create(&self) -> Result<bool, ApiError> {
-        Ok(parse_bool("create", self.create.as_deref())?.unwrap_or(true))
+    fn create(&self) -> Result<Option<bool>, ApiError> {
+        parse_bool("create", self.create.as_deref())
     }
 }
 
@@ -31,14 +31,33 @@ pub(super) async fn device(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountDevice>,
 ) -> Result<Json<Session>, ApiError> {
-    sign_in(
+    let request = AuthenticateRequest {
+        create: query.create()?,
+        username: query.username.unwrap_or_default(),
+        account: AccountId {
+            id: body.id,
+            vars: body.vars,
+        },
+    };
+    let hook = Hook::AuthenticateDevice;
+    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let AuthenticateRequest {
+        account,
+        create,
+        username,
+    } = request;
+    let identity = Identity::Device { id: account.id };
+    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
+    hooks::after(
         &state,
-        client,
-        Identity::Device { id: body.id },
-        query,
-        body.vars,
+        hook,
+        || hooks::anonymous(client.0),
+        Some(&session),
+        kept,
     )
-    .await
+    .await;
+    Ok(Json(session))
 }
 
 pub(super) async fn custom(
@@ -48,14 +67,33 @@ pub(super) async fn custom(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountCustom>,
 ) -> Result<Json<Session>, ApiError> {
-    sign_in(
+    let request = AuthenticateRequest {
+        create: query.create()?,
+        username: query.username.unwrap_or_default(),
+        account: AccountId {
+            id: body.id,
+            vars: body.vars,
+        },
+    };
+    let hook = Hook::AuthenticateCustom;
+    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let AuthenticateRequest {
+        account,
+        create,
+        username,
+    } = request;
+    let identity = Identity::Custom { id: account.id };
+    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
+    hooks::after(
         &state,
-        client,
-        Identity::Custom { id: body.id },
-        query,
-        body.vars,
+        hook,
+        || hooks::anonymous(client.0),
+        Some(&session),
+        kept,
     )
-    .await
+    .await;
+    Ok(Json(session))
 }
 
 pub(super) async fn email(
@@ -65,28 +103,54 @@ pub(super) async fn email(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountEmail>,
 ) -> Result<Json<Session>, ApiError> {
-    let identity = Identity::Email {
-        email: body.email,
-        password: body.password,
+    let request = AuthenticateRequest {
+        create: query.create()?,
+        username: query.username.unwrap_or_default(),
+        account: hooks::AccountEmail {
+            email: body.email,
+            password: body.password,
+            vars: body.vars,
+        },
     };
-    sign_in(&state, client, identity, query, body.vars).await
+    let hook = Hook::AuthenticateEmail;
+    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let AuthenticateRequest {
+        account,
+        create,
+        username,
+    } = request;
+    let identity = Identity::Email {
+        email: account.email,
+        password: account.password,
+    };
+    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
+    hooks::after(
+        &state,
+        hook,
+        || hooks::anonymous(client.0),
+        Some(&session),
+        kept,
+    )
+    .await;
+    Ok(Json(session))
 }
 
+/// Signs in (Nakama creates the account unless `create=false` is given) and issues a session.
 async fn sign_in(
     state: &ApiState,
     client: ClientAddress,
     identity: Identity,
-    query: AuthQuery,
+    create: Option<bool>,
+    username: String,
     vars: std::collections::HashMap<String, String>,
-) -> Result<Json<Session>, ApiError> {
-    let create = query.create()?;
+) -> Result<Session, ApiError> {
+    let username = (!username.is_empty()).then_some(username);
     let outcome = state
         .accounts
-        .authenticate(identity, query.username, create, client.0)
+        .authenticate(identity, username, create.unwrap_or(true), client.0)
         .await?;
-    let session =
-        state
-            .sessions
-            .issue(outcome.user_id, &outcome.username, vars, outcome.created)?;
-    Ok(Json(session))
+    Ok(state
+        .sessions
+        .issue(outcome.user_id, &outcome.username, vars, outcome.created)?)
 }

@@ -2,11 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
+use metafi_core::Hook;
 use metafi_proto::Code;
 use metafi_proto::api::ChannelMessageList;
 use serde::Deserialize;
 
 use crate::body::{PathParams, QueryParams, parse_bool};
+use crate::client_address::ClientAddress;
+use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
 
 #[derive(Debug, Deserialize)]
@@ -21,6 +24,7 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     PathParams(channel_id): PathParams<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<ChannelMessageList>, ApiError> {
@@ -34,15 +38,26 @@ pub(super) async fn list(
         })?),
     };
     let forward = parse_bool("forward", query.forward.as_deref())?;
+    let request = hooks::ListChannelMessagesRequest {
+        channel_id,
+        limit,
+        forward,
+        cursor: query.cursor,
+    };
+    let hook = Hook::ListChannelMessages;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
     let page = state
         .channels
         .list_messages(
             claims.user_id,
-            &channel_id,
-            limit,
-            forward,
-            query.cursor.as_deref(),
+            &request.channel_id,
+            request.limit,
+            request.forward,
+            request.cursor.as_deref(),
         )
         .await?;
+    hooks::after(&state, hook, ctx, Some(&page), kept).await;
     Ok(Json(page))
 }

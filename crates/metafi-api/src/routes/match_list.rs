@@ -4,11 +4,14 @@
 
 use axum::Json;
 use axum::extract::State;
+use metafi_core::Hook;
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_proto::Code;
 use serde::{Deserialize, Serialize};
 
 use crate::body::{QueryParams, parse_bool};
+use crate::client_address::ClientAddress;
+use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
 
 #[derive(Debug, Deserialize)]
@@ -80,23 +83,41 @@ fn invalid(message: &str) -> ApiError {
 /// authoritative matches; sizes must be non-negative and ordered.
 pub(super) async fn list(
     State(state): State<ApiState>,
-    SessionAuth(_claims): SessionAuth,
+    SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<MatchList>, ApiError> {
-    let limit = match int("limit", params.limit.as_deref())? {
+    let request = hooks::ListMatchesRequest {
+        limit: int("limit", params.limit.as_deref())?,
+        authoritative: parse_bool("authoritative", params.authoritative.as_deref())?,
+        label: params.label,
+        min_size: int("min_size", params.min_size.as_deref())?,
+        max_size: int("max_size", params.max_size.as_deref())?,
+        query: params.query,
+    };
+    let hook = Hook::ListMatches;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let hooks::ListMatchesRequest {
+        limit,
+        authoritative,
+        label,
+        min_size,
+        max_size,
+        query,
+    } = request;
+    let limit = match limit {
         None => 10,
         Some(limit @ 1..=100) => limit as usize,
         Some(_) => return Err(invalid("Invalid limit - limit must be between 1 and 100.")),
     };
-    let authoritative = parse_bool("authoritative", params.authoritative.as_deref())?;
-    let min_size = int("min_size", params.min_size.as_deref())?;
-    let max_size = int("max_size", params.max_size.as_deref())?;
-    if params.label.is_some() && authoritative == Some(false) {
+    if label.is_some() && authoritative == Some(false) {
         return Err(invalid(
             "Label filtering is not supported for non-authoritative matches.",
         ));
     }
-    if params.query.is_some() && authoritative == Some(false) {
+    if query.is_some() && authoritative == Some(false) {
         return Err(invalid(
             "Query filtering is not supported for non-authoritative matches.",
         ));
@@ -117,16 +138,18 @@ pub(super) async fn list(
     let query = ListQuery {
         limit,
         authoritative,
-        label: params.label,
+        label,
         min_size,
         max_size,
-        query: params.query,
+        query,
     };
     let matches = state
         .matches
         .list(&query)
         .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
-    Ok(Json(MatchList {
+    let list = MatchList {
         matches: matches.into_iter().map(ApiMatch::from).collect(),
-    }))
+    };
+    hooks::after(&state, hook, ctx, Some(&list), kept).await;
+    Ok(Json(list))
 }

@@ -2,27 +2,62 @@
 
 use axum::Json;
 use axum::extract::State;
+use metafi_core::Hook;
 use metafi_proto::api::{Session, SessionLogoutRequest, SessionRefreshRequest};
 
 use crate::body::JsonBody;
+use crate::client_address::ClientAddress;
+use crate::hooks;
 use crate::{ApiError, ApiState, ServerKeyAuth, SessionAuth};
 
 pub(super) async fn refresh(
     State(state): State<ApiState>,
     _key: ServerKeyAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<SessionRefreshRequest>,
 ) -> Result<Json<Session>, ApiError> {
-    Ok(Json(state.sessions.refresh(&body.token, body.vars).await?))
+    let hook = Hook::SessionRefresh;
+    if !state.hooks.has_before(hook) && !state.hooks.has_after(hook) {
+        return Ok(Json(state.sessions.refresh(&body.token, body.vars).await?));
+    }
+    let request = hooks::SessionRefreshRequest {
+        token: body.token,
+        vars: body.vars.unwrap_or_default(),
+    };
+    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    // Protobuf cannot tell an empty map from none: both keep the session's variables.
+    let vars = (!request.vars.is_empty()).then_some(request.vars);
+    let session = state.sessions.refresh(&request.token, vars).await?;
+    hooks::after(
+        &state,
+        hook,
+        || hooks::anonymous(client.0),
+        Some(&session),
+        kept,
+    )
+    .await;
+    Ok(Json(session))
 }
 
 pub(super) async fn logout(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<SessionLogoutRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let hook = Hook::SessionLogout;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::SessionLogoutRequest {
+        token: body.token,
+        refresh_token: body.refresh_token,
+    };
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
     state
         .sessions
-        .logout(&claims, &body.token, &body.refresh_token)
+        .logout(&claims, &request.token, &request.refresh_token)
         .await?;
+    hooks::after::<()>(&state, hook, ctx, None, kept).await;
     Ok(Json(serde_json::json!({})))
 }

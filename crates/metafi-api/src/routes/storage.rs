@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use metafi_core::objects::{DeleteInput, WriteInput, ack_view, object_view};
+use metafi_core::{Hook, SessionClaims};
 use metafi_proto::Code;
 use metafi_proto::api::{
     DeleteStorageObjectsRequest, ReadStorageObjectsRequest, StorageObjectAcks, StorageObjectList,
@@ -13,14 +14,32 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::body::{JsonBody, PathParams, QueryParams};
+use crate::client_address::ClientAddress;
+use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
 
 pub(super) async fn read(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<ReadStorageObjectsRequest>,
 ) -> Result<Json<StorageObjects>, ApiError> {
-    let ids = body
+    let request = hooks::ReadStorageObjectsRequest {
+        object_ids: body
+            .object_ids
+            .into_iter()
+            .map(|id| hooks::ReadObjectId {
+                collection: id.collection,
+                key: id.key,
+                user_id: id.user_id,
+            })
+            .collect(),
+    };
+    let hook = Hook::ReadStorageObjects;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let ids = request
         .object_ids
         .into_iter()
         .map(|id| {
@@ -41,17 +60,38 @@ pub(super) async fn read(
         .objects
         .read(Caller::User(claims.user_id), ids)
         .await?;
-    Ok(Json(StorageObjects {
+    let objects = StorageObjects {
         objects: objects.into_iter().map(object_view).collect(),
-    }))
+    };
+    hooks::after(&state, hook, ctx, Some(&objects), kept).await;
+    Ok(Json(objects))
 }
 
 pub(super) async fn write(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<WriteStorageObjectsRequest>,
 ) -> Result<Json<StorageObjectAcks>, ApiError> {
-    let inputs = body
+    let request = hooks::WriteStorageObjectsRequest {
+        objects: body
+            .objects
+            .into_iter()
+            .map(|o| hooks::WriteObject {
+                collection: o.collection,
+                key: o.key,
+                value: o.value,
+                version: o.version,
+                permission_read: o.permission_read,
+                permission_write: o.permission_write,
+            })
+            .collect(),
+    };
+    let hook = Hook::WriteStorageObjects;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let inputs = request
         .objects
         .into_iter()
         .map(|o| WriteInput {
@@ -68,17 +108,35 @@ pub(super) async fn write(
         .objects
         .write(Caller::User(claims.user_id), inputs)
         .await?;
-    Ok(Json(StorageObjectAcks {
+    let acks = StorageObjectAcks {
         acks: acks.into_iter().map(ack_view).collect(),
-    }))
+    };
+    hooks::after(&state, hook, ctx, Some(&acks), kept).await;
+    Ok(Json(acks))
 }
 
 pub(super) async fn delete(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     JsonBody(body): JsonBody<DeleteStorageObjectsRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let inputs = body
+    let request = hooks::DeleteStorageObjectsRequest {
+        object_ids: body
+            .object_ids
+            .into_iter()
+            .map(|id| hooks::DeleteObjectId {
+                collection: id.collection,
+                key: id.key,
+                version: id.version,
+            })
+            .collect(),
+    };
+    let hook = Hook::DeleteStorageObjects;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let inputs = request
         .object_ids
         .into_iter()
         .map(|id| DeleteInput {
@@ -92,6 +150,7 @@ pub(super) async fn delete(
         .objects
         .delete(Caller::User(claims.user_id), inputs)
         .await?;
+    hooks::after::<()>(&state, hook, ctx, None, kept).await;
     Ok(Json(serde_json::json!({})))
 }
 
@@ -106,65 +165,88 @@ pub(super) struct ListQuery {
 pub(super) async fn list(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     PathParams(collection): PathParams<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<StorageObjectList>, ApiError> {
-    let owner = parse_user_id(query.user_id.as_deref().unwrap_or_default())?;
-    list_page(&state, claims.user_id, &collection, owner, &query).await
+    let user_id = query.user_id.clone().unwrap_or_default();
+    list_page(&state, &claims, client, collection, user_id, query).await
 }
 
 /// `GET /v2/storage/delete?…`: the listing of a collection named "delete".
 pub(super) async fn list_delete_collection(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<StorageObjectList>, ApiError> {
-    let owner = parse_user_id(query.user_id.as_deref().unwrap_or_default())?;
-    list_page(&state, claims.user_id, "delete", owner, &query).await
+    let user_id = query.user_id.clone().unwrap_or_default();
+    list_page(&state, &claims, client, "delete".into(), user_id, query).await
 }
 
 /// `GET /v2/storage/{collection}/{user_id}?limit=&cursor=`
 pub(super) async fn list_for_user(
     State(state): State<ApiState>,
     SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     PathParams((collection, user_id)): PathParams<(String, String)>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<StorageObjectList>, ApiError> {
-    let owner = parse_user_id(&user_id)?;
-    list_page(&state, claims.user_id, &collection, owner, &query).await
+    list_page(&state, &claims, client, collection, user_id, query).await
 }
 
 async fn list_page(
     state: &ApiState,
-    caller: Uuid,
-    collection: &str,
-    owner: Option<Uuid>,
-    query: &ListQuery,
+    claims: &SessionClaims,
+    client: ClientAddress,
+    collection: String,
+    user_id: String,
+    query: ListQuery,
 ) -> Result<Json<StorageObjectList>, ApiError> {
-    // Nakama lists one object when no limit is given.
     let limit = match query.limit.as_deref() {
-        None | Some("") => 1,
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 100.",
-            )
-        })?,
+        None | Some("") => None,
+        Some(text) => Some(text.parse::<i64>().map_err(|_| invalid_limit())?),
     };
+    let request = hooks::ListStorageObjectsRequest {
+        user_id,
+        collection,
+        limit,
+        cursor: query.cursor.unwrap_or_default(),
+    };
+    let hook = Hook::ListStorageObjects;
+    let ctx = || hooks::signed_in(claims, client.0);
+    let request = hooks::before(state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(state, hook, &request);
+    let owner = parse_user_id(&request.user_id)?;
+    // Nakama lists one object when no limit is given.
+    let limit = match request.limit {
+        None => 1,
+        Some(limit) => usize::try_from(limit).map_err(|_| invalid_limit())?,
+    };
+    let cursor = (!request.cursor.is_empty()).then_some(request.cursor.as_str());
     let page = state
         .objects
         .list(
-            Caller::User(caller),
-            collection,
+            Caller::User(claims.user_id),
+            &request.collection,
             owner,
             limit,
-            query.cursor.as_deref(),
+            cursor,
         )
         .await?;
-    Ok(Json(StorageObjectList {
+    let list = StorageObjectList {
         objects: page.objects.into_iter().map(object_view).collect(),
         cursor: page.cursor.unwrap_or_default(),
-    }))
+    };
+    hooks::after(state, hook, ctx, Some(&list), kept).await;
+    Ok(Json(list))
+}
+
+fn invalid_limit() -> ApiError {
+    ApiError::new(
+        Code::InvalidArgument,
+        "Invalid limit - limit must be between 1 and 100.",
+    )
 }
 
 /// An optional user id: empty means none; anything else must be a UUID.

@@ -3,26 +3,41 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
-use metafi_core::UserLookup;
+use metafi_core::{Hook, UserLookup};
 use metafi_proto::api::Users;
 
 use crate::body::query_pairs;
+use crate::client_address::ClientAddress;
+use crate::hooks::{self, GetUsersRequest};
 use crate::{ApiError, ApiState, SessionAuth};
 
 pub(super) async fn get(
     State(state): State<ApiState>,
-    SessionAuth(_claims): SessionAuth,
+    SessionAuth(claims): SessionAuth,
+    client: ClientAddress,
     uri: Uri,
 ) -> Result<Json<Users>, ApiError> {
-    let mut lookup = UserLookup::default();
+    let mut request = GetUsersRequest::default();
     for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
         match name.as_str() {
-            "ids" => lookup.ids.push(value),
-            "usernames" => lookup.usernames.push(value),
-            "facebook_ids" => lookup.facebook_ids.push(value),
+            "ids" => request.ids.push(value),
+            "usernames" => request.usernames.push(value),
+            "facebook_ids" => request.facebook_ids.push(value),
             _ => {}
         }
     }
-    let users = state.users.users(lookup).await?;
-    Ok(Json(Users { users }))
+    let hook = Hook::GetUsers;
+    let ctx = || hooks::signed_in(&claims, client.0);
+    let request = hooks::before(&state, hook, ctx, request).await?;
+    let kept = hooks::keep_for_after(&state, hook, &request);
+    let lookup = UserLookup {
+        ids: request.ids,
+        usernames: request.usernames,
+        facebook_ids: request.facebook_ids,
+    };
+    let users = Users {
+        users: state.users.users(lookup).await?,
+    };
+    hooks::after(&state, hook, ctx, Some(&users), kept).await;
+    Ok(Json(users))
 }

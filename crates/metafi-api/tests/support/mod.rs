@@ -93,6 +93,7 @@ impl TestApi {
             )),
             rpc: Arc::new(NoRpcs),
             matches,
+            hooks: Arc::new(metafi_core::NoHooks),
         };
         TestApi {
             state,

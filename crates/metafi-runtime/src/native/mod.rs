@@ -11,9 +11,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use metafi_core::{Hook, HookKind};
+use serde_json::Value as Json;
 
 use crate::context::CallContext;
 use crate::error::RpcError;
+use crate::hooks::{HookMode, HookTarget, NativeShutdown};
 use crate::nk::Nk;
 
 /// The error a module's `init` returns; it stops the server with the module's name.
@@ -59,6 +62,10 @@ pub struct NativeInitializer {
     pub(crate) matches: Vec<(String, NativeMatch)>,
     /// The `matchmaker_matched` hook, if registered.
     pub(crate) matchmaker_matched: Option<NativeMatchmakerMatched>,
+    /// Before/after hooks: mode, kind, Nakama's name, function.
+    pub(crate) hooks: Vec<(HookMode, HookKind, String, HookTarget)>,
+    /// The shutdown function, if registered.
+    pub(crate) shutdown: Option<NativeShutdown>,
     /// Registration mistakes (an empty id); reported as the module's init error.
     pub(crate) problems: Vec<String>,
 }
@@ -81,6 +88,8 @@ impl NativeInitializer {
             rpcs: Vec::new(),
             matches: Vec::new(),
             matchmaker_matched: None,
+            hooks: Vec::new(),
+            shutdown: None,
             problems: Vec::new(),
         }
     }
@@ -133,5 +142,52 @@ impl NativeInitializer {
         Fut: Future<Output = Result<Option<String>, RpcError>> + Send + 'static,
     {
         self.matchmaker_matched = Some(Arc::new(move |nk, entries| Box::pin(hook(nk, entries))));
+    }
+
+    /// Registers a before hook on `hook` (Go's `RegisterBefore<Name>`, Lua's
+    /// `register_req_before` / `register_rt_before`): `function` receives the request as JSON
+    /// with Nakama's proto field names (`None` for calls without input, such as `GetAccount`)
+    /// and returns the request to serve, possibly changed, or `None` to drop the call (the
+    /// client gets "Requested resource was not found."). An error goes to the client with its
+    /// code. Registering a hook twice keeps the later function.
+    pub fn register_before<F, Fut>(&mut self, hook: Hook, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk, Option<Json>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<Json>, RpcError>> + Send + 'static,
+    {
+        let target = HookTarget::NativeBefore(Arc::new(move |ctx, nk, input| {
+            Box::pin(function(ctx, nk, input))
+        }));
+        self.add_hook(HookMode::Before, hook.kind(), hook.name(), target);
+    }
+
+    /// Registers an after hook on `hook`: `function` receives the answer (`None` when the
+    /// call answers nothing) and the request; it cannot change the answer, and its error is
+    /// only logged.
+    pub fn register_after<F, Fut>(&mut self, hook: Hook, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk, Option<Json>, Option<Json>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), RpcError>> + Send + 'static,
+    {
+        let target = HookTarget::NativeAfter(Arc::new(move |ctx, nk, output, input| {
+            Box::pin(function(ctx, nk, output, input))
+        }));
+        self.add_hook(HookMode::After, hook.kind(), hook.name(), target);
+    }
+
+    /// Registers the shutdown function: called once when the server stops, within the stop's
+    /// grace period, before the script runtimes stop.
+    pub fn register_shutdown<F, Fut>(&mut self, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.shutdown = Some(Arc::new(move |ctx, nk| Box::pin(function(ctx, nk))));
+    }
+
+    fn add_hook(&mut self, mode: HookMode, kind: HookKind, name: &str, target: HookTarget) {
+        self.hooks
+            .retain(|(m, k, n, _)| !(*m == mode && *k == kind && n == name));
+        self.hooks.push((mode, kind, name.to_owned(), target));
     }
 }

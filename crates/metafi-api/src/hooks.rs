@@ -1,0 +1,309 @@
+//! Before and after hooks around the REST calls, with Nakama's semantics
+//! (`server/api_*.go`): the before hook sees the request message (proto field names) and
+//! may change it, reject the call with its error, or return nothing, which drops the call with
+//! `NotFound` "Requested resource was not found."; the after hook sees the answer and the
+//! request once the call succeeded, and cannot change the answer.
+//!
+//! A call without hooks pays one array lookup per hook kind: the request message is built as
+//! JSON only when a hook is registered ([`before`], [`keep_for_after`]).
+//!
+//! The request messages are mirrored here with every field present (JavaScript modules see
+//! unpopulated fields, as with Nakama); what a hook returns is read leniently (an empty Lua
+//! table may stand for an empty list or map).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use metafi_core::{Hook, RpcContext, RpcUser, SessionClaims};
+use metafi_proto::Code;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value as Json;
+use uuid::Uuid;
+
+use crate::{ApiError, ApiState};
+
+/// The context of a hook on a server-key call (no user yet).
+pub(crate) fn anonymous(client_ip: Option<IpAddr>) -> RpcContext {
+    RpcContext {
+        client_ip,
+        ..RpcContext::default()
+    }
+}
+
+/// The context of a hook on a session call.
+pub(crate) fn signed_in(claims: &SessionClaims, client_ip: Option<IpAddr>) -> RpcContext {
+    RpcContext {
+        user: Some(RpcUser {
+            user_id: claims.user_id,
+            username: claims.username.clone(),
+            // HTTP calls have no socket session, as with Nakama.
+            session_id: Uuid::nil(),
+            vars: claims.vars.clone(),
+            expires_at: claims.expires_at,
+        }),
+        client_ip,
+        ..RpcContext::default()
+    }
+}
+
+/// Runs the before hook of `hook`, if any, on `input`: the request to serve, or the client's
+/// error (the hook's, or NotFound when the hook dropped the call).
+pub(crate) async fn before<T>(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl FnOnce() -> RpcContext,
+    input: T,
+) -> Result<T, ApiError>
+where
+    T: Serialize + DeserializeOwned,
+{
+    if !state.hooks.has_before(hook) {
+        return Ok(input);
+    }
+    let json = serde_json::to_value(&input).map_err(|e| {
+        tracing::error!(hook = hook.name(), error = %e, "could not encode a request for its before hook");
+        ApiError::new(Code::Internal, "Could not run runtime Before function.")
+    })?;
+    match state.hooks.before(hook, ctx(), Some(json)).await? {
+        Some(changed) => serde_json::from_value(changed).map_err(|e| {
+            tracing::warn!(hook = hook.name(), error = %e, "a before hook returned something that is not the request");
+            ApiError::new(Code::Internal, "Could not complete runtime Before function.")
+        }),
+        None => Err(dropped(hook)),
+    }
+}
+
+/// Runs the before hook of a call without input (`GetAccount`): only its error matters.
+pub(crate) async fn before_without_input(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl FnOnce() -> RpcContext,
+) -> Result<(), ApiError> {
+    if state.hooks.has_before(hook) {
+        state.hooks.before(hook, ctx(), None).await?;
+    }
+    Ok(())
+}
+
+fn dropped(hook: Hook) -> ApiError {
+    tracing::warn!(resource = hook.name(), "Intercepted a disabled resource.");
+    ApiError::new(Code::NotFound, "Requested resource was not found.")
+}
+
+/// The request as the after hook will see it, kept only when an after hook is registered.
+pub(crate) fn keep_for_after<T: Serialize>(
+    state: &ApiState,
+    hook: Hook,
+    input: &T,
+) -> Option<Json> {
+    if !state.hooks.has_after(hook) {
+        return None;
+    }
+    serde_json::to_value(input).ok()
+}
+
+/// Runs the after hook of `hook`, if any, with the answer and the kept request.
+pub(crate) async fn after<O: Serialize>(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl FnOnce() -> RpcContext,
+    output: Option<&O>,
+    input: Option<Json>,
+) {
+    if !state.hooks.has_after(hook) {
+        return;
+    }
+    let output = output.and_then(|o| serde_json::to_value(o).ok());
+    state.hooks.after(hook, ctx(), output, input).await;
+}
+
+/// `null`, `[]` and `{}` are all the empty value: a Lua table cannot tell an empty list from
+/// an empty map, and protobuf JSON writes unset fields as `null`.
+fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let value = Json::deserialize(deserializer)?;
+    match &value {
+        Json::Null => Ok(T::default()),
+        Json::Array(items) if items.is_empty() => Ok(T::default()),
+        Json::Object(map) if map.is_empty() => Ok(T::default()),
+        _ => serde_json::from_value(value).map_err(D::Error::custom),
+    }
+}
+
+/// `AccountDevice` and `AccountCustom`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct AccountId {
+    pub(crate) id: String,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) vars: HashMap<String, String>,
+}
+
+/// `AccountEmail`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct AccountEmail {
+    pub(crate) email: String,
+    pub(crate) password: String,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) vars: HashMap<String, String>,
+}
+
+/// `AuthenticateDeviceRequest`, `AuthenticateCustomRequest`, `AuthenticateEmailRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct AuthenticateRequest<A> {
+    pub(crate) account: A,
+    pub(crate) create: Option<bool>,
+    pub(crate) username: String,
+}
+
+/// `SessionRefreshRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct SessionRefreshRequest {
+    pub(crate) token: String,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) vars: HashMap<String, String>,
+}
+
+/// `SessionLogoutRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct SessionLogoutRequest {
+    pub(crate) token: String,
+    pub(crate) refresh_token: String,
+}
+
+/// `UpdateAccountRequest` (wrapper fields: `null` when not given).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct UpdateAccountRequest {
+    pub(crate) username: Option<String>,
+    pub(crate) display_name: Option<String>,
+    pub(crate) avatar_url: Option<String>,
+    pub(crate) lang_tag: Option<String>,
+    pub(crate) location: Option<String>,
+    pub(crate) timezone: Option<String>,
+}
+
+/// `GetUsersRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct GetUsersRequest {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) ids: Vec<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) usernames: Vec<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) facebook_ids: Vec<String>,
+}
+
+/// `ListChannelMessagesRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ListChannelMessagesRequest {
+    pub(crate) channel_id: String,
+    pub(crate) limit: Option<i64>,
+    pub(crate) forward: Option<bool>,
+    pub(crate) cursor: Option<String>,
+}
+
+/// `ListMatchesRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ListMatchesRequest {
+    pub(crate) limit: Option<i32>,
+    pub(crate) authoritative: Option<bool>,
+    pub(crate) label: Option<String>,
+    pub(crate) min_size: Option<i32>,
+    pub(crate) max_size: Option<i32>,
+    pub(crate) query: Option<String>,
+}
+
+/// `ReadStorageObjectId`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ReadObjectId {
+    pub(crate) collection: String,
+    pub(crate) key: String,
+    pub(crate) user_id: String,
+}
+
+/// `ReadStorageObjectsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ReadStorageObjectsRequest {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) object_ids: Vec<ReadObjectId>,
+}
+
+/// `WriteStorageObject`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct WriteObject {
+    pub(crate) collection: String,
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) version: String,
+    pub(crate) permission_read: Option<i32>,
+    pub(crate) permission_write: Option<i32>,
+}
+
+/// `WriteStorageObjectsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct WriteStorageObjectsRequest {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) objects: Vec<WriteObject>,
+}
+
+/// `DeleteStorageObjectId`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct DeleteObjectId {
+    pub(crate) collection: String,
+    pub(crate) key: String,
+    pub(crate) version: String,
+}
+
+/// `DeleteStorageObjectsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct DeleteStorageObjectsRequest {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) object_ids: Vec<DeleteObjectId>,
+}
+
+/// `ListStorageObjectsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ListStorageObjectsRequest {
+    pub(crate) user_id: String,
+    pub(crate) collection: String,
+    pub(crate) limit: Option<i64>,
+    pub(crate) cursor: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_come_back_from_empty_lua_tables() {
+        let request: GetUsersRequest =
+            serde_json::from_value(serde_json::json!({"ids": {}, "usernames": ["a"]}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert!(request.ids.is_empty());
+        assert_eq!(request.usernames, ["a"]);
+        let request: AuthenticateRequest<AccountId> =
+            serde_json::from_value(serde_json::json!({"account": {"id": "d", "vars": []}}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(request.account.id, "d");
+        assert!(request.account.vars.is_empty());
+    }
+}

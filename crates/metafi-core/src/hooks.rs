@@ -1,0 +1,402 @@
+//! Before and after hooks on client calls, with Nakama's semantics: the seam between the edges
+//! that serve a call (REST in `metafi-api`, realtime messages in `metafi-realtime`) and the
+//! runtime whose modules registered hooks (Lua, JavaScript, native).
+//!
+//! - A **before** hook receives the request (as JSON with Nakama's proto field names) and
+//!   returns it, possibly changed, or `None` to drop the call; its error goes to the client
+//!   with its code.
+//! - An **after** hook receives the answer and the request; it cannot change the answer and its
+//!   error is only logged.
+//!
+//! Hooks are keyed by [`Hook`], one variant per call MetaFi serves, named as Nakama names them.
+//! Whether a hook is registered is an array lookup ([`Hooks::has_before`]), so a call with no
+//! hook builds no JSON, allocates nothing and takes no lock. [`NoHooks`] is the default.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value as Json;
+
+use crate::{CoreError, RpcContext};
+
+/// A boxed future of a hook call.
+pub type HookFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Which namespace a hook name belongs to: REST/gRPC API calls or realtime messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookKind {
+    /// `nk.register_req_before`, `initializer.registerBefore<Name>`.
+    Api,
+    /// `nk.register_rt_before`, `initializer.registerRtBefore(name, fn)`.
+    Rt,
+}
+
+macro_rules! hooks {
+    ($( $variant:ident $kind:ident $name:literal $input:literal; )*) => {
+        /// A client call MetaFi serves that hooks can intercept. The discriminant indexes the
+        /// arrays of [`HookTable`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Hook {
+            $( $variant, )*
+        }
+
+        impl Hook {
+            /// Every hook, in discriminant order.
+            pub const ALL: &'static [Hook] = &[$( Hook::$variant, )*];
+
+            /// Nakama's name: the API method (`AuthenticateDevice`) or the realtime message
+            /// (`ChannelMessageSend`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( Hook::$variant => $name, )*
+                }
+            }
+
+            pub const fn kind(self) -> HookKind {
+                match self {
+                    $( Hook::$variant => HookKind::$kind, )*
+                }
+            }
+
+            /// Whether the call carries a request a before hook can change or drop (Nakama
+            /// passes no input to `GetAccount`'s hooks, and ignores their result).
+            pub const fn has_input(self) -> bool {
+                match self {
+                    $( Hook::$variant => $input, )*
+                }
+            }
+        }
+    };
+}
+
+hooks! {
+    AuthenticateCustom Api "AuthenticateCustom" true;
+    AuthenticateDevice Api "AuthenticateDevice" true;
+    AuthenticateEmail Api "AuthenticateEmail" true;
+    SessionRefresh Api "SessionRefresh" true;
+    SessionLogout Api "SessionLogout" true;
+    GetAccount Api "GetAccount" false;
+    UpdateAccount Api "UpdateAccount" true;
+    GetUsers Api "GetUsers" true;
+    ListChannelMessages Api "ListChannelMessages" true;
+    ListMatches Api "ListMatches" true;
+    ReadStorageObjects Api "ReadStorageObjects" true;
+    WriteStorageObjects Api "WriteStorageObjects" true;
+    DeleteStorageObjects Api "DeleteStorageObjects" true;
+    ListStorageObjects Api "ListStorageObjects" true;
+    ChannelJoin Rt "ChannelJoin" true;
+    ChannelLeave Rt "ChannelLeave" true;
+    ChannelMessageSend Rt "ChannelMessageSend" true;
+    ChannelMessageUpdate Rt "ChannelMessageUpdate" true;
+    ChannelMessageRemove Rt "ChannelMessageRemove" true;
+    MatchCreate Rt "MatchCreate" true;
+    MatchDataSend Rt "MatchDataSend" true;
+    MatchJoin Rt "MatchJoin" true;
+    MatchLeave Rt "MatchLeave" true;
+    MatchmakerAdd Rt "MatchmakerAdd" true;
+    MatchmakerRemove Rt "MatchmakerRemove" true;
+    Ping Rt "Ping" true;
+    Pong Rt "Pong" true;
+    StatusFollow Rt "StatusFollow" true;
+    StatusUnfollow Rt "StatusUnfollow" true;
+    StatusUpdate Rt "StatusUpdate" true;
+}
+
+impl Hook {
+    /// How many hooks there are: the length of a [`HookTable`] array.
+    pub const COUNT: usize = Hook::ALL.len();
+
+    /// The index of this hook in a [`HookTable`] array.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The hook a registration names, compared as Nakama does (lower case, so
+    /// `"authenticatedevice"` and `"AuthenticateDevice"` are the same).
+    pub fn find(kind: HookKind, name: &str) -> Option<Hook> {
+        Hook::ALL
+            .iter()
+            .copied()
+            .find(|h| h.kind() == kind && h.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every API method Nakama lets hooks intercept (its JavaScript `registerBefore<Name>` set,
+/// plus `SessionLogout`, which only the Lua and Go runtimes name). Those MetaFi does not serve
+/// register fine and are reported once at start.
+pub const NAKAMA_API_HOOKS: &[&str] = &[
+    "GetAccount",
+    "GetMatchmakerStats",
+    "UpdateAccount",
+    "DeleteAccount",
+    "AuthenticateApple",
+    "AuthenticateCustom",
+    "AuthenticateDevice",
+    "AuthenticateEmail",
+    "AuthenticateFacebook",
+    "AuthenticateFacebookInstantGame",
+    "AuthenticateGameCenter",
+    "AuthenticateGoogle",
+    "AuthenticateSteam",
+    "SessionRefresh",
+    "SessionLogout",
+    "ListChannelMessages",
+    "ListFriends",
+    "ListFriendsOfFriends",
+    "AddFriends",
+    "DeleteFriends",
+    "BlockFriends",
+    "ImportFacebookFriends",
+    "ImportSteamFriends",
+    "CreateGroup",
+    "UpdateGroup",
+    "DeleteGroup",
+    "JoinGroup",
+    "LeaveGroup",
+    "AddGroupUsers",
+    "BanGroupUsers",
+    "KickGroupUsers",
+    "PromoteGroupUsers",
+    "DemoteGroupUsers",
+    "ListGroupUsers",
+    "ListUserGroups",
+    "ListGroups",
+    "DeleteLeaderboardRecord",
+    "DeleteTournamentRecord",
+    "ListLeaderboardRecords",
+    "WriteLeaderboardRecord",
+    "ListLeaderboardRecordsAroundOwner",
+    "LinkApple",
+    "LinkCustom",
+    "LinkDevice",
+    "LinkEmail",
+    "LinkFacebook",
+    "LinkFacebookInstantGame",
+    "LinkGameCenter",
+    "LinkGoogle",
+    "LinkSteam",
+    "ListMatches",
+    "ListNotifications",
+    "DeleteNotifications",
+    "ListStorageObjects",
+    "ReadStorageObjects",
+    "WriteStorageObjects",
+    "DeleteStorageObjects",
+    "JoinTournament",
+    "ListTournamentRecords",
+    "ListTournaments",
+    "WriteTournamentRecord",
+    "ListTournamentRecordsAroundOwner",
+    "UnlinkApple",
+    "UnlinkCustom",
+    "UnlinkDevice",
+    "UnlinkEmail",
+    "UnlinkFacebook",
+    "UnlinkFacebookInstantGame",
+    "UnlinkGameCenter",
+    "UnlinkGoogle",
+    "UnlinkSteam",
+    "GetUsers",
+    "ValidatePurchaseApple",
+    "ValidateSubscriptionApple",
+    "ValidatePurchaseGoogle",
+    "ValidateSubscriptionGoogle",
+    "ValidatePurchaseHuawei",
+    "ValidatePurchaseFacebookInstant",
+    "ValidatePurchaseSamsung",
+    "ListSubscriptions",
+    "GetSubscription",
+    "ListParties",
+    "Event",
+];
+
+/// Every realtime message Nakama runs hooks on (RPC has none).
+pub const NAKAMA_RT_HOOKS: &[&str] = &[
+    "ChannelJoin",
+    "ChannelLeave",
+    "ChannelMessageSend",
+    "ChannelMessageUpdate",
+    "ChannelMessageRemove",
+    "MatchCreate",
+    "MatchDataSend",
+    "MatchJoin",
+    "MatchLeave",
+    "MatchmakerAdd",
+    "MatchmakerRemove",
+    "Ping",
+    "Pong",
+    "StatusFollow",
+    "StatusUnfollow",
+    "StatusUpdate",
+    "PartyCreate",
+    "PartyJoin",
+    "PartyLeave",
+    "PartyPromote",
+    "PartyAccept",
+    "PartyRemove",
+    "PartyClose",
+    "PartyJoinRequestList",
+    "PartyMatchmakerAdd",
+    "PartyMatchmakerRemove",
+    "PartyDataSend",
+    "PartyUpdate",
+];
+
+/// The hooks of a server: what the edges call around each client call.
+pub trait Hooks: Send + Sync + fmt::Debug {
+    /// Whether a before hook is registered for `hook`: an array lookup, nothing more.
+    fn has_before(&self, hook: Hook) -> bool;
+
+    /// Whether an after hook is registered for `hook`: an array lookup, nothing more.
+    fn has_after(&self, hook: Hook) -> bool;
+
+    /// Runs the before hook of `hook` with the request (`None` for calls without input).
+    /// `Ok(Some(request))`: go on with that request; `Ok(None)`: the hook returned nothing
+    /// (for a call with input, Nakama drops the call); `Err`: the hook's error, for the client.
+    /// Only called when [`Hooks::has_before`] is true.
+    fn before(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        input: Option<Json>,
+    ) -> HookFuture<'_, Result<Option<Json>, CoreError>>;
+
+    /// Runs the after hook of `hook` with the answer and the request. Its failure is logged by
+    /// the implementation; the caller's answer does not change. Only called when
+    /// [`Hooks::has_after`] is true.
+    fn after(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        output: Option<Json>,
+        input: Option<Json>,
+    ) -> HookFuture<'_, ()>;
+}
+
+/// A server without hooks: every call goes straight through.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {
+    fn has_before(&self, _hook: Hook) -> bool {
+        false
+    }
+
+    fn has_after(&self, _hook: Hook) -> bool {
+        false
+    }
+
+    fn before(
+        &self,
+        _hook: Hook,
+        _ctx: RpcContext,
+        input: Option<Json>,
+    ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
+        Box::pin(async move { Ok(input) })
+    }
+
+    fn after(
+        &self,
+        _hook: Hook,
+        _ctx: RpcContext,
+        _output: Option<Json>,
+        _input: Option<Json>,
+    ) -> HookFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// One value per hook, indexed by [`Hook::index`]: how implementations keep their hooks so
+/// that presence is an array lookup.
+#[derive(Debug, Clone)]
+pub struct HookTable<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for HookTable<T> {
+    fn default() -> Self {
+        HookTable {
+            slots: (0..Hook::COUNT).map(|_| None).collect(),
+        }
+    }
+}
+
+impl<T> HookTable<T> {
+    pub fn get(&self, hook: Hook) -> Option<&T> {
+        // Invariant: `slots` has `Hook::COUNT` entries, so every index is in range.
+        self.slots.get(hook.index()).and_then(Option::as_ref)
+    }
+
+    pub fn contains(&self, hook: Hook) -> bool {
+        self.get(hook).is_some()
+    }
+
+    /// Sets the slot of `hook`, returning what was there.
+    pub fn insert(&mut self, hook: Hook, value: T) -> Option<T> {
+        self.slots
+            .get_mut(hook.index())
+            .and_then(|slot| slot.replace(value))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.iter().all(Option::is_none)
+    }
+
+    /// The hooks that have a value, in [`Hook`] order.
+    pub fn hooks(&self) -> impl Iterator<Item = Hook> + '_ {
+        Hook::ALL.iter().copied().filter(|h| self.contains(*h))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_hook_is_a_nakama_name_of_its_kind() {
+        for hook in Hook::ALL {
+            let list = match hook.kind() {
+                HookKind::Api => NAKAMA_API_HOOKS,
+                HookKind::Rt => NAKAMA_RT_HOOKS,
+            };
+            assert!(
+                list.contains(&hook.name()),
+                "{hook} is not in Nakama's list"
+            );
+            assert_eq!(Hook::ALL[hook.index()], *hook);
+        }
+    }
+
+    #[test]
+    fn names_are_found_case_insensitively_within_their_kind() {
+        assert_eq!(
+            Hook::find(HookKind::Api, "authenticatedevice"),
+            Some(Hook::AuthenticateDevice)
+        );
+        assert_eq!(
+            Hook::find(HookKind::Rt, "ChannelMessageSend"),
+            Some(Hook::ChannelMessageSend)
+        );
+        assert_eq!(Hook::find(HookKind::Api, "ChannelMessageSend"), None);
+        assert_eq!(Hook::find(HookKind::Api, "ListFriends"), None);
+    }
+
+    #[test]
+    fn a_table_answers_presence_by_hook() {
+        let mut table = HookTable::default();
+        assert!(table.is_empty());
+        assert!(table.insert(Hook::Ping, 1).is_none());
+        assert!(table.contains(Hook::Ping));
+        assert!(!table.contains(Hook::Pong));
+        assert_eq!(table.insert(Hook::Ping, 2), Some(1));
+        assert_eq!(table.hooks().collect::<Vec<_>>(), vec![Hook::Ping]);
+    }
+}

@@ -1,0 +1,173 @@
+//! The hook registrations of the `initializer`: `registerBefore<Name>` and
+//! `registerAfter<Name>` for every API call Nakama names, `registerRtBefore(name, fn)`,
+//! `registerRtAfter(name, fn)` and `registerShutdown(fn)`, with the argument errors of
+//! Nakama's `runtime_javascript_init.go`; and the registrations of features MetaFi does not
+//! serve yet (leaderboard and tournament resets, storage indexes, purchase notifications),
+//! which load fine and are reported once at start.
+//!
+//! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
+//! request as JSON (already in JavaScript's `lowerCamelCase` names); a small wrapper parses it
+//! and calls the module's function as Nakama does: `fn(ctx, logger, nk, data)` before,
+//! `fn(ctx, logger, nk, data, request)` after; a before hook's result is stringified (nothing:
+//! `""`, which drops the call). A hook may return a promise.
+
+use metafi_core::HookKind;
+use metafi_core::hooks::NAKAMA_API_HOOKS;
+use metafi_runtime::hooks::{HookMode, SHUTDOWN_KEY, hook_key, warn_unserved_once};
+use rquickjs::function::Rest;
+use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
+
+use crate::convert;
+use crate::initializer::loading_module;
+use crate::vm::{Registration, Shared};
+
+use std::rc::Rc;
+
+const BEFORE: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var out = function (r) { return r == null ? '' : JSON.stringify(r); }; var r = fn(ctx, logger, nk, JSON.parse(payload)); return r instanceof Promise ? r.then(out) : out(r); }; })";
+const AFTER: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
+const SHUTDOWN: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var r = fn(ctx, logger, nk); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
+
+/// Registrations of features other issues build: accepted, reported once, never called.
+const UNSERVED: &[(&str, &str)] = &[
+    ("registerLeaderboardReset", "leaderboard resets"),
+    ("registerTournamentEnd", "tournament ends"),
+    ("registerTournamentReset", "tournament resets"),
+    ("registerStorageIndex", "storage indexes"),
+    ("registerStorageIndexFilter", "storage index filters"),
+    (
+        "registerPurchaseNotificationApple",
+        "Apple purchase notifications",
+    ),
+    (
+        "registerSubscriptionNotificationApple",
+        "Apple subscription notifications",
+    ),
+    (
+        "registerPurchaseNotificationGoogle",
+        "Google purchase notifications",
+    ),
+    (
+        "registerSubscriptionNotificationGoogle",
+        "Google subscription notifications",
+    ),
+];
+
+/// Adds the hook registrations to `initializer`.
+pub(crate) fn install<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<Shared>,
+    initializer: &Object<'js>,
+) -> rquickjs::Result<()> {
+    for name in NAKAMA_API_HOOKS {
+        // Nakama's JavaScript runtime has no SessionLogout hooks.
+        if *name == "SessionLogout" {
+            continue;
+        }
+        for mode in [HookMode::Before, HookMode::After] {
+            let function = match mode {
+                HookMode::Before => format!("registerBefore{name}"),
+                HookMode::After => format!("registerAfter{name}"),
+            };
+            let on = shared.clone();
+            let register = Function::new(ctx.clone(), {
+                let function = function.clone();
+                move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+                    let f = convert::arg(&args.0, 0)
+                        .and_then(|f| f.as_function())
+                        .ok_or_else(|| Exception::throw_type(&ctx, "expects a function"))?
+                        .clone();
+                    let module = loading_module(&ctx, &on, &function)?;
+                    let key = hook_key(mode, HookKind::Api, name);
+                    store(&ctx, &on, key, wrapper(&ctx, mode, f)?, module)
+                }
+            })?
+            .with_name(&function)?;
+            initializer.set(function, register)?;
+        }
+    }
+    for (function, mode) in [
+        ("registerRtBefore", HookMode::Before),
+        ("registerRtAfter", HookMode::After),
+    ] {
+        let on = shared.clone();
+        let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+            let name = convert::arg(&args.0, 0)
+                .and_then(convert::string)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| Exception::throw_type(&ctx, "expects a non empty string"))?;
+            let f = convert::arg(&args.0, 1)
+                .and_then(|f| f.as_function())
+                .ok_or_else(|| Exception::throw_type(&ctx, "expects a function"))?
+                .clone();
+            let module = loading_module(&ctx, &on, function)?;
+            let key = hook_key(mode, HookKind::Rt, &name);
+            store(&ctx, &on, key, wrapper(&ctx, mode, f)?, module)
+        })?
+        .with_name(function)?;
+        initializer.set(function, register)?;
+    }
+    let on = shared.clone();
+    let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+        let f = convert::arg(&args.0, 0)
+            .and_then(|f| f.as_function())
+            .ok_or_else(|| Exception::throw_type(&ctx, "expects a function"))?
+            .clone();
+        let module = loading_module(&ctx, &on, "registerShutdown")?;
+        let wrap: Function<'js> = ctx.eval(SHUTDOWN)?;
+        let wrapped: Function<'js> = wrap.call((f,))?;
+        store(&ctx, &on, SHUTDOWN_KEY.to_owned(), wrapped, module)
+    })?
+    .with_name("registerShutdown")?;
+    initializer.set("registerShutdown", register)?;
+    for (function, feature) in UNSERVED {
+        let on = shared.clone();
+        let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+            // Storage indexes take a name and settings first; the others only a function.
+            if *function != "registerStorageIndex" {
+                let position = usize::from(*function == "registerStorageIndexFilter");
+                if convert::arg(&args.0, position)
+                    .and_then(|f| f.as_function())
+                    .is_none()
+                {
+                    return Err(Exception::throw_type(&ctx, "expects a function"));
+                }
+            }
+            let module = loading_module(&ctx, &on, function)?;
+            warn_unserved_once("js", &module, function, feature);
+            Ok(())
+        })?
+        .with_name(*function)?;
+        initializer.set(*function, register)?;
+    }
+    Ok(())
+}
+
+fn wrapper<'js>(
+    ctx: &Ctx<'js>,
+    mode: HookMode,
+    function: Function<'js>,
+) -> rquickjs::Result<Function<'js>> {
+    let wrap: Function<'js> = ctx.eval(match mode {
+        HookMode::Before => BEFORE,
+        HookMode::After => AFTER,
+    })?;
+    wrap.call((function,))
+}
+
+fn store<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    key: String,
+    function: Function<'js>,
+    module: String,
+) -> rquickjs::Result<()> {
+    // Registering a hook again replaces the function, as in Nakama.
+    shared.rpcs.borrow_mut().insert(
+        key,
+        Registration {
+            value: Persistent::save(ctx, function),
+            module,
+        },
+    );
+    Ok(())
+}

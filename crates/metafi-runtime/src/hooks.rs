@@ -1,0 +1,704 @@
+//! Before/after hooks and the shutdown function, run like RPCs: the same VM pools, budgets,
+//! logs and metrics (`metafi_runtime_hook_*`). [`RuntimeHooks`] implements
+//! [`metafi_core::Hooks`] for the REST and realtime edges.
+//!
+//! Script engines store a hook like an RPC, under a reserved id ([`hook_key`]) that no client
+//! can call; the host finds those ids in each VM's registrations. Requests travel as JSON with
+//! Nakama's proto field names; each engine sees them as Nakama shows them: Lua with proto names
+//! and default values left out ([`lua_view`]), JavaScript with `lowerCamelCase` names
+//! ([`to_js_names`]), and the hook's result is read back the same way ([`from_js_names`]).
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use metafi_core::hooks::{HookFuture, NAKAMA_API_HOOKS, NAKAMA_RT_HOOKS};
+use metafi_core::{CoreError, Hook, HookKind, HookTable, Hooks, RpcContext};
+use metafi_proto::Code;
+use serde_json::{Map, Value as Json};
+
+use crate::context::{CallContext, ExecutionMode};
+use crate::error::{RpcError, ScriptError};
+use crate::nk::Nk;
+use crate::pool::{DispatchError, VmPool};
+
+/// Prefix of the reserved ids under which engines store hooks (never a client RPC id).
+pub const HOOK_KEY_PREFIX: char = '\u{1}';
+
+/// The reserved id of the shutdown function (`register_shutdown`).
+pub const SHUTDOWN_KEY: &str = "\u{1}shutdown";
+
+/// Before or after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookMode {
+    Before,
+    After,
+}
+
+/// The reserved id of a hook: `\u{1}before:authenticatedevice`, `\u{1}rtafter:channeljoin`.
+/// `name` is lower-cased as Nakama keys hooks.
+pub fn hook_key(mode: HookMode, kind: HookKind, name: &str) -> String {
+    let prefix = match (kind, mode) {
+        (HookKind::Api, HookMode::Before) => "before",
+        (HookKind::Api, HookMode::After) => "after",
+        (HookKind::Rt, HookMode::Before) => "rtbefore",
+        (HookKind::Rt, HookMode::After) => "rtafter",
+    };
+    format!("{HOOK_KEY_PREFIX}{prefix}:{}", name.to_lowercase())
+}
+
+/// Reads a reserved hook id back: mode, kind and the lower-case name.
+pub fn parse_hook_key(key: &str) -> Option<(HookMode, HookKind, &str)> {
+    let rest = key.strip_prefix(HOOK_KEY_PREFIX)?;
+    let (prefix, name) = rest.split_once(':')?;
+    let (mode, kind) = match prefix {
+        "before" => (HookMode::Before, HookKind::Api),
+        "after" => (HookMode::After, HookKind::Api),
+        "rtbefore" => (HookMode::Before, HookKind::Rt),
+        "rtafter" => (HookMode::After, HookKind::Rt),
+        _ => return None,
+    };
+    Some((mode, kind, name))
+}
+
+/// Logs, once per process, a registration of a feature MetaFi does not serve yet
+/// (leaderboard resets, storage indexes, purchase notifications…): the module loads, the
+/// function is never called. Every VM of a pool runs the same registrations; only the first
+/// one of each `(engine, registration)` is reported.
+pub fn warn_unserved_once(engine: &'static str, module: &str, registration: &str, feature: &str) {
+    static WARNED: parking_lot::Mutex<Vec<(&'static str, String)>> =
+        parking_lot::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock();
+    if warned
+        .iter()
+        .any(|(e, r)| *e == engine && r == registration)
+    {
+        return;
+    }
+    warned.push((engine, registration.to_owned()));
+    tracing::warn!(
+        engine,
+        module,
+        registration,
+        "{registration} registered a function for {feature}, which MetaFi does not serve yet: it will never be called"
+    );
+}
+
+/// A native before hook: the request (proto names; `None` for calls without input) in, the
+/// request to serve (`None` drops the call) out.
+pub type NativeBefore = Arc<
+    dyn Fn(Arc<CallContext>, Nk, Option<Json>) -> BoxFuture<'static, Result<Option<Json>, RpcError>>
+        + Send
+        + Sync,
+>;
+
+/// A native after hook: the answer and the request in.
+pub type NativeAfter = Arc<
+    dyn Fn(
+            Arc<CallContext>,
+            Nk,
+            Option<Json>,
+            Option<Json>,
+        ) -> BoxFuture<'static, Result<(), RpcError>>
+        + Send
+        + Sync,
+>;
+
+/// A native shutdown function.
+pub type NativeShutdown = Arc<dyn Fn(Arc<CallContext>, Nk) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Where one hook runs.
+#[derive(Clone)]
+pub(crate) enum HookTarget {
+    NativeBefore(NativeBefore),
+    NativeAfter(NativeAfter),
+    NativeShutdown(NativeShutdown),
+    Pool { pool: Arc<VmPool>, key: Arc<str> },
+}
+
+/// One registered hook, with where it came from for logs and metrics.
+#[derive(Clone)]
+pub(crate) struct Registered {
+    pub(crate) runtime: &'static str,
+    pub(crate) module: Arc<str>,
+    pub(crate) target: HookTarget,
+}
+
+/// Collects hooks while the runtime starts: native modules first, then each engine; the first
+/// registration of a hook wins (Nakama: Go over Lua over JavaScript) and a later one is
+/// reported.
+#[derive(Default)]
+pub(crate) struct HookRegistry {
+    before: HookTable<Registered>,
+    after: HookTable<Registered>,
+    shutdown: Option<Registered>,
+    /// Hook names registered that MetaFi does not serve, reported once each.
+    unserved: HashMap<String, &'static str>,
+}
+
+impl HookRegistry {
+    pub(crate) fn add(&mut self, mode: HookMode, kind: HookKind, name: &str, hook: Registered) {
+        let Some(served) = Hook::find(kind, name) else {
+            let known = match kind {
+                HookKind::Api => NAKAMA_API_HOOKS,
+                HookKind::Rt => NAKAMA_RT_HOOKS,
+            }
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name));
+            let what = match kind {
+                HookKind::Api => "API call",
+                HookKind::Rt => "realtime message",
+            };
+            let key = format!("{what} {name}");
+            if !self.unserved.contains_key(&key) {
+                if known {
+                    tracing::warn!(
+                        runtime = hook.runtime,
+                        module = %hook.module,
+                        "a {mode:?} hook is registered for the {what} '{name}', which MetaFi does not serve yet: it will never be called"
+                    );
+                } else {
+                    tracing::warn!(
+                        runtime = hook.runtime,
+                        module = %hook.module,
+                        "a {mode:?} hook is registered for '{name}', which is not a Nakama {what}: it will never be called"
+                    );
+                }
+                self.unserved.insert(key, hook.runtime);
+            }
+            return;
+        };
+        let table = match mode {
+            HookMode::Before => &mut self.before,
+            HookMode::After => &mut self.after,
+        };
+        if let Some(first) = table.get(served) {
+            tracing::warn!(
+                hook = served.name(),
+                ?mode,
+                kept = first.runtime,
+                ignored = hook.runtime,
+                module = %hook.module,
+                "a hook is registered by two runtimes; the first (native, then Lua, then JavaScript) runs"
+            );
+            return;
+        }
+        table.insert(served, hook);
+    }
+
+    pub(crate) fn add_shutdown(&mut self, hook: Registered) {
+        if self.shutdown.is_none() {
+            self.shutdown = Some(hook);
+        }
+    }
+
+    pub(crate) fn finish(
+        self,
+        nk: Nk,
+        ctx: Arc<CallContext>,
+        call_timeout: Duration,
+    ) -> RuntimeHooks {
+        for (mode, table) in [("before", &self.before), ("after", &self.after)] {
+            let names: Vec<&str> = table.hooks().map(Hook::name).collect();
+            if !names.is_empty() {
+                tracing::info!(mode, hooks = ?names, "hooks registered");
+            }
+        }
+        RuntimeHooks {
+            before: self.before,
+            after: self.after,
+            shutdown: self.shutdown,
+            nk,
+            ctx,
+            call_timeout,
+            shut_down: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+/// The hooks every runtime registered: what the REST and realtime edges call.
+pub struct RuntimeHooks {
+    before: HookTable<Registered>,
+    after: HookTable<Registered>,
+    shutdown: Option<Registered>,
+    nk: Nk,
+    /// Node, version and env, copied into each call's context.
+    ctx: Arc<CallContext>,
+    call_timeout: Duration,
+    /// Set when the shutdown function has run.
+    shut_down: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for RuntimeHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeHooks")
+            .field("before", &self.before.hooks().collect::<Vec<_>>())
+            .field("after", &self.after.hooks().collect::<Vec<_>>())
+            .field("shutdown", &self.shutdown.is_some())
+            .finish()
+    }
+}
+
+/// How a hook call failed.
+enum HookFailure {
+    Script(ScriptError),
+    Dispatch(DispatchError),
+    /// The hook returned something that is not the request.
+    BadReturn(String),
+}
+
+impl RuntimeHooks {
+    /// Whether any hook or a shutdown function is registered.
+    pub fn is_empty(&self) -> bool {
+        self.before.is_empty() && self.after.is_empty() && self.shutdown.is_none()
+    }
+
+    /// Runs the shutdown function, if one is registered, within `grace` (Nakama calls it when
+    /// the server starts to stop). Only the first call runs it.
+    pub async fn shutdown(&self, grace: Duration) {
+        let Some(hook) = &self.shutdown else {
+            return;
+        };
+        if self
+            .shut_down
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        let ctx = self.context(ExecutionMode::Shutdown, RpcContext::default());
+        let started = Instant::now();
+        let outcome = match &hook.target {
+            HookTarget::NativeShutdown(function) => {
+                let call = function(ctx, self.nk.clone());
+                match tokio::time::timeout(grace, AssertUnwindSafe(call).catch_unwind()).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(panic)) => Err(format!(
+                        "panicked: {}",
+                        crate::runtime::panic_text(panic.as_ref())
+                    )),
+                    Err(_) => Err("did not finish within the shutdown grace".into()),
+                }
+            }
+            HookTarget::Pool { pool, key } => {
+                match tokio::time::timeout(grace, pool.call(key.clone(), ctx, String::new())).await
+                {
+                    Ok(Ok(Ok(_))) => Ok(()),
+                    Ok(Ok(Err(e))) => Err(format!("{e:?}")),
+                    Ok(Err(e)) => Err(format!("{e:?}")),
+                    Err(_) => Err("did not finish within the shutdown grace".into()),
+                }
+            }
+            HookTarget::NativeBefore(_) | HookTarget::NativeAfter(_) => Ok(()),
+        };
+        record(
+            hook.runtime,
+            "shutdown",
+            "shutdown",
+            started,
+            if outcome.is_ok() { "ok" } else { "failed" },
+        );
+        match outcome {
+            Ok(()) => {
+                tracing::info!(runtime = hook.runtime, module = %hook.module, "shutdown function finished")
+            }
+            Err(error) => {
+                tracing::warn!(runtime = hook.runtime, module = %hook.module, %error, "shutdown function failed")
+            }
+        }
+    }
+
+    fn context(&self, mode: ExecutionMode, request: RpcContext) -> Arc<CallContext> {
+        Arc::new(CallContext {
+            mode,
+            node: self.ctx.node.clone(),
+            version: self.ctx.version,
+            env: self.ctx.env.clone(),
+            request,
+        })
+    }
+
+    /// Runs one hook; `payload` is in proto names, `None` is JSON `null`.
+    async fn run(
+        &self,
+        hook: &Registered,
+        ctx: Arc<CallContext>,
+        payload: HookPayload,
+    ) -> Result<Option<Json>, HookFailure> {
+        match (&hook.target, payload) {
+            (HookTarget::NativeBefore(function), HookPayload::Before(input)) => {
+                let call = function(ctx, self.nk.clone(), input);
+                self.native(call).await
+            }
+            (HookTarget::NativeAfter(function), HookPayload::After(output, input)) => {
+                let call = function(ctx, self.nk.clone(), output, input);
+                self.native(call).await.map(|()| None)
+            }
+            (HookTarget::Pool { pool, key }, payload) => {
+                let js = pool.engine() == "js";
+                let view = |value: Option<Json>| match value {
+                    None => Json::Null,
+                    Some(v) if js => to_js_names(v),
+                    Some(v) => lua_view(v),
+                };
+                let text = match payload {
+                    HookPayload::Before(input) => view(input).to_string(),
+                    HookPayload::After(output, input) => {
+                        Json::Array(vec![view(output), view(input)]).to_string()
+                    }
+                };
+                match pool.call(key.clone(), ctx, text).await {
+                    Ok(Ok(result)) if result.is_empty() => Ok(None),
+                    Ok(Ok(result)) => match serde_json::from_str::<Json>(&result) {
+                        Ok(Json::Null) => Ok(None),
+                        Ok(value) if js => Ok(Some(from_js_names(value))),
+                        Ok(value) => Ok(Some(value)),
+                        Err(e) => Err(HookFailure::BadReturn(e.to_string())),
+                    },
+                    Ok(Err(error)) => Err(HookFailure::Script(error)),
+                    Err(e) => Err(HookFailure::Dispatch(e)),
+                }
+            }
+            // Invariant: before hooks are registered with before targets and after hooks with
+            // after targets (`NativeInitializer`).
+            _ => Err(HookFailure::BadReturn("a hook of the wrong kind".into())),
+        }
+    }
+
+    async fn native<T>(
+        &self,
+        call: BoxFuture<'static, Result<T, RpcError>>,
+    ) -> Result<T, HookFailure> {
+        match tokio::time::timeout(self.call_timeout, AssertUnwindSafe(call).catch_unwind()).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(HookFailure::Script(ScriptError::Raised {
+                code: error.code,
+                message: error.message,
+            })),
+            Ok(Err(panic)) => Err(HookFailure::Script(ScriptError::Failed {
+                message: "Runtime function failed.".into(),
+                detail: crate::runtime::panic_text(panic.as_ref()),
+            })),
+            Err(_) => Err(HookFailure::Script(ScriptError::Timeout)),
+        }
+    }
+
+    /// The client's error for a failed before hook (Nakama sends the hook's error with its
+    /// code), logged with the module.
+    fn caller_error(&self, hook: Hook, registered: &Registered, failure: HookFailure) -> CoreError {
+        let runtime = registered.runtime;
+        let module = &*registered.module;
+        let name = hook.name();
+        match failure {
+            HookFailure::Script(ScriptError::Raised { code, message }) => {
+                tracing::debug!(hook = name, runtime, module, code = code.as_i32(), %message, "before hook returned an error");
+                CoreError::Status { code, message }
+            }
+            HookFailure::Script(ScriptError::Failed { message, detail }) => {
+                tracing::error!(hook = name, runtime, module, %detail, "before hook raised an error");
+                CoreError::Status {
+                    code: Code::Internal,
+                    message,
+                }
+            }
+            HookFailure::Script(ScriptError::Timeout) => {
+                let budget_ms = self.call_timeout.as_millis();
+                tracing::warn!(
+                    hook = name,
+                    runtime,
+                    module,
+                    budget_ms,
+                    "before hook stopped: it ran past its time budget (runtime.call_timeout_ms)"
+                );
+                metrics::counter!("metafi_runtime_budget_overruns_total", "runtime" => runtime, "budget" => "time").increment(1);
+                CoreError::Status {
+                    code: Code::DeadlineExceeded,
+                    message: format!(
+                        "Runtime Before function exceeded its time budget of {budget_ms} ms."
+                    ),
+                }
+            }
+            HookFailure::Script(ScriptError::OutOfMemory) => {
+                tracing::warn!(
+                    hook = name,
+                    runtime,
+                    module,
+                    "before hook stopped: its VM reached the memory cap (runtime.memory_limit_mb)"
+                );
+                metrics::counter!("metafi_runtime_budget_overruns_total", "runtime" => runtime, "budget" => "memory").increment(1);
+                CoreError::ResourceExhausted {
+                    message: "Runtime Before function exceeded the script memory limit.".into(),
+                }
+            }
+            HookFailure::Script(ScriptError::BadResult { found }) => {
+                tracing::error!(hook = name, runtime, module, %found, "before hook returned something that is not the request");
+                CoreError::Status {
+                    code: Code::Internal,
+                    message: "Could not complete runtime Before function.".into(),
+                }
+            }
+            HookFailure::BadReturn(detail) => {
+                tracing::error!(hook = name, runtime, module, %detail, "before hook returned something that is not the request");
+                CoreError::Status {
+                    code: Code::Internal,
+                    message: "Could not complete runtime Before function.".into(),
+                }
+            }
+            HookFailure::Dispatch(DispatchError::QueueFull) => {
+                tracing::warn!(
+                    hook = name,
+                    runtime,
+                    "before hook refused: every VM queue is full"
+                );
+                CoreError::ResourceExhausted {
+                    message: format!("The {runtime} runtime is at capacity; retry shortly.").into(),
+                }
+            }
+            HookFailure::Dispatch(DispatchError::Stopped) => CoreError::Unavailable {
+                operation: "a before hook (the runtime is stopping)",
+            },
+        }
+    }
+}
+
+enum HookPayload {
+    Before(Option<Json>),
+    After(Option<Json>, Option<Json>),
+}
+
+fn outcome_label(outcome: &Result<Option<Json>, HookFailure>) -> &'static str {
+    match outcome {
+        Ok(_) => "ok",
+        Err(HookFailure::Script(e)) => e.kind(),
+        Err(HookFailure::BadReturn(_)) => "bad_result",
+        Err(HookFailure::Dispatch(DispatchError::QueueFull)) => "queue_full",
+        Err(HookFailure::Dispatch(DispatchError::Stopped)) => "stopped",
+    }
+}
+
+fn record(
+    runtime: &'static str,
+    id: &'static str,
+    mode: &'static str,
+    started: Instant,
+    outcome: &'static str,
+) {
+    metrics::histogram!("metafi_runtime_hook_duration_seconds", "id" => id, "mode" => mode, "runtime" => runtime)
+        .record(started.elapsed().as_secs_f64());
+    metrics::counter!("metafi_runtime_hook_calls_total", "id" => id, "mode" => mode, "runtime" => runtime, "outcome" => outcome)
+        .increment(1);
+}
+
+impl Hooks for RuntimeHooks {
+    fn has_before(&self, hook: Hook) -> bool {
+        self.before.contains(hook)
+    }
+
+    fn has_after(&self, hook: Hook) -> bool {
+        self.after.contains(hook)
+    }
+
+    fn before(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        input: Option<Json>,
+    ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
+        Box::pin(async move {
+            let Some(registered) = self.before.get(hook) else {
+                return Ok(input);
+            };
+            let ctx = self.context(ExecutionMode::Before, ctx);
+            let started = Instant::now();
+            let outcome = self.run(registered, ctx, HookPayload::Before(input)).await;
+            record(
+                registered.runtime,
+                hook.name(),
+                "before",
+                started,
+                outcome_label(&outcome),
+            );
+            outcome.map_err(|failure| self.caller_error(hook, registered, failure))
+        })
+    }
+
+    fn after(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        output: Option<Json>,
+        input: Option<Json>,
+    ) -> HookFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(registered) = self.after.get(hook) else {
+                return;
+            };
+            let ctx = self.context(ExecutionMode::After, ctx);
+            let started = Instant::now();
+            let outcome = self
+                .run(registered, ctx, HookPayload::After(output, input))
+                .await;
+            record(
+                registered.runtime,
+                hook.name(),
+                "after",
+                started,
+                outcome_label(&outcome),
+            );
+            if let Err(failure) = outcome {
+                // Nakama only logs an after hook's error: the client has its answer.
+                let error = self.caller_error(hook, registered, failure);
+                tracing::warn!(hook = hook.name(), runtime = registered.runtime, module = %registered.module, error = %error, "after hook failed");
+            }
+        })
+    }
+}
+
+/// Proto fields whose value is a map: their keys are user data, never renamed or pruned.
+const MAP_FIELDS: &[&str] = &[
+    "vars",
+    "string_properties",
+    "numeric_properties",
+    "stringProperties",
+    "numericProperties",
+    "metadata",
+];
+
+/// A request in proto names as Nakama shows it to Lua (protojson with proto names, default
+/// values left out): `null`, `""`, `false`, `0` and `[]` fields are dropped (empty messages
+/// stay, so `{"ping":{}}` keeps its message).
+pub fn lua_view(value: Json) -> Json {
+    match value {
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .filter(|(_, v)| !is_default(v))
+                .map(|(k, v)| {
+                    let v = if MAP_FIELDS.contains(&k.as_str()) {
+                        v
+                    } else {
+                        lua_view(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        Json::Array(items) => Json::Array(items.into_iter().map(lua_view).collect()),
+        other => other,
+    }
+}
+
+fn is_default(value: &Json) -> bool {
+    match value {
+        Json::Null => true,
+        Json::Bool(b) => !b,
+        Json::String(s) => s.is_empty(),
+        Json::Number(n) => n.as_f64() == Some(0.0),
+        Json::Array(items) => items.is_empty(),
+        Json::Object(_) => false,
+    }
+}
+
+/// A request in proto names renamed to the `lowerCamelCase` JSON names JavaScript modules see
+/// (`refresh_token` → `refreshToken`); the keys of map fields are left as they are.
+pub fn to_js_names(value: Json) -> Json {
+    rename(value, &snake_to_camel)
+}
+
+/// A JavaScript hook's result read back into proto names (`refreshToken` → `refresh_token`).
+pub fn from_js_names(value: Json) -> Json {
+    rename(value, &camel_to_snake)
+}
+
+fn rename(value: Json, f: &dyn Fn(&str) -> String) -> Json {
+    match value {
+        Json::Object(map) => {
+            let mut out = Map::with_capacity(map.len());
+            for (k, v) in map {
+                let v = if MAP_FIELDS.contains(&k.as_str()) {
+                    v
+                } else {
+                    rename(v, f)
+                };
+                out.insert(f(&k), v);
+            }
+            Json::Object(out)
+        }
+        Json::Array(items) => Json::Array(items.into_iter().map(|v| rename(v, f)).collect()),
+        other => other,
+    }
+}
+
+fn snake_to_camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn camel_to_snake(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn hook_keys_round_trip_in_lower_case() {
+        let key = hook_key(HookMode::Before, HookKind::Api, "AuthenticateDevice");
+        assert_eq!(key, "\u{1}before:authenticatedevice");
+        assert_eq!(
+            parse_hook_key(&key),
+            Some((HookMode::Before, HookKind::Api, "authenticatedevice"))
+        );
+        let key = hook_key(HookMode::After, HookKind::Rt, "ChannelJoin");
+        assert_eq!(
+            parse_hook_key(&key),
+            Some((HookMode::After, HookKind::Rt, "channeljoin"))
+        );
+        assert_eq!(parse_hook_key("authenticatedevice"), None);
+        assert_eq!(parse_hook_key(SHUTDOWN_KEY), None);
+    }
+
+    #[test]
+    fn javascript_sees_camel_case_names_but_map_keys_unchanged() {
+        let request = json!({"account": {"id": "d", "vars": {"my_key": "v"}}, "refresh_token": "t", "object_ids": [{"user_id": "u"}]});
+        let js = to_js_names(request.clone());
+        assert_eq!(
+            js,
+            json!({"account": {"id": "d", "vars": {"my_key": "v"}}, "refreshToken": "t", "objectIds": [{"userId": "u"}]})
+        );
+        assert_eq!(from_js_names(js), request);
+    }
+
+    #[test]
+    fn lua_sees_proto_names_without_default_values() {
+        let request = json!({"account": {"id": "d", "vars": {"k": ""}}, "create": null, "username": "", "ping": {}, "n": 0});
+        assert_eq!(
+            lua_view(request),
+            json!({"account": {"id": "d", "vars": {"k": ""}}, "ping": {}})
+        );
+    }
+}
