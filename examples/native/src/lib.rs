@@ -9,10 +9,12 @@
 //! registers the seed benchmark's match as a native handler ([`seed_match::SeedMatch`], handler
 //! name `seed_native`) and its `get_match_native` RPC, and the transport experiment's server
 //! module ([`transport_seed`]: handler `transport_seed`, RPCs `transport_seed_create` and
-//! `transport_seed_stats`).
+//! `transport_seed_stats`), and, when `runtime.env` has `native_hooks=on`, example before/after
+//! hooks ([`device_hooks`]).
 //!
 //! Must not depend on: the server, the transport, a storage backend. Key type: [`Examples`].
 
+pub mod device_hooks;
 pub mod seed_match;
 pub mod transport_seed;
 
@@ -41,6 +43,7 @@ impl NativeModule for Examples {
         initializer.register_match(transport_seed::HANDLER, || {
             Box::new(transport_seed::TransportSeed::default())
         });
+        device_hooks::register(initializer);
         Ok(())
     }
 }

@@ -1,0 +1,213 @@
+//! Before/after hooks over real HTTP and socket calls, the same checks for each runtime (Lua,
+//! JavaScript, native): a before hook that changes device authentication (sets the username),
+//! one that rejects it with a code, one that returns nothing (the call is dropped), an after
+//! hook that sees the answer, and a realtime before hook that changes a chat message.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::path::Path;
+
+use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Message, channel_type};
+use metafi_testkit::{Http, Socket, TestNode, assert_error};
+
+const LUA: &str = r#"
+local nk = require("nakama")
+nk.register_req_before(function(context, payload)
+  local id = payload.account.id
+  if id:sub(1, 7) == "rename-" then
+    payload.username = "lua_" .. id:sub(8)
+  elseif id:sub(1, 7) == "reject-" then
+    error({ "lua hook refused the device", 7 })
+  elseif id:sub(1, 5) == "drop-" then
+    return nil
+  end
+  return payload
+end, "AuthenticateDevice")
+nk.register_req_after(function(context, output, input)
+  local id = input.account.id
+  if id:sub(1, 6) == "after-" then
+    nk.storage_write({ { collection = "hooks", key = id, value = { token = output.token, runtime = "lua", mode = context.execution_mode }, permission_read = 2, permission_write = 0 } })
+  end
+end, "authenticatedevice")
+nk.register_rt_before(function(context, envelope)
+  envelope.channel_message_send.content = nk.json_encode({ hooked = "lua" })
+  return envelope
+end, "ChannelMessageSend")
+nk.register_leaderboard_reset(function(context, leaderboard, reset) end)
+nk.register_storage_index("idx", "hooks", "", { "token" }, 100)
+"#;
+
+const JS: &str = r#"
+function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerBeforeAuthenticateDevice(function (ctx, logger, nk, data) {
+    var id = data.account.id;
+    if (id.indexOf("rename-") === 0) {
+      data.username = "js_" + id.substring(7);
+    } else if (id.indexOf("reject-") === 0) {
+      throw { message: "js hook refused the device", code: 7 };
+    } else if (id.indexOf("drop-") === 0) {
+      return null;
+    }
+    return data;
+  });
+  initializer.registerAfterAuthenticateDevice(function (ctx, logger, nk, data, request) {
+    var id = request.account.id;
+    if (id.indexOf("after-") === 0) {
+      nk.storageWrite([{ collection: "hooks", key: id, value: { token: data.token, runtime: "js", mode: ctx.executionMode, camel: data.refreshToken !== undefined }, permissionRead: 2, permissionWrite: 0 }]);
+    }
+  });
+  initializer.registerRtBefore("ChannelMessageSend", function (ctx, logger, nk, envelope) {
+    envelope.channelMessageSend.content = JSON.stringify({ hooked: "js" });
+    return envelope;
+  });
+  initializer.registerBeforeListFriends(function (ctx, logger, nk, data) { return data; });
+  initializer.registerTournamentEnd(function () {});
+}
+"#;
+
+async fn server(dir: &Path, runtime: &str) -> TestNode {
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    let mut env = Vec::new();
+    match runtime {
+        "lua" => std::fs::write(modules.join("hooks.lua"), LUA).unwrap(),
+        "js" => std::fs::write(modules.join("hooks.js"), JS).unwrap(),
+        "native" => env.push("native_hooks=on".to_owned()),
+        _ => {}
+    }
+    TestNode::start_in(dir, |raw| {
+        raw.runtime.path = modules.display().to_string();
+        raw.runtime.env = env;
+    })
+    .await
+}
+
+async fn authenticate(http: &Http, id: &str) -> metafi_testkit::Reply {
+    http.send(
+        http.post("/v2/account/authenticate/device?create=true")
+            .basic_auth("defaultkey", Some(""))
+            .json(&serde_json::json!({ "id": id })),
+    )
+    .await
+}
+
+/// Every check, against a server whose hooks are in `runtime`.
+async fn hooks_work_in(runtime: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path(), runtime).await;
+    let http = Http::new(&s.base);
+
+    // A before hook that changes the request: the account gets the hook's username.
+    let reply = authenticate(&http, "rename-a1b2c3d4").await;
+    assert_eq!(reply.status, 200, "{runtime}: {}", reply.body);
+    let token = reply.body["token"].as_str().unwrap().to_owned();
+    let account = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+    assert_eq!(
+        account.body["user"]["username"],
+        format!("{runtime}_a1b2c3d4"),
+        "{runtime}: {}",
+        account.body
+    );
+
+    // A before hook that rejects with a code: the client gets that code and message.
+    let reply = authenticate(&http, "reject-a1b2c3d4").await;
+    assert_error(&reply, 403, 7);
+    assert_eq!(
+        reply.body["message"],
+        format!("{runtime} hook refused the device")
+    );
+
+    // A before hook that returns nothing: Nakama's answer for a disabled resource.
+    let reply = authenticate(&http, "drop-a1b2c3d4").await;
+    assert_error(&reply, 404, 5);
+    assert_eq!(reply.body["message"], "Requested resource was not found.");
+
+    // An after hook sees the answer the client got (and cannot change it).
+    let reply = authenticate(&http, "after-a1b2c3d4").await;
+    assert_eq!(reply.status, 200, "{runtime}: {}", reply.body);
+    let token = reply.body["token"].as_str().unwrap().to_owned();
+    let read = http
+        .send(
+            http.post("/v2/storage").bearer_auth(&token).json(
+                &serde_json::json!({ "object_ids": [{ "collection": "hooks", "key": "after-a1b2c3d4" }] }),
+            ),
+        )
+        .await;
+    assert_eq!(read.status, 200, "{runtime}: {}", read.body);
+    let value: serde_json::Value =
+        serde_json::from_str(read.body["objects"][0]["value"].as_str().unwrap()).unwrap();
+    assert_eq!(value["token"], token.as_str(), "{runtime}: {value}");
+    assert_eq!(value["runtime"], runtime);
+    if runtime != "native" {
+        assert_eq!(value["mode"], "after", "{runtime}: {value}");
+    }
+    if runtime == "js" {
+        // JavaScript sees Nakama's JSON names (`refreshToken`).
+        assert_eq!(value["camel"], true, "{value}");
+    }
+
+    // A realtime before hook changes the message every member receives.
+    let mut socket = Socket::connect(&s.base, &token, "").await;
+    let joined = socket
+        .request(Message::ChannelJoin(ChannelJoin {
+            target: "lobby".into(),
+            r#type: channel_type::ROOM,
+            persistence: None,
+            hidden: None,
+        }))
+        .await;
+    let Some(Message::Channel(channel)) = joined.message else {
+        panic!("{runtime}: expected a channel, got {joined:?}");
+    };
+    let ack = socket
+        .request(Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: channel.id.clone(),
+            content: r#"{"hello":1}"#.into(),
+        }))
+        .await;
+    assert!(
+        matches!(ack.message, Some(Message::ChannelMessageAck(_))),
+        "{runtime}: {ack:?}"
+    );
+    let message = socket
+        .event(|e| matches!(e.message, Some(Message::ChannelMessage(_))))
+        .await;
+    let Some(Message::ChannelMessage(message)) = message.message else {
+        unreachable!()
+    };
+    let content: serde_json::Value = serde_json::from_str(&message.content).unwrap();
+    assert_eq!(content["hooked"], runtime, "{runtime}: {content}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn lua_hooks_change_reject_drop_and_observe_calls() {
+    hooks_work_in("lua").await;
+}
+
+#[tokio::test]
+async fn javascript_hooks_change_reject_drop_and_observe_calls() {
+    hooks_work_in("js").await;
+}
+
+#[tokio::test]
+async fn native_hooks_change_reject_drop_and_observe_calls() {
+    hooks_work_in("native").await;
+}
+
+#[tokio::test]
+async fn without_hooks_calls_are_served_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    // Native example hooks are compiled in but off without `native_hooks=on`.
+    let s = server(dir.path(), "none").await;
+    let http = Http::new(&s.base);
+    for id in ["rename-a1b2c3d4", "drop-a1b2c3d4", "reject-a1b2c3d4"] {
+        let reply = authenticate(&http, id).await;
+        assert_eq!(reply.status, 200, "{id}: {}", reply.body);
+        let token = reply.body["token"].as_str().unwrap();
+        let account = http.send(http.get("/v2/account").bearer_auth(token)).await;
+        let username = account.body["user"]["username"].as_str().unwrap();
+        assert!(!username.starts_with("native_"), "{username}");
+    }
+    s.stop().await;
+}
