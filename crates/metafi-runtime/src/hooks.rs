@@ -8,7 +8,7 @@
 //! and default values left out ([`lua_view`]), JavaScript with `lowerCamelCase` names
 //! ([`to_js_names`]), and the hook's result is read back the same way ([`from_js_names`]).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -136,7 +136,7 @@ pub(crate) struct HookRegistry {
     after: HookTable<Registered>,
     shutdown: Option<Registered>,
     /// Hook names registered that MetaFi does not serve, reported once each.
-    unserved: HashMap<String, &'static str>,
+    unserved: HashSet<String>,
 }
 
 impl HookRegistry {
@@ -153,7 +153,7 @@ impl HookRegistry {
                 HookKind::Rt => "realtime message",
             };
             let key = format!("{what} {name}");
-            if !self.unserved.contains_key(&key) {
+            if self.unserved.insert(key) {
                 if known {
                     tracing::warn!(
                         runtime = hook.runtime,
@@ -167,7 +167,6 @@ impl HookRegistry {
                         "a {mode:?} hook is registered for '{name}', which is not a Nakama {what}: it will never be called"
                     );
                 }
-                self.unserved.insert(key, hook.runtime);
             }
             return;
         };
