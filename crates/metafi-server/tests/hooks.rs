@@ -7,8 +7,10 @@
 
 use std::path::Path;
 
-use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Message, channel_type};
-use metafi_testkit::{Http, Socket, TestNode, assert_error};
+use std::time::Duration;
+
+use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, ErrorCode, Message, channel_type};
+use metafi_testkit::{Http, Socket, TestNode, assert_error, user};
 
 const LUA: &str = r#"
 local nk = require("nakama")
@@ -32,6 +34,18 @@ end, "authenticatedevice")
 nk.register_rt_before(function(context, envelope)
   envelope.channel_message_send.content = nk.json_encode({ hooked = "lua" })
   return envelope
+end, "ChannelMessageSend")
+nk.register_rt_before(function(context, envelope)
+  local target = envelope.channel_join.target
+  if target == "forbidden" then
+    error({ "lua hook refused the join", 3 })
+  elseif target == "void" then
+    return nil
+  end
+  return envelope
+end, "channeljoin")
+nk.register_rt_after(function(context, output, input)
+  nk.storage_write({ { collection = "hooks", key = "rt-after", value = { message_id = output.channel_message_ack.message_id, content = input.channel_message_send.content, user_id = context.user_id }, permission_read = 2, permission_write = 0 } })
 end, "ChannelMessageSend")
 nk.register_leaderboard_reset(function(context, leaderboard, reset) end)
 nk.register_storage_index("idx", "hooks", "", { "token" }, 100)
@@ -210,4 +224,104 @@ async fn without_hooks_calls_are_served_unchanged() {
         assert!(!username.starts_with("native_"), "{username}");
     }
     s.stop().await;
+}
+
+fn join(target: &str) -> Message {
+    Message::ChannelJoin(ChannelJoin {
+        target: target.into(),
+        r#type: channel_type::ROOM,
+        persistence: None,
+        hidden: None,
+    })
+}
+
+#[tokio::test]
+async fn realtime_hooks_reject_keep_the_session_drop_close_it_and_after_sees_the_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = server(dir.path(), "lua").await;
+    let http = Http::new(&s.base);
+    let ann = user(&http).await;
+    let mut socket = Socket::connect(&s.base, &ann.token, "").await;
+
+    // An error from a before hook goes to the client; the session stays open.
+    let (code, message) = socket.request_error(join("forbidden")).await;
+    assert_eq!(code, ErrorCode::RuntimeFunctionException as i32);
+    assert_eq!(message, "lua hook refused the join");
+
+    // The after hook sees the reply the client got and the (hooked) request.
+    let Some(Message::Channel(channel)) = socket.request(join("lobby")).await.message else {
+        panic!("expected a channel");
+    };
+    let ack = socket
+        .request(Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: channel.id.clone(),
+            content: r#"{"hello":1}"#.into(),
+        }))
+        .await;
+    let Some(Message::ChannelMessageAck(ack)) = ack.message else {
+        panic!("expected an ack, got {ack:?}");
+    };
+    // The reply is queued before the after hook runs: wait for what it wrote.
+    let mut value = serde_json::Value::Null;
+    for _ in 0..100 {
+        let read = http
+            .send(http.post("/v2/storage").bearer_auth(&ann.token).json(
+                &serde_json::json!({ "object_ids": [{ "collection": "hooks", "key": "rt-after" }] }),
+            ))
+            .await;
+        if let Some(text) = read.body["objects"][0]["value"].as_str() {
+            value = serde_json::from_str(text).unwrap();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(value["message_id"], ack.message_id.as_str(), "{value}");
+    assert_eq!(value["content"], r#"{"hooked":"lua"}"#, "{value}");
+    assert_eq!(value["user_id"], ann.id.as_str(), "{value}");
+
+    // A before hook that returns nothing drops the message and closes the session.
+    let (code, message) = socket.request_error(join("void")).await;
+    assert_eq!(code, ErrorCode::UnrecognizedPayload as i32);
+    assert_eq!(message, "Requested resource was not found.");
+    assert!(socket.closed(Duration::from_secs(10)).await.is_some());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn registrations_check_their_arguments_like_nakama() {
+    for (file, text, expected) in [
+        (
+            "bad.lua",
+            "local nk = require('nakama')\nnk.register_req_before(function() end, '')",
+            "bad argument #2 to 'register_req_before' (expects method name)",
+        ),
+        (
+            "bad.lua",
+            "local nk = require('nakama')\nnk.register_rt_after('x', 'ChannelJoin')",
+            "bad argument #1 to 'register_rt_after' (function expected)",
+        ),
+        (
+            "bad.js",
+            "function InitModule(ctx, logger, nk, initializer) { initializer.registerRtBefore('', function () {}); }",
+            "expects a non empty string",
+        ),
+        (
+            "bad.js",
+            "function InitModule(ctx, logger, nk, initializer) { initializer.registerAfterGetAccount('x'); }",
+            "expects a function",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let modules = dir.path().join("modules");
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::write(modules.join(file), text).unwrap();
+        let error = TestNode::try_start_in(dir.path(), |raw| {
+            raw.runtime.path = modules.display().to_string();
+        })
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{file} loaded: {text}"));
+        let error = format!("{error:#}");
+        assert!(error.contains(expected), "{error}");
+    }
 }
