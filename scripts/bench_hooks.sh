@@ -7,7 +7,8 @@
 #
 #   scripts/bench_hooks.sh [auth] [rpc]        (default: both)
 #
-# Environment: RUNS (default 3), DURATION (seconds per run, default 10), CLIENTS (default 64),
+# Environment: BIN / BENCH (the binaries, default target/release/…), RUNS (default 3),
+# DURATION (seconds per run, default 10), CLIENTS (default 64),
 # BASE_BIN (the metafi binary of the commit before hooks, for the rpc rows; skipped if unset),
 # OUT (report directory, default a temporary one), PORT / METRICS_PORT (default 7490 / 9190).
 # Needs release builds:
@@ -27,8 +28,8 @@ port=${PORT:-7490}
 metrics_port=${METRICS_PORT:-9190}
 out=${OUT:-$(mktemp -d -t metafi-bench-hooks.XXXXXX)}
 mkdir -p "$out"
-bin=target/release/metafi
-bench=target/release/metafi-bench
+bin=${BIN:-target/release/metafi}
+bench=${BENCH:-target/release/metafi-bench}
 for b in "$bin" "$bench"; do
   [ -x "$b" ] || { echo "bench_hooks: $b is missing: build it first (see the header)" >&2; exit 1; }
 done
