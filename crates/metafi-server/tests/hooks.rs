@@ -47,6 +47,9 @@ end, "channeljoin")
 nk.register_rt_after(function(context, output, input)
   nk.storage_write({ { collection = "hooks", key = "rt-after", value = { message_id = output.channel_message_ack.message_id, content = input.channel_message_send.content, user_id = context.user_id }, permission_read = 2, permission_write = 0 } })
 end, "ChannelMessageSend")
+nk.register_shutdown(function(context)
+  nk.storage_write({ { collection = "hooks", key = "shutdown", value = { mode = context.execution_mode }, permission_read = 2, permission_write = 0 } })
+end)
 nk.register_leaderboard_reset(function(context, leaderboard, reset) end)
 nk.register_storage_index("idx", "hooks", "", { "token" }, 100)
 "#;
@@ -73,6 +76,9 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRtBefore("ChannelMessageSend", function (ctx, logger, nk, envelope) {
     envelope.channelMessageSend.content = JSON.stringify({ hooked: "js" });
     return envelope;
+  });
+  initializer.registerShutdown(function (ctx, logger, nk) {
+    nk.storageWrite([{ collection: "hooks", key: "shutdown", value: { mode: ctx.executionMode }, permissionRead: 2, permissionWrite: 0 }]);
   });
   initializer.registerBeforeListFriends(function (ctx, logger, nk, data) { return data; });
   initializer.registerTournamentEnd(function () {});
@@ -323,5 +329,28 @@ async fn registrations_check_their_arguments_like_nakama() {
         .unwrap_or_else(|| panic!("{file} loaded: {text}"));
         let error = format!("{error:#}");
         assert!(error.contains(expected), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn the_shutdown_function_runs_when_the_server_stops() {
+    for runtime in ["lua", "js"] {
+        let dir = tempfile::tempdir().unwrap();
+        server(dir.path(), runtime).await.stop().await;
+        // Restarted without modules: what the shutdown function wrote is there.
+        std::fs::remove_dir_all(dir.path().join("modules")).unwrap();
+        let s = server(dir.path(), "none").await;
+        let http = Http::new(&s.base);
+        let (token, _) = http.new_session().await;
+        let read = http
+            .send(http.post("/v2/storage").bearer_auth(&token).json(
+                &serde_json::json!({ "object_ids": [{ "collection": "hooks", "key": "shutdown" }] }),
+            ))
+            .await;
+        let value = read.body["objects"][0]["value"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{runtime}: {}", read.body));
+        assert_eq!(value, r#"{"mode":"shutdown"}"#, "{runtime}");
+        s.stop().await;
     }
 }
