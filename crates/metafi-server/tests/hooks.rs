@@ -47,6 +47,9 @@ end, "channeljoin")
 nk.register_rt_after(function(context, output, input)
   nk.storage_write({ { collection = "hooks", key = "rt-after", value = { message_id = output.channel_message_ack.message_id, content = input.channel_message_send.content, user_id = context.user_id }, permission_read = 2, permission_write = 0 } })
 end, "ChannelMessageSend")
+nk.register_req_after(function(context, output, input)
+  nk.storage_write({ { collection = "hooks", key = "update-after", value = { display_name = input.display_name, output_is_nil = output == nil, user_id = context.user_id }, permission_read = 2, permission_write = 0 } })
+end, "UpdateAccount")
 nk.register_shutdown(function(context)
   nk.storage_write({ { collection = "hooks", key = "shutdown", value = { mode = context.execution_mode }, permission_read = 2, permission_write = 0 } })
 end)
@@ -76,6 +79,12 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRtBefore("ChannelMessageSend", function (ctx, logger, nk, envelope) {
     envelope.channelMessageSend.content = JSON.stringify({ hooked: "js" });
     return envelope;
+  });
+  // GetAccount carries no input: the hook gets none, and its result does not matter.
+  initializer.registerBeforeGetAccount(function (ctx, logger, nk, data) {
+    if (data !== null && data !== undefined) {
+      throw { message: "GetAccount has no input", code: 3 };
+    }
   });
   initializer.registerShutdown(function (ctx, logger, nk) {
     nk.storageWrite([{ collection: "hooks", key: "shutdown", value: { mode: ctx.executionMode }, permissionRead: 2, permissionWrite: 0 }]);
@@ -164,6 +173,28 @@ async fn hooks_work_in(runtime: &str) {
     if runtime == "js" {
         // JavaScript sees Nakama's JSON names (`refreshToken`).
         assert_eq!(value["camel"], true, "{value}");
+    }
+
+    if runtime == "lua" {
+        // An after hook on a call that answers nothing gets nil and the request.
+        let update = http
+            .send(
+                http.put("/v2/account")
+                    .bearer_auth(&token)
+                    .json(&serde_json::json!({ "display_name": "Hooked" })),
+            )
+            .await;
+        assert_eq!(update.status, 200, "{}", update.body);
+        let read = http
+            .send(http.post("/v2/storage").bearer_auth(&token).json(
+                &serde_json::json!({ "object_ids": [{ "collection": "hooks", "key": "update-after" }] }),
+            ))
+            .await;
+        let value: serde_json::Value =
+            serde_json::from_str(read.body["objects"][0]["value"].as_str().unwrap()).unwrap();
+        assert_eq!(value["display_name"], "Hooked", "{value}");
+        assert_eq!(value["output_is_nil"], true, "{value}");
+        assert!(value["user_id"].is_string(), "{value}");
     }
 
     // A realtime before hook changes the message every member receives.
