@@ -5,7 +5,7 @@
 //! Script engines store a hook like an RPC, under a reserved id ([`hook_key`]) that no client
 //! can call; the host finds those ids in each VM's registrations. Requests travel as JSON with
 //! Nakama's proto field names; each engine sees them as Nakama shows them: Lua with proto names
-//! and default values left out ([`lua_view`]), JavaScript with `lowerCamelCase` names
+//! (`null` fields left out, [`lua_view`]), JavaScript with `lowerCamelCase` names
 //! ([`to_js_names`]), and the hook's result is read back the same way ([`from_js_names`]).
 
 use std::collections::HashSet;
@@ -565,14 +565,16 @@ const MAP_FIELDS: &[&str] = &[
     "metadata",
 ];
 
-/// A request in proto names as Nakama shows it to Lua (protojson with proto names, default
-/// values left out): `null`, `""`, `false`, `0` and `[]` fields are dropped (empty messages
-/// stay, so `{"ping":{}}` keeps its message).
+/// A request in proto names as Lua sees it: `null` fields left out (a Lua table cannot hold
+/// nil). Nakama also leaves out fields at their default value; MetaFi keeps them, because
+/// without the schema an explicit `false`, `0` or `""` in a wrapper field (`create=false`, a
+/// display name cleared with `""`) cannot be told from an unset one, and dropping it would
+/// change the request a pass-through hook returns.
 pub fn lua_view(value: Json) -> Json {
     match value {
         Json::Object(map) => Json::Object(
             map.into_iter()
-                .filter(|(_, v)| !is_default(v))
+                .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| {
                     let v = if MAP_FIELDS.contains(&k.as_str()) {
                         v
@@ -585,17 +587,6 @@ pub fn lua_view(value: Json) -> Json {
         ),
         Json::Array(items) => Json::Array(items.into_iter().map(lua_view).collect()),
         other => other,
-    }
-}
-
-fn is_default(value: &Json) -> bool {
-    match value {
-        Json::Null => true,
-        Json::Bool(b) => !b,
-        Json::String(s) => s.is_empty(),
-        Json::Number(n) => n.as_f64() == Some(0.0),
-        Json::Array(items) => items.is_empty(),
-        Json::Object(_) => false,
     }
 }
 
@@ -693,11 +684,11 @@ mod tests {
     }
 
     #[test]
-    fn lua_sees_proto_names_without_default_values() {
-        let request = json!({"account": {"id": "d", "vars": {"k": ""}}, "create": null, "username": "", "ping": {}, "n": 0});
+    fn lua_sees_proto_names_without_nulls_and_keeps_explicit_false() {
+        let request = json!({"account": {"id": "d", "vars": {"k": ""}}, "create": false, "username": null, "ping": {}, "n": 0});
         assert_eq!(
             lua_view(request),
-            json!({"account": {"id": "d", "vars": {"k": ""}}, "ping": {}})
+            json!({"account": {"id": "d", "vars": {"k": ""}}, "create": false, "ping": {}, "n": 0})
         );
     }
 }

@@ -138,6 +138,16 @@ async fn hooks_work_in(runtime: &str) {
         account.body
     );
 
+    // A hook that passes the request on keeps `create=false` (regression: Lua once lost it).
+    let reply = http
+        .send(
+            http.post("/v2/account/authenticate/device?create=false")
+                .basic_auth("defaultkey", Some(""))
+                .json(&serde_json::json!({ "id": "nocreate-a1b2c3d4" })),
+        )
+        .await;
+    assert_error(&reply, 404, 5);
+
     // A before hook that rejects with a code: the client gets that code and message.
     let reply = authenticate(&http, "reject-a1b2c3d4").await;
     assert_error(&reply, 403, 7);
