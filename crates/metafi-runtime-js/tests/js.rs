@@ -573,7 +573,10 @@ async fn conversions_never_panic_and_bad_arguments_are_type_errors() {
         "paramsNotObject",
         "TypeError: expects params to be an object",
     );
-    threw("notification", "no notifications");
+    threw(
+        "notification",
+        "Error: nk.notificationSend is not available yet: this server does not serve notifications yet",
+    );
     threw("registerLate", "can only be called while InitModule runs");
     threw("badFormat", "TypeError: invalid format argument");
     assert_eq!(out["huge"], true);

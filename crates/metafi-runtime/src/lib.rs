@@ -47,8 +47,7 @@ pub use host::{
 };
 pub use log_limit::LogLimit;
 pub use match_host::{
-    EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchInfo, MatchListQuery,
-    MatchVms, NoMatches,
+    EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
 };
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
 pub use nk::{LogLevel, Nk, RuntimeServices};

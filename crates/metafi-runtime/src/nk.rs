@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
 use metafi_core::{Clock, CoreError, Objects};
+use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
 };
@@ -18,7 +19,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
-use crate::match_host::{MatchHost, MatchInfo, MatchListQuery};
+use crate::match_host::MatchHost;
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -278,7 +279,7 @@ impl Nk {
         self.inner.services.matches.get(id).await
     }
 
-    pub async fn match_list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+    pub async fn match_list(&self, query: ListQuery) -> Result<Vec<MatchInfo>, CoreError> {
         self.inner.services.matches.list(query).await
     }
 

@@ -11,6 +11,10 @@
 mod args;
 mod basics;
 mod function;
+mod json;
+mod later;
+mod matches;
+mod storage;
 mod value;
 
 pub use args::{Arg, MapArg, NkArgs};
@@ -19,7 +23,15 @@ pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
 
 /// Every row of the binding table, group by group.
 pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
-    [basics::FUNCTIONS].into_iter().flatten()
+    [
+        basics::FUNCTIONS,
+        json::FUNCTIONS,
+        storage::FUNCTIONS,
+        matches::FUNCTIONS,
+        later::FUNCTIONS,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The row Lua calls `name`.
