@@ -685,3 +685,48 @@ async fn an_init_module_promise_that_never_settles_is_a_load_error() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn table_functions_throw_nakamas_errors_unserved_ones_fail_only_when_called_bytes_round_trip_and_fields_are_camel_case()
+ {
+    let h = start("api").await;
+    let owner = h.new_user("camel").await;
+    let out = json(&h.call("nk_table", &owner.to_string()).await.unwrap());
+    assert_eq!(out["badKeys"], "TypeError: expects an array of keys");
+    assert_eq!(out["badKeysType"], true);
+    assert_eq!(out["badLimit"], "TypeError: expects number");
+    assert_eq!(
+        out["unserved"],
+        "Error: nk.friendsList is not available yet: this server does not serve friends yet"
+    );
+    assert_eq!(
+        out["unservedType"], false,
+        "a failure is an Error, not a TypeError"
+    );
+    assert_eq!(out["binaryIsBuffer"], true);
+    assert_eq!(out["binary"], json("[0,255,1,200]"));
+    assert_eq!(
+        out["view"],
+        json("[8,7]"),
+        "a typed array's own view, not its whole buffer"
+    );
+    assert_eq!(
+        out["keys"],
+        json(
+            r#"["collection","createTime","key","permissionRead","permissionWrite","updateTime","userId","value","version"]"#
+        )
+    );
+    assert_eq!(
+        out["value"],
+        json(r#"{"snake_key":1}"#),
+        "user data keys are not renamed"
+    );
+    assert_eq!(out["permissionRead"], 2);
+    assert!(out["cursor"].is_null(), "{out}");
+
+    let message = assert_code(h.call("unserved", "").await, Code::Internal);
+    assert_eq!(
+        message,
+        "nk.leaderboardCreate is not available yet: this server does not serve leaderboards yet"
+    );
+}

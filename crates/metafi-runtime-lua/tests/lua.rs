@@ -463,3 +463,48 @@ async fn an_error_at_load_names_file_line_and_message() {
     assert!(error.contains("fails_in_nk.lua:4:"), "{error}");
     assert!(error.contains("not a valid JSON string"), "{error}");
 }
+
+#[tokio::test]
+async fn table_functions_raise_nakamas_errors_unserved_ones_fail_only_when_called_and_bytes_round_trip()
+ {
+    let h = start("api").await;
+    let out = json(&h.call("nk_table", "").await.unwrap());
+    let bad_keys = out["bad_keys"].as_str().unwrap();
+    assert!(
+        bad_keys.ends_with(
+            "api.lua:197: bad argument #1 to 'storage_read' (expects a valid set of keys)"
+        ),
+        "gopher-lua's positioned argument error: {bad_keys}"
+    );
+    assert!(
+        out["bad_label"]
+            .as_str()
+            .unwrap()
+            .ends_with("bad argument #3 to 'match_list' (expects label string or nil)"),
+        "{out}"
+    );
+    assert!(
+        out["unserved"].as_str().unwrap().ends_with(
+            "nk.friends_list is not available yet: this server does not serve friends yet"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        out["binary_ok"], true,
+        "a non-UTF-8 string comes back byte for byte"
+    );
+    assert_eq!(out["list_count"], 0);
+    assert_eq!(
+        out["cursor_nil"], true,
+        "storage_list returns (objects, nil)"
+    );
+    assert_eq!(out["sparse"], r#"["a",null,"c"]"#);
+    assert_eq!(out["sorted"], r#"{"a":{"c":true},"b":1}"#);
+
+    // Uncaught, an unserved function is code 13 with its message, the position stripped.
+    let message = assert_code(h.call("unserved", "").await, Code::Internal);
+    assert_eq!(
+        message,
+        "nk.leaderboard_create is not available yet: this server does not serve leaderboards yet"
+    );
+}

@@ -29,10 +29,22 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         storage::FUNCTIONS,
         matches::FUNCTIONS,
         later::FUNCTIONS,
+        TEST_ROWS,
     ]
     .into_iter()
     .flatten()
 }
+
+/// Rows only test builds have (feature `test-util`): `test_echo` / `testEcho` returns its first
+/// argument, so engine tests can check value conversion both ways (binary data included).
+#[cfg(feature = "test-util")]
+const TEST_ROWS: &[NkFunction] = &[NkFunction {
+    lua: Some("test_echo"),
+    js: Some("testEcho"),
+    call: NkCall::Sync(|_, mut args| Ok(args.take(1))),
+}];
+#[cfg(not(feature = "test-util"))]
+const TEST_ROWS: &[NkFunction] = &[];
 
 /// The row Lua calls `name`.
 pub fn lua_function(name: &str) -> Option<&'static NkFunction> {
