@@ -40,17 +40,20 @@ pub(crate) fn args<'js>(ctx: &Ctx<'js>, values: &[Value<'js>]) -> rquickjs::Resu
     let mut path = Vec::new();
     values
         .iter()
-        .map(|v| to_nk(ctx, v, &mut path, false))
+        .map(|v| to_nk(ctx, v, &mut path, false, true))
         .collect()
 }
 
 /// JS → [`NkValue`]. `nested`: inside an object or array (non-finite numbers are `null`
-/// there, as in JSON); `path`: the objects being converted, to find cycles.
+/// there, as in JSON); `path`: the objects being converted, to find cycles; `to_json`: whether
+/// a `toJSON` method is called (once per value, as `JSON.stringify` does, so a `toJSON` that
+/// returns another object with a `toJSON` cannot recurse forever).
 fn to_nk<'js>(
     ctx: &Ctx<'js>,
     value: &Value<'js>,
     path: &mut Vec<Object<'js>>,
     nested: bool,
+    to_json: bool,
 ) -> rquickjs::Result<NkValue> {
     if let Some(b) = value.as_bool() {
         return Ok(NkValue::Bool(b));
@@ -98,10 +101,11 @@ fn to_nk<'js>(
             "converting circular structure: an object contains itself (circular reference)",
         ));
     }
-    if let Ok(to_json) = object.get::<_, Function<'js>>("toJSON") {
-        let replaced: Value<'js> = to_json.call((This(object.clone()),))?;
-        if replaced.as_object() != Some(object) {
-            return to_nk(ctx, &replaced, path, nested);
+    if to_json {
+        let method: Value<'js> = object.get("toJSON")?;
+        if let Some(method) = method.as_function() {
+            let replaced: Value<'js> = method.call((This(object.clone()),))?;
+            return to_nk(ctx, &replaced, path, nested, false);
         }
     }
     path.push(object.clone());
@@ -121,7 +125,7 @@ fn list<'js>(
 ) -> rquickjs::Result<NkValue> {
     let mut items = Vec::with_capacity(array.len());
     for item in array.iter::<Value<'js>>() {
-        items.push(to_nk(ctx, &item?, path, true)?);
+        items.push(to_nk(ctx, &item?, path, true, true)?);
     }
     Ok(NkValue::List(items))
 }
@@ -137,7 +141,7 @@ fn map<'js>(
         if item.is_undefined() || item.is_function() || item.is_symbol() {
             continue;
         }
-        out.insert_data(key, to_nk(ctx, &item, path, true)?);
+        out.insert_data(key, to_nk(ctx, &item, path, true, true)?);
     }
     Ok(NkValue::Map(out))
 }
@@ -236,6 +240,14 @@ mod tests {
             // The same object twice (not a cycle) is fine.
             let shared: Value<'_> = ctx.eval("var s = {}; ({ a: s, b: s })").unwrap();
             assert!(args(&ctx, &[shared]).is_ok());
+            // toJSON is called once per value, as JSON.stringify does: no endless chain.
+            let chain: Value<'_> = ctx
+                .eval("var o = { toJSON: function () { return { toJSON: o.toJSON, n: 1 }; } }; o")
+                .unwrap();
+            let NkValue::Map(map) = args(&ctx, &[chain]).unwrap().remove(0) else {
+                panic!("a map")
+            };
+            assert_eq!(map.get("n"), Some(&NkValue::Int(1)));
         });
     }
 

@@ -63,8 +63,8 @@ fn read_ids(args: &NkArgs) -> Result<Vec<ObjectId>, NkError> {
         .into_iter()
         .map(|entry| {
             Ok(ObjectId {
-                collection: required(&entry, "collection")?,
-                key: required(&entry, "key")?,
+                collection: required(&entry, "collection", Batch::Read)?,
+                key: required(&entry, "key", Batch::Read)?,
                 user_id: owner(&entry)?,
             })
         })
@@ -96,8 +96,8 @@ fn writes(args: &NkArgs) -> Result<Vec<WriteInput>, NkError> {
     };
     let mut out = Vec::new();
     for entry in entries(args, message)? {
-        let collection = required(&entry, "collection")?;
-        let key = required(&entry, "key")?;
+        let collection = required(&entry, "collection", Batch::Write)?;
+        let key = required(&entry, "key", Batch::Write)?;
         let user_id = owner(&entry)?;
         out.push(WriteInput {
             collection,
@@ -251,8 +251,8 @@ fn deletes(args: &NkArgs) -> Result<Vec<DeleteInput>, NkError> {
     for entry in entries(args, message)? {
         let version = version(&entry)?;
         out.push(DeleteInput {
-            collection: required(&entry, "collection")?,
-            key: required(&entry, "key")?,
+            collection: required(&entry, "collection", Batch::Delete)?,
+            key: required(&entry, "key", Batch::Delete)?,
             user_id: owner(&entry)?,
             version,
         });
@@ -291,17 +291,30 @@ fn opt_field(entry: &MapArg<'_>, field: &'static str) -> Result<Option<String>, 
     }
 }
 
-fn required(entry: &MapArg<'_>, field: &'static str) -> Result<String, NkError> {
+/// Which batch a field belongs to: Nakama words the errors of each a little differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Batch {
+    Read,
+    Write,
+    Delete,
+}
+
+/// A required non-empty string field, with Nakama's errors for an empty and a missing one.
+fn required(entry: &MapArg<'_>, field: &'static str, batch: Batch) -> Result<String, NkError> {
+    let js = entry.naming == super::Naming::Camel;
     match opt_field(entry, field)? {
         Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(entry.error(if entry.naming == super::Naming::Camel {
-            format!(
-                "expects '{}' value to be a non empty string",
-                entry.name(field)
-            )
-        } else {
-            format!("expects {field} to be a non-empty string")
-        })),
+        // JavaScript's storageRead has one message for both.
+        _ if js && batch == Batch::Read => Err(entry.error(format!(
+            "expects '{}' value to be a non empty string",
+            entry.name(field)
+        ))),
+        Some(_) if js => Err(entry.error(format!(
+            "expects '{}' value to be non-empty",
+            entry.name(field)
+        ))),
+        Some(_) => Err(entry.error(format!("expects {field} to be a non-empty string"))),
+        None => Err(entry.error(format!("expects {field} to be supplied"))),
     }
 }
 
@@ -319,12 +332,14 @@ fn owner(entry: &MapArg<'_>) -> Result<Uuid, NkError> {
     }
 }
 
-/// `version`: any string in Lua; JavaScript refuses an empty one, as Nakama does.
+/// `version`: absent (any version) or a non-empty string.
 fn version(entry: &MapArg<'_>) -> Result<String, NkError> {
     match opt_field(entry, "version")? {
-        Some(v) if v.is_empty() && entry.naming == super::Naming::Camel => {
-            Err(entry.error("expects 'version' value to be a non-empty string"))
-        }
+        Some(v) if v.is_empty() => Err(entry.error(if entry.naming == super::Naming::Camel {
+            "expects 'version' value to be a non-empty string"
+        } else {
+            "expects version to be a non-empty string"
+        })),
         other => Ok(other.unwrap_or_default()),
     }
 }
@@ -448,6 +463,46 @@ mod tests {
         assert_eq!(
             read_ids(&not_a_list).unwrap_err().lua_message("f"),
             "bad argument #1 to 'f' (expects an array of keys)"
+        );
+    }
+
+    #[test]
+    fn missing_and_empty_fields_have_each_languages_message() {
+        let delete = |naming, pairs: &[(&str, NkValue)]| {
+            deletes(&NkArgs::new(naming, vec![list(vec![map(pairs)])]))
+                .unwrap_err()
+                .lua_message("d")
+        };
+        assert_eq!(
+            delete(Naming::Snake, &[("key", "k".into())]),
+            "bad argument #1 to 'd' (expects collection to be supplied)"
+        );
+        assert_eq!(
+            delete(Naming::Snake, &[("collection", "".into())]),
+            "bad argument #1 to 'd' (expects collection to be a non-empty string)"
+        );
+        assert_eq!(
+            delete(
+                Naming::Camel,
+                &[("collection", "c".into()), ("key", "".into())]
+            ),
+            "bad argument #1 to 'd' (expects 'key' value to be non-empty)"
+        );
+        assert_eq!(
+            delete(
+                Naming::Snake,
+                &[
+                    ("collection", "c".into()),
+                    ("key", "k".into()),
+                    ("version", "".into())
+                ]
+            ),
+            "bad argument #1 to 'd' (expects version to be a non-empty string)"
+        );
+        let read = NkArgs::new(Naming::Camel, vec![list(vec![map(&[("key", "k".into())])])]);
+        assert_eq!(
+            read_ids(&read).unwrap_err().lua_message("r"),
+            "bad argument #1 to 'r' (expects 'collection' value to be a non empty string)"
         );
     }
 
