@@ -1,6 +1,7 @@
 //! The `nk` argument: Nakama's JavaScript server API (`runtime_javascript_nakama.go`) over
-//! [`Nk`](metafi_runtime::Nk) — names, argument shapes, returned object shapes (camelCase
-//! fields, times in seconds) and `TypeError` messages as Nakama has them.
+//! [`Nk`](metafi_runtime::Nk). The few functions still written here by hand come first, then
+//! every row of the host's `nk` binding table (`nk_binding.rs`), which replaces a hand-written
+//! function of the same name.
 //!
 //! Every function is synchronous from the script's point of view, as in Nakama: one that does
 //! IO blocks the VM thread until the answer arrives or the call's deadline passes (`io.rs`).
