@@ -139,3 +139,37 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     later("party_list", "partyList", "parties"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nk_api::camel_case;
+
+    #[test]
+    fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
+        assert_eq!(
+            FUNCTIONS.len(),
+            58,
+            "Nakama's not-yet-served social/economy functions"
+        );
+        for row in FUNCTIONS {
+            let (Some(lua), Some(js)) = (row.lua, row.js) else {
+                panic!("{row:?} lacks a name");
+            };
+            // Nakama's one irregular JS name: tournament_ranks_disable is tournamentsRanksDisable.
+            if lua != "tournament_ranks_disable" {
+                assert_eq!(camel_case(lua), js, "{lua}");
+            }
+            let NkCall::Unserved(why) = row.call else {
+                panic!("{lua} is served");
+            };
+            let message = why.error(js).lua_message(js);
+            assert!(
+                message.starts_with(&format!(
+                    "nk.{js} is not available yet: this server does not serve "
+                )),
+                "{message}"
+            );
+        }
+    }
+}
