@@ -5,7 +5,7 @@
 //!   ignored); any other table, `{}` included, is a map whose keys are the keys' text
 //!   (`[2.5]` → `"2.5"`); map keys are user data and are never renamed;
 //! - integral numbers are integers; strings are text, or binary data when not UTF-8;
-//! - functions become their text (`"function: 0x…"`), other userdata nil.
+//! - functions inside tables become their text (`"function: 0x…"`), other userdata nil.
 //!
 //! Back to Lua: lists are sequences, maps tables with snake_case field names, binary data a
 //! Lua string, and several results (`NkValue::Multi`) several return values.
@@ -15,9 +15,17 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use crate::convert::MAX_DEPTH;
 
-/// The arguments of a call.
+/// The arguments of a call. A function passed as an argument is nil (no `nk` function takes
+/// one; those that do are bound by the engine), so it is refused where a value is expected
+/// instead of passing as its text.
 pub(crate) fn args(values: &MultiValue) -> mlua::Result<Vec<NkValue>> {
-    values.iter().map(|v| to_nk(v, 0)).collect()
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Function(_) => Ok(NkValue::Nil),
+            v => to_nk(v, 0),
+        })
+        .collect()
 }
 
 /// Lua → [`NkValue`].
