@@ -45,6 +45,14 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// The folder the runtime loads modules from.
+    pub fn modules_dir(&self) -> PathBuf {
+        match &self.expect.modules {
+            Some(relative) => self.dir.join(relative),
+            None => self.dir.clone(),
+        }
+    }
+
     /// Reads `dir/expect.toml`.
     pub fn load(dir: &Path) -> Result<Fixture, String> {
         let path = dir.join("expect.toml");
@@ -92,6 +100,10 @@ pub struct Expect {
     pub expect_fail_until_merge: Option<String>,
     #[serde(default)]
     pub setup: Setup,
+    /// The folder of modules to load, relative to the fixture's folder, when it is not the
+    /// fixture's own folder (the repository's `examples/`, say).
+    #[serde(default)]
+    pub modules: Option<PathBuf>,
     /// The runtime must refuse to start, with these texts in its error.
     #[serde(default)]
     pub load_error: Option<PerEngine<TextExpect>>,
@@ -181,6 +193,10 @@ pub struct TextExpect {
 pub struct Call {
     /// The RPC id, as a client sends it.
     pub rpc: String,
+    /// Another id in some engines (modules whose ids differ by language), e.g.
+    /// `rpc_in = { js = "echo_js" }`.
+    #[serde(default)]
+    pub rpc_in: BTreeMap<Engine, String>,
     #[serde(default)]
     pub payload: String,
     /// Call as this user (from `setup.users`), with a session, vars `{k = "v"}`, client IP
@@ -206,6 +222,11 @@ pub struct Call {
     pub js: Option<Outcome>,
     #[serde(default)]
     pub native: Option<Outcome>,
+    /// Made this many times at once. Every answer must then be the success this call
+    /// expects (`result`/`json`) or the error it expects (`code`/`message`), and when both
+    /// are given each must occur at least once (a full queue refuses some calls, say).
+    #[serde(default)]
+    pub parallel: Option<usize>,
     /// Checked after the call, in every engine.
     #[serde(default)]
     pub after: Option<SideEffects>,
@@ -229,6 +250,13 @@ impl Call {
     /// other for this call).
     pub fn has_overrides(&self) -> bool {
         self.lua.is_some() || self.js.is_some() || self.native.is_some()
+    }
+
+    /// The RPC id to call in `engine`.
+    pub fn rpc_for(&self, engine: Option<Engine>) -> &str {
+        engine
+            .and_then(|e| self.rpc_in.get(&e))
+            .map_or(self.rpc.as_str(), String::as_str)
     }
 
     pub fn runs_in(&self, engine: Engine) -> bool {

@@ -8,7 +8,8 @@
 //! - numbers: equal as floating point; strings and booleans: equal;
 //! - a string placeholder matches a kind of value: `"<any>"`, `"<uuid>"`, `"<string>"`,
 //!   `"<nonempty>"`, `"<number>"`, `"<seconds>"` (a plausible Unix time in seconds),
-//!   `"<millis>"` (the same in milliseconds), `"<object>"`, `"<array>"`,
+//!   `"<millis>"` (the same in milliseconds), `"<now_ms>"` (milliseconds within a minute of
+//!   the test's clock), `"<object>"`, `"<array>"`,
 //!   `"<contains:TEXT>"`, `"<starts:TEXT>"`.
 
 use std::collections::BTreeMap;
@@ -76,6 +77,7 @@ enum Placeholder<'a> {
     Number,
     Seconds,
     Millis,
+    NowMs,
     Object,
     Array,
     Contains(&'a str),
@@ -93,6 +95,7 @@ fn placeholder(text: &str) -> Option<Placeholder<'_>> {
         "number" => Placeholder::Number,
         "seconds" => Placeholder::Seconds,
         "millis" => Placeholder::Millis,
+        "now_ms" => Placeholder::NowMs,
         "object" => Placeholder::Object,
         "array" => Placeholder::Array,
         _ => {
@@ -131,6 +134,9 @@ impl Placeholder<'_> {
             // 2020-09 .. 5138: seconds, not milliseconds.
             Placeholder::Seconds => value.as_f64().is_some_and(|n| (1.6e9..1e11).contains(&n)),
             Placeholder::Millis => value.as_f64().is_some_and(|n| (1.6e12..1e14).contains(&n)),
+            Placeholder::NowMs => value
+                .as_f64()
+                .is_some_and(|n| (n - now_ms()).abs() < 60_000.0),
             Placeholder::Object => value.is_object(),
             Placeholder::Array => value.is_array(),
             Placeholder::Contains(needle) => value.as_str().is_some_and(|s| s.contains(needle)),
@@ -153,12 +159,19 @@ impl Placeholder<'_> {
             Placeholder::Number => "a number".into(),
             Placeholder::Seconds => "a Unix time in seconds".into(),
             Placeholder::Millis => "a Unix time in milliseconds".into(),
+            Placeholder::NowMs => "the time now in milliseconds".into(),
             Placeholder::Object => "an object".into(),
             Placeholder::Array => "an array".into(),
             Placeholder::Contains(needle) => format!("a string containing {needle:?}"),
             Placeholder::Starts(prefix) => format!("a string starting with {prefix:?}"),
         }
     }
+}
+
+fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
 }
 
 /// `base` with `over` laid on top: objects are merged key by key, anything else replaced.

@@ -11,6 +11,7 @@ use metafi_runtime::{CallContext, NativeInitializer, NativeModule, Nk, RpcError}
 /// The native module of fixture `name`, if it has one.
 pub fn module(name: &str) -> Option<Arc<dyn NativeModule>> {
     match name {
+        "examples_echo" => Some(Arc::new(metafi_examples_native::Examples)),
         "payload_result" => Some(Arc::new(PayloadResult)),
         "raised_errors" => Some(Arc::new(RaisedErrors)),
         _ => None,

@@ -76,7 +76,7 @@ impl Rig {
         .map_err(|_| format!("call '{rpc}' never ended (hang guard, 60 s)"))
     }
 
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         self.runtime.shutdown(Duration::from_secs(5)).await;
     }
 }
@@ -143,7 +143,7 @@ impl Parts {
             queue_capacity: setup.queue_capacity,
         };
         let config = RuntimeConfig {
-            path: fixture.dir.clone(),
+            path: fixture.modules_dir(),
             node: NODE.into(),
             env: HashMap::from([("region".to_owned(), "eu".to_owned())]),
             call_timeout: Duration::from_millis(setup.call_timeout_ms),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use metafi_core::CoreError;
@@ -101,7 +102,11 @@ pub async fn run_fixture(fixture: &Fixture) -> FixtureResult {
         found.extend(compare_engines(fixture, &seen));
     }
     let mut result = FixtureResult::default();
+    let mut failed_calls = std::collections::BTreeSet::new();
     for problem in found {
+        if let Some(index) = problem.call {
+            failed_calls.insert(index);
+        }
         let marked = problem
             .call
             .and_then(|index| expect.calls.get(index))
@@ -113,12 +118,7 @@ pub async fn run_fixture(fixture: &Fixture) -> FixtureResult {
         }
     }
     for (index, call) in expect.calls.iter().enumerate() {
-        if call.expect_fail_until_merge.is_some()
-            && !result
-                .expected
-                .iter()
-                .any(|p| p.contains(&call_label(index, call)))
-        {
+        if call.expect_fail_until_merge.is_some() && !failed_calls.contains(&index) {
             result
                 .unexpected_passes
                 .push(format!("{} {}", fixture.name, call_label(index, call)));
@@ -194,7 +194,7 @@ async fn run_engines(
         return (problems, observed);
     }
     let rig = match started {
-        Ok(rig) => rig,
+        Ok(rig) => Arc::new(rig),
         Err(StartError::Load(e)) => {
             let text = format!("{label}: load error: {e}");
             return (vec![Problem::general(text)], observed);
@@ -215,7 +215,7 @@ async fn run_engines(
             observed.push(None);
             continue;
         }
-        let here = format!("{label} {}", call_label(index, call));
+        let here = format!("{label} call #{} '{}'", index + 1, call.rpc_for(engine));
         let note = call
             .note
             .as_deref()
@@ -245,7 +245,7 @@ async fn run_engines(
 }
 
 async fn make_call(
-    rig: &Rig,
+    rig: &Arc<Rig>,
     call: &Call,
     engine: Option<Engine>,
     vars: &BTreeMap<String, String>,
@@ -264,13 +264,18 @@ async fn make_call(
         Ok(prepared) => prepared,
         Err(e) => return (None, vec![e]),
     };
-    let answer = match rig.call(&call.rpc, user, payload).await {
-        Ok(answer) => answer,
-        Err(hang) => return (None, vec![hang]),
-    };
     let outcome = match engine {
         Some(engine) => call.outcome_for(engine),
         None => call.outcome.clone(),
+    };
+    let rpc = call.rpc_for(engine);
+    if let Some(n) = call.parallel {
+        let problems = parallel_call(rig, rpc, user, payload, n, &outcome, engine, vars).await;
+        return (None, problems);
+    }
+    let answer = match rig.call(rpc, user, payload).await {
+        Ok(answer) => answer,
+        Err(hang) => return (None, vec![hang]),
     };
     let problems = check_outcome(&outcome, &answer, engine == Some(Engine::Js), vars);
     let observed = Observed {
@@ -278,6 +283,65 @@ async fn make_call(
             .map_err(|e: CoreError| (e.code().as_i32(), e.client_message().into_owned())),
     };
     (Some(observed), problems)
+}
+
+/// `n` calls at once; each answer must be the expected success or the expected error, and
+/// each kind the fixture gives must occur.
+#[allow(clippy::too_many_arguments)] // one call's whole description; private
+async fn parallel_call(
+    rig: &Arc<Rig>,
+    rpc: &str,
+    user: Option<metafi_core::RpcUser>,
+    payload: String,
+    n: usize,
+    outcome: &Outcome,
+    engine: Option<Engine>,
+    vars: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (rig, rpc, user, payload) =
+            (rig.clone(), rpc.to_owned(), user.clone(), payload.clone());
+        calls.spawn(async move { rig.call(&rpc, user, payload).await });
+    }
+    let mut problems = Vec::new();
+    let (mut served, mut refused) = (0, 0);
+    let success = Outcome {
+        code: None,
+        ..outcome.clone()
+    };
+    let js = engine == Some(Engine::Js);
+    while let Some(joined) = calls.join_next().await {
+        let answer = match joined {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(hang)) => {
+                problems.push(hang);
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("a call panicked: {e}"));
+                continue;
+            }
+        };
+        let check = if answer.is_ok() { &success } else { outcome };
+        let found = check_outcome(check, &answer, js, vars);
+        if found.is_empty() {
+            if answer.is_ok() {
+                served += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        problems.extend(found);
+    }
+    let wants_success = outcome.result.is_some() || outcome.json.is_some();
+    if wants_success && served == 0 {
+        problems.push(format!("none of {n} parallel calls was served"));
+    }
+    if outcome.code.is_some() && refused == 0 {
+        problems.push(format!("none of {n} parallel calls was refused"));
+    }
+    problems
 }
 
 fn check_outcome(
