@@ -106,7 +106,7 @@ pub struct Expect {
     pub modules: Option<PathBuf>,
     /// The runtime must refuse to start, with these texts in its error.
     #[serde(default)]
-    pub load_error: Option<PerEngine<TextExpect>>,
+    pub load_error: Option<LoadErrorExpect>,
     /// Side effects of loading the modules, checked before the first call.
     #[serde(default)]
     pub after_load: Option<SideEffects>,
@@ -155,27 +155,31 @@ impl Default for Setup {
     }
 }
 
-/// Something that has one expectation shared by every engine, and optional per-engine
-/// overrides (a field set in `[….lua]` replaces the shared one for Lua).
-#[derive(Debug, Clone, Deserialize)]
-pub struct PerEngine<T> {
-    #[serde(flatten)]
-    pub shared: T,
+/// The texts a load error must contain: shared, or per engine (`load_error.lua.contains`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadErrorExpect {
     #[serde(default)]
-    pub lua: Option<T>,
+    pub contains: Vec<String>,
     #[serde(default)]
-    pub js: Option<T>,
+    pub lua: Option<TextExpect>,
     #[serde(default)]
-    pub native: Option<T>,
+    pub js: Option<TextExpect>,
+    #[serde(default)]
+    pub native: Option<TextExpect>,
 }
 
-impl<T> PerEngine<T> {
-    pub fn override_for(&self, engine: Engine) -> Option<&T> {
-        match engine {
-            Engine::Lua => self.lua.as_ref(),
-            Engine::Js => self.js.as_ref(),
-            Engine::Native => self.native.as_ref(),
-        }
+impl LoadErrorExpect {
+    /// The texts for `engine` (its own list if it has one); all engines' runs together get
+    /// the shared list.
+    pub fn contains_for(&self, engine: Option<Engine>) -> &[String] {
+        let own = match engine {
+            Some(Engine::Lua) => self.lua.as_ref(),
+            Some(Engine::Js) => self.js.as_ref(),
+            Some(Engine::Native) => self.native.as_ref(),
+            None => None,
+        };
+        own.map_or(&self.contains, |own| &own.contains)
     }
 }
 
@@ -189,47 +193,106 @@ pub struct TextExpect {
 
 /// One call of a fixture.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawCall")]
 pub struct Call {
     /// The RPC id, as a client sends it.
     pub rpc: String,
     /// Another id in some engines (modules whose ids differ by language), e.g.
     /// `rpc_in = { js = "echo_js" }`.
-    #[serde(default)]
     pub rpc_in: BTreeMap<Engine, String>,
-    #[serde(default)]
+    /// The payload (`${user.NAME}` and `${session}` replaced); empty by default.
     pub payload: String,
     /// Call as this user (from `setup.users`), with a session, vars `{k = "v"}`, client IP
     /// 127.0.0.9, query `q=1&q=2` and header `x-test: yes`; without it the call is
     /// server-to-server (no user).
-    #[serde(default, rename = "as")]
     pub caller: Option<String>,
     /// Only in these engines (a behaviour one language has and the other spells otherwise).
-    #[serde(default)]
     pub engines: Option<Vec<Engine>>,
     /// Why this call exists, shown when it fails.
-    #[serde(default)]
     pub note: Option<String>,
     /// Set (to the reason) only when today's engines are known to disagree with Nakama on
     /// this call and it pins Nakama's behaviour: its problems are reported, not fatal.
-    #[serde(default)]
     pub expect_fail_until_merge: Option<String>,
-    #[serde(flatten)]
+    /// What the call must give in every engine (the call's own `result`, `json`, `code`,
+    /// `message`, `message_contains`).
     pub outcome: Outcome,
-    #[serde(default)]
+    /// Per-engine overrides (`lua.message = …`): each field given replaces the shared one;
+    /// `json` is merged key by key.
     pub lua: Option<Outcome>,
-    #[serde(default)]
     pub js: Option<Outcome>,
-    #[serde(default)]
     pub native: Option<Outcome>,
     /// Made this many times at once. Every answer must then be the success this call
     /// expects (`result`/`json`) or the error it expects (`code`/`message`), and when both
     /// are given each must occur at least once (a full queue refuses some calls, say).
-    #[serde(default)]
     pub parallel: Option<usize>,
     /// Checked after the call, in every engine.
-    #[serde(default)]
     pub after: Option<SideEffects>,
+}
+
+/// A call as written: [`Call`] with its outcome's fields inline (serde's `flatten` would
+/// let a misspelt key through).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    rpc: String,
+    #[serde(default)]
+    rpc_in: BTreeMap<Engine, String>,
+    #[serde(default)]
+    payload: String,
+    #[serde(default, rename = "as")]
+    caller: Option<String>,
+    #[serde(default)]
+    engines: Option<Vec<Engine>>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    expect_fail_until_merge: Option<String>,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    json: Option<Value>,
+    #[serde(default)]
+    code: Option<i32>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    message_contains: Vec<String>,
+    #[serde(default)]
+    lua: Option<Outcome>,
+    #[serde(default)]
+    js: Option<Outcome>,
+    #[serde(default)]
+    native: Option<Outcome>,
+    #[serde(default)]
+    parallel: Option<usize>,
+    #[serde(default)]
+    after: Option<SideEffects>,
+}
+
+impl From<RawCall> for Call {
+    fn from(raw: RawCall) -> Call {
+        Call {
+            rpc: raw.rpc,
+            rpc_in: raw.rpc_in,
+            payload: raw.payload,
+            caller: raw.caller,
+            engines: raw.engines,
+            note: raw.note,
+            expect_fail_until_merge: raw.expect_fail_until_merge,
+            outcome: Outcome {
+                result: raw.result,
+                json: raw.json,
+                code: raw.code,
+                message: raw.message,
+                message_contains: raw.message_contains,
+            },
+            lua: raw.lua,
+            js: raw.js,
+            native: raw.native,
+            parallel: raw.parallel,
+            after: raw.after,
+        }
+    }
 }
 
 impl Call {
@@ -373,3 +436,54 @@ pub struct MatchCreated {
 
 /// Users by fixture name.
 pub type Users = BTreeMap<String, uuid::Uuid>;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use super::*;
+
+    #[test]
+    fn a_misspelt_key_is_refused_not_ignored() {
+        // A typo that was silently ignored would leave a check that cannot fail.
+        for text in [
+            "description = \"x\"\n[[call]]\nrpc = \"a\"\nmesage = \"typo\"\n",
+            "description = \"x\"\n[[call]]\nrpc = \"a\"\nlua.mesage = \"typo\"\n",
+            "description = \"x\"\n[[call]]\nrpc = \"a\"\nafter.storag = []\n",
+            "description = \"x\"\nsetup.vm = 1\n",
+            "description = \"x\"\nload_error.contain = [\"x\"]\n",
+        ] {
+            assert!(toml::from_str::<Expect>(text).is_err(), "accepted: {text}");
+        }
+    }
+
+    #[test]
+    fn a_call_merges_its_language_overrides_over_the_shared_expectation() {
+        let text = r#"
+            description = "x"
+            [[call]]
+            rpc = "a"
+            rpc_in = { js = "a_js" }
+            code = 13
+            json = { a = 1, b = { c = 2 } }
+            lua.message = "lua text"
+            js.json = { b = { d = 3 } }
+        "#;
+        let expect: Expect = toml::from_str(text).unwrap();
+        let call = &expect.calls[0];
+        let lua = call.outcome_for(Engine::Lua);
+        assert_eq!(
+            (lua.code, lua.message.as_deref()),
+            (Some(13), Some("lua text"))
+        );
+        let js = call.outcome_for(Engine::Js);
+        assert_eq!(js.message, None);
+        assert_eq!(
+            js.json.unwrap(),
+            serde_json::json!({"a": 1, "b": {"c": 2, "d": 3}})
+        );
+        assert_eq!(call.rpc_for(Some(Engine::Js)), "a_js");
+        assert_eq!(call.rpc_for(Some(Engine::Lua)), "a");
+        assert!(call.has_overrides());
+    }
+}

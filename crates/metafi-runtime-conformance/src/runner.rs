@@ -169,9 +169,7 @@ async fn run_engines(
         .collect();
     let started = parts.start_runtime(fixture, engines).await;
     if let Some(load_error) = &expect.load_error {
-        let wanted = engine
-            .and_then(|e| load_error.override_for(e))
-            .unwrap_or(&load_error.shared);
+        let wanted = load_error.contains_for(engine);
         match started {
             Ok(rig) => {
                 problems.push(Problem::general(format!(
@@ -182,7 +180,7 @@ async fn run_engines(
             Err(StartError::Other(e)) => problems.push(Problem::general(format!("{label}: {e}"))),
             Err(StartError::Load(e)) => {
                 let text = e.to_string();
-                for needle in &wanted.contains {
+                for needle in wanted {
                     if !text.contains(needle.as_str()) {
                         problems.push(Problem::general(format!(
                             "{label}: the load error lacks {needle:?}: {text}"
