@@ -4,9 +4,12 @@
 
 #![allow(clippy::print_stderr)] // fixtures marked to fail until a merge are shown, not hidden
 
+mod support;
+
 use std::path::Path;
 
-use metafi_runtime_conformance::{Fixture, run_all, run_fixture};
+use support::fixture::Fixture;
+use support::runner::{run_all, run_fixture};
 
 fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")

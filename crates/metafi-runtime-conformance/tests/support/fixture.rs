@@ -60,6 +60,9 @@ impl Fixture {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let expect: Expect =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if expect.description.trim().is_empty() {
+            return Err(format!("{}: say what the fixture checks", path.display()));
+        }
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -336,7 +339,7 @@ pub struct Outcome {
     /// The exact result text.
     #[serde(default)]
     pub result: Option<String>,
-    /// The result parsed as JSON must match this (see [`crate::matcher`]); keys are written
+    /// The result parsed as JSON must match this (see [`super::matcher`]); keys are written
     /// in Nakama's Lua spelling (`user_id`) and compared camelCased (`userId`) for JS.
     #[serde(default)]
     pub json: Option<Value>,
@@ -355,7 +358,7 @@ pub struct Outcome {
 impl Outcome {
     fn merged(&self, over: &Outcome) -> Outcome {
         let json = match (&self.json, &over.json) {
-            (Some(base), Some(over)) => Some(crate::matcher::merge(base, over)),
+            (Some(base), Some(over)) => Some(super::matcher::merge(base, over)),
             (base, over) => over.clone().or_else(|| base.clone()),
         };
         Outcome {

@@ -11,9 +11,9 @@ use metafi_storage::{Caller, ObjectId};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::fixture::{Call, Engine, Fixture, Outcome, SideEffects, Users};
-use crate::matcher::{camel_keys, match_json, shape, substitute, substitute_json};
-use crate::rig::{Parts, Rig, StartError, caller};
+use super::fixture::{Call, Engine, Fixture, Outcome, SideEffects, Users};
+use super::matcher::{camel_keys, match_json, shape, substitute, substitute_json};
+use super::rig::{Parts, Rig, StartError, caller};
 
 /// What the suite found, fixture by fixture.
 #[derive(Debug, Default)]

@@ -198,11 +198,6 @@ pub fn camel_keys(value: &Value) -> Value {
     rename_keys(value, &camel)
 }
 
-/// Every object key snake_cased (`userId` → `user_id`), to compare JS results with Lua's.
-pub fn snake_keys(value: &Value) -> Value {
-    rename_keys(value, &snake)
-}
-
 fn rename_keys(value: &Value, rename: &dyn Fn(&str) -> String) -> Value {
     match value {
         Value::Object(map) => Value::Object(

@@ -17,7 +17,7 @@ use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 use uuid::Uuid;
 
-use crate::fixture::{Engine, Fixture, Users};
+use super::fixture::{Engine, Fixture, Users};
 
 /// The node name scripts see as `ctx.node`.
 pub const NODE: &str = "test-node";
@@ -41,17 +41,6 @@ pub struct Parts {
 }
 
 impl Rig {
-    /// Opens storage, creates the fixture's users, and starts a runtime with `engines`
-    /// loading the fixture folder. On a load error, hands back the error.
-    pub async fn start(fixture: &Fixture, engines: &[Engine]) -> Result<Rig, String> {
-        let parts = Parts::open(fixture).await?;
-        match parts.start_runtime(fixture, engines).await {
-            Ok(rig) => Ok(rig),
-            Err(StartError::Load(e)) => Err(format!("load error: {e}")),
-            Err(StartError::Other(e)) => Err(e),
-        }
-    }
-
     /// Calls `rpc` with `payload`, as `caller` when given; a hang guard far above any budget.
     pub async fn call(
         &self,
@@ -157,9 +146,9 @@ impl Parts {
                 Engine::Lua => builder.engine(Arc::new(LuaEngine::new()) as Arc<dyn EngineFactory>),
                 Engine::Js => builder.engine(Arc::new(JsEngine::new()) as Arc<dyn EngineFactory>),
                 Engine::Native => {
-                    let module = crate::native::module(&fixture.name).ok_or_else(|| {
+                    let module = super::native::module(&fixture.name).ok_or_else(|| {
                         StartError::Other(format!(
-                            "the fixture names the native engine, but src/native.rs has no \
+                            "the fixture names the native engine, but tests/support/native.rs has no \
                              module for '{}'",
                             fixture.name
                         ))
