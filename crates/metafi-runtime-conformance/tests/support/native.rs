@@ -11,6 +11,7 @@ use metafi_runtime::{CallContext, NativeInitializer, NativeModule, Nk, RpcError}
 /// The native module of fixture `name`, if it has one.
 pub fn module(name: &str) -> Option<Arc<dyn NativeModule>> {
     match name {
+        "context" => Some(Arc::new(Context)),
         "examples_echo" => Some(Arc::new(metafi_examples_native::Examples)),
         "payload_result" => Some(Arc::new(PayloadResult)),
         "raised_errors" => Some(Arc::new(RaisedErrors)),
@@ -71,4 +72,43 @@ impl NativeModule for RaisedErrors {
         initializer.register_rpc("still_serving", |_, _, _| async { Ok("yes".to_owned()) });
         Ok(())
     }
+}
+
+/// `fixtures/context`: the context a native function gets, in Nakama's Lua spelling.
+#[derive(Debug)]
+struct Context;
+
+impl NativeModule for Context {
+    fn name(&self) -> &'static str {
+        "context"
+    }
+
+    fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError> {
+        initializer.register_rpc("context", context);
+        Ok(())
+    }
+}
+
+async fn context(ctx: Arc<CallContext>, _: Nk, payload: String) -> Result<String, RpcError> {
+    let request = &ctx.request;
+    let mut out = serde_json::json!({
+        "env": *ctx.env,
+        "execution_mode": ctx.mode.as_str(),
+        "node": &*ctx.node,
+        "version": ctx.version,
+        "query_params": request.query,
+        "headers": request.headers,
+        "payload": payload,
+    });
+    if let Some(ip) = request.client_ip {
+        out["client_ip"] = ip.to_string().into();
+    }
+    if let Some(user) = &request.user {
+        out["user_id"] = user.user_id.to_string().into();
+        out["username"] = user.username.clone().into();
+        out["vars"] = serde_json::json!(user.vars);
+        out["user_session_exp"] = user.expires_at.into();
+        out["session_id"] = user.session_id.to_string().into();
+    }
+    Ok(out.to_string())
 }
