@@ -47,10 +47,22 @@ const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
     ("registerLeaderboardReset", "leaderboards"),
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
-    ("registerPurchaseNotificationApple", "purchase notifications"),
-    ("registerSubscriptionNotificationApple", "purchase notifications"),
-    ("registerPurchaseNotificationGoogle", "purchase notifications"),
-    ("registerSubscriptionNotificationGoogle", "purchase notifications"),
+    (
+        "registerPurchaseNotificationApple",
+        "purchase notifications",
+    ),
+    (
+        "registerSubscriptionNotificationApple",
+        "purchase notifications",
+    ),
+    (
+        "registerPurchaseNotificationGoogle",
+        "purchase notifications",
+    ),
+    (
+        "registerSubscriptionNotificationGoogle",
+        "purchase notifications",
+    ),
 ];
 
 const LUA_PROBE: &str = r#"
@@ -141,7 +153,10 @@ fn state(bound: bool, row: Option<&NkFunction>, name: &str) -> String {
     if !bound {
         return "**missing**".into();
     }
-    if let Some((_, feature)) = REGISTERS_FEATURE_NOT_SERVED.iter().find(|(n, _)| *n == name) {
+    if let Some((_, feature)) = REGISTERS_FEATURE_NOT_SERVED
+        .iter()
+        .find(|(n, _)| *n == name)
+    {
         return format!("registers; {feature} not served yet");
     }
     match row.map(|r| r.call) {
@@ -219,7 +234,11 @@ fn render(lua_bound: &BTreeSet<String>, js_bound: &BTreeSet<String>) -> String {
         let mut never = 0;
         let mut missing = 0;
         for name in names {
-            let row = if js { row_of_js(name) } else { row_of_lua(name) };
+            let row = if js {
+                row_of_js(name)
+            } else {
+                row_of_lua(name)
+            };
             match state(bound.contains(*name), row, name).as_str() {
                 "yes" => served += 1,
                 s if s.starts_with("not yet") || s.starts_with("registers;") => later += 1,
@@ -295,7 +314,9 @@ async fn nk_api_doc_lists_every_nakama_function_with_its_state() {
     );
     assert!(js_bound.contains("registerRpc"), "{js_bound:?}");
     let doc = render(&lua_bound, &js_bound);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(DOC);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(DOC);
     if std::env::var_os("METAFI_WRITE_NK_API_DOC").is_some() {
         std::fs::write(&path, &doc).expect("write the doc");
         return;
