@@ -9,7 +9,19 @@ mod support;
 
 use std::time::Duration;
 
+use metafi_core::CoreError;
+use metafi_proto::Code;
 use support::{Options, build, fixture, json, start};
+
+fn assert_code(result: Result<String, CoreError>, code: Code) -> String {
+    match result {
+        Ok(ok) => panic!("expected code {code:?}, got Ok({ok})"),
+        Err(e) => {
+            assert_eq!(e.code(), code, "{e:?}");
+            e.client_message().into_owned()
+        }
+    }
+}
 
 #[tokio::test]
 async fn a_host_error_caught_with_pcall_was_a_traceback_object_now_one_line_with_position() {
