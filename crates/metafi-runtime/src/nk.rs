@@ -117,11 +117,6 @@ impl Nk {
         }
     }
 
-    /// The services this `nk` was built with.
-    pub fn services(&self) -> &RuntimeServices {
-        &self.inner.services
-    }
-
     /// The utility functions' state (`nk_api`).
     pub(crate) fn utilities(&self) -> &UtilityState {
         &self.inner.utilities

@@ -8,6 +8,8 @@
 //! (header `{"alg":…,"typ":"JWT"}`, claims with sorted keys), so the same claims and key give
 //! the same token. bcrypt and RSA run on the blocking pool, off the VM thread.
 
+use std::sync::Arc;
+
 use aes::cipher::{AsyncStreamCipher, KeyIvInit};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -15,6 +17,7 @@ use md5::{Digest, Md5};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use ring::{digest, hmac};
+use tokio::sync::Semaphore;
 
 use super::encoding::{hex_encode, non_empty_bytes};
 use super::{NkArgs, NkCall, NkError, NkFunction, NkValue};
@@ -225,11 +228,12 @@ fn cfb(key: &[u8], iv: &[u8], data: &mut [u8], direction: Direction) -> Result<(
 
 /// `(input, key)`: an RSASSA-PKCS1-v1_5 SHA-256 signature with a PEM PKCS#1 private key
 /// (`-----BEGIN RSA PRIVATE KEY-----`, 2048 to 8192 bits); the raw signature bytes.
-fn rsa_sha256_hash(_: Nk, args: NkArgs) -> super::NkFuture {
+fn rsa_sha256_hash(nk: Nk, args: NkArgs) -> super::NkFuture {
     let inputs = hash_input(&args).and_then(|input| Ok((input, key_input(&args)?)));
+    let permits = nk.utilities().cpu_permits.clone();
     Box::pin(async move {
         let (input, key) = inputs?;
-        blocking(move || {
+        blocking(permits, move || {
             let der = pem_block(&key).ok_or_else(|| {
                 NkError::failed("could not parse private key: no valid blocks found")
             })?;
@@ -265,9 +269,10 @@ fn bcrypt_hash(nk: Nk, args: NkArgs) -> super::NkFuture {
         non_empty_bytes(&args.at(1), "expects string").map(<[u8]>::to_vec)
     };
     let cost = nk.utilities().config.bcrypt_cost;
+    let permits = nk.utilities().cpu_permits.clone();
     Box::pin(async move {
         let input = input?;
-        blocking(move || {
+        blocking(permits, move || {
             // Go refuses what bcrypt would silently truncate.
             if input.len() > 72 {
                 return Err(NkError::failed(
@@ -284,7 +289,7 @@ fn bcrypt_hash(nk: Nk, args: NkArgs) -> super::NkFuture {
 
 /// `(hash, plaintext)`: true when they match; a malformed or short hash is `false` or an
 /// error as in Go (`error comparing hash and plaintext: …`).
-fn bcrypt_compare(_: Nk, args: NkArgs) -> super::NkFuture {
+fn bcrypt_compare(nk: Nk, args: NkArgs) -> super::NkFuture {
     let inputs = (|| {
         let (hash, plain) = (args.at(1), args.at(2));
         if args.is_js() {
@@ -302,13 +307,14 @@ fn bcrypt_compare(_: Nk, args: NkArgs) -> super::NkFuture {
         let plain = non_empty_bytes(&plain, "expects string")?;
         Ok((hash.to_owned(), plain.to_vec()))
     })();
+    let permits = nk.utilities().cpu_permits.clone();
     Box::pin(async move {
         let (hash, plain) = inputs?;
         // Go's `ErrHashTooShort` is a mismatch, not an error.
         if hash.len() < 59 {
             return Ok(false.into());
         }
-        blocking(move || match bcrypt::verify(&plain, &hash) {
+        blocking(permits, move || match bcrypt::verify(&plain, &hash) {
             Ok(matches) => Ok(matches.into()),
             Err(e) => Err(NkError::failed(format!(
                 "error comparing hash and plaintext: {e}"
@@ -320,8 +326,9 @@ fn bcrypt_compare(_: Nk, args: NkArgs) -> super::NkFuture {
 
 /// `(algorithm, key, claims)`: `HS256` with a secret, or `RS256` with a PEM PKCS#8 private
 /// key; the compact token.
-fn jwt_generate(_: Nk, args: NkArgs) -> super::NkFuture {
+fn jwt_generate(nk: Nk, args: NkArgs) -> super::NkFuture {
     let inputs = jwt_args(&args);
+    let permits = nk.utilities().cpu_permits.clone();
     Box::pin(async move {
         let (algorithm, key, claims) = inputs?;
         let header = match algorithm {
@@ -340,7 +347,7 @@ fn jwt_generate(_: Nk, args: NkArgs) -> super::NkFuture {
             }
             Algorithm::Rs256 => {
                 let message = signing_input.clone();
-                blocking(move || {
+                blocking(permits, move || {
                     let der = pem_block(key.as_bytes()).ok_or_else(|| {
                         NkError::failed("could not parse private key: no valid blocks found")
                     })?;
@@ -436,10 +443,16 @@ fn pem_block(text: &[u8]) -> Option<Vec<u8>> {
     STANDARD.decode(body).ok()
 }
 
-/// Runs CPU-heavy work on the blocking pool.
+/// Runs CPU-heavy work on the blocking pool, at most one per core at once.
 async fn blocking<T: Send + 'static>(
+    permits: Arc<Semaphore>,
     work: impl FnOnce() -> Result<T, NkError> + Send + 'static,
 ) -> Result<T, NkError> {
+    // The semaphore is never closed; an error would mean the process is going away.
+    let _permit = permits
+        .acquire_owned()
+        .await
+        .map_err(|_| NkError::failed("crypto work is shutting down"))?;
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| NkError::failed(format!("crypto task failed: {e}")))?

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
+use tokio::sync::Semaphore;
 
 use super::cache::LocalCache;
 use super::http::HttpClients;
@@ -17,8 +18,8 @@ pub struct UtilityConfig {
     /// The directory `nk.file_read` may read under; `None`: the runtime's module directory
     /// (`runtime.path`, set when the runtime starts).
     pub modules_root: Option<PathBuf>,
-    /// Most entries of each local cache (`runtime.local_cache_max_entries`); a put past it
-    /// evicts the entry closest to expiring, oldest first.
+    /// Most entries of each local cache (`runtime.local_cache_max_entries`); a put of a new
+    /// key into a full cache drops the expired entries, then the oldest written.
     pub local_cache_max_entries: usize,
     /// Largest response body `nk.http_request` reads (`runtime.http_request_max_bytes`).
     pub http_request_max_bytes: usize,
@@ -57,13 +58,18 @@ impl Default for UtilityConfig {
 #[derive(Debug)]
 pub struct UtilityState {
     pub(super) config: UtilityConfig,
-    /// Lua's cache. Nakama keeps one per runtime: Lua and JavaScript do not see each
-    /// other's entries (Lua may store tables, JavaScript only scalars).
+    /// Lua's (and native Rust's, which spells as Lua does) cache. Nakama keeps one per
+    /// runtime: Lua and JavaScript do not see each other's entries (Lua may store tables,
+    /// JavaScript only scalars).
     pub(super) lua_cache: LocalCache,
-    /// JavaScript's (and native Rust's) cache.
+    /// JavaScript's cache.
     pub(super) js_cache: LocalCache,
     pub(super) http: HttpClients,
     pub(super) series: SeriesLimit,
+    /// Bounds the CPU-heavy calls (bcrypt, RSA) running at once on the blocking pool to one
+    /// per core, so a flood of them queues instead of taking every blocking thread (as
+    /// `metafi_core::PasswordHasher` does for account passwords).
+    pub(super) cpu_permits: Arc<Semaphore>,
 }
 
 impl UtilityState {
@@ -73,6 +79,9 @@ impl UtilityState {
             js_cache: LocalCache::new(config.local_cache_max_entries),
             http: HttpClients::default(),
             series: SeriesLimit::new(config.metrics_custom_series_max),
+            cpu_permits: Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(1, usize::from),
+            )),
             config: config.clone(),
         }
     }
