@@ -7,9 +7,9 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
 use super::*;
-use crate::nk_api::Naming;
 use crate::nk_api::UtilityConfig;
 use crate::nk_api::test_support::{js, lua, nk_with, on};
+use crate::nk_api::{Naming, NkMap};
 
 const RSA_PKCS1: &str = include_str!("testdata/rsa_pkcs1.pem");
 const RSA_PKCS8: &str = include_str!("testdata/rsa_pkcs8.pem");
@@ -255,6 +255,24 @@ async fn jwt_hs256_is_byte_for_byte_gos() {
         js("jwtGenerate", vec!["HS256".into(), "secret".into(), claims]).await,
         Ok(GO_JWTHS.into())
     );
+}
+
+#[tokio::test]
+async fn jwt_writes_whole_numbers_as_go_does() {
+    // A JavaScript number arrives as a float; Go writes 1700000000, not 1700000000.0.
+    let mut claims = NkMap::new();
+    claims.insert_data("exp", 1_700_000_000f64);
+    claims.insert_data("ratio", 0.5f64);
+    let token = js(
+        "jwtGenerate",
+        vec!["HS256".into(), "secret".into(), NkValue::Map(claims)],
+    )
+    .await
+    .unwrap();
+    let token = token.as_str().unwrap().to_owned();
+    let payload = token.split('.').nth(1).unwrap();
+    let payload = URL_SAFE_NO_PAD.decode(payload).unwrap();
+    assert_eq!(payload, br#"{"exp":1700000000,"ratio":0.5}"#);
 }
 
 #[tokio::test]
