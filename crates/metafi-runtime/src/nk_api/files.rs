@@ -2,7 +2,8 @@
 //!
 //! Stricter than Nakama, which joins any path to its root: absolute paths and `..` are refused,
 //! and the file's real path (symbolic links resolved) must still lie under the root, so a
-//! script cannot read outside the module directory. The read runs off the VM thread.
+//! script cannot read outside the module directory. Files larger than
+//! `runtime.file_read_max_bytes` are refused. The read runs off the VM thread.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -22,13 +23,14 @@ fn file_read(nk: Nk, args: NkArgs) -> NkFuture {
         .non_empty("expects relative path string")
         .map(str::to_owned);
     let root = nk.utilities().config.modules_root.clone();
+    let max_bytes = nk.utilities().config.file_read_max_bytes;
     let js = args.is_js();
     Box::pin(async move {
         let relative = relative?;
         let root = root.ok_or_else(|| {
             NkError::failed("nk.file_read is not available: the runtime has no module directory")
         })?;
-        let content = tokio::task::spawn_blocking(move || read_under(&root, &relative))
+        let content = tokio::task::spawn_blocking(move || read_under(&root, &relative, max_bytes))
             .await
             .map_err(|e| NkError::failed(format!("failed to read file: {e}")))??;
         Ok(match String::from_utf8(content) {
@@ -40,7 +42,7 @@ fn file_read(nk: Nk, args: NkArgs) -> NkFuture {
 }
 
 /// Reads `relative` under `root`, refusing any path that leads outside it.
-fn read_under(root: &Path, relative: &str) -> Result<Vec<u8>, NkError> {
+fn read_under(root: &Path, relative: &str, max_bytes: usize) -> Result<Vec<u8>, NkError> {
     let escapes = || {
         NkError::failed(format!(
             "failed to open file: {relative}: the path leads outside the module directory"
@@ -71,7 +73,23 @@ fn read_under(root: &Path, relative: &str) -> Result<Vec<u8>, NkError> {
             "failed to read file: read {relative}: is a directory"
         )));
     }
-    std::fs::read(&real).map_err(|e| NkError::failed(format!("failed to read file: {e}")))
+    let too_large = || {
+        NkError::failed(format!(
+            "failed to read file: {relative} is larger than {max_bytes} bytes (runtime.file_read_max_bytes)"
+        ))
+    };
+    let file = std::fs::File::open(&real).map_err(open_error)?;
+    let mut content = Vec::new();
+    // One byte past the limit tells a file that is too large from one that fits exactly.
+    let limit = u64::try_from(max_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    io::Read::read_to_end(&mut io::Read::take(file, limit), &mut content)
+        .map_err(|e| NkError::failed(format!("failed to read file: {e}")))?;
+    if content.len() > max_bytes {
+        return Err(too_large());
+    }
+    Ok(content)
 }
 
 #[cfg(test)]
@@ -127,6 +145,29 @@ mod tests {
             .await,
             Err(NkError::failed(
                 "failed to open file: open data/none.txt: no such file or directory"
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn files_past_the_limit_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("fits.txt"), "12345678").unwrap();
+        std::fs::write(dir.path().join("big.txt"), "123456789").unwrap();
+        let t = nk_with(UtilityConfig {
+            modules_root: Some(dir.path().to_owned()),
+            file_read_max_bytes: 8,
+            ..UtilityConfig::default()
+        })
+        .await;
+        assert_eq!(
+            on(&t.nk, Naming::Snake, "file_read", vec!["fits.txt".into()]).await,
+            Ok("12345678".into())
+        );
+        assert_eq!(
+            on(&t.nk, Naming::Snake, "file_read", vec!["big.txt".into()]).await,
+            Err(NkError::failed(
+                "failed to read file: big.txt is larger than 8 bytes (runtime.file_read_max_bytes)"
             ))
         );
     }

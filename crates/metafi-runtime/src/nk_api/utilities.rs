@@ -23,6 +23,8 @@ pub struct UtilityConfig {
     pub local_cache_max_entries: usize,
     /// Largest response body `nk.http_request` reads (`runtime.http_request_max_bytes`).
     pub http_request_max_bytes: usize,
+    /// Largest file `nk.file_read` reads (`runtime.file_read_max_bytes`).
+    pub file_read_max_bytes: usize,
     /// Most distinct custom metric series (name and labels) scripts may create
     /// (`runtime.metrics_custom_series_max`); later new series are dropped and counted.
     pub metrics_custom_series_max: usize,
@@ -36,6 +38,7 @@ pub struct UtilityConfig {
 impl UtilityConfig {
     pub const DEFAULT_LOCAL_CACHE_MAX_ENTRIES: usize = 10_000;
     pub const DEFAULT_HTTP_REQUEST_MAX_BYTES: usize = 4 << 20;
+    pub const DEFAULT_FILE_READ_MAX_BYTES: usize = 16 << 20;
     pub const DEFAULT_METRICS_CUSTOM_SERIES_MAX: usize = 1_000;
     /// Nakama's cost for `nk.bcrypt_hash` (its recommended minimum).
     pub const DEFAULT_BCRYPT_COST: u32 = 13;
@@ -47,6 +50,7 @@ impl Default for UtilityConfig {
             modules_root: None,
             local_cache_max_entries: Self::DEFAULT_LOCAL_CACHE_MAX_ENTRIES,
             http_request_max_bytes: Self::DEFAULT_HTTP_REQUEST_MAX_BYTES,
+            file_read_max_bytes: Self::DEFAULT_FILE_READ_MAX_BYTES,
             metrics_custom_series_max: Self::DEFAULT_METRICS_CUSTOM_SERIES_MAX,
             bcrypt_cost: Self::DEFAULT_BCRYPT_COST,
             server_config: None,

@@ -77,7 +77,8 @@ pub struct Config {
     /// The per-module log rate limit of server code (`runtime.log_*`).
     pub script_log_limit: metafi_runtime::LogLimit,
     /// Limits of the `nk` utility functions (`runtime.local_cache_max_entries`,
-    /// `runtime.http_request_max_bytes`, `runtime.metrics_custom_series_max`).
+    /// `runtime.http_request_max_bytes`, `runtime.file_read_max_bytes`,
+    /// `runtime.metrics_custom_series_max`).
     pub runtime_utilities: metafi_runtime::nk_api::UtilityConfig,
     /// The QUIC transport (`[quic]`); `None` when disabled.
     pub quic: Option<QuicSettings>,

@@ -154,6 +154,8 @@ pub struct RawRuntime {
     pub local_cache_max_entries: i64,
     /// Largest response body `nk.http_request` reads, bytes; a larger one fails the call.
     pub http_request_max_bytes: i64,
+    /// Largest file `nk.file_read` reads, bytes.
+    pub file_read_max_bytes: i64,
     /// Distinct custom metric series (kind, name, labels) scripts may create; new ones past it
     /// are dropped and counted.
     pub metrics_custom_series_max: i64,
@@ -287,6 +289,7 @@ impl Default for RawRuntime {
             log_burst_lines: 1_000,
             local_cache_max_entries: 10_000,
             http_request_max_bytes: 4_194_304,
+            file_read_max_bytes: 16_777_216,
             metrics_custom_series_max: 1_000,
         }
     }

@@ -94,6 +94,12 @@ pub(super) fn validate(
             1,
             1 << 30,
         ),
+        file_read_max_bytes: check.count(
+            "runtime.file_read_max_bytes",
+            r.file_read_max_bytes,
+            1,
+            1 << 30,
+        ),
         metrics_custom_series_max: check.count(
             "runtime.metrics_custom_series_max",
             r.metrics_custom_series_max,
