@@ -148,7 +148,15 @@ async fn javascript_gets_one_object_with_every_header_value() {
         &t.nk,
         Naming::Camel,
         "httpRequest",
-        vec![base.into(), "get".into()],
+        // `insecure`: the client that skips certificate checks serves plain HTTP too.
+        vec![
+            base.into(),
+            "get".into(),
+            NkValue::Nil,
+            NkValue::Nil,
+            NkValue::Nil,
+            true.into(),
+        ],
     ))
     .await
     .unwrap();
@@ -225,6 +233,30 @@ async fn a_silent_server_times_out_after_the_given_milliseconds() {
         Err(NkError::failed(format!(
             "HTTP request error: Get \"{base}/\": context deadline exceeded"
         )))
+    );
+}
+
+#[tokio::test]
+async fn https_fails_cleanly_when_nothing_listens() {
+    // Builds the TLS client (rustls with ring) and reports the connection error as an error.
+    let t = nk_with(UtilityConfig::default()).await;
+    let result = guarded(on(
+        &t.nk,
+        Naming::Snake,
+        "http_request",
+        vec![
+            "https://127.0.0.1:1/".into(),
+            "GET".into(),
+            NkValue::Map(NkMap::new()),
+        ],
+    ))
+    .await;
+    let Err(NkError::Failed { message }) = result else {
+        panic!("expected a failure, got {result:?}")
+    };
+    assert!(
+        message.starts_with("HTTP request error: Get \"https://127.0.0.1:1/\": "),
+        "{message}"
     );
 }
 
