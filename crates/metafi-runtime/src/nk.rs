@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
 use crate::match_host::{MatchHost, MatchInfo, MatchListQuery};
+use crate::nk_api::{UtilityConfig, UtilityState};
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -32,6 +33,9 @@ pub struct RuntimeServices {
     pub store: Arc<dyn Storage>,
     pub matches: Arc<dyn MatchHost>,
     pub clock: Arc<dyn Clock>,
+    /// Limits and settings of the utility functions (local cache, `http_request`,
+    /// `file_read`, custom metrics, `get_config`); defaults unless the server sets them.
+    pub utilities: UtilityConfig,
 }
 
 impl RuntimeServices {
@@ -47,7 +51,14 @@ impl RuntimeServices {
             store,
             matches,
             clock,
+            utilities: UtilityConfig::default(),
         }
+    }
+
+    /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
+    pub fn with_utilities(mut self, utilities: UtilityConfig) -> RuntimeServices {
+        self.utilities = utilities;
+        self
     }
 }
 
@@ -77,6 +88,8 @@ struct NkInner {
     ran_once: Mutex<HashSet<&'static str>>,
     /// The per-module log rate limit every engine's logger goes through.
     log_limiter: LogLimiter,
+    /// The utility functions' process-wide state: local caches, HTTP clients, metric series.
+    utilities: UtilityState,
 }
 
 impl Nk {
@@ -91,8 +104,10 @@ impl Nk {
         env: Arc<HashMap<String, String>>,
         log_limit: LogLimit,
     ) -> Nk {
+        let utilities = UtilityState::new(&services.utilities);
         Nk {
             inner: Arc::new(NkInner {
+                utilities,
                 services,
                 node,
                 env,
@@ -100,6 +115,11 @@ impl Nk {
                 log_limiter: LogLimiter::new(log_limit),
             }),
         }
+    }
+
+    /// The utility functions' state (`nk_api`).
+    pub(crate) fn utilities(&self) -> &UtilityState {
+        &self.inner.utilities
     }
 
     pub fn node(&self) -> &Arc<str> {

@@ -10,19 +10,47 @@
 
 mod args;
 mod basics;
+mod cache;
+mod config;
+mod cron;
+mod crypto;
+mod encoding;
+mod files;
 mod function;
+mod http;
+mod metrics_events;
 pub mod nakama_names;
+mod unserved;
+mod utilities;
 mod value;
 
+#[cfg(test)]
+mod test_support;
+
 pub use args::{Arg, MapArg, NkArgs};
+pub use cache::LocalCache;
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
+pub use utilities::{UtilityConfig, UtilityState};
 pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
 
 use crate::nk::Nk;
 
 /// Every row of the binding table, group by group.
 pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
-    [basics::FUNCTIONS].into_iter().flatten()
+    [
+        basics::FUNCTIONS,
+        encoding::FUNCTIONS,
+        crypto::FUNCTIONS,
+        cron::FUNCTIONS,
+        cache::FUNCTIONS,
+        metrics_events::FUNCTIONS,
+        http::FUNCTIONS,
+        files::FUNCTIONS,
+        config::FUNCTIONS,
+        unserved::FUNCTIONS,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The row Lua calls `name`.
