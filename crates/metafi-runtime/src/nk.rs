@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
 use crate::match_host::MatchHost;
+use crate::nk_api::{UtilityConfig, UtilityState};
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -33,6 +34,9 @@ pub struct RuntimeServices {
     pub store: Arc<dyn Storage>,
     pub matches: Arc<dyn MatchHost>,
     pub clock: Arc<dyn Clock>,
+    /// Limits and settings of the utility functions (local cache, `http_request`,
+    /// `file_read`, custom metrics, `get_config`); defaults unless the server sets them.
+    pub utilities: UtilityConfig,
 }
 
 impl RuntimeServices {
@@ -48,7 +52,14 @@ impl RuntimeServices {
             store,
             matches,
             clock,
+            utilities: UtilityConfig::default(),
         }
+    }
+
+    /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
+    pub fn with_utilities(mut self, utilities: UtilityConfig) -> RuntimeServices {
+        self.utilities = utilities;
+        self
     }
 }
 
@@ -78,6 +89,8 @@ struct NkInner {
     ran_once: Mutex<HashSet<&'static str>>,
     /// The per-module log rate limit every engine's logger goes through.
     log_limiter: LogLimiter,
+    /// The utility functions' process-wide state: local caches, HTTP clients, metric series.
+    utilities: UtilityState,
 }
 
 impl Nk {
@@ -92,8 +105,10 @@ impl Nk {
         env: Arc<HashMap<String, String>>,
         log_limit: LogLimit,
     ) -> Nk {
+        let utilities = UtilityState::new(&services.utilities);
         Nk {
             inner: Arc::new(NkInner {
+                utilities,
                 services,
                 node,
                 env,
@@ -101,6 +116,11 @@ impl Nk {
                 log_limiter: LogLimiter::new(log_limit),
             }),
         }
+    }
+
+    /// The utility functions' state (`nk_api`).
+    pub(crate) fn utilities(&self) -> &UtilityState {
+        &self.inner.utilities
     }
 
     pub fn node(&self) -> &Arc<str> {

@@ -6,6 +6,7 @@
 //! Key items: [`config::Config`], [`Listeners`], [`Node`], [`run`].
 
 pub mod config;
+mod config_view;
 mod examples;
 mod housekeeping;
 mod listeners;

@@ -10,16 +10,31 @@
 
 mod args;
 mod basics;
+mod cache;
+mod config;
+mod cron;
+mod crypto;
+mod encoding;
+mod files;
 mod function;
+mod http;
 mod json;
 mod later;
 mod matches;
+mod metrics_events;
 pub mod nakama_names;
 mod storage;
+mod unserved;
+mod utilities;
 mod value;
 
+#[cfg(test)]
+mod test_support;
+
 pub use args::{Arg, MapArg, NkArgs};
+pub use cache::LocalCache;
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
+pub use utilities::{UtilityConfig, UtilityState};
 pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
 
 use crate::nk::Nk;
@@ -31,6 +46,15 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         json::FUNCTIONS,
         storage::FUNCTIONS,
         matches::FUNCTIONS,
+        encoding::FUNCTIONS,
+        crypto::FUNCTIONS,
+        cron::FUNCTIONS,
+        cache::FUNCTIONS,
+        metrics_events::FUNCTIONS,
+        http::FUNCTIONS,
+        files::FUNCTIONS,
+        config::FUNCTIONS,
+        unserved::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
