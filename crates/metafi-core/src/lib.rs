@@ -26,7 +26,7 @@ pub mod signin_throttle;
 mod users;
 mod validate;
 
-pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
+pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity, MAX_EXPORTED_OBJECTS};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
@@ -38,3 +38,6 @@ pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
+pub use validate::{
+    Fault, custom_id_fault, device_id_fault, email_fault, password_fault, username_fault,
+};
