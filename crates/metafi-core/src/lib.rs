@@ -39,5 +39,6 @@ pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
 pub use validate::{
-    Fault, custom_id_fault, device_id_fault, email_fault, password_fault, username_fault,
+    Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,
+    username_fault,
 };

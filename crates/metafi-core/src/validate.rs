@@ -282,7 +282,7 @@ pub(crate) fn collection(collection: &str) -> Result<(), CoreError> {
 }
 
 /// A random username of ten ASCII letters, as Nakama generates when none is given.
-pub(crate) fn generate_username() -> String {
+pub fn generate_username() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let mut rng = rand::rng();

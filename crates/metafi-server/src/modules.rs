@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
-use metafi_runtime::{MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_runtime::{AccountServices, MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
@@ -20,10 +20,11 @@ pub(crate) async fn start_runtime(
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
+    accounts: AccountServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
-    let services = RuntimeServices::new(objects, store, matches, clock);
+    let services = RuntimeServices::new(objects, store, matches, clock).with_accounts(accounts);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

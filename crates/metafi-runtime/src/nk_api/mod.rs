@@ -8,9 +8,13 @@
 //! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
 //! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
 
+mod accounts;
 mod args;
+mod authenticate;
 mod basics;
 mod function;
+mod links;
+mod users;
 mod value;
 
 pub use args::{Arg, MapArg, NkArgs};
@@ -19,7 +23,15 @@ pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
 
 /// Every row of the binding table, group by group.
 pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
-    [basics::FUNCTIONS].into_iter().flatten()
+    [
+        basics::FUNCTIONS,
+        accounts::FUNCTIONS,
+        users::FUNCTIONS,
+        authenticate::FUNCTIONS,
+        links::FUNCTIONS,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The row Lua calls `name`.
