@@ -16,9 +16,6 @@ use crate::signin_throttle::{SignInThrottle, ThrottleKey};
 use crate::validate::ProfileField;
 use crate::{Clock, CoreError, PasswordHasher, Sessions, validate};
 
-/// Most storage objects an account export includes (docs/LIMITS.md).
-pub const MAX_EXPORTED_OBJECTS: usize = 10_000;
-
 /// Nakama's answer when an unlink would leave an account without a way to sign in.
 const LAST_IDENTITY: &str =
     "Cannot unlink last account identifier. Check profile exists and is not last link.";
@@ -33,6 +30,8 @@ pub struct AccountsConfig {
     pub bcrypt_cost: u32,
     /// How many password hashes may run at once on the blocking pool.
     pub max_concurrent_hashes: usize,
+    /// Most storage objects an account export (`nk.account_export_id`) includes.
+    pub max_exported_objects: usize,
 }
 
 /// What a user signs in with.
@@ -64,6 +63,8 @@ pub struct Accounts {
     store: Arc<dyn Storage>,
     hasher: PasswordHasher,
     clock: Arc<dyn Clock>,
+    /// Most storage objects an export includes.
+    max_exported_objects: usize,
     /// Refuses sign-ins of accounts and addresses with too many recent failures; `None` when
     /// the server runs without it.
     throttle: Option<Arc<SignInThrottle>>,
@@ -75,6 +76,7 @@ impl Accounts {
             store,
             hasher: PasswordHasher::new(config.bcrypt_cost, config.max_concurrent_hashes),
             clock,
+            max_exported_objects: config.max_exported_objects,
             throttle: None,
         }
     }
@@ -432,7 +434,7 @@ impl Accounts {
     }
 
     /// What MetaFi keeps of an account: the account and the storage objects the user owns (at
-    /// most [`MAX_EXPORTED_OBJECTS`]), in the API's shapes.
+    /// most `accounts.max_exported_objects`), in the API's shapes.
     pub async fn export(
         &self,
         user_id: Uuid,
@@ -440,7 +442,7 @@ impl Accounts {
         let account = self.account(user_id).await?;
         let objects = self
             .store
-            .objects_of_user(user_id, MAX_EXPORTED_OBJECTS)
+            .objects_of_user(user_id, self.max_exported_objects)
             .await
             .map_err(|e| CoreError::storage("exporting an account", e))?;
         Ok((

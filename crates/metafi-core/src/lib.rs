@@ -26,7 +26,7 @@ pub mod signin_throttle;
 mod users;
 mod validate;
 
-pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity, MAX_EXPORTED_OBJECTS};
+pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;

@@ -58,6 +58,7 @@ async fn host() -> Host {
         &AccountsConfig {
             bcrypt_cost: 4,
             max_concurrent_hashes: 2,
+            max_exported_objects: 100,
         },
         clock.clone(),
     ));
