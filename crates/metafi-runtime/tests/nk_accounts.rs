@@ -336,12 +336,12 @@ async fn account_get_id_has_each_languages_shape() {
     let lua = h.lua("account_get_id", vec![s(&missing.to_string())]).await;
     assert_eq!(
         lua.unwrap_err(),
-        format!("failed to get account for user_id {missing}: Account not found.")
+        format!("failed to get account for user_id {missing}: account not found")
     );
     let js = h.js("accountGetId", vec![s(&missing.to_string())]).await;
     assert_eq!(
         js.unwrap_err(),
-        failed("error getting account: Account not found.")
+        failed("error getting account: account not found")
     );
     assert_eq!(
         h.lua("account_get_id", vec![s("")]).await.unwrap_err(),
@@ -657,7 +657,7 @@ async fn account_delete_and_export() {
     .await
     .unwrap();
     let gone = h.lua("account_get_id", vec![s(&id.to_string())]).await;
-    assert!(gone.unwrap_err().ends_with("Account not found."));
+    assert!(gone.unwrap_err().ends_with("account not found"));
     assert!(h.sessions.verify(&session.token).is_err());
     assert!(h.store.objects_of_user(id, 10).await.unwrap().is_empty());
     // Deleting again is not an error (Nakama); exporting a missing account is.

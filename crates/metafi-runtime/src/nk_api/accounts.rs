@@ -2,6 +2,7 @@
 //! `account_delete_id`, `account_export_id` (and `account_import_id`, not served), over
 //! `metafi_core::Accounts` — the service `GET /v2/account` and `PUT /v2/account` use.
 
+use metafi_core::CoreError;
 use metafi_storage::{Account, AccountUpdate, User};
 use uuid::Uuid;
 
@@ -128,6 +129,12 @@ fn account_get_id(nk: Nk, args: NkArgs) -> NkFuture {
         let id = Uuid::parse_str(id).map_err(|_| arg.error("invalid user id"))?;
         let services = nk.account_services(NAME)?;
         let account = services.accounts.stored_account(id).await.map_err(|e| {
+            // Nakama's runtime text for an unknown user (its `ErrAccountNotFound`), not the
+            // REST one.
+            let e = match e {
+                CoreError::NotFound { .. } => CoreError::not_found("account not found"),
+                other => other,
+            };
             if args.is_js() {
                 NkError::core("error getting account", e)
             } else {
