@@ -58,7 +58,8 @@ async fn host() -> Host {
         &AccountsConfig {
             bcrypt_cost: 4,
             max_concurrent_hashes: 2,
-            max_exported_objects: 100,
+            // One, so the export test sees the bound apply.
+            max_exported_objects: 1,
         },
         clock.clone(),
     ));
@@ -627,15 +628,17 @@ async fn account_delete_and_export() {
     h.store
         .write_objects(
             Caller::Server,
-            vec![ObjectWrite {
-                collection: "saves".into(),
-                key: "slot1".into(),
-                user_id: id,
-                value: r#"{"hp":3}"#.into(),
-                version: VersionCheck::Any,
-                permission_read: 1,
-                permission_write: 1,
-            }],
+            ["slot1", "slot2"]
+                .map(|key| ObjectWrite {
+                    collection: "saves".into(),
+                    key: key.into(),
+                    user_id: id,
+                    value: r#"{"hp":3}"#.into(),
+                    version: VersionCheck::Any,
+                    permission_read: 1,
+                    permission_write: 1,
+                })
+                .to_vec(),
             1,
         )
         .await
@@ -648,6 +651,11 @@ async fn account_delete_and_export() {
     assert_eq!(export["account"]["user"]["username"], "olga");
     assert_eq!(export["objects"][0]["key"], "slot1");
     assert_eq!(export["objects"][0]["value"], r#"{"hp":3}"#);
+    let exported = export["objects"].as_array().unwrap().len();
+    assert_eq!(
+        exported, 1,
+        "accounts.max_exported_objects bounds the export"
+    );
 
     let session = h.sessions.issue(id, "olga", HashMap::new(), false).unwrap();
     h.lua(
