@@ -51,7 +51,7 @@ pub use match_host::{
     MatchVms, NoMatches,
 };
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
-pub use nk::{LogLevel, Nk, RuntimeServices};
+pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;

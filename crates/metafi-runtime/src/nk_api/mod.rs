@@ -8,7 +8,9 @@
 //! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
 //! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
 
+mod accounts;
 mod args;
+mod authenticate;
 mod basics;
 mod cache;
 mod config;
@@ -18,9 +20,11 @@ mod encoding;
 mod files;
 mod function;
 mod http;
+mod links;
 mod metrics_events;
 pub mod nakama_names;
 mod unserved;
+mod users;
 mod utilities;
 mod value;
 
@@ -48,6 +52,10 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         files::FUNCTIONS,
         config::FUNCTIONS,
         unserved::FUNCTIONS,
+        accounts::FUNCTIONS,
+        users::FUNCTIONS,
+        authenticate::FUNCTIONS,
+        links::FUNCTIONS,
     ]
     .into_iter()
     .flatten()
