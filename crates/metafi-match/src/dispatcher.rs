@@ -79,6 +79,7 @@ pub(crate) struct Deferred {
     recipients: Vec<Uuid>,
     sender: Option<Presence>,
     reliable: bool,
+    delivery: Option<metafi_proto::realtime::Delivery>,
 }
 
 /// What a callback asked for beyond immediate sends, applied by the engine when it returns.
@@ -107,7 +108,7 @@ impl Effects {
                     data: &message.data,
                     sender: message.sender.as_ref(),
                     reliable: message.reliable,
-                    delivery: None,
+                    delivery: message.delivery.as_ref(),
                 },
             );
             self.delivered += message.recipients.len() as u64;
@@ -214,6 +215,20 @@ impl Dispatcher<'_> {
         sender: Option<&Presence>,
         reliable: bool,
     ) -> Result<(), DispatchError> {
+        self.broadcast_deferred_with(op_code, data, to, sender, reliable, None)
+    }
+
+    /// [`Dispatcher::broadcast_deferred`] with a delivery class, as
+    /// [`Dispatcher::broadcast_with`].
+    pub fn broadcast_deferred_with(
+        &mut self,
+        op_code: i64,
+        data: &Bytes,
+        to: Option<&[Uuid]>,
+        sender: Option<&Presence>,
+        reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
+    ) -> Result<(), DispatchError> {
         if self.effects.deferred.len() >= self.deferred_limit {
             return Err(DispatchError::DeferredQueueFull {
                 limit: self.deferred_limit,
@@ -236,6 +251,7 @@ impl Dispatcher<'_> {
             recipients,
             sender: sender.cloned(),
             reliable,
+            delivery: delivery.cloned(),
         });
         Ok(())
     }
