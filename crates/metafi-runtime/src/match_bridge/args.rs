@@ -8,6 +8,7 @@ use bytes::Bytes;
 /// One argument (or field, or list item) of a dispatcher call, classified by the engine. Only
 /// tables/objects stay engine values ([`ScriptObject`]): the rules read their fields and
 /// items when they need them.
+#[derive(Debug, Clone)]
 pub enum Arg<O> {
     /// Not passed, Lua `nil`, JavaScript `undefined`.
     Absent,

@@ -24,6 +24,8 @@ mod callback;
 mod delivery_options;
 mod recorder;
 mod rules;
+#[cfg(test)]
+mod tests;
 mod vm_cache;
 
 pub use args::{Arg, Refusal, ScriptObject};

@@ -37,7 +37,8 @@ struct State<K> {
 }
 
 /// A dispatcher call recorded during a callback.
-enum Action {
+#[derive(Debug, PartialEq)]
+pub(crate) enum Action {
     Broadcast {
         op_code: i64,
         data: Bytes,
@@ -228,6 +229,17 @@ impl<K: std::hash::Hash + Eq + Clone> DispatchRecorder<K> {
         }
         self.state.borrow_mut().actions.push(Action::Label(label));
         Ok(())
+    }
+
+    /// What the current callback recorded so far.
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> Vec<String> {
+        self.state
+            .borrow()
+            .actions
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect()
     }
 
     fn session_ids<O: ScriptObject<Key = K>>(
