@@ -36,8 +36,8 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use crate::convert::{self, arg};
-use crate::vm::{self, JsVm, Registration, Settled, Shared};
 use crate::logger;
+use crate::vm::{self, JsVm, Registration, Settled, Shared};
 
 /// Whether a JS module registered match handler `name`.
 pub(crate) fn has_match(registrations: &Registrations, name: &str) -> bool {
@@ -647,40 +647,30 @@ fn dispatcher<'js>(js: &Ctx<'js>, recorder: &Rc<Recorder>) -> rquickjs::Result<O
         .with_name(name)?;
         object.set(name, function)?;
     }
-    let kick = recorder.clone();
-    object.set(
-        "matchKick",
-        Function::new(
+    let one_argument: [(&str, OneArgument<'js>); 2] = [
+        ("matchKick", Recorder::kick),
+        ("matchLabelUpdate", Recorder::update_label),
+    ];
+    for (name, call) in one_argument {
+        let recorder = recorder.clone();
+        let function = Function::new(
             js.clone(),
             move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
-                let list = match args.0.first() {
+                let arg = match args.0.first() {
                     Some(value) => classify(value, None)?,
                     None => Arg::Absent,
                 };
-                kick.kick(&list).map_err(|refusal| raise(&js, refusal))
+                call(&recorder, &arg).map_err(|refusal| raise(&js, refusal))
             },
         )?
-        .with_name("matchKick")?,
-    )?;
-    let label = recorder.clone();
-    object.set(
-        "matchLabelUpdate",
-        Function::new(
-            js.clone(),
-            move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
-                let text = match args.0.first() {
-                    Some(value) => classify(value, None)?,
-                    None => Arg::Absent,
-                };
-                label
-                    .update_label(&text)
-                    .map_err(|refusal| raise(&js, refusal))
-            },
-        )?
-        .with_name("matchLabelUpdate")?,
-    )?;
+        .with_name(name)?;
+        object.set(name, function)?;
+    }
     Ok(object)
 }
+
+/// A dispatcher function of one argument (`matchKick`, `matchLabelUpdate`).
+type OneArgument<'js> = fn(&Recorder, &Arg<JsObject<'js>>) -> Result<(), Refusal<rquickjs::Error>>;
 
 /// A refused dispatcher call as the exception the script sees.
 fn raise(js: &Ctx<'_>, refusal: Refusal<rquickjs::Error>) -> rquickjs::Error {

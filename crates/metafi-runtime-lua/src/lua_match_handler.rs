@@ -679,26 +679,22 @@ fn dispatcher_table(lua: &Lua, recorder: &Rc<Recorder>) -> mlua::Result<Table> {
         })?;
         table.raw_set(name, function)?;
     }
-    let kick_recorder = recorder.clone();
-    table.raw_set(
-        "match_kick",
-        lua.create_function(move |_, presences: Value| {
-            kick_recorder
-                .kick(&classify(Some(&presences)))
-                .map_err(raise)
-        })?,
-    )?;
-    let label_recorder = recorder.clone();
-    table.raw_set(
-        "match_label_update",
-        lua.create_function(move |_, label: Value| {
-            label_recorder
-                .update_label(&classify(Some(&label)))
-                .map_err(raise)
-        })?,
-    )?;
+    let one_argument: [(&str, OneArgument); 2] = [
+        ("match_kick", Recorder::kick),
+        ("match_label_update", Recorder::update_label),
+    ];
+    for (name, call) in one_argument {
+        let recorder = recorder.clone();
+        let function = lua.create_function(move |_, value: Value| {
+            call(&recorder, &classify(Some(&value))).map_err(raise)
+        })?;
+        table.raw_set(name, function)?;
+    }
     Ok(table)
 }
+
+/// A dispatcher function of one argument (`match_kick`, `match_label_update`).
+type OneArgument = fn(&Recorder, &Arg<LuaTable>) -> Result<(), Refusal<mlua::Error>>;
 
 fn bad_argument(position: usize, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{position} ({message})"))

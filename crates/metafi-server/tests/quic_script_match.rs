@@ -6,13 +6,16 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use metafi_client::{DeliveryClass, Events, Fingerprint, QuicConfig, QuicConnector, Socket, SocketConfig};
-use metafi_proto::realtime::{Envelope, Format, MatchData, Message};
+use metafi_client::{DeliveryClass, Events};
+use metafi_proto::realtime::{Envelope, MatchData, Message};
 use metafi_testkit::{Http, TestNode};
+use support::quic::{quic_socket, ws_socket};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -128,38 +131,6 @@ async fn server(dir: &Path) -> TestNode {
     .await
 }
 
-async fn quic_socket(server: &TestNode, token: &str) -> (Socket, Events) {
-    let path = server.data_dir.join("data/quic/fingerprint.txt");
-    let fingerprint: Fingerprint = std::fs::read_to_string(path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let config = QuicConfig::pinned(server.quic.expect("QUIC is on by default"), fingerprint);
-    QuicConnector::new(&config)
-        .unwrap()
-        .connect(token, &SocketConfig::default())
-        .await
-        .unwrap()
-}
-
-async fn ws_socket(server: &TestNode, token: &str) -> (Socket, Events) {
-    let endpoint = metafi_client::Endpoint::resolve(
-        &metafi_client::ClientConfig {
-            server: server.base.clone(),
-            ..metafi_client::ClientConfig::default()
-        },
-        std::sync::Arc::new(metafi_client::net::NetCounters::default()),
-    )
-    .await
-    .unwrap();
-    let config = SocketConfig {
-        format: Format::Protobuf,
-        ..SocketConfig::default()
-    };
-    Socket::connect(&endpoint, token, &config).await.unwrap()
-}
-
 /// The next match data pushed to `events` (other envelopes are skipped).
 async fn next_data(events: &mut Events) -> MatchData {
     let found = tokio::time::timeout(WAIT, async {
@@ -205,7 +176,10 @@ async fn every_class_arrives(create: &str, bad_class: &str) {
             assert_eq!(data.data, Bytes::from(format!("m{op}")), "{who} op {op}");
             let named = data.delivery.as_ref().and_then(DeliveryClass::from_wire);
             assert_eq!(named, class, "{who} op {op}: the class the handler named");
-            assert_eq!(data.reliable, reliable, "{who} op {op}: Nakama's reliable flag");
+            assert_eq!(
+                data.reliable, reliable,
+                "{who} op {op}: Nakama's reliable flag"
+            );
         }
         if who == "quic" {
             let error = String::from_utf8_lossy(&got[7].data).into_owned();

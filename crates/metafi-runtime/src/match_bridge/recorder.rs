@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use metafi_match::{Dispatcher, MAX_LABEL_BYTES, Presence};
+use metafi_match::{Broadcast, Dispatcher, MAX_LABEL_BYTES, Presence};
 use metafi_proto::realtime::{Delivery, DeliveryClass};
 use uuid::Uuid;
 
@@ -37,19 +37,36 @@ struct State<K> {
 }
 
 /// A dispatcher call recorded during a callback.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum Action {
-    Broadcast {
-        op_code: i64,
-        data: Bytes,
-        to: Option<Vec<Uuid>>,
-        sender: Option<Arc<Presence>>,
-        reliable: bool,
-        delivery: Option<Delivery>,
-        deferred: bool,
-    },
+    Broadcast(Outgoing),
     Kick(Vec<Uuid>),
     Label(String),
+}
+
+/// A recorded broadcast: [`Broadcast`] with owned values.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    op_code: i64,
+    data: Bytes,
+    to: Option<Vec<Uuid>>,
+    sender: Option<Arc<Presence>>,
+    reliable: bool,
+    delivery: Option<Delivery>,
+    deferred: bool,
+}
+
+impl Outgoing {
+    fn message(&self) -> Broadcast<'_> {
+        Broadcast {
+            op_code: self.op_code,
+            data: &self.data,
+            to: self.to.as_deref(),
+            sender: self.sender.as_deref(),
+            reliable: self.reliable,
+            delivery: self.delivery.as_ref(),
+        }
+    }
 }
 
 impl<K: std::hash::Hash + Eq + Clone> DispatchRecorder<K> {
@@ -84,41 +101,11 @@ impl<K: std::hash::Hash + Eq + Clone> DispatchRecorder<K> {
         let actions = std::mem::take(&mut self.state.borrow_mut().actions);
         for action in actions {
             match action {
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    delivery,
-                    deferred: false,
-                } => d.broadcast_with(
-                    op_code,
-                    &data,
-                    to.as_deref(),
-                    sender.as_deref(),
-                    reliable,
-                    delivery.as_ref(),
-                ),
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    delivery,
-                    deferred: true,
-                } => {
+                Action::Broadcast(outgoing) if outgoing.deferred => {
                     // Room was checked when the script called; this cannot fail.
-                    let _ = d.broadcast_deferred_with(
-                        op_code,
-                        &data,
-                        to.as_deref(),
-                        sender.as_deref(),
-                        reliable,
-                        delivery.as_ref(),
-                    );
+                    let _ = d.send_deferred(&outgoing.message());
                 }
+                Action::Broadcast(outgoing) => d.send(&outgoing.message()),
                 Action::Kick(sessions) => d.kick(&sessions),
                 Action::Label(label) => {
                     // Checked when the script called.
@@ -189,7 +176,7 @@ impl<K: std::hash::Hash + Eq + Clone> DispatchRecorder<K> {
             }
             state.deferred_room -= 1;
         }
-        state.actions.push(Action::Broadcast {
+        state.actions.push(Action::Broadcast(Outgoing {
             op_code,
             data,
             to,
@@ -197,7 +184,7 @@ impl<K: std::hash::Hash + Eq + Clone> DispatchRecorder<K> {
             reliable,
             delivery,
             deferred,
-        });
+        }));
         Ok(())
     }
 

@@ -52,6 +52,17 @@ fn list(items: Vec<Arg<Fake>>) -> Arg<Fake> {
     })
 }
 
+/// A broadcast of op code 1 with `options` in place of `reliable`.
+fn options_only(options: Arg<Fake>) -> [Arg<Fake>; 5] {
+    [
+        Arg::Integer(1),
+        Arg::Absent,
+        Arg::Absent,
+        Arg::Absent,
+        options,
+    ]
+}
+
 fn argument(result: Result<(), Refusal<String>>) -> (usize, String) {
     match result {
         Err(Refusal::Argument { position, message }) => (position, message.into_owned()),
@@ -195,14 +206,18 @@ fn a_presence_handed_out_is_known_by_its_key_and_one_built_by_the_script_by_its_
 fn deferred_broadcasts_stop_at_the_room_the_dispatcher_gives() {
     let recorder = DispatchRecorder::<usize>::new(Dialect::Js);
     recorder.begin(1);
-    recorder.broadcast::<Fake>(&[Arg::Integer(1)], true).unwrap();
+    recorder
+        .broadcast::<Fake>(&[Arg::Integer(1)], true)
+        .unwrap();
     let full = failed(recorder.broadcast::<Fake>(&[Arg::Integer(2)], true));
     assert_eq!(
         full,
         "error deferring message broadcast: deferred message broadcast buffer full (match.deferred_queue_size)"
     );
     // Immediate sends are not limited.
-    recorder.broadcast::<Fake>(&[Arg::Integer(3)], false).unwrap();
+    recorder
+        .broadcast::<Fake>(&[Arg::Integer(3)], false)
+        .unwrap();
     assert_eq!(recorder.recorded().len(), 2);
 }
 
@@ -228,13 +243,22 @@ fn a_label_over_the_limit_is_refused() {
 fn delivery_options_name_every_class_and_set_reliable_from_it() {
     use metafi_proto::realtime::DeliveryClass;
     let cases = [
-        (object(&[("class", text("reliable_ordered"))]), DeliveryClass::default_stream()),
+        (
+            object(&[("class", text("reliable_ordered"))]),
+            DeliveryClass::default_stream(),
+        ),
         (
             object(&[("class", text("reliable_ordered")), ("lane", text("talk"))]),
             DeliveryClass::ordered("talk"),
         ),
-        (object(&[("class", text("reliable_unordered"))]), DeliveryClass::ReliableUnordered),
-        (object(&[("class", text("unreliable"))]), DeliveryClass::Unreliable),
+        (
+            object(&[("class", text("reliable_unordered"))]),
+            DeliveryClass::ReliableUnordered,
+        ),
+        (
+            object(&[("class", text("unreliable"))]),
+            DeliveryClass::Unreliable,
+        ),
         (
             object(&[("class", text("unreliable_latest")), ("lane", text("pos"))]),
             DeliveryClass::latest("pos"),
@@ -242,9 +266,7 @@ fn delivery_options_name_every_class_and_set_reliable_from_it() {
     ];
     for (options, class) in cases {
         let recorder = DispatchRecorder::<usize>::new(Dialect::Lua);
-        recorder
-            .broadcast(&[Arg::Integer(1), Arg::Absent, Arg::Absent, Arg::Absent, options], false)
-            .unwrap();
+        recorder.broadcast(&options_only(options), false).unwrap();
         let recorded = recorder.recorded().join("");
         assert!(
             recorded.contains(&format!("reliable: {}", class.is_reliable())),
@@ -258,10 +280,7 @@ fn delivery_options_name_every_class_and_set_reliable_from_it() {
     }
     let refused = |options: Arg<Fake>| {
         let recorder = DispatchRecorder::<usize>::new(Dialect::Js);
-        argument(recorder.broadcast(
-            &[Arg::Integer(1), Arg::Absent, Arg::Absent, Arg::Absent, options],
-            false,
-        ))
+        argument(recorder.broadcast(&options_only(options), false))
     };
     assert_eq!(
         refused(object(&[("class", text("sideways"))])),
@@ -275,11 +294,19 @@ fn delivery_options_name_every_class_and_set_reliable_from_it() {
         "expects delivery options with a class: reliable_ordered, reliable_unordered, unreliable, unreliable_latest"
     );
     assert_eq!(
-        refused(object(&[("class", text("unreliable")), ("lane", text("x"))])).1,
+        refused(object(&[
+            ("class", text("unreliable")),
+            ("lane", text("x"))
+        ]))
+        .1,
         "a delivery lane applies only to the reliable_ordered and unreliable_latest classes"
     );
     assert_eq!(
-        refused(object(&[("class", text("unreliable_latest")), ("lane", Arg::Integer(3))])).1,
+        refused(object(&[
+            ("class", text("unreliable_latest")),
+            ("lane", Arg::Integer(3))
+        ]))
+        .1,
         "expects the delivery lane to be a string"
     );
 }
