@@ -17,7 +17,7 @@ use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, Match, MatchCreate, MatchData, Message, channel_type,
 };
 use metafi_testkit::{Http, TestNode};
-use support::quic::{connector, quic_socket, ws_socket};
+use support::quic::{connector, fingerprint, quic_socket, ws_socket};
 
 const WAIT: Duration = Duration::from_secs(10);
 
