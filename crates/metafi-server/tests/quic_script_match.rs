@@ -1,8 +1,9 @@
 //! Delivery classes chosen by script match handlers (`docs/MATCHES.md`, "Delivery classes in
 //! script handlers"): a Lua and a JavaScript handler broadcast one message per class (and a
 //! deferred one, and one with Nakama's plain `reliable = false`); a QUIC player receives each
-//! with the class the handler named, a WebSocket player receives the same messages with the
-//! same `reliable` flag Nakama's clients read, and a bad class name fails with a clear message.
+//! with the class the handler named, through that class's QUIC path (the link's per-class
+//! counters), a WebSocket player receives the same messages with the same `reliable` flag
+//! Nakama's clients read, and a bad class name fails with a clear message.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -145,21 +146,97 @@ async fn next_data(events: &mut Events) -> MatchData {
     found.unwrap_or_else(|_| panic!("match data did not arrive within {WAIT:?}"))
 }
 
+/// `name{…}` of the node's metrics with both labels, or 0 before it was first counted.
+async fn counter(server: &TestNode, name: &str, side: &str, class: &str) -> f64 {
+    let url = format!(
+        "{}/metrics",
+        server.metrics.clone().expect("metrics are on")
+    );
+    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+    let side = format!("side=\"{side}\"");
+    let class = format!("class=\"{class}\"");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(&side) && l.contains(&class))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The QUIC paths a round of broadcasts must take: messages the server sent by each class, and
+/// messages the QUIC player received on each path (a latest-wins value arrives as a datagram or,
+/// if that was lost, as the key's final value).
+const PATHS: [(&str, &str, &[&str]); 10] = [
+    ("metafi_quic_messages_sent_total", "server", &["default"]),
+    (
+        "metafi_quic_messages_sent_total",
+        "server",
+        &["reliable_ordered"],
+    ),
+    (
+        "metafi_quic_messages_sent_total",
+        "server",
+        &["reliable_unordered"],
+    ),
+    ("metafi_quic_messages_sent_total", "server", &["unreliable"]),
+    (
+        "metafi_quic_messages_sent_total",
+        "server",
+        &["unreliable_latest"],
+    ),
+    (
+        "metafi_quic_messages_received_total",
+        "client",
+        &["default"],
+    ),
+    (
+        "metafi_quic_messages_received_total",
+        "client",
+        &["reliable_ordered"],
+    ),
+    (
+        "metafi_quic_messages_received_total",
+        "client",
+        &["reliable_unordered"],
+    ),
+    (
+        "metafi_quic_messages_received_total",
+        "client",
+        &["unreliable"],
+    ),
+    (
+        "metafi_quic_messages_received_total",
+        "client",
+        &["unreliable_latest", "latest_final"],
+    ),
+];
+
+/// Every path's count, in the order of [`PATHS`].
+async fn path_counts(server: &TestNode) -> Vec<f64> {
+    let mut counts = Vec::new();
+    for (name, side, classes) in PATHS {
+        let mut sum = 0.0;
+        for class in classes {
+            sum += counter(server, name, side, class).await;
+        }
+        counts.push(sum);
+    }
+    counts
+}
+
 /// Creates a match with the RPC `create`, joins a QUIC and a WebSocket player, triggers the
-/// broadcasts and checks what each player receives; `bad_class` is the error the script caught.
-async fn every_class_arrives(create: &str, bad_class: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path()).await;
+/// broadcasts and checks what each player receives and that every QUIC path carried a message;
+/// `bad_class` is the start of the error the script caught.
+async fn every_class_arrives(server: &TestNode, engine: &str, create: &str, bad_class: &str) {
     let http = Http::new(&server.base);
     let (quic_token, _) = http.new_session().await;
     let (ws_token, _) = http.new_session().await;
-    let (quic, mut quic_events) = quic_socket(&server, &quic_token).await;
-    let (ws, mut ws_events) = ws_socket(&server, &ws_token).await;
+    let (quic, mut quic_events) = quic_socket(server, &quic_token).await;
+    let (ws, mut ws_events) = ws_socket(server, &ws_token).await;
     let answer: serde_json::Value =
         serde_json::from_str(&quic.rpc(create, "").await.unwrap()).unwrap();
     let match_id = answer["match_id"].as_str().unwrap().to_owned();
     quic.match_join(&match_id).await.unwrap();
     ws.match_join(&match_id).await.unwrap();
+    let before = path_counts(server).await;
     quic.match_data_send(&match_id, TRIGGER, Bytes::new(), true)
         .await
         .unwrap();
@@ -172,34 +249,58 @@ async fn every_class_arrives(create: &str, bad_class: &str) {
         }
         got.sort_by_key(|d| d.op_code);
         for (data, (op, class, reliable)) in got.iter().zip(expected()) {
-            assert_eq!(data.op_code, op, "{who}");
-            assert_eq!(data.data, Bytes::from(format!("m{op}")), "{who} op {op}");
+            assert_eq!(data.op_code, op, "{engine}, {who}");
+            assert_eq!(
+                data.data,
+                Bytes::from(format!("m{op}")),
+                "{engine}, {who}, op {op}"
+            );
             let named = data.delivery.as_ref().and_then(DeliveryClass::from_wire);
-            assert_eq!(named, class, "{who} op {op}: the class the handler named");
+            assert_eq!(
+                named, class,
+                "{engine}, {who}, op {op}: the class the handler named"
+            );
             assert_eq!(
                 data.reliable, reliable,
-                "{who} op {op}: Nakama's reliable flag"
+                "{engine}, {who}, op {op}: Nakama's reliable flag"
             );
         }
         if who == "quic" {
             let error = String::from_utf8_lossy(&got[7].data).into_owned();
             assert_eq!(got[7].op_code, BAD_CLASS);
-            assert!(error.contains(bad_class), "{error}");
+            assert!(error.starts_with(bad_class), "{engine}: {error}");
             assert!(
                 error.contains("unknown delivery class 'sideways'; expected one of reliable_ordered, reliable_unordered, unreliable, unreliable_latest"),
-                "{error}"
+                "{engine}: {error}"
             );
         }
     }
+    // Only this round runs now, so each path's count grew by its messages.
+    let after = path_counts(server).await;
+    for ((path, before), after) in PATHS.iter().zip(before).zip(after) {
+        assert!(after > before, "{engine}: nothing went through {path:?}");
+    }
+}
+
+/// One test for both engines: the QUIC path counters are process-wide, so the rounds must not
+/// overlap.
+#[tokio::test]
+async fn lua_and_javascript_handlers_send_each_delivery_class_over_quic() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path()).await;
+    every_class_arrives(
+        &server,
+        "lua",
+        "classes_lua",
+        "bad argument #5 (unknown delivery class",
+    )
+    .await;
+    every_class_arrives(
+        &server,
+        "js",
+        "classes_js",
+        "TypeError: unknown delivery class",
+    )
+    .await;
     server.stop().await;
-}
-
-#[tokio::test]
-async fn a_lua_handler_sends_each_delivery_class_over_quic() {
-    every_class_arrives("classes_lua", "bad argument #5 (unknown delivery class").await;
-}
-
-#[tokio::test]
-async fn a_javascript_handler_sends_each_delivery_class_over_quic() {
-    every_class_arrives("classes_js", "TypeError: unknown delivery class").await;
 }

@@ -8,13 +8,13 @@ use crate::error::ScriptError;
 /// A match handler callback, in the order engines index them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Callback {
-    Init = 0,
-    JoinAttempt = 1,
-    Join = 2,
-    Leave = 3,
-    Loop = 4,
-    Terminate = 5,
-    Signal = 6,
+    Init,
+    JoinAttempt,
+    Join,
+    Leave,
+    Loop,
+    Terminate,
+    Signal,
 }
 
 impl Callback {
