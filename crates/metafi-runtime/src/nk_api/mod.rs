@@ -11,11 +11,14 @@
 mod args;
 mod basics;
 mod function;
+pub mod nakama_names;
 mod value;
 
 pub use args::{Arg, MapArg, NkArgs};
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
 pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
+
+use crate::nk::Nk;
 
 /// Every row of the binding table, group by group.
 pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
@@ -30,6 +33,20 @@ pub fn lua_function(name: &str) -> Option<&'static NkFunction> {
 /// The row JavaScript calls `name`.
 pub fn js_function(name: &str) -> Option<&'static NkFunction> {
     functions().find(|f| f.js == Some(name))
+}
+
+/// Calls the function Lua names `name` with snake_case arguments: how native Rust modules
+/// reach any `nk` function of the table (typed methods on [`Nk`] exist for the common ones).
+pub async fn call(nk: &Nk, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {
+    let Some(function) = lua_function(name) else {
+        return Err(NkError::failed(format!("nk.{name} does not exist")));
+    };
+    let args = NkArgs::new(Naming::Snake, args);
+    match function.call {
+        NkCall::Sync(f) => f(nk, args),
+        NkCall::Async(f) => f(nk.clone(), args).await,
+        NkCall::Unserved(why) => Err(why.error(name)),
+    }
 }
 
 #[cfg(test)]
