@@ -27,6 +27,7 @@ pub mod error;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
+pub mod match_bridge;
 pub mod match_host;
 pub mod modules;
 pub mod native;
