@@ -27,6 +27,7 @@ pub mod error;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
+pub mod match_bridge;
 pub mod match_host;
 pub mod modules;
 pub mod native;
@@ -50,7 +51,7 @@ pub use match_host::{
     EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
 };
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
-pub use nk::{LogLevel, Nk, RuntimeServices};
+pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Clock, CoreError, Objects};
+use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -37,6 +37,18 @@ pub struct RuntimeServices {
     /// Limits and settings of the utility functions (local cache, `http_request`,
     /// `file_read`, custom metrics, `get_config`); defaults unless the server sets them.
     pub utilities: UtilityConfig,
+    /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
+    /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
+    pub accounts: Option<AccountServices>,
+}
+
+/// The services behind the account, user, sign-in and session functions: the same ones the
+/// REST handlers use, so a rule holds the same way for clients and for server code.
+#[derive(Debug, Clone)]
+pub struct AccountServices {
+    pub accounts: Arc<Accounts>,
+    pub sessions: Arc<Sessions>,
+    pub users: Arc<Users>,
 }
 
 impl RuntimeServices {
@@ -53,12 +65,19 @@ impl RuntimeServices {
             matches,
             clock,
             utilities: UtilityConfig::default(),
+            accounts: None,
         }
     }
 
     /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
     pub fn with_utilities(mut self, utilities: UtilityConfig) -> RuntimeServices {
         self.utilities = utilities;
+        self
+    }
+
+    /// Serves the account, user, sign-in and session functions.
+    pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
+        self.accounts = Some(accounts);
         self
     }
 }
@@ -141,6 +160,18 @@ impl Nk {
     /// A random (version 4) UUID in its 36-character form.
     pub fn uuid_v4(&self) -> String {
         Uuid::new_v4().to_string()
+    }
+
+    /// The account services, or the error a function `name` raises without them.
+    pub(crate) fn account_services(
+        &self,
+        name: &str,
+    ) -> Result<&AccountServices, crate::nk_api::NkError> {
+        self.inner.services.accounts.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without account services"
+            ))
+        })
     }
 
     /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).

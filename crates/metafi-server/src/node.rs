@@ -249,6 +249,11 @@ async fn wire(
         store.clone(),
         clock.clone(),
         match_host.clone(),
+        metafi_runtime::AccountServices {
+            accounts: accounts.clone(),
+            sessions: sessions.clone(),
+            users: users.clone(),
+        },
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();

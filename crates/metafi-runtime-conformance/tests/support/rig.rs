@@ -6,10 +6,14 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metafi_core::{CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
+use metafi_core::{
+    Accounts, AccountsConfig, Clock, CoreError, NobodyOnline, Objects, Revocations, RpcContext,
+    RpcDispatch, RpcUser, Sessions, SessionsConfig, SystemClock, TokenKeys,
+};
 use metafi_runtime::testing::FakeMatches;
 use metafi_runtime::{
-    EngineFactory, LoadError, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
+    AccountServices, EngineFactory, LoadError, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig,
+    RuntimeServices,
 };
 use metafi_runtime_js::JsEngine;
 use metafi_runtime_lua::LuaEngine;
@@ -125,7 +129,8 @@ impl Parts {
             self.store.clone(),
             self.matches.clone(),
             Arc::new(SystemClock),
-        );
+        )
+        .with_accounts(account_services(&self.store).await?);
         let pool = PoolConfig {
             vms: setup.vms,
             max_calls_per_vm: setup.max_calls_per_vm,
@@ -179,5 +184,42 @@ pub fn caller(users: &Users, name: &str, session: Uuid) -> Result<RpcUser, Strin
         session_id: session,
         vars: [("k".to_owned(), "v".to_owned())].into(),
         expires_at: 1_900_000_000,
+    })
+}
+
+/// The account, user and session services the `nk` account functions use, as the server
+/// builds them (cheap bcrypt: tests only).
+async fn account_services(store: &Arc<dyn Storage>) -> Result<AccountServices, StartError> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let revocations = Revocations::load(store.clone(), clock.now_ms())
+        .await
+        .map_err(|e| StartError::Other(format!("session revocations: {e}")))?;
+    let sessions = Arc::new(Sessions::new(
+        TokenKeys::new(b"conformance-session-key", b"conformance-refresh-key"),
+        SessionsConfig {
+            token_expiry_sec: 60,
+            refresh_token_expiry_sec: 3600,
+        },
+        revocations,
+        store.clone(),
+        clock.clone(),
+    ));
+    let accounts = Arc::new(Accounts::new(
+        store.clone(),
+        &AccountsConfig {
+            bcrypt_cost: 4,
+            max_concurrent_hashes: 2,
+            max_exported_objects: 100,
+        },
+        clock,
+    ));
+    let users = Arc::new(metafi_core::Users::new(
+        store.clone(),
+        Arc::new(NobodyOnline),
+    ));
+    Ok(AccountServices {
+        accounts,
+        sessions,
+        users,
     })
 }

@@ -8,7 +8,9 @@
 //! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
 //! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
 
+mod accounts;
 mod args;
+mod authenticate;
 mod basics;
 mod cache;
 mod config;
@@ -20,11 +22,13 @@ mod function;
 mod http;
 mod json;
 mod later;
+mod links;
 mod matches;
 mod metrics_events;
 pub mod nakama_names;
 mod storage;
 mod unserved;
+mod users;
 mod utilities;
 mod value;
 
@@ -55,6 +59,10 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         files::FUNCTIONS,
         config::FUNCTIONS,
         unserved::FUNCTIONS,
+        accounts::FUNCTIONS,
+        users::FUNCTIONS,
+        authenticate::FUNCTIONS,
+        links::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
