@@ -13,11 +13,6 @@ pub(crate) fn arg<'a, 'js>(args: &'a [Value<'js>], index: usize) -> Option<&'a V
     args.get(index).filter(|v| !v.is_undefined())
 }
 
-/// `null` or `undefined`.
-pub(crate) fn is_nullish(value: Option<&Value<'_>>) -> bool {
-    value.is_none_or(|v| v.is_null() || v.is_undefined())
-}
-
 /// A JS string as Rust text; `None` for anything else. Lone surrogates (which UTF-8 cannot
 /// hold) make the string unreadable: `None` as well.
 pub(crate) fn string(value: &Value<'_>) -> Option<String> {
