@@ -5,7 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
 use metafi_runtime::nk_api::UtilityConfig;
-use metafi_runtime::{MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_runtime::{MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices};
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
@@ -22,6 +22,7 @@ pub(crate) async fn start_runtime(
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
+    realtime: Arc<dyn RealtimeHost>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -31,7 +32,9 @@ pub(crate) async fn start_runtime(
         server_config: Some(Arc::new(config_view::nakama_view(config))),
         ..config.runtime_utilities.clone()
     };
-    let services = RuntimeServices::new(objects, store, matches, clock).with_utilities(utilities);
+    let services = RuntimeServices::new(objects, store, matches, clock)
+        .with_utilities(utilities)
+        .with_realtime(realtime);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

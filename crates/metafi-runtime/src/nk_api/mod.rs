@@ -11,6 +11,7 @@
 mod args;
 mod basics;
 mod cache;
+mod channels;
 mod config;
 mod cron;
 mod crypto;
@@ -20,6 +21,11 @@ mod function;
 mod http;
 mod metrics_events;
 pub mod nakama_names;
+mod sessions;
+mod status;
+mod streams;
+#[cfg(test)]
+mod test_realtime;
 mod unserved;
 mod utilities;
 mod value;
@@ -48,6 +54,10 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         files::FUNCTIONS,
         config::FUNCTIONS,
         unserved::FUNCTIONS,
+        streams::FUNCTIONS,
+        channels::FUNCTIONS,
+        status::FUNCTIONS,
+        sessions::FUNCTIONS,
     ]
     .into_iter()
     .flatten()
