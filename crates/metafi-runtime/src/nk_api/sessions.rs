@@ -49,3 +49,75 @@ fn session_disconnect(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
     host.session_disconnect(session_id, reason);
     Ok(NkValue::Nil)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use metafi_match::PresenceReason;
+    use uuid::Uuid;
+
+    use super::super::test_realtime::{Asked, Lang, call, harness, lua_error};
+    use super::super::{NkError, NkValue};
+
+    #[tokio::test]
+    async fn disconnect_passes_the_reason_and_checks_it_is_nakamas() {
+        let h = harness(true).await;
+        let session = Uuid::new_v4();
+        let id = || NkValue::from(session.to_string());
+        call(&h.nk, Lang::Lua, "session_disconnect", vec![id()])
+            .await
+            .unwrap();
+        call(
+            &h.nk,
+            Lang::Lua,
+            "session_disconnect",
+            vec![id(), NkValue::Int(0)],
+        )
+        .await
+        .unwrap();
+        call(
+            &h.nk,
+            Lang::Js,
+            "sessionDisconnect",
+            vec![id(), NkValue::Int(3)],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            h.realtime.asked(),
+            vec![
+                Asked::Disconnect(session, None),
+                Asked::Disconnect(session, None),
+                Asked::Disconnect(session, Some(PresenceReason::Leave)),
+            ]
+        );
+        assert_eq!(
+            lua_error(
+                call(
+                    &h.nk,
+                    Lang::Lua,
+                    "session_disconnect",
+                    vec![id(), NkValue::Int(5)]
+                )
+                .await,
+                "session_disconnect"
+            ),
+            "bad argument #2 to 'session_disconnect' (invalid disconnect reason, must be a value 0-4)"
+        );
+        assert_eq!(
+            lua_error(
+                call(&h.nk, Lang::Lua, "session_disconnect", vec!["x".into()]).await,
+                "session_disconnect"
+            ),
+            "bad argument #1 to 'session_disconnect' (expects valid session id)"
+        );
+        assert_eq!(
+            call(&h.nk, Lang::Js, "sessionDisconnect", vec![NkValue::Nil]).await,
+            Err(NkError::Arg {
+                position: 1,
+                message: "expects a session id".into()
+            })
+        );
+    }
+}

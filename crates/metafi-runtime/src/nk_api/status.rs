@@ -80,3 +80,101 @@ fn follow_args(args: &NkArgs) -> Result<(Uuid, Vec<Uuid>), NkError> {
     }
     Ok((session_id, user_ids))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use uuid::Uuid;
+
+    use super::super::test_realtime::{Asked, Lang, call, harness, lua_error};
+    use super::super::{NkError, NkValue};
+
+    #[tokio::test]
+    async fn follow_and_unfollow_pass_distinct_ids_and_refuse_bad_ones() {
+        let h = harness(true).await;
+        let (session, a, b) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let ids = NkValue::List(vec![
+            a.to_string().into(),
+            b.to_string().into(),
+            a.to_string().into(),
+        ]);
+        call(
+            &h.nk,
+            Lang::Lua,
+            "status_follow",
+            vec![session.to_string().into(), ids.clone()],
+        )
+        .await
+        .unwrap();
+        call(
+            &h.nk,
+            Lang::Js,
+            "statusUnfollow",
+            vec![session.to_string().into(), ids],
+        )
+        .await
+        .unwrap();
+        call(
+            &h.nk,
+            Lang::Js,
+            "statusFollow",
+            vec![session.to_string().into(), NkValue::List(Vec::new())],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            h.realtime.asked(),
+            vec![
+                Asked::Follow(session, vec![a, b]),
+                Asked::Unfollow(session, vec![a, b])
+            ],
+            "an empty list asks nothing"
+        );
+        assert_eq!(
+            lua_error(
+                call(
+                    &h.nk,
+                    Lang::Lua,
+                    "status_follow",
+                    vec!["x".into(), NkValue::List(Vec::new())]
+                )
+                .await,
+                "status_follow"
+            ),
+            "bad argument #1 to 'status_follow' (expects a valid session id)"
+        );
+        assert_eq!(
+            lua_error(
+                call(
+                    &h.nk,
+                    Lang::Lua,
+                    "status_follow",
+                    vec![
+                        session.to_string().into(),
+                        NkValue::List(vec![NkValue::Int(1)])
+                    ]
+                )
+                .await,
+                "status_follow"
+            ),
+            "bad argument #2 to 'status_follow' (each user id must be a string)"
+        );
+        assert_eq!(
+            call(
+                &h.nk,
+                Lang::Js,
+                "statusFollow",
+                vec![
+                    session.to_string().into(),
+                    NkValue::List(vec!["nope".into()])
+                ]
+            )
+            .await,
+            Err(NkError::Arg {
+                position: 2,
+                message: "expects a valid user id".into()
+            })
+        );
+    }
+}
