@@ -140,6 +140,14 @@ impl Node {
         self.addrs
     }
 
+    /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
+    pub fn nk(&self) -> Option<metafi_runtime::Nk> {
+        self.started
+            .runtime
+            .as_ref()
+            .map(|runtime| runtime.nk().clone())
+    }
+
     /// Stops the node in order: no new connections; matches get `match_terminate` with `grace`
     /// and run until they end or the grace is over (their players still connected), then the
     /// executor threads stop; sockets close (code 1001), waiting up to `grace`; in-flight
