@@ -340,9 +340,9 @@ async fn send_builds_a_stream_data_envelope_with_no_sender_for_the_whole_stream_
     assert_eq!(
         h.realtime.asked(),
         vec![
-            Asked::Send(id.clone(), data("{\"hp\":3}", true), None),
+            Asked::Send(id.clone(), Box::new(data("{\"hp\":3}", true)), None),
             // The presence on another node gets nothing from this one.
-            Asked::Send(id, data("x", false), Some(vec![a])),
+            Asked::Send(id, Box::new(data("x", false)), Some(vec![a])),
         ]
     );
     let bad = call(

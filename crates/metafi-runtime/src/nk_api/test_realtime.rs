@@ -34,7 +34,7 @@ pub enum Asked {
     Leave(Uuid, Uuid, StreamId),
     Count(StreamId),
     Close(StreamId),
-    Send(StreamId, Envelope, Option<Vec<Uuid>>),
+    Send(StreamId, Box<Envelope>, Option<Vec<Uuid>>),
     Disconnect(Uuid, Option<PresenceReason>),
     Follow(Uuid, Vec<Uuid>),
     Unfollow(Uuid, Vec<Uuid>),
@@ -134,7 +134,7 @@ impl RealtimeHost for FakeRealtime {
     fn stream_send(&self, stream: &StreamId, envelope: Envelope, only: Option<&[Uuid]>) -> usize {
         self.ask(Asked::Send(
             stream.clone(),
-            envelope,
+            Box::new(envelope),
             only.map(<[Uuid]>::to_vec),
         ));
         1
