@@ -144,14 +144,18 @@ async fn send_update_and_remove_refuse_bad_arguments_with_nakamas_texts() {
 }
 
 #[tokio::test]
-async fn update_and_remove_name_the_message_and_failures_say_what_failed() {
+async fn update_and_remove_name_the_message_write_whole_numbers_as_integers_and_say_what_failed() {
     let h = harness(true).await;
     let id = Uuid::new_v4().to_string();
     let ack = call(
         &h.nk,
         Lang::Js,
         "channelMessageUpdate",
-        vec![s("2...lobby"), s(&id), map(&[("v", NkValue::Int(2))])],
+        vec![
+            s("2...lobby"),
+            s(&id),
+            map(&[("v", NkValue::Float(2.0)), ("f", NkValue::Float(0.5))]),
+        ],
     )
     .await
     .unwrap();
@@ -203,7 +207,7 @@ async fn update_and_remove_name_the_message_and_failures_say_what_failed() {
             },
             ChannelEdit::Update {
                 message_id: id.clone(),
-                content: r#"{"v":2}"#.into()
+                content: r#"{"f":0.5,"v":2}"#.into()
             }
         )
     );
