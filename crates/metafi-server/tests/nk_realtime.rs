@@ -1,5 +1,5 @@
-//! Server code reaching sessions, end to end: `nk` rows called on a running node (as a module
-//! would call them) and what real socket clients receive — `stream_data` exactly as Nakama
+//! Server code reaching sessions, end to end: `nk` rows called on a running node through
+//! `nk_api::call` (as a native module calls them; Lua and JS bind the same rows) and what real socket clients receive — `stream_data` exactly as Nakama
 //! sends it, a `channel_message` from the server, a status follow made for a session, and the
 //! close of `session_disconnect`.
 
@@ -9,24 +9,12 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use metafi_proto::realtime::{ChannelJoin, Message, channel_type};
-use metafi_runtime::Nk;
-use metafi_runtime::nk_api::{self, Naming, NkArgs, NkCall, NkError, NkKey, NkMap, NkValue};
+use metafi_runtime::nk_api::{self, Naming, NkKey, NkMap, NkValue};
 use metafi_testkit::{Http, Socket, TestNode, User, user};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 /// A hang guard only: every wait below ends as soon as what it waits for arrives.
 const GUARD: Duration = Duration::from_secs(10);
-
-/// Calls the Lua row `name` on the node's `nk`, as a Lua module would.
-async fn nk_call(nk: &Nk, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {
-    let row = nk_api::lua_function(name).unwrap_or_else(|| panic!("no nk.{name}"));
-    let args = NkArgs::new(Naming::Snake, args);
-    match row.call {
-        NkCall::Sync(f) => f(nk, args),
-        NkCall::Async(f) => f(nk.clone(), args).await,
-        NkCall::Unserved(why) => Err(why.error(name)),
-    }
-}
 
 fn table(entries: &[(&str, NkValue)]) -> NkValue {
     NkValue::Map(NkMap(
@@ -136,11 +124,11 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
     // Bob's session joins a stream of the module's own; a second join changes nothing.
     let join = || vec![bob.id.as_str().into(), bob_session.as_str().into(), arena()];
     assert_eq!(
-        nk_call(&nk, "stream_user_join", join()).await.unwrap(),
+        nk_api::call(&nk, "stream_user_join", join()).await.unwrap(),
         NkValue::Bool(true)
     );
     assert_eq!(
-        nk_call(&nk, "stream_user_join", join()).await.unwrap(),
+        nk_api::call(&nk, "stream_user_join", join()).await.unwrap(),
         NkValue::Bool(false)
     );
     let event = b.next_with("stream_presence_event").await;
@@ -153,10 +141,12 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
         bob_session
     );
     assert_eq!(
-        nk_call(&nk, "stream_count", vec![arena()]).await.unwrap(),
+        nk_api::call(&nk, "stream_count", vec![arena()])
+            .await
+            .unwrap(),
         NkValue::Int(1)
     );
-    let listed = nk_call(&nk, "stream_user_list", vec![arena()])
+    let listed = nk_api::call(&nk, "stream_user_list", vec![arena()])
         .await
         .unwrap()
         .to_json(Naming::Snake)
@@ -165,7 +155,7 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
     assert_eq!(listed[0]["user_id"], bob.id.as_str());
 
     // stream_send: Bob gets Nakama's stream_data, byte for byte the fields Nakama sends.
-    nk_call(&nk, "stream_send", vec![arena(), "hello".into()])
+    nk_api::call(&nk, "stream_send", vec![arena(), "hello".into()])
         .await
         .unwrap();
     let data = b.next_with("stream_data").await;
@@ -176,7 +166,7 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
         }})
     );
     // stream_send_raw: any envelope, as given.
-    nk_call(
+    nk_api::call(
         &nk,
         "stream_send_raw",
         vec![
@@ -209,7 +199,7 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
     .await;
 
     // channel_message_send as the system: both members of the room get it.
-    let ack = nk_call(
+    let ack = nk_api::call(
         &nk,
         "channel_message_send",
         vec![
@@ -244,7 +234,7 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
     assert_eq!(message.sender_id, uuid::Uuid::nil().to_string());
 
     // status_follow for Ann's session: she hears Bob come online on another socket.
-    nk_call(
+    nk_api::call(
         &nk,
         "status_follow",
         vec![
@@ -265,7 +255,7 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
 
     // session_disconnect: Bob's first socket is closed with Nakama's reason, and leaves the
     // stream.
-    nk_call(&nk, "session_disconnect", vec![bob_session.as_str().into()])
+    nk_api::call(&nk, "session_disconnect", vec![bob_session.as_str().into()])
         .await
         .unwrap();
     assert_eq!(
@@ -273,14 +263,18 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
         (1000, "server-side session disconnect".to_owned())
     );
     tokio::time::timeout(GUARD, async {
-        while nk_call(&nk, "stream_count", vec![arena()]).await.unwrap() != NkValue::Int(0) {
+        while nk_api::call(&nk, "stream_count", vec![arena()])
+            .await
+            .unwrap()
+            != NkValue::Int(0)
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
     .expect("the disconnected session leaves the stream");
     // An unknown session is no error, as with Nakama.
-    nk_call(&nk, "session_disconnect", vec![bob_session.as_str().into()])
+    nk_api::call(&nk, "session_disconnect", vec![bob_session.as_str().into()])
         .await
         .unwrap();
     server.stop().await;
