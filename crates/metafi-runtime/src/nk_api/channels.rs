@@ -11,7 +11,7 @@ use metafi_core::{ChannelId, CoreError};
 use metafi_proto::api::ChannelMessage;
 use uuid::Uuid;
 
-use super::streams::{realtime, script_json};
+use super::streams::realtime;
 use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
 use crate::realtime_host::{ChannelEdit, ChannelSender};
@@ -213,7 +213,8 @@ fn content_arg(args: &NkArgs, position: usize) -> Result<String, NkError> {
     let arg = args.at(position);
     match arg.value {
         NkValue::Nil => Ok("{}".to_owned()),
-        NkValue::Map(map) if !map.is_empty() => script_json(&NkValue::Map(map.clone()), args)
+        NkValue::Map(map) if !map.is_empty() => NkValue::Map(map.clone())
+            .to_go_json(args.naming())
             .map(|json| json.to_string())
             .map_err(|e| arg.error(format!("error encoding content: {e}"))),
         // An empty Lua table or JS object.

@@ -245,7 +245,8 @@ fn stream_send_raw(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
     } else {
         "expects a valid envelope"
     })?;
-    let json = script_json(&NkValue::Map(map.map.clone()), &args)
+    let json = NkValue::Map(map.map.clone())
+        .to_go_json(args.naming())
         .map_err(|e| arg.error(format!("failed to convert envelope: {e}")))?;
     let envelope: Envelope = serde_json::from_value(json)
         .map_err(|e| raw_error(js, &arg, format!("not a valid envelope: {e}")))?;
@@ -278,31 +279,6 @@ pub(super) fn realtime<'a>(
             "nk.{name} is not available: this server runs without the realtime layer"
         ))
     })
-}
-
-/// A script's value as JSON. A whole number is an integer (Lua has only doubles: `{code = 1}`
-/// must give `1`, not `1.0`, as Nakama's encoder writes it and integer fields expect).
-pub(super) fn script_json(value: &NkValue, args: &NkArgs) -> Result<serde_json::Value, String> {
-    let mut json = value.to_json(args.naming())?;
-    whole_numbers_as_integers(&mut json);
-    Ok(json)
-}
-
-fn whole_numbers_as_integers(json: &mut serde_json::Value) {
-    match json {
-        serde_json::Value::Number(n) if !n.is_i64() && !n.is_u64() => {
-            if let Some(f) = n.as_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9.007_199_254_740_992e15
-            {
-                // In range and whole: checked above.
-                *json = serde_json::Value::from(f as i64);
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
-        serde_json::Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
-        _ => {}
-    }
 }
 
 /// Argument `position` as a stream: `{mode, subject, subcontext, label}`, each optional.
