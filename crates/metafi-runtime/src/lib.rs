@@ -30,6 +30,7 @@ pub mod error;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
+pub mod match_bridge;
 pub mod match_host;
 pub mod modules;
 pub mod native;
@@ -55,7 +56,7 @@ pub use match_host::{
     MatchVms, NoMatches,
 };
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
-pub use nk::{LogLevel, Nk, RuntimeServices};
+pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use realtime_host::{
     ChannelEdit, ChannelSender, RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta,

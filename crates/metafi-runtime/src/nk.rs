@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Clock, CoreError, Objects};
+use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
 };
@@ -40,6 +40,18 @@ pub struct RuntimeServices {
     /// Streams, chat channels, status follows and sessions (`nk.stream_*`, …); `None` in a
     /// runtime built without the realtime layer.
     pub realtime: Option<Arc<dyn RealtimeHost>>,
+    /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
+    /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
+    pub accounts: Option<AccountServices>,
+}
+
+/// The services behind the account, user, sign-in and session functions: the same ones the
+/// REST handlers use, so a rule holds the same way for clients and for server code.
+#[derive(Debug, Clone)]
+pub struct AccountServices {
+    pub accounts: Arc<Accounts>,
+    pub sessions: Arc<Sessions>,
+    pub users: Arc<Users>,
 }
 
 impl RuntimeServices {
@@ -57,6 +69,7 @@ impl RuntimeServices {
             clock,
             utilities: UtilityConfig::default(),
             realtime: None,
+            accounts: None,
         }
     }
 
@@ -70,6 +83,12 @@ impl RuntimeServices {
     /// `nk.session_disconnect`).
     pub fn with_realtime(mut self, realtime: Arc<dyn RealtimeHost>) -> RuntimeServices {
         self.realtime = Some(realtime);
+        self
+    }
+
+    /// Serves the account, user, sign-in and session functions.
+    pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
+        self.accounts = Some(accounts);
         self
     }
 }
@@ -157,6 +176,18 @@ impl Nk {
     /// A random (version 4) UUID in its 36-character form.
     pub fn uuid_v4(&self) -> String {
         Uuid::new_v4().to_string()
+    }
+
+    /// The account services, or the error a function `name` raises without them.
+    pub(crate) fn account_services(
+        &self,
+        name: &str,
+    ) -> Result<&AccountServices, crate::nk_api::NkError> {
+        self.inner.services.accounts.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without account services"
+            ))
+        })
     }
 
     /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).

@@ -276,6 +276,11 @@ async fn wire(
         clock.clone(),
         match_host.clone(),
         realtime_host,
+        metafi_runtime::AccountServices {
+            accounts: accounts.clone(),
+            sessions: sessions.clone(),
+            users: users.clone(),
+        },
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();

@@ -8,7 +8,9 @@
 //! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
 //! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
 
+mod accounts;
 mod args;
+mod authenticate;
 mod basics;
 mod cache;
 mod channels;
@@ -19,6 +21,7 @@ mod encoding;
 mod files;
 mod function;
 mod http;
+mod links;
 mod metrics_events;
 pub mod nakama_names;
 mod sessions;
@@ -27,6 +30,7 @@ mod streams;
 #[cfg(test)]
 mod test_realtime;
 mod unserved;
+mod users;
 mod utilities;
 mod value;
 
@@ -58,6 +62,10 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         channels::FUNCTIONS,
         status::FUNCTIONS,
         sessions::FUNCTIONS,
+        accounts::FUNCTIONS,
+        users::FUNCTIONS,
+        authenticate::FUNCTIONS,
+        links::FUNCTIONS,
     ]
     .into_iter()
     .flatten()

@@ -89,6 +89,7 @@ pub struct RawDatabase {
 pub struct RawAccounts {
     pub bcrypt_cost: i64,
     pub max_concurrent_hashes: i64,
+    pub max_exported_objects: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -237,6 +238,7 @@ impl Default for RawAccounts {
         RawAccounts {
             bcrypt_cost: 10,
             max_concurrent_hashes: 0,
+            max_exported_objects: 10_000,
         }
     }
 }
