@@ -21,6 +21,7 @@ use uuid::Uuid;
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
 use crate::match_host::MatchHost;
 use crate::nk_api::{UtilityConfig, UtilityState};
+use crate::realtime_host::RealtimeHost;
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -37,6 +38,9 @@ pub struct RuntimeServices {
     /// Limits and settings of the utility functions (local cache, `http_request`,
     /// `file_read`, custom metrics, `get_config`); defaults unless the server sets them.
     pub utilities: UtilityConfig,
+    /// Streams, chat channels, status follows and sessions (`nk.stream_*`, …); `None` in a
+    /// runtime built without the realtime layer.
+    pub realtime: Option<Arc<dyn RealtimeHost>>,
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
@@ -65,6 +69,7 @@ impl RuntimeServices {
             matches,
             clock,
             utilities: UtilityConfig::default(),
+            realtime: None,
             accounts: None,
         }
     }
@@ -72,6 +77,13 @@ impl RuntimeServices {
     /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
     pub fn with_utilities(mut self, utilities: UtilityConfig) -> RuntimeServices {
         self.utilities = utilities;
+        self
+    }
+
+    /// Adds the realtime layer (`nk.stream_*`, `nk.channel_message_*`, `nk.status_follow`,
+    /// `nk.session_disconnect`).
+    pub fn with_realtime(mut self, realtime: Arc<dyn RealtimeHost>) -> RuntimeServices {
+        self.realtime = Some(realtime);
         self
     }
 
@@ -155,6 +167,11 @@ impl Nk {
     /// `run_once` function, every later one skips it.
     pub fn claim_run_once(&self, engine: &'static str) -> bool {
         self.inner.ran_once.lock().insert(engine)
+    }
+
+    /// The realtime layer, when the server has one.
+    pub fn realtime(&self) -> Option<&Arc<dyn RealtimeHost>> {
+        self.inner.services.realtime.as_ref()
     }
 
     /// A random (version 4) UUID in its 36-character form.

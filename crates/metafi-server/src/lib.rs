@@ -15,6 +15,7 @@ mod metrics_endpoint;
 mod modules;
 mod node;
 mod quic_edge;
+mod realtime_host;
 mod started;
 mod storage;
 pub mod telemetry;

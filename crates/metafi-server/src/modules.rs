@@ -5,7 +5,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
 use metafi_runtime::nk_api::UtilityConfig;
-use metafi_runtime::{AccountServices, MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_runtime::{
+    AccountServices, MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices,
+};
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
@@ -22,6 +24,7 @@ pub(crate) async fn start_runtime(
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
+    realtime: Arc<dyn RealtimeHost>,
     accounts: AccountServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
@@ -34,6 +37,7 @@ pub(crate) async fn start_runtime(
     };
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
+        .with_realtime(realtime)
         .with_accounts(accounts);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

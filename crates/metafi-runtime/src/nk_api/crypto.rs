@@ -399,30 +399,10 @@ fn jwt_args(args: &NkArgs) -> Result<(Algorithm, String, String), NkError> {
         "expects table"
     };
     let map = claims.map(message)?;
-    let mut json = NkValue::Map(map.map.clone())
-        .to_json(super::Naming::Snake)
+    let json = NkValue::Map(map.map.clone())
+        .to_go_json(super::Naming::Snake)
         .map_err(|e| NkError::failed(format!("failed to sign token: {e}")))?;
-    whole_floats_as_integers(&mut json);
     Ok((algorithm, key.to_owned(), go_json(&json)))
-}
-
-/// Go writes a whole `float64` without a fraction (`1700000000`, not `1700000000.0`), and
-/// every script number is a float in Go; claims such as `exp` must come out the same.
-fn whole_floats_as_integers(json: &mut serde_json::Value) {
-    match json {
-        serde_json::Value::Number(n) if n.is_f64() => {
-            if let Some(f) = n.as_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9.007_199_254_740_992e15
-            {
-                // Exact: a whole float below 2^53 is an integer of the same value.
-                *n = serde_json::Number::from(f as i64);
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_floats_as_integers),
-        serde_json::Value::Object(map) => map.values_mut().for_each(whole_floats_as_integers),
-        _ => {}
-    }
 }
 
 /// JSON as Go's `json.Marshal` writes it: object keys sorted (`serde_json::Map` is ordered

@@ -13,6 +13,7 @@ mod args;
 mod authenticate;
 mod basics;
 mod cache;
+mod channels;
 mod config;
 mod cron;
 mod crypto;
@@ -26,7 +27,12 @@ mod links;
 mod matches;
 mod metrics_events;
 pub mod nakama_names;
+mod sessions;
+mod status;
 mod storage;
+mod streams;
+#[cfg(test)]
+mod test_realtime;
 mod unserved;
 mod users;
 mod utilities;
@@ -59,6 +65,10 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         files::FUNCTIONS,
         config::FUNCTIONS,
         unserved::FUNCTIONS,
+        streams::FUNCTIONS,
+        channels::FUNCTIONS,
+        status::FUNCTIONS,
+        sessions::FUNCTIONS,
         accounts::FUNCTIONS,
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
