@@ -1,19 +1,16 @@
 //! The `nakama` module (`local nk = require("nakama")`): the functions that need this engine's
 //! state (registrations, `run_once`, the logger), then every row of the host's `nk` binding
-//! table (`nk_binding.rs`). Argument errors read `bad argument #N to 'name' (…)` as in
+//! table (`nk_binding.rs`). Argument errors read `bad argument #N to name (…)` as in
 //! gopher-lua; failed `nk` calls raise a string error (`failed to read storage objects: …`),
 //! which is code 13 unless the script catches it.
 
 use std::collections::HashMap;
 
-use metafi_core::CoreError;
 use metafi_runtime::context::{CallContext, ExecutionMode};
 use metafi_runtime::nk::{LogLevel, Nk};
 use mlua::{Lua, Table, Value};
-use uuid::Uuid;
 
 use super::VmShared;
-use super::convert::json_text_to_table;
 
 /// Puts the `nakama` module in `package.preload`.
 pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
@@ -40,8 +37,6 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
         })?;
         nk.raw_set(name, function)?;
     }
-    nk.raw_set("account_get_id", located_async(lua, account_get_id)?)?;
-    nk.raw_set("users_get_id", located_async(lua, users_get_id)?)?;
     // The binding table last: a row replaces an engine function of the same name.
     crate::nk_binding::install(lua, &nk)?;
     let loader = lua.create_function(move |_, _: mlua::MultiValue| Ok(nk.clone()))?;
@@ -180,15 +175,8 @@ pub(crate) fn shared_nk(lua: &Lua) -> mlua::Result<Nk> {
 
 fn arg_error(position: usize, function: &str, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!(
-        "bad argument #{position} to '{function}' ({message})"
+        "bad argument #{position} to {function} ({message})"
     ))
-}
-
-fn nk_error(what: &str, error: CoreError) -> mlua::Error {
-    if error.is_server_fault() {
-        tracing::error!(error = %error, source = ?std::error::Error::source(&error), "nk call failed in a Lua function");
-    }
-    mlua::Error::runtime(format!("{what}: {}", error.client_message()))
 }
 
 fn register_rpc(lua: &Lua, (function, id): (Value, Value)) -> mlua::Result<()> {
@@ -233,96 +221,6 @@ async fn run_once(lua: Lua, function: Value) -> mlua::Result<()> {
         .call_async::<()>(ctx)
         .await
         .map_err(|e| mlua::Error::runtime(format!("error in run_once function: {e}")))
-}
-
-fn user_table(lua: &Lua, user: &metafi_storage::User) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(0, 12)?;
-    table.raw_set("user_id", user.id.to_string())?;
-    table.raw_set("username", user.username.as_str())?;
-    table.raw_set("display_name", user.display_name.as_str())?;
-    table.raw_set("avatar_url", user.avatar_url.as_str())?;
-    table.raw_set("lang_tag", user.lang_tag.as_str())?;
-    table.raw_set("location", user.location.as_str())?;
-    table.raw_set("timezone", user.timezone.as_str())?;
-    table.raw_set("online", false)?;
-    table.raw_set("edge_count", 0)?;
-    table.raw_set("create_time", user.create_time_ms / 1000)?;
-    table.raw_set("update_time", user.update_time_ms / 1000)?;
-    table.raw_set("metadata", json_text_to_table(lua, &user.metadata)?)?;
-    Ok(table)
-}
-
-fn user_id_arg(value: &Value, position: usize, function: &str) -> mlua::Result<Uuid> {
-    match value {
-        Value::String(s) if !s.as_bytes().is_empty() => Uuid::parse_str(&s.to_string_lossy())
-            .map_err(|_| arg_error(position, function, "invalid user id")),
-        _ => Err(arg_error(position, function, "expects user id")),
-    }
-}
-
-async fn account_get_id(lua: Lua, user_id: Value) -> mlua::Result<Table> {
-    let id = user_id_arg(&user_id, 1, "account_get_id")?;
-    let account = shared_nk(&lua)?
-        .account_get_id(id)
-        .await
-        .map_err(|e| nk_error(&format!("failed to get account for user_id {id}"), e))?;
-    let user = &account.user;
-    // The account table repeats the user's fields at the top level, as Nakama's does.
-    let table = user_table(&lua, user)?;
-    table.raw_set("user", user_table(&lua, user)?)?;
-    table.raw_set("wallet", json_text_to_table(&lua, &user.wallet)?)?;
-    if let Some(email) = &user.email {
-        table.raw_set("email", email.as_str())?;
-    }
-    if !account.device_ids.is_empty() {
-        let devices = lua.create_table_with_capacity(account.device_ids.len(), 0)?;
-        for (i, device) in account.device_ids.iter().enumerate() {
-            let entry = lua.create_table_with_capacity(0, 1)?;
-            entry.raw_set("id", device.as_str())?;
-            devices.raw_set(i + 1, entry)?;
-        }
-        table.raw_set("devices", devices)?;
-    }
-    if let Some(custom_id) = &user.custom_id {
-        table.raw_set("custom_id", custom_id.as_str())?;
-    }
-    if let Some(ms) = user.verify_time_ms {
-        table.raw_set("verify_time", ms / 1000)?;
-    }
-    if let Some(ms) = user.disable_time_ms {
-        table.raw_set("disable_time", ms / 1000)?;
-    }
-    Ok(table)
-}
-
-async fn users_get_id(lua: Lua, (user_ids, _facebook_ids): (Value, Value)) -> mlua::Result<Table> {
-    const NAME: &str = "users_get_id";
-    let mut ids = Vec::new();
-    match user_ids {
-        Value::Nil => {}
-        Value::Table(list) => {
-            for pair in list.pairs::<Value, Value>() {
-                let (_, value) = pair?;
-                let Value::String(s) = value else {
-                    return Err(arg_error(1, NAME, "each user id must be a string"));
-                };
-                let id = Uuid::parse_str(&s.to_string_lossy())
-                    .map_err(|_| arg_error(1, NAME, "each user id must be a valid id string"))?;
-                ids.push(id);
-            }
-        }
-        _ => return Err(arg_error(1, NAME, "invalid user ids list")),
-    }
-    // Facebook ids (argument 2) never match: this server has no Facebook sign-in.
-    let users = shared_nk(&lua)?
-        .users_get_id(ids)
-        .await
-        .map_err(|e| nk_error("failed to get users", e))?;
-    let list = lua.create_table_with_capacity(users.len(), 0)?;
-    for (i, user) in users.iter().enumerate() {
-        list.raw_set(i + 1, user_table(&lua, user)?)?;
-    }
-    Ok(list)
 }
 
 pub(super) fn string_lists(lua: &Lua, map: &HashMap<String, Vec<String>>) -> mlua::Result<Table> {

@@ -41,7 +41,7 @@ pub(crate) fn install(lua: &Lua, module: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-/// An `nk` error as Lua raises it: `bad argument #N to 'name' (…)` or the failure's text.
+/// An `nk` error as Lua raises it: `bad argument #N to name (…)` or the failure's text.
 fn raised(error: &NkError, name: &str) -> mlua::Error {
     mlua::Error::runtime(error.lua_message(name))
 }

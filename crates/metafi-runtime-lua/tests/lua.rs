@@ -130,16 +130,15 @@ async fn table_functions_raise_nakamas_errors_unserved_ones_fail_only_when_calle
     let out = json(&h.call("nk_table", "").await.unwrap());
     let bad_keys = out["bad_keys"].as_str().unwrap();
     assert!(
-        bad_keys.ends_with(
-            "api.lua:97: bad argument #1 to 'storage_read' (expects a valid set of keys)"
-        ),
+        bad_keys
+            .ends_with("api.lua:97: bad argument #1 to storage_read (expects a valid set of keys)"),
         "gopher-lua's positioned argument error: {bad_keys}"
     );
     assert!(
         out["bad_label"]
             .as_str()
             .unwrap()
-            .ends_with("bad argument #3 to 'match_list' (expects label string or nil)"),
+            .ends_with("bad argument #3 to match_list (expects label string or nil)"),
         "{out}"
     );
     assert!(
@@ -152,7 +151,7 @@ async fn table_functions_raise_nakamas_errors_unserved_ones_fail_only_when_calle
         out["function_id"]
             .as_str()
             .unwrap()
-            .ends_with("bad argument #1 to 'match_get' (string expected)"),
+            .ends_with("bad argument #1 to match_get (string expected)"),
         "a function is not a string argument: {out}"
     );
     assert_eq!(

@@ -183,7 +183,7 @@ async fn authenticate_device_creates_then_signs_in_with_nakamas_results_and_erro
     let short = h.lua("authenticate_device", vec![s("short")]).await;
     assert_eq!(
         short.unwrap_err(),
-        "bad argument #1 to 'authenticate_device' (expects id to be valid, must be 10-128 bytes)"
+        "bad argument #1 to authenticate_device (expects id to be valid, must be 10-128 bytes)"
     );
     let spaced = h
         .js("authenticateDevice", vec![s("has a space in it")])
@@ -203,7 +203,7 @@ async fn authenticate_device_creates_then_signs_in_with_nakamas_results_and_erro
         .await;
     assert_eq!(
         bad_name.unwrap_err(),
-        "bad argument #2 to 'authenticate_device' (expects username to be valid, no spaces or control characters allowed)"
+        "bad argument #2 to authenticate_device (expects username to be valid, no spaces or control characters allowed)"
     );
     let unknown = h
         .lua(
@@ -274,7 +274,7 @@ async fn authenticate_email_and_custom_follow_nakamas_rules() {
         .await;
     assert_eq!(
         no_name.unwrap_err(),
-        "bad argument #1 to 'authenticate_email' (expects username string when email is not supplied)"
+        "bad argument #1 to authenticate_email (expects username string when email is not supplied)"
     );
     let format = h
         .lua(
@@ -284,7 +284,7 @@ async fn authenticate_email_and_custom_follow_nakamas_rules() {
         .await;
     assert_eq!(
         format.unwrap_err(),
-        "bad argument #1 to 'authenticate_email' (expects email to be valid, invalid email address format)"
+        "bad argument #1 to authenticate_email (expects email to be valid, invalid email address format)"
     );
     let short = h
         .lua(
@@ -294,7 +294,7 @@ async fn authenticate_email_and_custom_follow_nakamas_rules() {
         .await;
     assert_eq!(
         short.unwrap_err(),
-        "bad argument #2 to 'authenticate_email' (expects password to be valid, must be longer than 8 characters)"
+        "bad argument #2 to authenticate_email (expects password to be valid, must be longer than 8 characters)"
     );
 
     let custom = h
@@ -305,7 +305,7 @@ async fn authenticate_email_and_custom_follow_nakamas_rules() {
     let short = h.lua("authenticate_custom", vec![s("abc")]).await;
     assert_eq!(
         short.unwrap_err(),
-        "bad argument #1 to 'authenticate_custom' (expects id to be valid, must be 6-128 bytes)"
+        "bad argument #1 to authenticate_custom (expects id to be valid, must be 6-128 bytes)"
     );
 }
 
@@ -346,11 +346,11 @@ async fn account_get_id_has_each_languages_shape() {
     );
     assert_eq!(
         h.lua("account_get_id", vec![s("")]).await.unwrap_err(),
-        "bad argument #1 to 'account_get_id' (expects user id)"
+        "bad argument #1 to account_get_id (expects user id)"
     );
     assert_eq!(
         h.lua("account_get_id", vec![s("nope")]).await.unwrap_err(),
-        "bad argument #1 to 'account_get_id' (invalid user id)"
+        "bad argument #1 to account_get_id (invalid user id)"
     );
 }
 
@@ -381,7 +381,7 @@ async fn accounts_get_id_finds_by_user_and_device_ids() {
     let bad = h.lua("accounts_get_id", vec![list(&["nope"])]).await;
     assert_eq!(
         bad.unwrap_err(),
-        "bad argument #1 to 'accounts_get_id' (user id must be a valid identifier string)"
+        "bad argument #1 to accounts_get_id (user id must be a valid identifier string)"
     );
     let bad = h.js("accountsGetId", vec![list(&["nope"])]).await;
     assert_eq!(
@@ -454,7 +454,7 @@ async fn account_update_id_sets_profile_and_metadata() {
     let bad = h.lua("account_update_id", vec![s("x")]).await;
     assert_eq!(
         bad.unwrap_err(),
-        "bad argument #1 to 'account_update_id' (expects user ID to be a valid identifier)"
+        "bad argument #1 to account_update_id (expects user ID to be a valid identifier)"
     );
 }
 
@@ -512,7 +512,7 @@ async fn links_follow_nakamas_rules_and_keep_the_last_identity() {
     let missing = h.lua("link_email", vec![uid.clone(), s("a@b.cd")]).await;
     assert_eq!(
         missing.unwrap_err(),
-        "bad argument #3 to 'link_email' (expects username string)"
+        "bad argument #3 to link_email (expects username string)"
     );
 
     h.lua("unlink_device", vec![uid.clone(), s("device-link-01")])
@@ -564,17 +564,17 @@ async fn users_get_by_id_username_and_random() {
     let over = h.lua("users_get_random", vec![NkValue::Int(1001)]).await;
     assert_eq!(
         over.unwrap_err(),
-        "bad argument #1 to 'users_get_random' (count must be 0-1000)"
+        "bad argument #1 to users_get_random (count must be 0-1000)"
     );
     let bad = h.lua("users_get_id", vec![list(&["nope"])]).await;
     assert_eq!(
         bad.unwrap_err(),
-        "bad argument #1 to 'users_get_id' (each user id must be a valid id string)"
+        "bad argument #1 to users_get_id (each user id must be a valid id string)"
     );
     let missing = h.lua("users_get_username", vec![]).await;
     assert_eq!(
         missing.unwrap_err(),
-        "bad argument #1 to 'users_get_username' (invalid username list)"
+        "bad argument #1 to users_get_username (invalid username list)"
     );
 }
 
@@ -617,7 +617,7 @@ async fn a_banned_user_cannot_sign_in_and_its_sessions_end() {
     let bad = h.lua("users_ban_id", vec![]).await;
     assert_eq!(
         bad.unwrap_err(),
-        "bad argument #1 to 'users_ban_id' (invalid user id list)"
+        "bad argument #1 to users_ban_id (invalid user id list)"
     );
 }
 
@@ -724,7 +724,7 @@ async fn token_generate_and_session_logout() {
         .await;
     assert_eq!(
         bad_vars.unwrap_err(),
-        "bad argument #4 to 'authenticate_token_generate' (vars values must be strings)"
+        "bad argument #4 to authenticate_token_generate (vars values must be strings)"
     );
 
     // Another user's token is refused; the user's own is ended.

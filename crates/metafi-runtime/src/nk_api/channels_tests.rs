@@ -112,7 +112,7 @@ async fn send_update_and_remove_refuse_bad_arguments_with_nakamas_texts() {
             .await,
             "channel_message_send"
         ),
-        "bad argument #2 to 'channel_message_send' (expects message content to be a valid JSON object)"
+        "bad argument #2 to channel_message_send (expects message content to be a valid JSON object)"
     );
     assert_eq!(
         lua_error(
@@ -125,7 +125,7 @@ async fn send_update_and_remove_refuse_bad_arguments_with_nakamas_texts() {
             .await,
             "channel_message_send"
         ),
-        "bad argument #3 to 'channel_message_send' (expects sender id to either be not set, empty string or a valid UUID)"
+        "bad argument #3 to channel_message_send (expects sender id to either be not set, empty string or a valid UUID)"
     );
     assert_eq!(
         lua_error(
@@ -138,7 +138,7 @@ async fn send_update_and_remove_refuse_bad_arguments_with_nakamas_texts() {
             .await,
             "channel_message_update"
         ),
-        "bad argument #2 to 'channel_message_update' (Invalid message identifier)"
+        "bad argument #2 to channel_message_update (Invalid message identifier)"
     );
     assert!(h.realtime.asked().is_empty());
 }
@@ -292,7 +292,7 @@ async fn list_returns_three_values_in_lua_and_an_object_in_js() {
             .await,
             "channel_messages_list"
         ),
-        "bad argument #2 to 'channel_messages_list' (limit must be 1-100)"
+        "bad argument #2 to channel_messages_list (limit must be 1-100)"
     );
 }
 
@@ -319,7 +319,7 @@ async fn id_build_checks_the_type_and_reports_a_bad_target_as_an_argument_error(
             .await,
             "channel_id_build"
         ),
-        "bad argument #3 to 'channel_id_build' (invalid channel type: expects value 1-3)"
+        "bad argument #3 to channel_id_build (invalid channel type: expects value 1-3)"
     );
     let sender = Uuid::new_v4();
     assert_eq!(

@@ -67,7 +67,7 @@ mod tests {
             encode(lua(Vec::new()))
                 .unwrap_err()
                 .lua_message("json_encode"),
-            "bad argument #1 to 'json_encode' (value expected)"
+            "bad argument #1 to json_encode (value expected)"
         );
     }
 
@@ -77,7 +77,7 @@ mod tests {
             decode(lua(vec!["".into()]))
                 .unwrap_err()
                 .lua_message("json_decode"),
-            "bad argument #1 to 'json_decode' (expects JSON string)"
+            "bad argument #1 to json_decode (expects JSON string)"
         );
         let NkError::Failed { message } = decode(lua(vec!["{nope".into()])).unwrap_err() else {
             panic!("a failure")

@@ -213,7 +213,7 @@ mod tests {
         let lua = NkArgs::new(Naming::Snake, vec![10i64.into(), NkValue::Nil, 3i64.into()]);
         assert_eq!(
             list_query(&lua).unwrap_err().lua_message("match_list"),
-            "bad argument #3 to 'match_list' (expects label string or nil)"
+            "bad argument #3 to match_list (expects label string or nil)"
         );
         let js = NkArgs::new(Naming::Camel, vec![1.5f64.into()]);
         assert_eq!(

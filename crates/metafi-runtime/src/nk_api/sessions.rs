@@ -103,14 +103,14 @@ mod tests {
                 .await,
                 "session_disconnect"
             ),
-            "bad argument #2 to 'session_disconnect' (invalid disconnect reason, must be a value 0-4)"
+            "bad argument #2 to session_disconnect (invalid disconnect reason, must be a value 0-4)"
         );
         assert_eq!(
             lua_error(
                 call(&h.nk, Lang::Lua, "session_disconnect", vec!["x".into()]).await,
                 "session_disconnect"
             ),
-            "bad argument #1 to 'session_disconnect' (expects valid session id)"
+            "bad argument #1 to session_disconnect (expects valid session id)"
         );
         assert_eq!(
             call(&h.nk, Lang::Js, "sessionDisconnect", vec![NkValue::Nil]).await,

@@ -142,7 +142,7 @@ mod tests {
                 .await,
                 "status_follow"
             ),
-            "bad argument #1 to 'status_follow' (expects a valid session id)"
+            "bad argument #1 to status_follow (expects a valid session id)"
         );
         assert_eq!(
             lua_error(
@@ -158,7 +158,7 @@ mod tests {
                 .await,
                 "status_follow"
             ),
-            "bad argument #2 to 'status_follow' (each user id must be a string)"
+            "bad argument #2 to status_follow (each user id must be a string)"
         );
         assert_eq!(
             call(

@@ -442,7 +442,7 @@ mod tests {
         let lua = read_ids(&NkArgs::new(Naming::Snake, bad.clone())).unwrap_err();
         assert_eq!(
             lua.lua_message("storage_read"),
-            "bad argument #1 to 'storage_read' (expects user_id to be a valid ID)"
+            "bad argument #1 to storage_read (expects user_id to be a valid ID)"
         );
         let js = NkArgs::new(
             Naming::Camel,
@@ -462,7 +462,7 @@ mod tests {
         let not_a_list = NkArgs::new(Naming::Camel, vec![NkValue::from("x")]);
         assert_eq!(
             read_ids(&not_a_list).unwrap_err().lua_message("f"),
-            "bad argument #1 to 'f' (expects an array of keys)"
+            "bad argument #1 to f (expects an array of keys)"
         );
     }
 
@@ -475,18 +475,18 @@ mod tests {
         };
         assert_eq!(
             delete(Naming::Snake, &[("key", "k".into())]),
-            "bad argument #1 to 'd' (expects collection to be supplied)"
+            "bad argument #1 to d (expects collection to be supplied)"
         );
         assert_eq!(
             delete(Naming::Snake, &[("collection", "".into())]),
-            "bad argument #1 to 'd' (expects collection to be a non-empty string)"
+            "bad argument #1 to d (expects collection to be a non-empty string)"
         );
         assert_eq!(
             delete(
                 Naming::Camel,
                 &[("collection", "c".into()), ("key", "".into())]
             ),
-            "bad argument #1 to 'd' (expects 'key' value to be non-empty)"
+            "bad argument #1 to d (expects 'key' value to be non-empty)"
         );
         assert_eq!(
             delete(
@@ -497,12 +497,12 @@ mod tests {
                     ("version", "".into())
                 ]
             ),
-            "bad argument #1 to 'd' (expects version to be a non-empty string)"
+            "bad argument #1 to d (expects version to be a non-empty string)"
         );
         let read = NkArgs::new(Naming::Camel, vec![list(vec![map(&[("key", "k".into())])])]);
         assert_eq!(
             read_ids(&read).unwrap_err().lua_message("r"),
-            "bad argument #1 to 'r' (expects 'collection' value to be a non empty string)"
+            "bad argument #1 to r (expects 'collection' value to be a non empty string)"
         );
     }
 
@@ -522,12 +522,12 @@ mod tests {
         );
         assert_eq!(
             writes(&js).unwrap_err().lua_message("w"),
-            "bad argument #1 to 'w' (expects 'value' value to be an object)"
+            "bad argument #1 to w (expects 'value' value to be an object)"
         );
         let lua = NkArgs::new(Naming::Snake, vec![entry(NkValue::Nil, "user_id")]);
         assert_eq!(
             writes(&lua).unwrap_err().lua_message("storage_write"),
-            "bad argument #1 to 'storage_write' (expects value to be supplied)"
+            "bad argument #1 to storage_write (expects value to be supplied)"
         );
         let ok = NkArgs::new(
             Naming::Snake,

@@ -104,28 +104,28 @@ async fn join_errors_are_nakamas_in_each_language() {
             lua(vec![s(""), s(&session), stream.clone()]).await,
             "stream_user_join"
         ),
-        "bad argument #1 to 'stream_user_join' (expects user id)"
+        "bad argument #1 to stream_user_join (expects user id)"
     );
     assert_eq!(
         lua_error(
             lua(vec![s("nope"), s(&session), stream.clone()]).await,
             "stream_user_join"
         ),
-        "bad argument #1 to 'stream_user_join' (expects valid user id)"
+        "bad argument #1 to stream_user_join (expects valid user id)"
     );
     assert_eq!(
         lua_error(
             lua(vec![s(&user), s("x"), stream.clone()]).await,
             "stream_user_join"
         ),
-        "bad argument #2 to 'stream_user_join' (expects valid session id)"
+        "bad argument #2 to stream_user_join (expects valid session id)"
     );
     assert_eq!(
         lua_error(
             lua(vec![s(&user), s(&session), s("stream")]).await,
             "stream_user_join"
         ),
-        "bad argument #3 to 'stream_user_join' (expects a valid stream)"
+        "bad argument #3 to stream_user_join (expects a valid stream)"
     );
     let bad_mode = map(&[("mode", s("one"))]);
     assert_eq!(
@@ -133,7 +133,7 @@ async fn join_errors_are_nakamas_in_each_language() {
             lua(vec![s(&user), s(&session), bad_mode]).await,
             "stream_user_join"
         ),
-        "bad argument #3 to 'stream_user_join' (stream mode must be a number)"
+        "bad argument #3 to stream_user_join (stream mode must be a number)"
     );
     let bad_subject = map(&[("mode", NkValue::Int(2)), ("subject", s("x"))]);
     assert_eq!(
@@ -141,7 +141,7 @@ async fn join_errors_are_nakamas_in_each_language() {
             lua(vec![s(&user), s(&session), bad_subject]).await,
             "stream_user_join"
         ),
-        "bad argument #3 to 'stream_user_join' (stream subject must be a valid identifier)"
+        "bad argument #3 to stream_user_join (stream subject must be a valid identifier)"
     );
     let js = call(
         &h.nk,
@@ -182,7 +182,7 @@ async fn join_errors_are_nakamas_in_each_language() {
             lua(vec![s(&user), s(&session), stream.clone()]).await,
             "stream_user_join"
         ),
-        "bad argument #2 to 'stream_user_join' (session id does not exist)"
+        "bad argument #2 to stream_user_join (session id does not exist)"
     );
     let js = call(
         &h.nk,
@@ -358,7 +358,7 @@ async fn send_builds_a_stream_data_envelope_with_no_sender_for_the_whole_stream_
     .await;
     assert_eq!(
         lua_error(bad, "stream_send"),
-        "bad argument #3 to 'stream_send' (presence session id must be a valid identifier)"
+        "bad argument #3 to stream_send (presence session id must be a valid identifier)"
     );
 }
 
@@ -397,7 +397,7 @@ async fn send_raw_parses_the_envelope_as_protobuf_json_and_refuses_one_without_a
     .await;
     assert_eq!(
         lua_error(empty, "stream_send_raw"),
-        "bad argument #2 to 'stream_send_raw' (not a valid envelope: it has no message)"
+        "bad argument #2 to stream_send_raw (not a valid envelope: it has no message)"
     );
     let js = call(
         &h.nk,
@@ -479,7 +479,7 @@ async fn leave_kick_and_close_reach_the_host_and_kick_checks_the_presence() {
     .await;
     assert_eq!(
         lua_error(no_session, "stream_user_kick"),
-        "bad argument #1 to 'stream_user_kick' (expects each presence to have a valid user_id, session_id, and node)"
+        "bad argument #1 to stream_user_kick (expects each presence to have a valid user_id, session_id, and node)"
     );
 }
 
