@@ -178,8 +178,10 @@ fn native_state(row: Option<&NkFunction>, lua: Option<&str>) -> String {
 
 /// The JavaScript name of a Lua name, where Nakama has one.
 fn js_twin(lua: &str, rows: &[&'static NkFunction]) -> Option<&'static str> {
+    let in_nakama =
+        |js: &&str| nakama_names::JS.contains(js) || nakama_names::JS_INITIALIZER.contains(js);
     if let Some(row) = rows.iter().find(|r| r.lua == Some(lua)) {
-        return row.js;
+        return row.js.filter(in_nakama);
     }
     let camel = camel_case(lua);
     nakama_names::JS

@@ -21,6 +21,7 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
         located(lua, super::lua_match_handler::register_matchmaker_matched)?,
     )?;
     nk.raw_set("run_once", located_async(lua, run_once)?)?;
+    nk.raw_set("get_context", located(lua, get_context)?)?;
     for (name, level) in [
         ("logger_debug", LogLevel::Debug),
         ("logger_info", LogLevel::Info),
@@ -196,6 +197,16 @@ fn register_rpc(lua: &Lua, (function, id): (Value, Value)) -> mlua::Result<()> {
     };
     registry.rpcs.insert(id, (function, module));
     Ok(())
+}
+
+/// `nk.get_context()`: a context as module loading sees it (node, version, env, mode
+/// `run_once`, no user), as Nakama builds it; not the context of the call in progress.
+fn get_context(lua: &Lua, _: mlua::MultiValue) -> mlua::Result<Table> {
+    let ctx = {
+        let shared = shared(lua)?;
+        CallContext::load(shared.nk.node().clone(), shared.nk.env().clone())
+    };
+    context_table(lua, &ctx)
 }
 
 async fn run_once(lua: Lua, function: Value) -> mlua::Result<()> {

@@ -165,6 +165,12 @@ async fn table_functions_raise_nakamas_errors_unserved_ones_fail_only_when_calle
     );
     assert_eq!(out["sparse"], r#"["a",null,"c"]"#);
     assert_eq!(out["sorted"], r#"{"a":{"c":true},"b":1}"#);
+    assert_eq!(
+        out["context_mode"], "run_once",
+        "nk.get_context() is a load-time context, as Nakama's"
+    );
+    assert_eq!(out["context_user"], true, "{out}");
+    assert_eq!(out["context_env"], true, "{out}");
 
     // Uncaught, an unserved function is code 13 with its message, the position stripped.
     let message = assert_code(h.call("unserved", "").await, Code::Internal);
