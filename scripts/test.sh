@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of MetaFi, as CI does (`.ci/run` calls exactly this):
 #   formatting and lints, unit and integration tests (storage conformance on SQLite and on a real
-#   PostgreSQL), the nakama-js compatibility suite on SQLite and PostgreSQL, and docs.
+#   PostgreSQL; the engine conformance suite, crates/metafi-runtime-conformance, every fixture in
+#   Lua, JavaScript and native Rust), the nakama-js compatibility suite on SQLite and PostgreSQL,
+#   and docs.
 # Installs and starts what it needs (PostgreSQL from Debian packages, Node packages with npm ci).
 # Exits non-zero on the first failure.
 set -euo pipefail

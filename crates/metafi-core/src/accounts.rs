@@ -7,13 +7,18 @@ use std::sync::Arc;
 use metafi_proto::api;
 use metafi_proto::format_timestamp_ms;
 use metafi_storage::{
-    AccountUpdate, Conflict, IdentityRef, NewIdentity, NewUser, Storage, StorageError,
+    Account, AccountUpdate, Conflict, IdentityRef, NewIdentity, NewUser, Storage, StorageError,
+    Unlink,
 };
 use uuid::Uuid;
 
 use crate::signin_throttle::{SignInThrottle, ThrottleKey};
 use crate::validate::ProfileField;
-use crate::{Clock, CoreError, PasswordHasher, validate};
+use crate::{Clock, CoreError, PasswordHasher, Sessions, validate};
+
+/// Nakama's answer when an unlink would leave an account without a way to sign in.
+const LAST_IDENTITY: &str =
+    "Cannot unlink last account identifier. Check profile exists and is not last link.";
 
 /// How many times a generated username is re-drawn when it collides with an existing one.
 const GENERATED_USERNAME_ATTEMPTS: usize = 5;
@@ -25,6 +30,8 @@ pub struct AccountsConfig {
     pub bcrypt_cost: u32,
     /// How many password hashes may run at once on the blocking pool.
     pub max_concurrent_hashes: usize,
+    /// Most storage objects an account export (`nk.account_export_id`) includes.
+    pub max_exported_objects: usize,
 }
 
 /// What a user signs in with.
@@ -56,6 +63,8 @@ pub struct Accounts {
     store: Arc<dyn Storage>,
     hasher: PasswordHasher,
     clock: Arc<dyn Clock>,
+    /// Most storage objects an export includes.
+    max_exported_objects: usize,
     /// Refuses sign-ins of accounts and addresses with too many recent failures; `None` when
     /// the server runs without it.
     throttle: Option<Arc<SignInThrottle>>,
@@ -67,6 +76,7 @@ impl Accounts {
             store,
             hasher: PasswordHasher::new(config.bcrypt_cost, config.max_concurrent_hashes),
             clock,
+            max_exported_objects: config.max_exported_objects,
             throttle: None,
         }
     }
@@ -144,12 +154,7 @@ impl Accounts {
 
     /// The signed-in user's own account view.
     pub async fn account(&self, user_id: Uuid) -> Result<api::Account, CoreError> {
-        let account = self
-            .store
-            .account(user_id)
-            .await
-            .map_err(|e| CoreError::storage("reading an account", e))?
-            .ok_or_else(|| CoreError::not_found("Account not found."))?;
+        let account = self.stored_account(user_id).await?;
         let user = account.user;
         Ok(api::Account {
             wallet: user.wallet.clone(),
@@ -181,21 +186,6 @@ impl Accounts {
         user_id: Uuid,
         request: api::UpdateAccountRequest,
     ) -> Result<(), CoreError> {
-        if let Some(username) = &request.username {
-            validate::new_username(username)?;
-        }
-        let fields = [
-            (ProfileField::DisplayName, &request.display_name),
-            (ProfileField::AvatarUrl, &request.avatar_url),
-            (ProfileField::LangTag, &request.lang_tag),
-            (ProfileField::Location, &request.location),
-            (ProfileField::Timezone, &request.timezone),
-        ];
-        for (field, value) in fields {
-            if let Some(value) = value {
-                validate::profile_field(field, value)?;
-            }
-        }
         let update = AccountUpdate {
             username: request.username,
             display_name: request.display_name,
@@ -205,6 +195,47 @@ impl Accounts {
             timezone: request.timezone,
             metadata: None,
         };
+        match self.apply_update(user_id, update).await {
+            // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status of
+            // the conflict (its `UpdateAccount` turns any non-database error into code 3).
+            Err(CoreError::AlreadyExists { .. }) => Err(CoreError::invalid(
+                "rpc error: code = AlreadyExists desc = Username is already in use.",
+            )),
+            other => other,
+        }
+    }
+
+    /// Server code's profile update (`nk.account_update_id`): the client's fields plus
+    /// `metadata` (JSON object text), with the same rules. A taken username is AlreadyExists.
+    pub async fn update_account_as_server(
+        &self,
+        user_id: Uuid,
+        update: AccountUpdate,
+    ) -> Result<(), CoreError> {
+        self.apply_update(user_id, update).await
+    }
+
+    async fn apply_update(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), CoreError> {
+        if let Some(username) = &update.username {
+            validate::new_username(username)?;
+        }
+        let fields = [
+            (ProfileField::DisplayName, &update.display_name),
+            (ProfileField::AvatarUrl, &update.avatar_url),
+            (ProfileField::LangTag, &update.lang_tag),
+            (ProfileField::Location, &update.location),
+            (ProfileField::Timezone, &update.timezone),
+        ];
+        for (field, value) in fields {
+            if let Some(value) = value {
+                validate::profile_field(field, value)?;
+            }
+        }
+        if let Some(metadata) = &update.metadata
+            && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
+        {
+            return Err(CoreError::invalid("Metadata must be a JSON object."));
+        }
         if update.is_empty() {
             return Err(CoreError::invalid("No fields to update."));
         }
@@ -216,14 +247,211 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(StorageError::Conflict {
                 what: Conflict::Username,
-                // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status
-                // of the conflict (its `UpdateAccount` turns any non-database error into code 3).
-            }) => Err(CoreError::invalid(
-                "rpc error: code = AlreadyExists desc = Username is already in use.",
-            )),
+            }) => Err(CoreError::already_exists("Username is already in use.")),
             Err(StorageError::NotFound { .. }) => Err(CoreError::not_found("Account not found.")),
             Err(e) => Err(CoreError::storage("updating an account", e)),
         }
+    }
+
+    /// A user's stored account (profile, identities, wallet); `Account not found.` when none.
+    pub async fn stored_account(&self, user_id: Uuid) -> Result<Account, CoreError> {
+        self.store
+            .account(user_id)
+            .await
+            .map_err(|e| CoreError::storage("reading an account", e))?
+            .ok_or_else(|| CoreError::not_found("Account not found."))
+    }
+
+    /// The accounts of the given users and of the owners of the given device ids, each once;
+    /// unknown ids are skipped.
+    pub async fn stored_accounts(
+        &self,
+        user_ids: &[Uuid],
+        device_ids: &[String],
+    ) -> Result<Vec<Account>, CoreError> {
+        if user_ids.len() + device_ids.len() > crate::MAX_USERS_PER_LOOKUP {
+            return Err(CoreError::invalid(format!(
+                "Too many accounts requested: at most {} ids together.",
+                crate::MAX_USERS_PER_LOOKUP
+            )));
+        }
+        let mut ids: Vec<Uuid> = user_ids.to_vec();
+        for device in device_ids {
+            if device.contains('\0') {
+                continue;
+            }
+            if let Some(user) = self.find(IdentityRef::Device(device)).await? {
+                ids.push(user.id);
+            }
+        }
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        ids.retain(|id| seen.insert(*id));
+        let mut accounts = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(account) = self
+                .store
+                .account(id)
+                .await
+                .map_err(|e| CoreError::storage("reading an account", e))?
+            {
+                accounts.push(account);
+            }
+        }
+        Ok(accounts)
+    }
+
+    /// Links a device id to a user (Nakama's rules and messages).
+    pub async fn link_device(&self, user_id: Uuid, device_id: &str) -> Result<(), CoreError> {
+        validate::device_id(device_id)?;
+        match self.store.link_device(user_id, device_id).await {
+            Ok(()) => Ok(()),
+            Err(StorageError::Conflict { .. }) => {
+                Err(CoreError::already_exists("Device ID already in use."))
+            }
+            Err(e) => Err(link_failed(e)),
+        }
+    }
+
+    /// Links (or replaces) a user's custom id.
+    pub async fn link_custom(&self, user_id: Uuid, custom_id: &str) -> Result<(), CoreError> {
+        validate::linked_custom_id(custom_id)?;
+        match self
+            .store
+            .link_custom(user_id, custom_id, self.clock.now_ms())
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StorageError::Conflict { .. }) => {
+                Err(CoreError::already_exists("Custom ID is already in use."))
+            }
+            Err(e) => Err(link_failed(e)),
+        }
+    }
+
+    /// Links (or replaces) a user's email address and password. Checked in Nakama's order:
+    /// both given, the address's characters, the password, the address's shape and length.
+    pub async fn link_email(
+        &self,
+        user_id: Uuid,
+        email: &str,
+        password: &str,
+    ) -> Result<(), CoreError> {
+        if email.is_empty() || password.is_empty() {
+            return Err(CoreError::invalid(
+                "Email address and password is required.",
+            ));
+        }
+        if validate::email_fault(email) == Some(validate::Fault::Characters) {
+            validate::email(email)?;
+        }
+        validate::password(password)?;
+        let email = validate::email(email)?;
+        let hash = self.hasher.hash(password.to_owned()).await?;
+        match self
+            .store
+            .link_email(user_id, &email, &hash, self.clock.now_ms())
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StorageError::Conflict { .. }) => {
+                Err(CoreError::already_exists("Email is already in use."))
+            }
+            Err(e) => Err(link_failed(e)),
+        }
+    }
+
+    /// Removes a device id from a user, unless it is the account's last identity.
+    pub async fn unlink_device(&self, user_id: Uuid, device_id: &str) -> Result<(), CoreError> {
+        if device_id.is_empty() {
+            return Err(CoreError::invalid("A device ID must be supplied."));
+        }
+        self.unlink(user_id, Unlink::Device(device_id)).await
+    }
+
+    /// Removes the user's custom id (only if it is `custom_id`, when one is given), unless it
+    /// is the account's last identity.
+    pub async fn unlink_custom(&self, user_id: Uuid, custom_id: &str) -> Result<(), CoreError> {
+        let id = Some(custom_id).filter(|id| !id.is_empty());
+        self.unlink(user_id, Unlink::Custom(id)).await
+    }
+
+    /// Removes the user's email and password (only if the address is `email`, when one is
+    /// given), unless they are the account's last identity.
+    pub async fn unlink_email(&self, user_id: Uuid, email: &str) -> Result<(), CoreError> {
+        let email = email.to_lowercase();
+        let email = Some(email.as_str()).filter(|e| !e.is_empty());
+        self.unlink(user_id, Unlink::Email(email)).await
+    }
+
+    async fn unlink(&self, user_id: Uuid, identity: Unlink<'_>) -> Result<(), CoreError> {
+        let removed = self
+            .store
+            .unlink(user_id, identity, self.clock.now_ms())
+            .await
+            .map_err(|e| CoreError::storage("unlinking an identity", e))?;
+        if !removed {
+            return Err(CoreError::permission_denied(LAST_IDENTITY));
+        }
+        Ok(())
+    }
+
+    /// Bans users: they can no longer sign in or refresh, and every session they have ends.
+    /// Unknown ids are skipped.
+    pub async fn ban(&self, sessions: &Sessions, user_ids: &[Uuid]) -> Result<(), CoreError> {
+        self.store
+            .set_disable_time(user_ids, Some(self.clock.now_ms()))
+            .await
+            .map_err(|e| CoreError::storage("banning users", e))?;
+        for user_id in user_ids {
+            sessions.end_all(*user_id).await?;
+        }
+        Ok(())
+    }
+
+    /// Lifts bans; the users sign in again (sessions ended by the ban stay ended).
+    pub async fn unban(&self, user_ids: &[Uuid]) -> Result<(), CoreError> {
+        self.store
+            .set_disable_time(user_ids, None)
+            .await
+            .map_err(|e| CoreError::storage("unbanning users", e))
+    }
+
+    /// Deletes an account with its identities and storage objects and ends its sessions. An
+    /// unknown user is not an error (Nakama). MetaFi keeps no tombstones of deleted users.
+    pub async fn delete(&self, sessions: &Sessions, user_id: Uuid) -> Result<(), CoreError> {
+        if user_id.is_nil() {
+            return Err(CoreError::invalid("Cannot delete the system user."));
+        }
+        let deleted = self
+            .store
+            .delete_user(user_id)
+            .await
+            .map_err(|e| CoreError::storage("deleting an account", e))?;
+        if deleted {
+            sessions.end_all(user_id).await?;
+        }
+        Ok(())
+    }
+
+    /// What MetaFi keeps of an account: the account and the storage objects the user owns (at
+    /// most `accounts.max_exported_objects`), in the API's shapes.
+    pub async fn export(
+        &self,
+        user_id: Uuid,
+    ) -> Result<(api::Account, Vec<api::StorageObject>), CoreError> {
+        let account = self.account(user_id).await?;
+        let objects = self
+            .store
+            .objects_of_user(user_id, self.max_exported_objects)
+            .await
+            .map_err(|e| CoreError::storage("exporting an account", e))?;
+        Ok((
+            account,
+            objects
+                .into_iter()
+                .map(crate::objects::object_view)
+                .collect(),
+        ))
     }
 
     async fn authenticate_email(
@@ -402,6 +630,14 @@ impl Accounts {
             }
         }
         Err(last)
+    }
+}
+
+/// A link that failed for a reason other than a taken identity.
+fn link_failed(error: StorageError) -> CoreError {
+    match error {
+        StorageError::NotFound { .. } => CoreError::not_found("User account not found."),
+        other => CoreError::storage("linking an identity", other),
     }
 }
 

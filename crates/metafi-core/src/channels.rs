@@ -250,6 +250,20 @@ impl Channels {
         forward: Option<bool>,
         cursor: Option<&str>,
     ) -> Result<api::ChannelMessageList, CoreError> {
+        self.list_messages_as(Some(caller), channel_id, limit, forward, cursor)
+            .await
+    }
+
+    /// Like [`Channels::list_messages`]; `None` reads as the server (server code's
+    /// `nk.channel_messages_list`): any channel, no membership checks, as Nakama's nil caller.
+    pub async fn list_messages_as(
+        &self,
+        caller: Option<Uuid>,
+        channel_id: &str,
+        limit: Option<i64>,
+        forward: Option<bool>,
+        cursor: Option<&str>,
+    ) -> Result<api::ChannelMessageList, CoreError> {
         let limit = limit.unwrap_or(1);
         if !(1..=MAX_LIST_LIMIT).contains(&limit) {
             return Err(CoreError::invalid(
@@ -258,14 +272,14 @@ impl Channels {
         }
         let channel = ChannelId::parse(channel_id)
             .ok_or_else(|| CoreError::invalid("Invalid channel ID."))?;
-        match &channel {
-            ChannelId::Room { .. } => {}
-            ChannelId::Group { group_id } => {
+        match (&channel, caller) {
+            (_, None) | (ChannelId::Room { .. }, _) => {}
+            (ChannelId::Group { group_id }, Some(caller)) => {
                 if !self.groups.may_chat(*group_id, caller).await? {
                     return Err(CoreError::invalid("Group not found."));
                 }
             }
-            ChannelId::Direct { user_one, user_two } => {
+            (ChannelId::Direct { user_one, user_two }, Some(caller)) => {
                 if caller != *user_one && caller != *user_two {
                     return Err(CoreError::invalid("Channel not found."));
                 }

@@ -41,3 +41,7 @@ pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
+pub use validate::{
+    Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,
+    username_fault,
+};

@@ -53,12 +53,7 @@ impl Sessions {
         created: bool,
     ) -> Result<Session, CoreError> {
         let now = self.clock.now_secs();
-        // A sign-in in the same second as a "log out everywhere" must not be caught by it:
-        // revocations cover tokens issued at or before their second.
-        let issued_at = match self.revocations.user_revoked_before(user_id) {
-            Some(before) if before >= now => before + 1,
-            _ => now,
-        };
+        let issued_at = self.issued_at(user_id, now);
         self.sign_pair(
             SessionClaims {
                 session_id: Uuid::new_v4(),
@@ -70,6 +65,29 @@ impl Sessions {
             },
             created,
         )
+    }
+
+    /// A session token (no refresh token) for a user, as server code mints it
+    /// (`nk.authenticate_token_generate`): expiring at `expires_at` (Unix seconds), or after
+    /// the configured lifetime when `None`. Returns the token and its expiry.
+    pub fn issue_token(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        expires_at: Option<i64>,
+        vars: HashMap<String, String>,
+    ) -> Result<(String, i64), CoreError> {
+        let now = self.clock.now_secs();
+        let expires_at = expires_at.unwrap_or(now + self.config.token_expiry_sec);
+        let claims = SessionClaims {
+            session_id: Uuid::new_v4(),
+            user_id,
+            username: username.to_owned(),
+            vars,
+            expires_at,
+            issued_at: self.issued_at(user_id, now),
+        };
+        Ok((self.keys.sign(TokenKind::Session, &claims)?, expires_at))
     }
 
     /// Checks a session token from an `Authorization: Bearer` header or a socket URL: signature,
@@ -139,6 +157,23 @@ impl Sessions {
         token: &str,
         refresh_token: &str,
     ) -> Result<(), CoreError> {
+        self.logout_user(current.user_id, token, refresh_token)
+            .await
+    }
+
+    /// Ends every session of a user (a ban, a deleted account): its tokens issued until now
+    /// stop working, on REST and on sockets that connect later.
+    pub async fn end_all(&self, user_id: Uuid) -> Result<(), CoreError> {
+        self.logout_user(user_id, "", "").await
+    }
+
+    /// [`Sessions::logout`] for a user named by id (server code's `nk.session_logout`).
+    pub async fn logout_user(
+        &self,
+        user_id: Uuid,
+        token: &str,
+        refresh_token: &str,
+    ) -> Result<(), CoreError> {
         let now_ms = self.clock.now_ms();
         let mut ended: Vec<(Uuid, i64)> = Vec::with_capacity(2);
         if !token.is_empty() {
@@ -147,7 +182,7 @@ impl Sessions {
                 .keys
                 .verify(TokenKind::Session, token, i64::MIN)
                 .map_err(|_| CoreError::invalid("Session token invalid."))?;
-            if claims.user_id != current.user_id {
+            if claims.user_id != user_id {
                 return Err(CoreError::invalid("Session token invalid."));
             }
             ended.push((claims.session_id, claims.expires_at));
@@ -157,7 +192,7 @@ impl Sessions {
                 .keys
                 .verify(TokenKind::Refresh, refresh_token, i64::MIN)
                 .map_err(|_| CoreError::invalid("Refresh token invalid."))?;
-            if claims.user_id != current.user_id {
+            if claims.user_id != user_id {
                 return Err(CoreError::invalid("Refresh token invalid."));
             }
             ended.push((claims.session_id, claims.expires_at));
@@ -166,7 +201,7 @@ impl Sessions {
             return self
                 .revocations
                 .revoke_user(UserRevocation {
-                    user_id: current.user_id,
+                    user_id,
                     issued_before_secs: self.clock.now_secs(),
                     // Tokens issued up to now live at most one refresh lifetime from now.
                     expires_at_ms: now_ms + self.config.refresh_token_expiry_sec * 1000,
@@ -181,7 +216,7 @@ impl Sessions {
             self.revocations
                 .revoke(Revocation {
                     session_id,
-                    user_id: current.user_id,
+                    user_id,
                     expires_at_ms: horizon,
                 })
                 .await?;
@@ -192,6 +227,15 @@ impl Sessions {
     /// The deny-list, for housekeeping and metrics.
     pub fn revocations(&self) -> &Revocations {
         &self.revocations
+    }
+
+    /// The issue time of a new token. A sign-in in the same second as a "log out everywhere"
+    /// must not be caught by it: revocations cover tokens issued at or before their second.
+    fn issued_at(&self, user_id: Uuid, now: i64) -> i64 {
+        match self.revocations.user_revoked_before(user_id) {
+            Some(before) if before >= now => before + 1,
+            _ => now,
+        }
     }
 
     fn sign_pair(&self, mut claims: SessionClaims, created: bool) -> Result<Session, CoreError> {

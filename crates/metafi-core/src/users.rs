@@ -55,10 +55,65 @@ impl Users {
         self.online.is_online(user_id)
     }
 
+    /// Up to `count` (at most [`MAX_USERS_PER_LOOKUP`]) users picked at random, as Nakama:
+    /// the users after a random id, then from the start when those are too few.
+    pub async fn random(&self, count: usize) -> Result<Vec<metafi_storage::User>, CoreError> {
+        if count > MAX_USERS_PER_LOOKUP {
+            return Err(CoreError::invalid(format!(
+                "Too many users requested: at most {MAX_USERS_PER_LOOKUP}."
+            )));
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut users = self
+            .store
+            .users_after(Uuid::new_v4(), count)
+            .await
+            .map_err(|e| CoreError::storage("reading random users", e))?;
+        if users.len() < count {
+            let more = self
+                .store
+                .users_after(Uuid::nil(), count)
+                .await
+                .map_err(|e| CoreError::storage("reading random users", e))?;
+            let mut seen: HashSet<Uuid> = users.iter().map(|u| u.id).collect();
+            for user in more {
+                if users.len() >= count {
+                    break;
+                }
+                if seen.insert(user.id) {
+                    users.push(user);
+                }
+            }
+        }
+        Ok(users)
+    }
+
     /// The users matching any of the ids or usernames, each once, with `online` filled in.
     /// Unknown ids and names are skipped; an id that is not a UUID is refused with Nakama's
     /// message.
     pub async fn users(&self, lookup: UserLookup) -> Result<Vec<api::User>, CoreError> {
+        Ok(self
+            .stored_users(lookup)
+            .await?
+            .into_iter()
+            .map(|user| {
+                let online = self.online.is_online(user.id);
+                api::User {
+                    online,
+                    ..user_view(user)
+                }
+            })
+            .collect())
+    }
+
+    /// [`Users::users`] as stored rows (server code shapes them itself); `online` comes from
+    /// [`Users::is_online`].
+    pub async fn stored_users(
+        &self,
+        lookup: UserLookup,
+    ) -> Result<Vec<metafi_storage::User>, CoreError> {
         let asked = lookup.ids.len() + lookup.usernames.len() + lookup.facebook_ids.len();
         if asked > MAX_USERS_PER_LOOKUP {
             // Nakama has no cap; one request naming ten thousand users would cost the storage
@@ -96,16 +151,7 @@ impl Users {
             found.extend(by_name);
         }
         let mut seen = HashSet::with_capacity(found.len());
-        Ok(found
-            .into_iter()
-            .filter(|user| seen.insert(user.id))
-            .map(|user| {
-                let online = self.online.is_online(user.id);
-                api::User {
-                    online,
-                    ..user_view(user)
-                }
-            })
-            .collect())
+        found.retain(|user| seen.insert(user.id));
+        Ok(found)
     }
 }

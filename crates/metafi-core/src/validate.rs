@@ -15,56 +15,137 @@ fn has_control_or_space(s: &str) -> bool {
     s.bytes().any(|b| b < 0x20 || b == 0x7f || b == b' ')
 }
 
-pub(crate) fn device_id(id: &str) -> Result<(), CoreError> {
+/// What is wrong with a device id, custom id, email address, password or username. The rule
+/// is here once; each edge words the fault its own way (REST with Nakama's API texts, server
+/// code with Nakama's runtime texts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Empty.
+    Missing,
+    /// Has spaces or control characters.
+    Characters,
+    /// Not shaped like an email address.
+    Format,
+    /// Outside the allowed length (for a password: too short).
+    Length,
+    /// A password longer than bcrypt reads (72 bytes).
+    TooLong,
+}
+
+/// A device id: 10-128 bytes without spaces or control characters.
+pub fn device_id_fault(id: &str) -> Option<Fault> {
+    id_fault(id, 10)
+}
+
+/// A custom id: 6-128 bytes without spaces or control characters.
+pub fn custom_id_fault(id: &str) -> Option<Fault> {
+    id_fault(id, 6)
+}
+
+fn id_fault(id: &str, min: usize) -> Option<Fault> {
     if id.is_empty() {
-        return Err(CoreError::invalid("Device ID is required."));
+        Some(Fault::Missing)
+    } else if has_control_or_space(id) {
+        Some(Fault::Characters)
+    } else if !(min..=128).contains(&id.len()) {
+        Some(Fault::Length)
+    } else {
+        None
     }
-    if has_control_or_space(id) {
-        return Err(CoreError::invalid(
+}
+
+/// A non-empty email address: no spaces or control characters, `a@b.c`, 10-255 bytes
+/// (checked in that order, as Nakama).
+pub fn email_fault(email: &str) -> Option<Fault> {
+    if email.is_empty() {
+        Some(Fault::Missing)
+    } else if has_control_or_space(email) {
+        Some(Fault::Characters)
+    } else if !looks_like_email(email) {
+        Some(Fault::Format)
+    } else if !(10..=255).contains(&email.len()) {
+        Some(Fault::Length)
+    } else {
+        None
+    }
+}
+
+/// A password: at least 8 bytes, at most the 72 bcrypt reads.
+pub fn password_fault(password: &str) -> Option<Fault> {
+    if password.len() < 8 {
+        Some(Fault::Length)
+    } else if password.len() > 72 {
+        Some(Fault::TooLong)
+    } else {
+        None
+    }
+}
+
+/// A username given when signing in: the characters, then 1-128 bytes (Nakama's order).
+pub fn username_fault(username: &str) -> Option<Fault> {
+    if !username_characters_ok(username) {
+        Some(Fault::Characters)
+    } else if username.is_empty() || username.len() > 128 {
+        Some(Fault::Length)
+    } else {
+        None
+    }
+}
+
+pub(crate) fn device_id(id: &str) -> Result<(), CoreError> {
+    match device_id_fault(id) {
+        None => Ok(()),
+        Some(Fault::Missing) => Err(CoreError::invalid("Device ID is required.")),
+        Some(Fault::Characters) => Err(CoreError::invalid(
             "Device ID invalid, no spaces or control characters allowed.",
-        ));
-    }
-    if !(10..=128).contains(&id.len()) {
-        return Err(CoreError::invalid(
+        )),
+        Some(_) => Err(CoreError::invalid(
             "Device ID invalid, must be 10-128 bytes.",
-        ));
+        )),
     }
-    Ok(())
 }
 
 pub(crate) fn custom_id(id: &str) -> Result<(), CoreError> {
-    if id.is_empty() {
-        return Err(CoreError::invalid("Custom ID is required."));
-    }
-    if has_control_or_space(id) {
-        return Err(CoreError::invalid(
+    match custom_id_fault(id) {
+        None => Ok(()),
+        Some(Fault::Missing) => Err(CoreError::invalid("Custom ID is required.")),
+        Some(Fault::Characters) => Err(CoreError::invalid(
             "Custom ID invalid, no spaces or control characters allowed.",
-        ));
-    }
-    if !(6..=128).contains(&id.len()) {
-        return Err(CoreError::invalid(
+        )),
+        Some(_) => Err(CoreError::invalid(
             "Custom ID invalid, must be 6-128 bytes.",
-        ));
+        )),
     }
-    Ok(())
+}
+
+/// A custom id to link, in the words of Nakama's link call.
+pub(crate) fn linked_custom_id(id: &str) -> Result<(), CoreError> {
+    match custom_id_fault(id) {
+        None => Ok(()),
+        Some(Fault::Missing) => Err(CoreError::invalid("Custom ID is required.")),
+        Some(Fault::Characters) => Err(CoreError::invalid(
+            "Invalid custom ID, no spaces or control characters allowed.",
+        )),
+        Some(_) => Err(CoreError::invalid(
+            "Invalid custom ID, must be 6-128 bytes.",
+        )),
+    }
 }
 
 /// Validates an email address and returns it lowercased, the form it is stored and looked up in.
 pub(crate) fn email(email: &str) -> Result<String, CoreError> {
-    if has_control_or_space(email) {
-        return Err(CoreError::invalid(
+    match email_fault(email) {
+        None => Ok(email.to_lowercase()),
+        Some(Fault::Characters) => Err(CoreError::invalid(
             "Invalid email address, no spaces or control characters allowed.",
-        ));
-    }
-    if !looks_like_email(email) {
-        return Err(CoreError::invalid("Invalid email address format."));
-    }
-    if !(10..=255).contains(&email.len()) {
-        return Err(CoreError::invalid(
+        )),
+        Some(Fault::Format | Fault::Missing) => {
+            Err(CoreError::invalid("Invalid email address format."))
+        }
+        Some(_) => Err(CoreError::invalid(
             "Invalid email address, must be 10-255 bytes.",
-        ));
+        )),
     }
-    Ok(email.to_lowercase())
 }
 
 /// `^.+@.+\..+$`: something, an `@`, something, a dot, something.
@@ -80,18 +161,16 @@ fn looks_like_email(email: &str) -> bool {
 }
 
 pub(crate) fn password(password: &str) -> Result<(), CoreError> {
-    if password.len() < 8 {
-        return Err(CoreError::invalid(
-            "Password must be at least 8 characters long.",
-        ));
-    }
-    // bcrypt only reads 72 bytes; accepting more would silently ignore the rest.
-    if password.len() > 72 {
-        return Err(CoreError::invalid(
+    match password_fault(password) {
+        None => Ok(()),
+        // bcrypt only reads 72 bytes; accepting more would silently ignore the rest.
+        Some(Fault::TooLong) => Err(CoreError::invalid(
             "Password must be at most 72 bytes long.",
-        ));
+        )),
+        Some(_) => Err(CoreError::invalid(
+            "Password must be at least 8 characters long.",
+        )),
     }
-    Ok(())
 }
 
 /// A username given when signing in: Nakama checks the characters, then the length.
@@ -117,13 +196,17 @@ fn username_length(username: &str) -> Result<(), CoreError> {
 /// ASCII control characters and, through a quirk of its second bracket, the two characters
 /// `[]` side by side. Plain spaces (and any other character) are allowed, despite the message.
 fn username_characters(username: &str) -> Result<(), CoreError> {
-    let control = username.bytes().any(|b| b < 0x20 || b == 0x7f);
-    if control || username.contains("[]") {
+    if !username_characters_ok(username) {
         return Err(CoreError::invalid(
             "Username invalid, no spaces or control characters allowed.",
         ));
     }
     Ok(())
+}
+
+fn username_characters_ok(username: &str) -> bool {
+    let control = username.bytes().any(|b| b < 0x20 || b == 0x7f);
+    !control && !username.contains("[]")
 }
 
 /// A profile field of an account update (display name, avatar URL, language tag, location,
@@ -199,7 +282,7 @@ pub(crate) fn collection(collection: &str) -> Result<(), CoreError> {
 }
 
 /// A random username of ten ASCII letters, as Nakama generates when none is given.
-pub(crate) fn generate_username() -> String {
+pub fn generate_username() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let mut rng = rand::rng();

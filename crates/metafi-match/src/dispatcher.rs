@@ -79,6 +79,7 @@ pub(crate) struct Deferred {
     recipients: Vec<Uuid>,
     sender: Option<Presence>,
     reliable: bool,
+    delivery: Option<metafi_proto::realtime::Delivery>,
 }
 
 /// What a callback asked for beyond immediate sends, applied by the engine when it returns.
@@ -107,12 +108,27 @@ impl Effects {
                     data: &message.data,
                     sender: message.sender.as_ref(),
                     reliable: message.reliable,
-                    delivery: None,
+                    delivery: message.delivery.as_ref(),
                 },
             );
             self.delivered += message.recipients.len() as u64;
         }
     }
+}
+
+/// One broadcast: what a handler sends, to whom, from whom, and how it travels.
+#[derive(Debug, Clone, Copy)]
+pub struct Broadcast<'a> {
+    pub op_code: i64,
+    pub data: &'a Bytes,
+    /// Session ids; `None` is every joined presence. Sessions not in the match are skipped.
+    pub to: Option<&'a [Uuid]>,
+    /// Shown to recipients; `None` means the server.
+    pub sender: Option<&'a Presence>,
+    /// Nakama's flag, what WebSocket clients see.
+    pub reliable: bool,
+    /// MetaFi's delivery class for QUIC sessions; `None`: `reliable` decides.
+    pub delivery: Option<&'a metafi_proto::realtime::Delivery>,
 }
 
 /// Handed to every callback; valid for that callback only.
@@ -168,25 +184,37 @@ impl Dispatcher<'_> {
         reliable: bool,
         delivery: Option<&metafi_proto::realtime::Delivery>,
     ) {
-        let message = OutgoingData {
-            match_id: self.match_id,
+        self.send(&Broadcast {
             op_code,
             data,
+            to,
             sender,
             reliable,
             delivery,
+        });
+    }
+
+    /// Sends `message` now (see [`Dispatcher::broadcast`] and [`Dispatcher::broadcast_with`]).
+    pub fn send(&mut self, message: &Broadcast<'_>) {
+        let outgoing = OutgoingData {
+            match_id: self.match_id,
+            op_code: message.op_code,
+            data: message.data,
+            sender: message.sender,
+            reliable: message.reliable,
+            delivery: message.delivery,
         };
-        match to {
+        match message.to {
             None => {
                 let recipients = self.members.sessions();
                 if !recipients.is_empty() {
-                    self.outlet.send_data(recipients, &message);
+                    self.outlet.send_data(recipients, &outgoing);
                     self.effects.delivered += recipients.len() as u64;
                 }
             }
             Some([one]) => {
                 if self.members.contains(*one) {
-                    self.outlet.send_data(std::slice::from_ref(one), &message);
+                    self.outlet.send_data(std::slice::from_ref(one), &outgoing);
                     self.effects.delivered += 1;
                 }
             }
@@ -196,7 +224,7 @@ impl Dispatcher<'_> {
                 recipients.extend(list.iter().copied().filter(|s| self.members.contains(*s)));
                 recipients.dedup();
                 if !recipients.is_empty() {
-                    self.outlet.send_data(&recipients, &message);
+                    self.outlet.send_data(&recipients, &outgoing);
                     self.effects.delivered += recipients.len() as u64;
                 }
                 self.effects.scratch = recipients;
@@ -214,12 +242,25 @@ impl Dispatcher<'_> {
         sender: Option<&Presence>,
         reliable: bool,
     ) -> Result<(), DispatchError> {
+        self.send_deferred(&Broadcast {
+            op_code,
+            data,
+            to,
+            sender,
+            reliable,
+            delivery: None,
+        })
+    }
+
+    /// Sends `message` when the callback returns, keeping its delivery class (see
+    /// [`Dispatcher::broadcast_deferred`]).
+    pub fn send_deferred(&mut self, message: &Broadcast<'_>) -> Result<(), DispatchError> {
         if self.effects.deferred.len() >= self.deferred_limit {
             return Err(DispatchError::DeferredQueueFull {
                 limit: self.deferred_limit,
             });
         }
-        let recipients: Vec<Uuid> = match to {
+        let recipients: Vec<Uuid> = match message.to {
             None => self.members.sessions().to_vec(),
             Some(list) => list
                 .iter()
@@ -231,11 +272,12 @@ impl Dispatcher<'_> {
             return Ok(());
         }
         self.effects.deferred.push(Deferred {
-            op_code,
-            data: data.clone(),
+            op_code: message.op_code,
+            data: message.data.clone(),
             recipients,
-            sender: sender.cloned(),
-            reliable,
+            sender: message.sender.cloned(),
+            reliable: message.reliable,
+            delivery: message.delivery.cloned(),
         });
         Ok(())
     }

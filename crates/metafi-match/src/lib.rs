@@ -51,7 +51,7 @@ pub mod testing;
 pub use authoritative::JoinOutcome;
 pub use clock::{FakeClock, MonotonicClock, SystemMonotonic};
 pub use config::{MAX_TICK_RATE, MatchConfig, MatchmakerConfig, default_threads};
-pub use dispatcher::{DispatchError, Dispatcher, MAX_LABEL_BYTES};
+pub use dispatcher::{Broadcast, DispatchError, Dispatcher, MAX_LABEL_BYTES};
 pub use error::MatchError;
 pub use executor::Executor;
 pub use fields::{FieldValue, Fields};

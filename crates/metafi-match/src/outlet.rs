@@ -20,8 +20,9 @@ pub struct OutgoingData<'a> {
     /// Who sent it; `None` for messages from the server itself.
     pub sender: Option<&'a Presence>,
     pub reliable: bool,
-    /// MetaFi's delivery extension as the client sent it (relayed matches); `None` when the
-    /// sender named no class or the match handler sent it (then `reliable` decides).
+    /// MetaFi's delivery extension: as the client sent it (relayed matches) or as the match
+    /// handler chose it (`Dispatcher::broadcast_with`); `None` when neither named a class (then
+    /// `reliable` decides).
     pub delivery: Option<&'a metafi_proto::realtime::Delivery>,
 }
 

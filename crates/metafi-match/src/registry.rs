@@ -361,6 +361,12 @@ impl Matches {
 
     /// A session ended: it leaves every match it is in, with reason Disconnect.
     pub fn session_ended(&self, session_id: Uuid) {
+        self.session_ended_because(session_id, PresenceReason::Disconnect);
+    }
+
+    /// A session ended: it leaves every match it is in with `reason` (server code's
+    /// `nk.session_disconnect` may name one).
+    pub fn session_ended_because(&self, session_id: Uuid, reason: PresenceReason) {
         let ids = self
             .inner
             .sessions
@@ -375,10 +381,10 @@ impl Matches {
                     Command::Leave {
                         id: uuid,
                         sessions: vec![session_id],
-                        reason: PresenceReason::Disconnect,
+                        reason,
                     },
                 ),
-                None => self.relayed_leave(uuid, session_id, PresenceReason::Disconnect),
+                None => self.relayed_leave(uuid, session_id, reason),
             }
         }
     }

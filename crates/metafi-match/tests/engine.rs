@@ -366,6 +366,24 @@ fn joins_and_leaves_are_announced_in_order() {
 }
 
 #[test]
+fn a_session_ended_by_server_code_leaves_with_the_reason_it_named() {
+    let mut engine = Engine::single();
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    let id = engine.create("scripted", handler);
+    let a = join(&mut engine, &id, "a");
+    engine.outlet.take();
+    // nk.session_disconnect(session, 3): the match sees a Leave, not a Disconnect.
+    engine
+        .matches
+        .session_ended_because(a.session_id, PresenceReason::Leave);
+    engine.step();
+    assert_eq!(
+        calls.lock().leaves,
+        vec![(a.session_id, PresenceReason::Leave)]
+    );
+}
+
+#[test]
 fn a_failing_handler_ends_only_its_match() {
     let mut engine = Engine::single();
     let (healthy, healthy_calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));

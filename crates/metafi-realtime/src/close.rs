@@ -45,6 +45,11 @@ pub enum CloseReason {
     UnrecognizedMessage,
     /// A newer socket of the same user replaced this one (`session.single_socket`).
     SingleSocket,
+    /// Server code disconnected the session (`nk.session_disconnect`); its matches see it
+    /// leave with `presence_reason`.
+    ServerDisconnect {
+        presence_reason: metafi_match::PresenceReason,
+    },
     /// The server is shutting down.
     Shutdown,
 }
@@ -53,9 +58,10 @@ impl CloseReason {
     /// The WebSocket close code (RFC 6455 section 7.4.1).
     pub fn code(&self) -> u16 {
         match self {
-            CloseReason::ClientClosed | CloseReason::IdleTimeout | CloseReason::SingleSocket => {
-                1000
-            }
+            CloseReason::ClientClosed
+            | CloseReason::IdleTimeout
+            | CloseReason::SingleSocket
+            | CloseReason::ServerDisconnect { .. } => 1000,
             CloseReason::PongTimeout | CloseReason::WriteTimeout | CloseReason::Shutdown => 1001,
             CloseReason::WrongFrameType => 1003,
             CloseReason::MalformedMessage => 1007,
@@ -105,6 +111,7 @@ impl CloseReason {
             CloseReason::SingleSocket => {
                 "server-side session disconnect: a newer socket of this user replaced it".into()
             }
+            CloseReason::ServerDisconnect { .. } => "server-side session disconnect".into(),
             CloseReason::Shutdown => "server shutting down".into(),
         }
     }
@@ -125,6 +132,7 @@ impl CloseReason {
             CloseReason::MalformedMessage => "malformed_message",
             CloseReason::UnrecognizedMessage => "unrecognized_message",
             CloseReason::SingleSocket => "single_socket",
+            CloseReason::ServerDisconnect { .. } => "server_disconnect",
             CloseReason::Shutdown => "shutdown",
         }
     }
@@ -163,6 +171,9 @@ mod tests {
             CloseReason::MalformedMessage,
             CloseReason::UnrecognizedMessage,
             CloseReason::SingleSocket,
+            CloseReason::ServerDisconnect {
+                presence_reason: metafi_match::PresenceReason::Leave,
+            },
             CloseReason::Shutdown,
         ] {
             assert!(reason.text().len() <= 123, "{reason:?}: {}", reason.text());

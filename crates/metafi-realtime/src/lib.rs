@@ -14,6 +14,9 @@
 //! channels and follows per session are capped, and an idle session owns no queue memory. A
 //! broadcast is encoded once per wire format ([`Outbound`]), not once per recipient.
 //!
+//! Server code reaches sessions, streams, channels and follows through [`RealtimeControl`],
+//! built from the same [`RealtimeParts`] before [`Realtime`] exists.
+//!
 //! Cross-node concerns are traits whose first implementation is local: [`Tracker`]
 //! (presences), [`StatusRegistry`] (follows) and [`MessageRouter`] (delivery).
 //!
@@ -22,6 +25,7 @@
 
 mod client_requests;
 mod close;
+mod control;
 mod match_outlet;
 mod match_requests;
 mod message_hooks;
@@ -39,6 +43,7 @@ mod tracker;
 
 pub use client_requests::MAX_STATUS_BYTES;
 pub use close::{CloseReason, QueueLimit};
+pub use control::{JoinRefused, RealtimeControl, ServerMessage, StreamJoin};
 pub use match_outlet::MatchOutlet;
 pub use match_requests::MatchServices;
 pub use message_router::{LocalRouter, MessageRouter};

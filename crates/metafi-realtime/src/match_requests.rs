@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use metafi_match::{
     JoinOutcome, JoinRequest, MatchId, MatchTarget, Matches, MatchmakerError, Matchmaking,
-    Presence, TicketRequest,
+    Presence, PresenceReason, TicketRequest,
 };
 use metafi_proto::realtime::{
     DeliveryClass, Envelope, ErrorCode, Match, MatchCreate, MatchDataSend, MatchJoin, MatchJoinId,
@@ -349,9 +349,9 @@ impl Realtime {
     }
 
     /// A session ended: it leaves its matches and its tickets are dropped.
-    pub(crate) fn matches_session_ended(&self, session_id: Uuid) {
+    pub(crate) fn matches_session_ended(&self, session_id: Uuid, reason: PresenceReason) {
         if let Some(services) = &self.matches {
-            services.matches.session_ended(session_id);
+            services.matches.session_ended_because(session_id, reason);
             services.matchmaking.session_ended(session_id);
         }
     }

@@ -17,6 +17,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use metafi_core::{Channels, Clock, Hooks, NoHooks, RpcDispatch};
+use metafi_match::PresenceReason;
 use metafi_proto::api::Notification;
 use metafi_proto::realtime::{
     ChannelPresenceEvent, Envelope, MatchPresenceEvent, Message, Notifications,
@@ -90,6 +91,81 @@ impl RealtimeParts {
             tracker: Arc::new(LocalTracker::new()),
             status: Arc::new(LocalStatusRegistry::new()),
         }
+    }
+
+    /// Routes presence changes as Nakama does: channel streams tell their members, status
+    /// streams tell the user's followers and the user's own sessions, match streams their
+    /// members, other streams (server code's own included) their members.
+    pub fn deliver(&self, changes: Vec<PresenceChange>) {
+        for change in changes {
+            if change.is_empty() {
+                continue;
+            }
+            let with_status = change.stream.mode == StreamMode::Status;
+            let joins: Vec<UserPresence> = change
+                .joins
+                .iter()
+                .map(|p| wire_presence(p, with_status))
+                .collect();
+            let leaves: Vec<UserPresence> = change
+                .leaves
+                .iter()
+                .map(|p| wire_presence(p, with_status))
+                .collect();
+            let stream = &change.stream;
+            let (message, recipients) = match stream.mode {
+                StreamMode::Status => {
+                    let mut recipients: HashSet<Uuid> =
+                        self.status.followers(stream.subject).into_iter().collect();
+                    recipients.extend(self.registry.user_session_ids(stream.subject));
+                    (
+                        Message::StatusPresenceEvent(StatusPresenceEvent { joins, leaves }),
+                        recipients.into_iter().collect(),
+                    )
+                }
+                StreamMode::Room | StreamMode::Group | StreamMode::Direct => {
+                    let mut event = ChannelPresenceEvent {
+                        joins,
+                        leaves,
+                        ..ChannelPresenceEvent::default()
+                    };
+                    if let Some(channel) = stream.channel_id() {
+                        event.channel_id = channel.to_string();
+                        channel.fill(metafi_core::channels::ChannelFields {
+                            room_name: &mut event.room_name,
+                            group_id: &mut event.group_id,
+                            user_id_one: &mut event.user_id_one,
+                            user_id_two: &mut event.user_id_two,
+                        });
+                    }
+                    (
+                        Message::ChannelPresenceEvent(event),
+                        self.tracker.session_ids(stream),
+                    )
+                }
+                StreamMode::MatchRelayed | StreamMode::MatchAuthoritative => (
+                    Message::MatchPresenceEvent(MatchPresenceEvent {
+                        match_id: format!("{}.{}", stream.subject, stream.label),
+                        joins,
+                        leaves,
+                    }),
+                    self.tracker.session_ids(stream),
+                ),
+                StreamMode::Notifications | StreamMode::Party | StreamMode::Custom(_) => (
+                    Message::StreamPresenceEvent(StreamPresenceEvent {
+                        stream: Some(stream.to_wire()),
+                        joins,
+                        leaves,
+                    }),
+                    self.tracker.session_ids(stream),
+                ),
+            };
+            if !recipients.is_empty() {
+                self.router
+                    .send_to_sessions(&recipients, &Outbound::new(Envelope::new("", message)));
+            }
+        }
+        metrics::presences(self.tracker.len());
     }
 }
 
@@ -202,9 +278,13 @@ impl Realtime {
         self.parts.registry.remove(session.id(), session.user_id());
         let changes = self.parts.tracker.untrack_all(session.id());
         self.parts.status.unfollow_all(session.id());
-        self.matches_session_ended(session.id());
-        self.deliver(changes);
         let reason = session.outbox().close_reason().unwrap_or(reason);
+        let presence_reason = match reason {
+            CloseReason::ServerDisconnect { presence_reason } => presence_reason,
+            _ => PresenceReason::Disconnect,
+        };
+        self.matches_session_ended(session.id(), presence_reason);
+        self.deliver(changes);
         metrics::session_closed(reason.label());
         metrics::sessions(self.parts.registry.len());
         metrics::presences(self.parts.tracker.len());
@@ -240,84 +320,9 @@ impl Realtime {
             .send_to_sessions(&sessions, &Outbound::new(envelope))
     }
 
-    /// Routes presence changes as Nakama does: channel streams tell their members, status
-    /// streams tell the user's followers and the user's own sessions, match streams their
-    /// members, other streams their members.
+    /// Routes presence changes to whoever should hear of them ([`RealtimeParts::deliver`]).
     pub fn deliver(&self, changes: Vec<PresenceChange>) {
-        for change in changes {
-            if change.is_empty() {
-                continue;
-            }
-            let with_status = change.stream.mode == StreamMode::Status;
-            let joins: Vec<UserPresence> = change
-                .joins
-                .iter()
-                .map(|p| wire_presence(p, with_status))
-                .collect();
-            let leaves: Vec<UserPresence> = change
-                .leaves
-                .iter()
-                .map(|p| wire_presence(p, with_status))
-                .collect();
-            let stream = &change.stream;
-            let (message, recipients) = match stream.mode {
-                StreamMode::Status => {
-                    let mut recipients: HashSet<Uuid> = self
-                        .parts
-                        .status
-                        .followers(stream.subject)
-                        .into_iter()
-                        .collect();
-                    recipients.extend(self.parts.registry.user_session_ids(stream.subject));
-                    (
-                        Message::StatusPresenceEvent(StatusPresenceEvent { joins, leaves }),
-                        recipients.into_iter().collect(),
-                    )
-                }
-                StreamMode::Room | StreamMode::Group | StreamMode::Direct => {
-                    let mut event = ChannelPresenceEvent {
-                        joins,
-                        leaves,
-                        ..ChannelPresenceEvent::default()
-                    };
-                    if let Some(channel) = stream.channel_id() {
-                        event.channel_id = channel.to_string();
-                        channel.fill(metafi_core::channels::ChannelFields {
-                            room_name: &mut event.room_name,
-                            group_id: &mut event.group_id,
-                            user_id_one: &mut event.user_id_one,
-                            user_id_two: &mut event.user_id_two,
-                        });
-                    }
-                    (
-                        Message::ChannelPresenceEvent(event),
-                        self.parts.tracker.session_ids(stream),
-                    )
-                }
-                StreamMode::MatchRelayed | StreamMode::MatchAuthoritative => (
-                    Message::MatchPresenceEvent(MatchPresenceEvent {
-                        match_id: format!("{}.{}", stream.subject, stream.label),
-                        joins,
-                        leaves,
-                    }),
-                    self.parts.tracker.session_ids(stream),
-                ),
-                StreamMode::Notifications | StreamMode::Party => (
-                    Message::StreamPresenceEvent(StreamPresenceEvent {
-                        stream: Some(stream.to_wire()),
-                        joins,
-                        leaves,
-                    }),
-                    self.parts.tracker.session_ids(stream),
-                ),
-            };
-            if !recipients.is_empty() {
-                self.parts
-                    .router
-                    .send_to_sessions(&recipients, &Outbound::new(Envelope::new("", message)));
-            }
-        }
-        metrics::presences(self.parts.tracker.len());
+        self.parts.deliver(changes);
     }
 
     /// A notification pushed live to every session of `user_id`. Not stored: MetaFi has no

@@ -5,24 +5,59 @@ use metafi_core::ChannelId;
 use metafi_proto::realtime::Stream;
 use uuid::Uuid;
 
-/// The kind of a stream; the numbers are Nakama's and appear on the wire.
+/// The kind of a stream; the numbers are Nakama's and appear on the wire. Server code may use
+/// any other number for streams of its own (`nk.stream_user_join`): [`StreamMode::Custom`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
 pub enum StreamMode {
-    Notifications = 0,
+    Notifications,
     /// One user's online status; subject is the user.
-    Status = 1,
+    Status,
     /// A chat room; label is the room name.
-    Room = 2,
+    Room,
     /// A group chat; subject is the group.
-    Group = 3,
+    Group,
     /// A direct chat; subject and subcontext are the two users.
-    Direct = 4,
+    Direct,
     /// A relayed match; subject is the match id, label the node.
-    MatchRelayed = 5,
+    MatchRelayed,
     /// An authoritative match; subject is the match id, label the node.
-    MatchAuthoritative = 6,
-    Party = 7,
+    MatchAuthoritative,
+    Party,
+    /// A mode Nakama does not name (8 and up): a stream of server code's own. Build it with
+    /// [`StreamMode::from_number`], so a named mode is never `Custom`.
+    Custom(u8),
+}
+
+impl StreamMode {
+    /// The mode numbered `number` on the wire.
+    pub fn from_number(number: u8) -> StreamMode {
+        match number {
+            0 => StreamMode::Notifications,
+            1 => StreamMode::Status,
+            2 => StreamMode::Room,
+            3 => StreamMode::Group,
+            4 => StreamMode::Direct,
+            5 => StreamMode::MatchRelayed,
+            6 => StreamMode::MatchAuthoritative,
+            7 => StreamMode::Party,
+            other => StreamMode::Custom(other),
+        }
+    }
+
+    /// The wire number.
+    pub fn number(self) -> u8 {
+        match self {
+            StreamMode::Notifications => 0,
+            StreamMode::Status => 1,
+            StreamMode::Room => 2,
+            StreamMode::Group => 3,
+            StreamMode::Direct => 4,
+            StreamMode::MatchRelayed => 5,
+            StreamMode::MatchAuthoritative => 6,
+            StreamMode::Party => 7,
+            StreamMode::Custom(number) => number,
+        }
+    }
 }
 
 /// Identifies a stream.
@@ -98,7 +133,7 @@ impl StreamKey {
             }
         };
         Stream {
-            mode: self.mode as i32,
+            mode: i32::from(self.mode.number()),
             subject: text(self.subject),
             subcontext: text(self.subcontext),
             label: self.label.clone(),
@@ -124,8 +159,17 @@ mod tests {
             let stream = StreamKey::channel(&channel);
             assert!(stream.is_channel());
             assert_eq!(stream.channel_id(), Some(channel.clone()));
-            assert_eq!(stream.mode as u8, channel.mode());
+            assert_eq!(stream.mode.number(), channel.mode());
         }
         assert!(!StreamKey::status(Uuid::new_v4()).is_channel());
+    }
+
+    #[test]
+    fn every_mode_number_round_trips_and_named_modes_are_never_custom() {
+        for number in 0..=u8::MAX {
+            let mode = StreamMode::from_number(number);
+            assert_eq!(mode.number(), number);
+            assert_eq!(matches!(mode, StreamMode::Custom(_)), number >= 8);
+        }
     }
 }

@@ -76,6 +76,9 @@ pub trait Tracker: Send + Sync + fmt::Debug {
     /// The meta of a session's presence in a stream.
     fn get(&self, session_id: Uuid, stream: &StreamKey) -> Option<PresenceMeta>;
 
+    /// A session's presence in a stream, with the user it was tracked for.
+    fn presence(&self, session_id: Uuid, stream: &StreamKey) -> Option<Presence>;
+
     /// The presences of a stream, optionally with the hidden ones.
     fn list(&self, stream: &StreamKey, include_hidden: bool) -> Vec<Presence>;
 
@@ -219,6 +222,15 @@ impl Tracker for LocalTracker {
             .get(stream)?
             .get(&session_id)
             .map(|p| p.meta.clone())
+    }
+
+    fn presence(&self, session_id: Uuid, stream: &StreamKey) -> Option<Presence> {
+        self.inner
+            .read()
+            .by_stream
+            .get(stream)?
+            .get(&session_id)
+            .cloned()
     }
 
     fn list(&self, stream: &StreamKey, include_hidden: bool) -> Vec<Presence> {

@@ -4,22 +4,12 @@
 
 use std::rc::Rc;
 
+use metafi_runtime::match_bridge::{Callback, Dialect};
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
 
 use crate::convert;
 use crate::vm::{Registration, Shared};
-
-/// The seven functions a match handler object must have (Nakama's `MatchFnId`s).
-pub(crate) const MATCH_HANDLERS: [&str; 7] = [
-    "matchInit",
-    "matchJoinAttempt",
-    "matchJoin",
-    "matchLeave",
-    "matchLoop",
-    "matchTerminate",
-    "matchSignal",
-];
 
 pub(crate) fn object<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<Object<'js>> {
     let initializer = Object::new(ctx.clone())?;
@@ -98,7 +88,8 @@ fn register_match<'js>(
         .ok_or_else(|| Exception::throw_type(ctx, "expects an object"))?;
     // The functions are copied out, so changing the object later changes nothing.
     let registered = Object::new(ctx.clone())?;
-    for function in MATCH_HANDLERS {
+    // The seven functions a match handler object must have (Nakama's `MatchFnId`s).
+    for function in Callback::ALL.map(|c| c.name(Dialect::Js)) {
         let value: Value<'js> = handlers.get(function)?;
         if value.is_undefined() {
             return Err(Exception::throw_type(ctx, &format!("{function} not found")));

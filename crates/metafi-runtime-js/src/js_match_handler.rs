@@ -12,56 +12,41 @@
 //! `matchJoinAttempt`, `data` from `matchSignal`); `null` ends the match. Message `data` is an
 //! `ArrayBuffer`; the dispatcher takes an `ArrayBuffer`, a typed array or a string.
 //!
-//! The dispatcher's calls are recorded during the callback and handed to the engine's
-//! dispatcher when it returns, in order (recipients see the same messages in the same order).
+//! The dispatcher's rules (arguments, limits, recording and replay), the callbacks' names and
+//! errors and the per-thread VM cache are the host's match bridge
+//! ([`metafi_runtime::match_bridge`]); this file converts JavaScript values for it.
 //! Context: Nakama's `matchId`, `matchNode`, `matchLabel`, `matchTickRate`, plus `matchSize`
 //! (presences that joined) and `matchPendingJoins` (accepted joins not completed yet).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use metafi_match::{
-    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MAX_LABEL_BYTES, MatchContext,
-    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
+    MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
-use metafi_runtime::{MATCHMAKER_MATCHED_HOOK, MatchVms, Registrations, ScriptError, VmSetup};
+use metafi_runtime::match_bridge::{
+    self, Arg, Callback, Dialect, DispatchRecorder, Refusal, ScriptObject, ThreadVms,
+};
+use metafi_runtime::{MATCHMAKER_MATCHED_HOOK, MatchVms, Registrations, VmSetup};
 use rquickjs::function::Rest;
 use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Persistent, Value};
 use tokio::runtime::Handle;
 use uuid::Uuid;
 
-use crate::convert::{self, arg, is_nullish};
+use crate::convert::{self, arg};
+use crate::logger;
 use crate::vm::{self, JsVm, Registration, Settled, Shared};
-use crate::{initializer, logger};
 
 /// Whether a JS module registered match handler `name`.
 pub(crate) fn has_match(registrations: &Registrations, name: &str) -> bool {
     registrations.matches.iter().any(|r| r.id == name)
 }
 
-/// A dispatcher call recorded during a callback.
-enum Action {
-    Broadcast {
-        op_code: i64,
-        data: bytes::Bytes,
-        to: Option<Vec<Uuid>>,
-        sender: Option<Arc<Presence>>,
-        reliable: bool,
-        deferred: bool,
-    },
-    Kick(Vec<Uuid>),
-    Label(String),
-}
-
-#[derive(Default)]
-struct Recorder {
-    actions: Vec<Action>,
-    deferred_room: usize,
-    /// Joined presences by session, to turn a presence object back into one cheaply.
-    members: HashMap<Uuid, Arc<Presence>>,
-}
+/// The dispatcher of a JavaScript match; joined presences are known by their `sessionId`, to
+/// turn a presence object back into one cheaply.
+type Recorder = DispatchRecorder<Uuid>;
 
 /// Persistent handles to the JavaScript side of one match. Dropped before the VM.
 struct Handles {
@@ -77,7 +62,7 @@ struct Handles {
 /// A JavaScript match handler: its own VM, the registered functions, the match state.
 pub(crate) struct JsMatch {
     handles: Option<Handles>,
-    recorder: Rc<RefCell<Recorder>>,
+    recorder: Rc<Recorder>,
     label: Arc<str>,
     // Last: the VM must outlive every handle above.
     vm: Rc<JsVm>,
@@ -90,25 +75,12 @@ impl Drop for JsMatch {
     }
 }
 
-const FUNCTIONS: [&str; 7] = initializer::MATCH_HANDLERS;
-
 /// Global holding the ArrayBuffer reader of a match VM.
 const BYTES_OF: &str = "__metafi_bytes_of";
 
-#[derive(Clone, Copy)]
-enum Callback {
-    Init = 0,
-    JoinAttempt = 1,
-    Join = 2,
-    Leave = 3,
-    Loop = 4,
-    Terminate = 5,
-    Signal = 6,
-}
-
 thread_local! {
     /// The shared VM of this executor thread, per module set ([`MatchVms::PerThread`]).
-    static THREAD_VMS: RefCell<Vec<(usize, Rc<JsVm>)>> = const { RefCell::new(Vec::new()) };
+    static THREAD_VMS: ThreadVms<JsVm> = const { ThreadVms::new() };
 }
 
 /// Builds the handler registered as `name` (called on the executor thread).
@@ -126,29 +98,9 @@ pub(crate) fn create(
                 HandlerError::failed(format!("error loading the modules for match '{name}': {e}"))
             })
     };
-    let vm = match vms {
-        MatchVms::PerMatch => load(setup)?,
-        MatchVms::PerThread => {
-            let key = Arc::as_ptr(&setup.modules) as *const () as usize;
-            // A VM whose job queue a script flooded is left to the matches already on it; new
-            // matches get a fresh one.
-            let existing = THREAD_VMS.with(|vms| {
-                let mut vms = vms.borrow_mut();
-                vms.retain(|(_, vm)| !vm.is_poisoned());
-                vms.iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, vm)| vm.clone())
-            });
-            match existing {
-                Some(vm) => vm,
-                None => {
-                    let vm = load(setup)?;
-                    THREAD_VMS.with(|vms| vms.borrow_mut().push((key, vm.clone())));
-                    vm
-                }
-            }
-        }
-    };
+    // A VM whose job queue a script flooded is left to the matches already on it; new matches
+    // get a fresh one.
+    let vm = match_bridge::match_vm(&THREAD_VMS, vms, setup, |vm| !vm.is_poisoned(), load)?;
     let registration: Registration<Object<'static>> = vm
         .shared()
         .matches
@@ -156,7 +108,7 @@ pub(crate) fn create(
         .get(name)
         .cloned()
         .ok_or_else(|| HandlerError::failed(format!("match handler '{name}' not found")))?;
-    let recorder = Rc::new(RefCell::new(Recorder::default()));
+    let recorder = Rc::new(Recorder::new(Dialect::Js));
     let handles = vm
         .context()
         .with(|ctx| build(&ctx, vm.shared(), &registration, &recorder))
@@ -173,11 +125,11 @@ fn build<'js>(
     ctx: &Ctx<'js>,
     shared: &Rc<Shared>,
     registration: &Registration<Object<'static>>,
-    recorder: &Rc<RefCell<Recorder>>,
+    recorder: &Rc<Recorder>,
 ) -> rquickjs::Result<Handles> {
     let handlers = registration.value.clone().restore(ctx)?;
-    let mut functions = Vec::with_capacity(FUNCTIONS.len());
-    for name in FUNCTIONS {
+    let mut functions = Vec::with_capacity(Callback::ALL.len());
+    for name in Callback::ALL.map(|c| c.name(Dialect::Js)) {
         let function: Function<'js> = handlers.get(name)?;
         functions.push(Persistent::save(ctx, function));
     }
@@ -237,7 +189,7 @@ impl JsMatch {
             &mut Option<Persistent<Value<'static>>>,
         ) -> Result<T, HandlerError>,
     ) -> Result<T, HandlerError> {
-        self.recorder.borrow_mut().deferred_room = room;
+        self.recorder.begin(room);
         let label_changed = *self.label != *ctx.label;
         if label_changed {
             self.label = ctx.label.clone();
@@ -272,7 +224,7 @@ impl JsMatch {
                     });
                 }
                 args.extend(extra(&js, handles)?);
-                let function = handles.functions[callback as usize].clone().restore(&js)?;
+                let function = handles.functions[callback.index()].clone().restore(&js)?;
                 function.call((Rest(args),))
             })();
             // On a VM whose job queue another callback flooded (see `rpc_vm.rs`) the queue is
@@ -285,18 +237,26 @@ impl JsMatch {
                 Ok(_) if budget.expired() => return Err(HandlerError::Timeout),
                 Ok(value) => match vm::settled(&js, &shared, value) {
                     Settled::Value(value) => value,
-                    Settled::Failed(e) => return Err(handler_error(callback, e)),
+                    Settled::Failed(e) => {
+                        return Err(match_bridge::handler_error(Dialect::Js, callback, e));
+                    }
                     // A tick cannot wait: the promise could only settle in a later callback.
                     Settled::Pending => {
                         tracing::warn!(
                             engine = "js",
-                            callback = FUNCTIONS[callback as usize],
+                            callback = callback.name(Dialect::Js),
                             "match handler returned a Promise that never settles; treated as running past its budget"
                         );
                         return Err(HandlerError::Timeout);
                     }
                 },
-                Err(e) => return Err(handler_error(callback, vm::classify(&js, &shared, e))),
+                Err(e) => {
+                    return Err(match_bridge::handler_error(
+                        Dialect::Js,
+                        callback,
+                        vm::classify(&js, &shared, e),
+                    ));
+                }
             };
             let object = if value.is_null() || value.is_undefined() {
                 None
@@ -306,7 +266,7 @@ impl JsMatch {
                     _ => {
                         return Err(HandlerError::invalid(format!(
                             "{} is expected to return an object with a 'state' property",
-                            FUNCTIONS[callback as usize]
+                            callback.name(Dialect::Js)
                         )));
                     }
                 }
@@ -318,40 +278,7 @@ impl JsMatch {
     }
 
     fn replay(&mut self, d: &mut Dispatcher<'_>) {
-        let actions = std::mem::take(&mut self.recorder.borrow_mut().actions);
-        for action in actions {
-            match action {
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    deferred: false,
-                } => d.broadcast(op_code, &data, to.as_deref(), sender.as_deref(), reliable),
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    deferred: true,
-                } => {
-                    // Room was checked when the script called.
-                    let _ = d.broadcast_deferred(
-                        op_code,
-                        &data,
-                        to.as_deref(),
-                        sender.as_deref(),
-                        reliable,
-                    );
-                }
-                Action::Kick(sessions) => d.kick(&sessions),
-                Action::Label(label) => {
-                    let _ = d.update_label(&label);
-                }
-            }
-        }
+        self.recorder.replay(d);
     }
 
     /// The new state of a callback that returns `{ state }`; no object (or no state) ends it.
@@ -374,22 +301,6 @@ impl JsMatch {
         }
         *slot = Some(Persistent::save(js, state));
         Ok(Flow::Continue)
-    }
-}
-
-/// A failed callback as the match engine's error.
-fn handler_error(callback: Callback, error: ScriptError) -> HandlerError {
-    let name = FUNCTIONS[callback as usize];
-    match error {
-        ScriptError::Timeout => HandlerError::Timeout,
-        ScriptError::OutOfMemory => HandlerError::OutOfMemory,
-        ScriptError::Failed { detail, .. } => {
-            HandlerError::failed(format!("error in {name}: {detail}"))
-        }
-        ScriptError::Raised { message, .. } => {
-            HandlerError::failed(format!("error in {name}: {message}"))
-        }
-        other => HandlerError::failed(format!("error in {name}: {other:?}")),
     }
 }
 
@@ -467,7 +378,7 @@ impl MatchHandler for JsMatch {
                 Ok((u32::try_from(tick_rate).unwrap_or(0), label))
             },
         )?;
-        self.recorder.borrow_mut().actions.clear();
+        self.recorder.discard();
         let (tick_rate, label) = init;
         {
             let handles = self.handles()?;
@@ -553,11 +464,8 @@ impl MatchHandler for JsMatch {
         tick: i64,
         presences: &[Arc<Presence>],
     ) -> Result<Flow, HandlerError> {
-        {
-            let mut recorder = self.recorder.borrow_mut();
-            for p in presences {
-                recorder.members.insert(p.session_id, p.clone());
-            }
+        for p in presences {
+            self.recorder.hand_out(p.session_id, p.clone());
         }
         let flow = self.call(
             Callback::Join,
@@ -590,11 +498,8 @@ impl MatchHandler for JsMatch {
         presences: &[Arc<Presence>],
         reason: PresenceReason,
     ) -> Result<Flow, HandlerError> {
-        {
-            let mut recorder = self.recorder.borrow_mut();
-            for p in presences {
-                recorder.members.remove(&p.session_id);
-            }
+        for p in presences {
+            self.recorder.forget(&p.session_id);
         }
         if let Some(handles) = self.handles.as_mut() {
             for p in presences {
@@ -722,10 +627,7 @@ impl MatchHandler for JsMatch {
 }
 
 /// The `dispatcher` object: Nakama's four functions, recording into `recorder`.
-fn dispatcher<'js>(
-    js: &Ctx<'js>,
-    recorder: &Rc<RefCell<Recorder>>,
-) -> rquickjs::Result<Object<'js>> {
+fn dispatcher<'js>(js: &Ctx<'js>, recorder: &Rc<Recorder>) -> rquickjs::Result<Object<'js>> {
     let object = Object::new(js.clone())?;
     for (name, deferred) in [
         ("broadcastMessage", false),
@@ -734,190 +636,126 @@ fn dispatcher<'js>(
         let recorder = recorder.clone();
         let function = Function::new(js.clone(), move |js: Ctx<'js>, args: Rest<Value<'js>>| {
             let bytes_of: Function<'js> = js.globals().get(BYTES_OF)?;
-            let action = broadcast(&js, &recorder, &bytes_of, &args.0, deferred)?;
-            let mut recorder = recorder.borrow_mut();
-            if let Some(action) = action {
-                if deferred {
-                    if recorder.deferred_room == 0 {
-                        return Err(Exception::throw_message(
-                            &js,
-                            "error deferring message broadcast: deferred message broadcast buffer full (match.deferred_queue_size)",
-                        ));
-                    }
-                    recorder.deferred_room -= 1;
-                }
-                recorder.actions.push(action);
+            let mut classified: [Arg<JsObject<'js>>; 5] = std::array::from_fn(|_| Arg::Absent);
+            for (slot, value) in classified.iter_mut().zip(&args.0) {
+                *slot = classify(value, Some(&bytes_of))?;
             }
-            Ok(())
+            recorder
+                .broadcast(&classified, deferred)
+                .map_err(|refusal| raise(&js, refusal))
         })?
         .with_name(name)?;
         object.set(name, function)?;
     }
-    let kick = recorder.clone();
-    object.set(
-        "matchKick",
-        Function::new(
+    let one_argument: [(&str, OneArgument<'js>); 2] = [
+        ("matchKick", Recorder::kick),
+        ("matchLabelUpdate", Recorder::update_label),
+    ];
+    for (name, call) in one_argument {
+        let recorder = recorder.clone();
+        let function = Function::new(
             js.clone(),
             move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
-                let Some(list) = arg(&args.0, 0) else {
-                    return Ok(());
+                let arg = match args.0.first() {
+                    Some(value) => classify(value, None)?,
+                    None => Arg::Absent,
                 };
-                let sessions = session_ids(&js, list)?;
-                if !sessions.is_empty() {
-                    kick.borrow_mut().actions.push(Action::Kick(sessions));
-                }
-                Ok(())
+                call(&recorder, &arg).map_err(|refusal| raise(&js, refusal))
             },
         )?
-        .with_name("matchKick")?,
-    )?;
-    let label = recorder.clone();
-    object.set(
-        "matchLabelUpdate",
-        Function::new(js.clone(), move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
-            let text = match arg(&args.0, 0) {
-                None => String::new(),
-                Some(value) => convert::string(value)
-                    .ok_or_else(|| Exception::throw_type(&js, "expects a string"))?,
-            };
-            if text.len() > MAX_LABEL_BYTES {
-                return Err(Exception::throw_message(
-                    &js,
-                    &format!("error updating match label: label must be {MAX_LABEL_BYTES} bytes or less"),
-                ));
-            }
-            label.borrow_mut().actions.push(Action::Label(text));
-            Ok(())
-        })?
-        .with_name("matchLabelUpdate")?,
-    )?;
+        .with_name(name)?;
+        object.set(name, function)?;
+    }
     Ok(object)
 }
 
-/// `broadcastMessage(opCode, data, presences, sender, reliable)`; `None` for an empty
-/// recipient list.
-fn broadcast<'js>(
-    js: &Ctx<'js>,
-    recorder: &Rc<RefCell<Recorder>>,
-    bytes_of: &Function<'js>,
-    args: &[Value<'js>],
-    deferred: bool,
-) -> rquickjs::Result<Option<Action>> {
-    let op_code = arg(args, 0)
-        .and_then(convert::integer)
-        .ok_or_else(|| Exception::throw_type(js, "expects an op code number"))?;
-    let data = match arg(args, 1) {
-        None => bytes::Bytes::new(),
-        Some(v) if v.is_null() => bytes::Bytes::new(),
-        Some(v) => data_bytes(js, bytes_of, v)?,
+/// A dispatcher function of one argument (`matchKick`, `matchLabelUpdate`).
+type OneArgument<'js> = fn(&Recorder, &Arg<JsObject<'js>>) -> Result<(), Refusal<rquickjs::Error>>;
+
+/// A refused dispatcher call as the exception the script sees.
+fn raise(js: &Ctx<'_>, refusal: Refusal<rquickjs::Error>) -> rquickjs::Error {
+    match refusal {
+        Refusal::Argument { message, .. } => Exception::throw_type(js, &message),
+        Refusal::Failed(message) => Exception::throw_message(js, &message),
+        Refusal::Engine(e) => e,
+    }
+}
+
+/// A JavaScript value as the match bridge's rules see it. With `bytes_of` (message data), an
+/// `ArrayBuffer` or `Uint8Array` is read as binary data; without, it is an object like any
+/// other.
+fn classify<'js>(
+    value: &Value<'js>,
+    bytes_of: Option<&Function<'js>>,
+) -> rquickjs::Result<Arg<JsObject<'js>>> {
+    if value.is_undefined() {
+        return Ok(Arg::Absent);
+    }
+    if value.is_null() {
+        return Ok(Arg::Null);
+    }
+    if let Some(b) = value.as_bool() {
+        return Ok(Arg::Bool(b));
+    }
+    if let Some(n) = convert::integer(value) {
+        return Ok(Arg::Integer(n));
+    }
+    if let Some(n) = value.as_number() {
+        return Ok(Arg::Number(n));
+    }
+    if value.is_string() {
+        return Ok(match convert::string(value) {
+            Some(text) => Arg::Str(bytes::Bytes::from(text)),
+            None => Arg::Other,
+        });
+    }
+    let Some(object) = value.as_object() else {
+        return Ok(Arg::Other);
     };
-    let to = if is_nullish(arg(args, 2)) {
-        None
-    } else {
-        let sessions = session_ids(js, &args[2])?;
-        if sessions.is_empty() {
+    if let Some(bytes_of) = bytes_of
+        && (object.is_array_buffer() || object.is_typed_array::<u8>())
+    {
+        // A Latin-1 string of the bytes: read without unsafe code (see `BYTES_OF`).
+        let latin1: String = bytes_of.call((value.clone(),))?;
+        let bytes: Vec<u8> = latin1.chars().map(|c| c as u8).collect();
+        return Ok(Arg::Data(bytes.into()));
+    }
+    Ok(Arg::Object(JsObject(value.clone())))
+}
+
+/// An object passed to the dispatcher (a presence, an array of presences, delivery options).
+struct JsObject<'js>(Value<'js>);
+
+impl<'js> ScriptObject for JsObject<'js> {
+    type Key = Uuid;
+    type Error = rquickjs::Error;
+
+    fn items(&self) -> rquickjs::Result<Option<Vec<Arg<JsObject<'js>>>>> {
+        let Some(items) = convert::array_items(&self.0) else {
             return Ok(None);
-        }
-        Some(sessions)
-    };
-    let sender = match arg(args, 3) {
-        Some(v) if !v.is_null() => Some(sender(js, recorder, v)?),
-        _ => None,
-    };
-    let reliable = match arg(args, 4) {
-        None => true,
-        Some(v) if v.is_null() => true,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| Exception::throw_type(js, "expects reliable to be a boolean"))?,
-    };
-    Ok(Some(Action::Broadcast {
-        op_code,
-        data,
-        to,
-        sender,
-        reliable,
-        deferred,
-    }))
-}
-
-/// Message data from a string (UTF-8), an `ArrayBuffer` or a typed array.
-fn data_bytes<'js>(
-    js: &Ctx<'js>,
-    bytes_of: &Function<'js>,
-    value: &Value<'js>,
-) -> rquickjs::Result<bytes::Bytes> {
-    if let Some(text) = convert::string(value) {
-        return Ok(bytes::Bytes::from(text));
+        };
+        items?
+            .iter()
+            .map(|item| classify(item, None))
+            .collect::<rquickjs::Result<Vec<_>>>()
+            .map(Some)
     }
-    let is_binary = value
-        .as_object()
-        .is_some_and(|o| o.is_array_buffer() || o.is_typed_array::<u8>());
-    if !is_binary {
-        return Err(Exception::throw_type(
-            js,
-            "expects data to be an ArrayBuffer, a Uint8Array or a string",
-        ));
-    }
-    let latin1: String = bytes_of.call((value.clone(),))?;
-    Ok(latin1.chars().map(|c| c as u8).collect::<Vec<u8>>().into())
-}
 
-fn session_ids<'js>(js: &Ctx<'js>, list: &Value<'js>) -> rquickjs::Result<Vec<Uuid>> {
-    let Some(items) = convert::array_items(list) else {
-        return Err(Exception::throw_type(js, "expects an array of presences"));
-    };
-    let mut ids = Vec::new();
-    for item in items? {
-        let session = item
+    fn field(&self, name: &str) -> Arg<JsObject<'js>> {
+        // A getter that throws reads as a missing field (the rule's own message follows).
+        self.0
             .as_object()
-            .and_then(|o| o.get::<_, Value<'js>>("sessionId").ok())
-            .and_then(|v| convert::string(&v))
-            .and_then(|s| Uuid::parse_str(&s).ok())
-            .ok_or_else(|| {
-                Exception::throw_type(js, "expects each presence to have a valid sessionId")
-            })?;
-        ids.push(session);
+            .and_then(|o| o.get::<_, Value<'js>>(name).ok())
+            .and_then(|value| classify(&value, None).ok())
+            .unwrap_or(Arg::Other)
     }
-    Ok(ids)
-}
 
-fn sender<'js>(
-    js: &Ctx<'js>,
-    recorder: &Rc<RefCell<Recorder>>,
-    value: &Value<'js>,
-) -> rquickjs::Result<Arc<Presence>> {
-    let invalid = || {
-        Exception::throw_type(
-            js,
-            "expects sender to have a valid userId, sessionId and username",
-        )
-    };
-    let object = value.as_object().ok_or_else(invalid)?;
-    let field = |key: &str| {
-        object
-            .get::<_, Value<'js>>(key)
-            .ok()
-            .and_then(|v| convert::string(&v))
-    };
-    let session = field("sessionId")
-        .and_then(|s| Uuid::parse_str(&s).ok())
-        .ok_or_else(invalid)?;
-    if let Some(member) = recorder.borrow().members.get(&session) {
-        return Ok(member.clone());
+    fn key(&self) -> Option<Uuid> {
+        match self.field("sessionId") {
+            Arg::Str(text) => Uuid::parse_str(&String::from_utf8_lossy(&text)).ok(),
+            _ => None,
+        }
     }
-    let user = field("userId")
-        .and_then(|s| Uuid::parse_str(&s).ok())
-        .ok_or_else(invalid)?;
-    let username = field("username")
-        .filter(|u| !u.is_empty())
-        .ok_or_else(invalid)?;
-    Ok(Arc::new(Presence {
-        user_id: user,
-        session_id: session,
-        username: Arc::from(username),
-        node: Arc::from(field("node").unwrap_or_default()),
-    }))
 }
 
 /// `initializer.registerMatchmakerMatched(fn)`: `fn(ctx, logger, nk, matches)` returns the id

@@ -37,6 +37,8 @@ mod io;
 mod js_match_handler;
 mod logger;
 mod nakama;
+mod nk_binding;
+mod nk_value;
 mod rpc_vm;
 mod vm;
 

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use metafi_core::CoreError;
 use metafi_runtime::{
     LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError, VmSetup,
     code_from_number,
@@ -681,15 +680,6 @@ fn stack_position(stack: &str, modules: &[ModuleSource]) -> Option<(PathBuf, u32
             .find(|m| m.path.display().to_string() == file)
             .map(|m| (m.path.clone(), line))
     })
-}
-
-/// Raises an `nk` failure into the script as an `Error` with `what: <client message>`, as
-/// Nakama's JavaScript runtime does; uncaught, it is code 13 with that message.
-pub(crate) fn nk_error(ctx: &Ctx<'_>, what: &str, error: &CoreError) -> rquickjs::Error {
-    if error.is_server_fault() {
-        tracing::error!(engine = "js", error = %error, source = ?std::error::Error::source(error), "nk call failed in a JavaScript function");
-    }
-    Exception::throw_message(ctx, &format!("{what}: {}", error.client_message()))
 }
 
 /// Raises a failed wait into the script.

@@ -175,6 +175,12 @@ async fn runaway_match_loops_end_their_match_and_the_shared_vm_keeps_ticking_the
             None,
             "{kind}: the runaway match ended"
         );
+        // The stop is logged on the executor thread, possibly just after the match left the
+        // registry: wait for the line rather than race it.
+        let until = Instant::now() + HANG_GUARD;
+        while stops.kind(&runaway).is_none() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(
             stops.kind(&runaway).as_deref(),
             Some("timeout"),

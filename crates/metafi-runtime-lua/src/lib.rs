@@ -22,6 +22,8 @@ mod c_functions;
 mod convert;
 mod lua_match_handler;
 mod nakama;
+mod nk_binding;
+mod nk_value;
 mod pattern;
 mod registrations;
 mod sandbox;

@@ -12,15 +12,14 @@
 //! as RPCs; one that calls an `nk` function doing IO blocks its executor thread until the IO is
 //! done or the budget is spent (`docs/MATCHES.md`).
 //!
-//! The dispatcher's calls are recorded while the callback runs and handed to the engine's
-//! dispatcher when it returns, in order: recipients see exactly what they would see had each
-//! been sent at once, and deferred sends still come after.
+//! The dispatcher's rules (arguments, limits, recording and replay), the callbacks' names and
+//! errors and the per-thread VM cache are the host's match bridge
+//! ([`metafi_runtime::match_bridge`]); this file converts Lua values for it.
 //!
 //! Context: Nakama's `match_id`, `match_node`, `match_label`, `match_tick_rate`, plus
 //! `match_size` (presences that joined) and `match_pending_joins` (accepted joins not yet
 //! completed): a capacity check is `match_size + match_pending_joins < max`.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -28,73 +27,25 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use metafi_match::{
-    Dispatcher, Flow, HandlerError, IdleStatus, JoinRequest, JoinVerdict, MAX_LABEL_BYTES,
-    MatchContext, MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    Dispatcher, Flow, HandlerError, IdleStatus, JoinRequest, JoinVerdict, MatchContext,
+    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
-use metafi_runtime::error::ScriptError;
 use metafi_runtime::host::VmSetup;
+use metafi_runtime::match_bridge::{
+    self, Arg, Callback, Dialect, DispatchRecorder, Refusal, ScriptObject, ThreadVms,
+};
 use metafi_runtime::match_host::{MATCHMAKER_MATCHED_HOOK, MatchVms};
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use uuid::Uuid;
 
 use super::{LuaVm, VmShared, WithDeadline, convert, is_budget};
 
-/// The callbacks a match module must return, in the order [`Callback`] indexes them.
-const CALLBACKS: [&str; 7] = [
-    "match_init",
-    "match_join_attempt",
-    "match_join",
-    "match_leave",
-    "match_loop",
-    "match_terminate",
-    "match_signal",
-];
-
-#[derive(Clone, Copy)]
-enum Callback {
-    Init = 0,
-    JoinAttempt = 1,
-    Join = 2,
-    Leave = 3,
-    Loop = 4,
-    Terminate = 5,
-    Signal = 6,
-}
-
-impl Callback {
-    fn name(self) -> &'static str {
-        CALLBACKS[self as usize]
-    }
-}
+/// The dispatcher of a Lua match; presence tables are known by their address.
+type Recorder = DispatchRecorder<usize>;
 
 /// Whether `name` is a Lua module (Nakama names Lua match handlers by module).
 pub(crate) fn has_match(setup: &VmSetup, name: &str) -> bool {
     setup.modules.iter().any(|m| m.name == name)
-}
-
-/// A dispatcher call recorded during a callback.
-enum Action {
-    Broadcast {
-        op_code: i64,
-        data: Bytes,
-        to: Option<Vec<Uuid>>,
-        sender: Option<Arc<Presence>>,
-        reliable: bool,
-        deferred: bool,
-    },
-    Kick(Vec<Uuid>),
-    Label(String),
-}
-
-/// What the dispatcher functions share with the handler.
-#[derive(Default)]
-struct Recorder {
-    actions: Vec<Action>,
-    /// Deferred sends still allowed in this callback.
-    deferred_room: usize,
-    /// Presence tables handed to the script, by address, so a presence passed back (a sender,
-    /// a recipient list) is recognised without parsing its fields.
-    presences: HashMap<usize, Arc<Presence>>,
 }
 
 /// A Lua match handler: one Lua state, the module's callbacks, the match state.
@@ -110,7 +61,7 @@ pub(crate) struct LuaMatch {
     ctx_key: RegistryKey,
     dispatcher_key: RegistryKey,
     state_key: RegistryKey,
-    recorder: Rc<RefCell<Recorder>>,
+    recorder: Rc<Recorder>,
     /// Presence tables of joined players, reused in every tick's messages, with their
     /// addresses (the recorder's keys).
     member_tables: HashMap<Uuid, (RegistryKey, usize)>,
@@ -119,7 +70,7 @@ pub(crate) struct LuaMatch {
 
 thread_local! {
     /// The shared Lua state of this executor thread, per module set ([`MatchVms::PerThread`]).
-    static THREAD_VMS: RefCell<Vec<(usize, Rc<LuaVm>)>> = const { RefCell::new(Vec::new()) };
+    static THREAD_VMS: ThreadVms<LuaVm> = const { ThreadVms::new() };
 }
 
 fn load(setup: VmSetup) -> Result<LuaVm, HandlerError> {
@@ -141,26 +92,13 @@ pub(crate) fn create(
     name: &str,
     vms: MatchVms,
 ) -> Result<Box<dyn MatchHandler>, HandlerError> {
-    let vm = match vms {
-        MatchVms::PerMatch => paced(Rc::new(load(setup)?)),
-        MatchVms::PerThread => {
-            let key = Arc::as_ptr(&setup.modules) as *const () as usize;
-            let existing = THREAD_VMS.with(|vms| {
-                vms.borrow()
-                    .iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, vm)| vm.clone())
-            });
-            match existing {
-                Some(vm) => vm,
-                None => {
-                    let vm = paced(Rc::new(load(setup)?));
-                    THREAD_VMS.with(|vms| vms.borrow_mut().push((key, vm.clone())));
-                    vm
-                }
-            }
-        }
-    };
+    let vm = match_bridge::match_vm(
+        &THREAD_VMS,
+        vms,
+        setup,
+        |_| true,
+        |setup| Ok(paced(Rc::new(load(setup)?))),
+    )?;
     let lua = vm.lua.clone();
     let internal = |e: mlua::Error| HandlerError::failed(format!("match module '{name}': {e}"));
     // `get`, not `raw_get`: once frozen, the library globals live behind `_G`'s `__index`.
@@ -176,8 +114,8 @@ pub(crate) fn create(
             "match module must return a table containing the match callback functions",
         ));
     };
-    let mut callback_keys = Vec::with_capacity(CALLBACKS.len());
-    for callback in CALLBACKS {
+    let mut callback_keys = Vec::with_capacity(Callback::ALL.len());
+    for callback in Callback::ALL.map(|c| c.name(Dialect::Lua)) {
         match module.raw_get::<Value>(callback).map_err(internal)? {
             Value::Function(f) => {
                 callback_keys.push(lua.create_registry_value(f).map_err(internal)?);
@@ -189,7 +127,7 @@ pub(crate) fn create(
             }
         }
     }
-    let recorder = Rc::new(RefCell::new(Recorder::default()));
+    let recorder = Rc::new(Recorder::new(Dialect::Lua));
     let anchor = |value: Value| lua.create_registry_value(value).map_err(internal);
     let ctx_key = anchor(Value::Table(base_context(&lua).map_err(internal)?))?;
     let dispatcher_key = anchor(Value::Table(
@@ -352,9 +290,7 @@ impl LuaMatch {
             table.raw_set("reason", reason as u8)?;
         }
         self.recorder
-            .borrow_mut()
-            .presences
-            .insert(table.to_pointer() as usize, presence.clone());
+            .hand_out(table.to_pointer() as usize, presence.clone());
         Ok(table)
     }
 
@@ -378,10 +314,10 @@ impl LuaMatch {
         args: MultiValue,
         room: usize,
     ) -> Result<MultiValue, HandlerError> {
-        self.recorder.borrow_mut().deferred_room = room;
+        self.recorder.begin(room);
         let function: Function = self
             .lua()
-            .registry_value(&self.callback_keys[callback as usize])
+            .registry_value(&self.callback_keys[callback.index()])
             .map_err(LuaMatch::lua_error)?;
         let run = function.call_async::<MultiValue>(args);
         let guarded = WithDeadline::new(Box::pin(run), ctx.deadline, self.vm.deadline.clone());
@@ -391,54 +327,17 @@ impl LuaMatch {
             None => Err(HandlerError::Timeout),
             Some(Ok(values)) => Ok(values),
             Some(Err(e)) if is_budget(&e) || timed_out => Err(HandlerError::Timeout),
-            Some(Err(e)) => Err(match self.vm.mlua_error(&e, false) {
-                ScriptError::OutOfMemory => HandlerError::OutOfMemory,
-                ScriptError::Timeout => HandlerError::Timeout,
-                ScriptError::Failed { detail, .. } => {
-                    HandlerError::failed(format!("error in {}: {}", callback.name(), detail))
-                }
-                other => HandlerError::failed(format!("error in {}: {other:?}", callback.name())),
-            }),
+            Some(Err(e)) => Err(match_bridge::handler_error(
+                Dialect::Lua,
+                callback,
+                self.vm.mlua_error(&e, false),
+            )),
         }
     }
 
     /// Hands what the callback recorded to the engine's dispatcher, in order.
     fn replay(&mut self, d: &mut Dispatcher<'_>) {
-        let actions = std::mem::take(&mut self.recorder.borrow_mut().actions);
-        for action in actions {
-            match action {
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    deferred: false,
-                } => d.broadcast(op_code, &data, to.as_deref(), sender.as_deref(), reliable),
-                Action::Broadcast {
-                    op_code,
-                    data,
-                    to,
-                    sender,
-                    reliable,
-                    deferred: true,
-                } => {
-                    // Room was checked when the script called; this cannot fail.
-                    let _ = d.broadcast_deferred(
-                        op_code,
-                        &data,
-                        to.as_deref(),
-                        sender.as_deref(),
-                        reliable,
-                    );
-                }
-                Action::Kick(sessions) => d.kick(&sessions),
-                Action::Label(label) => {
-                    // Checked when the script called.
-                    let _ = d.update_label(&label);
-                }
-            }
-        }
+        self.recorder.replay(d);
     }
 
     /// Takes the new state from the first returned value; nil ends the match.
@@ -492,7 +391,7 @@ impl MatchHandler for LuaMatch {
             .call(Callback::Init, ctx, args, 0)?
             .into_iter()
             .collect();
-        self.recorder.borrow_mut().actions.clear();
+        self.recorder.discard();
         if values.len() > 3 {
             return Err(HandlerError::invalid(
                 "match_init returned too many arguments, must be: state, tick rate number, label string",
@@ -654,7 +553,7 @@ impl MatchHandler for LuaMatch {
         self.update_context(ctx)?;
         for p in presences {
             if let Some((_, pointer)) = self.member_tables.remove(&p.session_id) {
-                self.recorder.borrow_mut().presences.remove(&pointer);
+                self.recorder.forget(&pointer);
             }
         }
         let built = (|| -> mlua::Result<MultiValue> {
@@ -762,15 +661,12 @@ impl LuaMatch {
             .values()
             .map(|(_, pointer)| *pointer)
             .collect();
-        self.recorder
-            .borrow_mut()
-            .presences
-            .retain(|pointer, _| kept.contains(pointer));
+        self.recorder.retain(|pointer| kept.contains(pointer));
     }
 }
 
 /// The `dispatcher` table: Nakama's four functions, recording into `recorder`.
-fn dispatcher_table(lua: &Lua, recorder: &Rc<RefCell<Recorder>>) -> mlua::Result<Table> {
+fn dispatcher_table(lua: &Lua, recorder: &Rc<Recorder>) -> mlua::Result<Table> {
     let table = lua.create_table_with_capacity(0, 4)?;
     for (name, deferred) in [
         ("broadcast_message", false),
@@ -778,200 +674,80 @@ fn dispatcher_table(lua: &Lua, recorder: &Rc<RefCell<Recorder>>) -> mlua::Result
     ] {
         let recorder = recorder.clone();
         let function = lua.create_function(move |_, args: MultiValue| {
-            let action = broadcast(&recorder, &args, deferred)?;
-            let mut recorder = recorder.borrow_mut();
-            if let Some(action) = action {
-                if deferred {
-                    if recorder.deferred_room == 0 {
-                        return Err(mlua::Error::runtime(
-                            "error deferring message broadcast: deferred message broadcast buffer full (match.deferred_queue_size)",
-                        ));
-                    }
-                    recorder.deferred_room -= 1;
-                }
-                recorder.actions.push(action);
-            }
-            Ok(())
+            let args: [Arg<LuaTable>; 5] = std::array::from_fn(|i| classify(args.get(i)));
+            recorder.broadcast(&args, deferred).map_err(raise)
         })?;
         table.raw_set(name, function)?;
     }
-    let kick_recorder = recorder.clone();
-    table.raw_set(
-        "match_kick",
-        lua.create_function(move |_, presences: Value| {
-            let sessions = match presences {
-                Value::Nil => return Ok(()),
-                Value::Table(list) => session_ids(&kick_recorder, &list, 1)?,
-                _ => return Err(bad_argument(1, "expects a valid set of presences")),
-            };
-            if !sessions.is_empty() {
-                kick_recorder
-                    .borrow_mut()
-                    .actions
-                    .push(Action::Kick(sessions));
-            }
-            Ok(())
-        })?,
-    )?;
-    let label_recorder = recorder.clone();
-    table.raw_set(
-        "match_label_update",
-        lua.create_function(move |_, label: Value| {
-            let label = match label {
-                Value::String(s) => s.to_string_lossy(),
-                Value::Nil => String::new(),
-                _ => return Err(bad_argument(1, "expects label string")),
-            };
-            if label.len() > MAX_LABEL_BYTES {
-                return Err(mlua::Error::runtime(format!(
-                    "error updating match label: label must be {MAX_LABEL_BYTES} bytes or less"
-                )));
-            }
-            label_recorder
-                .borrow_mut()
-                .actions
-                .push(Action::Label(label));
-            Ok(())
-        })?,
-    )?;
+    let one_argument: [(&str, OneArgument); 2] = [
+        ("match_kick", Recorder::kick),
+        ("match_label_update", Recorder::update_label),
+    ];
+    for (name, call) in one_argument {
+        let recorder = recorder.clone();
+        let function = lua.create_function(move |_, value: Value| {
+            call(&recorder, &classify(Some(&value))).map_err(raise)
+        })?;
+        table.raw_set(name, function)?;
+    }
     Ok(table)
 }
+
+/// A dispatcher function of one argument (`match_kick`, `match_label_update`).
+type OneArgument = fn(&Recorder, &Arg<LuaTable>) -> Result<(), Refusal<mlua::Error>>;
 
 fn bad_argument(position: usize, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{position} ({message})"))
 }
 
-/// `broadcast_message(op_code, data, presences, sender, reliable)`; `None` when nobody is
-/// addressed (an empty presence list).
-fn broadcast(
-    recorder: &Rc<RefCell<Recorder>>,
-    args: &MultiValue,
-    deferred: bool,
-) -> mlua::Result<Option<Action>> {
-    let op_code = match args.front() {
-        Some(Value::Integer(n)) => *n,
-        Some(Value::Number(n)) if n.fract() == 0.0 => *n as i64,
-        _ => return Err(bad_argument(1, "number expected")),
-    };
-    let data = match args.get(1) {
-        None | Some(Value::Nil) => Bytes::new(),
-        Some(Value::String(s)) => Bytes::copy_from_slice(&s.as_bytes()),
-        Some(_) => return Err(bad_argument(2, "expects data to be a string or nil")),
-    };
-    let to = match args.get(2) {
-        None | Some(Value::Nil) => None,
-        Some(Value::Table(list)) => {
-            let sessions = session_ids(recorder, list, 3)?;
-            if sessions.is_empty() {
-                return Ok(None);
-            }
-            Some(sessions)
-        }
-        Some(_) => return Err(bad_argument(3, "expects a valid set of presences")),
-    };
-    let sender = match args.get(3) {
-        None | Some(Value::Nil) => None,
-        Some(Value::Table(table)) => Some(presence_of(recorder, table, 4)?),
-        Some(_) => {
-            return Err(bad_argument(
-                4,
-                "expects presence to have a valid user_id, session_id, and username",
-            ));
-        }
-    };
-    let reliable = match args.get(4) {
-        None | Some(Value::Nil) => true,
-        Some(Value::Boolean(b)) => *b,
-        Some(_) => return Err(bad_argument(5, "boolean expected")),
-    };
-    Ok(Some(Action::Broadcast {
-        op_code,
-        data,
-        to,
-        sender,
-        reliable,
-        deferred,
-    }))
+/// A refused dispatcher call as the Lua error the script sees.
+fn raise(refusal: Refusal<mlua::Error>) -> mlua::Error {
+    match refusal {
+        Refusal::Argument { position, message } => bad_argument(position, &message),
+        Refusal::Failed(message) => mlua::Error::runtime(message),
+        Refusal::Engine(e) => e,
+    }
 }
 
-/// The session ids of a list of presence tables.
-fn session_ids(
-    recorder: &Rc<RefCell<Recorder>>,
-    list: &Table,
-    position: usize,
-) -> mlua::Result<Vec<Uuid>> {
-    let mut ids = Vec::new();
-    for value in list.sequence_values::<Value>() {
-        let Value::Table(presence) = value? else {
-            return Err(bad_argument(position, "expects a valid set of presences"));
-        };
-        if let Some(known) = recorder
-            .borrow()
-            .presences
-            .get(&(presence.to_pointer() as usize))
-        {
-            ids.push(known.session_id);
-            continue;
-        }
-        let session: Value = presence.raw_get("session_id")?;
-        let session = match session {
-            Value::String(s) => Uuid::parse_str(&s.to_string_lossy()).ok(),
-            _ => None,
-        };
-        match session {
-            Some(id) => ids.push(id),
-            None => {
-                return Err(bad_argument(
-                    position,
-                    "expects each presence to have a valid session_id",
-                ));
-            }
-        }
+/// A Lua value as the match bridge's rules see it.
+fn classify(value: Option<&Value>) -> Arg<LuaTable> {
+    match value {
+        None | Some(Value::Nil) => Arg::Absent,
+        Some(Value::Boolean(b)) => Arg::Bool(*b),
+        Some(Value::Integer(n)) => Arg::Integer(*n),
+        Some(Value::Number(n)) if n.fract() == 0.0 => Arg::Integer(*n as i64),
+        Some(Value::Number(n)) => Arg::Number(*n),
+        Some(Value::String(s)) => Arg::Str(Bytes::copy_from_slice(&s.as_bytes())),
+        Some(Value::Table(t)) => Arg::Object(LuaTable(t.clone())),
+        Some(_) => Arg::Other,
     }
-    Ok(ids)
 }
 
-/// A sender presence: one the engine handed out, or one built by the script.
-fn presence_of(
-    recorder: &Rc<RefCell<Recorder>>,
-    table: &Table,
-    position: usize,
-) -> mlua::Result<Arc<Presence>> {
-    if let Some(known) = recorder
-        .borrow()
-        .presences
-        .get(&(table.to_pointer() as usize))
-    {
-        return Ok(known.clone());
+/// A table passed to the dispatcher (a presence, a list of presences, delivery options).
+struct LuaTable(Table);
+
+impl ScriptObject for LuaTable {
+    type Key = usize;
+    type Error = mlua::Error;
+
+    fn items(&self) -> mlua::Result<Option<Vec<Arg<LuaTable>>>> {
+        self.0
+            .sequence_values::<Value>()
+            .map(|item| item.map(|value| classify(Some(&value))))
+            .collect::<mlua::Result<Vec<_>>>()
+            .map(Some)
     }
-    let text = |field: &str| -> mlua::Result<Option<String>> {
-        match table.raw_get::<Value>(field)? {
-            Value::String(s) => Ok(Some(s.to_string_lossy())),
-            _ => Ok(None),
+
+    fn field(&self, name: &str) -> Arg<LuaTable> {
+        match self.0.raw_get::<Value>(name) {
+            Ok(value) => classify(Some(&value)),
+            Err(_) => Arg::Other,
         }
-    };
-    let invalid = || {
-        bad_argument(
-            position,
-            "expects presence to have a valid user_id, session_id, and username",
-        )
-    };
-    let user_id = text("user_id")?
-        .and_then(|s| Uuid::parse_str(&s).ok())
-        .ok_or_else(invalid)?;
-    let session_id = text("session_id")?
-        .and_then(|s| Uuid::parse_str(&s).ok())
-        .ok_or_else(invalid)?;
-    let username = text("username")?
-        .filter(|u| !u.is_empty())
-        .ok_or_else(invalid)?;
-    let node = text("node")?.unwrap_or_default();
-    Ok(Arc::new(Presence {
-        user_id,
-        session_id,
-        username: Arc::from(username),
-        node: Arc::from(node),
-    }))
+    }
+
+    fn key(&self) -> Option<usize> {
+        Some(self.0.to_pointer() as usize)
+    }
 }
 
 /// `nk.register_matchmaker_matched(fn)`: `fn(context, matched_users)` returns the id of a match

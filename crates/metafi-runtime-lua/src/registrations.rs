@@ -10,6 +10,7 @@
 
 use metafi_core::HookKind;
 use metafi_runtime::hooks::{HookMode, SHUTDOWN_KEY, hook_key, warn_unserved_once};
+use metafi_runtime::nk_api::Naming;
 use mlua::{Function, Lua, Table, Value};
 
 use super::VmShared;
@@ -72,7 +73,7 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
 
 fn arg_error(position: usize, function: &str, message: &str) -> mlua::Error {
     mlua::Error::runtime(format!(
-        "bad argument #{position} to '{function}' ({message})"
+        "bad argument #{position} to {function} ({message})"
     ))
 }
 
@@ -151,8 +152,12 @@ fn wrap(lua: &Lua, mode: HookMode, function: Function) -> mlua::Result<Function>
             .map_err(|e| mlua::Error::runtime(format!("failed to decode the hook payload: {e}")))?;
         convert::from_json(lua, &json)
     })?;
-    let encode =
-        lua.create_function(|_, value: Value| Ok(convert::to_json(&value)?.to_string()))?;
+    let encode = lua.create_function(|_, value: Value| {
+        let json = super::nk_value::to_nk(&value, 0)?
+            .to_go_json(Naming::Snake)
+            .map_err(mlua::Error::runtime)?;
+        Ok(json.to_string())
+    })?;
     let source = match mode {
         HookMode::Before => {
             "local decode, encode, fn = ...\nreturn function(ctx, payload)\n  local result = fn(ctx, decode(payload))\n  if result == nil then return '' end\n  return encode(result)\nend"

@@ -11,6 +11,9 @@
 //!   [`EngineMatchHost`] implements it over `metafi-match`, and [`MatchHandlers`] maps handler
 //!   names to the runtime that runs them (Lua modules, JS `registerMatch`, native
 //!   `register_match`) on the match executor threads.
+//! - [`RealtimeHost`] is what `nk.stream_*`, `nk.channel_message_*`, `nk.status_follow` and
+//!   `nk.session_disconnect` need from the realtime layer, injected by the server
+//!   (`RuntimeServices::with_realtime`).
 //!
 //! Threads: each engine has a pool of VM threads (one VM each, modules loaded, a current-thread
 //! tokio runtime); native functions run on the caller's IO runtime. Every call has a time
@@ -28,12 +31,14 @@ pub mod hooks;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
+pub mod match_bridge;
 pub mod match_host;
 pub mod modules;
 pub mod native;
 pub mod nk;
 pub mod nk_api;
 mod pool;
+pub mod realtime_host;
 mod runtime;
 #[cfg(feature = "test-util")]
 pub mod testing;
@@ -49,11 +54,14 @@ pub use host::{
 };
 pub use log_limit::LogLimit;
 pub use match_host::{
-    EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchInfo, MatchListQuery,
-    MatchVms, NoMatches,
+    EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
 };
 pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
-pub use nk::{LogLevel, Nk, RuntimeServices};
+pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
+pub use realtime_host::{
+    ChannelEdit, ChannelSender, RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta,
+    StreamPresence,
+};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;

@@ -1,5 +1,5 @@
-//! The match host: what `nk.match_*` needs from the match engine ([`MatchHost`], with
-//! [`MatchListQuery`] and [`MatchInfo`] as server code sees them), and its implementation over
+//! The match host: what `nk.match_*` needs from the match engine ([`MatchHost`], in the match
+//! engine's own [`ListQuery`] and [`MatchInfo`]), and its implementation over
 //! the engine: which runtime runs a handler name ([`MatchHandlers`]), the [`MatchHost`] over the
 //! match registry ([`EngineMatchHost`]), and the `matchmaker_matched` hook of whichever runtime
 //! registered one. [`NoMatches`] is the host of a runtime built without the match engine.
@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use metafi_core::CoreError;
 use metafi_match::{
     Dispatcher, Flow, HandlerError, HookResult, JoinRequest, JoinVerdict, ListQuery, MatchContext,
-    MatchHandler, MatchInit, MatchMessage, MatchSpec, MatchedEntry, Matches, MatchmakerHook,
-    Params, Presence, PresenceReason,
+    MatchHandler, MatchInfo, MatchInit, MatchMessage, MatchSpec, MatchedEntry, Matches,
+    MatchmakerHook, Params, Presence, PresenceReason,
 };
 use metafi_proto::Code;
 use serde_json::{Map, Value, json};
@@ -32,33 +32,11 @@ pub trait MatchHost: Send + Sync + std::fmt::Debug {
     /// Starts an authoritative match run by handler `module` with `params`; returns its id.
     async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError>;
     /// Lists matches that pass the filters, at most `query.limit`.
-    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError>;
+    async fn list(&self, query: ListQuery) -> Result<Vec<MatchInfo>, CoreError>;
     /// One match, or `None` if there is no such match.
     async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError>;
     /// Calls the match's `match_signal` handler with `data`; returns its reply.
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError>;
-}
-
-/// Filters of `nk.match_list`, with Nakama's meaning: `None` means "any".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MatchListQuery {
-    pub limit: usize,
-    pub authoritative: Option<bool>,
-    pub label: Option<String>,
-    pub min_size: Option<i32>,
-    pub max_size: Option<i32>,
-    pub query: Option<String>,
-}
-
-/// A match as listings show it (Nakama's `api.Match` plus the handler name).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MatchInfo {
-    pub match_id: String,
-    pub authoritative: bool,
-    pub label: Option<String>,
-    pub size: i32,
-    pub tick_rate: Option<i32>,
-    pub handler_name: Option<String>,
 }
 
 /// The match host of a server without the match engine: every call is Unimplemented.
@@ -84,7 +62,7 @@ impl MatchHost for NoMatches {
         Err(NoMatches::unavailable())
     }
 
-    async fn list(&self, _query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+    async fn list(&self, _query: ListQuery) -> Result<Vec<MatchInfo>, CoreError> {
         Err(NoMatches::unavailable())
     }
 
@@ -309,17 +287,6 @@ impl EngineMatchHost {
     }
 }
 
-fn info(m: metafi_match::MatchInfo) -> MatchInfo {
-    MatchInfo {
-        match_id: m.match_id,
-        authoritative: m.authoritative,
-        label: m.label,
-        size: m.size,
-        tick_rate: m.tick_rate,
-        handler_name: m.handler_name,
-    }
-}
-
 #[async_trait]
 impl MatchHost for EngineMatchHost {
     async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError> {
@@ -338,20 +305,12 @@ impl MatchHost for EngineMatchHost {
         Ok(id.to_string())
     }
 
-    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
-        let found = self.matches.list(&ListQuery {
-            limit: query.limit,
-            authoritative: query.authoritative,
-            label: query.label,
-            min_size: query.min_size,
-            max_size: query.max_size,
-            query: query.query,
-        })?;
-        Ok(found.into_iter().map(info).collect())
+    async fn list(&self, query: ListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+        Ok(self.matches.list(&query)?)
     }
 
     async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {
-        Ok(self.matches.get(id)?.map(info))
+        Ok(self.matches.get(id)?)
     }
 
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
@@ -483,10 +442,7 @@ mod tests {
         assert!(error.client_message().contains("not available yet"));
         assert_eq!(host.get("x").await.unwrap_err().code(), Code::Unimplemented);
         assert_eq!(
-            host.list(MatchListQuery::default())
-                .await
-                .unwrap_err()
-                .code(),
+            host.list(ListQuery::default()).await.unwrap_err().code(),
             Code::Unimplemented
         );
         assert_eq!(

@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Clock, CoreError, Objects};
+use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
 };
@@ -18,7 +19,9 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::log_limit::{Admit, LogLimit, LogLimiter};
-use crate::match_host::{MatchHost, MatchInfo, MatchListQuery};
+use crate::match_host::MatchHost;
+use crate::nk_api::{UtilityConfig, UtilityState};
+use crate::realtime_host::RealtimeHost;
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -32,6 +35,24 @@ pub struct RuntimeServices {
     pub store: Arc<dyn Storage>,
     pub matches: Arc<dyn MatchHost>,
     pub clock: Arc<dyn Clock>,
+    /// Limits and settings of the utility functions (local cache, `http_request`,
+    /// `file_read`, custom metrics, `get_config`); defaults unless the server sets them.
+    pub utilities: UtilityConfig,
+    /// Streams, chat channels, status follows and sessions (`nk.stream_*`, …); `None` in a
+    /// runtime built without the realtime layer.
+    pub realtime: Option<Arc<dyn RealtimeHost>>,
+    /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
+    /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
+    pub accounts: Option<AccountServices>,
+}
+
+/// The services behind the account, user, sign-in and session functions: the same ones the
+/// REST handlers use, so a rule holds the same way for clients and for server code.
+#[derive(Debug, Clone)]
+pub struct AccountServices {
+    pub accounts: Arc<Accounts>,
+    pub sessions: Arc<Sessions>,
+    pub users: Arc<Users>,
 }
 
 impl RuntimeServices {
@@ -47,7 +68,29 @@ impl RuntimeServices {
             store,
             matches,
             clock,
+            utilities: UtilityConfig::default(),
+            realtime: None,
+            accounts: None,
         }
+    }
+
+    /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
+    pub fn with_utilities(mut self, utilities: UtilityConfig) -> RuntimeServices {
+        self.utilities = utilities;
+        self
+    }
+
+    /// Adds the realtime layer (`nk.stream_*`, `nk.channel_message_*`, `nk.status_follow`,
+    /// `nk.session_disconnect`).
+    pub fn with_realtime(mut self, realtime: Arc<dyn RealtimeHost>) -> RuntimeServices {
+        self.realtime = Some(realtime);
+        self
+    }
+
+    /// Serves the account, user, sign-in and session functions.
+    pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
+        self.accounts = Some(accounts);
+        self
     }
 }
 
@@ -77,6 +120,8 @@ struct NkInner {
     ran_once: Mutex<HashSet<&'static str>>,
     /// The per-module log rate limit every engine's logger goes through.
     log_limiter: LogLimiter,
+    /// The utility functions' process-wide state: local caches, HTTP clients, metric series.
+    utilities: UtilityState,
 }
 
 impl Nk {
@@ -91,8 +136,10 @@ impl Nk {
         env: Arc<HashMap<String, String>>,
         log_limit: LogLimit,
     ) -> Nk {
+        let utilities = UtilityState::new(&services.utilities);
         Nk {
             inner: Arc::new(NkInner {
+                utilities,
                 services,
                 node,
                 env,
@@ -100,6 +147,11 @@ impl Nk {
                 log_limiter: LogLimiter::new(log_limit),
             }),
         }
+    }
+
+    /// The utility functions' state (`nk_api`).
+    pub(crate) fn utilities(&self) -> &UtilityState {
+        &self.inner.utilities
     }
 
     pub fn node(&self) -> &Arc<str> {
@@ -117,9 +169,26 @@ impl Nk {
         self.inner.ran_once.lock().insert(engine)
     }
 
+    /// The realtime layer, when the server has one.
+    pub fn realtime(&self) -> Option<&Arc<dyn RealtimeHost>> {
+        self.inner.services.realtime.as_ref()
+    }
+
     /// A random (version 4) UUID in its 36-character form.
     pub fn uuid_v4(&self) -> String {
         Uuid::new_v4().to_string()
+    }
+
+    /// The account services, or the error a function `name` raises without them.
+    pub(crate) fn account_services(
+        &self,
+        name: &str,
+    ) -> Result<&AccountServices, crate::nk_api::NkError> {
+        self.inner.services.accounts.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without account services"
+            ))
+        })
     }
 
     /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).
@@ -278,7 +347,7 @@ impl Nk {
         self.inner.services.matches.get(id).await
     }
 
-    pub async fn match_list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+    pub async fn match_list(&self, query: ListQuery) -> Result<Vec<MatchInfo>, CoreError> {
         self.inner.services.matches.list(query).await
     }
 

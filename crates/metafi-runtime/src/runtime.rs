@@ -132,7 +132,13 @@ impl RuntimeBuilder {
         let config = self.config;
         let node: Arc<str> = Arc::from(config.node.as_str());
         let env = Arc::new(config.env.clone());
-        let nk = Nk::with_log_limit(self.services, node.clone(), env.clone(), self.log_limit);
+        let mut services = self.services;
+        // `nk.file_read` reads under the module directory unless the server chose a root.
+        services
+            .utilities
+            .modules_root
+            .get_or_insert_with(|| config.path.clone());
+        let nk = Nk::with_log_limit(services, node.clone(), env.clone(), self.log_limit);
         let mut routes: HashMap<String, Route> = HashMap::new();
         // Match handlers and the matchmaker hook (docs/MATCHES.md).
         let mut native_matches = Vec::new();

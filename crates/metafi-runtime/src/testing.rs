@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use metafi_core::CoreError;
+use metafi_match::{ListQuery, MatchInfo};
 use serde_json::{Map, Value};
 
-use crate::{MatchHost, MatchInfo, MatchListQuery};
+use crate::MatchHost;
 
 /// A match host that records what scripts asked for. `signal("sleep", ms)` sleeps, to play a
 /// slow IO call; `signal("sleep", "gate")` waits at `gate` until the test opens it, a slow IO
@@ -19,7 +20,7 @@ use crate::{MatchHost, MatchInfo, MatchListQuery};
 pub struct FakeMatches {
     pub creates: AtomicUsize,
     pub last_params: parking_lot::Mutex<Option<(String, Map<String, Value>)>>,
-    pub last_query: parking_lot::Mutex<Option<MatchListQuery>>,
+    pub last_query: parking_lot::Mutex<Option<ListQuery>>,
     pub gate: Gate,
 }
 
@@ -82,7 +83,7 @@ impl MatchHost for FakeMatches {
         Ok(format!("match-{n}.node"))
     }
 
-    async fn list(&self, query: MatchListQuery) -> Result<Vec<MatchInfo>, CoreError> {
+    async fn list(&self, query: ListQuery) -> Result<Vec<MatchInfo>, CoreError> {
         *self.last_query.lock() = Some(query.clone());
         Ok(vec![MatchInfo {
             match_id: "listed.node".into(),

@@ -6,6 +6,7 @@
 //! Key items: [`config::Config`], [`Listeners`], [`Node`], [`run`].
 
 pub mod config;
+mod config_view;
 mod examples;
 mod housekeeping;
 mod listeners;
@@ -14,6 +15,7 @@ mod metrics_endpoint;
 mod modules;
 mod node;
 mod quic_edge;
+mod realtime_host;
 mod started;
 mod storage;
 pub mod telemetry;

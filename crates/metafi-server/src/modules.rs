@@ -4,11 +4,15 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
-use metafi_runtime::{MatchHost, Runtime, RuntimeBuilder, RuntimeServices};
+use metafi_runtime::nk_api::UtilityConfig;
+use metafi_runtime::{
+    AccountServices, MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices,
+};
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
 use crate::config::Config;
+use crate::config_view;
 use crate::examples::ExampleModules;
 use crate::telemetry;
 
@@ -20,10 +24,21 @@ pub(crate) async fn start_runtime(
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
+    realtime: Arc<dyn RealtimeHost>,
+    accounts: AccountServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
-    let services = RuntimeServices::new(objects, store, matches, clock);
+    let utilities = UtilityConfig {
+        // `nk.bcrypt_hash` hashes as account passwords are hashed.
+        bcrypt_cost: config.accounts.bcrypt_cost,
+        server_config: Some(Arc::new(config_view::nakama_view(config))),
+        ..config.runtime_utilities.clone()
+    };
+    let services = RuntimeServices::new(objects, store, matches, clock)
+        .with_utilities(utilities)
+        .with_realtime(realtime)
+        .with_accounts(accounts);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

@@ -4,9 +4,10 @@
 //! port 0.
 //!
 //! Start order: storage → sessions, accounts, objects → the realtime registry and router →
-//! the match engine (it delivers through them) → the script runtime (its `nk` creates matches
-//! through the engine) → the runtime's match handlers and matchmaker hook handed to the engine →
-//! channels and `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks.
+//! the match engine (it delivers through them) → channels → the script runtime (its `nk`
+//! creates matches through the engine, and reaches sessions, streams and channels through the
+//! realtime parts and channels: `realtime_host.rs`) → the runtime's match handlers and matchmaker hook handed to the engine →
+//! `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks.
 //!
 //! Runtime and engine need each other: `nk.match_create` needs the engine, and the engine's
 //! script matches need the handlers the runtime's modules register. The engine is built first
@@ -24,7 +25,7 @@ use metafi_core::{
     SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
-use metafi_realtime::{Realtime, RealtimeParts, RealtimeServices};
+use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices};
 use metafi_runtime::EngineMatchHost;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -33,6 +34,7 @@ use crate::config::Config;
 use crate::listeners::{Listeners, NodeAddrs};
 use crate::match_engine::MatchEngine;
 use crate::quic_edge::QuicEdge;
+use crate::realtime_host::NodeRealtimeHost;
 use crate::started::Started;
 use crate::{housekeeping, metrics_endpoint, modules, storage};
 
@@ -136,6 +138,14 @@ impl Node {
     /// Where the node listens.
     pub fn addrs(&self) -> NodeAddrs {
         self.addrs
+    }
+
+    /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
+    pub fn nk(&self) -> Option<metafi_runtime::Nk> {
+        self.started
+            .runtime
+            .as_ref()
+            .map(|runtime| runtime.nk().clone())
     }
 
     /// Stops the node in order: no new connections; matches get `match_terminate` with `grace`
@@ -247,12 +257,34 @@ async fn wire(
     let matchmaking = engine.matchmaking.clone();
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
+    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
+    let channels = Arc::new(Channels::new(
+        store.clone(),
+        Arc::new(NoGroups),
+        clock.clone(),
+    ));
+    // Server code reaches sessions, streams and channels through the same parts `Realtime` is
+    // built on below, so nk works from the first module load on.
+    let realtime_host = Arc::new(NodeRealtimeHost::new(
+        RealtimeControl::new(
+            parts.clone(),
+            channels.clone(),
+            config.realtime.max_followed_users,
+        ),
+        Arc::from(config.runtime.node.as_str()),
+    ));
     let runtime = modules::start_runtime(
         config,
         objects.clone(),
         store.clone(),
         clock.clone(),
         match_host.clone(),
+        realtime_host,
+        metafi_runtime::AccountServices {
+            accounts: accounts.clone(),
+            sessions: sessions.clone(),
+            users: users.clone(),
+        },
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -266,12 +298,6 @@ async fn wire(
     let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
     let rpc: Arc<dyn RpcDispatch> = runtime;
-    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
-    let channels = Arc::new(Channels::new(
-        store.clone(),
-        Arc::new(NoGroups),
-        clock.clone(),
-    ));
     let realtime = Arc::new(
         Realtime::with_parts(
             config.realtime.clone(),

@@ -340,12 +340,12 @@ async fn registrations_check_their_arguments_like_nakama() {
         (
             "bad.lua",
             "local nk = require('nakama')\nnk.register_req_before(function() end, '')",
-            "bad argument #2 to 'register_req_before' (expects method name)",
+            "bad argument #2 to register_req_before (expects method name)",
         ),
         (
             "bad.lua",
             "local nk = require('nakama')\nnk.register_rt_after('x', 'ChannelJoin')",
-            "bad argument #1 to 'register_rt_after' (function expected)",
+            "bad argument #1 to register_rt_after (function expected)",
         ),
         (
             "bad.js",

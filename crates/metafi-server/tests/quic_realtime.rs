@@ -5,66 +5,21 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod support;
+
 use std::time::Duration;
 
 use bytes::Bytes;
 use metafi_client::{
-    ClientError, DeliveryClass, Events, Fingerprint, QuicConfig, QuicConnector, Socket,
-    SocketConfig,
+    ClientError, DeliveryClass, Events, Fingerprint, QuicConfig, QuicConnector, SocketConfig,
 };
 use metafi_proto::realtime::{
-    ChannelJoin, ChannelMessageSend, Envelope, Format, Match, MatchCreate, MatchData, Message,
-    channel_type,
+    ChannelJoin, ChannelMessageSend, Envelope, Match, MatchCreate, MatchData, Message, channel_type,
 };
 use metafi_testkit::{Http, TestNode};
+use support::quic::{connector, fingerprint, quic_socket, ws_socket};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn fingerprint(server: &TestNode) -> Fingerprint {
-    let path = server.data_dir.join("data/quic/fingerprint.txt");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn connector(server: &TestNode) -> QuicConnector {
-    QuicConnector::new(&QuicConfig::pinned(
-        server.quic.expect("QUIC is on by default"),
-        fingerprint(server),
-    ))
-    .unwrap()
-}
-
-async fn quic_socket(server: &TestNode, token: &str) -> (Socket, Events) {
-    connector(server)
-        .connect(token, &SocketConfig::default())
-        .await
-        .unwrap()
-}
-
-async fn ws_socket(server: &TestNode, token: &str) -> (Socket, Events) {
-    let endpoint = metafi_client::Endpoint::resolve(
-        &metafi_client::ClientConfig {
-            server: server.base.clone(),
-            ..metafi_client::ClientConfig::default()
-        },
-        std::sync::Arc::new(metafi_client::net::NetCounters::default()),
-    )
-    .await
-    .unwrap();
-    Socket::connect(
-        &endpoint,
-        token,
-        &SocketConfig {
-            format: Format::Protobuf,
-            ..SocketConfig::default()
-        },
-    )
-    .await
-    .unwrap()
-}
 
 /// The next pushed envelope that `pick` accepts (others are skipped).
 async fn next_where<T>(events: &mut Events, what: &str, pick: impl Fn(Envelope) -> Option<T>) -> T {

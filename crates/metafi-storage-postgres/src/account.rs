@@ -4,7 +4,7 @@
 use deadpool_postgres::ClientWrapper;
 use metafi_storage::{
     Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, StorageError,
-    User,
+    Unlink, User,
 };
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -147,6 +147,165 @@ pub(crate) async fn update_account(
         (false, false) => Err(StorageError::NotFound { what: "user" }),
         (false, true) => Ok(()),
     })
+}
+
+const LINK_CUSTOM: &str = "
+WITH taken AS (
+    SELECT EXISTS (SELECT 1 FROM users WHERE custom_id = $2::text AND id <> $1::uuid) AS taken
+), updated AS (
+    UPDATE users SET custom_id = $2::text, update_time = $3::bigint
+    WHERE id = $1::uuid AND NOT (SELECT taken FROM taken)
+    RETURNING 1
+)
+SELECT (SELECT taken FROM taken), EXISTS (SELECT 1 FROM updated)";
+
+pub(crate) async fn link_custom(
+    client: &ClientWrapper,
+    user_id: Uuid,
+    custom_id: &str,
+    now_ms: i64,
+) -> Outcome<()> {
+    let statement = client.prepare_cached(LINK_CUSTOM).await?;
+    let row = client
+        .query_one(&statement, &[&user_id, &custom_id, &now_ms])
+        .await?;
+    linked(&row, Conflict::CustomId)
+}
+
+const LINK_EMAIL: &str = "
+WITH taken AS (
+    SELECT EXISTS (SELECT 1 FROM users WHERE email = $2::text AND id <> $1::uuid) AS taken
+), updated AS (
+    UPDATE users SET email = $2::text, password = $3::text, update_time = $4::bigint
+    WHERE id = $1::uuid AND NOT (SELECT taken FROM taken)
+    RETURNING 1
+)
+SELECT (SELECT taken FROM taken), EXISTS (SELECT 1 FROM updated)";
+
+pub(crate) async fn link_email(
+    client: &ClientWrapper,
+    user_id: Uuid,
+    email: &str,
+    password_hash: &str,
+    now_ms: i64,
+) -> Outcome<()> {
+    let statement = client.prepare_cached(LINK_EMAIL).await?;
+    let row = client
+        .query_one(&statement, &[&user_id, &email, &password_hash, &now_ms])
+        .await?;
+    linked(&row, Conflict::Email)
+}
+
+/// The answer of a link statement: (taken by another user, updated).
+fn linked(row: &Row, what: Conflict) -> Outcome<()> {
+    let taken: bool = row.try_get(0)?;
+    let updated: bool = row.try_get(1)?;
+    Ok(match (taken, updated) {
+        (true, _) => Err(conflict(what)),
+        (false, false) => Err(StorageError::NotFound { what: "user" }),
+        (false, true) => Ok(()),
+    })
+}
+
+/// Each statement removes the identity only when another one remains (Nakama's guard).
+const UNLINK_DEVICE: &str = "
+WITH removed AS (
+    DELETE FROM user_device WHERE id = $2::text AND user_id = $1::uuid
+    AND (EXISTS (SELECT 1 FROM users WHERE id = $1::uuid
+                 AND (email IS NOT NULL OR custom_id IS NOT NULL))
+         OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid AND id <> $2::text))
+    RETURNING 1
+), bumped AS (
+    UPDATE users SET update_time = $3::bigint
+    WHERE id = $1::uuid AND EXISTS (SELECT 1 FROM removed)
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM removed)";
+
+const UNLINK_CUSTOM: &str = "
+WITH removed AS (
+    UPDATE users SET custom_id = NULL, update_time = $3::bigint
+    WHERE id = $1::uuid AND custom_id IS NOT NULL
+    AND ($2::text IS NULL OR custom_id = $2::text)
+    AND (email IS NOT NULL OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM removed)";
+
+const UNLINK_EMAIL: &str = "
+WITH removed AS (
+    UPDATE users SET email = NULL, password = NULL, update_time = $3::bigint
+    WHERE id = $1::uuid AND email IS NOT NULL
+    AND ($2::text IS NULL OR email = $2::text)
+    AND (custom_id IS NOT NULL OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM removed)";
+
+pub(crate) async fn unlink(
+    client: &ClientWrapper,
+    user_id: Uuid,
+    identity: Unlink<'_>,
+    now_ms: i64,
+) -> Outcome<bool> {
+    let (sql, key) = match identity {
+        Unlink::Device(id) => (UNLINK_DEVICE, Some(id)),
+        Unlink::Custom(id) => (UNLINK_CUSTOM, id),
+        Unlink::Email(email) => (UNLINK_EMAIL, email),
+    };
+    let statement = client.prepare_cached(sql).await?;
+    let row = client
+        .query_one(&statement, &[&user_id, &key, &now_ms])
+        .await?;
+    Ok(Ok(row.try_get(0)?))
+}
+
+/// Devices go with the user row (`ON DELETE CASCADE`); storage objects are deleted here.
+const DELETE_USER: &str = "
+WITH deleted AS (
+    DELETE FROM users WHERE id = $1::uuid RETURNING id
+), objects AS (
+    DELETE FROM storage WHERE user_id = $1::uuid AND EXISTS (SELECT 1 FROM deleted)
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM deleted), (SELECT count(*) FROM objects)";
+
+pub(crate) async fn delete_user(client: &ClientWrapper, user_id: Uuid) -> Outcome<bool> {
+    let statement = client.prepare_cached(DELETE_USER).await?;
+    let row = client.query_one(&statement, &[&user_id]).await?;
+    Ok(Ok(row.try_get(0)?))
+}
+
+pub(crate) async fn set_disable_time(
+    client: &ClientWrapper,
+    ids: &[Uuid],
+    disable_time_ms: Option<i64>,
+) -> Outcome<()> {
+    let statement = client
+        .prepare_cached("UPDATE users SET disable_time = $2::bigint WHERE id = ANY($1::uuid[])")
+        .await?;
+    client
+        .execute(&statement, &[&ids, &disable_time_ms])
+        .await?;
+    Ok(Ok(()))
+}
+
+pub(crate) async fn users_after(
+    client: &ClientWrapper,
+    after: Uuid,
+    limit: usize,
+) -> Result<Vec<User>, StorageError> {
+    let fail = db::read_failed("read users");
+    let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id > $1 ORDER BY id LIMIT $2");
+    let statement = client.prepare_cached(&sql).await.map_err(&fail)?;
+    let rows = client
+        .query(&statement, &[&after, &db::int(limit)])
+        .await
+        .map_err(&fail)?;
+    rows.iter()
+        .map(user_row)
+        .collect::<Result<_, _>>()
+        .map_err(&fail)
 }
 
 pub(crate) async fn find_user(

@@ -39,7 +39,7 @@ use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
     ObjectWrite, Revocation, SessionStore, Storage, StorageError, StorageObject, StorageStats,
-    User, UserRevocation,
+    Unlink, User, UserRevocation,
 };
 use tracing::info;
 use uuid::Uuid;
@@ -232,6 +232,92 @@ impl AccountStore for PostgresStorage {
             .await
     }
 
+    async fn link_custom(
+        &self,
+        user_id: Uuid,
+        custom_id: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        text::check_text("custom id", custom_id, text::MAX_ID_CHARS)?;
+        let custom_id = custom_id.to_owned();
+        self.writers
+            .submit(write_op!(custom_id, |client, id| account::link_custom(
+                client, user_id, &id, now_ms
+            )))
+            .await
+    }
+
+    async fn link_email(
+        &self,
+        user_id: Uuid,
+        email: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        text::check_text("email", email, text::MAX_EMAIL_CHARS)?;
+        let args = (email.to_owned(), password_hash.to_owned());
+        self.writers
+            .submit(write_op!(args, |client, a| account::link_email(
+                client, user_id, &a.0, &a.1, now_ms
+            )))
+            .await
+    }
+
+    async fn unlink(
+        &self,
+        user_id: Uuid,
+        identity: Unlink<'_>,
+        now_ms: i64,
+    ) -> Result<bool, StorageError> {
+        text::check_unlink(identity)?;
+        let (kind, key) = match identity {
+            Unlink::Device(id) => (0u8, Some(id.to_owned())),
+            Unlink::Custom(id) => (1, id.map(str::to_owned)),
+            Unlink::Email(email) => (2, email.map(str::to_owned)),
+        };
+        self.writers
+            .submit(write_op!(key, |client, key| {
+                let key = key.as_deref();
+                let identity = match kind {
+                    0 => Unlink::Device(key.unwrap_or_default()),
+                    1 => Unlink::Custom(key),
+                    _ => Unlink::Email(key),
+                };
+                account::unlink(client, user_id, identity, now_ms)
+            }))
+            .await
+    }
+
+    async fn delete_user(&self, user_id: Uuid) -> Result<bool, StorageError> {
+        self.writers
+            .submit(write_op!((), |client, _unit| account::delete_user(
+                client, user_id
+            )))
+            .await
+    }
+
+    async fn set_disable_time(
+        &self,
+        ids: &[Uuid],
+        disable_time_ms: Option<i64>,
+    ) -> Result<(), StorageError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids = ids.to_vec();
+        self.writers
+            .submit(write_op!(ids, |client, ids| account::set_disable_time(
+                client,
+                &ids,
+                disable_time_ms
+            )))
+            .await
+    }
+
+    async fn users_after(&self, after: Uuid, limit: usize) -> Result<Vec<User>, StorageError> {
+        account::users_after(&*(self.client().await?), after, limit).await
+    }
+
     async fn update_account(
         &self,
         user_id: Uuid,
@@ -345,6 +431,14 @@ impl ObjectStore for PostgresStorage {
         let scope = list_scope(caller, owner);
         let client = self.client().await?;
         object::list(&client, scope, collection, owner, limit, cursor).await
+    }
+
+    async fn objects_of_user(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> Result<Vec<StorageObject>, StorageError> {
+        object::of_user(&*(self.client().await?), owner, limit).await
     }
 
     async fn delete_objects(

@@ -237,6 +237,27 @@ pub(crate) async fn list(
     Ok(object_page(objects, limit))
 }
 
+pub(crate) async fn of_user(
+    client: &ClientWrapper,
+    owner: Uuid,
+    limit: usize,
+) -> Result<Vec<StorageObject>, StorageError> {
+    let fail = db::read_failed("read objects of a user");
+    let sql = format!(
+        "SELECT {OBJECT_COLUMNS} FROM storage s WHERE s.user_id = $1
+         ORDER BY s.collection, s.key LIMIT $2"
+    );
+    let statement = client.prepare_cached(&sql).await.map_err(&fail)?;
+    let rows = client
+        .query(&statement, &[&owner, &db::int(limit)])
+        .await
+        .map_err(&fail)?;
+    rows.iter()
+        .map(object_row)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(&fail)
+}
+
 fn object_row(r: &Row) -> Result<StorageObject, tokio_postgres::Error> {
     let read: i16 = r.try_get(5)?;
     let write: i16 = r.try_get(6)?;

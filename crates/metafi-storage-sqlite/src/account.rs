@@ -3,7 +3,7 @@
 
 use metafi_storage::{
     Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, StorageError,
-    User,
+    Unlink, User,
 };
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
@@ -111,6 +111,158 @@ pub(crate) fn link_device(
             .map(drop)
             .map_err(fail),
     }
+}
+
+pub(crate) fn link_custom(
+    conn: &Connection,
+    user_id: Uuid,
+    custom_id: &str,
+    now_ms: i64,
+) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("link custom id", e);
+    let taken = db::exists(
+        conn,
+        "SELECT 1 FROM users WHERE custom_id = ?1 AND id <> ?2",
+        params![custom_id, user_id],
+    )
+    .map_err(fail)?;
+    if taken {
+        return Err(conflict(Conflict::CustomId));
+    }
+    let changed = conn
+        .prepare_cached("UPDATE users SET custom_id = ?2, update_time = ?3 WHERE id = ?1")
+        .and_then(|mut s| s.execute(params![user_id, custom_id, now_ms]))
+        .map_err(fail)?;
+    if changed == 0 {
+        return Err(StorageError::NotFound { what: "user" });
+    }
+    Ok(())
+}
+
+pub(crate) fn link_email(
+    conn: &Connection,
+    user_id: Uuid,
+    email: &str,
+    password_hash: &str,
+    now_ms: i64,
+) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("link email", e);
+    let taken = db::exists(
+        conn,
+        "SELECT 1 FROM users WHERE email = ?1 AND id <> ?2",
+        params![email, user_id],
+    )
+    .map_err(fail)?;
+    if taken {
+        return Err(conflict(Conflict::Email));
+    }
+    let changed = conn
+        .prepare_cached(
+            "UPDATE users SET email = ?2, password = ?3, update_time = ?4 WHERE id = ?1",
+        )
+        .and_then(|mut s| s.execute(params![user_id, email, password_hash, now_ms]))
+        .map_err(fail)?;
+    if changed == 0 {
+        return Err(StorageError::NotFound { what: "user" });
+    }
+    Ok(())
+}
+
+/// Each statement removes the identity only when another one remains (Nakama's guard).
+pub(crate) fn unlink(
+    conn: &Connection,
+    user_id: Uuid,
+    identity: &OwnedUnlink,
+    now_ms: i64,
+) -> Result<bool, StorageError> {
+    let fail = |e| StorageError::backend("unlink identity", e);
+    let removed = match identity {
+        OwnedUnlink::Device(id) => conn
+            .prepare_cached(
+                "DELETE FROM user_device WHERE id = ?2 AND user_id = ?1
+                 AND (EXISTS (SELECT 1 FROM users WHERE id = ?1
+                              AND (email IS NOT NULL OR custom_id IS NOT NULL))
+                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1 AND id <> ?2))",
+            )
+            .and_then(|mut s| s.execute(params![user_id, id])),
+        OwnedUnlink::Custom(id) => conn
+            .prepare_cached(
+                "UPDATE users SET custom_id = NULL, update_time = ?3
+                 WHERE id = ?1 AND custom_id IS NOT NULL AND (?2 IS NULL OR custom_id = ?2)
+                 AND (email IS NOT NULL
+                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))",
+            )
+            .and_then(|mut s| s.execute(params![user_id, id, now_ms])),
+        OwnedUnlink::Email(email) => conn
+            .prepare_cached(
+                "UPDATE users SET email = NULL, password = NULL, update_time = ?3
+                 WHERE id = ?1 AND email IS NOT NULL AND (?2 IS NULL OR email = ?2)
+                 AND (custom_id IS NOT NULL
+                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))",
+            )
+            .and_then(|mut s| s.execute(params![user_id, email, now_ms])),
+    }
+    .map_err(fail)?;
+    if removed == 0 {
+        return Ok(false);
+    }
+    if matches!(identity, OwnedUnlink::Device(_)) {
+        conn.prepare_cached("UPDATE users SET update_time = ?2 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![user_id, now_ms]))
+            .map_err(fail)?;
+    }
+    Ok(true)
+}
+
+/// An [`Unlink`] that can travel to the writer thread.
+#[derive(Debug, Clone)]
+pub(crate) enum OwnedUnlink {
+    Device(String),
+    Custom(Option<String>),
+    Email(Option<String>),
+}
+
+impl From<Unlink<'_>> for OwnedUnlink {
+    fn from(identity: Unlink<'_>) -> Self {
+        match identity {
+            Unlink::Device(id) => OwnedUnlink::Device(id.to_owned()),
+            Unlink::Custom(id) => OwnedUnlink::Custom(id.map(str::to_owned)),
+            Unlink::Email(email) => OwnedUnlink::Email(email.map(str::to_owned)),
+        }
+    }
+}
+
+/// Devices go with the user row (`ON DELETE CASCADE`); storage objects are deleted here.
+pub(crate) fn delete_user(conn: &Connection, user_id: Uuid) -> Result<bool, StorageError> {
+    let fail = |e| StorageError::backend("delete user", e);
+    let deleted = conn
+        .prepare_cached("DELETE FROM users WHERE id = ?1")
+        .and_then(|mut s| s.execute([user_id]))
+        .map_err(fail)?;
+    if deleted == 0 {
+        return Ok(false);
+    }
+    conn.prepare_cached("DELETE FROM storage WHERE user_id = ?1")
+        .and_then(|mut s| s.execute([user_id]))
+        .map_err(fail)?;
+    Ok(true)
+}
+
+pub(crate) fn set_disable_time(
+    conn: &Connection,
+    ids: &[Uuid],
+    disable_time_ms: Option<i64>,
+) -> Result<(), StorageError> {
+    let fail = |e| StorageError::backend("set disable time", e);
+    let mut statement = conn
+        .prepare_cached("UPDATE users SET disable_time = ?2 WHERE id = ?1")
+        .map_err(fail)?;
+    for id in ids {
+        statement
+            .execute(params![id, disable_time_ms])
+            .map_err(fail)?;
+    }
+    Ok(())
 }
 
 pub(crate) fn update_account(
@@ -284,6 +436,19 @@ fn users_by<K: rusqlite::ToSql>(
         }
     }
     Ok(users)
+}
+
+pub(crate) fn users_after(
+    conn: &Connection,
+    after: Uuid,
+    limit: usize,
+) -> Result<Vec<User>, StorageError> {
+    conn.prepare_cached(user_select!("id > ?1 ORDER BY id LIMIT ?2"))
+        .and_then(|mut s| {
+            s.query_map(params![after, db::int(limit)], user_row)?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| StorageError::backend("read users", e))
 }
 
 fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {

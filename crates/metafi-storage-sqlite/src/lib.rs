@@ -37,7 +37,7 @@ use metafi_storage::{
     Account, AccountStore, AccountUpdate, AuthUser, Caller, ChannelMessage, Direction, IdentityRef,
     MessagePage, MessageStore, NewUser, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore,
     ObjectWrite, Revocation, SessionStore, Storage, StorageError, StorageObject, StorageStats,
-    User, UserRevocation,
+    Unlink, User, UserRevocation,
 };
 use rusqlite::{Connection, OpenFlags};
 use tracing::info;
@@ -218,6 +218,72 @@ impl AccountStore for SqliteStorage {
             .await
     }
 
+    async fn link_custom(
+        &self,
+        user_id: Uuid,
+        custom_id: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        text::check_text("custom id", custom_id, text::MAX_ID_CHARS)?;
+        let custom_id = custom_id.to_owned();
+        self.writer
+            .submit(move |conn| account::link_custom(conn, user_id, &custom_id, now_ms))
+            .await
+    }
+
+    async fn link_email(
+        &self,
+        user_id: Uuid,
+        email: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        text::check_text("email", email, text::MAX_EMAIL_CHARS)?;
+        let (email, hash) = (email.to_owned(), password_hash.to_owned());
+        self.writer
+            .submit(move |conn| account::link_email(conn, user_id, &email, &hash, now_ms))
+            .await
+    }
+
+    async fn unlink(
+        &self,
+        user_id: Uuid,
+        identity: Unlink<'_>,
+        now_ms: i64,
+    ) -> Result<bool, StorageError> {
+        text::check_unlink(identity)?;
+        let identity = account::OwnedUnlink::from(identity);
+        self.writer
+            .submit(move |conn| account::unlink(conn, user_id, &identity, now_ms))
+            .await
+    }
+
+    async fn delete_user(&self, user_id: Uuid) -> Result<bool, StorageError> {
+        self.writer
+            .submit(move |conn| account::delete_user(conn, user_id))
+            .await
+    }
+
+    async fn set_disable_time(
+        &self,
+        ids: &[Uuid],
+        disable_time_ms: Option<i64>,
+    ) -> Result<(), StorageError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids = ids.to_vec();
+        self.writer
+            .submit(move |conn| account::set_disable_time(conn, &ids, disable_time_ms))
+            .await
+    }
+
+    async fn users_after(&self, after: Uuid, limit: usize) -> Result<Vec<User>, StorageError> {
+        self.readers
+            .read(move |conn| account::users_after(conn, after, limit))
+            .await
+    }
+
     async fn update_account(
         &self,
         user_id: Uuid,
@@ -323,6 +389,16 @@ impl ObjectStore for SqliteStorage {
         let collection = collection.to_owned();
         self.readers
             .read(move |conn| object::list(conn, scope, &collection, owner, limit, cursor))
+            .await
+    }
+
+    async fn objects_of_user(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> Result<Vec<StorageObject>, StorageError> {
+        self.readers
+            .read(move |conn| object::of_user(conn, owner, limit))
             .await
     }
 

@@ -188,6 +188,22 @@ pub(crate) fn list(
     Ok(object_page(objects, limit))
 }
 
+pub(crate) fn of_user(
+    conn: &Connection,
+    owner: Uuid,
+    limit: usize,
+) -> Result<Vec<StorageObject>, StorageError> {
+    let sql = format!(
+        "SELECT {OBJECT_COLUMNS} FROM storage WHERE user_id = ?1 ORDER BY collection, key LIMIT ?2"
+    );
+    conn.prepare_cached(&sql)
+        .and_then(|mut s| {
+            s.query_map(params![owner, db::int(limit)], object_row)?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| StorageError::backend("read objects of a user", e))
+}
+
 fn object_row(r: &Row<'_>) -> rusqlite::Result<StorageObject> {
     Ok(StorageObject {
         collection: r.get(0)?,

@@ -80,6 +80,17 @@ pub enum IdentityRef<'a> {
     Username(&'a str),
 }
 
+/// An identity to remove from an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlink<'a> {
+    /// This device id, if the user has it.
+    Device(&'a str),
+    /// The custom id; `Some` only when it is this one.
+    Custom(Option<&'a str>),
+    /// The email address and password; `Some` only when the address is this one.
+    Email(Option<&'a str>),
+}
+
 /// A partial update of the fields a user may change. `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AccountUpdate {
@@ -127,6 +138,53 @@ pub trait AccountStore: Send + Sync {
     /// not an error. Errors with `NotFound` for an unknown user and `Conflict { what: DeviceId }`
     /// when the device belongs to another user.
     async fn link_device(&self, user_id: Uuid, device_id: &str) -> Result<(), StorageError>;
+
+    /// Sets a user's custom id (replacing the one it had) and bumps `update_time`. Errors with
+    /// `NotFound` for an unknown user and `Conflict { what: CustomId }` when another user has
+    /// the id.
+    async fn link_custom(
+        &self,
+        user_id: Uuid,
+        custom_id: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError>;
+
+    /// Sets a user's email address and password hash (replacing those it had) and bumps
+    /// `update_time`. Errors with `NotFound` for an unknown user and `Conflict { what: Email }`
+    /// when another user has the address.
+    async fn link_email(
+        &self,
+        user_id: Uuid,
+        email: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<(), StorageError>;
+
+    /// Removes one identity of a user and bumps `update_time`, unless it is the user's last
+    /// identity (an account must keep a way to sign in). `Ok(false)` when nothing was removed:
+    /// no such user, the user does not have that identity, or it is the last one.
+    async fn unlink(
+        &self,
+        user_id: Uuid,
+        identity: Unlink<'_>,
+        now_ms: i64,
+    ) -> Result<bool, StorageError>;
+
+    /// Deletes a user with its device ids and the storage objects it owns, atomically.
+    /// `Ok(false)` when there is no such user.
+    async fn delete_user(&self, user_id: Uuid) -> Result<bool, StorageError>;
+
+    /// Sets (`Some`: banned since then) or clears (`None`) the disable time of the users among
+    /// `ids` that exist; unknown ids are skipped.
+    async fn set_disable_time(
+        &self,
+        ids: &[Uuid],
+        disable_time_ms: Option<i64>,
+    ) -> Result<(), StorageError>;
+
+    /// Up to `limit` users whose id is greater than `after`, in id order (a random `after`
+    /// gives a random sample, as Nakama's `users_get_random`).
+    async fn users_after(&self, after: Uuid, limit: usize) -> Result<Vec<User>, StorageError>;
 
     /// Applies a partial update and bumps `update_time`. Errors with `NotFound` for an unknown
     /// user and `Conflict { what: Username }` when the new username is taken.

@@ -28,7 +28,7 @@ pub mod support;
 pub mod text;
 
 pub use account::{
-    Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, User,
+    Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
 pub use error::{Conflict, StorageError};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};

@@ -130,6 +130,14 @@ pub trait ObjectStore: Send + Sync {
         cursor: Option<&str>,
     ) -> Result<ObjectPage, StorageError>;
 
+    /// Up to `limit` objects `owner` owns, in every collection, ordered by collection and key
+    /// (an account export).
+    async fn objects_of_user(
+        &self,
+        owner: Uuid,
+        limit: usize,
+    ) -> Result<Vec<StorageObject>, StorageError>;
+
     /// Deletes a batch atomically. A user may delete only its own objects with write
     /// permission 1, and only objects that exist (`NotFound`, as Nakama). Server code deleting
     /// a missing object is a no-op unless a version was given. Errors: `VersionMismatch

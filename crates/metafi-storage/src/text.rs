@@ -9,7 +9,7 @@
 
 use crate::{
     AccountUpdate, ChannelMessage, IdentityRef, NewIdentity, NewUser, ObjectDelete, ObjectId,
-    ObjectWrite, StorageError,
+    ObjectWrite, StorageError, Unlink,
 };
 
 /// Longest storage collection name, in characters (Nakama: `VARCHAR(128)`).
@@ -74,6 +74,15 @@ pub fn check_identity(identity: IdentityRef<'_>) -> Result<(), StorageError> {
         IdentityRef::Custom(id) => refuse_nul("custom id", id),
         IdentityRef::Email(email) => refuse_nul("email", email),
         IdentityRef::Username(name) => refuse_nul("username", name),
+    }
+}
+
+/// An identity to unlink.
+pub fn check_unlink(identity: Unlink<'_>) -> Result<(), StorageError> {
+    match identity {
+        Unlink::Device(id) => refuse_nul("device id", id),
+        Unlink::Custom(id) => id.map_or(Ok(()), |id| refuse_nul("custom id", id)),
+        Unlink::Email(email) => email.map_or(Ok(()), |email| refuse_nul("email", email)),
     }
 }
 

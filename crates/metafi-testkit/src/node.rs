@@ -94,6 +94,14 @@ impl TestNode {
         Ok(node)
     }
 
+    /// The node's `nk` API, to call server functions as its modules would.
+    pub fn nk(&self) -> metafi_runtime::Nk {
+        self.node
+            .as_ref()
+            .and_then(Node::nk)
+            .expect("a running node has a runtime")
+    }
+
     /// An HTTP client for this node.
     pub fn http(&self) -> Http {
         Http::new(&self.base)

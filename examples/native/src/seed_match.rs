@@ -11,10 +11,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_match::{
-    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
-    MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    Dispatcher, Flow, HandlerError, JoinRequest, JoinVerdict, ListQuery, MatchContext,
+    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
-use metafi_runtime::{CallContext, MatchListQuery, Nk, RpcError};
+use metafi_runtime::{CallContext, Nk, RpcError};
 use uuid::Uuid;
 
 /// The handler name `nk.match_create` uses.
@@ -194,7 +194,7 @@ pub async fn get_match(
         .map_or_else(|| nk.uuid_v4(), |u| u.user_id.to_string());
     for _ in 0..ATTEMPTS {
         let found = nk
-            .match_list(MatchListQuery {
+            .match_list(ListQuery {
                 limit: 5,
                 authoritative: Some(true),
                 label: None,

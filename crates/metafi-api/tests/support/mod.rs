@@ -66,6 +66,7 @@ impl TestApi {
             &AccountsConfig {
                 bcrypt_cost: 4,
                 max_concurrent_hashes: 2,
+                max_exported_objects: 100,
             },
             clock.clone(),
         );

@@ -72,7 +72,7 @@ pub struct Arg<'a> {
 }
 
 impl<'a> Arg<'a> {
-    /// An error about this argument: Lua `bad argument #N to 'fn' (message)`, JS a `TypeError`.
+    /// An error about this argument: Lua `bad argument #N to fn (message)`, JS a `TypeError`.
     pub fn error(&self, message: impl Into<Cow<'static, str>>) -> NkError {
         NkError::Arg {
             position: self.position,

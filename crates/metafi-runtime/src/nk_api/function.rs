@@ -76,7 +76,7 @@ impl Unserved {
 /// How an `nk` call failed. Engines raise it in their language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NkError {
-    /// A bad argument. Lua: `bad argument #N to 'name' (message)`; JS: a `TypeError` with the
+    /// A bad argument. Lua: `bad argument #N to name (message)`; JS: a `TypeError` with the
     /// message.
     Arg {
         position: usize,
@@ -109,7 +109,7 @@ impl NkError {
     pub fn lua_message(&self, name: &str) -> String {
         match self {
             NkError::Arg { position, message } => {
-                format!("bad argument #{position} to '{name}' ({message})")
+                format!("bad argument #{position} to {name} ({message})")
             }
             NkError::Failed { message } => message.clone(),
         }

@@ -8,19 +8,88 @@
 //! group's rows to [`functions`]. Functions that need engine state (registrations, `run_once`,
 //! the logger) are bound by each engine itself and listed in `docs/RUNTIME.md`.
 
+mod accounts;
 mod args;
+mod authenticate;
 mod basics;
+mod cache;
+mod channels;
+mod config;
+mod cron;
+mod crypto;
+mod encoding;
+mod files;
 mod function;
+mod http;
+mod json;
+mod later;
+mod links;
+mod matches;
+mod metrics_events;
+pub mod nakama_names;
+mod sessions;
+mod status;
+mod storage;
+mod streams;
+#[cfg(test)]
+mod test_realtime;
+mod unserved;
+mod users;
+mod utilities;
 mod value;
 
+#[cfg(test)]
+mod test_support;
+
 pub use args::{Arg, MapArg, NkArgs};
+pub use cache::LocalCache;
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
+pub use utilities::{UtilityConfig, UtilityState};
 pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
+
+use crate::nk::Nk;
 
 /// Every row of the binding table, group by group.
 pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
-    [basics::FUNCTIONS].into_iter().flatten()
+    [
+        basics::FUNCTIONS,
+        json::FUNCTIONS,
+        storage::FUNCTIONS,
+        matches::FUNCTIONS,
+        encoding::FUNCTIONS,
+        crypto::FUNCTIONS,
+        cron::FUNCTIONS,
+        cache::FUNCTIONS,
+        metrics_events::FUNCTIONS,
+        http::FUNCTIONS,
+        files::FUNCTIONS,
+        config::FUNCTIONS,
+        unserved::FUNCTIONS,
+        streams::FUNCTIONS,
+        channels::FUNCTIONS,
+        status::FUNCTIONS,
+        sessions::FUNCTIONS,
+        accounts::FUNCTIONS,
+        users::FUNCTIONS,
+        authenticate::FUNCTIONS,
+        links::FUNCTIONS,
+        later::FUNCTIONS,
+        TEST_ROWS,
+    ]
+    .into_iter()
+    .flatten()
 }
+
+/// Rows only test builds have (feature `test-util`): `test_echo` / `testEcho` returns its first
+/// argument, so engine tests can check value conversion both ways (binary data included).
+#[cfg(feature = "test-util")]
+const TEST_ROWS: &[NkFunction] = &[NkFunction {
+    lua: Some("test_echo"),
+    js: Some("testEcho"),
+    call: NkCall::Sync(|_, mut args| Ok(args.take(1))),
+}];
+#[cfg(not(feature = "test-util"))]
+const TEST_ROWS: &[NkFunction] = &[];
 
 /// The row Lua calls `name`.
 pub fn lua_function(name: &str) -> Option<&'static NkFunction> {
@@ -30,6 +99,20 @@ pub fn lua_function(name: &str) -> Option<&'static NkFunction> {
 /// The row JavaScript calls `name`.
 pub fn js_function(name: &str) -> Option<&'static NkFunction> {
     functions().find(|f| f.js == Some(name))
+}
+
+/// Calls the function Lua names `name` with snake_case arguments: how native Rust modules
+/// reach any `nk` function of the table (typed methods on [`Nk`] exist for the common ones).
+pub async fn call(nk: &Nk, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {
+    let Some(function) = lua_function(name) else {
+        return Err(NkError::failed(format!("nk.{name} does not exist")));
+    };
+    let args = NkArgs::new(Naming::Snake, args);
+    match function.call {
+        NkCall::Sync(f) => f(nk, args),
+        NkCall::Async(f) => f(nk.clone(), args).await,
+        NkCall::Unserved(why) => Err(why.error(name)),
+    }
 }
 
 #[cfg(test)]

@@ -228,6 +228,14 @@ impl NkValue {
             .unwrap_or(NkValue::Nil)
     }
 
+    /// [`NkValue::to_json`] as Nakama's Go encoder writes script values: whole numbers
+    /// without a fraction (`{code = 1}` gives `1`, not `1.0`; Lua has only doubles).
+    pub fn to_go_json(&self, naming: Naming) -> Result<Json, String> {
+        let mut json = self.to_json(naming)?;
+        whole_floats_as_integers(&mut json);
+        Ok(json)
+    }
+
     /// The value as JSON, with fields spelled as `naming` spells them. Binary data becomes a
     /// string (lossy), non-finite floats an error.
     pub fn to_json(&self, naming: Naming) -> Result<Json, String> {
@@ -254,6 +262,25 @@ impl NkValue {
                 Json::Object(out)
             }
         })
+    }
+}
+
+/// Go writes a whole `float64` without a fraction (`1700000000`, not `1700000000.0`), and
+/// every script number is a float in Go; JSON built from script values must come out the same.
+fn whole_floats_as_integers(json: &mut Json) {
+    match json {
+        Json::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                // Exact: a whole float below 2^53 is an integer of the same value.
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(whole_floats_as_integers),
+        Json::Object(map) => map.values_mut().for_each(whole_floats_as_integers),
+        _ => {}
     }
 }
 

@@ -1,4 +1,4 @@
-//! The `[accounts]` keys, checked: password hashing cost and concurrency.
+//! The `[accounts]` keys, checked: password hashing cost and concurrency, export size.
 
 use metafi_core::AccountsConfig;
 
@@ -13,8 +13,15 @@ pub(super) fn validate(a: &RawAccounts, check: &mut Checker) -> AccountsConfig {
         0,
         1024,
     );
+    let max_exported_objects = check.count(
+        "accounts.max_exported_objects",
+        a.max_exported_objects,
+        1,
+        1_000_000,
+    );
     AccountsConfig {
         bcrypt_cost,
+        max_exported_objects,
         // 0: one per core.
         max_concurrent_hashes: if hashes == 0 { cores() } else { hashes },
     }

@@ -76,6 +76,10 @@ pub struct Config {
     pub match_vms: metafi_runtime::MatchVms,
     /// The per-module log rate limit of server code (`runtime.log_*`).
     pub script_log_limit: metafi_runtime::LogLimit,
+    /// Limits of the `nk` utility functions (`runtime.local_cache_max_entries`,
+    /// `runtime.http_request_max_bytes`, `runtime.file_read_max_bytes`,
+    /// `runtime.metrics_custom_series_max`).
+    pub runtime_utilities: metafi_runtime::nk_api::UtilityConfig,
     /// The QUIC transport (`[quic]`); `None` when disabled.
     pub quic: Option<QuicSettings>,
     /// Failed sign-ins per account and address (`[signin_throttle]`).
@@ -140,6 +144,7 @@ impl TryFrom<RawConfig> for Config {
             matchmaker,
             match_vms,
             script_log_limit: runtime.log_limit,
+            runtime_utilities: runtime.utilities,
             quic,
             signin_throttle,
             raw,

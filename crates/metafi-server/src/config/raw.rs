@@ -89,6 +89,7 @@ pub struct RawDatabase {
 pub struct RawAccounts {
     pub bcrypt_cost: i64,
     pub max_concurrent_hashes: i64,
+    pub max_exported_objects: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +151,15 @@ pub struct RawRuntime {
     pub log_lines_per_second: i64,
     /// Script log lines one module may write at once before the per-second rate applies.
     pub log_burst_lines: i64,
+    /// Entries of each local cache (`nk.localcache_put`); a full cache evicts its oldest entry.
+    pub local_cache_max_entries: i64,
+    /// Largest response body `nk.http_request` reads, bytes; a larger one fails the call.
+    pub http_request_max_bytes: i64,
+    /// Largest file `nk.file_read` reads, bytes.
+    pub file_read_max_bytes: i64,
+    /// Distinct custom metric series (kind, name, labels) scripts may create; new ones past it
+    /// are dropped and counted.
+    pub metrics_custom_series_max: i64,
 }
 
 impl Default for RawConfig {
@@ -228,6 +238,7 @@ impl Default for RawAccounts {
         RawAccounts {
             bcrypt_cost: 10,
             max_concurrent_hashes: 0,
+            max_exported_objects: 10_000,
         }
     }
 }
@@ -278,6 +289,10 @@ impl Default for RawRuntime {
             js_read_only_globals: true,
             log_lines_per_second: 100,
             log_burst_lines: 1_000,
+            local_cache_max_entries: 10_000,
+            http_request_max_bytes: 4_194_304,
+            file_read_max_bytes: 16_777_216,
+            metrics_custom_series_max: 1_000,
         }
     }
 }

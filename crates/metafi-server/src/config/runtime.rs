@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use metafi_runtime::nk_api::UtilityConfig;
 use metafi_runtime::{LogLimit, PoolConfig, RuntimeConfig};
 
 use super::check::{Checker, cores};
@@ -20,6 +21,9 @@ pub(super) struct RuntimeSettings {
     pub http_key: String,
     pub watchdog_grace: Duration,
     pub log_limit: LogLimit,
+    /// The utility functions' limits (`runtime.local_cache_max_entries`, …); the server adds
+    /// the bcrypt cost and the `get_config` view when it starts the runtime.
+    pub utilities: UtilityConfig,
 }
 
 /// `node` is the node's name (`name`); an empty `runtime.path` means `<data_dir>/modules`.
@@ -77,6 +81,33 @@ pub(super) fn validate(
             )),
         }
     }
+    let utilities = UtilityConfig {
+        local_cache_max_entries: check.count(
+            "runtime.local_cache_max_entries",
+            r.local_cache_max_entries,
+            1,
+            10_000_000,
+        ),
+        http_request_max_bytes: check.count(
+            "runtime.http_request_max_bytes",
+            r.http_request_max_bytes,
+            1,
+            1 << 30,
+        ),
+        file_read_max_bytes: check.count(
+            "runtime.file_read_max_bytes",
+            r.file_read_max_bytes,
+            1,
+            1 << 30,
+        ),
+        metrics_custom_series_max: check.count(
+            "runtime.metrics_custom_series_max",
+            r.metrics_custom_series_max,
+            0,
+            1_000_000,
+        ),
+        ..UtilityConfig::default()
+    };
     let path = if r.path.is_empty() {
         data_dir.join("modules")
     } else {
@@ -95,6 +126,7 @@ pub(super) fn validate(
         http_key: r.http_key.clone(),
         watchdog_grace,
         log_limit,
+        utilities,
     }
 }
 

@@ -15,6 +15,7 @@
 mod account;
 pub mod bench;
 mod durability;
+mod identity;
 mod message;
 mod object;
 mod session;
@@ -29,6 +30,7 @@ use futures_util::FutureExt as _;
 
 pub use account::*;
 pub use durability::*;
+pub use identity::*;
 pub use message::*;
 pub use object::*;
 pub use session::*;
@@ -85,6 +87,11 @@ macro_rules! conformance_tests {
             update_account_username_conflict,
             update_account_not_found,
             users_by_id_and_username,
+            link_custom_and_email_conflicts_and_not_found,
+            unlink_never_removes_the_last_identity,
+            delete_user_removes_identities_and_objects,
+            disable_time_bans_and_clears,
+            users_after_and_objects_of_user_in_order,
             revoke_twice_is_ok,
             active_revocations_filter_by_expiry,
             purge_removes_expired_revocations,
