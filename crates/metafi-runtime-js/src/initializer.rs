@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use metafi_runtime::match_bridge::{Callback, Dialect};
+use metafi_runtime::nk_api::{self, Naming, NkArgs, NkCall, NkError};
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
 
@@ -35,7 +36,34 @@ pub(crate) fn object<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Resu
         .with_name("registerMatchmakerMatched")?;
     initializer.set("registerMatchmakerMatched", register_matched)?;
     crate::hooks::install(ctx, shared, &initializer)?;
+    // `initializer.getConfig()`: the Lua `nk.get_config` row, whose keys are the config's own
+    // snake_case names in both languages, as in Nakama.
+    let on_config = shared.clone();
+    let get_config = Function::new(ctx.clone(), move |ctx: Ctx<'js>| {
+        get_config(&ctx, &on_config)
+    })?
+    .with_name("getConfig")?;
+    initializer.set("getConfig", get_config)?;
     Ok(initializer)
+}
+
+fn get_config<'js>(ctx: &Ctx<'js>, shared: &Shared) -> rquickjs::Result<Value<'js>> {
+    let row = nk_api::lua_function("get_config").ok_or_else(|| {
+        Exception::throw_message(ctx, "initializer.getConfig: the nk table has no get_config")
+    })?;
+    let outcome = match row.call {
+        NkCall::Sync(f) => f(&shared.nk, NkArgs::new(Naming::Snake, Vec::new())),
+        NkCall::Async(_) | NkCall::Unserved(_) => Err(NkError::failed(
+            "initializer.getConfig is not available on this server",
+        )),
+    };
+    match outcome {
+        Ok(value) => crate::nk_value::result(ctx, &value),
+        Err(error) => Err(Exception::throw_message(
+            ctx,
+            &error.lua_message("getConfig"),
+        )),
+    }
 }
 
 /// The module whose `InitModule` is running, or an error for a registration made later.
