@@ -328,7 +328,9 @@ impl Channels {
         require_json_object(&content)?;
         let now = self.clock.now_ms();
         let message = ChannelMessage {
-            id: Uuid::new_v4(),
+            // Time-ordered (v7, monotonic within the process): history sorts by (create_time,
+            // id), so messages sent within one millisecond keep the order they were sent in.
+            id: Uuid::now_v7(),
             channel_id: channel.to_string(),
             code: message_code::CHAT,
             sender_id: sender,

@@ -593,7 +593,7 @@ pub fn lua_view(value: Json) -> Json {
 /// A request in proto names renamed to the `lowerCamelCase` JSON names JavaScript modules see
 /// (`refresh_token` → `refreshToken`); the keys of map fields are left as they are.
 pub fn to_js_names(value: Json) -> Json {
-    rename(value, &snake_to_camel)
+    rename(value, &crate::nk_api::camel_case)
 }
 
 /// A JavaScript hook's result read back into proto names (`refreshToken` → `refresh_token`).
@@ -618,22 +618,6 @@ fn rename(value: Json, f: &dyn Fn(&str) -> String) -> Json {
         Json::Array(items) => Json::Array(items.into_iter().map(|v| rename(v, f)).collect()),
         other => other,
     }
-}
-
-fn snake_to_camel(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn camel_to_snake(name: &str) -> String {

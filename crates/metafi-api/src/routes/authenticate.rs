@@ -39,25 +39,14 @@ pub(super) async fn device(
             vars: body.vars,
         },
     };
-    let hook = Hook::AuthenticateDevice;
-    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let AuthenticateRequest {
-        account,
-        create,
-        username,
-    } = request;
-    let identity = Identity::Device { id: account.id };
-    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
-    hooks::after(
+    hooked_sign_in(
         &state,
-        hook,
-        || hooks::anonymous(client.0),
-        Some(&session),
-        kept,
+        client,
+        Hook::AuthenticateDevice,
+        request,
+        |account| (Identity::Device { id: account.id }, account.vars),
     )
-    .await;
-    Ok(Json(session))
+    .await
 }
 
 pub(super) async fn custom(
@@ -75,25 +64,14 @@ pub(super) async fn custom(
             vars: body.vars,
         },
     };
-    let hook = Hook::AuthenticateCustom;
-    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let AuthenticateRequest {
-        account,
-        create,
-        username,
-    } = request;
-    let identity = Identity::Custom { id: account.id };
-    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
-    hooks::after(
+    hooked_sign_in(
         &state,
-        hook,
-        || hooks::anonymous(client.0),
-        Some(&session),
-        kept,
+        client,
+        Hook::AuthenticateCustom,
+        request,
+        |account| (Identity::Custom { id: account.id }, account.vars),
     )
-    .await;
-    Ok(Json(session))
+    .await
 }
 
 pub(super) async fn email(
@@ -112,21 +90,45 @@ pub(super) async fn email(
             vars: body.vars,
         },
     };
-    let hook = Hook::AuthenticateEmail;
-    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
+    hooked_sign_in(
+        &state,
+        client,
+        Hook::AuthenticateEmail,
+        request,
+        |account| {
+            let identity = Identity::Email {
+                email: account.email,
+                password: account.password,
+            };
+            (identity, account.vars)
+        },
+    )
+    .await
+}
+
+/// What every sign-in route shares: the before hook (which may change or drop the request),
+/// the sign-in with the identity the request now names, the after hook with the session.
+async fn hooked_sign_in<A>(
+    state: &ApiState,
+    client: ClientAddress,
+    hook: Hook,
+    request: AuthenticateRequest<A>,
+    identity: impl FnOnce(A) -> (Identity, std::collections::HashMap<String, String>),
+) -> Result<Json<Session>, ApiError>
+where
+    A: serde::Serialize + serde::de::DeserializeOwned + Default,
+{
+    let request = hooks::before(state, hook, || hooks::anonymous(client.0), request).await?;
+    let kept = hooks::keep_for_after(state, hook, &request);
     let AuthenticateRequest {
         account,
         create,
         username,
     } = request;
-    let identity = Identity::Email {
-        email: account.email,
-        password: account.password,
-    };
-    let session = sign_in(&state, client, identity, create, username, account.vars).await?;
+    let (identity, vars) = identity(account);
+    let session = sign_in(state, client, identity, create, username, vars).await?;
     hooks::after(
-        &state,
+        state,
         hook,
         || hooks::anonymous(client.0),
         Some(&session),
