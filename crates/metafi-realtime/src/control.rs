@@ -195,6 +195,17 @@ impl RealtimeControl {
         true
     }
 
+    /// Closes every session of `user_id` on this node, as [`RealtimeControl::disconnect`] does
+    /// one (a ban or an account deletion from server code); returns how many were closed.
+    pub fn disconnect_user(&self, user_id: Uuid, reason: PresenceReason) -> usize {
+        self.parts
+            .registry
+            .user_session_ids(user_id)
+            .into_iter()
+            .filter(|session_id| self.disconnect(*session_id, reason))
+            .count()
+    }
+
     /// Makes a session follow users' status. Nothing for an unknown session (as with Nakama,
     /// where such follows have no effect); an error past `socket.max_followed_users`.
     pub fn follow(&self, session_id: Uuid, user_ids: &[Uuid]) -> Result<(), CoreError> {

@@ -174,6 +174,14 @@ impl Nk {
         self.inner.services.realtime.as_ref()
     }
 
+    /// Closes every live socket of `user_id` on this node (a ban or an account deletion ends
+    /// what the user has open, not only their tokens); nothing without a realtime layer.
+    pub fn disconnect_user(&self, user_id: Uuid) -> usize {
+        self.realtime().map_or(0, |realtime| {
+            realtime.user_disconnect(user_id, metafi_match::PresenceReason::Disconnect)
+        })
+    }
+
     /// A random (version 4) UUID in its 36-character form.
     pub fn uuid_v4(&self) -> String {
         Uuid::new_v4().to_string()

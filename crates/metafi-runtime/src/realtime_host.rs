@@ -144,6 +144,10 @@ pub trait RealtimeHost: Send + Sync + std::fmt::Debug {
     /// `Disconnect`). False when no such session is connected.
     fn session_disconnect(&self, session_id: Uuid, reason: Option<PresenceReason>) -> bool;
 
+    /// Disconnects every session of a user on this node (after a ban or an account deletion);
+    /// returns how many were connected.
+    fn user_disconnect(&self, user_id: Uuid, reason: PresenceReason) -> usize;
+
     /// Makes a session follow users' status (an unknown session: no effect, as in Nakama).
     fn status_follow(&self, session_id: Uuid, user_ids: &[Uuid]) -> Result<(), CoreError>;
 

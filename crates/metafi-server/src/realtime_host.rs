@@ -111,6 +111,10 @@ impl RealtimeHost for NodeRealtimeHost {
             .disconnect(session_id, reason.unwrap_or(PresenceReason::Disconnect))
     }
 
+    fn user_disconnect(&self, user_id: Uuid, reason: PresenceReason) -> usize {
+        self.control.disconnect_user(user_id, reason)
+    }
+
     fn status_follow(&self, session_id: Uuid, user_ids: &[Uuid]) -> Result<(), CoreError> {
         self.control.follow(session_id, user_ids)
     }

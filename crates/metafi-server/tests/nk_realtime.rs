@@ -279,3 +279,33 @@ async fn server_code_streams_chats_follows_and_disconnects_real_clients() {
         .unwrap();
     server.stop().await;
 }
+
+/// A ban from server code ends what the user has open, not only their tokens: their socket is
+/// closed as a server-side disconnect, and other users' sockets stay.
+#[tokio::test]
+async fn banning_a_user_from_server_code_closes_their_open_sockets() {
+    let server = TestNode::start(|_| {}).await;
+    let nk = server.nk();
+    let http = Http::new(&server.base);
+    let (ann, bob) = (user(&http).await, user(&http).await);
+    let mut a = RawClient::connect(&server.base, &ann).await;
+    let mut b = RawClient::connect(&server.base, &bob).await;
+    b.send(serde_json::json!({"cid": "1", "channel_join": {"target": "lobby", "type": 1}}))
+        .await;
+    b.next_with("channel").await;
+    nk_api::call(
+        &nk,
+        "users_ban_id",
+        vec![NkValue::List(vec![bob.id.as_str().into()])],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        b.close_frame().await,
+        (1000, "server-side session disconnect".to_owned())
+    );
+    a.send(serde_json::json!({"cid": "2", "channel_join": {"target": "lobby", "type": 1}}))
+        .await;
+    a.next_with("channel").await;
+    server.stop().await;
+}

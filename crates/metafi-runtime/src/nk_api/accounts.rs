@@ -282,6 +282,7 @@ fn account_delete_id(nk: Nk, args: NkArgs) -> NkFuture {
             .delete(&services.sessions, user_id)
             .await
             .map_err(|e| NkError::core("error while trying to delete account", e))?;
+        nk.disconnect_user(user_id);
         Ok(NkValue::Nil)
     })
 }

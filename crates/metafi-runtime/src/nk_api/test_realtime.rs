@@ -36,6 +36,7 @@ pub enum Asked {
     Close(StreamId),
     Send(StreamId, Box<Envelope>, Option<Vec<Uuid>>),
     Disconnect(Uuid, Option<PresenceReason>),
+    DisconnectUser(Uuid, PresenceReason),
     Follow(Uuid, Vec<Uuid>),
     Unfollow(Uuid, Vec<Uuid>),
     Channel(ChannelSender, ChannelEdit),
@@ -143,6 +144,11 @@ impl RealtimeHost for FakeRealtime {
     fn session_disconnect(&self, session_id: Uuid, reason: Option<PresenceReason>) -> bool {
         self.ask(Asked::Disconnect(session_id, reason));
         true
+    }
+
+    fn user_disconnect(&self, user_id: Uuid, reason: PresenceReason) -> usize {
+        self.ask(Asked::DisconnectUser(user_id, reason));
+        0
     }
 
     fn status_follow(&self, session_id: Uuid, user_ids: &[Uuid]) -> Result<(), CoreError> {

@@ -211,6 +211,9 @@ fn users_ban_id(nk: Nk, args: NkArgs) -> NkFuture {
             .ban(&services.sessions, &ids)
             .await
             .map_err(|e| NkError::core("failed to ban users", e))?;
+        for id in &ids {
+            nk.disconnect_user(*id);
+        }
         Ok(NkValue::Nil)
     })
 }
