@@ -6,7 +6,7 @@
 //! a `TypeError` thrown into the script (a cyclic object: "circular reference"; a BigInt).
 //! Nesting deeper than the interpreter's stack allows is a `RangeError`, never a crash.
 
-use rquickjs::{Array, Ctx, Object, Value};
+use rquickjs::{Array, Ctx, Exception, Object, Value};
 
 /// Reads argument `index` (missing arguments are `undefined`).
 pub(crate) fn arg<'a, 'js>(args: &'a [Value<'js>], index: usize) -> Option<&'a Value<'js>> {
@@ -40,9 +40,35 @@ pub(crate) fn plain_object<'a, 'js>(value: &'a Value<'js>) -> Option<&'a Object<
 }
 
 /// The elements of a JS array; `None` if `value` is not an array.
-pub(crate) fn array_items<'js>(value: &Value<'js>) -> Option<rquickjs::Result<Vec<Value<'js>>>> {
+pub(crate) fn array_items<'js>(
+    ctx: &Ctx<'js>,
+    value: &Value<'js>,
+) -> Option<rquickjs::Result<Vec<Value<'js>>>> {
     let array = value.as_array()?;
-    Some(array.iter::<Value<'js>>().collect())
+    Some(bounded_items(ctx, array))
+}
+
+/// The length of an array. Read as a number: rquickjs's `Array::len` (and `Array::iter`)
+/// assert that it fits an `i32` and panic past it (`l.length = 3e9` in a script).
+pub(crate) fn array_length(array: &Array<'_>) -> rquickjs::Result<usize> {
+    let length: f64 = array.as_object().get("length")?;
+    // A JS array length is a whole number below 2^32.
+    Ok(length as usize)
+}
+
+/// The items of an array, refused with a `RangeError` past
+/// [`MAX_CONVERTED_VALUES`](metafi_runtime::nk_api::MAX_CONVERTED_VALUES) before anything is
+/// reserved.
+fn bounded_items<'js>(ctx: &Ctx<'js>, array: &Array<'js>) -> rquickjs::Result<Vec<Value<'js>>> {
+    let length = array_length(array)?;
+    let limit = metafi_runtime::nk_api::MAX_CONVERTED_VALUES;
+    if length > limit {
+        return Err(Exception::throw_range(
+            ctx,
+            &format!("array too long: {length} items (at most {limit})"),
+        ));
+    }
+    (0..length).map(|i| array.get(i)).collect()
 }
 
 /// `JSON.stringify(value)` as Rust text; `Ok(None)` for values JSON leaves out (`undefined`,

@@ -731,7 +731,7 @@ impl<'js> ScriptObject for JsObject<'js> {
     type Error = rquickjs::Error;
 
     fn items(&self) -> rquickjs::Result<Option<Vec<Arg<JsObject<'js>>>>> {
-        let Some(items) = convert::array_items(&self.0) else {
+        let Some(items) = convert::array_items(self.0.ctx(), &self.0) else {
             return Ok(None);
         };
         items?

@@ -8,7 +8,7 @@
 //! `Bytes` come back as an `ArrayBuffer`. Field names come back camelCase (`userId`); user data
 //! keys (storage values, metadata) are kept as written.
 
-use metafi_runtime::nk_api::{Naming, NkMap, NkValue};
+use metafi_runtime::nk_api::{Naming, NkMap, NkValue, ValueBudget};
 use rquickjs::function::This;
 use rquickjs::{Array, ArrayBuffer, Ctx, Exception, Function, Object, Value};
 
@@ -38,9 +38,11 @@ pub(crate) fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
 /// The arguments of a call.
 pub(crate) fn args<'js>(ctx: &Ctx<'js>, values: &[Value<'js>]) -> rquickjs::Result<Vec<NkValue>> {
     let mut path = Vec::new();
+    // One budget for the whole call (see `ValueBudget`).
+    let mut budget = ValueBudget::default();
     values
         .iter()
-        .map(|v| to_nk(ctx, v, &mut path, false, true))
+        .map(|v| to_nk(ctx, v, &mut path, &mut budget, false, true))
         .collect()
 }
 
@@ -52,6 +54,7 @@ fn to_nk<'js>(
     ctx: &Ctx<'js>,
     value: &Value<'js>,
     path: &mut Vec<Object<'js>>,
+    budget: &mut ValueBudget,
     nested: bool,
     to_json: bool,
 ) -> rquickjs::Result<NkValue> {
@@ -105,14 +108,14 @@ fn to_nk<'js>(
         let method: Value<'js> = object.get("toJSON")?;
         if let Some(method) = method.as_function() {
             let replaced: Value<'js> = method.call((This(object.clone()),))?;
-            return to_nk(ctx, &replaced, path, nested, false);
+            return to_nk(ctx, &replaced, path, budget, nested, false);
         }
     }
     path.push(object.clone());
     let converted = if let Some(array) = value.as_array() {
-        list(ctx, array, path)
+        list(ctx, array, path, budget)
     } else {
-        map(ctx, object, path)
+        map(ctx, object, path, budget)
     };
     path.pop();
     converted
@@ -122,10 +125,17 @@ fn list<'js>(
     ctx: &Ctx<'js>,
     array: &Array<'js>,
     path: &mut Vec<Object<'js>>,
+    budget: &mut ValueBudget,
 ) -> rquickjs::Result<NkValue> {
-    let mut items = Vec::with_capacity(array.len());
-    for item in array.iter::<Value<'js>>() {
-        items.push(to_nk(ctx, &item?, path, true, true)?);
+    // Charged before allocating: `a.length = 4e9` must not reserve 4e9 slots.
+    let length = convert::array_length(array)?;
+    budget
+        .take(length)
+        .map_err(|e| Exception::throw_range(ctx, &e))?;
+    let mut items = Vec::with_capacity(length);
+    for i in 0..length {
+        let item: Value<'js> = array.get(i)?;
+        items.push(to_nk(ctx, &item, path, budget, true, true)?);
     }
     Ok(NkValue::List(items))
 }
@@ -134,6 +144,7 @@ fn map<'js>(
     ctx: &Ctx<'js>,
     object: &Object<'js>,
     path: &mut Vec<Object<'js>>,
+    budget: &mut ValueBudget,
 ) -> rquickjs::Result<NkValue> {
     let mut out = NkMap::new();
     for prop in object.props::<String, Value<'js>>() {
@@ -141,7 +152,10 @@ fn map<'js>(
         if item.is_undefined() || item.is_function() || item.is_symbol() {
             continue;
         }
-        out.insert_data(key, to_nk(ctx, &item, path, true, true)?);
+        budget
+            .take(1)
+            .map_err(|e| Exception::throw_range(ctx, &e))?;
+        out.insert_data(key, to_nk(ctx, &item, path, budget, true, true)?);
     }
     Ok(NkValue::Map(out))
 }
@@ -248,6 +262,23 @@ mod tests {
                 panic!("a map")
             };
             assert_eq!(map.get("n"), Some(&NkValue::Int(1)));
+        });
+    }
+
+    /// Conversion runs outside the VM's memory cap: a value shared many times (2^40 paths
+    /// from 80 objects) or an array with a huge length is refused, not expanded.
+    #[test]
+    fn values_that_expand_past_the_budget_are_refused() {
+        with(|ctx| {
+            install(&ctx).unwrap();
+            let shared: Value<'_> = ctx
+                .eval("var t = {}; for (var i = 0; i < 40; i++) { t = { a: t, b: t }; } t")
+                .unwrap();
+            assert!(args(&ctx, &[shared]).is_err());
+            ctx.catch();
+            let long: Value<'_> = ctx.eval("var l = []; l.length = 4e9; l").unwrap();
+            assert!(args(&ctx, &[long]).is_err());
+            ctx.catch();
         });
     }
 

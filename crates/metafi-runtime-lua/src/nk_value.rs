@@ -10,7 +10,7 @@
 //! Back to Lua: lists are sequences, maps tables with snake_case field names, binary data a
 //! Lua string, and several results (`NkValue::Multi`) several return values.
 
-use metafi_runtime::nk_api::{NkKey, NkMap, NkValue};
+use metafi_runtime::nk_api::{NkKey, NkMap, NkValue, ValueBudget};
 use mlua::{Lua, MultiValue, Table, Value};
 
 use crate::convert::MAX_DEPTH;
@@ -19,17 +19,23 @@ use crate::convert::MAX_DEPTH;
 /// one; those that do are bound by the engine), so it is refused where a value is expected
 /// instead of passing as its text.
 pub(crate) fn args(values: &MultiValue) -> mlua::Result<Vec<NkValue>> {
+    // One budget for the whole call: many arguments cannot add up past it either.
+    let mut budget = ValueBudget::default();
     values
         .iter()
         .map(|v| match v {
             Value::Function(_) => Ok(NkValue::Nil),
-            v => to_nk(v, 0),
+            v => to_nk(v, 0, &mut budget),
         })
         .collect()
 }
 
-/// Lua → [`NkValue`].
-pub(crate) fn to_nk(value: &Value, depth: usize) -> mlua::Result<NkValue> {
+/// Lua → [`NkValue`]; every list item and map entry is charged to `budget`.
+pub(crate) fn to_nk(
+    value: &Value,
+    depth: usize,
+    budget: &mut ValueBudget,
+) -> mlua::Result<NkValue> {
     Ok(match value {
         Value::Nil => NkValue::Nil,
         Value::Boolean(b) => NkValue::Bool(*b),
@@ -42,7 +48,7 @@ pub(crate) fn to_nk(value: &Value, depth: usize) -> mlua::Result<NkValue> {
                 Err(_) => NkValue::Bytes(bytes.to_vec()),
             }
         }
-        Value::Table(t) => table(t, depth)?,
+        Value::Table(t) => table(t, depth, budget)?,
         Value::Function(f) => NkValue::Str(format!("function: {:p}", f.to_pointer())),
         _ => NkValue::Nil,
     })
@@ -56,7 +62,7 @@ fn number(n: f64) -> NkValue {
     }
 }
 
-fn table(table: &Table, depth: usize) -> mlua::Result<NkValue> {
+fn table(table: &Table, depth: usize, budget: &mut ValueBudget) -> mlua::Result<NkValue> {
     if depth >= MAX_DEPTH {
         return Err(mlua::Error::runtime(format!(
             "table nesting deeper than {MAX_DEPTH} levels (a table that contains itself?)"
@@ -77,10 +83,11 @@ fn table(table: &Table, depth: usize) -> mlua::Result<NkValue> {
                 "array too sparse to convert: its largest index is over 16777216",
             ));
         }
+        budget.take(maxn as usize).map_err(mlua::Error::runtime)?;
         let mut items = Vec::with_capacity(maxn as usize);
         for i in 1..=maxn {
             let item: Value = table.raw_get(i)?;
-            items.push(to_nk(&item, depth + 1)?);
+            items.push(to_nk(&item, depth + 1, budget)?);
         }
         return Ok(NkValue::List(items));
     }
@@ -94,7 +101,8 @@ fn table(table: &Table, depth: usize) -> mlua::Result<NkValue> {
             Value::Boolean(b) => b.to_string(),
             other => other.type_name().to_owned(),
         };
-        map.insert_data(key, to_nk(&item, depth + 1)?);
+        budget.take(1).map_err(mlua::Error::runtime)?;
+        map.insert_data(key, to_nk(&item, depth + 1, budget)?);
     }
     Ok(NkValue::Map(map))
 }
@@ -153,7 +161,7 @@ mod tests {
 
     fn nk(lua: &Lua, code: &str) -> NkValue {
         let value: Value = lua.load(code).eval().unwrap();
-        to_nk(&value, 0).unwrap()
+        to_nk(&value, 0, &mut ValueBudget::default()).unwrap()
     }
 
     #[test]
@@ -176,7 +184,25 @@ mod tests {
         assert_eq!(nk(&lua, "return 3.0"), NkValue::Int(3));
         assert_eq!(nk(&lua, "return '\\255\\0'"), NkValue::Bytes(vec![255, 0]));
         let cyclic: Value = lua.load("local t = {} t.t = t return t").eval().unwrap();
-        assert!(to_nk(&cyclic, 0).is_err());
+        assert!(to_nk(&cyclic, 0, &mut ValueBudget::default()).is_err());
+    }
+
+    /// Conversion runs outside the VM's memory cap: a table shared many times (2^40 paths
+    /// from 80 tables) or a sparse array is refused, not expanded.
+    #[test]
+    fn values_that_expand_past_the_budget_are_refused() {
+        let lua = Lua::new();
+        for code in [
+            "local t = {} for i = 1, 40 do t = {a = t, b = t} end return t",
+            "return {[5000000] = 1}",
+        ] {
+            let value: Value = lua.load(code).eval().unwrap();
+            let error = to_nk(&value, 0, &mut ValueBudget::default()).unwrap_err();
+            assert!(
+                error.to_string().contains("value too large"),
+                "{code}: {error}"
+            );
+        }
     }
 
     #[test]

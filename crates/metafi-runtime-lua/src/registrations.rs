@@ -153,9 +153,13 @@ fn wrap(lua: &Lua, mode: HookMode, function: Function) -> mlua::Result<Function>
         convert::from_json(lua, &json)
     })?;
     let encode = lua.create_function(|_, value: Value| {
-        let json = super::nk_value::to_nk(&value, 0)?
-            .to_go_json(Naming::Snake)
-            .map_err(mlua::Error::runtime)?;
+        let json = super::nk_value::to_nk(
+            &value,
+            0,
+            &mut metafi_runtime::nk_api::ValueBudget::default(),
+        )?
+        .to_go_json(Naming::Snake)
+        .map_err(mlua::Error::runtime)?;
         Ok(json.to_string())
     })?;
     let source = match mode {

@@ -45,7 +45,7 @@ pub use args::{Arg, MapArg, NkArgs};
 pub use cache::LocalCache;
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
 pub use utilities::{UtilityConfig, UtilityState};
-pub use value::{Naming, NkKey, NkMap, NkValue, camel_case};
+pub use value::{MAX_CONVERTED_VALUES, Naming, NkKey, NkMap, NkValue, ValueBudget, camel_case};
 
 use crate::nk::Nk;
 

@@ -43,6 +43,42 @@ pub enum NkKey {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NkMap(pub Vec<(NkKey, NkValue)>);
 
+/// Most values (items of lists and entries of maps, counted through every level) one script
+/// value may convert to. Engines convert outside the VM's memory cap, so without a bound a
+/// table shared many times (`t1 = {a = t0, b = t0}`, nested 60 deep) or a sparse array
+/// (`{[16000000] = 1}`) would make the server allocate without limit.
+pub const MAX_CONVERTED_VALUES: usize = 1_000_000;
+
+/// What one conversion may still produce; engines charge every list item and map entry.
+#[derive(Debug)]
+pub struct ValueBudget {
+    left: usize,
+}
+
+impl Default for ValueBudget {
+    fn default() -> ValueBudget {
+        ValueBudget {
+            left: MAX_CONVERTED_VALUES,
+        }
+    }
+}
+
+impl ValueBudget {
+    /// Charges `count` values, or says why the value is refused.
+    pub fn take(&mut self, count: usize) -> Result<(), String> {
+        match self.left.checked_sub(count) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(format!(
+                "value too large to pass to nk: more than {MAX_CONVERTED_VALUES} items in one \
+                 argument (counting nested tables, arrays and objects each time they appear)"
+            )),
+        }
+    }
+}
+
 /// How field names are spelled in a language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Naming {
@@ -365,6 +401,13 @@ mod tests {
             Some(&NkValue::from("a"))
         );
         assert_eq!(js.field("user_id", Naming::Snake), None);
+    }
+
+    #[test]
+    fn a_budget_refuses_past_its_values() {
+        let mut budget = ValueBudget::default();
+        assert!(budget.take(MAX_CONVERTED_VALUES).is_ok());
+        assert!(budget.take(1).is_err());
     }
 
     #[test]
