@@ -2,8 +2,10 @@
 //! `localcache_clear`. One per process and language, as Nakama's (Lua's and JavaScript's do
 //! not share entries), shared by every VM of that language.
 //!
-//! Unlike Nakama's it is bounded: at `runtime.local_cache_max_entries` a put of a new key
-//! first drops expired entries, then evicts the entry written longest ago. TTLs are seconds
+//! Unlike Nakama's it is bounded: at `runtime.local_cache_max_entries` entries, or past
+//! `runtime.local_cache_max_bytes` bytes of values (estimated), a put first drops expired
+//! entries, then evicts the entries written longest ago; a single value over the byte bound
+//! fails the put. TTLs are seconds
 //! on the runtime's clock; expired entries are never returned.
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,6 +42,7 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
 #[derive(Debug)]
 pub struct LocalCache {
     max_entries: usize,
+    max_bytes: usize,
     inner: Mutex<Entries>,
 }
 
@@ -49,6 +52,8 @@ struct Entries {
     /// Keys by write order (`seq`), oldest first: what to evict.
     order: BTreeMap<u64, String>,
     next_seq: u64,
+    /// Sum of the entries' `bytes`.
+    bytes: usize,
 }
 
 #[derive(Debug)]
@@ -57,6 +62,8 @@ struct Entry {
     /// Milliseconds since the epoch; `None`: never expires.
     expires_at_ms: Option<i64>,
     seq: u64,
+    /// Key and value size, estimated ([`NkValue::approx_bytes`]).
+    bytes: usize,
 }
 
 impl Entry {
@@ -66,9 +73,10 @@ impl Entry {
 }
 
 impl LocalCache {
-    pub fn new(max_entries: usize) -> LocalCache {
+    pub fn new(max_entries: usize, max_bytes: usize) -> LocalCache {
         LocalCache {
             max_entries: max_entries.max(1),
+            max_bytes: max_bytes.max(1),
             inner: Mutex::new(Entries::default()),
         }
     }
@@ -85,13 +93,25 @@ impl LocalCache {
         }
     }
 
-    /// Stores `value`; `ttl_sec` 0 keeps it until deleted or evicted.
-    pub fn put(&self, key: &str, value: NkValue, ttl_sec: i64, now_ms: i64) {
+    /// Stores `value`; `ttl_sec` 0 keeps it until deleted or evicted. A value larger than
+    /// the cache's byte bound is refused with the reason.
+    pub fn put(&self, key: &str, value: NkValue, ttl_sec: i64, now_ms: i64) -> Result<(), String> {
+        let bytes = key.len() + value.approx_bytes();
+        if bytes > self.max_bytes {
+            return Err(format!(
+                "value too large for the local cache: about {bytes} bytes, the cache holds {} \
+                 (runtime.local_cache_max_bytes)",
+                self.max_bytes
+            ));
+        }
         let expires_at_ms =
             (ttl_sec > 0).then(|| now_ms.saturating_add(ttl_sec.saturating_mul(1000)));
         let mut entries = self.inner.lock();
         entries.remove(key);
-        if entries.map.len() >= self.max_entries {
+        let full = |entries: &Entries| {
+            entries.map.len() >= self.max_entries || entries.bytes + bytes > self.max_bytes
+        };
+        if full(&entries) {
             // One pass over a full cache (tens of microseconds at 10,000 entries).
             let expired: Vec<String> = entries
                 .map
@@ -103,24 +123,27 @@ impl LocalCache {
                 entries.remove(&key);
             }
         }
-        while entries.map.len() >= self.max_entries {
-            let Some((_, oldest)) = entries.order.pop_first() else {
+        while full(&entries) {
+            let Some(oldest) = entries.order.first_key_value().map(|(_, key)| key.clone()) else {
                 break;
             };
-            entries.map.remove(&oldest);
+            entries.remove(&oldest);
             metrics::counter!("metafi_runtime_local_cache_evictions_total").increment(1);
         }
         let seq = entries.next_seq;
         entries.next_seq += 1;
         entries.order.insert(seq, key.to_owned());
+        entries.bytes += bytes;
         entries.map.insert(
             key.to_owned(),
             Entry {
                 value,
                 expires_at_ms,
                 seq,
+                bytes,
             },
         );
+        Ok(())
     }
 
     pub fn delete(&self, key: &str) {
@@ -131,6 +154,7 @@ impl LocalCache {
         let mut entries = self.inner.lock();
         entries.map.clear();
         entries.order.clear();
+        entries.bytes = 0;
     }
 
     pub fn len(&self) -> usize {
@@ -146,6 +170,7 @@ impl Entries {
     fn remove(&mut self, key: &str) {
         if let Some(entry) = self.map.remove(key) {
             self.order.remove(&entry.seq);
+            self.bytes -= entry.bytes;
         }
     }
 }
@@ -198,7 +223,9 @@ fn localcache_put(nk: &Nk, mut args: NkArgs) -> Result<NkValue, NkError> {
         }
     }
     let value = args.take(2);
-    cache(nk, &args).put(&key, value, ttl, nk.time_ms());
+    cache(nk, &args)
+        .put(&key, value, ttl, nk.time_ms())
+        .map_err(NkError::failed)?;
     Ok(NkValue::Nil)
 }
 
@@ -292,6 +319,56 @@ mod tests {
         assert_eq!(
             on(&t.nk, Naming::Camel, "localcacheGet", vec!["d".into()]).await,
             Ok("d".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn the_byte_bound_evicts_the_oldest_and_refuses_a_value_larger_than_the_cache() {
+        let t = nk_with(UtilityConfig {
+            local_cache_max_bytes: 1_000,
+            ..UtilityConfig::default()
+        })
+        .await;
+        let big = "x".repeat(400);
+        for key in ["a", "b", "c"] {
+            on(
+                &t.nk,
+                Naming::Snake,
+                "localcache_put",
+                vec![key.into(), big.as_str().into()],
+            )
+            .await
+            .unwrap();
+        }
+        assert_eq!(
+            t.nk.utilities().lua_cache.len(),
+            2,
+            "two of 400 bytes fit 1,000"
+        );
+        assert_eq!(
+            on(&t.nk, Naming::Snake, "localcache_get", vec!["a".into()]).await,
+            Ok(NkValue::Nil),
+            "the oldest entry went"
+        );
+        let huge = "x".repeat(2_000);
+        let refused = on(
+            &t.nk,
+            Naming::Snake,
+            "localcache_put",
+            vec!["h".into(), huge.as_str().into()],
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            refused
+                .lua_message("localcache_put")
+                .contains("runtime.local_cache_max_bytes"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            t.nk.utilities().lua_cache.len(),
+            2,
+            "a refused put evicts nothing"
         );
     }
 

@@ -21,6 +21,9 @@ pub struct UtilityConfig {
     /// Most entries of each local cache (`runtime.local_cache_max_entries`); a put of a new
     /// key into a full cache drops the expired entries, then the oldest written.
     pub local_cache_max_entries: usize,
+    /// Bytes of values each local cache holds, estimated (`runtime.local_cache_max_bytes`);
+    /// puts evict the oldest entries past it.
+    pub local_cache_max_bytes: usize,
     /// Largest response body `nk.http_request` reads (`runtime.http_request_max_bytes`).
     pub http_request_max_bytes: usize,
     /// Largest file `nk.file_read` reads (`runtime.file_read_max_bytes`).
@@ -37,6 +40,7 @@ pub struct UtilityConfig {
 
 impl UtilityConfig {
     pub const DEFAULT_LOCAL_CACHE_MAX_ENTRIES: usize = 10_000;
+    pub const DEFAULT_LOCAL_CACHE_MAX_BYTES: usize = 64 << 20;
     pub const DEFAULT_HTTP_REQUEST_MAX_BYTES: usize = 4 << 20;
     pub const DEFAULT_FILE_READ_MAX_BYTES: usize = 16 << 20;
     pub const DEFAULT_METRICS_CUSTOM_SERIES_MAX: usize = 1_000;
@@ -49,6 +53,7 @@ impl Default for UtilityConfig {
         UtilityConfig {
             modules_root: None,
             local_cache_max_entries: Self::DEFAULT_LOCAL_CACHE_MAX_ENTRIES,
+            local_cache_max_bytes: Self::DEFAULT_LOCAL_CACHE_MAX_BYTES,
             http_request_max_bytes: Self::DEFAULT_HTTP_REQUEST_MAX_BYTES,
             file_read_max_bytes: Self::DEFAULT_FILE_READ_MAX_BYTES,
             metrics_custom_series_max: Self::DEFAULT_METRICS_CUSTOM_SERIES_MAX,
@@ -79,8 +84,11 @@ pub struct UtilityState {
 impl UtilityState {
     pub fn new(config: &UtilityConfig) -> UtilityState {
         UtilityState {
-            lua_cache: LocalCache::new(config.local_cache_max_entries),
-            js_cache: LocalCache::new(config.local_cache_max_entries),
+            lua_cache: LocalCache::new(
+                config.local_cache_max_entries,
+                config.local_cache_max_bytes,
+            ),
+            js_cache: LocalCache::new(config.local_cache_max_entries, config.local_cache_max_bytes),
             http: HttpClients::default(),
             series: SeriesLimit::new(config.metrics_custom_series_max),
             cpu_permits: Arc::new(Semaphore::new(

@@ -238,6 +238,25 @@ impl NkValue {
         }
     }
 
+    /// Roughly the bytes the value holds: text and binary lengths, key lengths, and 16 bytes
+    /// per value (what bounds by size, such as the local cache, count).
+    pub fn approx_bytes(&self) -> usize {
+        const PER_VALUE: usize = 16;
+        PER_VALUE
+            + match self {
+                NkValue::Str(s) => s.len(),
+                NkValue::Bytes(b) => b.len(),
+                NkValue::List(items) | NkValue::Multi(items) => {
+                    items.iter().map(NkValue::approx_bytes).sum()
+                }
+                NkValue::Map(map) => map
+                    .iter()
+                    .map(|(key, value)| key.spelled(Naming::Snake).len() + value.approx_bytes())
+                    .sum(),
+                _ => 0,
+            }
+    }
+
     /// JSON as a value: objects become maps with [`NkKey::Data`] keys.
     pub fn from_json(json: &Json) -> NkValue {
         match json {

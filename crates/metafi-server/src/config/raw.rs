@@ -153,6 +153,8 @@ pub struct RawRuntime {
     pub log_burst_lines: i64,
     /// Entries of each local cache (`nk.localcache_put`); a full cache evicts its oldest entry.
     pub local_cache_max_entries: i64,
+    /// Bytes of values each local cache holds, estimated; past it the oldest entries go.
+    pub local_cache_max_bytes: i64,
     /// Largest response body `nk.http_request` reads, bytes; a larger one fails the call.
     pub http_request_max_bytes: i64,
     /// Largest file `nk.file_read` reads, bytes.
@@ -290,6 +292,7 @@ impl Default for RawRuntime {
             log_lines_per_second: 100,
             log_burst_lines: 1_000,
             local_cache_max_entries: 10_000,
+            local_cache_max_bytes: 67_108_864,
             http_request_max_bytes: 4_194_304,
             file_read_max_bytes: 16_777_216,
             metrics_custom_series_max: 1_000,

@@ -88,6 +88,12 @@ pub(super) fn validate(
             1,
             10_000_000,
         ),
+        local_cache_max_bytes: check.count(
+            "runtime.local_cache_max_bytes",
+            r.local_cache_max_bytes,
+            1,
+            1 << 40,
+        ),
         http_request_max_bytes: check.count(
             "runtime.http_request_max_bytes",
             r.http_request_max_bytes,
