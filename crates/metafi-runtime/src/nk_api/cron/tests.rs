@@ -230,3 +230,25 @@ async fn rows_take_nakamas_arguments() {
         })
     );
 }
+
+/// Timestamps come from scripts: the extremes of i64 give an answer or "no match", never an
+/// overflow panic.
+#[test]
+fn extreme_timestamps_never_overflow() {
+    for expression in [
+        "* * * * *",
+        "0 0 29 2 *",
+        "0 0 1 1 * 2099",
+        "*/7 * * * * * *",
+    ] {
+        let schedule = Schedule::parse(expression).unwrap();
+        for timestamp in [i64::MIN, i64::MIN + 1, -1, 1, i64::MAX - 1, i64::MAX] {
+            if let Some(next) = schedule.next_after(timestamp) {
+                assert!(next > timestamp, "{expression} after {timestamp}: {next}");
+            }
+            if let Some(prev) = schedule.last_before(timestamp) {
+                assert!(prev < timestamp, "{expression} before {timestamp}: {prev}");
+            }
+        }
+    }
+}
