@@ -1,6 +1,7 @@
 //! The services behind every MetaFi edge: accounts (sign-in with its throttle, profile), other
 //! users' profiles, session tokens and their revocation, storage objects, chat channels, and the
-//! RPC seam to the runtime, and the hooks around client calls ([`hooks`]). REST handlers,
+//! RPC seam to the runtime, the hooks around client calls ([`hooks`]), and the seam through
+//! which features notify users ([`notify`]). REST handlers,
 //! realtime sockets and runtime modules all call these,
 //! so a rule (validation, a ban, a logout) holds the same way everywhere.
 //!
@@ -19,6 +20,7 @@ mod clock;
 mod error;
 pub mod hooks;
 mod jwt;
+pub mod notify;
 pub mod objects;
 mod password;
 mod revocations;
@@ -34,6 +36,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
+pub use notify::{NewNotification, Notifier};
 pub use objects::Objects;
 pub use password::PasswordHasher;
 pub use revocations::Revocations;
