@@ -29,6 +29,7 @@ export const server = process.env.METAFI_TEST_SERVER ?? "metafi";
  */
 export const KNOWN_DIFFERENCES = {
   "delete-account": "DELETE /v2/account (the client's deleteAccount) is 405; Nakama deletes the account",
+  "lua-arg-error-name": "gopher-lua names a function in 'bad argument' errors as the call site did ('(anonymous)' under pcall(nk.f, …)); MetaFi always uses the nk function's name (LuaJIT cannot tell a pcall from a tail call)",
   "rpc-get-payload": "deliberate (README): GET /v2/rpc/{id}?payload=… hands the query's payload to the function, as nakama-js rpcHttpKey expects; Nakama 3.40 ignores it (empty payload)",
 };
 

@@ -36,9 +36,29 @@ fn encode(args: NkArgs) -> Result<NkValue, NkError> {
 
 fn decode(args: NkArgs) -> Result<NkValue, NkError> {
     let text = args.at(1).non_empty("expects JSON string")?;
-    let json: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| NkError::failed(format!("not a valid JSON string: {e}")))?;
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        NkError::failed(format!("not a valid JSON string: {}", go_reason(&e, text)))
+    })?;
     Ok(NkValue::from_json(&json))
+}
+
+/// The reason in the words of Go's `encoding/json` (what Nakama's scripts see) for the two
+/// cases scripts meet most: truncated input and text after the value. Other syntax errors
+/// keep serde_json's wording, which names the line and column.
+fn go_reason(error: &serde_json::Error, text: &str) -> String {
+    if error.is_eof() {
+        return "unexpected end of JSON input".to_owned();
+    }
+    let message = error.to_string();
+    if message.starts_with("trailing characters")
+        && let Some(found) = text
+            .lines()
+            .nth(error.line().saturating_sub(1))
+            .and_then(|line| line.chars().nth(error.column().saturating_sub(1)))
+    {
+        return format!("invalid character '{found}' after top-level value");
+    }
+    message
 }
 
 #[cfg(test)]
@@ -85,6 +105,19 @@ mod tests {
         assert!(
             message.starts_with("not a valid JSON string: "),
             "{message}"
+        );
+        let reason = |text: &str| match decode(lua(vec![text.into()])).unwrap_err() {
+            NkError::Failed { message } => message,
+            other => panic!("a failure, not {other:?}"),
+        };
+        // Go's words, as Nakama's scripts see them.
+        assert_eq!(
+            reason("{"),
+            "not a valid JSON string: unexpected end of JSON input"
+        );
+        assert_eq!(
+            reason("{} x"),
+            "not a valid JSON string: invalid character 'x' after top-level value"
         );
         let NkValue::Map(map) = decode(lua(vec![r#"{"user_id":1}"#.into()])).unwrap() else {
             panic!("a map")
