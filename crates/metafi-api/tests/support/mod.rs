@@ -95,6 +95,12 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            notifications: Arc::new(metafi_core::Notifications::new(
+                store.clone(),
+                clock.clone(),
+                Arc::new(metafi_core::NoPush),
+                metafi_core::NotificationsConfig::default(),
+            )),
         };
         TestApi {
             state,
