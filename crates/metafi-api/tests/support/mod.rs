@@ -167,6 +167,8 @@ impl OnlineUsers for Online {
 pub struct Api {
     router: Router,
     pub online: Arc<Online>,
+    /// The notifications service behind `/v2/notification` (tests send through it).
+    pub notifications: Arc<metafi_core::Notifications>,
     _api: TestApi,
 }
 
@@ -186,6 +188,7 @@ impl Api {
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         Api {
+            notifications: state.notifications.clone(),
             router: metafi_api::router(state),
             online,
             _api: api,
