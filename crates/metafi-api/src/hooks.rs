@@ -289,6 +289,22 @@ pub(crate) struct ListStorageObjectsRequest {
     pub(crate) cursor: String,
 }
 
+/// `ListNotificationsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct ListNotificationsRequest {
+    pub(crate) limit: Option<i64>,
+    pub(crate) cacheable_cursor: String,
+}
+
+/// `DeleteNotificationsRequest`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct DeleteNotificationsRequest {
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) ids: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{
+    Accounts, Channels, Hooks, Notifications, Objects, RpcDispatch, Sessions, Users,
+};
 
 use crate::HttpConfig;
 
@@ -36,4 +38,6 @@ pub struct ApiState {
     pub matches: metafi_match::Matches,
     /// Before/after hooks of the runtime's modules (`NoHooks` when none).
     pub hooks: Arc<dyn Hooks>,
+    /// The user's notifications (`/v2/notification`).
+    pub notifications: Arc<Notifications>,
 }

@@ -86,6 +86,8 @@ hooks! {
     WriteStorageObjects Api "WriteStorageObjects" true;
     DeleteStorageObjects Api "DeleteStorageObjects" true;
     ListStorageObjects Api "ListStorageObjects" true;
+    ListNotifications Api "ListNotifications" true;
+    DeleteNotifications Api "DeleteNotifications" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

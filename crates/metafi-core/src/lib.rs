@@ -11,7 +11,7 @@
 //!
 //! Must not depend on: HTTP frameworks, sockets, script engines, a particular storage backend.
 //! Key types: [`Accounts`], [`Users`] (with the [`OnlineUsers`] seam), [`Sessions`], [`Objects`],
-//! [`Channels`], [`TokenKeys`],
+//! [`Channels`], [`Notifications`] (with the [`NotificationPush`] seam), [`TokenKeys`],
 //! [`SessionClaims`], [`Clock`].
 
 mod accounts;
@@ -20,6 +20,7 @@ mod clock;
 mod error;
 pub mod hooks;
 mod jwt;
+pub mod notifications;
 pub mod notify;
 pub mod objects;
 mod password;
@@ -36,6 +37,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
+pub use notifications::{
+    Broadcast, NoPush, NotificationPage, NotificationPush, Notifications, NotificationsConfig,
+};
 pub use notify::{NewNotification, Notifier};
 pub use objects::Objects;
 pub use password::PasswordHasher;

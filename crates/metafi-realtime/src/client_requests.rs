@@ -337,7 +337,8 @@ impl Realtime {
                     content,
                     NOTIFICATION_DM_REQUEST,
                     Some(session.user_id()),
-                );
+                )
+                .await;
             }
         }
         let presences = present

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use metafi_core::{Channels, Clock, Hooks, NoHooks, RpcDispatch};
+use metafi_core::{Channels, Clock, Hooks, NewNotification, NoHooks, Notifier, RpcDispatch};
 use metafi_match::PresenceReason;
 use metafi_proto::api::Notification;
 use metafi_proto::realtime::{
@@ -179,6 +179,9 @@ pub struct Realtime {
     pub(crate) matches: Option<MatchServices>,
     /// Before/after hooks on client messages (see `message_hooks.rs`); `NoHooks` by default.
     pub(crate) hooks: Arc<dyn Hooks>,
+    /// The notifications service, for what the server tells users (direct-chat requests);
+    /// without it those are only pushed live, not stored.
+    pub(crate) notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl Realtime {
@@ -198,7 +201,15 @@ impl Realtime {
             parts,
             matches: None,
             hooks: Arc::new(NoHooks),
+            notifier: None,
         }
+    }
+
+    /// Sends the server's notifications (direct-chat requests) through the notifications
+    /// service: stored and pushed, as Nakama does.
+    pub fn with_notifier(mut self, notifier: Arc<dyn Notifier>) -> Realtime {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Adds the runtime's before/after hooks on client messages.
@@ -325,16 +336,32 @@ impl Realtime {
         self.parts.deliver(changes);
     }
 
-    /// A notification pushed live to every session of `user_id`. Not stored: MetaFi has no
-    /// notification storage yet, so `persistent` is false.
-    pub(crate) fn notify(
+    /// A notification from the server to `user_id` (a direct-chat request): through the
+    /// notifications service when the server has one (stored, as Nakama keeps these, and pushed
+    /// to every socket of the user); otherwise only pushed live. A failure is logged: the
+    /// request that caused it (a channel join) still succeeds, as in Nakama.
+    pub(crate) async fn notify(
         &self,
         user_id: Uuid,
         subject: String,
         content: String,
         code: i32,
         sender: Option<Uuid>,
-    ) -> usize {
+    ) {
+        if let Some(notifier) = &self.notifier {
+            let notification = NewNotification {
+                user_id,
+                subject,
+                content,
+                code,
+                sender_id: sender,
+                persistent: true,
+            };
+            if let Err(e) = notifier.notify(vec![notification]).await {
+                tracing::warn!(%user_id, code, error = %e, "failed to send a notification");
+            }
+            return;
+        }
         let notification = Notification {
             id: Uuid::new_v4().to_string(),
             subject,
@@ -354,7 +381,7 @@ impl Realtime {
                     notifications: vec![notification],
                 }),
             ),
-        )
+        );
     }
 
     fn close_other_sessions(&self, session: &Session) {

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Notifications, Objects, Sessions, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Notifications (`nk.notification_send`, `notifications_list`, …); `None` where the
+    /// server did not set them.
+    pub notifications: Option<Arc<Notifications>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            notifications: None,
         }
     }
 
@@ -84,6 +88,12 @@ impl RuntimeServices {
     /// `nk.session_disconnect`).
     pub fn with_realtime(mut self, realtime: Arc<dyn RealtimeHost>) -> RuntimeServices {
         self.realtime = Some(realtime);
+        self
+    }
+
+    /// Serves the notification functions.
+    pub fn with_notifications(mut self, notifications: Arc<Notifications>) -> RuntimeServices {
+        self.notifications = Some(notifications);
         self
     }
 
@@ -195,6 +205,18 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The notifications service, or the error a function `name` raises without it.
+    pub(crate) fn notifications(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<Notifications>, crate::nk_api::NkError> {
+        self.inner.services.notifications.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without notifications"
             ))
         })
     }

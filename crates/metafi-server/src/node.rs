@@ -21,11 +21,11 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions,
-    SignInThrottle, SystemClock, TokenKeys, Users,
+    Accounts, Channels, Clock, NoGroups, Notifications, Notifier, Objects, Revocations,
+    RpcDispatch, Sessions, SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
-use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices};
+use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices, SessionPush};
 use metafi_runtime::EngineMatchHost;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -244,6 +244,15 @@ async fn wire(
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
+    // Notifications reach sockets through the same parts. Every feature that notifies users
+    // takes this one as its `Arc<dyn Notifier>` (`notifier` below).
+    let notifications = Arc::new(Notifications::new(
+        store.clone(),
+        clock.clone(),
+        Arc::new(SessionPush::new(&parts)),
+        config.notifications,
+    ));
+    let notifier: Arc<dyn Notifier> = notifications.clone();
     // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
     // of this node (status presence, as Nakama).
     let users = Arc::new(Users::new(
@@ -285,6 +294,7 @@ async fn wire(
             sessions: sessions.clone(),
             users: users.clone(),
         },
+        notifications.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -310,7 +320,8 @@ async fn wire(
             parts,
         )
         .with_matches(match_services)
-        .with_hooks(hooks.clone()),
+        .with_hooks(hooks.clone())
+        .with_notifier(notifier),
     );
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
@@ -338,6 +349,7 @@ async fn wire(
         rpc,
         matches: matches.clone(),
         hooks,
+        notifications,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -21,6 +21,7 @@ mod connect;
 mod db;
 mod message;
 mod migrate;
+mod notification_store;
 mod object;
 mod session;
 mod writer;

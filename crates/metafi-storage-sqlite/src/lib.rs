@@ -22,6 +22,7 @@ mod account;
 mod db;
 mod message;
 mod migrate;
+mod notification_store;
 mod object;
 mod readers;
 mod session;

@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 4,
+        name: "notification",
+        sql: include_str!("../migrations/0004_notification.sql"),
+    },
 ];
 
 struct Migration {

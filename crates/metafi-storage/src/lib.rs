@@ -22,6 +22,7 @@ mod account;
 pub mod conformance;
 mod error;
 mod message;
+mod notification;
 mod object;
 mod session;
 pub mod support;
@@ -32,6 +33,10 @@ pub use account::{
 };
 pub use error::{Conflict, StorageError};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
+pub use notification::{
+    MAX_SUBJECT_CHARS, NotificationPosition, NotificationStore, NotificationUpdate,
+    StoredNotification, check_notifications, check_updates as check_notification_updates,
+};
 pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
     VersionCheck,
@@ -42,7 +47,9 @@ use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + NotificationStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 

@@ -95,6 +95,12 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            notifications: Arc::new(metafi_core::Notifications::new(
+                store.clone(),
+                clock.clone(),
+                Arc::new(metafi_core::NoPush),
+                metafi_core::NotificationsConfig::default(),
+            )),
         };
         TestApi {
             state,
@@ -161,6 +167,8 @@ impl OnlineUsers for Online {
 pub struct Api {
     router: Router,
     pub online: Arc<Online>,
+    /// The notifications service behind `/v2/notification` (tests send through it).
+    pub notifications: Arc<metafi_core::Notifications>,
     _api: TestApi,
 }
 
@@ -180,6 +188,7 @@ impl Api {
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         Api {
+            notifications: state.notifications.clone(),
             router: metafi_api::router(state),
             online,
             _api: api,

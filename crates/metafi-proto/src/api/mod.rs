@@ -11,7 +11,7 @@ pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
-pub use notification::Notification;
+pub use notification::{Notification, NotificationList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
 pub use storage::{

@@ -50,3 +50,15 @@ pub struct Notification {
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub persistent: bool,
 }
+
+/// `GET /v2/notification` response: a page of the user's notifications and the cursor to keep
+/// (Nakama's `NotificationList`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NotificationList {
+    // Omitted when empty, as Nakama's gateway omits unpopulated fields.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<Notification>,
+    #[serde(alias = "cacheableCursor", skip_serializing_if = "String::is_empty")]
+    pub cacheable_cursor: String,
+}

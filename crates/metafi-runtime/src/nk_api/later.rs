@@ -1,4 +1,4 @@
-//! Functions of features other issues build (notifications, wallets, leaderboards, tournaments,
+//! Functions of features other issues build (wallets, leaderboards, tournaments,
 //! groups, friends, parties, storage indexes): rows that let modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
@@ -23,34 +23,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "storage_write_retry (a function taking a callback)",
     ),
     later("users_get_friend_status", "usersGetFriendStatus", "friends"),
-    later("notification_send", "notificationSend", "notifications"),
-    later("notifications_send", "notificationsSend", "notifications"),
-    later(
-        "notification_send_all",
-        "notificationSendAll",
-        "notifications",
-    ),
-    later("notifications_list", "notificationsList", "notifications"),
-    later(
-        "notifications_delete",
-        "notificationsDelete",
-        "notifications",
-    ),
-    later(
-        "notifications_get_id",
-        "notificationsGetId",
-        "notifications",
-    ),
-    later(
-        "notifications_delete_id",
-        "notificationsDeleteId",
-        "notifications",
-    ),
-    later(
-        "notifications_update",
-        "notificationsUpdate",
-        "notifications",
-    ),
     later("wallet_update", "walletUpdate", "wallets"),
     later("wallets_update", "walletsUpdate", "wallets"),
     later("wallet_ledger_update", "walletLedgerUpdate", "wallets"),
@@ -158,7 +130,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            59,
+            51,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

@@ -27,6 +27,9 @@ mod links;
 mod matches;
 mod metrics_events;
 pub mod nakama_names;
+mod notifications;
+#[cfg(test)]
+mod notifications_tests;
 mod sessions;
 mod status;
 mod storage;
@@ -73,6 +76,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        notifications::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

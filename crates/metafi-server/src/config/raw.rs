@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub quic: RawQuic,
     pub http: RawHttp,
     pub signin_throttle: RawSignInThrottle,
+    pub notification: RawNotification,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,6 +183,7 @@ impl Default for RawConfig {
             quic: RawQuic::default(),
             http: RawHttp::default(),
             signin_throttle: RawSignInThrottle::default(),
+            notification: RawNotification::default(),
         }
     }
 }
@@ -260,6 +262,24 @@ impl Default for RawMetrics {
             enabled: true,
             address: "127.0.0.1".into(),
             port: 9100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawNotification {
+    /// Most notifications one send (or one delete, get or update by id) may name.
+    pub max_per_send: i64,
+    /// Users a persistent send to everyone stores notifications for at a time.
+    pub send_all_batch: i64,
+}
+
+impl Default for RawNotification {
+    fn default() -> Self {
+        RawNotification {
+            max_per_send: 1000,
+            send_all_batch: 10_000,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod bench;
 mod durability;
 mod identity;
 mod message;
+mod notification;
 mod object;
 mod session;
 mod text;
@@ -32,6 +33,7 @@ pub use account::*;
 pub use durability::*;
 pub use identity::*;
 pub use message::*;
+pub use notification::*;
 pub use object::*;
 pub use session::*;
 pub use text::*;
@@ -120,6 +122,12 @@ macro_rules! conformance_tests {
             message_list_forward_and_backward,
             message_paging_both_ways,
             message_invalid_cursor,
+            notification_list_in_order_and_resume_after_a_position,
+            notification_insert_is_all_or_nothing,
+            notification_get_and_delete_by_id_scoped_to_owner,
+            notification_update_changes_only_given_fields,
+            notification_goes_with_the_account,
+            notification_text_and_code_are_checked,
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
