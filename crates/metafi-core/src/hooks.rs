@@ -86,6 +86,13 @@ hooks! {
     WriteStorageObjects Api "WriteStorageObjects" true;
     DeleteStorageObjects Api "DeleteStorageObjects" true;
     ListStorageObjects Api "ListStorageObjects" true;
+    ListFriends Api "ListFriends" true;
+    ListFriendsOfFriends Api "ListFriendsOfFriends" true;
+    AddFriends Api "AddFriends" true;
+    DeleteFriends Api "DeleteFriends" true;
+    BlockFriends Api "BlockFriends" true;
+    ImportFacebookFriends Api "ImportFacebookFriends" true;
+    ImportSteamFriends Api "ImportSteamFriends" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

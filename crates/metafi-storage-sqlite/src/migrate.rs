@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 5,
+        name: "friends",
+        sql: include_str!("../migrations/0005_friends.sql"),
+    },
 ];
 
 struct Migration {

@@ -21,6 +21,7 @@ mod account;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+mod friend;
 mod message;
 mod object;
 mod session;
@@ -31,6 +32,10 @@ pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
 pub use error::{Conflict, StorageError};
+pub use friend::{
+    AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,
+    FriendStore, distinct_ids,
+};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
@@ -42,7 +47,9 @@ use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + FriendStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 
