@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Friends, Objects, Sessions, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Friends, invites and blocks (`nk.friends_*`, `users_get_friend_status`); `None` where
+    /// the server did not set them.
+    pub friends: Option<Arc<Friends>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            friends: None,
         }
     }
 
@@ -90,6 +94,12 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves the friend functions.
+    pub fn with_friends(mut self, friends: Arc<Friends>) -> RuntimeServices {
+        self.friends = Some(friends);
         self
     }
 }
@@ -195,6 +205,15 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The friends service, or the error a function `name` raises without it.
+    pub(crate) fn friends(&self, name: &str) -> Result<&Arc<Friends>, crate::nk_api::NkError> {
+        self.inner.services.friends.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without the friends service"
             ))
         })
     }

@@ -246,9 +246,18 @@ async fn wire(
     let parts = RealtimeParts::local();
     // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
     // of this node (status presence, as Nakama).
-    let users = Arc::new(Users::new(
+    let online: Arc<dyn metafi_core::OnlineUsers> =
+        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone()));
+    let users = Arc::new(Users::new(store.clone(), online.clone()));
+    // Friend requests and accepts notify through this seam; until the notifications service
+    // is wired here they are dropped (logged at debug).
+    let notifier: Arc<dyn metafi_core::Notifier> = Arc::new(metafi_core::friends::UnwiredNotifier);
+    let friends = Arc::new(metafi_core::Friends::new(
         store.clone(),
-        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone())),
+        notifier,
+        online,
+        clock.clone(),
+        config.friends,
     ));
     let engine = started
         .engine
@@ -284,6 +293,10 @@ async fn wire(
             accounts: accounts.clone(),
             sessions: sessions.clone(),
             users: users.clone(),
+        },
+        {
+            let friends = friends.clone();
+            move |services| services.with_friends(friends)
         },
     )
     .await?;
@@ -335,6 +348,7 @@ async fn wire(
         users,
         objects,
         channels,
+        friends,
         rpc,
         matches: matches.clone(),
         hooks,

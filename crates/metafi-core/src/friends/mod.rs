@@ -22,7 +22,7 @@ use crate::accounts::user_view;
 use crate::notify::{NewNotification, Notifier, codes};
 use crate::{Clock, CoreError, OnlineUsers};
 
-pub use targets::{Messages, Op, RuntimeFault, Targets};
+pub use targets::{Messages, Op, RUNTIME_NOTHING_VALID, Targets};
 
 /// Friends' limits (server config `[friends]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -417,6 +417,22 @@ impl Friends {
         if let Err(error) = self.notifier.notify(notifications).await {
             warn!(%error, "friend notifications not sent");
         }
+    }
+}
+
+/// A notifier for a server without the notifications service: logs and drops. The server
+/// wires the real one (stored, pushed to sockets) where it has it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UnwiredNotifier;
+
+#[async_trait::async_trait]
+impl Notifier for UnwiredNotifier {
+    async fn notify(&self, notifications: Vec<NewNotification>) -> Result<(), CoreError> {
+        tracing::debug!(
+            count = notifications.len(),
+            "notifications dropped: no notifications service"
+        );
+        Ok(())
     }
 }
 

@@ -30,14 +30,6 @@ impl Op {
             Op::Block => "Cannot block self.",
         }
     }
-
-    fn runtime_self(self) -> &'static str {
-        match self {
-            Op::Add => "cannot add self as friend",
-            Op::Delete => "cannot delete self",
-            Op::Block => "cannot block self",
-        }
-    }
 }
 
 /// Which edge's words to use.
@@ -92,45 +84,14 @@ impl Targets {
         })
     }
 
-    /// Checks the ids and usernames of an `nk` call as Nakama's runtime does; the error is the
-    /// argument error text (the binding adds the argument position).
-    pub fn runtime(
-        op: Op,
-        caller_id: Uuid,
-        caller_username: &str,
-        ids: &[String],
-        usernames: &[String],
-    ) -> Result<Targets, RuntimeFault> {
-        let mut parsed = Vec::with_capacity(ids.len());
-        for id in ids {
-            if id.is_empty() {
-                return Err(RuntimeFault::Ids("each user id must be a string".into()));
-            }
-            match Uuid::parse_str(id) {
-                Ok(uid) if !uid.is_nil() => {
-                    if uid == caller_id {
-                        return Err(RuntimeFault::Ids(op.runtime_self().into()));
-                    }
-                    parsed.push(uid);
-                }
-                _ => return Err(RuntimeFault::Ids(format!("invalid user ID {id}"))),
-            }
-        }
-        for name in usernames {
-            if name.is_empty() {
-                return Err(RuntimeFault::Usernames(
-                    "each username must be a non-empty string".into(),
-                ));
-            }
-            if name == caller_username {
-                return Err(RuntimeFault::Usernames(op.runtime_self().into()));
-            }
-        }
-        Ok(Targets {
-            ids: parsed,
-            usernames: usernames.to_vec(),
+    /// Targets an `nk` call checked itself (each runtime words its argument errors its own
+    /// way); errors the service raises use the runtime's words.
+    pub fn checked(ids: Vec<Uuid>, usernames: Vec<String>) -> Targets {
+        Targets {
+            ids,
+            usernames,
             messages: Messages::Runtime,
-        })
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -138,17 +99,13 @@ impl Targets {
     }
 }
 
-/// Which runtime argument was wrong, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuntimeFault {
-    Ids(String),
-    Usernames(String),
-}
+/// What the runtime raises when nothing valid was named (Nakama's words).
+pub const RUNTIME_NOTHING_VALID: &str = "no valid ID or username was provided";
 
 /// Nothing valid was named (only unknown usernames).
 pub(crate) fn nothing_valid(messages: Messages) -> CoreError {
     CoreError::invalid(match messages {
         Messages::Rest => "No valid ID or username was provided.",
-        Messages::Runtime => "no valid ID or username was provided",
+        Messages::Runtime => RUNTIME_NOTHING_VALID,
     })
 }

@@ -22,7 +22,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "storageWriteRetry",
         "storage_write_retry (a function taking a callback)",
     ),
-    later("users_get_friend_status", "usersGetFriendStatus", "friends"),
     later("notification_send", "notificationSend", "notifications"),
     later("notifications_send", "notificationsSend", "notifications"),
     later(
@@ -140,11 +139,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     later("groups_get_random", "groupsGetRandom", "groups"),
     later("user_groups_list", "userGroupsList", "groups"),
     later("friend_metadata_update", "friendMetadataUpdate", "friends"),
-    later("friends_list", "friendsList", "friends"),
-    later("friends_of_friends_list", "friendsOfFriendsList", "friends"),
-    later("friends_add", "friendsAdd", "friends"),
-    later("friends_delete", "friendsDelete", "friends"),
-    later("friends_block", "friendsBlock", "friends"),
     later("party_list", "partyList", "parties"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
 ];

@@ -19,6 +19,7 @@ mod cron;
 mod crypto;
 mod encoding;
 mod files;
+mod friends;
 mod function;
 mod http;
 mod json;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        friends::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

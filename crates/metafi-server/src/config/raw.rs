@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub quic: RawQuic,
     pub http: RawHttp,
     pub signin_throttle: RawSignInThrottle,
+    pub friends: RawFriends,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,6 +183,7 @@ impl Default for RawConfig {
             quic: RawQuic::default(),
             http: RawHttp::default(),
             signin_throttle: RawSignInThrottle::default(),
+            friends: RawFriends::default(),
         }
     }
 }
@@ -528,6 +530,23 @@ impl Default for RawSignInThrottle {
             max_failures_per_address: 100,
             window_sec: 300,
             max_entries: 100_000,
+        }
+    }
+}
+
+/// `[friends]`: the bound on one user's relationships (`docs/SOCIAL.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawFriends {
+    /// Most relationships one user may hold: friends, invites sent and received, blocks.
+    pub max_friends: i64,
+}
+
+impl Default for RawFriends {
+    fn default() -> Self {
+        RawFriends {
+            max_friends: i64::try_from(metafi_core::friends::DEFAULT_MAX_FRIENDS)
+                .unwrap_or(i64::MAX),
         }
     }
 }
