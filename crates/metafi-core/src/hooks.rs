@@ -393,7 +393,11 @@ mod tests {
             Some(Hook::ChannelMessageSend)
         );
         assert_eq!(Hook::find(HookKind::Api, "ChannelMessageSend"), None);
-        assert_eq!(Hook::find(HookKind::Api, "ListFriends"), None);
+        assert_eq!(
+            Hook::find(HookKind::Api, "listfriends"),
+            Some(Hook::ListFriends)
+        );
+        assert_eq!(Hook::find(HookKind::Api, "ValidatePurchaseApple"), None);
     }
 
     #[test]

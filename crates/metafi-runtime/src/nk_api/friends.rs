@@ -391,3 +391,7 @@ fn users_get_friend_status(nk: Nk, args: NkArgs) -> NkFuture {
         Ok(friends.iter().map(friend_value).collect::<Vec<_>>().into())
     })
 }
+
+#[cfg(test)]
+#[path = "friends_tests.rs"]
+mod tests;
