@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use metafi_core::{
-    Accounts, Channels, Hooks, Notifications, Objects, RpcDispatch, Sessions, Users,
+    Accounts, Channels, Friends, Hooks, Notifications, Objects, RpcDispatch, Sessions, Users,
 };
 
 use crate::HttpConfig;
@@ -32,6 +32,8 @@ pub struct ApiState {
     pub objects: Arc<Objects>,
     /// Chat channel rules and history (`/v2/channel`).
     pub channels: Arc<Channels>,
+    /// Friends, invites and blocks (`/v2/friend`).
+    pub friends: Arc<Friends>,
     /// Runs RPC functions (the runtime, or `NoRpcs` when no modules are loaded).
     pub rpc: Arc<dyn RpcDispatch>,
     /// The match registry (`/v2/match`).

@@ -88,6 +88,13 @@ hooks! {
     ListStorageObjects Api "ListStorageObjects" true;
     ListNotifications Api "ListNotifications" true;
     DeleteNotifications Api "DeleteNotifications" true;
+    ListFriends Api "ListFriends" true;
+    ListFriendsOfFriends Api "ListFriendsOfFriends" true;
+    AddFriends Api "AddFriends" true;
+    DeleteFriends Api "DeleteFriends" true;
+    BlockFriends Api "BlockFriends" true;
+    ImportFacebookFriends Api "ImportFacebookFriends" true;
+    ImportSteamFriends Api "ImportSteamFriends" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;
@@ -388,7 +395,11 @@ mod tests {
             Some(Hook::ChannelMessageSend)
         );
         assert_eq!(Hook::find(HookKind::Api, "ChannelMessageSend"), None);
-        assert_eq!(Hook::find(HookKind::Api, "ListFriends"), None);
+        assert_eq!(
+            Hook::find(HookKind::Api, "listfriends"),
+            Some(Hook::ListFriends)
+        );
+        assert_eq!(Hook::find(HookKind::Api, "ValidatePurchaseApple"), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod accounts;
 pub mod channels;
 mod clock;
 mod error;
+pub mod friends;
 pub mod hooks;
 mod jwt;
 pub mod notifications;
@@ -35,6 +36,7 @@ pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
+pub use friends::{Friends, FriendsConfig};
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use notifications::{

@@ -331,7 +331,7 @@ async fn table_functions_throw_nakamas_errors_unserved_ones_fail_only_when_calle
     assert_eq!(out["badLimit"], "TypeError: expects number");
     assert_eq!(
         out["unserved"],
-        "Error: nk.friendsList is not available yet: this server does not serve friends yet"
+        "Error: nk.storageWriteRetry is not available yet: this server does not serve storage_write_retry (a function taking a callback) yet"
     );
     assert_eq!(
         out["unservedType"], false,

@@ -143,7 +143,7 @@ async fn table_functions_raise_nakamas_errors_unserved_ones_fail_only_when_calle
     );
     assert!(
         out["unserved"].as_str().unwrap().ends_with(
-            "nk.friends_list is not available yet: this server does not serve friends yet"
+            "nk.storage_write_retry is not available yet: this server does not serve storage_write_retry (a function taking a callback) yet"
         ),
         "{out}"
     );

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Notifications, Objects, Sessions, Users};
+use metafi_core::{
+    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, Users,
+};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -47,6 +49,9 @@ pub struct RuntimeServices {
     /// Notifications (`nk.notification_send`, `notifications_list`, …); `None` where the
     /// server did not set them.
     pub notifications: Option<Arc<Notifications>>,
+    /// Friends, invites and blocks (`nk.friends_*`, `users_get_friend_status`); `None` where
+    /// the server did not set them.
+    pub friends: Option<Arc<Friends>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -75,6 +80,7 @@ impl RuntimeServices {
             realtime: None,
             accounts: None,
             notifications: None,
+            friends: None,
         }
     }
 
@@ -100,6 +106,12 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves the friend functions.
+    pub fn with_friends(mut self, friends: Arc<Friends>) -> RuntimeServices {
+        self.friends = Some(friends);
         self
     }
 }
@@ -217,6 +229,15 @@ impl Nk {
         self.inner.services.notifications.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without notifications"
+            ))
+        })
+    }
+
+    /// The friends service, or the error a function `name` raises without it.
+    pub(crate) fn friends(&self, name: &str) -> Result<&Arc<Friends>, crate::nk_api::NkError> {
+        self.inner.services.friends.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without the friends service"
             ))
         })
     }

@@ -27,6 +27,8 @@ pub(crate) async fn start_runtime(
     realtime: Arc<dyn RealtimeHost>,
     accounts: AccountServices,
     notifications: Arc<Notifications>,
+    // The feature services nk reaches (friends, …), added as the REST edge has them.
+    features: impl FnOnce(RuntimeServices) -> RuntimeServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -41,6 +43,7 @@ pub(crate) async fn start_runtime(
         .with_realtime(realtime)
         .with_accounts(accounts)
         .with_notifications(notifications);
+    let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

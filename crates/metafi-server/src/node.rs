@@ -255,9 +255,15 @@ async fn wire(
     let notifier: Arc<dyn Notifier> = notifications.clone();
     // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
     // of this node (status presence, as Nakama).
-    let users = Arc::new(Users::new(
+    let online: Arc<dyn metafi_core::OnlineUsers> =
+        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone()));
+    let users = Arc::new(Users::new(store.clone(), online.clone()));
+    let friends = Arc::new(metafi_core::Friends::new(
         store.clone(),
-        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone())),
+        notifier.clone(),
+        online,
+        clock.clone(),
+        config.friends,
     ));
     let engine = started
         .engine
@@ -295,6 +301,10 @@ async fn wire(
             users: users.clone(),
         },
         notifications.clone(),
+        {
+            let friends = friends.clone();
+            move |services| services.with_friends(friends)
+        },
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -346,6 +356,7 @@ async fn wire(
         users,
         objects,
         channels,
+        friends,
         rpc,
         matches: matches.clone(),
         hooks,

@@ -409,7 +409,7 @@ async fn users_where(
         .map_err(&fail)
 }
 
-fn user_row(r: &Row) -> Result<User, tokio_postgres::Error> {
+pub(crate) fn user_row(r: &Row) -> Result<User, tokio_postgres::Error> {
     Ok(User {
         id: r.try_get(0)?,
         username: r.try_get(1)?,

@@ -19,6 +19,7 @@
 mod account;
 mod connect;
 mod db;
+mod friend_store;
 mod message;
 mod migrate;
 mod notification_store;

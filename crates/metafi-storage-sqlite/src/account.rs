@@ -451,7 +451,7 @@ pub(crate) fn users_after(
         .map_err(|e| StorageError::backend("read users", e))
 }
 
-fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
+pub(crate) fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: r.get(0)?,
         username: r.get(1)?,

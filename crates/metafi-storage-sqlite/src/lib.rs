@@ -20,6 +20,7 @@
 
 mod account;
 mod db;
+mod friend_store;
 mod message;
 mod migrate;
 mod notification_store;

@@ -27,6 +27,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "notification",
         sql: include_str!("../migrations/0004_notification.sql"),
     },
+    Migration {
+        version: 5,
+        name: "friends",
+        sql: include_str!("../migrations/0005_friends.sql"),
+    },
 ];
 
 struct Migration {

@@ -21,6 +21,7 @@ mod account;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+mod friend;
 mod message;
 mod notification;
 mod object;
@@ -32,6 +33,10 @@ pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
 pub use error::{Conflict, StorageError};
+pub use friend::{
+    AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,
+    FriendStore, distinct_ids,
+};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use notification::{
     MAX_SUBJECT_CHARS, NotificationPosition, NotificationStore, NotificationUpdate,
@@ -48,7 +53,13 @@ use async_trait::async_trait;
 /// Everything the server persists, behind one object.
 #[async_trait]
 pub trait Storage:
-    AccountStore + SessionStore + ObjectStore + MessageStore + NotificationStore + 'static
+    AccountStore
+    + SessionStore
+    + ObjectStore
+    + MessageStore
+    + NotificationStore
+    + FriendStore
+    + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;

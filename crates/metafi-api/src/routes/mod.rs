@@ -3,6 +3,7 @@
 mod account;
 mod authenticate;
 mod channel;
+mod friend;
 mod health;
 mod match_list;
 mod notification;
@@ -49,4 +50,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             get(storage::list_for_user),
         )
         .merge(notification::routes())
+        .merge(friend::routes())
 }

@@ -23,6 +23,8 @@ use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 pub struct TestApi {
     pub state: ApiState,
     pub store: Arc<dyn Storage>,
+    /// What the services sent through the notifier.
+    pub notified: Arc<RecordingNotifier>,
     _dir: tempfile::TempDir,
 }
 
@@ -48,6 +50,8 @@ impl TestApi {
             .unwrap(),
         );
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let notified = Arc::new(RecordingNotifier::default());
+        let notifier: Arc<dyn metafi_core::Notifier> = notified.clone();
         let revocations = Revocations::load(store.clone(), clock.now_ms())
             .await
             .unwrap();
@@ -92,6 +96,13 @@ impl TestApi {
                 Arc::new(NoGroups),
                 clock.clone(),
             )),
+            friends: Arc::new(metafi_core::Friends::new(
+                store.clone(),
+                notifier.clone(),
+                Arc::new(NobodyOnline),
+                clock.clone(),
+                metafi_core::FriendsConfig::default(),
+            )),
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
@@ -105,6 +116,7 @@ impl TestApi {
         TestApi {
             state,
             store,
+            notified,
             _dir: dir,
         }
     }
@@ -115,6 +127,30 @@ impl TestApi {
 
     pub async fn close(self) {
         self.store.close().await;
+    }
+}
+
+/// A notifier that keeps what it was asked to send.
+#[derive(Debug, Default)]
+pub struct RecordingNotifier {
+    sent: std::sync::Mutex<Vec<metafi_core::NewNotification>>,
+}
+
+impl RecordingNotifier {
+    /// Everything sent so far, emptied.
+    pub fn take(&self) -> Vec<metafi_core::NewNotification> {
+        std::mem::take(&mut *self.sent.lock().unwrap())
+    }
+}
+
+#[async_trait::async_trait]
+impl metafi_core::Notifier for RecordingNotifier {
+    async fn notify(
+        &self,
+        notifications: Vec<metafi_core::NewNotification>,
+    ) -> Result<(), metafi_core::CoreError> {
+        self.sent.lock().unwrap().extend(notifications);
+        Ok(())
     }
 }
 
@@ -169,6 +205,8 @@ pub struct Api {
     pub online: Arc<Online>,
     /// The notifications service behind `/v2/notification` (tests send through it).
     pub notifications: Arc<metafi_core::Notifications>,
+    /// What the services sent through the notifier.
+    pub notified: Arc<RecordingNotifier>,
     _api: TestApi,
 }
 
@@ -187,10 +225,18 @@ impl Api {
         let online = Arc::new(Online::default());
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
+        state.friends = Arc::new(metafi_core::Friends::new(
+            api.store.clone(),
+            api.notified.clone(),
+            online.clone(),
+            Arc::new(SystemClock),
+            metafi_core::FriendsConfig::default(),
+        ));
         Api {
             notifications: state.notifications.clone(),
             router: metafi_api::router(state),
             online,
+            notified: api.notified.clone(),
             _api: api,
         }
     }

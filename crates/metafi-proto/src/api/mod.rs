@@ -2,6 +2,7 @@
 
 mod account;
 mod channel;
+mod friend;
 mod notification;
 mod rpc;
 mod session;
@@ -11,6 +12,7 @@ pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
+pub use friend::{Friend, FriendList, FriendOfFriend, FriendsOfFriendsList};
 pub use notification::{Notification, NotificationList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};

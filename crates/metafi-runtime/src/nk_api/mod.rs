@@ -19,6 +19,7 @@ mod cron;
 mod crypto;
 mod encoding;
 mod files;
+mod friends;
 mod function;
 mod http;
 mod json;
@@ -77,6 +78,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
         notifications::FUNCTIONS,
+        friends::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

@@ -5,6 +5,7 @@
 mod accounts;
 mod check;
 mod database;
+mod friends;
 mod http;
 mod layers;
 mod logger;
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use metafi_api::ApiConfig;
-use metafi_core::{AccountsConfig, NotificationsConfig, SignInThrottleConfig};
+use metafi_core::{AccountsConfig, FriendsConfig, NotificationsConfig, SignInThrottleConfig};
 use metafi_realtime::RealtimeConfig;
 use metafi_runtime::RuntimeConfig;
 use metafi_transport::SocketConfig;
@@ -87,6 +88,8 @@ pub struct Config {
     pub signin_throttle: SignInThrottleConfig,
     /// Bounds of the notifications service (`[notification]`).
     pub notifications: NotificationsConfig,
+    /// Friends' limits (`[friends]`).
+    pub friends: FriendsConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -118,6 +121,7 @@ impl TryFrom<RawConfig> for Config {
         let http = http::validate(&raw.http, &mut check);
         let signin_throttle = signin_throttle::validate(&raw.signin_throttle, &mut check);
         let notifications = notification::validate(&raw.notification, &mut check);
+        let friends = friends::validate(&raw.friends, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -152,6 +156,7 @@ impl TryFrom<RawConfig> for Config {
             quic,
             signin_throttle,
             notifications,
+            friends,
             raw,
         })
     }

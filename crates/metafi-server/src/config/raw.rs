@@ -23,6 +23,7 @@ pub struct RawConfig {
     pub http: RawHttp,
     pub signin_throttle: RawSignInThrottle,
     pub notification: RawNotification,
+    pub friends: RawFriends,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,6 +185,7 @@ impl Default for RawConfig {
             http: RawHttp::default(),
             signin_throttle: RawSignInThrottle::default(),
             notification: RawNotification::default(),
+            friends: RawFriends::default(),
         }
     }
 }
@@ -548,6 +550,23 @@ impl Default for RawSignInThrottle {
             max_failures_per_address: 100,
             window_sec: 300,
             max_entries: 100_000,
+        }
+    }
+}
+
+/// `[friends]`: the bound on one user's relationships (`docs/SOCIAL.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawFriends {
+    /// Most relationships one user may hold: friends, invites sent and received, blocks.
+    pub max_friends: i64,
+}
+
+impl Default for RawFriends {
+    fn default() -> Self {
+        RawFriends {
+            max_friends: i64::try_from(metafi_core::friends::DEFAULT_MAX_FRIENDS)
+                .unwrap_or(i64::MAX),
         }
     }
 }

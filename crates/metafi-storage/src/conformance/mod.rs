@@ -15,6 +15,7 @@
 mod account;
 pub mod bench;
 mod durability;
+mod friend;
 mod identity;
 mod message;
 mod notification;
@@ -31,6 +32,7 @@ use futures_util::FutureExt as _;
 
 pub use account::*;
 pub use durability::*;
+pub use friend::*;
 pub use identity::*;
 pub use message::*;
 pub use notification::*;
@@ -131,6 +133,19 @@ macro_rules! conformance_tests {
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
+        );
+        $crate::conformance_tests!(@cases $fixture;
+            friend_invite_then_accept,
+            friend_accept_merges_top_level_metadata,
+            friend_add_leaves_unknown_and_blocked_users_alone,
+            friend_block_replaces_edge_and_removes_the_other_side,
+            friend_delete_removes_both_sides,
+            friend_list_pages_in_state_order,
+            friend_edge_limit_refuses_new_edges,
+            friend_edges_cascade_on_user_delete,
+            friend_states_by_id,
+            friends_of_friends_pages,
+            friend_concurrent_mutual_adds_end_as_friends,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
