@@ -19,6 +19,7 @@
 mod account;
 mod connect;
 mod db;
+mod group_store;
 mod message;
 mod migrate;
 mod object;

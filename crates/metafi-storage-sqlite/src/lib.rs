@@ -20,6 +20,7 @@
 
 mod account;
 mod db;
+mod group_store;
 mod message;
 mod migrate;
 mod object;

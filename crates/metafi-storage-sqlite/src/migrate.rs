@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 6,
+        name: "groups",
+        sql: include_str!("../migrations/0006_groups.sql"),
+    },
 ];
 
 struct Migration {

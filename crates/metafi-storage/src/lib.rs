@@ -21,6 +21,8 @@ mod account;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+mod group;
+pub mod group_support;
 mod message;
 mod object;
 mod session;
@@ -31,6 +33,11 @@ pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
 pub use error::{Conflict, StorageError};
+pub use group::{
+    Group, GroupFilter, GroupMember, GroupMemberPage, GroupPage, GroupStore, GroupUpdate,
+    MemberChange, MembershipOutcome, MembershipRefusal, NewGroup, UserGroup, UserGroupPage,
+    state as group_state,
+};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
@@ -42,7 +49,9 @@ use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + GroupStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 

@@ -15,6 +15,7 @@
 mod account;
 pub mod bench;
 mod durability;
+mod group;
 mod identity;
 mod message;
 mod object;
@@ -30,6 +31,7 @@ use futures_util::FutureExt as _;
 
 pub use account::*;
 pub use durability::*;
+pub use group::*;
 pub use identity::*;
 pub use message::*;
 pub use object::*;
@@ -123,6 +125,18 @@ macro_rules! conformance_tests {
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
+        );
+        $crate::conformance_tests!(@cases $fixture;
+            group_create_and_name_conflict,
+            group_update_fields_conflict_and_missing,
+            group_membership_transitions_keep_the_count,
+            group_last_superadmin_is_kept,
+            group_full_refuses_the_whole_batch,
+            group_concurrent_joins_never_exceed_max_count,
+            group_members_and_user_groups_page_in_state_order,
+            group_list_filters_and_pages,
+            group_delete_removes_memberships,
+            group_user_deletion_follows_nakama,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
