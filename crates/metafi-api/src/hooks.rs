@@ -120,7 +120,7 @@ pub(crate) async fn after<O: Serialize>(
 
 /// `null`, `[]` and `{}` are all the empty value: a Lua table cannot tell an empty list from
 /// an empty map, and protobuf JSON writes unset fields as `null`.
-fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: DeserializeOwned + Default,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{Accounts, Channels, Groups, Hooks, Objects, RpcDispatch, Sessions, Users};
 
 use crate::HttpConfig;
 
@@ -30,6 +30,8 @@ pub struct ApiState {
     pub objects: Arc<Objects>,
     /// Chat channel rules and history (`/v2/channel`).
     pub channels: Arc<Channels>,
+    /// Groups and their memberships (`/v2/group`, `/v2/user/{id}/group`).
+    pub groups: Arc<Groups>,
     /// Runs RPC functions (the runtime, or `NoRpcs` when no modules are loaded).
     pub rpc: Arc<dyn RpcDispatch>,
     /// The match registry (`/v2/match`).

@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, NoGroups, Objects, Revocations, RpcDispatch, Sessions,
+    Accounts, Channels, Clock, Groups, Objects, Revocations, RpcDispatch, Sessions,
     SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
@@ -246,10 +246,9 @@ async fn wire(
     let parts = RealtimeParts::local();
     // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
     // of this node (status presence, as Nakama).
-    let users = Arc::new(Users::new(
-        store.clone(),
-        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone())),
-    ));
+    let users_online: Arc<dyn metafi_core::OnlineUsers> =
+        Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone()));
+    let users = Arc::new(Users::new(store.clone(), users_online.clone()));
     let engine = started
         .engine
         .insert(MatchEngine::start(config, &parts, clock.clone())?);
@@ -257,10 +256,16 @@ async fn wire(
     let matchmaking = engine.matchmaking.clone();
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
-    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
+    // Groups: their members may join the group's chat channel (type 3).
+    let groups = Arc::new(Groups::new(
+        store.clone(),
+        Arc::new(UnwiredNotifier),
+        users_online.clone(),
+        clock.clone(),
+    ));
     let channels = Arc::new(Channels::new(
         store.clone(),
-        Arc::new(NoGroups),
+        groups.clone(),
         clock.clone(),
     ));
     // Server code reaches sessions, streams and channels through the same parts `Realtime` is
@@ -335,6 +340,7 @@ async fn wire(
         users,
         objects,
         channels,
+        groups,
         rpc,
         matches: matches.clone(),
         hooks,
@@ -349,4 +355,23 @@ async fn wire(
         app,
         quic,
     })
+}
+
+/// Drops the notifications features send until the notifications service is wired here
+/// (the `Notifier` seam's real implementation stores and pushes them).
+#[derive(Debug)]
+struct UnwiredNotifier;
+
+#[async_trait::async_trait]
+impl metafi_core::Notifier for UnwiredNotifier {
+    async fn notify(
+        &self,
+        notifications: Vec<metafi_core::NewNotification>,
+    ) -> Result<(), metafi_core::CoreError> {
+        tracing::debug!(
+            count = notifications.len(),
+            "notifications dropped: no notifier wired"
+        );
+        Ok(())
+    }
 }

@@ -3,6 +3,7 @@
 mod account;
 mod authenticate;
 mod channel;
+mod group;
 mod health;
 mod match_list;
 mod rpc;
@@ -47,4 +48,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(group::routes())
 }

@@ -12,7 +12,7 @@ use axum::http::{Request, Response};
 use http_body_util::BodyExt;
 use metafi_api::{ApiConfig, ApiState, HttpConfig};
 use metafi_core::{
-    Accounts, AccountsConfig, Channels, Clock, NoGroups, NoRpcs, NobodyOnline, Objects,
+    Accounts, AccountsConfig, Channels, Clock, Groups, NoRpcs, NobodyOnline, Objects,
     OnlineUsers, Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig,
     SystemClock, TokenKeys, Users,
 };
@@ -23,7 +23,27 @@ use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
 pub struct TestApi {
     pub state: ApiState,
     pub store: Arc<dyn Storage>,
+    /// What features sent through the `Notifier` seam.
+    pub notifications: Arc<RecordingNotifier>,
     _dir: tempfile::TempDir,
+}
+
+/// A notifier that keeps what it is sent.
+#[derive(Debug, Default)]
+pub struct RecordingNotifier(pub std::sync::Mutex<Vec<metafi_core::NewNotification>>);
+
+#[async_trait::async_trait]
+impl metafi_core::Notifier for RecordingNotifier {
+    async fn notify(
+        &self,
+        notifications: Vec<metafi_core::NewNotification>,
+    ) -> Result<(), metafi_core::CoreError> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(notifications);
+        Ok(())
+    }
 }
 
 /// Settings tests start from: small body limit, everything else as configured by default.
@@ -81,6 +101,13 @@ impl TestApi {
             Arc::new(SystemMonotonic),
             clock.clone(),
         );
+        let notifications = Arc::new(RecordingNotifier::default());
+        let groups = Arc::new(Groups::new(
+            store.clone(),
+            notifications.clone(),
+            Arc::new(NobodyOnline),
+            clock.clone(),
+        ));
         let state = ApiState {
             config: Arc::new(config),
             accounts: Arc::new(accounts),
@@ -89,9 +116,10 @@ impl TestApi {
             objects: Arc::new(Objects::new(store.clone(), clock.clone())),
             channels: Arc::new(Channels::new(
                 store.clone(),
-                Arc::new(NoGroups),
+                groups.clone(),
                 clock.clone(),
             )),
+            groups,
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
@@ -99,6 +127,7 @@ impl TestApi {
         TestApi {
             state,
             store,
+            notifications,
             _dir: dir,
         }
     }
@@ -184,6 +213,18 @@ impl Api {
             online,
             _api: api,
         }
+    }
+
+    /// The notifications sent so far through the `Notifier` seam, taken.
+    pub fn take_notifications(&self) -> Vec<metafi_core::NewNotification> {
+        std::mem::take(
+            &mut *self
+                ._api
+                .notifications
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// One request; the answer's status and JSON body.
