@@ -39,7 +39,11 @@ async fn create_answers_the_group_in_nakamas_shape() {
     assert_eq!(body["edge_count"], 1);
     assert_eq!(body["max_count"], 100);
     assert_eq!(body["metadata"], "{}");
-    assert!(body["create_time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert!(
+        body["create_time"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
     let again = api
         .as_user(
             &ada,

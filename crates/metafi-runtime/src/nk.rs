@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Groups and memberships (`nk.group_*`, `groups_*`, `user_groups_list`); `None` where
+    /// the server did not set them.
+    pub groups: Option<Arc<metafi_core::Groups>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            groups: None,
         }
     }
 
@@ -90,6 +94,12 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves the group functions.
+    pub fn with_groups(mut self, groups: Arc<metafi_core::Groups>) -> RuntimeServices {
+        self.groups = Some(groups);
         self
     }
 }
@@ -195,6 +205,18 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The groups service, or the error a function `name` raises without it.
+    pub(crate) fn group_service(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Groups>, crate::nk_api::NkError> {
+        self.inner.services.groups.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without the groups service"
             ))
         })
     }

@@ -21,8 +21,8 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, Groups, Objects, Revocations, RpcDispatch, Sessions,
-    SignInThrottle, SystemClock, TokenKeys, Users,
+    Accounts, Channels, Clock, Groups, Objects, Revocations, RpcDispatch, Sessions, SignInThrottle,
+    SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
 use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices};
@@ -263,11 +263,7 @@ async fn wire(
         users_online.clone(),
         clock.clone(),
     ));
-    let channels = Arc::new(Channels::new(
-        store.clone(),
-        groups.clone(),
-        clock.clone(),
-    ));
+    let channels = Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone()));
     // Server code reaches sessions, streams and channels through the same parts `Realtime` is
     // built on below, so nk works from the first module load on.
     let realtime_host = Arc::new(NodeRealtimeHost::new(
@@ -290,6 +286,7 @@ async fn wire(
             sessions: sessions.clone(),
             users: users.clone(),
         },
+        groups.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();

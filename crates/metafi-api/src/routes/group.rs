@@ -24,7 +24,10 @@ use crate::{ApiError, ApiState, SessionAuth};
 pub(crate) fn routes() -> Router<ApiState> {
     Router::new()
         .route("/v2/group", get(list).post(create))
-        .route("/v2/group/{group_id}", axum::routing::put(update).delete(delete))
+        .route(
+            "/v2/group/{group_id}",
+            axum::routing::put(update).delete(delete),
+        )
         .route("/v2/group/{group_id}/join", post(join))
         .route("/v2/group/{group_id}/leave", post(leave))
         .route("/v2/group/{group_id}/add", post(add))
@@ -465,7 +468,10 @@ fn int_param(value: &str, name: &str) -> Result<Option<i32>, ApiError> {
 /// The group id of the path, with Nakama's texts.
 fn group_id_of(text: &str) -> Result<Uuid, ApiError> {
     if text.is_empty() {
-        return Err(ApiError::new(Code::InvalidArgument, "Group ID must be set."));
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "Group ID must be set.",
+        ));
     }
     Uuid::parse_str(text)
         .map_err(|_| ApiError::new(Code::InvalidArgument, "Group ID must be a valid ID."))

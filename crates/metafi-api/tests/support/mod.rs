@@ -12,9 +12,9 @@ use axum::http::{Request, Response};
 use http_body_util::BodyExt;
 use metafi_api::{ApiConfig, ApiState, HttpConfig};
 use metafi_core::{
-    Accounts, AccountsConfig, Channels, Clock, Groups, NoRpcs, NobodyOnline, Objects,
-    OnlineUsers, Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig,
-    SystemClock, TokenKeys, Users,
+    Accounts, AccountsConfig, Channels, Clock, Groups, NoRpcs, NobodyOnline, Objects, OnlineUsers,
+    Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig, SystemClock,
+    TokenKeys, Users,
 };
 use metafi_match::{MatchConfig, Matches, SystemMonotonic};
 use metafi_storage::Storage;
@@ -114,11 +114,7 @@ impl TestApi {
             sessions,
             users: Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline))),
             objects: Arc::new(Objects::new(store.clone(), clock.clone())),
-            channels: Arc::new(Channels::new(
-                store.clone(),
-                groups.clone(),
-                clock.clone(),
-            )),
+            channels: Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone())),
             groups,
             rpc: Arc::new(NoRpcs),
             matches,

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use metafi_proto::{Code, api};
 use metafi_storage::{
-    Conflict, GroupFilter, GroupUpdate, NewGroup, Storage, StorageError, group_state,
+    Conflict, Group, GroupFilter, GroupMemberPage, GroupUpdate, NewGroup, Storage, StorageError,
+    UserGroupPage, group_state,
 };
 use uuid::Uuid;
 
@@ -274,16 +275,7 @@ impl Groups {
         cursor: &str,
     ) -> Result<api::GroupUserList, CoreError> {
         let limit = list_limit(limit, 100)?;
-        let state = check_state(state)?;
-        let cursor = (!cursor.is_empty()).then_some(cursor);
-        let page = self
-            .store
-            .list_group_members(group_id, state, limit, cursor)
-            .await
-            .map_err(|e| match e {
-                StorageError::Invalid { .. } => CoreError::invalid("Cursor is invalid."),
-                e => text_error(e, "listing a group's users"),
-            })?;
+        let page = self.member_page(group_id, state, limit, cursor).await?;
         Ok(api::GroupUserList {
             group_users: page
                 .members
@@ -303,6 +295,26 @@ impl Groups {
         })
     }
 
+    /// A page of a group's users as stored rows, `limit` already bounded by the caller
+    /// (server code may ask for up to 10,000).
+    pub async fn member_page(
+        &self,
+        group_id: Uuid,
+        state: Option<i32>,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<GroupMemberPage, CoreError> {
+        let state = check_state(state)?;
+        let cursor = (!cursor.is_empty()).then_some(cursor);
+        self.store
+            .list_group_members(group_id, state, limit, cursor)
+            .await
+            .map_err(|e| match e {
+                StorageError::Invalid { .. } => CoreError::invalid("Cursor is invalid."),
+                e => text_error(e, "listing a group's users"),
+            })
+    }
+
     /// `GET /v2/user/{id}/group`: a user's groups with its state in each.
     pub async fn user_groups(
         &self,
@@ -312,16 +324,7 @@ impl Groups {
         cursor: &str,
     ) -> Result<api::UserGroupList, CoreError> {
         let limit = list_limit(limit, 100)?;
-        let state = check_state(state)?;
-        let cursor = (!cursor.is_empty()).then_some(cursor);
-        let page = self
-            .store
-            .list_user_groups(user_id, state, limit, cursor)
-            .await
-            .map_err(|e| match e {
-                StorageError::Invalid { .. } => CoreError::invalid("Cursor is invalid."),
-                e => text_error(e, "listing a user's groups"),
-            })?;
+        let page = self.user_group_page(user_id, state, limit, cursor).await?;
         Ok(api::UserGroupList {
             user_groups: page
                 .groups
@@ -333,6 +336,38 @@ impl Groups {
                 .collect(),
             cursor: page.cursor.unwrap_or_default(),
         })
+    }
+
+    /// A page of a user's groups as stored rows.
+    pub async fn user_group_page(
+        &self,
+        user_id: Uuid,
+        state: Option<i32>,
+        limit: usize,
+        cursor: &str,
+    ) -> Result<UserGroupPage, CoreError> {
+        let state = check_state(state)?;
+        let cursor = (!cursor.is_empty()).then_some(cursor);
+        self.store
+            .list_user_groups(user_id, state, limit, cursor)
+            .await
+            .map_err(|e| match e {
+                StorageError::Invalid { .. } => CoreError::invalid("Cursor is invalid."),
+                e => text_error(e, "listing a user's groups"),
+            })
+    }
+
+    /// Whether `user_id` is online (for server code's views of group users).
+    pub fn is_online(&self, user_id: Uuid) -> bool {
+        self.online.is_online(user_id)
+    }
+
+    /// The stored groups with these ids (server code shapes them itself).
+    pub async fn stored_by_id(&self, ids: &[Uuid]) -> Result<Vec<Group>, CoreError> {
+        self.store
+            .groups_by_id(ids)
+            .await
+            .map_err(|e| CoreError::storage("reading groups", e))
     }
 
     async fn state_of(&self, group_id: Uuid, user_id: Uuid) -> Result<Option<i32>, CoreError> {

@@ -20,6 +20,7 @@ mod crypto;
 mod encoding;
 mod files;
 mod function;
+mod groups;
 mod http;
 mod json;
 mod later;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        groups::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
