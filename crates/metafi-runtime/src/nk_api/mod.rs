@@ -21,6 +21,8 @@ mod encoding;
 mod files;
 mod function;
 mod groups;
+#[cfg(test)]
+mod groups_tests;
 mod http;
 mod json;
 mod later;
