@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use metafi_core::{
-    Accounts, Channels, Friends, Hooks, Notifications, Objects, RpcDispatch, Sessions, Users,
+    Accounts, Channels, Friends, Groups, Hooks, Notifications, Objects, RpcDispatch, Sessions,
+    Users,
 };
 
 use crate::HttpConfig;
@@ -34,6 +35,8 @@ pub struct ApiState {
     pub channels: Arc<Channels>,
     /// Friends, invites and blocks (`/v2/friend`).
     pub friends: Arc<Friends>,
+    /// Groups and their memberships (`/v2/group`, `/v2/user/{id}/group`).
+    pub groups: Arc<Groups>,
     /// Runs RPC functions (the runtime, or `NoRpcs` when no modules are loaded).
     pub rpc: Arc<dyn RpcDispatch>,
     /// The match registry (`/v2/match`).

@@ -19,6 +19,7 @@ pub mod channels;
 mod clock;
 mod error;
 pub mod friends;
+pub mod groups;
 pub mod hooks;
 mod jwt;
 pub mod notifications;
@@ -37,6 +38,7 @@ pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
 pub use friends::{Friends, FriendsConfig};
+pub use groups::{Actor, CreateGroup, Groups, ListGroups};
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use notifications::{

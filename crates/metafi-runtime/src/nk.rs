@@ -52,6 +52,9 @@ pub struct RuntimeServices {
     /// Friends, invites and blocks (`nk.friends_*`, `users_get_friend_status`); `None` where
     /// the server did not set them.
     pub friends: Option<Arc<Friends>>,
+    /// Groups and memberships (`nk.group_*`, `groups_*`, `user_groups_list`); `None` where
+    /// the server did not set them.
+    pub groups: Option<Arc<metafi_core::Groups>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -81,6 +84,7 @@ impl RuntimeServices {
             accounts: None,
             notifications: None,
             friends: None,
+            groups: None,
         }
     }
 
@@ -112,6 +116,12 @@ impl RuntimeServices {
     /// Serves the friend functions.
     pub fn with_friends(mut self, friends: Arc<Friends>) -> RuntimeServices {
         self.friends = Some(friends);
+        self
+    }
+
+    /// Serves the group functions.
+    pub fn with_groups(mut self, groups: Arc<metafi_core::Groups>) -> RuntimeServices {
+        self.groups = Some(groups);
         self
     }
 }
@@ -238,6 +248,18 @@ impl Nk {
         self.inner.services.friends.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without the friends service"
+            ))
+        })
+    }
+
+    /// The groups service, or the error a function `name` raises without it.
+    pub(crate) fn group_service(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Groups>, crate::nk_api::NkError> {
+        self.inner.services.groups.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without the groups service"
             ))
         })
     }

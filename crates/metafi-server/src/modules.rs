@@ -29,6 +29,7 @@ pub(crate) async fn start_runtime(
     notifications: Arc<Notifications>,
     // The feature services nk reaches (friends, …), added as the REST edge has them.
     features: impl FnOnce(RuntimeServices) -> RuntimeServices,
+    groups: Arc<metafi_core::Groups>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -42,7 +43,8 @@ pub(crate) async fn start_runtime(
         .with_utilities(utilities)
         .with_realtime(realtime)
         .with_accounts(accounts)
-        .with_notifications(notifications);
+        .with_notifications(notifications)
+        .with_groups(groups);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, NoGroups, Notifications, Notifier, Objects, Revocations,
+    Accounts, Channels, Clock, Groups, Notifications, Notifier, Objects, Revocations,
     RpcDispatch, Sessions, SignInThrottle, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
@@ -261,7 +261,7 @@ async fn wire(
     let friends = Arc::new(metafi_core::Friends::new(
         store.clone(),
         notifier.clone(),
-        online,
+        online.clone(),
         clock.clone(),
         config.friends,
     ));
@@ -272,12 +272,14 @@ async fn wire(
     let matchmaking = engine.matchmaking.clone();
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
-    // MetaFi has no groups API yet: group chats refuse every join ("Group not found").
-    let channels = Arc::new(Channels::new(
+    // Groups: their members may join the group's chat channel (type 3).
+    let groups = Arc::new(Groups::new(
         store.clone(),
-        Arc::new(NoGroups),
+        notifier.clone(),
+        online.clone(),
         clock.clone(),
     ));
+    let channels = Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone()));
     // Server code reaches sessions, streams and channels through the same parts `Realtime` is
     // built on below, so nk works from the first module load on.
     let realtime_host = Arc::new(NodeRealtimeHost::new(
@@ -305,6 +307,7 @@ async fn wire(
             let friends = friends.clone();
             move |services| services.with_friends(friends)
         },
+        groups.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -357,6 +360,7 @@ async fn wire(
         objects,
         channels,
         friends,
+        groups,
         rpc,
         matches: matches.clone(),
         hooks,

@@ -20,6 +20,7 @@ mod account;
 mod connect;
 mod db;
 mod friend_store;
+mod group_store;
 mod message;
 mod migrate;
 mod notification_store;

@@ -21,6 +21,7 @@
 mod account;
 mod db;
 mod friend_store;
+mod group_store;
 mod message;
 mod migrate;
 mod notification_store;

@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "friends",
         sql: include_str!("../migrations/0005_friends.sql"),
     },
+    Migration {
+        version: 6,
+        name: "groups",
+        sql: include_str!("../migrations/0006_groups.sql"),
+    },
 ];
 
 struct Migration {

@@ -61,6 +61,7 @@ pub enum Conflict {
     DeviceId,
     CustomId,
     Email,
+    GroupName,
 }
 
 impl std::fmt::Display for Conflict {
@@ -70,6 +71,7 @@ impl std::fmt::Display for Conflict {
             Conflict::DeviceId => "device id",
             Conflict::CustomId => "custom id",
             Conflict::Email => "email",
+            Conflict::GroupName => "group name",
         })
     }
 }

@@ -22,6 +22,8 @@ mod account;
 pub mod conformance;
 mod error;
 mod friend;
+mod group;
+pub mod group_support;
 mod message;
 mod notification;
 mod object;
@@ -36,6 +38,11 @@ pub use error::{Conflict, StorageError};
 pub use friend::{
     AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,
     FriendStore, distinct_ids,
+};
+pub use group::{
+    Group, GroupFilter, GroupMember, GroupMemberPage, GroupPage, GroupStore, GroupUpdate,
+    MemberChange, MembershipOutcome, MembershipRefusal, NewGroup, UserGroup, UserGroupPage,
+    state as group_state,
 };
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use notification::{
@@ -59,6 +66,7 @@ pub trait Storage:
     + MessageStore
     + NotificationStore
     + FriendStore
+    + GroupStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

@@ -4,6 +4,7 @@ mod account;
 mod authenticate;
 mod channel;
 mod friend;
+mod group;
 mod health;
 mod match_list;
 mod notification;
@@ -51,4 +52,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         )
         .merge(notification::routes())
         .merge(friend::routes())
+        .merge(group::routes())
 }

@@ -12,9 +12,9 @@ use axum::http::{Request, Response};
 use http_body_util::BodyExt;
 use metafi_api::{ApiConfig, ApiState, HttpConfig};
 use metafi_core::{
-    Accounts, AccountsConfig, Channels, Clock, NoGroups, NoRpcs, NobodyOnline, Objects,
-    OnlineUsers, Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig,
-    SystemClock, TokenKeys, Users,
+    Accounts, AccountsConfig, Channels, Clock, Groups, NoRpcs, NobodyOnline, Objects, OnlineUsers,
+    Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig, SystemClock,
+    TokenKeys, Users,
 };
 use metafi_match::{MatchConfig, Matches, SystemMonotonic};
 use metafi_storage::Storage;
@@ -26,6 +26,24 @@ pub struct TestApi {
     /// What the services sent through the notifier.
     pub notified: Arc<RecordingNotifier>,
     _dir: tempfile::TempDir,
+}
+
+/// A notifier that keeps what it is sent.
+#[derive(Debug, Default)]
+pub struct RecordingNotifier(pub std::sync::Mutex<Vec<metafi_core::NewNotification>>);
+
+#[async_trait::async_trait]
+impl metafi_core::Notifier for RecordingNotifier {
+    async fn notify(
+        &self,
+        notifications: Vec<metafi_core::NewNotification>,
+    ) -> Result<(), metafi_core::CoreError> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(notifications);
+        Ok(())
+    }
 }
 
 /// Settings tests start from: small body limit, everything else as configured by default.
@@ -85,6 +103,13 @@ impl TestApi {
             Arc::new(SystemMonotonic),
             clock.clone(),
         );
+        let notifications = Arc::new(RecordingNotifier::default());
+        let groups = Arc::new(Groups::new(
+            store.clone(),
+            notifications.clone(),
+            Arc::new(NobodyOnline),
+            clock.clone(),
+        ));
         let state = ApiState {
             config: Arc::new(config),
             accounts: Arc::new(accounts),
@@ -103,6 +128,8 @@ impl TestApi {
                 clock.clone(),
                 metafi_core::FriendsConfig::default(),
             )),
+            channels: Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone())),
+            groups,
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
@@ -239,6 +266,18 @@ impl Api {
             notified: api.notified.clone(),
             _api: api,
         }
+    }
+
+    /// The notifications sent so far through the `Notifier` seam, taken.
+    pub fn take_notifications(&self) -> Vec<metafi_core::NewNotification> {
+        std::mem::take(
+            &mut *self
+                ._api
+                .notifications
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// One request; the answer's status and JSON body.

@@ -3,6 +3,7 @@
 mod account;
 mod channel;
 mod friend;
+mod group;
 mod notification;
 mod rpc;
 mod session;
@@ -13,6 +14,10 @@ pub use account::{
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
 pub use friend::{Friend, FriendList, FriendOfFriend, FriendsOfFriendsList};
+pub use group::{
+    CreateGroupRequest, Group, GroupList, GroupUser, GroupUserList, UpdateGroupRequest, UserGroup,
+    UserGroupList,
+};
 pub use notification::{Notification, NotificationList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};

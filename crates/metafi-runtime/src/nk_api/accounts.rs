@@ -251,7 +251,7 @@ fn account_update_id(nk: Nk, args: NkArgs) -> NkFuture {
 }
 
 /// Metadata to store: a map (an empty table counts) as JSON object text; `None` for nil.
-fn metadata_text(arg: &Arg<'_>, js: bool) -> Result<Option<String>, NkError> {
+pub(super) fn metadata_text(arg: &Arg<'_>, js: bool) -> Result<Option<String>, NkError> {
     let message = if js {
         "expects metadata to be an object"
     } else {

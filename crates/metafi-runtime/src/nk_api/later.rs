@@ -95,21 +95,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "tournamentRecordsHaystack",
         "tournaments",
     ),
-    later("groups_get_id", "groupsGetId", "groups"),
-    later("group_create", "groupCreate", "groups"),
-    later("group_update", "groupUpdate", "groups"),
-    later("group_delete", "groupDelete", "groups"),
-    later("group_user_join", "groupUserJoin", "groups"),
-    later("group_user_leave", "groupUserLeave", "groups"),
-    later("group_users_add", "groupUsersAdd", "groups"),
-    later("group_users_ban", "groupUsersBan", "groups"),
-    later("group_users_promote", "groupUsersPromote", "groups"),
-    later("group_users_demote", "groupUsersDemote", "groups"),
-    later("group_users_list", "groupUsersList", "groups"),
-    later("group_users_kick", "groupUsersKick", "groups"),
-    later("groups_list", "groupsList", "groups"),
-    later("groups_get_random", "groupsGetRandom", "groups"),
-    later("user_groups_list", "userGroupsList", "groups"),
     later("friend_metadata_update", "friendMetadataUpdate", "friends"),
     later("party_list", "partyList", "parties"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
@@ -124,7 +109,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            51,
+            44,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

@@ -21,6 +21,9 @@ mod encoding;
 mod files;
 mod friends;
 mod function;
+mod groups;
+#[cfg(test)]
+mod groups_tests;
 mod http;
 mod json;
 mod later;
@@ -79,6 +82,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         links::FUNCTIONS,
         notifications::FUNCTIONS,
         friends::FUNCTIONS,
+        groups::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

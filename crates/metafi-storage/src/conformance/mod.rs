@@ -16,6 +16,7 @@ mod account;
 pub mod bench;
 mod durability;
 mod friend;
+mod group;
 mod identity;
 mod message;
 mod notification;
@@ -33,6 +34,7 @@ use futures_util::FutureExt as _;
 pub use account::*;
 pub use durability::*;
 pub use friend::*;
+pub use group::*;
 pub use identity::*;
 pub use message::*;
 pub use notification::*;
@@ -146,6 +148,16 @@ macro_rules! conformance_tests {
             friend_states_by_id,
             friends_of_friends_pages,
             friend_concurrent_mutual_adds_end_as_friends,
+            group_create_and_name_conflict,
+            group_update_fields_conflict_and_missing,
+            group_membership_transitions_keep_the_count,
+            group_last_superadmin_is_kept,
+            group_full_refuses_the_whole_batch,
+            group_concurrent_joins_never_exceed_max_count,
+            group_members_and_user_groups_page_in_state_order,
+            group_list_filters_and_pages,
+            group_delete_removes_memberships,
+            group_user_deletion_follows_nakama,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
