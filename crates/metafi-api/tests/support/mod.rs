@@ -32,6 +32,13 @@ pub struct TestApi {
 #[derive(Debug, Default)]
 pub struct RecordingNotifier(pub std::sync::Mutex<Vec<metafi_core::NewNotification>>);
 
+impl RecordingNotifier {
+    /// Everything sent so far, emptied.
+    pub fn take(&self) -> Vec<metafi_core::NewNotification> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
 #[async_trait::async_trait]
 impl metafi_core::Notifier for RecordingNotifier {
     async fn notify(
@@ -103,10 +110,9 @@ impl TestApi {
             Arc::new(SystemMonotonic),
             clock.clone(),
         );
-        let notifications = Arc::new(RecordingNotifier::default());
         let groups = Arc::new(Groups::new(
             store.clone(),
-            notifications.clone(),
+            notifier.clone(),
             Arc::new(NobodyOnline),
             clock.clone(),
         ));
@@ -116,11 +122,6 @@ impl TestApi {
             sessions,
             users: Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline))),
             objects: Arc::new(Objects::new(store.clone(), clock.clone())),
-            channels: Arc::new(Channels::new(
-                store.clone(),
-                Arc::new(NoGroups),
-                clock.clone(),
-            )),
             friends: Arc::new(metafi_core::Friends::new(
                 store.clone(),
                 notifier.clone(),
@@ -154,30 +155,6 @@ impl TestApi {
 
     pub async fn close(self) {
         self.store.close().await;
-    }
-}
-
-/// A notifier that keeps what it was asked to send.
-#[derive(Debug, Default)]
-pub struct RecordingNotifier {
-    sent: std::sync::Mutex<Vec<metafi_core::NewNotification>>,
-}
-
-impl RecordingNotifier {
-    /// Everything sent so far, emptied.
-    pub fn take(&self) -> Vec<metafi_core::NewNotification> {
-        std::mem::take(&mut *self.sent.lock().unwrap())
-    }
-}
-
-#[async_trait::async_trait]
-impl metafi_core::Notifier for RecordingNotifier {
-    async fn notify(
-        &self,
-        notifications: Vec<metafi_core::NewNotification>,
-    ) -> Result<(), metafi_core::CoreError> {
-        self.sent.lock().unwrap().extend(notifications);
-        Ok(())
     }
 }
 
@@ -270,14 +247,7 @@ impl Api {
 
     /// The notifications sent so far through the `Notifier` seam, taken.
     pub fn take_notifications(&self) -> Vec<metafi_core::NewNotification> {
-        std::mem::take(
-            &mut *self
-                ._api
-                .notifications
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        self._api.notified.take()
     }
 
     /// One request; the answer's status and JSON body.
