@@ -216,29 +216,7 @@ impl Accounts {
     }
 
     async fn apply_update(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), CoreError> {
-        if let Some(username) = &update.username {
-            validate::new_username(username)?;
-        }
-        let fields = [
-            (ProfileField::DisplayName, &update.display_name),
-            (ProfileField::AvatarUrl, &update.avatar_url),
-            (ProfileField::LangTag, &update.lang_tag),
-            (ProfileField::Location, &update.location),
-            (ProfileField::Timezone, &update.timezone),
-        ];
-        for (field, value) in fields {
-            if let Some(value) = value {
-                validate::profile_field(field, value)?;
-            }
-        }
-        if let Some(metadata) = &update.metadata
-            && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
-        {
-            return Err(CoreError::invalid("Metadata must be a JSON object."));
-        }
-        if update.is_empty() {
-            return Err(CoreError::invalid("No fields to update."));
-        }
+        check_update(&update)?;
         match self
             .store
             .update_account(user_id, update, self.clock.now_ms())
@@ -698,4 +676,33 @@ pub(crate) fn user_view(user: metafi_storage::User) -> api::User {
         create_time: format_timestamp_ms(user.create_time_ms),
         update_time: format_timestamp_ms(user.update_time_ms),
     }
+}
+
+/// The rules of a profile update (the username's, each field's, metadata a JSON object, not
+/// empty), shared by the REST and server-code updates and `multi_update`.
+pub(crate) fn check_update(update: &AccountUpdate) -> Result<(), CoreError> {
+    if let Some(username) = &update.username {
+        validate::new_username(username)?;
+    }
+    let fields = [
+        (ProfileField::DisplayName, &update.display_name),
+        (ProfileField::AvatarUrl, &update.avatar_url),
+        (ProfileField::LangTag, &update.lang_tag),
+        (ProfileField::Location, &update.location),
+        (ProfileField::Timezone, &update.timezone),
+    ];
+    for (field, value) in fields {
+        if let Some(value) = value {
+            validate::profile_field(field, value)?;
+        }
+    }
+    if let Some(metadata) = &update.metadata
+        && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
+    {
+        return Err(CoreError::invalid("Metadata must be a JSON object."));
+    }
+    if update.is_empty() {
+        return Err(CoreError::invalid("No fields to update."));
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! The services behind every MetaFi edge: accounts (sign-in with its throttle, profile), other
 //! users' profiles, session tokens and their revocation, storage objects, chat channels, and the
-//! RPC seam to the runtime, the hooks around client calls ([`hooks`]), and the seam through
+//! RPC seam to the runtime, wallets and their ledger ([`wallets`]), the hooks around client calls ([`hooks`]), and the seam through
 //! which features notify users ([`notify`]). REST handlers,
 //! realtime sockets and runtime modules all call these,
 //! so a rule (validation, a ban, a logout) holds the same way everywhere.
@@ -29,6 +29,7 @@ mod session_tokens;
 pub mod signin_throttle;
 mod users;
 mod validate;
+pub mod wallets;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
@@ -48,3 +49,4 @@ pub use validate::{
     Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,
     username_fault,
 };
+pub use wallets::Wallets;

@@ -23,6 +23,7 @@ mod message;
 mod migrate;
 mod object;
 mod session;
+mod wallet_store;
 mod writer;
 
 use std::collections::HashSet;

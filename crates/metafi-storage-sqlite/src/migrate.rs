@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 7,
+        name: "wallet_ledger",
+        sql: include_str!("../migrations/0007_wallet_ledger.sql"),
+    },
 ];
 
 struct Migration {

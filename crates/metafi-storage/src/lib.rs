@@ -1,4 +1,5 @@
-//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
+//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages,
+//! wallets and their ledger.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -26,6 +27,7 @@ mod object;
 mod session;
 pub mod support;
 pub mod text;
+mod wallet;
 
 pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
@@ -37,12 +39,18 @@ pub use object::{
     VersionCheck,
 };
 pub use session::{Revocation, SessionStore, UserRevocation};
+pub use wallet::{
+    Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
+    WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
+};
 
 use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + WalletStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 
