@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users, Wallets};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Wallets, their ledger and the multi-store update (`nk.wallet_*`, `nk.multi_update`);
+    /// `None` where the server did not set them.
+    pub wallets: Option<Arc<Wallets>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            wallets: None,
         }
     }
 
@@ -84,6 +88,12 @@ impl RuntimeServices {
     /// `nk.session_disconnect`).
     pub fn with_realtime(mut self, realtime: Arc<dyn RealtimeHost>) -> RuntimeServices {
         self.realtime = Some(realtime);
+        self
+    }
+
+    /// Serves the wallet functions and `multi_update`.
+    pub fn with_wallets(mut self, wallets: Arc<Wallets>) -> RuntimeServices {
+        self.wallets = Some(wallets);
         self
     }
 
@@ -195,6 +205,15 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The wallet service, or the error a function `name` raises without it.
+    pub(crate) fn wallets(&self, name: &str) -> Result<&Arc<Wallets>, crate::nk_api::NkError> {
+        self.inner.services.wallets.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without wallets"
             ))
         })
     }

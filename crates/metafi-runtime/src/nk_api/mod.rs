@@ -37,6 +37,7 @@ mod unserved;
 mod users;
 mod utilities;
 mod value;
+mod wallets;
 
 #[cfg(test)]
 mod test_support;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        wallets::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
