@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, UserSockets, Users};
 
 use crate::HttpConfig;
 
@@ -36,4 +36,7 @@ pub struct ApiState {
     pub matches: metafi_match::Matches,
     /// Before/after hooks of the runtime's modules (`NoHooks` when none).
     pub hooks: Arc<dyn Hooks>,
+    /// Users' open sockets, closed when their account is deleted (`NoSockets` without a
+    /// realtime edge).
+    pub sockets: Arc<dyn UserSockets>,
 }

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::signin_throttle::{SignInThrottle, ThrottleKey};
 use crate::validate::ProfileField;
-use crate::{Clock, CoreError, PasswordHasher, Sessions, validate};
+use crate::{Clock, CoreError, PasswordHasher, Sessions, UserSockets, validate};
 
 /// Nakama's answer when an unlink would leave an account without a way to sign in.
 const LAST_IDENTITY: &str =
@@ -394,9 +394,17 @@ impl Accounts {
             .map_err(|e| CoreError::storage("unbanning users", e))
     }
 
-    /// Deletes an account with its identities and storage objects and ends its sessions. An
-    /// unknown user is not an error (Nakama). MetaFi keeps no tombstones of deleted users.
-    pub async fn delete(&self, sessions: &Sessions, user_id: Uuid) -> Result<(), CoreError> {
+    /// Deletes an account with everything that goes with it (identities, storage objects,
+    /// wallet ledger: removed with the user row) and ends its sessions: its tokens stop
+    /// working and its open sockets on this node are closed. REST `DELETE /v2/account` and
+    /// `nk.account_delete_id` both come here. An unknown user is not an error (Nakama).
+    /// MetaFi keeps no tombstones of deleted users.
+    pub async fn delete(
+        &self,
+        sessions: &Sessions,
+        sockets: &dyn UserSockets,
+        user_id: Uuid,
+    ) -> Result<(), CoreError> {
         if user_id.is_nil() {
             return Err(CoreError::invalid("Cannot delete the system user."));
         }
@@ -407,6 +415,7 @@ impl Accounts {
             .map_err(|e| CoreError::storage("deleting an account", e))?;
         if deleted {
             sessions.end_all(user_id).await?;
+            sockets.disconnect_user(user_id);
         }
         Ok(())
     }

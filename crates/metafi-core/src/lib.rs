@@ -27,6 +27,7 @@ mod revocations;
 pub mod rpc;
 mod session_tokens;
 pub mod signin_throttle;
+mod sockets;
 mod users;
 mod validate;
 pub mod wallets;
@@ -44,6 +45,7 @@ pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
+pub use sockets::{NoSockets, UserSockets};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
 pub use validate::{
     Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,

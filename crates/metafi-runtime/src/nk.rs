@@ -134,6 +134,13 @@ struct NkInner {
     utilities: UtilityState,
 }
 
+/// Services that end users' sessions (an account deletion) close their sockets through `nk`.
+impl metafi_core::UserSockets for Nk {
+    fn disconnect_user(&self, user_id: Uuid) -> usize {
+        Nk::disconnect_user(self, user_id)
+    }
+}
+
 impl Nk {
     /// An `nk` with the default log rate limit ([`LogLimit::default`]).
     pub fn new(services: RuntimeServices, node: Arc<str>, env: Arc<HashMap<String, String>>) -> Nk {

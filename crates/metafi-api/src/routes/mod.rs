@@ -1,6 +1,7 @@
 //! The route table: Nakama's paths and methods.
 
 mod account;
+mod account_links;
 mod authenticate;
 mod channel;
 mod health;
@@ -47,4 +48,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(account_links::routes())
 }

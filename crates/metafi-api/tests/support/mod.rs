@@ -95,6 +95,7 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            sockets: Arc::new(metafi_core::NoSockets),
         };
         TestApi {
             state,
@@ -157,10 +158,29 @@ impl OnlineUsers for Online {
     }
 }
 
-/// The router with a 1 MiB body limit and a test-controlled [`Online`].
+/// Users whose sockets the API asked to close, in order.
+#[derive(Debug, Default)]
+pub struct ClosedSockets(std::sync::Mutex<Vec<uuid::Uuid>>);
+
+impl ClosedSockets {
+    pub fn users(&self) -> Vec<uuid::Uuid> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+impl metafi_core::UserSockets for ClosedSockets {
+    fn disconnect_user(&self, user_id: uuid::Uuid) -> usize {
+        self.0.lock().expect("lock").push(user_id);
+        1
+    }
+}
+
+/// The router with a 1 MiB body limit, a test-controlled [`Online`] and recorded socket
+/// closes.
 pub struct Api {
     router: Router,
     pub online: Arc<Online>,
+    pub sockets: Arc<ClosedSockets>,
     _api: TestApi,
 }
 
@@ -177,11 +197,14 @@ impl Api {
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start(config, None).await;
         let online = Arc::new(Online::default());
+        let sockets = Arc::new(ClosedSockets::default());
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
+        state.sockets = sockets.clone();
         Api {
             router: metafi_api::router(state),
             online,
+            sockets,
             _api: api,
         }
     }
