@@ -1,6 +1,8 @@
 //! `DELETE /v2/account` and `POST /v2/account/{link,unlink}/{device,custom,email}`: Nakama's
 //! answers, the last identity kept, sessions and sockets ended on deletion, hooks run.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod support;
 
 use std::sync::{Arc, Mutex};
