@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { Session } from "@heroiclabs/nakama-js";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
-import { client, freshDeviceId, assertRejects, sleep, differs, http } from "./support.mjs";
+import { client, freshDeviceId, assertRejects, sleep, differs, metafiOnly, http } from "./support.mjs";
 
 // Node has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
 globalThis.WebSocket = WebSocket;
@@ -180,15 +180,29 @@ test("the account is online while a socket that shows status is connected", asyn
   assert.ok(!after, "offline again once the socket is gone");
 });
 
-test("deleteAccount deletes the account", differs("delete-account"), async () => {
+test("deleteAccount deletes the account", async () => {
   const c = client({ autoRefresh: false });
   const deviceId = freshDeviceId();
   const s = await c.authenticateDevice(deviceId, true);
   assert.equal(await c.deleteAccount(s), true);
-  await assertRejects(c.getAccount(s), 404, 5, "Account not found.");
   const again = await c.authenticateDevice(deviceId, true);
   assert.equal(again.created, true, "the device is free again");
   assert.notEqual(again.user_id, s.user_id);
+});
+
+test("a deleted account's token still authenticates and finds no account", differs("delete-account-token"), async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  await c.deleteAccount(s);
+  await assertRejects(c.getAccount(s), 404, 5, "Account not found.");
+});
+
+test("a deleted account's token is refused (its sessions ended)", metafiOnly("Nakama 3.40 keeps accepting the token"), async () => {
+  const c = client({ autoRefresh: false });
+  const s = await c.authenticateDevice(freshDeviceId(), true);
+  await c.deleteAccount(s);
+  await assertRejects(c.getAccount(s), 401, 16);
+  await assertRejects(c.sessionRefresh(s), 401, 16);
 });
 
 test("refresh gives a working session of the same user", async () => {

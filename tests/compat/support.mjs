@@ -28,7 +28,7 @@ export const server = process.env.METAFI_TEST_SERVER ?? "metafi";
  * fix); METAFI_TEST_UNSKIP=all runs every one. docs/COMPAT.md lists each with the exact answers.
  */
 export const KNOWN_DIFFERENCES = {
-  "delete-account": "DELETE /v2/account (the client's deleteAccount) is 405; Nakama deletes the account",
+  "delete-account-token": "deliberate (README): a deleted account's tokens are revoked (401); Nakama 3.40's session logout forgets the user's invalidations, so its token still authenticates and getAccount answers 404 Account not found.",
   "lua-arg-error-name": "gopher-lua names a function in 'bad argument' errors as the call site did ('(anonymous)' under pcall(nk.f, …)); MetaFi always uses the nk function's name (LuaJIT cannot tell a pcall from a tail call)",
   "rpc-get-payload": "deliberate (README): GET /v2/rpc/{id}?payload=… hands the query's payload to the function, as nakama-js rpcHttpKey expects; Nakama 3.40 ignores it (empty payload)",
 };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use metafi_core::{
     Accounts, Channels, Friends, Groups, Hooks, Notifications, Objects, RpcDispatch, Sessions,
-    Users,
+    UserSockets, Users,
 };
 
 use crate::HttpConfig;
@@ -45,4 +45,7 @@ pub struct ApiState {
     pub hooks: Arc<dyn Hooks>,
     /// The user's notifications (`/v2/notification`).
     pub notifications: Arc<Notifications>,
+    /// Users' open sockets, closed when their account is deleted (`NoSockets` without a
+    /// realtime edge).
+    pub sockets: Arc<dyn UserSockets>,
 }

@@ -101,7 +101,7 @@ async fn answers_and_errors_carry_the_allow_origin_header() {
         ("GET", "/v2/account", 401),
         ("GET", "/v2/nope", 404),
         ("GET", "/ws", 401),
-        ("DELETE", "/v2/account", 405),
+        ("PATCH", "/v2/account", 405),
     ] {
         let request = Request::builder()
             .method(method)

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::signin_throttle::{SignInThrottle, ThrottleKey};
 use crate::validate::ProfileField;
-use crate::{Clock, CoreError, PasswordHasher, Sessions, validate};
+use crate::{Clock, CoreError, PasswordHasher, Sessions, UserSockets, validate};
 
 /// Nakama's answer when an unlink would leave an account without a way to sign in.
 const LAST_IDENTITY: &str =
@@ -216,29 +216,7 @@ impl Accounts {
     }
 
     async fn apply_update(&self, user_id: Uuid, update: AccountUpdate) -> Result<(), CoreError> {
-        if let Some(username) = &update.username {
-            validate::new_username(username)?;
-        }
-        let fields = [
-            (ProfileField::DisplayName, &update.display_name),
-            (ProfileField::AvatarUrl, &update.avatar_url),
-            (ProfileField::LangTag, &update.lang_tag),
-            (ProfileField::Location, &update.location),
-            (ProfileField::Timezone, &update.timezone),
-        ];
-        for (field, value) in fields {
-            if let Some(value) = value {
-                validate::profile_field(field, value)?;
-            }
-        }
-        if let Some(metadata) = &update.metadata
-            && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
-        {
-            return Err(CoreError::invalid("Metadata must be a JSON object."));
-        }
-        if update.is_empty() {
-            return Err(CoreError::invalid("No fields to update."));
-        }
+        check_update(&update)?;
         match self
             .store
             .update_account(user_id, update, self.clock.now_ms())
@@ -416,9 +394,17 @@ impl Accounts {
             .map_err(|e| CoreError::storage("unbanning users", e))
     }
 
-    /// Deletes an account with its identities and storage objects and ends its sessions. An
-    /// unknown user is not an error (Nakama). MetaFi keeps no tombstones of deleted users.
-    pub async fn delete(&self, sessions: &Sessions, user_id: Uuid) -> Result<(), CoreError> {
+    /// Deletes an account with everything that goes with it (identities, storage objects,
+    /// wallet ledger: removed with the user row) and ends its sessions: its tokens stop
+    /// working and its open sockets on this node are closed. REST `DELETE /v2/account` and
+    /// `nk.account_delete_id` both come here. An unknown user is not an error (Nakama).
+    /// MetaFi keeps no tombstones of deleted users.
+    pub async fn delete(
+        &self,
+        sessions: &Sessions,
+        sockets: &dyn UserSockets,
+        user_id: Uuid,
+    ) -> Result<(), CoreError> {
         if user_id.is_nil() {
             return Err(CoreError::invalid("Cannot delete the system user."));
         }
@@ -429,6 +415,7 @@ impl Accounts {
             .map_err(|e| CoreError::storage("deleting an account", e))?;
         if deleted {
             sessions.end_all(user_id).await?;
+            sockets.disconnect_user(user_id);
         }
         Ok(())
     }
@@ -698,4 +685,33 @@ pub(crate) fn user_view(user: metafi_storage::User) -> api::User {
         create_time: format_timestamp_ms(user.create_time_ms),
         update_time: format_timestamp_ms(user.update_time_ms),
     }
+}
+
+/// The rules of a profile update (the username's, each field's, metadata a JSON object, not
+/// empty), shared by the REST and server-code updates and `multi_update`.
+pub(crate) fn check_update(update: &AccountUpdate) -> Result<(), CoreError> {
+    if let Some(username) = &update.username {
+        validate::new_username(username)?;
+    }
+    let fields = [
+        (ProfileField::DisplayName, &update.display_name),
+        (ProfileField::AvatarUrl, &update.avatar_url),
+        (ProfileField::LangTag, &update.lang_tag),
+        (ProfileField::Location, &update.location),
+        (ProfileField::Timezone, &update.timezone),
+    ];
+    for (field, value) in fields {
+        if let Some(value) = value {
+            validate::profile_field(field, value)?;
+        }
+    }
+    if let Some(metadata) = &update.metadata
+        && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
+    {
+        return Err(CoreError::invalid("Metadata must be a JSON object."));
+    }
+    if update.is_empty() {
+        return Err(CoreError::invalid("No fields to update."));
+    }
+    Ok(())
 }

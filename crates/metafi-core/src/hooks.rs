@@ -79,6 +79,13 @@ hooks! {
     SessionLogout Api "SessionLogout" true;
     GetAccount Api "GetAccount" false;
     UpdateAccount Api "UpdateAccount" true;
+    DeleteAccount Api "DeleteAccount" false;
+    LinkCustom Api "LinkCustom" true;
+    LinkDevice Api "LinkDevice" true;
+    LinkEmail Api "LinkEmail" true;
+    UnlinkCustom Api "UnlinkCustom" true;
+    UnlinkDevice Api "UnlinkDevice" true;
+    UnlinkEmail Api "UnlinkEmail" true;
     GetUsers Api "GetUsers" true;
     ListChannelMessages Api "ListChannelMessages" true;
     ListMatches Api "ListMatches" true;

@@ -1,6 +1,6 @@
 //! The services behind every MetaFi edge: accounts (sign-in with its throttle, profile), other
 //! users' profiles, session tokens and their revocation, storage objects, chat channels, and the
-//! RPC seam to the runtime, the hooks around client calls ([`hooks`]), and the seam through
+//! RPC seam to the runtime, wallets and their ledger ([`wallets`]), the hooks around client calls ([`hooks`]), and the seam through
 //! which features notify users ([`notify`]). REST handlers,
 //! realtime sockets and runtime modules all call these,
 //! so a rule (validation, a ban, a logout) holds the same way everywhere.
@@ -30,8 +30,10 @@ mod revocations;
 pub mod rpc;
 mod session_tokens;
 pub mod signin_throttle;
+mod sockets;
 mod users;
 mod validate;
+pub mod wallets;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
@@ -51,8 +53,10 @@ pub use revocations::Revocations;
 pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
+pub use sockets::{NoSockets, UserSockets};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
 pub use validate::{
     Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,
     username_fault,
 };
+pub use wallets::Wallets;

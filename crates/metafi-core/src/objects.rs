@@ -128,19 +128,10 @@ impl Objects {
     /// Deletes a batch atomically; all or nothing. A client's delete of an object that does not
     /// exist is refused, as with Nakama; server code may delete what is not there.
     pub async fn delete(&self, caller: Caller, inputs: Vec<DeleteInput>) -> Result<(), CoreError> {
-        let mut deletes = Vec::with_capacity(inputs.len());
-        for input in inputs {
-            validate::object_name(&input.collection, &input.key)?;
-            deletes.push(ObjectDelete {
-                user_id: match caller {
-                    Caller::User(me) => me,
-                    Caller::Server => input.user_id,
-                },
-                collection: input.collection,
-                key: input.key,
-                version: Some(input.version).filter(|v| !v.is_empty()),
-            });
-        }
+        let deletes = inputs
+            .into_iter()
+            .map(|input| validate_delete(caller, input))
+            .collect::<Result<Vec<_>, _>>()?;
         if deletes.is_empty() {
             return Ok(());
         }
@@ -159,7 +150,25 @@ impl Objects {
     }
 }
 
-fn validate_write(caller: Caller, input: WriteInput) -> Result<ObjectWrite, CoreError> {
+/// One delete as the store takes it: a user deletes only their own objects.
+pub(crate) fn validate_delete(
+    caller: Caller,
+    input: DeleteInput,
+) -> Result<ObjectDelete, CoreError> {
+    validate::object_name(&input.collection, &input.key)?;
+    Ok(ObjectDelete {
+        user_id: match caller {
+            Caller::User(me) => me,
+            Caller::Server => input.user_id,
+        },
+        collection: input.collection,
+        key: input.key,
+        version: Some(input.version).filter(|v| !v.is_empty()),
+    })
+}
+
+/// One write as the store takes it, with Nakama's checks and defaults.
+pub(crate) fn validate_write(caller: Caller, input: WriteInput) -> Result<ObjectWrite, CoreError> {
     // Nakama's first check of a write names the value too.
     if input.value.is_empty() {
         return Err(CoreError::invalid(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
 use metafi_core::{
-    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, Users,
+    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, Users, Wallets,
 };
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
@@ -55,6 +55,9 @@ pub struct RuntimeServices {
     /// Groups and memberships (`nk.group_*`, `groups_*`, `user_groups_list`); `None` where
     /// the server did not set them.
     pub groups: Option<Arc<metafi_core::Groups>>,
+    /// Wallets, their ledger and the multi-store update (`nk.wallet_*`, `nk.multi_update`);
+    /// `None` where the server did not set them.
+    pub wallets: Option<Arc<Wallets>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -85,6 +88,7 @@ impl RuntimeServices {
             notifications: None,
             friends: None,
             groups: None,
+            wallets: None,
         }
     }
 
@@ -104,6 +108,12 @@ impl RuntimeServices {
     /// Serves the notification functions.
     pub fn with_notifications(mut self, notifications: Arc<Notifications>) -> RuntimeServices {
         self.notifications = Some(notifications);
+        self
+    }
+
+    /// Serves the wallet functions and `multi_update`.
+    pub fn with_wallets(mut self, wallets: Arc<Wallets>) -> RuntimeServices {
+        self.wallets = Some(wallets);
         self
     }
 
@@ -154,6 +164,13 @@ struct NkInner {
     log_limiter: LogLimiter,
     /// The utility functions' process-wide state: local caches, HTTP clients, metric series.
     utilities: UtilityState,
+}
+
+/// Services that end users' sessions (an account deletion) close their sockets through `nk`.
+impl metafi_core::UserSockets for Nk {
+    fn disconnect_user(&self, user_id: Uuid) -> usize {
+        Nk::disconnect_user(self, user_id)
+    }
 }
 
 impl Nk {
@@ -260,6 +277,15 @@ impl Nk {
         self.inner.services.groups.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without the groups service"
+            ))
+        })
+    }
+
+    /// The wallet service, or the error a function `name` raises without it.
+    pub(crate) fn wallets(&self, name: &str) -> Result<&Arc<Wallets>, crate::nk_api::NkError> {
+        self.inner.services.wallets.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without wallets"
             ))
         })
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use metafi_core::{Clock, Notifications, Objects};
+use metafi_core::{Clock, Notifications, Objects, Wallets};
 use metafi_runtime::nk_api::UtilityConfig;
 use metafi_runtime::{
     AccountServices, MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices,
@@ -39,12 +39,15 @@ pub(crate) async fn start_runtime(
         server_config: Some(Arc::new(config_view::nakama_view(config))),
         ..config.runtime_utilities.clone()
     };
+    // Wallets have no state of their own: the runtime's service is one over the same store.
+    let wallets = Arc::new(Wallets::new(store.clone(), clock.clone()));
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
         .with_realtime(realtime)
         .with_accounts(accounts)
         .with_notifications(notifications)
-        .with_groups(groups);
+        .with_groups(groups)
+        .with_wallets(wallets);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

@@ -290,6 +290,7 @@ async fn wire(
         ),
         Arc::from(config.runtime.node.as_str()),
     ));
+    let sockets: Arc<dyn metafi_core::UserSockets> = realtime_host.clone();
     let runtime = modules::start_runtime(
         config,
         objects.clone(),
@@ -365,6 +366,7 @@ async fn wire(
         matches: matches.clone(),
         hooks,
         notifications,
+        sockets,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -237,3 +237,12 @@ fn join_error(refused: JoinRefused) -> StreamJoinError {
         JoinRefused::Closing => StreamJoinError::Closing,
     }
 }
+
+/// `DELETE /v2/account` closes the deleted user's sockets through the same control as
+/// `nk.session_disconnect`.
+impl metafi_core::UserSockets for NodeRealtimeHost {
+    fn disconnect_user(&self, user_id: Uuid) -> usize {
+        self.control
+            .disconnect_user(user_id, PresenceReason::Disconnect)
+    }
+}

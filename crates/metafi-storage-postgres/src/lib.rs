@@ -26,6 +26,7 @@ mod migrate;
 mod notification_store;
 mod object;
 mod session;
+mod wallet_store;
 mod writer;
 
 use std::collections::HashSet;

@@ -37,6 +37,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "groups",
         sql: include_str!("../migrations/0006_groups.sql"),
     },
+    Migration {
+        version: 7,
+        name: "wallet_ledger",
+        sql: include_str!("../migrations/0007_wallet_ledger.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -28,6 +28,7 @@ mod notification_store;
 mod object;
 mod readers;
 mod session;
+mod wallet_store;
 mod writer;
 
 use std::path::PathBuf;

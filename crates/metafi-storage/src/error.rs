@@ -40,6 +40,16 @@ pub enum StorageError {
     #[error("{field} is longer than {max} characters")]
     TooLong { field: &'static str, max: usize },
 
+    /// A wallet change would take the balance at `path` of `user_id` below zero (from
+    /// `current`, by `amount`). Nothing was written.
+    #[error("wallet update rejected negative value at path '{path}'")]
+    WalletNegative {
+        user_id: uuid::Uuid,
+        path: String,
+        current: i64,
+        amount: i64,
+    },
+
     /// The backend is shutting down or its writer has stopped; the operation was not applied.
     #[error("storage is closed")]
     Closed,

@@ -1,4 +1,5 @@
-//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
+//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages,
+//! wallets and their ledger.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -30,6 +31,7 @@ mod object;
 mod session;
 pub mod support;
 pub mod text;
+mod wallet;
 
 pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
@@ -54,6 +56,10 @@ pub use object::{
     VersionCheck,
 };
 pub use session::{Revocation, SessionStore, UserRevocation};
+pub use wallet::{
+    Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
+    WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
+};
 
 use async_trait::async_trait;
 
@@ -67,6 +73,7 @@ pub trait Storage:
     + NotificationStore
     + FriendStore
     + GroupStore
+    + WalletStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

@@ -1,6 +1,7 @@
 //! The route table: Nakama's paths and methods.
 
 mod account;
+mod account_links;
 mod authenticate;
 mod channel;
 mod friend;
@@ -53,4 +54,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(notification::routes())
         .merge(friend::routes())
         .merge(group::routes())
+        .merge(account_links::routes())
 }

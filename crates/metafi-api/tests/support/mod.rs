@@ -140,6 +140,7 @@ impl TestApi {
                 Arc::new(metafi_core::NoPush),
                 metafi_core::NotificationsConfig::default(),
             )),
+            sockets: Arc::new(metafi_core::NoSockets),
         };
         TestApi {
             state,
@@ -203,7 +204,25 @@ impl OnlineUsers for Online {
     }
 }
 
-/// The router with a 1 MiB body limit and a test-controlled [`Online`].
+/// Users whose sockets the API asked to close, in order.
+#[derive(Debug, Default)]
+pub struct ClosedSockets(std::sync::Mutex<Vec<uuid::Uuid>>);
+
+impl ClosedSockets {
+    pub fn users(&self) -> Vec<uuid::Uuid> {
+        self.0.lock().expect("lock").clone()
+    }
+}
+
+impl metafi_core::UserSockets for ClosedSockets {
+    fn disconnect_user(&self, user_id: uuid::Uuid) -> usize {
+        self.0.lock().expect("lock").push(user_id);
+        1
+    }
+}
+
+/// The router with a 1 MiB body limit, a test-controlled [`Online`] and recorded socket
+/// closes.
 pub struct Api {
     router: Router,
     pub online: Arc<Online>,
@@ -211,6 +230,7 @@ pub struct Api {
     pub notifications: Arc<metafi_core::Notifications>,
     /// What the services sent through the notifier.
     pub notified: Arc<RecordingNotifier>,
+    pub sockets: Arc<ClosedSockets>,
     _api: TestApi,
 }
 
@@ -227,6 +247,7 @@ impl Api {
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start(config, None).await;
         let online = Arc::new(Online::default());
+        let sockets = Arc::new(ClosedSockets::default());
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         state.friends = Arc::new(metafi_core::Friends::new(
@@ -236,11 +257,13 @@ impl Api {
             Arc::new(SystemClock),
             metafi_core::FriendsConfig::default(),
         ));
+        state.sockets = sockets.clone();
         Api {
             notifications: state.notifications.clone(),
             router: metafi_api::router(state),
             online,
             notified: api.notified.clone(),
+            sockets,
             _api: api,
         }
     }

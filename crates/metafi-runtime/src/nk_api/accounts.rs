@@ -279,10 +279,9 @@ fn account_delete_id(nk: Nk, args: NkArgs) -> NkFuture {
         let services = nk.account_services("account_delete_id")?;
         services
             .accounts
-            .delete(&services.sessions, user_id)
+            .delete(&services.sessions, &nk, user_id)
             .await
             .map_err(|e| NkError::core("error while trying to delete account", e))?;
-        nk.disconnect_user(user_id);
         Ok(NkValue::Nil)
     })
 }

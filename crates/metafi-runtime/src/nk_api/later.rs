@@ -1,4 +1,4 @@
-//! Functions of features other issues build (wallets, leaderboards, tournaments,
+//! Functions of features other issues build (leaderboards, tournaments,
 //! groups, friends, parties, storage indexes): rows that let modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
@@ -13,19 +13,13 @@ const fn later(lua: &'static str, js: &'static str, feature: &'static str) -> Nk
 }
 
 pub(super) const FUNCTIONS: &[NkFunction] = &[
-    // Both take more than values: multi_update writes wallets (the economy issue) in the
-    // same transaction as accounts and storage; storage_write_retry calls a script function
-    // back between attempts, which the binding table cannot carry yet.
-    later("multi_update", "multiUpdate", "wallets (multi_update)"),
+    // storage_write_retry calls a script function back between attempts, which the binding
+    // table cannot carry yet.
     later(
         "storage_write_retry",
         "storageWriteRetry",
         "storage_write_retry (a function taking a callback)",
     ),
-    later("wallet_update", "walletUpdate", "wallets"),
-    later("wallets_update", "walletsUpdate", "wallets"),
-    later("wallet_ledger_update", "walletLedgerUpdate", "wallets"),
-    later("wallet_ledger_list", "walletLedgerList", "wallets"),
     later("leaderboard_create", "leaderboardCreate", "leaderboards"),
     later("leaderboard_delete", "leaderboardDelete", "leaderboards"),
     later("leaderboard_list", "leaderboardList", "leaderboards"),

@@ -44,6 +44,7 @@ mod unserved;
 mod users;
 mod utilities;
 mod value;
+mod wallets;
 
 #[cfg(test)]
 mod test_support;
@@ -83,6 +84,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         notifications::FUNCTIONS,
         friends::FUNCTIONS,
         groups::FUNCTIONS,
+        wallets::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

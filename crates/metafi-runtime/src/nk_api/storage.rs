@@ -59,7 +59,7 @@ fn read_ids(args: &NkArgs) -> Result<Vec<ObjectId>, NkError> {
     } else {
         "expects a valid set of keys"
     };
-    entries(args, message)?
+    entries(args, 1, message)?
         .into_iter()
         .map(|entry| {
             Ok(ObjectId {
@@ -94,22 +94,23 @@ fn writes(args: &NkArgs) -> Result<Vec<WriteInput>, NkError> {
     } else {
         "expects a valid set of data"
     };
-    let mut out = Vec::new();
-    for entry in entries(args, message)? {
-        let collection = required(&entry, "collection", Batch::Write)?;
-        let key = required(&entry, "key", Batch::Write)?;
-        let user_id = owner(&entry)?;
-        out.push(WriteInput {
-            collection,
-            key,
-            user_id,
-            value: object_value_text(&entry)?,
-            version: version(&entry)?,
-            permission_read: permission(&entry, "permission_read")?,
-            permission_write: permission(&entry, "permission_write")?,
-        });
-    }
-    Ok(out)
+    entries(args, 1, message)?.iter().map(write_input).collect()
+}
+
+/// One storage write of a batch (`storage_write`, `multi_update`).
+pub(super) fn write_input(entry: &MapArg<'_>) -> Result<WriteInput, NkError> {
+    let collection = required(entry, "collection", Batch::Write)?;
+    let key = required(entry, "key", Batch::Write)?;
+    let user_id = owner(entry)?;
+    Ok(WriteInput {
+        collection,
+        key,
+        user_id,
+        value: object_value_text(entry)?,
+        version: version(entry)?,
+        permission_read: permission(entry, "permission_read")?,
+        permission_write: permission(entry, "permission_write")?,
+    })
 }
 
 /// The `value` of a write as JSON text: a table in Lua, an object in JavaScript.
@@ -247,23 +248,31 @@ fn deletes(args: &NkArgs) -> Result<Vec<DeleteInput>, NkError> {
     } else {
         "expects a valid set of object IDs"
     };
-    let mut out = Vec::new();
-    for entry in entries(args, message)? {
-        let version = version(&entry)?;
-        out.push(DeleteInput {
-            collection: required(&entry, "collection", Batch::Delete)?,
-            key: required(&entry, "key", Batch::Delete)?,
-            user_id: owner(&entry)?,
-            version,
-        });
-    }
-    Ok(out)
+    entries(args, 1, message)?
+        .iter()
+        .map(delete_input)
+        .collect()
 }
 
-/// The maps of argument 1, a list of maps (Lua: any table of tables; JavaScript: an array of
-/// objects); `message` otherwise.
-fn entries<'a>(args: &'a NkArgs, message: &'static str) -> Result<Vec<MapArg<'a>>, NkError> {
-    let arg = args.at(1);
+/// One storage delete of a batch (`storage_delete`, `multi_update`).
+pub(super) fn delete_input(entry: &MapArg<'_>) -> Result<DeleteInput, NkError> {
+    let version = version(entry)?;
+    Ok(DeleteInput {
+        collection: required(entry, "collection", Batch::Delete)?,
+        key: required(entry, "key", Batch::Delete)?,
+        user_id: owner(entry)?,
+        version,
+    })
+}
+
+/// The maps of argument `position`, a list of maps (Lua: any table of tables; JavaScript: an
+/// array of objects); `message` otherwise.
+pub(super) fn entries<'a>(
+    args: &'a NkArgs,
+    position: usize,
+    message: &'static str,
+) -> Result<Vec<MapArg<'a>>, NkError> {
+    let arg = args.at(position);
     let items: Vec<Arg<'a>> = match arg.value {
         NkValue::Map(map) if !args.is_js() => map
             .iter()

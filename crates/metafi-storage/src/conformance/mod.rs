@@ -23,6 +23,7 @@ mod notification;
 mod object;
 mod session;
 mod text;
+mod wallet;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -41,6 +42,7 @@ pub use notification::*;
 pub use object::*;
 pub use session::*;
 pub use text::*;
+pub use wallet::*;
 
 use crate::Storage;
 
@@ -135,6 +137,16 @@ macro_rules! conformance_tests {
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
+            wallet_update_applies_and_records_the_ledger,
+            wallet_below_zero_is_refused_and_changes_nothing,
+            wallet_changes_of_unknown_users_are_skipped,
+            wallet_concurrent_changes_lose_nothing,
+            wallet_concurrent_spends_never_overdraw,
+            wallet_ledger_pages_newest_first,
+            wallet_ledger_update_merges_metadata,
+            wallet_ledger_goes_with_its_user,
+            multi_update_applies_everything_together,
+            multi_update_is_all_or_nothing,
         );
         $crate::conformance_tests!(@cases $fixture;
             friend_invite_then_accept,
