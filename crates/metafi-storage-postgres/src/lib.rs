@@ -19,6 +19,7 @@
 mod account;
 mod connect;
 mod db;
+mod leaderboard_store;
 mod message;
 mod migrate;
 mod object;

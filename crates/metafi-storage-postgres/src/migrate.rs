@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing_and_delete",
         sql: include_str!("../migrations/0003_nakama_listing_and_delete.sql"),
     },
+    Migration {
+        version: 8,
+        name: "leaderboard",
+        sql: include_str!("../migrations/0008_leaderboard.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -20,6 +20,7 @@
 
 mod account;
 mod db;
+mod leaderboard_store;
 mod message;
 mod migrate;
 mod object;

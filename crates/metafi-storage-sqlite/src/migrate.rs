@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 8,
+        name: "leaderboard",
+        sql: include_str!("../migrations/0008_leaderboard.sql"),
+    },
 ];
 
 struct Migration {

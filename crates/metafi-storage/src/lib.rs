@@ -1,4 +1,5 @@
-//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
+//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages,
+//! leaderboards.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -21,6 +22,7 @@ mod account;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
+mod leaderboard;
 mod message;
 mod object;
 mod session;
@@ -31,6 +33,10 @@ pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
 pub use error::{Conflict, StorageError};
+pub use leaderboard::{
+    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery, RecordWrite,
+    RecordWritten, SortOrder, apply_operator, initial_scores,
+};
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
@@ -42,7 +48,9 @@ use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + LeaderboardStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 

@@ -16,6 +16,7 @@ mod account;
 pub mod bench;
 mod durability;
 mod identity;
+mod leaderboard;
 mod message;
 mod object;
 mod session;
@@ -31,6 +32,7 @@ use futures_util::FutureExt as _;
 pub use account::*;
 pub use durability::*;
 pub use identity::*;
+pub use leaderboard::*;
 pub use message::*;
 pub use object::*;
 pub use session::*;
@@ -123,6 +125,14 @@ macro_rules! conformance_tests {
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
+            leaderboard_create_is_idempotent_and_listed,
+            leaderboard_operators_follow_nakama,
+            leaderboard_write_keeps_username_and_metadata_unless_given,
+            leaderboard_negative_scores_are_refused,
+            leaderboard_pages_in_rank_order,
+            leaderboard_periods_are_separate,
+            leaderboard_delete_removes_records,
+            leaderboard_concurrent_increments_all_count,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
