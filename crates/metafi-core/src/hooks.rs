@@ -86,6 +86,10 @@ hooks! {
     WriteStorageObjects Api "WriteStorageObjects" true;
     DeleteStorageObjects Api "DeleteStorageObjects" true;
     ListStorageObjects Api "ListStorageObjects" true;
+    WriteLeaderboardRecord Api "WriteLeaderboardRecord" true;
+    DeleteLeaderboardRecord Api "DeleteLeaderboardRecord" true;
+    ListLeaderboardRecords Api "ListLeaderboardRecords" true;
+    ListLeaderboardRecordsAroundOwner Api "ListLeaderboardRecordsAroundOwner" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

@@ -44,6 +44,8 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Leaderboards (`nk.leaderboard_*`); `None` where the server did not set them.
+    pub leaderboards: Option<Arc<metafi_core::Leaderboards>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +73,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            leaderboards: None,
         }
     }
 
@@ -90,6 +93,15 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves the leaderboard functions.
+    pub fn with_leaderboards(
+        mut self,
+        leaderboards: Arc<metafi_core::Leaderboards>,
+    ) -> RuntimeServices {
+        self.leaderboards = Some(leaderboards);
         self
     }
 }
@@ -195,6 +207,18 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The leaderboard service, or the error a function `name` raises without it.
+    pub(crate) fn leaderboards(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Leaderboards>, crate::nk_api::NkError> {
+        self.inner.services.leaderboards.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without leaderboards"
             ))
         })
     }

@@ -4,6 +4,7 @@ mod account;
 mod authenticate;
 mod channel;
 mod health;
+mod leaderboard;
 mod match_list;
 mod rpc;
 mod session;
@@ -47,4 +48,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(leaderboard::routes())
 }

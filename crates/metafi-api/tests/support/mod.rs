@@ -95,6 +95,11 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            leaderboards: Arc::new(
+                metafi_core::Leaderboards::load(store.clone(), clock.clone())
+                    .await
+                    .unwrap(),
+            ),
         };
         TestApi {
             state,

@@ -23,6 +23,7 @@ mod function;
 mod http;
 mod json;
 mod later;
+mod leaderboards;
 mod links;
 mod matches;
 mod metrics_events;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        leaderboards::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
