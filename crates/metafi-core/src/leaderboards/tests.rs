@@ -291,3 +291,37 @@ async fn concurrent_writes_leave_ranks_right() {
         assert_eq!(record.rank, n as i64 + 1, "rank matches the stored order");
     }
 }
+
+struct Recorder(tokio::sync::mpsc::UnboundedSender<(String, i64)>);
+
+#[async_trait::async_trait]
+impl ResetListener for Recorder {
+    async fn leaderboard_reset(&self, board: Arc<Board>, reset: i64) {
+        let _ = self.0.send((board.row.id.clone(), reset));
+    }
+}
+
+/// The scheduler sleeps until the period ends, then calls the listener with the board and the
+/// end of the period; boards without a schedule never reset.
+#[tokio::test(start_paused = true)]
+async fn the_scheduler_calls_the_listener_when_a_period_ends() {
+    let env = env().await;
+    let mut board = new_board("minutely", SortOrder::Descending, Operator::Best);
+    board.reset_schedule = "* * * * *".into();
+    env.service.create(board).await.unwrap();
+    env.service
+        .create(new_board("never", SortOrder::Descending, Operator::Best))
+        .await
+        .unwrap();
+    let service = Arc::new(env.service);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = spawn_scheduler(service.clone(), Some(Arc::new(Recorder(tx))));
+    tokio::task::yield_now().await;
+    // 22:13:20 → the minute ends at 22:14:00, 40 s later.
+    env.clock.advance_ms(40_000);
+    tokio::time::advance(std::time::Duration::from_secs(41)).await;
+    let (id, reset) = rx.recv().await.expect("a reset");
+    assert_eq!((id.as_str(), reset), ("minutely", 1_700_000_040));
+    assert!(rx.try_recv().is_err(), "one call per ended period");
+    task.abort();
+}
