@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use metafi_core::{
-    Accounts, Channels, Friends, Groups, Hooks, Notifications, Objects, RpcDispatch, Sessions,
-    UserSockets, Users,
+    Accounts, Channels, Friends, Groups, Hooks, Leaderboards, Notifications, Objects, RpcDispatch,
+    Sessions, UserSockets, Users,
 };
 
 use crate::HttpConfig;
@@ -48,4 +48,6 @@ pub struct ApiState {
     /// Users' open sockets, closed when their account is deleted (`NoSockets` without a
     /// realtime edge).
     pub sockets: Arc<dyn UserSockets>,
+    /// Leaderboards and their records (`/v2/leaderboard`).
+    pub leaderboards: Arc<Leaderboards>,
 }

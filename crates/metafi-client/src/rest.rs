@@ -14,7 +14,10 @@ use http::{HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use metafi_proto::api::{Account, Session, StorageObjectAcks, StorageObjects};
+use metafi_proto::api::{
+    Account, LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite, Session,
+    StorageObjectAcks, StorageObjects,
+};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -291,6 +294,36 @@ impl Client {
     ) -> Result<StorageObjects, ClientError> {
         let body = to_json(&ObjectIdsBody { object_ids })?;
         self.call(Method::POST, "/v2/storage", Auth::Bearer(token), Some(body))
+            .await
+    }
+
+    /// `POST /v2/leaderboard/{id}`: submits a score as the session's user.
+    pub async fn write_leaderboard_record(
+        &self,
+        token: &str,
+        leaderboard_id: &str,
+        record: &LeaderboardRecordWrite,
+    ) -> Result<LeaderboardRecord, ClientError> {
+        let path = format!("/v2/leaderboard/{}", encode_component(leaderboard_id));
+        let body = to_json(record)?;
+        self.call(Method::POST, &path, Auth::Bearer(token), Some(body))
+            .await
+    }
+
+    /// `GET /v2/leaderboard/{id}/owner/{owner_id}?limit=`: the records around an owner.
+    pub async fn leaderboard_records_around_owner(
+        &self,
+        token: &str,
+        leaderboard_id: &str,
+        owner_id: &str,
+        limit: u32,
+    ) -> Result<LeaderboardRecordList, ClientError> {
+        let path = format!(
+            "/v2/leaderboard/{}/owner/{}?limit={limit}",
+            encode_component(leaderboard_id),
+            encode_component(owner_id)
+        );
+        self.call(Method::GET, &path, Auth::Bearer(token), None)
             .await
     }
 

@@ -115,6 +115,10 @@ hooks! {
     ListGroupUsers Api "ListGroupUsers" true;
     ListUserGroups Api "ListUserGroups" true;
     ListGroups Api "ListGroups" true;
+    WriteLeaderboardRecord Api "WriteLeaderboardRecord" true;
+    DeleteLeaderboardRecord Api "DeleteLeaderboardRecord" true;
+    ListLeaderboardRecords Api "ListLeaderboardRecords" true;
+    ListLeaderboardRecordsAroundOwner Api "ListLeaderboardRecordsAroundOwner" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

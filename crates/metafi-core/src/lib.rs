@@ -17,12 +17,14 @@
 mod accounts;
 pub mod channels;
 mod clock;
+pub mod cron;
 mod error;
 pub mod friends;
 pub mod groups;
 pub mod hooks;
 mod jwt;
 pub mod notifications;
+pub mod leaderboards;
 pub mod notify;
 pub mod objects;
 mod password;
@@ -46,6 +48,7 @@ pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use notifications::{
     Broadcast, NoPush, NotificationPage, NotificationPush, Notifications, NotificationsConfig,
 };
+pub use leaderboards::{LeaderboardError, Leaderboards};
 pub use notify::{NewNotification, Notifier};
 pub use objects::Objects;
 pub use password::PasswordHasher;

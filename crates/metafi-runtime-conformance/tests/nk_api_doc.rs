@@ -39,12 +39,10 @@ const NATIVE_REGISTRATIONS: &[&str] = &[
 const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
     ("register_tournament_end", "tournaments"),
     ("register_tournament_reset", "tournaments"),
-    ("register_leaderboard_reset", "leaderboards"),
     ("register_storage_index", "storage indexes"),
     ("register_storage_index_filter", "storage indexes"),
     ("registerTournamentEnd", "tournaments"),
     ("registerTournamentReset", "tournaments"),
-    ("registerLeaderboardReset", "leaderboards"),
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
     (

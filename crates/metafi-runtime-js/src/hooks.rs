@@ -1,8 +1,9 @@
 //! The hook registrations of the `initializer`: `registerBefore<Name>` and
 //! `registerAfter<Name>` for every API call Nakama names, `registerRtBefore(name, fn)`,
-//! `registerRtAfter(name, fn)` and `registerShutdown(fn)`, with the argument errors of
-//! Nakama's `runtime_javascript_init.go`; and the registrations of features MetaFi does not
-//! serve yet (leaderboard and tournament resets, storage indexes, purchase notifications),
+//! `registerRtAfter(name, fn)`, `registerShutdown(fn)` and `registerLeaderboardReset(fn)`,
+//! with the argument errors of Nakama's `runtime_javascript_init.go`; and the registrations of
+//! features MetaFi does not serve yet (tournament resets, storage indexes, purchase
+//! notifications),
 //! which load fine and are reported once at start.
 //!
 //! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
@@ -13,7 +14,9 @@
 
 use metafi_core::HookKind;
 use metafi_core::hooks::NAKAMA_API_HOOKS;
-use metafi_runtime::hooks::{HookMode, SHUTDOWN_KEY, hook_key, warn_unserved_once};
+use metafi_runtime::hooks::{
+    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, hook_key, warn_unserved_once,
+};
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
 
@@ -26,10 +29,10 @@ use std::rc::Rc;
 const BEFORE: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var out = function (r) { return r == null ? '' : JSON.stringify(r); }; var r = fn(ctx, logger, nk, JSON.parse(payload)); return r instanceof Promise ? r.then(out) : out(r); }; })";
 const AFTER: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 const SHUTDOWN: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var r = fn(ctx, logger, nk); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
+const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 
 /// Registrations of features other issues build: accepted, reported once, never called.
 const UNSERVED: &[(&str, &str)] = &[
-    ("registerLeaderboardReset", "leaderboard resets"),
     ("registerTournamentEnd", "tournament ends"),
     ("registerTournamentReset", "tournament resets"),
     ("registerStorageIndex", "storage indexes"),
@@ -119,6 +122,19 @@ pub(crate) fn install<'js>(
     })?
     .with_name("registerShutdown")?;
     initializer.set("registerShutdown", register)?;
+    let on = shared.clone();
+    let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+        let f = convert::arg(&args.0, 0)
+            .and_then(|f| f.as_function())
+            .ok_or_else(|| Exception::throw_type(&ctx, "expects a function"))?
+            .clone();
+        let module = loading_module(&ctx, &on, "registerLeaderboardReset")?;
+        let wrap: Function<'js> = ctx.eval(LEADERBOARD_RESET)?;
+        let wrapped: Function<'js> = wrap.call((f,))?;
+        store(&ctx, &on, LEADERBOARD_RESET_KEY.to_owned(), wrapped, module)
+    })?
+    .with_name("registerLeaderboardReset")?;
+    initializer.set("registerLeaderboardReset", register)?;
     for (function, feature) in UNSERVED {
         let on = shared.clone();
         let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {

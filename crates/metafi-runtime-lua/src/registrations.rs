@@ -1,7 +1,8 @@
 //! The `nakama` module's hook registrations: `register_req_before`, `register_req_after`,
-//! `register_rt_before`, `register_rt_after` and `register_shutdown`, with Nakama's argument
-//! errors, and the registrations of features MetaFi does not serve yet (leaderboard and
-//! tournament resets, storage indexes), which load fine and are reported once at start.
+//! `register_rt_before`, `register_rt_after`, `register_shutdown` and
+//! `register_leaderboard_reset`, with Nakama's argument errors, and the registrations of
+//! features MetaFi does not serve yet (tournament ends and resets, storage indexes), which load
+//! fine and are reported once at start.
 //!
 //! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
 //! request as JSON; a small Lua wrapper decodes it into a table, calls the module's function
@@ -9,7 +10,9 @@
 //! what a before hook returns (nothing: `""`, which drops the call).
 
 use metafi_core::HookKind;
-use metafi_runtime::hooks::{HookMode, SHUTDOWN_KEY, hook_key, warn_unserved_once};
+use metafi_runtime::hooks::{
+    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, hook_key, warn_unserved_once,
+};
 use metafi_runtime::nk_api::Naming;
 use mlua::{Function, Lua, Table, Value};
 
@@ -33,8 +36,11 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
         "register_shutdown",
         lua.create_function(|lua, function: Value| register_shutdown(lua, function))?,
     )?;
+    nk.raw_set(
+        "register_leaderboard_reset",
+        lua.create_function(|lua, function: Value| register_leaderboard_reset(lua, function))?,
+    )?;
     for (name, feature) in [
-        ("register_leaderboard_reset", "leaderboard resets"),
         ("register_tournament_end", "tournament ends"),
         ("register_tournament_reset", "tournament resets"),
         ("register_storage_index_filter", "storage index filters"),
@@ -142,6 +148,31 @@ fn register_shutdown(lua: &Lua, function: Value) -> mlua::Result<()> {
         .borrow_mut()
         .rpcs
         .insert(SHUTDOWN_KEY.to_owned(), (wrapper, module));
+    Ok(())
+}
+
+/// `register_leaderboard_reset(fn)`: `fn(context, leaderboard, reset)` when a leaderboard's
+/// period ends; the host passes `[leaderboard, reset]` as JSON.
+fn register_leaderboard_reset(lua: &Lua, function: Value) -> mlua::Result<()> {
+    let name = "register_leaderboard_reset";
+    let Value::Function(function) = function else {
+        return Err(arg_error(1, name, "function expected"));
+    };
+    let module = loading_module(lua, name)?;
+    let decode = lua.create_function(|lua, text: mlua::LuaString| {
+        let json: serde_json::Value = serde_json::from_str(&text.to_string_lossy())
+            .map_err(|e| mlua::Error::runtime(format!("failed to decode the reset payload: {e}")))?;
+        convert::from_json(lua, &json)
+    })?;
+    let wrapper: Function = lua
+        .load("local decode, fn = ...\nreturn function(ctx, payload)\n  local both = decode(payload)\n  fn(ctx, both[1], both[2])\n  return ''\nend")
+        .set_name("=metafi-leaderboard-reset")
+        .call((decode, function))?;
+    shared(lua)?
+        .registry
+        .borrow_mut()
+        .rpcs
+        .insert(LEADERBOARD_RESET_KEY.to_owned(), (wrapper, module));
     Ok(())
 }
 

@@ -23,6 +23,8 @@ pub enum ExecutionMode {
     After,
     /// The shutdown function (`register_shutdown`), when the server stops.
     Shutdown,
+    /// The leaderboard reset function (`register_leaderboard_reset`), when a period ends.
+    LeaderboardReset,
 }
 
 impl ExecutionMode {
@@ -37,6 +39,7 @@ impl ExecutionMode {
             ExecutionMode::Before => "before",
             ExecutionMode::After => "after",
             ExecutionMode::Shutdown => "shutdown",
+            ExecutionMode::LeaderboardReset => "leaderboard_reset",
         }
     }
 }

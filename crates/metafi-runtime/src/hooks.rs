@@ -31,6 +31,10 @@ pub const HOOK_KEY_PREFIX: char = '\u{1}';
 /// The reserved id of the shutdown function (`register_shutdown`).
 pub const SHUTDOWN_KEY: &str = "\u{1}shutdown";
 
+/// The reserved id of the leaderboard reset function (`register_leaderboard_reset`). Its
+/// payload is `[leaderboard, reset]` as JSON, the leaderboard in the engine's naming.
+pub const LEADERBOARD_RESET_KEY: &str = "\u{1}leaderboardreset";
+
 /// Before or after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookMode {
@@ -135,6 +139,7 @@ pub(crate) struct HookRegistry {
     before: HookTable<Registered>,
     after: HookTable<Registered>,
     shutdown: Option<Registered>,
+    leaderboard_reset: Option<Registered>,
     /// Hook names registered that MetaFi does not serve, reported once each.
     unserved: HashSet<String>,
 }
@@ -194,6 +199,12 @@ impl HookRegistry {
         }
     }
 
+    pub(crate) fn add_leaderboard_reset(&mut self, hook: Registered) {
+        if self.leaderboard_reset.is_none() {
+            self.leaderboard_reset = Some(hook);
+        }
+    }
+
     pub(crate) fn finish(
         self,
         nk: Nk,
@@ -210,6 +221,7 @@ impl HookRegistry {
             before: self.before,
             after: self.after,
             shutdown: self.shutdown,
+            leaderboard_reset: self.leaderboard_reset,
             nk,
             ctx,
             call_timeout,
@@ -223,6 +235,8 @@ pub struct RuntimeHooks {
     before: HookTable<Registered>,
     after: HookTable<Registered>,
     shutdown: Option<Registered>,
+    /// The leaderboard reset function, if a module registered one.
+    leaderboard_reset: Option<Registered>,
     nk: Nk,
     /// Node, version and env, copied into each call's context.
     ctx: Arc<CallContext>,
@@ -306,6 +320,47 @@ impl RuntimeHooks {
             Err(error) => {
                 tracing::warn!(runtime = hook.runtime, module = %hook.module, %error, "shutdown function failed")
             }
+        }
+    }
+
+    /// Whether a module registered a leaderboard reset function.
+    pub fn has_leaderboard_reset(&self) -> bool {
+        self.leaderboard_reset.is_some()
+    }
+
+    /// Runs the leaderboard reset function, if any, for `board` whose period ended at
+    /// `reset` (Unix seconds), within the call timeout. Failures are logged, as Nakama does.
+    pub async fn leaderboard_reset(&self, board: &metafi_core::leaderboards::Board, reset: i64) {
+        let Some(hook) = &self.leaderboard_reset else {
+            return;
+        };
+        let HookTarget::Pool { pool, key } = &hook.target else {
+            return;
+        };
+        let payload = Json::Array(vec![
+            reset_board_view(board, reset, hook.runtime == "js"),
+            Json::from(reset),
+        ])
+        .to_string();
+        let ctx = self.context(ExecutionMode::LeaderboardReset, RpcContext::default());
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(self.call_timeout, pool.call(key.clone(), ctx, payload))
+            .await;
+        let error = match outcome {
+            Ok(Ok(Ok(_))) => None,
+            Ok(Ok(Err(e))) => Some(format!("{e:?}")),
+            Ok(Err(e)) => Some(format!("{e:?}")),
+            Err(_) => Some("did not finish within the call timeout".to_owned()),
+        };
+        record(
+            hook.runtime,
+            "leaderboard_reset",
+            "leaderboard_reset",
+            started,
+            if error.is_none() { "ok" } else { "failed" },
+        );
+        if let Some(error) = error {
+            tracing::warn!(runtime = hook.runtime, module = %hook.module, leaderboard = %board.row.id, %error, "failed to invoke leaderboard reset callback");
         }
     }
 
@@ -474,6 +529,56 @@ fn outcome_label(outcome: &Result<Option<Json>, HookFailure>) -> &'static str {
         Err(HookFailure::BadReturn(_)) => "bad_result",
         Err(HookFailure::Dispatch(DispatchError::QueueFull)) => "queue_full",
         Err(HookFailure::Dispatch(DispatchError::Stopped)) => "stopped",
+    }
+}
+
+/// The leaderboard a reset function sees: Lua as Nakama's `LeaderboardReset` builds it
+/// (`sort_order`, `prev_reset`, `next_reset` as strings), JavaScript as its leaderboard
+/// objects (numbers, camelCase). `next_reset` is the period after the one that ended.
+fn reset_board_view(board: &metafi_core::leaderboards::Board, reset: i64, js: bool) -> Json {
+    use metafi_storage::Operator;
+    let row = &board.row;
+    let metadata: Json = serde_json::from_str(&row.metadata).unwrap_or_else(|_| Json::Object(Map::new()));
+    let operator = match row.operator {
+        Operator::Best => "best",
+        Operator::Set => "set",
+        Operator::Increment => "increment",
+        Operator::Decrement => "decrement",
+    };
+    let order = row.sort_order.code();
+    let next = board.expiry_at(reset);
+    let prev = board.prev_reset(reset);
+    let mut map = Map::new();
+    map.insert("id".into(), Json::from(row.id.as_str()));
+    map.insert("authoritative".into(), Json::from(row.authoritative));
+    map.insert("operator".into(), Json::from(operator));
+    map.insert("metadata".into(), metadata);
+    if js {
+        map.insert("sortOrder".into(), Json::from(order));
+        map.insert("createTime".into(), Json::from(row.create_time_ms.div_euclid(1000)));
+        if prev != 0 {
+            map.insert("prevReset".into(), Json::from(prev));
+        }
+        if next != 0 {
+            map.insert("nextReset".into(), Json::from(next));
+        }
+    } else {
+        map.insert("sort_order".into(), Json::from(order.to_string()));
+        map.insert("create_time".into(), Json::from(row.create_time_ms.div_euclid(1000)));
+        if prev != 0 {
+            map.insert("prev_reset".into(), Json::from(prev.to_string()));
+        }
+        if next != 0 {
+            map.insert("next_reset".into(), Json::from(next.to_string()));
+        }
+    }
+    Json::Object(map)
+}
+
+#[async_trait::async_trait]
+impl metafi_core::leaderboards::ResetListener for RuntimeHooks {
+    async fn leaderboard_reset(&self, board: Arc<metafi_core::leaderboards::Board>, reset: i64) {
+        RuntimeHooks::leaderboard_reset(self, &board, reset).await;
     }
 }
 

@@ -58,6 +58,8 @@ pub struct RuntimeServices {
     /// Wallets, their ledger and the multi-store update (`nk.wallet_*`, `nk.multi_update`);
     /// `None` where the server did not set them.
     pub wallets: Option<Arc<Wallets>>,
+    /// Leaderboards (`nk.leaderboard_*`); `None` where the server did not set them.
+    pub leaderboards: Option<Arc<metafi_core::Leaderboards>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -89,6 +91,7 @@ impl RuntimeServices {
             friends: None,
             groups: None,
             wallets: None,
+            leaderboards: None,
         }
     }
 
@@ -132,6 +135,15 @@ impl RuntimeServices {
     /// Serves the group functions.
     pub fn with_groups(mut self, groups: Arc<metafi_core::Groups>) -> RuntimeServices {
         self.groups = Some(groups);
+        self
+    }
+
+    /// Serves the leaderboard functions.
+    pub fn with_leaderboards(
+        mut self,
+        leaderboards: Arc<metafi_core::Leaderboards>,
+    ) -> RuntimeServices {
+        self.leaderboards = Some(leaderboards);
         self
     }
 }
@@ -286,6 +298,18 @@ impl Nk {
         self.inner.services.wallets.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without wallets"
+            ))
+        })
+    }
+
+    /// The leaderboard service, or the error a function `name` raises without it.
+    pub(crate) fn leaderboards(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Leaderboards>, crate::nk_api::NkError> {
+        self.inner.services.leaderboards.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without leaderboards"
             ))
         })
     }

@@ -18,7 +18,7 @@ use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::hooks::{
     HOOK_KEY_PREFIX, HookRegistry, HookTarget, Registered as RegisteredHook, RuntimeHooks,
-    SHUTDOWN_KEY, parse_hook_key,
+    LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, parse_hook_key,
 };
 use crate::host::{EngineFactory, VmLimits, VmSetup};
 use crate::log_limit::LogLimit;
@@ -253,6 +253,8 @@ impl RuntimeBuilder {
                     };
                     if registered.id == SHUTDOWN_KEY {
                         hooks.add_shutdown(hook);
+                    } else if registered.id == LEADERBOARD_RESET_KEY {
+                        hooks.add_leaderboard_reset(hook);
                     } else if let Some((mode, kind, name)) = parse_hook_key(&registered.id) {
                         hooks.add(mode, kind, name, hook);
                     }
@@ -395,6 +397,18 @@ impl Runtime {
     /// The before/after hooks every runtime registered, for the REST and realtime edges.
     pub fn hooks(&self) -> Arc<RuntimeHooks> {
         self.hooks.clone()
+    }
+
+    /// The modules' leaderboard reset function, for the reset scheduler; `None` when no
+    /// module registered one.
+    pub fn leaderboard_reset_listener(
+        &self,
+    ) -> Option<Arc<dyn metafi_core::leaderboards::ResetListener>> {
+        if self.hooks.has_leaderboard_reset() {
+            Some(self.hooks.clone())
+        } else {
+            None
+        }
     }
 
     /// Runs the shutdown function (within `grace`), then stops taking script calls, lets

@@ -30,6 +30,7 @@ pub(crate) async fn start_runtime(
     // The feature services nk reaches (friends, …), added as the REST edge has them.
     features: impl FnOnce(RuntimeServices) -> RuntimeServices,
     groups: Arc<metafi_core::Groups>,
+    leaderboards: Arc<metafi_core::Leaderboards>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -47,7 +48,8 @@ pub(crate) async fn start_runtime(
         .with_accounts(accounts)
         .with_notifications(notifications)
         .with_groups(groups)
-        .with_wallets(wallets);
+        .with_wallets(wallets)
+        .with_leaderboards(leaderboards);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

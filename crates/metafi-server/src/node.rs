@@ -242,6 +242,12 @@ async fn wire(
         )),
     );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
+    // Boards and ranks load before the runtime: modules create boards at load time.
+    let leaderboards = Arc::new(
+        metafi_core::Leaderboards::load(store.clone(), clock.clone())
+            .await
+            .context("loading leaderboards")?,
+    );
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
     // Notifications reach sockets through the same parts. Every feature that notifies users
@@ -309,6 +315,7 @@ async fn wire(
             move |services| services.with_friends(friends)
         },
         groups.clone(),
+        leaderboards.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -318,6 +325,16 @@ async fn wire(
     if let Some(hook) = runtime.matchmaker_hook() {
         matchmaking.set_hook(hook);
     }
+    // Period ends run the modules' leaderboard reset hooks until the node stops.
+    let resets = metafi_core::leaderboards::spawn_scheduler(
+        leaderboards.clone(),
+        runtime.leaderboard_reset_listener(),
+    );
+    let stop_resets = stop.clone();
+    tokio::spawn(async move {
+        stopped(stop_resets).await;
+        resets.abort();
+    });
     // Before/after hooks of every runtime, for REST calls and realtime messages.
     let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
@@ -367,6 +384,7 @@ async fn wire(
         hooks,
         notifications,
         sockets,
+        leaderboards,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -21,6 +21,7 @@ mod connect;
 mod db;
 mod friend_store;
 mod group_store;
+mod leaderboard_store;
 mod message;
 mod migrate;
 mod notification_store;

@@ -42,6 +42,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "wallet_ledger",
         sql: include_str!("../migrations/0007_wallet_ledger.sql"),
     },
+    Migration {
+        version: 8,
+        name: "leaderboard",
+        sql: include_str!("../migrations/0008_leaderboard.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -22,6 +22,7 @@ mod account;
 mod db;
 mod friend_store;
 mod group_store;
+mod leaderboard_store;
 mod message;
 mod migrate;
 mod notification_store;

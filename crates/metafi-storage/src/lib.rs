@@ -1,5 +1,5 @@
 //! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages,
-//! wallets and their ledger.
+//! wallets and their ledger, leaderboards.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -25,6 +25,7 @@ mod error;
 mod friend;
 mod group;
 pub mod group_support;
+mod leaderboard;
 mod message;
 mod notification;
 mod object;
@@ -45,6 +46,10 @@ pub use group::{
     Group, GroupFilter, GroupMember, GroupMemberPage, GroupPage, GroupStore, GroupUpdate,
     MemberChange, MembershipOutcome, MembershipRefusal, NewGroup, UserGroup, UserGroupPage,
     state as group_state,
+};
+pub use leaderboard::{
+    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery, RecordWrite,
+    RecordWritten, SortOrder, apply_operator, initial_scores,
 };
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use notification::{
@@ -74,6 +79,7 @@ pub trait Storage:
     + FriendStore
     + GroupStore
     + WalletStore
+    + LeaderboardStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

@@ -16,6 +16,7 @@ use crate::report::{self, Meta, Report};
 use crate::runner::{self, RunOptions};
 use crate::workloads::Workload;
 use crate::workloads::auth::Auth;
+use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::ccu::Ccu;
 use crate::workloads::register::Register;
 use crate::workloads::rpc::{Rpc, RpcOptions};
@@ -140,6 +141,34 @@ pub async fn execute(
                 calls,
                 socket: socket.then(|| socket_config(&socket_args, &common)),
             })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                closed(64),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Leaderboard {
+            users,
+            board,
+            seed,
+            seed_rpc,
+            around_every,
+            around_limit,
+            ..
+        } => {
+            let workload = Leaderboard::new(LeaderboardOptions {
+                board,
+                seed,
+                seed_rpc,
+                users: users.users,
+                setup_concurrency: users.setup_concurrency,
+                around_every,
+                around_limit,
+            });
             drive(
                 Arc::new(workload),
                 client,
@@ -300,6 +329,7 @@ fn common(command: &Command) -> &Common {
         | Command::Register { common }
         | Command::Auth { common, .. }
         | Command::Rpc { common, .. }
+        | Command::Leaderboard { common, .. }
         | Command::Match { common, .. } => common,
     }
 }

@@ -71,6 +71,29 @@ pub enum Command {
         #[command(flatten)]
         socket_args: SocketArgs,
     },
+    /// Score submissions and records-around-owner reads on a leaderboard filled first (not
+    /// measured) through an RPC; the server needs examples/lua/leaderboard.lua or the like.
+    Leaderboard {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+        /// The board to write to (server code creates it).
+        #[arg(long, default_value = "bench")]
+        board: String,
+        /// Records to add before the run (through --seed-rpc, 10,000 per call).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The RPC that adds `{"id": board, "count": n}` records.
+        #[arg(long, default_value = "leaderboard_seed")]
+        seed_rpc: String,
+        /// One records-around-owner read after this many writes of a user.
+        #[arg(long, default_value_t = 1)]
+        around_every: u64,
+        /// Records per around-owner read (1–100).
+        #[arg(long, default_value_t = 10)]
+        around_limit: u32,
+    },
     /// The seed's workload 7: authenticate, RPC get_match, open the socket, join the match, then
     /// alternate echo and broadcast messages every interval; measures delivery latency.
     Match {

@@ -163,3 +163,42 @@ async fn the_match_workload_measures_echo_and_broadcast_in_both_formats() {
     }
     server.stop().await;
 }
+
+/// The leaderboard workload seeds the example board, then writes and reads around owners
+/// without errors (at small scale: the lead measures a million records).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leaderboard_workload_seeds_writes_and_reads_around_owners() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua");
+    let server = TestNode::start(|raw| raw.runtime.path = examples.display().to_string()).await;
+    let report = bench(&[
+        "metafi-bench",
+        "leaderboard",
+        "--server",
+        &server.base,
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--users",
+        "8",
+        "--seed",
+        "2000",
+    ])
+    .await;
+    assert_eq!(report.workload, "leaderboard");
+    let count = |name: &str| {
+        report
+            .requests
+            .iter()
+            .find(|r| r.name == name)
+            .map_or(0, |r| r.count)
+    };
+    assert!(count("write") > 0, "{report:#?}");
+    assert!(count("around_owner") > 0, "{report:#?}");
+    assert_eq!(report.error_total(), 0, "{:?}", report.errors);
+    assert!(
+        report.notes.iter().any(|n| n.contains("added 2000 records")),
+        "{:?}",
+        report.notes
+    );
+}

@@ -7,6 +7,7 @@ mod channel;
 mod friend;
 mod group;
 mod health;
+mod leaderboard;
 mod match_list;
 mod notification;
 mod rpc;
@@ -55,4 +56,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(friend::routes())
         .merge(group::routes())
         .merge(account_links::routes())
+        .merge(leaderboard::routes())
 }

@@ -141,6 +141,11 @@ impl TestApi {
                 metafi_core::NotificationsConfig::default(),
             )),
             sockets: Arc::new(metafi_core::NoSockets),
+            leaderboards: Arc::new(
+                metafi_core::Leaderboards::load(store.clone(), clock.clone())
+                    .await
+                    .unwrap(),
+            ),
         };
         TestApi {
             state,

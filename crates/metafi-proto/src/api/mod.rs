@@ -4,6 +4,7 @@ mod account;
 mod channel;
 mod friend;
 mod group;
+mod leaderboard;
 mod notification;
 mod rpc;
 mod session;
@@ -18,6 +19,7 @@ pub use group::{
     CreateGroupRequest, Group, GroupList, GroupUser, GroupUserList, UpdateGroupRequest, UserGroup,
     UserGroupList,
 };
+pub use leaderboard::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite};
 pub use notification::{Notification, NotificationList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};

@@ -1,4 +1,4 @@
-//! Functions of features other issues build (leaderboards, tournaments,
+//! Functions of features other issues build (tournaments,
 //! groups, friends, parties, storage indexes): rows that let modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
@@ -20,40 +20,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "storageWriteRetry",
         "storage_write_retry (a function taking a callback)",
     ),
-    later("leaderboard_create", "leaderboardCreate", "leaderboards"),
-    later("leaderboard_delete", "leaderboardDelete", "leaderboards"),
-    later("leaderboard_list", "leaderboardList", "leaderboards"),
-    later(
-        "leaderboard_ranks_disable",
-        "leaderboardRanksDisable",
-        "leaderboards",
-    ),
-    later(
-        "leaderboard_records_list",
-        "leaderboardRecordsList",
-        "leaderboards",
-    ),
-    later(
-        "leaderboard_records_list_cursor_from_rank",
-        "leaderboardRecordsListCursorFromRank",
-        "leaderboards",
-    ),
-    later(
-        "leaderboard_record_write",
-        "leaderboardRecordWrite",
-        "leaderboards",
-    ),
-    later(
-        "leaderboard_records_haystack",
-        "leaderboardRecordsHaystack",
-        "leaderboards",
-    ),
-    later(
-        "leaderboard_record_delete",
-        "leaderboardRecordDelete",
-        "leaderboards",
-    ),
-    later("leaderboards_get_id", "leaderboardsGetId", "leaderboards"),
     later("tournament_create", "tournamentCreate", "tournaments"),
     later("tournament_delete", "tournamentDelete", "tournaments"),
     later(
@@ -103,7 +69,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            44,
+            15,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

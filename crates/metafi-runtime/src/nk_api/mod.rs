@@ -27,6 +27,7 @@ mod groups_tests;
 mod http;
 mod json;
 mod later;
+mod leaderboards;
 mod links;
 mod matches;
 mod metrics_events;
@@ -85,6 +86,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         friends::FUNCTIONS,
         groups::FUNCTIONS,
         wallets::FUNCTIONS,
+        leaderboards::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

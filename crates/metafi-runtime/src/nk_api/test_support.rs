@@ -36,13 +36,19 @@ pub(crate) async fn nk_with(utilities: UtilityConfig) -> TestNk {
             .expect("a SQLite store"),
     );
     let clock = Arc::new(ManualClock::new(T0_MS));
+    let leaderboards = Arc::new(
+        metafi_core::Leaderboards::load(store.clone(), clock.clone())
+            .await
+            .expect("leaderboards"),
+    );
     let services = RuntimeServices::new(
         Arc::new(Objects::new(store.clone(), clock.clone())),
         store,
         Arc::new(FakeMatches::default()),
         clock.clone(),
     )
-    .with_utilities(utilities);
+    .with_utilities(utilities)
+    .with_leaderboards(leaderboards);
     let nk = Nk::new(services, Arc::from("test-node"), Arc::new(HashMap::new()));
     TestNk {
         nk,

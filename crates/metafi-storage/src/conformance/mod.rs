@@ -18,6 +18,7 @@ mod durability;
 mod friend;
 mod group;
 mod identity;
+mod leaderboard;
 mod message;
 mod notification;
 mod object;
@@ -37,6 +38,7 @@ pub use durability::*;
 pub use friend::*;
 pub use group::*;
 pub use identity::*;
+pub use leaderboard::*;
 pub use message::*;
 pub use notification::*;
 pub use object::*;
@@ -170,6 +172,14 @@ macro_rules! conformance_tests {
             group_list_filters_and_pages,
             group_delete_removes_memberships,
             group_user_deletion_follows_nakama,
+            leaderboard_create_is_idempotent_and_listed,
+            leaderboard_operators_follow_nakama,
+            leaderboard_write_keeps_username_and_metadata_unless_given,
+            leaderboard_negative_scores_are_refused,
+            leaderboard_pages_in_rank_order,
+            leaderboard_periods_are_separate,
+            leaderboard_delete_removes_records,
+            leaderboard_concurrent_increments_all_count,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
