@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing_and_delete",
         sql: include_str!("../migrations/0003_nakama_listing_and_delete.sql"),
     },
+    Migration {
+        version: 9,
+        name: "social_ids",
+        sql: include_str!("../migrations/0009_social_ids.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -25,6 +25,7 @@ mod migrate;
 mod object;
 mod readers;
 mod session;
+mod social_store;
 mod writer;
 
 use std::path::PathBuf;

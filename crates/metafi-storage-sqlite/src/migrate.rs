@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 9,
+        name: "social_ids",
+        sql: include_str!("../migrations/0009_social_ids.sql"),
+    },
 ];
 
 struct Migration {

@@ -61,6 +61,8 @@ pub enum Conflict {
     DeviceId,
     CustomId,
     Email,
+    /// A social provider's id ([`crate::Provider`]).
+    SocialId,
 }
 
 impl std::fmt::Display for Conflict {
@@ -70,6 +72,7 @@ impl std::fmt::Display for Conflict {
             Conflict::DeviceId => "device id",
             Conflict::CustomId => "custom id",
             Conflict::Email => "email",
+            Conflict::SocialId => "social id",
         })
     }
 }

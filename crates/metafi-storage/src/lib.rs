@@ -1,4 +1,5 @@
-//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages.
+//! Persistent state of MetaFi: users and their social identities, revoked sessions, storage
+//! objects, channel messages.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -24,6 +25,7 @@ mod error;
 mod message;
 mod object;
 mod session;
+mod social;
 pub mod support;
 pub mod text;
 
@@ -37,12 +39,18 @@ pub use object::{
     VersionCheck,
 };
 pub use session::{Revocation, SessionStore, UserRevocation};
+pub use social::{
+    NewSocialUser, Provider, SocialIds, SocialProfile, SocialStore, check_new_social_user,
+    check_social_id, check_social_profile,
+};
 
 use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + SocialStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 

@@ -19,6 +19,7 @@ mod identity;
 mod message;
 mod object;
 mod session;
+mod social;
 mod text;
 
 use std::future::Future;
@@ -34,6 +35,7 @@ pub use identity::*;
 pub use message::*;
 pub use object::*;
 pub use session::*;
+pub use social::*;
 pub use text::*;
 
 use crate::Storage;
@@ -123,6 +125,9 @@ macro_rules! conformance_tests {
             data_survives_close_and_reopen,
             writes_after_close_fail,
             group_commit_shares_commits,
+            social_create_find_and_conflicts,
+            social_link_conflicts_and_profile,
+            social_unlink_keeps_a_way_to_sign_in,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
