@@ -7,6 +7,7 @@ mod health;
 mod match_list;
 mod rpc;
 mod session;
+mod social_links;
 mod storage;
 mod user;
 
@@ -47,4 +48,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(social_links::routes())
 }

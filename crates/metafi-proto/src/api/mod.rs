@@ -5,6 +5,7 @@ mod channel;
 mod notification;
 mod rpc;
 mod session;
+mod social;
 mod storage;
 
 pub use account::{
@@ -14,6 +15,10 @@ pub use channel::{ChannelMessage, ChannelMessageList};
 pub use notification::Notification;
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
+pub use social::{
+    AccountApple, AccountFacebook, AccountFacebookInstantGame, AccountGameCenter, AccountGoogle,
+    AccountSteam, LinkSteamRequest,
+};
 pub use storage::{
     DeleteStorageObjectId, DeleteStorageObjectsRequest, ReadStorageObjectId,
     ReadStorageObjectsRequest, StorageObject, StorageObjectAck, StorageObjectAcks,
