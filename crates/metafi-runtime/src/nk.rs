@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, SocialSignIn, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Sign-in, link and unlink by social identities (`nk.authenticate_apple`, `link_steam`,
+    /// …); `None` where the server did not set it.
+    pub social: Option<Arc<SocialSignIn>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            social: None,
         }
     }
 
@@ -90,6 +94,12 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves the social sign-in, link and unlink functions.
+    pub fn with_social(mut self, social: Arc<SocialSignIn>) -> RuntimeServices {
+        self.social = Some(social);
         self
     }
 }
@@ -195,6 +205,18 @@ impl Nk {
         self.inner.services.accounts.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without account services"
+            ))
+        })
+    }
+
+    /// The social sign-in service, or the error a function `name` raises without it.
+    pub(crate) fn social_services(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<SocialSignIn>, crate::nk_api::NkError> {
+        self.inner.services.social.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without social sign-in"
             ))
         })
     }

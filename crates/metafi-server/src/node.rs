@@ -293,6 +293,7 @@ async fn wire(
             sessions: sessions.clone(),
             users: users.clone(),
         },
+        social.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();

@@ -270,15 +270,19 @@ impl SocialSignIn {
         })
     }
 
-    /// Nakama refuses Apple and Steam calls outright when they are not configured.
-    fn configured(&self, provider: Provider) -> Result<(), CoreError> {
+    /// Whether a provider can be used: Apple needs a bundle id, Steam a publisher key and an
+    /// app id (Nakama refuses their calls outright otherwise); the others always can.
+    pub fn is_configured(&self, provider: Provider) -> bool {
         let config = &self.verifier.config;
-        let missing = match provider {
-            Provider::Apple => config.apple_bundle_id.is_empty(),
-            Provider::Steam => config.steam_publisher_key.is_empty() || config.steam_app_id == 0,
-            _ => false,
-        };
-        if missing {
+        match provider {
+            Provider::Apple => !config.apple_bundle_id.is_empty(),
+            Provider::Steam => !config.steam_publisher_key.is_empty() && config.steam_app_id != 0,
+            _ => true,
+        }
+    }
+
+    fn configured(&self, provider: Provider) -> Result<(), CoreError> {
+        if !self.is_configured(provider) {
             return Err(status(
                 Code::FailedPrecondition,
                 match provider {

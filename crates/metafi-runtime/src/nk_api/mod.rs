@@ -28,6 +28,7 @@ mod matches;
 mod metrics_events;
 pub mod nakama_names;
 mod sessions;
+mod social;
 mod status;
 mod storage;
 mod streams;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        social::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
