@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use metafi_core::{
     Accounts, Channels, Friends, Groups, Hooks, Leaderboards, Notifications, Objects, RpcDispatch,
-    Sessions, UserSockets, Users,
+    Sessions, SocialSignIn, UserSockets, Users,
 };
 
 use crate::HttpConfig;
@@ -28,6 +28,8 @@ pub struct ApiState {
     pub config: Arc<ApiConfig>,
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,
+    /// Sign-in, link and unlink by Apple, Facebook, Game Center, Google and Steam identities.
+    pub social: Arc<SocialSignIn>,
     /// Other users' profiles with their online status (`/v2/user`).
     pub users: Arc<Users>,
     pub objects: Arc<Objects>,

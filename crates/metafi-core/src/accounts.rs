@@ -671,7 +671,14 @@ impl CreateError {
 
 /// The API view of a stored user.
 pub(crate) fn user_view(user: metafi_storage::User) -> api::User {
+    let social = user.social;
     api::User {
+        facebook_id: social.facebook_id.unwrap_or_default(),
+        google_id: social.google_id.unwrap_or_default(),
+        gamecenter_id: social.gamecenter_id.unwrap_or_default(),
+        steam_id: social.steam_id.unwrap_or_default(),
+        facebook_instant_game_id: social.facebook_instant_game_id.unwrap_or_default(),
+        apple_id: social.apple_id.unwrap_or_default(),
         id: user.id.to_string(),
         username: user.username,
         display_name: user.display_name,

@@ -33,6 +33,7 @@ pub mod rpc;
 mod session_tokens;
 pub mod signin_throttle;
 mod sockets;
+pub mod social;
 mod users;
 mod validate;
 pub mod wallets;
@@ -57,6 +58,7 @@ pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser};
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};
 pub use sockets::{NoSockets, UserSockets};
+pub use social::{Credential, GameCenterProof, SocialConfig, SocialSignIn};
 pub use users::{MAX_USERS_PER_LOOKUP, NobodyOnline, OnlineUsers, UserLookup, Users};
 pub use validate::{
     Fault, custom_id_fault, device_id_fault, email_fault, generate_username, password_fault,

@@ -138,6 +138,47 @@ impl SignInThrottle {
         }
     }
 
+    /// Refuses a sign-in from an address that used up its failures. For sign-ins that name no
+    /// account before their proof is checked (social sign-in: the provider's token is the
+    /// proof and the account).
+    pub fn check_address(&self, address: Option<IpAddr>) -> Result<(), CoreError> {
+        if self.config.max_failures_per_address == 0 {
+            return Ok(());
+        }
+        let Some(address) = address else {
+            return Ok(());
+        };
+        let now = self.clock.now_ms();
+        match self.addresses.lock().blocked(
+            &address,
+            now,
+            self.window_ms(),
+            self.config.max_failures_per_address,
+        ) {
+            Some(wait) => Err(refusal(ThrottleScope::Address, wait)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a failed proof against its address only (see [`Self::check_address`]).
+    pub fn failed_address(&self, address: Option<IpAddr>) {
+        let Some(address) = address else {
+            return;
+        };
+        if self.config.max_failures_per_address == 0 {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let window = self.window_ms();
+        let count = self
+            .addresses
+            .lock()
+            .fail(address, now, window, self.config.max_entries);
+        if count == self.config.max_failures_per_address {
+            tracing::warn!(%address, failures = count, "sign-ins from this address are throttled");
+        }
+    }
+
     /// A successful sign-in: the account's failures are forgiven.
     pub fn succeeded(&self, key: &ThrottleKey) {
         self.accounts.lock().entries.remove(key);

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
 use metafi_core::{
-    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, Users, Wallets,
+    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, SocialSignIn, Users,
+    Wallets,
 };
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
@@ -60,6 +61,9 @@ pub struct RuntimeServices {
     pub wallets: Option<Arc<Wallets>>,
     /// Leaderboards (`nk.leaderboard_*`); `None` where the server did not set them.
     pub leaderboards: Option<Arc<metafi_core::Leaderboards>>,
+    /// Sign-in, link and unlink by social identities (`nk.authenticate_apple`, `link_steam`,
+    /// …); `None` where the server did not set it.
+    pub social: Option<Arc<SocialSignIn>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -92,6 +96,7 @@ impl RuntimeServices {
             groups: None,
             wallets: None,
             leaderboards: None,
+            social: None,
         }
     }
 
@@ -144,6 +149,12 @@ impl RuntimeServices {
         leaderboards: Arc<metafi_core::Leaderboards>,
     ) -> RuntimeServices {
         self.leaderboards = Some(leaderboards);
+        self
+    }
+
+    /// Serves the social sign-in, link and unlink functions.
+    pub fn with_social(mut self, social: Arc<SocialSignIn>) -> RuntimeServices {
+        self.social = Some(social);
         self
     }
 }
@@ -310,6 +321,18 @@ impl Nk {
         self.inner.services.leaderboards.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without leaderboards"
+            ))
+        })
+    }
+
+    /// The social sign-in service, or the error a function `name` raises without it.
+    pub(crate) fn social_services(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<SocialSignIn>, crate::nk_api::NkError> {
+        self.inner.services.social.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without social sign-in"
             ))
         })
     }

@@ -31,6 +31,7 @@ pub(crate) async fn start_runtime(
     features: impl FnOnce(RuntimeServices) -> RuntimeServices,
     groups: Arc<metafi_core::Groups>,
     leaderboards: Arc<metafi_core::Leaderboards>,
+    social: Arc<metafi_core::SocialSignIn>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -49,7 +50,8 @@ pub(crate) async fn start_runtime(
         .with_notifications(notifications)
         .with_groups(groups)
         .with_wallets(wallets)
-        .with_leaderboards(leaderboards);
+        .with_leaderboards(leaderboards)
+        .with_social(social);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

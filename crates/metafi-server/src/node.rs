@@ -22,7 +22,7 @@ use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
     Accounts, Channels, Clock, Groups, Notifications, Notifier, Objects, Revocations,
-    RpcDispatch, Sessions, SignInThrottle, SystemClock, TokenKeys, Users,
+    RpcDispatch, Sessions, SignInThrottle, SocialSignIn, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
 use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices, SessionPush};
@@ -236,10 +236,18 @@ async fn wire(
         store.clone(),
         clock.clone(),
     ));
+    let throttle = Arc::new(SignInThrottle::new(
+        config.signin_throttle.clone(),
+        clock.clone(),
+    ));
     let accounts = Arc::new(
-        Accounts::new(store.clone(), &config.accounts, clock.clone()).with_throttle(Arc::new(
-            SignInThrottle::new(config.signin_throttle.clone(), clock.clone()),
-        )),
+        Accounts::new(store.clone(), &config.accounts, clock.clone())
+            .with_throttle(throttle.clone()),
+    );
+    // Social sign-in shares the throttle: failed provider proofs count against the address.
+    let social = Arc::new(
+        SocialSignIn::new(store.clone(), config.social.clone(), clock.clone())?
+            .with_throttle(throttle),
     );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // Boards and ranks load before the runtime: modules create boards at load time.
@@ -316,6 +324,7 @@ async fn wire(
         },
         groups.clone(),
         leaderboards.clone(),
+        social.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -374,6 +383,7 @@ async fn wire(
         config: Arc::new(config.api.clone()),
         accounts,
         sessions: sessions.clone(),
+        social,
         users,
         objects,
         channels,

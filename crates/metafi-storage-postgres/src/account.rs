@@ -3,8 +3,8 @@
 
 use deadpool_postgres::ClientWrapper;
 use metafi_storage::{
-    Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, StorageError,
-    Unlink, User,
+    Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, SocialIds,
+    StorageError, Unlink, User,
 };
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -212,7 +212,9 @@ const UNLINK_DEVICE: &str = "
 WITH removed AS (
     DELETE FROM user_device WHERE id = $2::text AND user_id = $1::uuid
     AND (EXISTS (SELECT 1 FROM users WHERE id = $1::uuid
-                 AND (email IS NOT NULL OR custom_id IS NOT NULL))
+                 AND (email IS NOT NULL OR custom_id IS NOT NULL OR apple_id IS NOT NULL OR facebook_id IS NOT NULL
+                      OR facebook_instant_game_id IS NOT NULL OR gamecenter_id IS NOT NULL
+                      OR google_id IS NOT NULL OR steam_id IS NOT NULL))
          OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid AND id <> $2::text))
     RETURNING 1
 ), bumped AS (
@@ -227,7 +229,10 @@ WITH removed AS (
     UPDATE users SET custom_id = NULL, update_time = $3::bigint
     WHERE id = $1::uuid AND custom_id IS NOT NULL
     AND ($2::text IS NULL OR custom_id = $2::text)
-    AND (email IS NOT NULL OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
+    AND (email IS NOT NULL OR apple_id IS NOT NULL OR facebook_id IS NOT NULL
+                      OR facebook_instant_game_id IS NOT NULL OR gamecenter_id IS NOT NULL
+                      OR google_id IS NOT NULL OR steam_id IS NOT NULL
+         OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
     RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM removed)";
@@ -237,7 +242,10 @@ WITH removed AS (
     UPDATE users SET email = NULL, password = NULL, update_time = $3::bigint
     WHERE id = $1::uuid AND email IS NOT NULL
     AND ($2::text IS NULL OR email = $2::text)
-    AND (custom_id IS NOT NULL OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
+    AND (custom_id IS NOT NULL OR apple_id IS NOT NULL OR facebook_id IS NOT NULL
+                      OR facebook_instant_game_id IS NOT NULL OR gamecenter_id IS NOT NULL
+                      OR google_id IS NOT NULL OR steam_id IS NOT NULL
+         OR EXISTS (SELECT 1 FROM user_device WHERE user_id = $1::uuid))
     RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM removed)";
@@ -346,8 +354,9 @@ pub(crate) async fn find_user(
     .map_err(&fail)
 }
 
-const USER_COLUMNS: &str = "id, username, display_name, avatar_url, lang_tag, location, timezone, \
-     metadata, wallet, email, custom_id, create_time, update_time, verify_time, disable_time";
+pub(crate) const USER_COLUMNS: &str = "id, username, display_name, avatar_url, lang_tag, location, timezone, \
+     metadata, wallet, email, custom_id, create_time, update_time, verify_time, disable_time, \
+     apple_id, facebook_id, facebook_instant_game_id, gamecenter_id, google_id, steam_id";
 
 pub(crate) async fn account(
     client: &ClientWrapper,
@@ -426,6 +435,14 @@ pub(crate) fn user_row(r: &Row) -> Result<User, tokio_postgres::Error> {
         update_time_ms: r.try_get(12)?,
         verify_time_ms: r.try_get(13)?,
         disable_time_ms: r.try_get(14)?,
+        social: SocialIds {
+            apple_id: r.try_get(15)?,
+            facebook_id: r.try_get(16)?,
+            facebook_instant_game_id: r.try_get(17)?,
+            gamecenter_id: r.try_get(18)?,
+            google_id: r.try_get(19)?,
+            steam_id: r.try_get(20)?,
+        },
     })
 }
 

@@ -36,6 +36,14 @@ pub(crate) fn classify(operation: &'static str, e: &tokio_postgres::Error) -> St
             Some("users_email_key") => Some(Conflict::Email),
             Some("users_custom_id_key") => Some(Conflict::CustomId),
             Some("user_device_pkey") => Some(Conflict::DeviceId),
+            Some(
+                "users_apple_id_key"
+                | "users_facebook_id_key"
+                | "users_facebook_instant_game_id_key"
+                | "users_gamecenter_id_key"
+                | "users_google_id_key"
+                | "users_steam_id_key",
+            ) => Some(Conflict::SocialId),
             _ => None,
         };
         if let Some(what) = what {

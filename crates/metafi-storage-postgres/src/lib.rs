@@ -527,3 +527,6 @@ impl MessageStore for PostgresStorage {
         Ok(support::message_page(channel_id, direction, &query, rows))
     }
 }
+
+// After `write_op!`, which it uses.
+mod social_store;

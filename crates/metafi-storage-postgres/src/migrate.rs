@@ -47,6 +47,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "leaderboard",
         sql: include_str!("../migrations/0008_leaderboard.sql"),
     },
+    Migration {
+        version: 9,
+        name: "social_ids",
+        sql: include_str!("../migrations/0009_social_ids.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -2,13 +2,22 @@
 //! check followed by an insert cannot race); readers on a reader connection.
 
 use metafi_storage::{
-    Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, StorageError,
-    Unlink, User,
+    Account, AccountUpdate, AuthUser, Conflict, IdentityRef, NewIdentity, NewUser, SocialIds,
+    StorageError, Unlink, User,
 };
 use rusqlite::{Connection, OptionalExtension as _, Row, params};
 use uuid::Uuid;
 
 use crate::db;
+
+/// SQL that is true when the user row has a social id: another way to sign in, which an
+/// unlink must leave (Nakama's guard lists every identity column).
+macro_rules! social_ids_set {
+    () => {
+        "(apple_id IS NOT NULL OR facebook_id IS NOT NULL OR facebook_instant_game_id IS NOT NULL \
+         OR gamecenter_id IS NOT NULL OR google_id IS NOT NULL OR steam_id IS NOT NULL)"
+    };
+}
 
 pub(crate) fn create_user(conn: &Connection, new: &NewUser) -> Result<(), StorageError> {
     let fail = |e| StorageError::backend("create user", e);
@@ -178,28 +187,32 @@ pub(crate) fn unlink(
     let fail = |e| StorageError::backend("unlink identity", e);
     let removed = match identity {
         OwnedUnlink::Device(id) => conn
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "DELETE FROM user_device WHERE id = ?2 AND user_id = ?1
-                 AND (EXISTS (SELECT 1 FROM users WHERE id = ?1
-                              AND (email IS NOT NULL OR custom_id IS NOT NULL))
-                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1 AND id <> ?2))",
-            )
+                     AND (EXISTS (SELECT 1 FROM users WHERE id = ?1
+                                  AND (email IS NOT NULL OR custom_id IS NOT NULL OR ",
+                social_ids_set!(),
+                "))
+                          OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1 AND id <> ?2))"
+            ))
             .and_then(|mut s| s.execute(params![user_id, id])),
         OwnedUnlink::Custom(id) => conn
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "UPDATE users SET custom_id = NULL, update_time = ?3
-                 WHERE id = ?1 AND custom_id IS NOT NULL AND (?2 IS NULL OR custom_id = ?2)
-                 AND (email IS NOT NULL
-                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))",
-            )
+                     WHERE id = ?1 AND custom_id IS NOT NULL AND (?2 IS NULL OR custom_id = ?2)
+                     AND (email IS NOT NULL OR ",
+                social_ids_set!(),
+                " OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))"
+            ))
             .and_then(|mut s| s.execute(params![user_id, id, now_ms])),
         OwnedUnlink::Email(email) => conn
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "UPDATE users SET email = NULL, password = NULL, update_time = ?3
-                 WHERE id = ?1 AND email IS NOT NULL AND (?2 IS NULL OR email = ?2)
-                 AND (custom_id IS NOT NULL
-                      OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))",
-            )
+                     WHERE id = ?1 AND email IS NOT NULL AND (?2 IS NULL OR email = ?2)
+                     AND (custom_id IS NOT NULL OR ",
+                social_ids_set!(),
+                " OR EXISTS (SELECT 1 FROM user_device WHERE user_id = ?1))"
+            ))
             .and_then(|mut s| s.execute(params![user_id, email, now_ms])),
     }
     .map_err(fail)?;
@@ -382,7 +395,8 @@ macro_rules! user_select {
         concat!(
             "SELECT id, username, display_name, avatar_url, lang_tag, location, timezone, ",
             "metadata, wallet, email, custom_id, create_time, update_time, verify_time, ",
-            "disable_time FROM users WHERE ",
+            "disable_time, apple_id, facebook_id, facebook_instant_game_id, gamecenter_id, ",
+            "google_id, steam_id FROM users WHERE ",
             $where
         )
     };
@@ -468,6 +482,14 @@ pub(crate) fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
         update_time_ms: r.get(12)?,
         verify_time_ms: r.get(13)?,
         disable_time_ms: r.get(14)?,
+        social: SocialIds {
+            apple_id: r.get(15)?,
+            facebook_id: r.get(16)?,
+            facebook_instant_game_id: r.get(17)?,
+            gamecenter_id: r.get(18)?,
+            google_id: r.get(19)?,
+            steam_id: r.get(20)?,
+        },
     })
 }
 

@@ -30,6 +30,7 @@ mod object;
 mod readers;
 mod session;
 mod wallet_store;
+mod social_store;
 mod writer;
 
 use std::path::PathBuf;

@@ -27,6 +27,8 @@ pub struct User {
     pub verify_time_ms: Option<i64>,
     /// Set when the account was disabled (banned); a disabled account cannot sign in.
     pub disable_time_ms: Option<i64>,
+    /// The social sign-in ids the user has linked.
+    pub social: crate::SocialIds,
 }
 
 /// A user with every device id linked to it.

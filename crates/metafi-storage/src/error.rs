@@ -72,6 +72,8 @@ pub enum Conflict {
     CustomId,
     Email,
     GroupName,
+    /// A social provider's id ([`crate::Provider`]).
+    SocialId,
 }
 
 impl std::fmt::Display for Conflict {
@@ -82,6 +84,7 @@ impl std::fmt::Display for Conflict {
             Conflict::CustomId => "custom id",
             Conflict::Email => "email",
             Conflict::GroupName => "group name",
+            Conflict::SocialId => "social id",
         })
     }
 }

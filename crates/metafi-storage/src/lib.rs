@@ -1,5 +1,6 @@
-//! Persistent state of MetaFi: users, revoked sessions, storage objects, channel messages,
-//! wallets and their ledger, leaderboards.
+//! Persistent state of MetaFi: users and their social identities, revoked sessions, storage
+//! objects, channel messages, notifications, friends, groups, wallets and their ledger,
+//! leaderboards.
 //!
 //! The traits here are the contract; each backend crate implements all of them and must pass
 //! the same conformance suite. Callers hold an `Arc<dyn Storage>` and never branch on the
@@ -30,6 +31,7 @@ mod message;
 mod notification;
 mod object;
 mod session;
+mod social;
 pub mod support;
 pub mod text;
 mod wallet;
@@ -65,6 +67,10 @@ pub use wallet::{
     Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
     WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
 };
+pub use social::{
+    NewSocialUser, Provider, SocialIds, SocialProfile, SocialStore, check_new_social_user,
+    check_social_id, check_social_profile,
+};
 
 use async_trait::async_trait;
 
@@ -80,6 +86,7 @@ pub trait Storage:
     + GroupStore
     + WalletStore
     + LeaderboardStore
+    + SocialStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

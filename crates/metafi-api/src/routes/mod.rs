@@ -12,6 +12,7 @@ mod match_list;
 mod notification;
 mod rpc;
 mod session;
+mod social_links;
 mod storage;
 mod user;
 
@@ -57,4 +58,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(group::routes())
         .merge(account_links::routes())
         .merge(leaderboard::routes())
+        .merge(social_links::routes())
 }

@@ -65,6 +65,15 @@ pub fn api_config(http: HttpConfig) -> ApiConfig {
 
 impl TestApi {
     pub async fn start(config: ApiConfig, throttle: Option<SignInThrottleConfig>) -> TestApi {
+        Self::start_with_social(config, throttle, metafi_core::SocialConfig::default()).await
+    }
+
+    /// [`TestApi::start`] with social sign-in configured (providers faked on 127.0.0.1).
+    pub async fn start_with_social(
+        config: ApiConfig,
+        throttle: Option<SignInThrottleConfig>,
+        social: metafi_core::SocialConfig,
+    ) -> TestApi {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Storage> = Arc::new(
             SqliteStorage::open(SqliteConfig {
@@ -99,9 +108,12 @@ impl TestApi {
             },
             clock.clone(),
         );
+        let mut social =
+            metafi_core::SocialSignIn::new(store.clone(), social, clock.clone()).unwrap();
         if let Some(throttle) = throttle {
-            accounts =
-                accounts.with_throttle(Arc::new(SignInThrottle::new(throttle, clock.clone())));
+            let throttle = Arc::new(SignInThrottle::new(throttle, clock.clone()));
+            accounts = accounts.with_throttle(throttle.clone());
+            social = social.with_throttle(throttle);
         }
         let (matches, _seeds) = Matches::new(
             MatchConfig::default(),
@@ -120,6 +132,7 @@ impl TestApi {
             config: Arc::new(config),
             accounts: Arc::new(accounts),
             sessions,
+            social: Arc::new(social),
             users: Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline))),
             objects: Arc::new(Objects::new(store.clone(), clock.clone())),
             friends: Arc::new(metafi_core::Friends::new(
@@ -248,9 +261,14 @@ pub struct Player {
 
 impl Api {
     pub async fn new() -> Api {
+        Self::with_social(metafi_core::SocialConfig::default()).await
+    }
+
+    /// [`Api::new`] with social sign-in configured.
+    pub async fn with_social(social: metafi_core::SocialConfig) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
-        let api = TestApi::start(config, None).await;
+        let api = TestApi::start_with_social(config, None, social).await;
         let online = Arc::new(Online::default());
         let sockets = Arc::new(ClosedSockets::default());
         let mut state = api.state.clone();
@@ -339,7 +357,7 @@ impl Api {
 }
 
 /// The `uid` claim of a session token.
-fn user_id_of(token: &str) -> uuid::Uuid {
+pub fn user_id_of(token: &str) -> uuid::Uuid {
     use base64::Engine as _;
     let payload = token.split('.').nth(1).expect("jwt payload");
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD

@@ -50,6 +50,14 @@ pub struct User {
     pub timezone: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub metadata: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub facebook_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub google_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub gamecenter_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub steam_id: String,
     #[serde(skip_serializing_if = "super::is_false")]
     pub online: bool,
     #[serde(skip_serializing_if = "is_zero")]
@@ -58,6 +66,10 @@ pub struct User {
     pub create_time: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub update_time: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub facebook_instant_game_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub apple_id: String,
 }
 
 /// `GET /v2/user`: users looked up by id or username (omitted when none is found, as Nakama's

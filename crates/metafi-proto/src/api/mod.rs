@@ -8,6 +8,7 @@ mod leaderboard;
 mod notification;
 mod rpc;
 mod session;
+mod social;
 mod storage;
 
 pub use account::{
@@ -23,6 +24,10 @@ pub use leaderboard::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecor
 pub use notification::{Notification, NotificationList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
+pub use social::{
+    AccountApple, AccountFacebook, AccountFacebookInstantGame, AccountGameCenter, AccountGoogle,
+    AccountSteam, LinkSteamRequest,
+};
 pub use storage::{
     DeleteStorageObjectId, DeleteStorageObjectsRequest, ReadStorageObjectId,
     ReadStorageObjectsRequest, StorageObject, StorageObjectAck, StorageObjectAcks,

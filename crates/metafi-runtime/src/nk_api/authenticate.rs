@@ -1,7 +1,6 @@
 //! Sign-in and sessions: `authenticate_device`, `authenticate_email`, `authenticate_custom`,
 //! `authenticate_token_generate`, `session_logout`, over the `metafi_core::Accounts` and
-//! `Sessions` the REST sign-in uses. The identity providers MetaFi does not serve are rows
-//! that fail at call time.
+//! `Sessions` the REST sign-in uses. The social providers' sign-ins are in `social.rs`.
 //!
 //! Arguments are checked with the rules of `metafi_core` (`device_id_fault`, …) and worded as
 //! Nakama's runtimes word them (`expects id to be valid, must be 10-128 bytes`).
@@ -13,14 +12,8 @@ use metafi_core::{
 };
 use uuid::Uuid;
 
-use super::{Arg, NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue, Unserved};
+use super::{Arg, NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
-
-/// Why a provider's sign-in is not served.
-const OTHER_PROVIDER: Unserved = Unserved::Never {
-    why: "MetaFi signs users in with device ids, custom ids and email only; use \
-          authenticate_device, authenticate_custom or authenticate_email",
-};
 
 pub(super) const FUNCTIONS: &[NkFunction] = &[
     NkFunction {
@@ -48,36 +41,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         js: Some("sessionLogout"),
         call: NkCall::Async(session_logout),
     },
-    NkFunction {
-        lua: Some("authenticate_apple"),
-        js: Some("authenticateApple"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("authenticate_facebook"),
-        js: Some("authenticateFacebook"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("authenticate_facebook_instant_game"),
-        js: Some("authenticateFacebookInstantGame"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("authenticate_game_center"),
-        js: Some("authenticateGameCenter"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("authenticate_google"),
-        js: Some("authenticateGoogle"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("authenticate_steam"),
-        js: Some("authenticateSteam"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
 ];
 
 /// A device or custom id argument, in Nakama's runtime words.
@@ -98,7 +61,7 @@ fn id_arg<'a>(
 }
 
 /// The optional username of a sign-in; `None` (a generated one) when nil or empty.
-fn username_arg(arg: &Arg<'_>) -> Result<Option<String>, NkError> {
+pub(super) fn username_arg(arg: &Arg<'_>) -> Result<Option<String>, NkError> {
     let name = arg.opt_string("expects username string")?.unwrap_or("");
     if name.is_empty() {
         return Ok(None);
@@ -113,7 +76,7 @@ fn username_arg(arg: &Arg<'_>) -> Result<Option<String>, NkError> {
     }
 }
 
-fn create_arg(arg: &Arg<'_>) -> Result<bool, NkError> {
+pub(super) fn create_arg(arg: &Arg<'_>) -> Result<bool, NkError> {
     Ok(arg
         .opt_bool("expects create to be a boolean")?
         .unwrap_or(true))

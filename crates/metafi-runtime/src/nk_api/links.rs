@@ -1,18 +1,12 @@
 //! Identities of an existing account: `link_device`, `link_custom`, `link_email` and their
 //! `unlink_*`, with Nakama's rules (`metafi_core::Accounts`): an identity of another user is
-//! AlreadyExists, and the last identity of an account cannot be removed. The providers MetaFi
-//! does not serve are rows that fail at call time.
+//! AlreadyExists, and the last identity of an account cannot be removed. The social
+//! providers' links are in `social.rs`.
 
 use uuid::Uuid;
 
-use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkValue, Unserved};
+use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkValue};
 use crate::nk::Nk;
-
-/// Why a provider's link is not served.
-const OTHER_PROVIDER: Unserved = Unserved::Never {
-    why: "MetaFi links device ids, custom ids and email only; use link_device, link_custom \
-          or link_email",
-};
 
 pub(super) const FUNCTIONS: &[NkFunction] = &[
     NkFunction {
@@ -45,70 +39,10 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         js: Some("unlinkEmail"),
         call: NkCall::Async(unlink_email),
     },
-    NkFunction {
-        lua: Some("link_apple"),
-        js: Some("linkApple"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("link_facebook"),
-        js: Some("linkFacebook"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("link_facebook_instant_game"),
-        js: Some("linkFacebookInstantGame"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("link_gamecenter"),
-        js: Some("linkGameCenter"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("link_google"),
-        js: Some("linkGoogle"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("link_steam"),
-        js: Some("linkSteam"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_apple"),
-        js: Some("unlinkApple"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_facebook"),
-        js: Some("unlinkFacebook"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_facebook_instant_game"),
-        js: Some("unlinkFacebookInstantGame"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_gamecenter"),
-        js: Some("unlinkGameCenter"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_google"),
-        js: Some("unlinkGoogle"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
-    NkFunction {
-        lua: Some("unlink_steam"),
-        js: Some("unlinkSteam"),
-        call: NkCall::Unserved(OTHER_PROVIDER),
-    },
 ];
 
 /// The user id every link function takes first (Lua and JavaScript word it differently).
-fn user_id(args: &NkArgs) -> Result<Uuid, NkError> {
+pub(super) fn user_id(args: &NkArgs) -> Result<Uuid, NkError> {
     let message = if args.is_js() {
         "invalid user id"
     } else {

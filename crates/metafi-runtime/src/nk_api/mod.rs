@@ -36,6 +36,7 @@ mod notifications;
 #[cfg(test)]
 mod notifications_tests;
 mod sessions;
+mod social;
 mod status;
 mod storage;
 mod streams;
@@ -87,6 +88,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         groups::FUNCTIONS,
         wallets::FUNCTIONS,
         leaderboards::FUNCTIONS,
+        social::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]

@@ -20,6 +20,7 @@ mod script_log;
 mod session;
 mod shutdown;
 mod signin_throttle;
+mod social;
 mod socket;
 
 use std::net::SocketAddr;
@@ -28,7 +29,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 use metafi_api::ApiConfig;
-use metafi_core::{AccountsConfig, FriendsConfig, NotificationsConfig, SignInThrottleConfig};
+use metafi_core::{
+    AccountsConfig, FriendsConfig, NotificationsConfig, SignInThrottleConfig, SocialConfig,
+};
 use metafi_realtime::RealtimeConfig;
 use metafi_runtime::RuntimeConfig;
 use metafi_transport::SocketConfig;
@@ -90,6 +93,8 @@ pub struct Config {
     pub notifications: NotificationsConfig,
     /// Friends' limits (`[friends]`).
     pub friends: FriendsConfig,
+    /// Social sign-in: app ids, secrets, provider endpoints (`[social]`).
+    pub social: SocialConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -122,6 +127,7 @@ impl TryFrom<RawConfig> for Config {
         let signin_throttle = signin_throttle::validate(&raw.signin_throttle, &mut check);
         let notifications = notification::validate(&raw.notification, &mut check);
         let friends = friends::validate(&raw.friends, &mut check);
+        let social = social::validate(&raw.social, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -157,6 +163,7 @@ impl TryFrom<RawConfig> for Config {
             signin_throttle,
             notifications,
             friends,
+            social,
             raw,
         })
     }

@@ -24,6 +24,7 @@ pub struct RawConfig {
     pub signin_throttle: RawSignInThrottle,
     pub notification: RawNotification,
     pub friends: RawFriends,
+    pub social: RawSocial,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,6 +187,7 @@ impl Default for RawConfig {
             signin_throttle: RawSignInThrottle::default(),
             notification: RawNotification::default(),
             friends: RawFriends::default(),
+            social: RawSocial::default(),
         }
     }
 }
@@ -569,4 +571,122 @@ impl Default for RawFriends {
                 .unwrap_or(i64::MAX),
         }
     }
+}
+
+/// `[social]`: social sign-in (`docs/SOCIAL.md`). Nakama's keys keep Nakama's names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocial {
+    /// Timeout of each call to a provider, milliseconds.
+    pub timeout_ms: i64,
+    /// Largest provider answer read, bytes.
+    pub max_response_bytes: i64,
+    /// How long a fetched key set is used before it is fetched again, seconds.
+    pub keys_refresh_sec: i64,
+    pub apple: RawSocialApple,
+    pub google: RawSocialGoogle,
+    pub facebook: RawSocialFacebook,
+    pub facebook_limited_login: RawSocialFacebookLimitedLogin,
+    pub facebook_instant_game: RawSocialFacebookInstantGame,
+    pub steam: RawSocialSteam,
+    pub game_center: RawSocialGameCenter,
+}
+
+impl Default for RawSocial {
+    fn default() -> Self {
+        let core = metafi_core::SocialConfig::default();
+        RawSocial {
+            timeout_ms: 5_000,
+            max_response_bytes: 1 << 20,
+            keys_refresh_sec: 3_600,
+            apple: RawSocialApple {
+                bundle_id: String::new(),
+                keys_url: core.apple_keys_url,
+            },
+            google: RawSocialGoogle {
+                client_ids: Vec::new(),
+                keys_url: core.google_keys_url,
+            },
+            facebook: RawSocialFacebook {
+                graph_url: core.facebook_graph_url,
+            },
+            facebook_limited_login: RawSocialFacebookLimitedLogin {
+                app_id: String::new(),
+                keys_url: core.facebook_limited_keys_url,
+            },
+            facebook_instant_game: RawSocialFacebookInstantGame::default(),
+            steam: RawSocialSteam {
+                publisher_key: String::new(),
+                app_id: 0,
+                auth_url: core.steam_auth_url,
+            },
+            game_center: RawSocialGameCenter::default(),
+        }
+    }
+}
+
+/// `[social.apple]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialApple {
+    /// The app's bundle id; empty disables Sign in with Apple.
+    pub bundle_id: String,
+    /// Apple's key set.
+    pub keys_url: String,
+}
+
+/// `[social.google]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialGoogle {
+    /// OAuth client ids id tokens must be issued to; empty accepts any (Nakama).
+    pub client_ids: Vec<String>,
+    /// Google's key set.
+    pub keys_url: String,
+}
+
+/// `[social.facebook]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialFacebook {
+    /// The Graph API `me` endpoint.
+    pub graph_url: String,
+}
+
+/// `[social.facebook_limited_login]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialFacebookLimitedLogin {
+    /// The app id Limited Login tokens must be issued to; empty accepts any (Nakama).
+    pub app_id: String,
+    /// Facebook Limited Login's key set.
+    pub keys_url: String,
+}
+
+/// `[social.facebook_instant_game]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialFacebookInstantGame {
+    /// The app secret signed player info is checked with.
+    pub app_secret: String,
+}
+
+/// `[social.steam]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialSteam {
+    /// The publisher Web API key; empty disables Steam sign-in.
+    pub publisher_key: String,
+    /// The app id; 0 disables Steam sign-in.
+    pub app_id: i64,
+    /// Steam's `AuthenticateUserTicket` endpoint.
+    pub auth_url: String,
+}
+
+/// `[social.game_center]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSocialGameCenter {
+    /// Public key URL prefixes accepted besides Apple's `https://*.apple.com/…`.
+    pub extra_public_key_url_prefixes: Vec<String>,
 }

@@ -23,6 +23,7 @@ mod message;
 mod notification;
 mod object;
 mod session;
+mod social;
 mod text;
 mod wallet;
 
@@ -43,6 +44,7 @@ pub use message::*;
 pub use notification::*;
 pub use object::*;
 pub use session::*;
+pub use social::*;
 pub use text::*;
 pub use wallet::*;
 
@@ -180,6 +182,9 @@ macro_rules! conformance_tests {
             leaderboard_periods_are_separate,
             leaderboard_delete_removes_records,
             leaderboard_concurrent_increments_all_count,
+            social_create_find_and_conflicts,
+            social_link_conflicts_and_profile,
+            social_unlink_keeps_a_way_to_sign_in,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
