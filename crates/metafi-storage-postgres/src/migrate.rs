@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing_and_delete",
         sql: include_str!("../migrations/0003_nakama_listing_and_delete.sql"),
     },
+    Migration {
+        version: 10,
+        name: "purchase",
+        sql: include_str!("../migrations/0010_purchase.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -23,6 +23,7 @@ mod db;
 mod message;
 mod migrate;
 mod object;
+mod purchase_store;
 mod readers;
 mod session;
 mod writer;

@@ -22,6 +22,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "nakama_listing",
         sql: include_str!("../migrations/0003_nakama_listing.sql"),
     },
+    Migration {
+        version: 10,
+        name: "purchase",
+        sql: include_str!("../migrations/0010_purchase.sql"),
+    },
 ];
 
 struct Migration {

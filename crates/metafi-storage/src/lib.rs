@@ -23,6 +23,7 @@ pub mod conformance;
 mod error;
 mod message;
 mod object;
+mod purchase;
 mod session;
 pub mod support;
 pub mod text;
@@ -36,13 +37,19 @@ pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
     VersionCheck,
 };
+pub use purchase::{
+    IapCursor, IapPage, NewPurchase, NewSubscription, Purchase, PurchaseStore, Subscription,
+    UpsertedPurchase, check_new_purchase, check_new_subscription, dedup_purchases, iap_page,
+};
 pub use session::{Revocation, SessionStore, UserRevocation};
 
 use async_trait::async_trait;
 
 /// Everything the server persists, behind one object.
 #[async_trait]
-pub trait Storage: AccountStore + SessionStore + ObjectStore + MessageStore + 'static {
+pub trait Storage:
+    AccountStore + SessionStore + ObjectStore + MessageStore + PurchaseStore + 'static
+{
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.
     fn backend_name(&self) -> &'static str;
 

@@ -18,6 +18,7 @@ mod durability;
 mod identity;
 mod message;
 mod object;
+mod purchase;
 mod session;
 mod text;
 
@@ -33,6 +34,7 @@ pub use durability::*;
 pub use identity::*;
 pub use message::*;
 pub use object::*;
+pub use purchase::*;
 pub use session::*;
 pub use text::*;
 
