@@ -30,6 +30,7 @@ pub(super) struct Receipt {
 #[serde(default)]
 pub(super) struct InApp {
     pub original_transaction_id: String,
+    pub original_purchase_date_ms: String,
     pub transaction_id: String,
     pub product_id: String,
     pub expires_date_ms: String,

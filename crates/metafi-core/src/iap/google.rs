@@ -137,22 +137,76 @@ pub(super) async fn product_purchase(
     token: &str,
     receipt: &Receipt,
 ) -> Result<(ProductPurchase, String), StoreError> {
+    let path = [
+        "androidpublisher",
+        "v3",
+        "applications",
+        &receipt.package_name,
+        "purchases",
+        "products",
+        &receipt.product_id,
+        "tokens",
+        &receipt.purchase_token,
+    ];
+    let raw = publisher_get(http, config, token, &path).await?;
+    let purchase: ProductPurchase =
+        serde_json::from_str(&raw).map_err(|e| StoreError::rejected(e.to_string()))?;
+    Ok((purchase, raw))
+}
+
+/// The Publisher API's `SubscriptionPurchaseV2`, as far as MetaFi reads it.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct SubscriptionV2 {
+    pub line_items: Vec<LineItem>,
+    pub linked_purchase_token: String,
+    /// Present (an empty object) for a license tester's purchase.
+    pub test_purchase: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct LineItem {
+    pub product_id: String,
+    /// RFC 3339.
+    pub expiry_time: String,
+}
+
+/// Asks the Publisher API about a subscription's purchase token.
+pub(super) async fn subscription_v2(
+    http: &StoreHttp,
+    config: &GoogleConfig,
+    token: &str,
+    receipt: &Receipt,
+) -> Result<(SubscriptionV2, String), StoreError> {
+    let path = [
+        "androidpublisher",
+        "v3",
+        "applications",
+        &receipt.package_name,
+        "purchases",
+        "subscriptionsv2",
+        "tokens",
+        &receipt.purchase_token,
+    ];
+    let raw = publisher_get(http, config, token, &path).await?;
+    let subscription: SubscriptionV2 =
+        serde_json::from_str(&raw).map_err(|e| StoreError::rejected(e.to_string()))?;
+    Ok((subscription, raw))
+}
+
+async fn publisher_get(
+    http: &StoreHttp,
+    config: &GoogleConfig,
+    token: &str,
+    path: &[&str],
+) -> Result<String, StoreError> {
     let mut url = reqwest::Url::parse(&config.publisher_url)
         .map_err(|e| StoreError::rejected(format!("invalid publisher url: {e}")))?;
     url.path_segments_mut()
         .map_err(|()| StoreError::rejected("invalid publisher url"))?
         .pop_if_empty()
-        .extend([
-            "androidpublisher",
-            "v3",
-            "applications",
-            &receipt.package_name,
-            "purchases",
-            "products",
-            &receipt.product_id,
-            "tokens",
-            &receipt.purchase_token,
-        ]);
+        .extend(path);
     url.query_pairs_mut().append_pair("access_token", token);
     let answer = http
         .send(
@@ -164,9 +218,7 @@ pub(super) async fn product_purchase(
     if answer.status != 200 {
         return Err(StoreError::non_200("non-200 response from Google service", answer));
     }
-    let purchase: ProductPurchase =
-        serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;
-    Ok((purchase, String::from_utf8_lossy(&answer.body).into_owned()))
+    Ok(String::from_utf8_lossy(&answer.body).into_owned())
 }
 
 /// The service account's key: PKCS#8 PEM as Google issues it (PKCS#1 PEM accepted too).

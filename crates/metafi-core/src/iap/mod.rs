@@ -4,8 +4,11 @@
 //! purchases are recorded by transaction id (`seen_before` on a replay), and a user lists
 //! theirs. REST handlers and `nk` functions both call [`Purchases`].
 //!
-//! Not served yet, answered clearly: Apple's signed (JWS) transactions, Samsung, and the
-//! validation of subscriptions (their listing and lookup are served).
+//! Subscriptions are validated the same way (Apple's `latest_receipt_info`, Google's
+//! `subscriptionsv2`) and recorded by original transaction id.
+//!
+//! Not served yet, answered clearly (`Unimplemented`): Apple's signed (JWS) transactions and
+//! Samsung.
 
 mod apple;
 mod config;
@@ -19,7 +22,7 @@ use std::sync::Arc;
 
 use metafi_proto::Code;
 use metafi_storage::{
-    NewPurchase, Purchase, Storage, Subscription, UpsertedPurchase,
+    NewPurchase, NewSubscription, Purchase, Storage, Subscription, UpsertedPurchase,
 };
 use tracing::debug;
 use uuid::Uuid;
@@ -76,8 +79,9 @@ pub struct ValidatedSubscription {
     pub original_transaction_id: String,
     pub store: i32,
     pub purchase_time_ms: i64,
-    pub create_time_ms: i64,
-    pub update_time_ms: i64,
+    /// `None` when not persisted.
+    pub create_time_ms: Option<i64>,
+    pub update_time_ms: Option<i64>,
     pub environment: i32,
     pub expiry_time_ms: i64,
     pub refund_time_ms: Option<i64>,
@@ -249,12 +253,7 @@ impl Purchases {
             {
                 continue;
             }
-            let purchase_time_ms: i64 = item.purchase_date_ms.parse().map_err(|_| {
-                StoreError::rejected(format!(
-                    "strconv.ParseInt: parsing {:?}: invalid syntax",
-                    item.purchase_date_ms
-                ))
-            })?;
+            let purchase_time_ms = parse_ms(&item.purchase_date_ms)?;
             purchases.push(NewPurchase {
                 user_id,
                 store: store::APPLE_APP_STORE,
@@ -551,16 +550,158 @@ impl Purchases {
         })
     }
 
-    /// Subscription validation: not served yet.
-    pub async fn validate_subscription(
+    /// Apple: the subscriptions of a legacy receipt's `latest_receipt_info`, all recorded;
+    /// the answer is the one that expires last.
+    pub async fn validate_subscription_apple(
         &self,
-        store_name: &str,
+        user_id: Uuid,
         receipt: &str,
+        persist: bool,
     ) -> Result<ValidatedSubscription, CoreError> {
+        if self.config.apple.shared_password.is_empty() {
+            return Err(failed_precondition("Apple IAP is not configured."));
+        }
         if receipt.is_empty() {
             return Err(CoreError::invalid("Receipt cannot be empty."));
         }
-        Err(not_served(&format!("Validating {store_name} subscriptions")))
+        if receipt.split('.').count() == 3 {
+            return Err(not_served("Validating Apple signed (JWS) transactions"));
+        }
+        let (answer, raw) = apple::verify_receipt(&self.http, &self.config.apple, receipt).await?;
+        if answer.status != 0 {
+            if answer.is_retryable {
+                return Err(CoreError::Status {
+                    code: Code::Unavailable,
+                    message: "Apple IAP verification is currently unavailable. Try again later."
+                        .into(),
+                });
+            }
+            return Err(failed_precondition(format!(
+                "Invalid Receipt. Status: {}",
+                answer.status
+            )));
+        }
+        let env = if answer.environment == "Sandbox" {
+            environment::SANDBOX
+        } else {
+            environment::PRODUCTION
+        };
+        let mut subscriptions = Vec::new();
+        for item in &answer.latest_receipt_info {
+            if item.expires_date_ms.is_empty() {
+                continue;
+            }
+            subscriptions.push(NewSubscription {
+                user_id,
+                store: store::APPLE_APP_STORE,
+                product_id: item.product_id.clone(),
+                original_transaction_id: item.original_transaction_id.clone(),
+                raw_response: raw.clone(),
+                raw_notification: String::new(),
+                purchase_time_ms: parse_ms(&item.original_purchase_date_ms)?,
+                expire_time_ms: parse_ms(&item.expires_date_ms)?,
+                refund_time_ms: 0,
+                environment: env,
+            });
+        }
+        // The one that expires last answers (Apple's list sorted by expiry, newest first).
+        subscriptions.sort_by_key(|s| std::cmp::Reverse(s.expire_time_ms));
+        if subscriptions.is_empty() {
+            return Err(failed_precondition(
+                "Purchase Receipt. Use the appropriate function instead.",
+            ));
+        }
+        let mut answers = Vec::with_capacity(subscriptions.len());
+        for s in subscriptions {
+            answers.push(self.record_subscription(s, persist).await?);
+        }
+        // Non-empty: checked above.
+        Ok(answers.swap_remove(0))
+    }
+
+    /// Google Play: a subscription receipt through the Publisher API's `subscriptionsv2`.
+    pub async fn validate_subscription_google(
+        &self,
+        user_id: Uuid,
+        receipt: &str,
+        persist: bool,
+    ) -> Result<ValidatedSubscription, CoreError> {
+        let config = &self.config.google;
+        if config.client_email.is_empty() || config.private_key.is_empty() {
+            return Err(failed_precondition("Google IAP is not configured."));
+        }
+        if receipt.is_empty() {
+            return Err(CoreError::invalid("Receipt cannot be empty."));
+        }
+        let parsed = google::decode_receipt(receipt)?;
+        let token = self
+            .google_tokens
+            .token(&self.http, config, self.clock.now_secs())
+            .await?;
+        let (answer, raw) = google::subscription_v2(&self.http, config, &token, &parsed).await?;
+        let Some(line) = answer.line_items.first() else {
+            return Err(StoreError::rejected("subscription has no line items").into());
+        };
+        let expire_time_ms = metafi_proto::wkt::Timestamp::parse_rfc3339(&line.expiry_time)
+            .map(|t| t.as_millis())
+            .ok_or_else(|| StoreError::rejected("subscription expiry time is not RFC 3339"))?;
+        let original_transaction_id = if answer.linked_purchase_token.is_empty() {
+            parsed.purchase_token
+        } else {
+            // A resubscription or upgrade continues the linked subscription.
+            answer.linked_purchase_token
+        };
+        let subscription = NewSubscription {
+            user_id,
+            store: store::GOOGLE_PLAY_STORE,
+            product_id: parsed.product_id,
+            original_transaction_id,
+            raw_response: raw,
+            raw_notification: String::new(),
+            purchase_time_ms: parsed.purchase_time,
+            expire_time_ms,
+            refund_time_ms: 0,
+            environment: if answer.test_purchase.is_some() {
+                environment::SANDBOX
+            } else {
+                environment::PRODUCTION
+            },
+        };
+        self.record_subscription(subscription, persist).await
+    }
+
+    async fn record_subscription(
+        &self,
+        s: NewSubscription,
+        persist: bool,
+    ) -> Result<ValidatedSubscription, CoreError> {
+        let now = self.clock.now_ms();
+        if !persist {
+            return Ok(ValidatedSubscription {
+                user_id: Some(s.user_id),
+                product_id: s.product_id,
+                original_transaction_id: s.original_transaction_id,
+                store: s.store,
+                purchase_time_ms: s.purchase_time_ms,
+                create_time_ms: None,
+                update_time_ms: None,
+                environment: s.environment,
+                expiry_time_ms: s.expire_time_ms,
+                refund_time_ms: None,
+                provider_response: s.raw_response,
+                provider_notification: s.raw_notification,
+                active: s.expire_time_ms > now,
+            });
+        }
+        let stored = self
+            .storage
+            .upsert_subscription(s, now)
+            .await
+            .map_err(|e| CoreError::storage("store subscription", e))?;
+        let mut view = self.stored_subscription(stored);
+        // Nakama's answer to a validation has no refund time.
+        view.refund_time_ms = None;
+        Ok(view)
     }
 
     fn stored_subscription(&self, s: Subscription) -> ValidatedSubscription {
@@ -571,8 +712,8 @@ impl Purchases {
             original_transaction_id: s.original_transaction_id,
             store: s.store,
             purchase_time_ms: s.purchase_time_ms,
-            create_time_ms: s.create_time_ms,
-            update_time_ms: s.update_time_ms,
+            create_time_ms: Some(s.create_time_ms),
+            update_time_ms: Some(s.update_time_ms),
             environment: s.environment,
             expiry_time_ms: s.expire_time_ms,
             refund_time_ms: Some(s.refund_time_ms),
@@ -581,6 +722,13 @@ impl Purchases {
             active: s.expire_time_ms > now && s.refund_time_ms == 0,
         }
     }
+}
+
+/// A store's millisecond timestamp text.
+fn parse_ms(text: &str) -> Result<i64, StoreError> {
+    text.parse().map_err(|_| {
+        StoreError::rejected(format!("strconv.ParseInt: parsing {text:?}: invalid syntax"))
+    })
 }
 
 fn stored_purchase(p: Purchase) -> ValidatedPurchase {

@@ -481,3 +481,84 @@ async fn listing_pages_with_cursors_bound_to_the_user() {
         .expect_err("none");
     assert_eq!(code(&err), (Code::NotFound, "subscription not found".into()));
 }
+
+#[tokio::test]
+async fn apple_subscriptions_record_each_and_answer_the_latest_expiry() {
+    let fake = FakeStore::start(|_| {
+        (
+            200,
+            r#"{"status":0,"environment":"Production","latest_receipt_info":[
+                {"original_transaction_id":"o1","transaction_id":"x1","product_id":"vip","original_purchase_date_ms":"1699000000000","purchase_date_ms":"1699000000000","expires_date_ms":"1700000100000"},
+                {"original_transaction_id":"o2","transaction_id":"x2","product_id":"gold","original_purchase_date_ms":"1699000000001","purchase_date_ms":"1699000000001","expires_date_ms":"1600000000000"},
+                {"transaction_id":"c1","product_id":"coins","purchase_date_ms":"1"}
+            ]}"#
+            .into(),
+        )
+    })
+    .await;
+    let mut config = IapConfig::default();
+    config.apple.shared_password = "p".into();
+    config.apple.production_url = fake.base.clone();
+    let (purchases, _, user) = service(config).await;
+    let sub = purchases
+        .validate_subscription_apple(user, "r", true)
+        .await
+        .expect("valid");
+    assert_eq!(sub.original_transaction_id, "o1", "the latest expiry answers");
+    assert!(sub.active, "expires after now");
+    assert_eq!(sub.create_time_ms, Some(NOW));
+    assert_eq!(sub.purchase_time_ms, 1_699_000_000_000);
+    let gold = purchases
+        .subscription_by_product_id(user, "gold")
+        .await
+        .expect("recorded too");
+    assert!(!gold.active, "expired");
+    let list = purchases
+        .list_subscriptions(Some(user), 10, "")
+        .await
+        .expect("list");
+    assert_eq!(list.items.len(), 2);
+    let one_time = purchases
+        .validate_apple(user, "r", true)
+        .await
+        .expect("the one-time purchase in the same receipt");
+    let ids: Vec<&str> = one_time.iter().map(|p| p.transaction_id.as_str()).collect();
+    assert_eq!(ids, ["c1"], "entries without an expiry are purchases, not subscriptions");
+}
+
+#[tokio::test]
+async fn google_subscriptions_follow_the_linked_token() {
+    let (_, private, _) = rsa_key();
+    let fake = FakeStore::start(|seen| {
+        if seen.target == "/token" {
+            (200, r#"{"access_token":"t","expires_in":3600}"#.into())
+        } else if seen
+            .target
+            .starts_with("/androidpublisher/v3/applications/com.game/purchases/subscriptionsv2/tokens/new-token?")
+        {
+            (
+                200,
+                r#"{"lineItems":[{"productId":"vip","expiryTime":"2023-11-14T22:13:30Z"}],"linkedPurchaseToken":"first-token","testPurchase":{}}"#.into(),
+            )
+        } else {
+            (404, "no".into())
+        }
+    })
+    .await;
+    let mut config = IapConfig::default();
+    config.google.client_email = "svc@example.iam".into();
+    config.google.private_key = private;
+    config.google.token_url = format!("{}/token", fake.base);
+    config.google.publisher_url = fake.base.clone();
+    let (purchases, _, user) = service(config).await;
+    let receipt = r#"{"packageName":"com.game","productId":"vip","purchaseTime":1699999999000,"purchaseToken":"new-token"}"#;
+    let sub = purchases
+        .validate_subscription_google(user, receipt, true)
+        .await
+        .expect("valid");
+    assert_eq!(sub.original_transaction_id, "first-token");
+    assert_eq!(sub.environment, environment::SANDBOX);
+    assert_eq!(sub.expiry_time_ms, 1_700_000_010_000);
+    assert!(sub.active, "expires 10 s after the manual clock's now");
+    assert_eq!(sub.refund_time_ms, None);
+}

@@ -3,6 +3,7 @@
 mod account;
 mod channel;
 mod notification;
+mod purchase;
 mod rpc;
 mod session;
 mod storage;
@@ -12,6 +13,10 @@ pub use account::{
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
 pub use notification::Notification;
+pub use purchase::{
+    ListSubscriptionsRequest, SubscriptionList, ValidatePurchaseRequest, ValidatePurchaseResponse,
+    ValidateSubscriptionResponse, ValidatedPurchase, ValidatedSubscription,
+};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
 pub use storage::{
