@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{Accounts, Channels, Hooks, Objects, Purchases, RpcDispatch, Sessions, Users};
 
 use crate::HttpConfig;
 
@@ -36,4 +36,6 @@ pub struct ApiState {
     pub matches: metafi_match::Matches,
     /// Before/after hooks of the runtime's modules (`NoHooks` when none).
     pub hooks: Arc<dyn Hooks>,
+    /// In-app purchase and subscription validation (`/v2/iap`).
+    pub purchases: Arc<Purchases>,
 }

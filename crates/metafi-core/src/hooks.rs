@@ -86,6 +86,15 @@ hooks! {
     WriteStorageObjects Api "WriteStorageObjects" true;
     DeleteStorageObjects Api "DeleteStorageObjects" true;
     ListStorageObjects Api "ListStorageObjects" true;
+    ValidatePurchaseApple Api "ValidatePurchaseApple" true;
+    ValidatePurchaseGoogle Api "ValidatePurchaseGoogle" true;
+    ValidatePurchaseHuawei Api "ValidatePurchaseHuawei" true;
+    ValidatePurchaseFacebookInstant Api "ValidatePurchaseFacebookInstant" true;
+    ValidatePurchaseSamsung Api "ValidatePurchaseSamsung" true;
+    ValidateSubscriptionApple Api "ValidateSubscriptionApple" true;
+    ValidateSubscriptionGoogle Api "ValidateSubscriptionGoogle" true;
+    ListSubscriptions Api "ListSubscriptions" true;
+    GetSubscription Api "GetSubscription" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

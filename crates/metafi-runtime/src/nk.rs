@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// Purchase and subscription validation (`nk.purchase_*`, `nk.subscription_*`); `None`
+    /// where the server did not set it.
+    pub purchases: Option<Arc<metafi_core::Purchases>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,6 +74,7 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            purchases: None,
         }
     }
 
@@ -90,6 +94,12 @@ impl RuntimeServices {
     /// Serves the account, user, sign-in and session functions.
     pub fn with_accounts(mut self, accounts: AccountServices) -> RuntimeServices {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// Serves `nk.purchase_*` and `nk.subscription_*` with the server's service.
+    pub fn with_purchases(mut self, purchases: Arc<metafi_core::Purchases>) -> RuntimeServices {
+        self.purchases = Some(purchases);
         self
     }
 }

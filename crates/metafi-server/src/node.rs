@@ -242,6 +242,11 @@ async fn wire(
         )),
     );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
+    let purchases = Arc::new(metafi_core::Purchases::new(
+        store.clone(),
+        clock.clone(),
+        config.iap.clone(),
+    )?);
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
     // `GET /v2/user` and `GET /v2/account` report as online whoever appears online on a socket
@@ -285,6 +290,7 @@ async fn wire(
             sessions: sessions.clone(),
             users: users.clone(),
         },
+        purchases.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -338,6 +344,7 @@ async fn wire(
         rpc,
         matches: matches.clone(),
         hooks,
+        purchases,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

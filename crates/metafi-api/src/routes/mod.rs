@@ -5,6 +5,7 @@ mod authenticate;
 mod channel;
 mod health;
 mod match_list;
+mod purchase;
 mod rpc;
 mod session;
 mod storage;
@@ -47,4 +48,5 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(purchase::routes())
 }

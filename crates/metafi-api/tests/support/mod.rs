@@ -95,6 +95,14 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            purchases: Arc::new(
+                metafi_core::Purchases::new(
+                    store.clone(),
+                    clock.clone(),
+                    metafi_core::IapConfig::default(),
+                )
+                .unwrap(),
+            ),
         };
         TestApi {
             state,
@@ -173,17 +181,35 @@ pub struct Player {
 
 impl Api {
     pub async fn new() -> Api {
+        Api::with_iap(metafi_core::IapConfig::default()).await
+    }
+
+    /// Like [`Api::new`], with these purchase-validation settings.
+    pub async fn with_iap(iap: metafi_core::IapConfig) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start(config, None).await;
         let online = Arc::new(Online::default());
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
+        state.purchases = Arc::new(
+            metafi_core::Purchases::new(
+                api.store.clone(),
+                Arc::new(metafi_core::SystemClock),
+                iap,
+            )
+            .unwrap(),
+        );
         Api {
             router: metafi_api::router(state),
             online,
             _api: api,
         }
+    }
+
+    /// The store behind the router.
+    pub fn store(&self) -> Arc<dyn Storage> {
+        self._api.store.clone()
     }
 
     /// One request; the answer's status and JSON body.

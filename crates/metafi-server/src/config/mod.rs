@@ -18,6 +18,7 @@ mod script_log;
 mod session;
 mod shutdown;
 mod signin_throttle;
+mod iap;
 mod socket;
 
 use std::net::SocketAddr;
@@ -84,6 +85,8 @@ pub struct Config {
     pub quic: Option<QuicSettings>,
     /// Failed sign-ins per account and address (`[signin_throttle]`).
     pub signin_throttle: SignInThrottleConfig,
+    /// In-app purchase validation: the stores' credentials and endpoints (`[iap]`).
+    pub iap: metafi_core::IapConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -114,6 +117,7 @@ impl TryFrom<RawConfig> for Config {
         let quic = quic::validate(&raw.quic, &socket, raw.socket.port, &data_dir, &mut check);
         let http = http::validate(&raw.http, &mut check);
         let signin_throttle = signin_throttle::validate(&raw.signin_throttle, &mut check);
+        let iap = iap::validate(&raw.iap, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -147,6 +151,7 @@ impl TryFrom<RawConfig> for Config {
             runtime_utilities: runtime.utilities,
             quic,
             signin_throttle,
+            iap,
             raw,
         })
     }

@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub quic: RawQuic,
     pub http: RawHttp,
     pub signin_throttle: RawSignInThrottle,
+    pub iap: super::iap::RawIap,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,6 +183,7 @@ impl Default for RawConfig {
             quic: RawQuic::default(),
             http: RawHttp::default(),
             signin_throttle: RawSignInThrottle::default(),
+            iap: super::iap::RawIap::default(),
         }
     }
 }
