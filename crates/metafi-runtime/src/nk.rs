@@ -209,6 +209,18 @@ impl Nk {
         })
     }
 
+    /// The purchase service, or the error `nk.{name}` raises on a server without it.
+    pub(crate) fn purchases(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Purchases>, crate::nk_api::NkError> {
+        self.inner.services.purchases.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without purchase validation"
+            ))
+        })
+    }
+
     /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).
     pub fn time_ms(&self) -> i64 {
         self.inner.services.clock.now_ms()

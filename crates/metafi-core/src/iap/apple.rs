@@ -42,11 +42,12 @@ pub(super) struct InApp {
 pub(super) async fn verify_receipt(
     http: &StoreHttp,
     config: &AppleConfig,
+    password: &str,
     receipt: &str,
 ) -> Result<(Response, String), StoreError> {
-    let answer = post(http, &config.production_url, receipt, &config.shared_password).await?;
+    let answer = post(http, &config.production_url, receipt, password).await?;
     if answer.0.status == SANDBOX_RECEIPT {
-        return post(http, &config.sandbox_url, receipt, &config.shared_password).await;
+        return post(http, &config.sandbox_url, receipt, password).await;
     }
     Ok(answer)
 }

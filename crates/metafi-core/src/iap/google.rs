@@ -66,6 +66,12 @@ pub(super) struct TokenCache {
     tokens: Mutex<HashMap<String, (String, i64)>>,
 }
 
+/// A service account: the configured one, or one server code passes.
+pub(super) struct Account<'a> {
+    pub email: &'a str,
+    pub private_key: &'a str,
+}
+
 #[derive(Serialize)]
 struct Claims<'a> {
     iss: &'a str,
@@ -88,17 +94,18 @@ impl TokenCache {
         &self,
         http: &StoreHttp,
         config: &GoogleConfig,
+        account: &Account<'_>,
         now_secs: i64,
     ) -> Result<String, StoreError> {
-        if let Some((token, expires)) = self.tokens.lock().get(&config.client_email)
+        if let Some((token, expires)) = self.tokens.lock().get(account.email)
             && *expires - GRACE_SECS > now_secs
         {
             return Ok(token.clone());
         }
-        let key = signing_key(&config.private_key)
+        let key = signing_key(account.private_key)
             .ok_or_else(|| StoreError::rejected("google iap private key invalid"))?;
         let claims = Claims {
-            iss: &config.client_email,
+            iss: account.email,
             scope: SCOPE,
             aud: &config.token_url,
             iat: now_secs,
@@ -123,7 +130,7 @@ impl TokenCache {
         let token: TokenAnswer =
             serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;
         self.tokens.lock().insert(
-            config.client_email.clone(),
+            account.email.to_owned(),
             (token.access_token.clone(), now_secs + token.expires_in),
         );
         Ok(token.access_token)

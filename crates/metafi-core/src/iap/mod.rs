@@ -214,16 +214,31 @@ impl Purchases {
         receipt: &str,
         persist: bool,
     ) -> Result<Vec<ValidatedPurchase>, CoreError> {
+        let password = self.config.apple.shared_password.clone();
+        self.validate_apple_with(user_id, receipt, persist, &password)
+            .await
+    }
+
+    /// [`validate_apple`](Self::validate_apple) with this shared password (server code may
+    /// pass its own, as with Nakama).
+    pub async fn validate_apple_with(
+        &self,
+        user_id: Uuid,
+        receipt: &str,
+        persist: bool,
+        password: &str,
+    ) -> Result<Vec<ValidatedPurchase>, CoreError> {
         if receipt.is_empty() {
             return Err(CoreError::invalid("Receipt cannot be empty."));
         }
         if receipt.split('.').count() == 3 {
             return Err(not_served("Validating Apple signed (JWS) transactions"));
         }
-        if self.config.apple.shared_password.is_empty() {
+        if password.is_empty() {
             return Err(failed_precondition("Apple IAP is not configured."));
         }
-        let (answer, raw) = apple::verify_receipt(&self.http, &self.config.apple, receipt).await?;
+        let (answer, raw) =
+            apple::verify_receipt(&self.http, &self.config.apple, password, receipt).await?;
         if answer.status != 0 {
             if answer.is_retryable {
                 return Err(CoreError::Status {
@@ -281,16 +296,40 @@ impl Purchases {
         persist: bool,
     ) -> Result<Vec<ValidatedPurchase>, CoreError> {
         let config = &self.config.google;
-        if config.client_email.is_empty() || config.private_key.is_empty() {
+        self.validate_google_with(
+            user_id,
+            purchase,
+            persist,
+            &config.client_email,
+            &config.private_key,
+        )
+        .await
+    }
+
+    /// [`validate_google`](Self::validate_google) with this service account.
+    pub async fn validate_google_with(
+        &self,
+        user_id: Uuid,
+        purchase: &str,
+        persist: bool,
+        client_email: &str,
+        private_key: &str,
+    ) -> Result<Vec<ValidatedPurchase>, CoreError> {
+        let config = &self.config.google;
+        if client_email.is_empty() || private_key.is_empty() {
             return Err(failed_precondition("Google IAP is not configured."));
         }
         if purchase.is_empty() {
             return Err(CoreError::invalid("Purchase cannot be empty."));
         }
         let receipt = google::decode_receipt(purchase)?;
+        let account = google::Account {
+            email: client_email,
+            private_key,
+        };
         let token = self
             .google_tokens
-            .token(&self.http, config, self.clock.now_secs())
+            .token(&self.http, config, &account, self.clock.now_secs())
             .await?;
         let (answer, raw) = google::product_purchase(&self.http, config, &token, &receipt).await?;
         let env = if answer.purchase_type == 0 {
@@ -481,6 +520,11 @@ impl Purchases {
         Ok(found.map(stored_purchase))
     }
 
+    /// Whether each store has its credentials (server code checks before its own overrides).
+    pub fn config(&self) -> &IapConfig {
+        &self.config
+    }
+
     /// Purchases newest first, of one user or everyone. `limit` 0 means Nakama's 100.
     pub async fn list(
         &self,
@@ -558,7 +602,21 @@ impl Purchases {
         receipt: &str,
         persist: bool,
     ) -> Result<ValidatedSubscription, CoreError> {
-        if self.config.apple.shared_password.is_empty() {
+        let password = self.config.apple.shared_password.clone();
+        self.validate_subscription_apple_with(user_id, receipt, persist, &password)
+            .await
+    }
+
+    /// [`validate_subscription_apple`](Self::validate_subscription_apple) with this shared
+    /// password.
+    pub async fn validate_subscription_apple_with(
+        &self,
+        user_id: Uuid,
+        receipt: &str,
+        persist: bool,
+        password: &str,
+    ) -> Result<ValidatedSubscription, CoreError> {
+        if password.is_empty() {
             return Err(failed_precondition("Apple IAP is not configured."));
         }
         if receipt.is_empty() {
@@ -567,7 +625,8 @@ impl Purchases {
         if receipt.split('.').count() == 3 {
             return Err(not_served("Validating Apple signed (JWS) transactions"));
         }
-        let (answer, raw) = apple::verify_receipt(&self.http, &self.config.apple, receipt).await?;
+        let (answer, raw) =
+            apple::verify_receipt(&self.http, &self.config.apple, password, receipt).await?;
         if answer.status != 0 {
             if answer.is_retryable {
                 return Err(CoreError::Status {
@@ -627,16 +686,41 @@ impl Purchases {
         persist: bool,
     ) -> Result<ValidatedSubscription, CoreError> {
         let config = &self.config.google;
-        if config.client_email.is_empty() || config.private_key.is_empty() {
+        self.validate_subscription_google_with(
+            user_id,
+            receipt,
+            persist,
+            &config.client_email,
+            &config.private_key,
+        )
+        .await
+    }
+
+    /// [`validate_subscription_google`](Self::validate_subscription_google) with this service
+    /// account.
+    pub async fn validate_subscription_google_with(
+        &self,
+        user_id: Uuid,
+        receipt: &str,
+        persist: bool,
+        client_email: &str,
+        private_key: &str,
+    ) -> Result<ValidatedSubscription, CoreError> {
+        let config = &self.config.google;
+        if client_email.is_empty() || private_key.is_empty() {
             return Err(failed_precondition("Google IAP is not configured."));
         }
         if receipt.is_empty() {
             return Err(CoreError::invalid("Receipt cannot be empty."));
         }
         let parsed = google::decode_receipt(receipt)?;
+        let account = google::Account {
+            email: client_email,
+            private_key,
+        };
         let token = self
             .google_tokens
-            .token(&self.http, config, self.clock.now_secs())
+            .token(&self.http, config, &account, self.clock.now_secs())
             .await?;
         let (answer, raw) = google::subscription_v2(&self.http, config, &token, &parsed).await?;
         let Some(line) = answer.line_items.first() else {

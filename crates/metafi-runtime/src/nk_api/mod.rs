@@ -27,6 +27,7 @@ mod links;
 mod matches;
 mod metrics_events;
 pub mod nakama_names;
+mod purchases;
 mod sessions;
 mod status;
 mod storage;
@@ -74,6 +75,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
         later::FUNCTIONS,
+        purchases::FUNCTIONS,
         TEST_ROWS,
     ]
     .into_iter()
