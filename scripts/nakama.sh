@@ -152,6 +152,7 @@ start() {
     --runtime.path "$state/modules" \
     --session.token_expiry_sec "$token_ttl" \
     --matchmaker.interval_sec 1 \
+    --iap.facebook_instant.app_secret compat-fb-instant-secret \
     --logger.level INFO >"$state/nakama.log" 2>&1 &
   echo $! >"$state/pid"
   for _ in $(seq 1 300); do

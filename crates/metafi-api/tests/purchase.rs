@@ -28,7 +28,12 @@ async fn facebook_instant_purchase_is_recorded_then_seen_before() {
     let payment = r#"{"algorithm":"HMAC-SHA256","product_id":"gems_10","purchase_time":1700000000,"purchase_token":"fb-token-1","payment_id":"p1"}"#;
     let body = json!({ "signed_request": sign_facebook_instant(SECRET, payment) });
     let (status, first) = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/facebookinstant", Some(body.clone()))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            Some(body.clone()),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{first}");
     let p = &first["validated_purchases"][0];
@@ -44,18 +49,35 @@ async fn facebook_instant_purchase_is_recorded_then_seen_before() {
 
     let bob = api.sign_up("&username=bob").await;
     let (_, again) = api
-        .as_user(&bob, Method::POST, "/v2/iap/purchase/facebookinstant", Some(body))
+        .as_user(
+            &bob,
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            Some(body),
+        )
         .await;
-    assert_eq!(again["validated_purchases"][0]["seen_before"], true, "{again}");
+    assert_eq!(
+        again["validated_purchases"][0]["seen_before"], true,
+        "{again}"
+    );
 
     let not_kept = json!({
         "signed_request": sign_facebook_instant(SECRET, r#"{"product_id":"x","purchase_token":"fb-2"}"#),
         "persist": false,
     });
     let (_, answer) = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/facebookinstant", Some(not_kept))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            Some(not_kept),
+        )
         .await;
-    assert_eq!(answer["validated_purchases"][0].get("create_time"), None, "{answer}");
+    assert_eq!(
+        answer["validated_purchases"][0].get("create_time"),
+        None,
+        "{answer}"
+    );
     assert!(
         api.store()
             .purchase_by_transaction_id("fb-2")
@@ -70,17 +92,33 @@ async fn facebook_instant_purchase_is_recorded_then_seen_before() {
 async fn forged_and_empty_requests_are_refused() {
     let api = api().await;
     let ada = api.sign_up("").await;
-    let forged = json!({ "signed_request": sign_facebook_instant("guess", r#"{"purchase_token":"t"}"#) });
+    let forged =
+        json!({ "signed_request": sign_facebook_instant("guess", r#"{"purchase_token":"t"}"#) });
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/facebookinstant", Some(forged))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            Some(forged),
+        )
         .await;
     assert_error(&answer, 500, 2, "signedRequest verification failed");
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/facebookinstant", Some(json!({})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            Some(json!({})),
+        )
         .await;
     assert_error(&answer, 400, 3, "SignedRequest cannot be empty.");
     let answer = api
-        .call(Method::POST, "/v2/iap/purchase/facebookinstant", None, Some(json!({})))
+        .call(
+            Method::POST,
+            "/v2/iap/purchase/facebookinstant",
+            None,
+            Some(json!({})),
+        )
         .await;
     assert_eq!(answer.0, StatusCode::UNAUTHORIZED);
 }
@@ -90,26 +128,62 @@ async fn unconfigured_stores_answer_failed_precondition() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;
     for (path, body, message) in [
-        ("apple", json!({"receipt": "cmVjZWlwdA=="}), "Apple IAP is not configured."),
-        ("google", json!({"purchase": "{}"}), "Google IAP is not configured."),
-        ("huawei", json!({"purchase": "{}", "signature": "s"}), "Huawei IAP is not configured."),
-        ("facebookinstant", json!({"signed_request": "a.b"}), "Facebook Instant IAP is not configured."),
+        (
+            "apple",
+            json!({"receipt": "cmVjZWlwdA=="}),
+            "Apple IAP is not configured.",
+        ),
+        (
+            "google",
+            json!({"purchase": "{}"}),
+            "Google IAP is not configured.",
+        ),
+        (
+            "huawei",
+            json!({"purchase": "{}", "signature": "s"}),
+            "Huawei IAP is not configured.",
+        ),
+        (
+            "facebookinstant",
+            json!({"signed_request": "a.b"}),
+            "Facebook Instant IAP is not configured.",
+        ),
     ] {
         let answer = api
-            .as_user(&ada, Method::POST, &format!("/v2/iap/purchase/{path}"), Some(body))
+            .as_user(
+                &ada,
+                Method::POST,
+                &format!("/v2/iap/purchase/{path}"),
+                Some(body),
+            )
             .await;
         assert_error(&answer, 400, 9, message);
     }
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/subscription/apple", Some(json!({"receipt": "r"})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/subscription/apple",
+            Some(json!({"receipt": "r"})),
+        )
         .await;
     assert_error(&answer, 400, 9, "Apple IAP is not configured.");
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/apple", Some(json!({})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/apple",
+            Some(json!({})),
+        )
         .await;
     assert_error(&answer, 400, 3, "Receipt cannot be empty.");
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/purchase/samsung", Some(json!({"purchase_id": "p"})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/samsung",
+            Some(json!({"purchase_id": "p"})),
+        )
         .await;
     assert_eq!(answer.0, StatusCode::NOT_IMPLEMENTED, "{}", answer.1);
 }
@@ -153,17 +227,29 @@ async fn subscriptions_are_listed_and_found_by_product_for_their_owner_only() {
     let (_, gold) = api
         .as_user(&ada, Method::GET, "/v2/iap/subscription/gold", None)
         .await;
-    assert_eq!(gold.get("active"), None, "an expired subscription is not active");
+    assert_eq!(
+        gold.get("active"),
+        None,
+        "an expired subscription is not active"
+    );
     let answer = api
         .as_user(&bob, Method::GET, "/v2/iap/subscription/vip", None)
         .await;
     assert_error(&answer, 404, 5, "subscription not found");
 
     let (status, page) = api
-        .as_user(&ada, Method::POST, "/v2/iap/subscription", Some(json!({"limit": 1})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/subscription",
+            Some(json!({"limit": 1})),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    assert_eq!(page["validated_subscriptions"][0]["original_transaction_id"], "s1");
+    assert_eq!(
+        page["validated_subscriptions"][0]["original_transaction_id"],
+        "s1"
+    );
     let cursor = page["cursor"].as_str().unwrap().to_owned();
     let (_, rest) = api
         .as_user(
@@ -173,10 +259,18 @@ async fn subscriptions_are_listed_and_found_by_product_for_their_owner_only() {
             Some(json!({"limit": 1, "cursor": cursor})),
         )
         .await;
-    assert_eq!(rest["validated_subscriptions"][0]["original_transaction_id"], "s2");
+    assert_eq!(
+        rest["validated_subscriptions"][0]["original_transaction_id"],
+        "s2"
+    );
     assert_eq!(rest.get("cursor"), None, "{rest}");
     let answer = api
-        .as_user(&bob, Method::POST, "/v2/iap/subscription", Some(json!({"cursor": cursor})))
+        .as_user(
+            &bob,
+            Method::POST,
+            "/v2/iap/subscription",
+            Some(json!({"cursor": cursor})),
+        )
         .await;
     assert_error(&answer, 500, 2, "subscriptions list cursor invalid");
     let (_, empty) = api
@@ -184,7 +278,17 @@ async fn subscriptions_are_listed_and_found_by_product_for_their_owner_only() {
         .await;
     assert_eq!(empty, json!({}));
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/iap/subscription", Some(json!({"limit": 101})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/subscription",
+            Some(json!({"limit": 101})),
+        )
         .await;
-    assert_error(&answer, 400, 3, "Invalid limit - limit must be between 1 and 1000.");
+    assert_error(
+        &answer,
+        400,
+        3,
+        "Invalid limit - limit must be between 1 and 1000.",
+    );
 }

@@ -141,7 +141,10 @@ impl PurchaseStore for PostgresStorage {
             .query_opt(&statement, &[&user_id, &product_id])
             .await
             .map_err(&fail)?;
-        row.as_ref().map(subscription_row).transpose().map_err(&fail)
+        row.as_ref()
+            .map(subscription_row)
+            .transpose()
+            .map_err(&fail)
     }
 
     async fn subscription_by_original_transaction_id(
@@ -163,7 +166,10 @@ impl PurchaseStore for PostgresStorage {
             .query_opt(&statement, &[&original_transaction_id])
             .await
             .map_err(&fail)?;
-        row.as_ref().map(subscription_row).transpose().map_err(&fail)
+        row.as_ref()
+            .map(subscription_row)
+            .transpose()
+            .map_err(&fail)
     }
 
     async fn list_subscriptions(

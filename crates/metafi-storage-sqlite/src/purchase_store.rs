@@ -297,9 +297,7 @@ fn list<T>(
     if after.is_some() {
         sql.push_str(&format!(" AND (purchase_time, {id}) < (?2, ?3)"));
     }
-    sql.push_str(&format!(
-        " ORDER BY purchase_time DESC, {id} DESC LIMIT ?4"
-    ));
+    sql.push_str(&format!(" ORDER BY purchase_time DESC, {id} DESC LIMIT ?4"));
     let (time, key) = match after {
         Some(c) => (Some(c.time_ms), Some(c.id.as_str())),
         None => (None, None),

@@ -207,7 +207,10 @@ fn check_text(field: &'static str, value: &str) -> Result<(), StorageError> {
 pub fn dedup_purchases(purchases: Vec<NewPurchase>) -> Vec<NewPurchase> {
     let mut out: Vec<NewPurchase> = Vec::with_capacity(purchases.len());
     for p in purchases {
-        match out.iter_mut().find(|q| q.transaction_id == p.transaction_id) {
+        match out
+            .iter_mut()
+            .find(|q| q.transaction_id == p.transaction_id)
+        {
             Some(q) => *q = p,
             None => out.push(p),
         }

@@ -6,13 +6,15 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::{get, post};
 use metafi_core::Hook;
-use metafi_core::iap::{Page, ValidatedPurchase, ValidatedSubscription, MAX_LIST_LIMIT};
+use metafi_core::iap::{MAX_LIST_LIMIT, Page, ValidatedPurchase, ValidatedSubscription};
 use metafi_proto::Code;
 use metafi_proto::api::{
-    ListSubscriptionsRequest, SubscriptionList, ValidatePurchaseRequest,
-    ValidatePurchaseResponse, ValidateSubscriptionResponse,
+    ListSubscriptionsRequest, SubscriptionList, ValidatePurchaseRequest, ValidatePurchaseResponse,
+    ValidateSubscriptionResponse,
 };
-use metafi_proto::api::{ValidatedPurchase as PurchaseView, ValidatedSubscription as SubscriptionView};
+use metafi_proto::api::{
+    ValidatedPurchase as PurchaseView, ValidatedSubscription as SubscriptionView,
+};
 use metafi_proto::wkt::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -209,7 +211,15 @@ async fn subscription_apple(
     client: ClientAddress,
     body: JsonBody<ValidatePurchaseRequest>,
 ) -> Result<Json<ValidateSubscriptionResponse>, ApiError> {
-    validate_subscription("Apple", Hook::ValidateSubscriptionApple, state, auth, client, body).await
+    validate_subscription(
+        "Apple",
+        Hook::ValidateSubscriptionApple,
+        state,
+        auth,
+        client,
+        body,
+    )
+    .await
 }
 
 async fn subscription_google(
@@ -218,8 +228,15 @@ async fn subscription_google(
     client: ClientAddress,
     body: JsonBody<ValidatePurchaseRequest>,
 ) -> Result<Json<ValidateSubscriptionResponse>, ApiError> {
-    validate_subscription("Google", Hook::ValidateSubscriptionGoogle, state, auth, client, body)
-        .await
+    validate_subscription(
+        "Google",
+        Hook::ValidateSubscriptionGoogle,
+        state,
+        auth,
+        client,
+        body,
+    )
+    .await
 }
 
 async fn validate_subscription(

@@ -193,12 +193,8 @@ impl Api {
         let mut state = api.state.clone();
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         state.purchases = Arc::new(
-            metafi_core::Purchases::new(
-                api.store.clone(),
-                Arc::new(metafi_core::SystemClock),
-                iap,
-            )
-            .unwrap(),
+            metafi_core::Purchases::new(api.store.clone(), Arc::new(metafi_core::SystemClock), iap)
+                .unwrap(),
         );
         Api {
             router: metafi_api::router(state),

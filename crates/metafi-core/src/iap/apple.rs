@@ -71,7 +71,10 @@ async fn post(
         )
         .await?;
     if answer.status != 200 {
-        return Err(StoreError::non_200("non-200 response from Apple service", answer));
+        return Err(StoreError::non_200(
+            "non-200 response from Apple service",
+            answer,
+        ));
     }
     let response: Response =
         serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;

@@ -20,7 +20,10 @@ pub(super) struct Payment {
 }
 
 /// Verifies the signed request; returns the payment and its JSON text.
-pub(super) fn verify(app_secret: &str, signed_request: &str) -> Result<(Payment, String), StoreError> {
+pub(super) fn verify(
+    app_secret: &str,
+    signed_request: &str,
+) -> Result<(Payment, String), StoreError> {
     let Some((signature, payload)) = signed_request.split_once('.') else {
         return Err(StoreError::rejected("invalid signedRequest format"));
     };
@@ -75,7 +78,10 @@ mod tests {
             .split_once('.')
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
             .expect("two parts");
-        let edited = format!("{sig}.{}", URL_SAFE_NO_PAD.encode(PAYMENT.replace("gems", "gold")));
+        let edited = format!(
+            "{sig}.{}",
+            URL_SAFE_NO_PAD.encode(PAYMENT.replace("gems", "gold"))
+        );
         assert!(verify("secret", &edited).is_err());
         assert_eq!(
             verify("secret", "no-dot").expect_err("format").to_string(),

@@ -52,8 +52,8 @@ pub(super) fn decode_receipt(receipt: &str) -> Result<Receipt, StoreError> {
         Some(inner) => inner.to_owned(),
         None => receipt.to_owned(),
     };
-    let parsed: Receipt = serde_json::from_str(&inner)
-        .map_err(|_| StoreError::rejected("receipt is malformed"))?;
+    let parsed: Receipt =
+        serde_json::from_str(&inner).map_err(|_| StoreError::rejected("receipt is malformed"))?;
     if parsed.package_name.is_empty() {
         return Err(StoreError::rejected("receipt is malformed"));
     }
@@ -125,10 +125,13 @@ impl TokenCache {
             )
             .await?;
         if answer.status != 200 {
-            return Err(StoreError::non_200("non-200 response from Google auth", answer));
+            return Err(StoreError::non_200(
+                "non-200 response from Google auth",
+                answer,
+            ));
         }
-        let token: TokenAnswer =
-            serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;
+        let token: TokenAnswer = serde_json::from_slice(&answer.body)
+            .map_err(|e| StoreError::rejected(e.to_string()))?;
         self.tokens.lock().insert(
             account.email.to_owned(),
             (token.access_token.clone(), now_secs + token.expires_in),
@@ -223,7 +226,10 @@ async fn publisher_get(
         )
         .await?;
     if answer.status != 200 {
-        return Err(StoreError::non_200("non-200 response from Google service", answer));
+        return Err(StoreError::non_200(
+            "non-200 response from Google service",
+            answer,
+        ));
     }
     Ok(String::from_utf8_lossy(&answer.body).into_owned())
 }

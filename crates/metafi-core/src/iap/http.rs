@@ -26,7 +26,10 @@ impl StoreHttp {
         Ok(StoreHttp { client, max_bytes })
     }
 
-    pub(super) async fn send(&self, request: reqwest::RequestBuilder) -> Result<Answer, StoreError> {
+    pub(super) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Answer, StoreError> {
         let mut response = request.send().await.map_err(StoreError::transport)?;
         let status = response.status().as_u16();
         let mut body = Vec::new();

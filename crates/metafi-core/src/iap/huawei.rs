@@ -100,7 +100,10 @@ pub(super) async fn validate(
         )
         .await?;
     if answer.status != 200 {
-        return Err(StoreError::non_200("non-200 response from Huawei auth", answer));
+        return Err(StoreError::non_200(
+            "non-200 response from Huawei auth",
+            answer,
+        ));
     }
     let token: TokenAnswer =
         serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;
@@ -125,9 +128,16 @@ pub(super) async fn validate(
         )
         .await?;
     if answer.status != 200 {
-        return Err(StoreError::non_200("non-200 response from Huawei service", answer));
+        return Err(StoreError::non_200(
+            "non-200 response from Huawei service",
+            answer,
+        ));
     }
     let response: VerifyResponse =
         serde_json::from_slice(&answer.body).map_err(|e| StoreError::rejected(e.to_string()))?;
-    Ok((response, data, String::from_utf8_lossy(&answer.body).into_owned()))
+    Ok((
+        response,
+        data,
+        String::from_utf8_lossy(&answer.body).into_owned(),
+    ))
 }

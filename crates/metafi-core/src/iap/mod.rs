@@ -27,9 +27,7 @@ use metafi_storage::{
 use tracing::debug;
 use uuid::Uuid;
 
-pub use config::{
-    AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig,
-};
+pub use config::{AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig};
 pub use facebook::sign_facebook_instant;
 
 use crate::{Clock, CoreError};
@@ -192,12 +190,13 @@ impl Purchases {
         clock: Arc<dyn Clock>,
         config: IapConfig,
     ) -> Result<Self, CoreError> {
-        let http = http::StoreHttp::new(config.timeout, config.max_response_bytes).map_err(|e| {
-            CoreError::Internal {
-                operation: "iap http client",
-                source: Box::new(e),
-            }
-        })?;
+        let http =
+            http::StoreHttp::new(config.timeout, config.max_response_bytes).map_err(|e| {
+                CoreError::Internal {
+                    operation: "iap http client",
+                    source: Box::new(e),
+                }
+            })?;
         Ok(Purchases {
             storage,
             clock,
@@ -412,7 +411,9 @@ impl Purchases {
     ) -> Result<Vec<ValidatedPurchase>, CoreError> {
         let secret = &self.config.facebook_instant.app_secret;
         if secret.is_empty() {
-            return Err(failed_precondition("Facebook Instant IAP is not configured."));
+            return Err(failed_precondition(
+                "Facebook Instant IAP is not configured.",
+            ));
         }
         if signed_request.is_empty() {
             return Err(CoreError::invalid("SignedRequest cannot be empty."));
@@ -483,27 +484,35 @@ impl Purchases {
             .map_err(|e| CoreError::storage("store purchases", e))?;
         Ok(stored
             .into_iter()
-            .map(|UpsertedPurchase { purchase, seen_before }| {
-                // The answer names the caller and this validation's response (as Nakama's).
-                let input = inputs
-                    .iter()
-                    .rev()
-                    .find(|p| p.transaction_id == purchase.transaction_id);
-                ValidatedPurchase {
-                    user_id: input.map(|p| p.user_id),
-                    product_id: input.map_or(purchase.product_id.clone(), |p| p.product_id.clone()),
-                    transaction_id: purchase.transaction_id,
-                    store: purchase.store,
-                    purchase_time_ms: input.map_or(purchase.purchase_time_ms, |p| p.purchase_time_ms),
-                    create_time_ms: Some(purchase.create_time_ms),
-                    update_time_ms: Some(purchase.update_time_ms),
-                    refund_time_ms: (purchase.refund_time_ms != 0).then_some(purchase.refund_time_ms),
-                    provider_response: input
-                        .map_or(purchase.raw_response, |p| p.raw_response.clone()),
-                    environment: purchase.environment,
-                    seen_before,
-                }
-            })
+            .map(
+                |UpsertedPurchase {
+                     purchase,
+                     seen_before,
+                 }| {
+                    // The answer names the caller and this validation's response (as Nakama's).
+                    let input = inputs
+                        .iter()
+                        .rev()
+                        .find(|p| p.transaction_id == purchase.transaction_id);
+                    ValidatedPurchase {
+                        user_id: input.map(|p| p.user_id),
+                        product_id: input
+                            .map_or(purchase.product_id.clone(), |p| p.product_id.clone()),
+                        transaction_id: purchase.transaction_id,
+                        store: purchase.store,
+                        purchase_time_ms: input
+                            .map_or(purchase.purchase_time_ms, |p| p.purchase_time_ms),
+                        create_time_ms: Some(purchase.create_time_ms),
+                        update_time_ms: Some(purchase.update_time_ms),
+                        refund_time_ms: (purchase.refund_time_ms != 0)
+                            .then_some(purchase.refund_time_ms),
+                        provider_response: input
+                            .map_or(purchase.raw_response, |p| p.raw_response.clone()),
+                        environment: purchase.environment,
+                        seen_before,
+                    }
+                },
+            )
             .collect())
     }
 
@@ -811,7 +820,9 @@ impl Purchases {
 /// A store's millisecond timestamp text.
 fn parse_ms(text: &str) -> Result<i64, StoreError> {
     text.parse().map_err(|_| {
-        StoreError::rejected(format!("strconv.ParseInt: parsing {text:?}: invalid syntax"))
+        StoreError::rejected(format!(
+            "strconv.ParseInt: parsing {text:?}: invalid syntax"
+        ))
     })
 }
 

@@ -143,8 +143,14 @@ async fn facebook_instant_records_once_then_seen_before() {
         .expect("valid");
     assert_eq!(first.len(), 1);
     let p = &first[0];
-    assert_eq!((p.user_id, p.store), (Some(user), store::FACEBOOK_INSTANT_STORE));
-    assert_eq!((p.product_id.as_str(), p.transaction_id.as_str()), ("gems", "fb-1"));
+    assert_eq!(
+        (p.user_id, p.store),
+        (Some(user), store::FACEBOOK_INSTANT_STORE)
+    );
+    assert_eq!(
+        (p.product_id.as_str(), p.transaction_id.as_str()),
+        ("gems", "fb-1")
+    );
     assert_eq!(p.purchase_time_ms, 1_700_000_001_000);
     assert_eq!(p.environment, environment::PRODUCTION);
     assert_eq!(p.create_time_ms, Some(NOW));
@@ -177,7 +183,10 @@ async fn facebook_instant_records_once_then_seen_before() {
         .expect_err("empty");
     assert_eq!(
         code(&err),
-        (Code::InvalidArgument, "SignedRequest cannot be empty.".into())
+        (
+            Code::InvalidArgument,
+            "SignedRequest cannot be empty.".into()
+        )
     );
 }
 
@@ -224,7 +233,10 @@ async fn unconfigured_stores_answer_as_nakama() {
         .validate_apple(user, "", true)
         .await
         .expect_err("empty");
-    assert_eq!(code(&err), (Code::InvalidArgument, "Receipt cannot be empty.".into()));
+    assert_eq!(
+        code(&err),
+        (Code::InvalidArgument, "Receipt cannot be empty.".into())
+    );
 }
 
 #[tokio::test]
@@ -282,7 +294,11 @@ async fn apple_refusals_keep_nakamas_codes() {
     let mut config = IapConfig::default();
     config.apple.shared_password = "p".into();
     let expect = [
-        ("/bad", Code::FailedPrecondition, "Invalid Receipt. Status: 21002"),
+        (
+            "/bad",
+            Code::FailedPrecondition,
+            "Invalid Receipt. Status: 21002",
+        ),
         (
             "/retry",
             Code::Unavailable,
@@ -293,7 +309,11 @@ async fn apple_refusals_keep_nakamas_codes() {
             Code::FailedPrecondition,
             "Subscription Receipt. Use the appropriate function instead.",
         ),
-        ("/down", Code::Unknown, "non-200 response from Apple service, status=503"),
+        (
+            "/down",
+            Code::Unknown,
+            "non-200 response from Apple service, status=503",
+        ),
     ];
     for (path, want_code, want) in expect {
         let mut config = config.clone();
@@ -380,7 +400,11 @@ async fn google_signs_a_jwt_exchanges_it_once_and_asks_the_publisher_api() {
         .expect("valid");
     assert_eq!(out[0].transaction_id, "pt-1");
     assert_eq!(out[0].store, store::GOOGLE_PLAY_STORE);
-    assert_eq!(out[0].environment, environment::SANDBOX, "purchaseType 0 is a test purchase");
+    assert_eq!(
+        out[0].environment,
+        environment::SANDBOX,
+        "purchaseType 0 is a test purchase"
+    );
     assert_eq!(out[0].purchase_time_ms, 1_700_000_000_999);
     let again = purchases
         .validate_google(user, &receipt, true)
@@ -403,11 +427,11 @@ async fn huawei_checks_the_signature_before_asking_the_order_service() {
     let spki = key.to_public_key().to_public_key_der().expect("der");
     let public_b64 = base64::engine::general_purpose::STANDARD.encode(spki.as_bytes());
     let data = r#"{"productId":"gems","purchaseTime":1700000000500,"purchaseToken":"hw-1","purchaseType":0}"#;
-    let signing = jsonwebtoken::EncodingKey::from_rsa_der(
-        key.to_pkcs1_der().expect("der").as_bytes(),
-    );
-    let signed = jsonwebtoken::crypto::sign(data.as_bytes(), &signing, jsonwebtoken::Algorithm::RS256)
-        .expect("sign");
+    let signing =
+        jsonwebtoken::EncodingKey::from_rsa_der(key.to_pkcs1_der().expect("der").as_bytes());
+    let signed =
+        jsonwebtoken::crypto::sign(data.as_bytes(), &signing, jsonwebtoken::Algorithm::RS256)
+            .expect("sign");
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(signed)
         .expect("b64");
@@ -436,8 +460,14 @@ async fn huawei_checks_the_signature_before_asking_the_order_service() {
         .validate_huawei(user, &data.replace("gems", "gold"), &signature, true)
         .await
         .expect_err("tampered");
-    assert_eq!(code(&err), (Code::Unknown, "inAppPurchaseData invalid signature".into()));
-    assert!(fake.seen().is_empty(), "a bad signature never reaches Huawei");
+    assert_eq!(
+        code(&err),
+        (Code::Unknown, "inAppPurchaseData invalid signature".into())
+    );
+    assert!(
+        fake.seen().is_empty(),
+        "a bad signature never reaches Huawei"
+    );
     let out = purchases
         .validate_huawei(user, data, &signature, true)
         .await
@@ -448,7 +478,10 @@ async fn huawei_checks_the_signature_before_asking_the_order_service() {
         .validate_huawei(user, data, &signature, false)
         .await
         .expect("valid");
-    assert_eq!(not_kept[0].user_id, None, "Nakama leaves the user out when not persisting");
+    assert_eq!(
+        not_kept[0].user_id, None,
+        "Nakama leaves the user out when not persisting"
+    );
 }
 
 #[tokio::test]
@@ -457,29 +490,43 @@ async fn listing_pages_with_cursors_bound_to_the_user() {
     config.facebook_instant.app_secret = "s".into();
     let (purchases, _, user) = service(config).await;
     for n in 0..3 {
-        let payment = format!(r#"{{"product_id":"p","purchase_time":{n},"purchase_token":"t{n}"}}"#);
+        let payment =
+            format!(r#"{{"product_id":"p","purchase_time":{n},"purchase_token":"t{n}"}}"#);
         purchases
             .validate_facebook_instant(user, &sign_facebook_instant("s", &payment), true)
             .await
             .expect("valid");
     }
     let first = purchases.list(Some(user), 2, "").await.expect("list");
-    let ids: Vec<&str> = first.items.iter().map(|p| p.transaction_id.as_str()).collect();
+    let ids: Vec<&str> = first
+        .items
+        .iter()
+        .map(|p| p.transaction_id.as_str())
+        .collect();
     assert_eq!(ids, ["t2", "t1"]);
     assert!(!first.cursor.is_empty());
-    let rest = purchases.list(Some(user), 2, &first.cursor).await.expect("list");
+    let rest = purchases
+        .list(Some(user), 2, &first.cursor)
+        .await
+        .expect("list");
     assert_eq!(rest.items.len(), 1);
     assert!(rest.cursor.is_empty());
     let err = purchases
         .list(Some(Uuid::new_v4()), 2, &first.cursor)
         .await
         .expect_err("other user");
-    assert_eq!(code(&err), (Code::Unknown, "purchases list cursor invalid".into()));
+    assert_eq!(
+        code(&err),
+        (Code::Unknown, "purchases list cursor invalid".into())
+    );
     let err = purchases
         .subscription_by_product_id(user, "none")
         .await
         .expect_err("none");
-    assert_eq!(code(&err), (Code::NotFound, "subscription not found".into()));
+    assert_eq!(
+        code(&err),
+        (Code::NotFound, "subscription not found".into())
+    );
 }
 
 #[tokio::test]
@@ -504,7 +551,10 @@ async fn apple_subscriptions_record_each_and_answer_the_latest_expiry() {
         .validate_subscription_apple(user, "r", true)
         .await
         .expect("valid");
-    assert_eq!(sub.original_transaction_id, "o1", "the latest expiry answers");
+    assert_eq!(
+        sub.original_transaction_id, "o1",
+        "the latest expiry answers"
+    );
     assert!(sub.active, "expires after now");
     assert_eq!(sub.create_time_ms, Some(NOW));
     assert_eq!(sub.purchase_time_ms, 1_699_000_000_000);
@@ -523,7 +573,11 @@ async fn apple_subscriptions_record_each_and_answer_the_latest_expiry() {
         .await
         .expect("the one-time purchase in the same receipt");
     let ids: Vec<&str> = one_time.iter().map(|p| p.transaction_id.as_str()).collect();
-    assert_eq!(ids, ["c1"], "entries without an expiry are purchases, not subscriptions");
+    assert_eq!(
+        ids,
+        ["c1"],
+        "entries without an expiry are purchases, not subscriptions"
+    );
 }
 
 #[tokio::test]

@@ -16,15 +16,31 @@ use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
 
 pub(super) const FUNCTIONS: &[NkFunction] = &[
-    row("purchase_validate_apple", "purchaseValidateApple", validate_apple),
-    row("purchase_validate_google", "purchaseValidateGoogle", validate_google),
-    row("purchase_validate_huawei", "purchaseValidateHuawei", validate_huawei),
+    row(
+        "purchase_validate_apple",
+        "purchaseValidateApple",
+        validate_apple,
+    ),
+    row(
+        "purchase_validate_google",
+        "purchaseValidateGoogle",
+        validate_google,
+    ),
+    row(
+        "purchase_validate_huawei",
+        "purchaseValidateHuawei",
+        validate_huawei,
+    ),
     row(
         "purchase_validate_facebook_instant",
         "purchaseValidateFacebookInstant",
         validate_facebook_instant,
     ),
-    row("purchase_validate_samsung", "purchaseValidateSamsung", validate_samsung),
+    row(
+        "purchase_validate_samsung",
+        "purchaseValidateSamsung",
+        validate_samsung,
+    ),
     row(
         "purchase_get_by_transaction_id",
         "purchaseGetByTransactionId",
@@ -46,7 +62,11 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "subscriptionGetByProductId",
         subscription_get_by_product_id,
     ),
-    row("subscriptions_list", "subscriptionsList", subscriptions_list),
+    row(
+        "subscriptions_list",
+        "subscriptionsList",
+        subscriptions_list,
+    ),
 ];
 
 const fn row(lua: &'static str, js: &'static str, f: fn(Nk, NkArgs) -> NkFuture) -> NkFunction {
@@ -108,7 +128,10 @@ pub(super) fn subscription_value(s: &ValidatedSubscription) -> NkValue {
     let mut map = NkMap::with_capacity(13);
     map.insert("user_id", user_text(s.user_id));
     map.insert("product_id", s.product_id.as_str());
-    map.insert("original_transaction_id", s.original_transaction_id.as_str());
+    map.insert(
+        "original_transaction_id",
+        s.original_transaction_id.as_str(),
+    );
     map.insert("store", store_name(s.store));
     map.insert("purchase_time", s.purchase_time_ms.div_euclid(1000));
     if let Some(ms) = s.create_time_ms {
@@ -138,7 +161,10 @@ fn validation_value(purchases: &[ValidatedPurchase]) -> NkValue {
 fn user_id(args: &NkArgs) -> Result<Uuid, NkError> {
     let arg = args.at(1);
     let (empty, invalid) = if args.is_js() {
-        ("expects a user ID string", "expects user ID to be a valid identifier")
+        (
+            "expects a user ID string",
+            "expects user ID to be a valid identifier",
+        )
     } else {
         ("expects user id", "invalid user id")
     };
@@ -261,7 +287,11 @@ fn validate_facebook_instant(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let purchases = nk.purchases("purchase_validate_facebook_instant")?;
         if purchases.config().facebook_instant.app_secret.is_empty() {
-            let store = if args.is_js() { "Facebook instant" } else { "Facebook Instant" };
+            let store = if args.is_js() {
+                "Facebook instant"
+            } else {
+                "Facebook Instant"
+            };
             return Err(not_configured(&args, store));
         }
         let user = user_id(&args)?;
@@ -366,7 +396,12 @@ fn purchases_list(nk: Nk, args: NkArgs) -> NkFuture {
             .list(user, limit, &cursor)
             .await
             .map_err(|e| failed("error retrieving purchases", e))?;
-        Ok(page_value(&args, &page, "validated_purchases", purchase_value))
+        Ok(page_value(
+            &args,
+            &page,
+            "validated_purchases",
+            purchase_value,
+        ))
     })
 }
 

@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use metafi_core::iap::{
-    AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig,
-};
+use metafi_core::iap::{AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig};
 use serde::{Deserialize, Serialize};
 
 use super::check::Checker;
@@ -112,7 +110,10 @@ pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
         ("iap.google.token_url", &raw.google.token_url),
         ("iap.google.publisher_url", &raw.google.publisher_url),
         ("iap.huawei.token_url", &raw.huawei.token_url),
-        ("iap.huawei.orders_url_apptouch", &raw.huawei.orders_url_apptouch),
+        (
+            "iap.huawei.orders_url_apptouch",
+            &raw.huawei.orders_url_apptouch,
+        ),
         ("iap.huawei.orders_url", &raw.huawei.orders_url),
     ] {
         if !(url.starts_with("https://") || url.starts_with("http://")) {

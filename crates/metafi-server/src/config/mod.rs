@@ -6,6 +6,7 @@ mod accounts;
 mod check;
 mod database;
 mod http;
+mod iap;
 mod layers;
 mod logger;
 mod match_section;
@@ -18,7 +19,6 @@ mod script_log;
 mod session;
 mod shutdown;
 mod signin_throttle;
-mod iap;
 mod socket;
 
 use std::net::SocketAddr;

@@ -86,14 +86,21 @@ pub async fn purchase_revalidation_is_seen_before_and_keeps_the_owner(f: &dyn Fi
         .upsert_purchases(vec![again], NOW + 7)
         .await
         .expect("second");
-    assert!(second[0].seen_before, "a known transaction id is seen before");
+    assert!(
+        second[0].seen_before,
+        "a known transaction id is seen before"
+    );
     let p = &second[0].purchase;
     assert_eq!(p.user_id, Some(a), "the first owner is kept");
     assert_eq!(p.product_id, "gems_100");
     assert_eq!(p.purchase_time_ms, NOW - 50);
     assert_eq!(p.create_time_ms, NOW);
     assert_eq!(p.update_time_ms, NOW + 7);
-    assert_eq!(p.refund_time_ms, NOW + 5, "the refund time follows the store");
+    assert_eq!(
+        p.refund_time_ms,
+        NOW + 5,
+        "the refund time follows the store"
+    );
 }
 
 pub async fn purchase_batch_keeps_the_last_of_each_transaction(f: &dyn Fixture) {
@@ -308,7 +315,10 @@ pub async fn subscription_upsert_keeps_what_is_left_empty(f: &dyn Fixture) {
     assert_eq!(second.product_id, "vip_plus");
     assert_eq!(second.purchase_time_ms, NOW - 100);
     assert_eq!(second.expire_time_ms, NOW + 9_000);
-    assert_eq!(second.raw_response, r#"{"r":1}"#, "an empty response keeps the stored one");
+    assert_eq!(
+        second.raw_response, r#"{"r":1}"#,
+        "an empty response keeps the stored one"
+    );
     assert_eq!(second.raw_notification, r#"{"n":1}"#);
     assert_eq!(second.refund_time_ms, NOW + 3);
     assert_eq!(second.update_time_ms, NOW + 5);
@@ -344,7 +354,10 @@ pub async fn subscription_by_product_and_listing(f: &dyn Fixture) {
             .expect("get"),
         None
     );
-    let page = store.list_subscriptions(Some(a), 2, None).await.expect("list");
+    let page = store
+        .list_subscriptions(Some(a), 2, None)
+        .await
+        .expect("list");
     let ids = |items: &[Subscription]| {
         items
             .iter()

@@ -90,20 +90,51 @@ fn first(list: &NkValue) -> &NkValue {
 async fn lua_validates_facebook_instant_with_nakamas_table() {
     let r = facebook().await;
     let args = || vec![r.user.to_string().into(), signed("t1", 1_700_000_001)];
-    let out = on(&r.nk, Naming::Snake, "purchase_validate_facebook_instant", args())
-        .await
-        .expect("valid");
+    let out = on(
+        &r.nk,
+        Naming::Snake,
+        "purchase_validate_facebook_instant",
+        args(),
+    )
+    .await
+    .expect("valid");
     let p = first(field(&out, "validated_purchases", Naming::Snake));
-    assert_eq!(field(p, "user_id", Naming::Snake), &NkValue::from(r.user.to_string()));
-    assert_eq!(field(p, "transaction_id", Naming::Snake), &NkValue::from("t1"));
-    assert_eq!(field(p, "store", Naming::Snake), &NkValue::from("FACEBOOK_INSTANT_STORE"));
-    assert_eq!(field(p, "environment", Naming::Snake), &NkValue::from("PRODUCTION"));
-    assert_eq!(field(p, "purchase_time", Naming::Snake), &NkValue::from(1_700_000_001i64));
-    assert_eq!(field(p, "create_time", Naming::Snake), &NkValue::from(T0_MS / 1000));
-    assert_eq!(field(p, "seen_before", Naming::Snake), &NkValue::from(false));
-    let again = on(&r.nk, Naming::Snake, "purchase_validate_facebook_instant", args())
-        .await
-        .expect("valid");
+    assert_eq!(
+        field(p, "user_id", Naming::Snake),
+        &NkValue::from(r.user.to_string())
+    );
+    assert_eq!(
+        field(p, "transaction_id", Naming::Snake),
+        &NkValue::from("t1")
+    );
+    assert_eq!(
+        field(p, "store", Naming::Snake),
+        &NkValue::from("FACEBOOK_INSTANT_STORE")
+    );
+    assert_eq!(
+        field(p, "environment", Naming::Snake),
+        &NkValue::from("PRODUCTION")
+    );
+    assert_eq!(
+        field(p, "purchase_time", Naming::Snake),
+        &NkValue::from(1_700_000_001i64)
+    );
+    assert_eq!(
+        field(p, "create_time", Naming::Snake),
+        &NkValue::from(T0_MS / 1000)
+    );
+    assert_eq!(
+        field(p, "seen_before", Naming::Snake),
+        &NkValue::from(false)
+    );
+    let again = on(
+        &r.nk,
+        Naming::Snake,
+        "purchase_validate_facebook_instant",
+        args(),
+    )
+    .await
+    .expect("valid");
     let p = first(field(&again, "validated_purchases", Naming::Snake));
     assert_eq!(field(p, "seen_before", Naming::Snake), &NkValue::from(true));
 }
@@ -116,19 +147,38 @@ async fn js_reads_back_in_camel_case_and_lists_with_cursors() {
             &r.nk,
             Naming::Camel,
             "purchaseValidateFacebookInstant",
-            vec![r.user.to_string().into(), signed(token, 1_700_000_000 + n as i64)],
+            vec![
+                r.user.to_string().into(),
+                signed(token, 1_700_000_000 + n as i64),
+            ],
         )
         .await
         .expect("valid");
     }
-    let got = on(&r.nk, Naming::Camel, "purchaseGetByTransactionId", vec!["b".into()])
-        .await
-        .expect("get");
-    assert_eq!(field(&got, "transaction_id", Naming::Camel), &NkValue::from("b"));
-    assert_eq!(field(&got, "refund_time", Naming::Camel), &NkValue::from(0i64));
-    let missing = on(&r.nk, Naming::Camel, "purchaseGetByTransactionId", vec!["zz".into()])
-        .await
-        .expect("get");
+    let got = on(
+        &r.nk,
+        Naming::Camel,
+        "purchaseGetByTransactionId",
+        vec!["b".into()],
+    )
+    .await
+    .expect("get");
+    assert_eq!(
+        field(&got, "transaction_id", Naming::Camel),
+        &NkValue::from("b")
+    );
+    assert_eq!(
+        field(&got, "refund_time", Naming::Camel),
+        &NkValue::from(0i64)
+    );
+    let missing = on(
+        &r.nk,
+        Naming::Camel,
+        "purchaseGetByTransactionId",
+        vec!["zz".into()],
+    )
+    .await
+    .expect("get");
     assert_eq!(missing, NkValue::Nil);
 
     let page = on(
@@ -143,7 +193,10 @@ async fn js_reads_back_in_camel_case_and_lists_with_cursors() {
         panic!("list")
     };
     assert_eq!(items.len(), 2);
-    assert_eq!(field(&items[0], "transaction_id", Naming::Camel), &NkValue::from("c"));
+    assert_eq!(
+        field(&items[0], "transaction_id", Naming::Camel),
+        &NkValue::from("c")
+    );
     let cursor = field(&page, "cursor", Naming::Camel).clone();
     assert!(matches!(cursor, NkValue::Str(_)), "{cursor:?}");
     assert_eq!(field(&page, "prev_cursor", Naming::Camel), &NkValue::Nil);
@@ -196,7 +249,10 @@ async fn arguments_and_configuration_are_checked_as_nakama() {
     )
     .await
     .expect_err("bad id");
-    assert_eq!(err.lua_message("purchase_validate_google"), "bad argument #1 to purchase_validate_google (invalid user id)");
+    assert_eq!(
+        err.lua_message("purchase_validate_google"),
+        "bad argument #1 to purchase_validate_google (invalid user id)"
+    );
     let err = on(
         &r.nk,
         Naming::Snake,
@@ -205,7 +261,10 @@ async fn arguments_and_configuration_are_checked_as_nakama() {
     )
     .await
     .expect_err("limit");
-    assert_eq!(err.lua_message("purchases_list"), "bad argument #2 to purchases_list (expects a limit 1-100)");
+    assert_eq!(
+        err.lua_message("purchases_list"),
+        "bad argument #2 to purchases_list (expects a limit 1-100)"
+    );
     let err = on(
         &r.nk,
         Naming::Snake,
@@ -226,12 +285,19 @@ async fn arguments_and_configuration_are_checked_as_nakama() {
         &r.nk,
         Naming::Snake,
         "purchase_validate_apple",
-        vec![r.user.to_string().into(), "receipt".into(), true.into(), "override".into()],
+        vec![
+            r.user.to_string().into(),
+            "receipt".into(),
+            true.into(),
+            "override".into(),
+        ],
     )
     .await
     .expect_err("unreachable store");
     assert_eq!(
         err,
-        NkError::failed("error validating Apple receipt: Internal error during purchase validation.")
+        NkError::failed(
+            "error validating Apple receipt: Internal error during purchase validation."
+        )
     );
 }
