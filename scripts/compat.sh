@@ -47,10 +47,12 @@ cp -r examples/lua examples/js "$modules/"
 cp -r tests/compat/modules/. "$modules/"
 trap 'stop_server; rm -rf "$modules"' EXIT
 # A one-second matchmaker interval, so the matchmaker test does not wait 15 s per pass.
-# The Instant Games app secret tests/compat/social_auth.test.mjs signs player info with.
+# The Instant Games app secret tests/compat/social_auth.test.mjs signs player info with, and the
+# one iap.test.mjs signs Facebook Instant payments with (scripts/nakama.sh sets both too).
 start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path="$modules" \
   --set matchmaker.interval_sec=1 \
-  --set social.facebook_instant_game.app_secret=compat-instant-secret "$@"
+  --set social.facebook_instant_game.app_secret=compat-instant-secret \
+  --set iap.facebook_instant.app_secret=compat-fb-instant-secret "$@"
 require_examples compat
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=$SERVER_PORT \

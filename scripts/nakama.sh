@@ -153,6 +153,7 @@ start() {
     --session.token_expiry_sec "$token_ttl" \
     --matchmaker.interval_sec 1 \
     --social.facebook_instant_game.app_secret compat-instant-secret \
+    --iap.facebook_instant.app_secret compat-fb-instant-secret \
     --logger.level INFO >"$state/nakama.log" 2>&1 &
   echo $! >"$state/pid"
   for _ in $(seq 1 300); do

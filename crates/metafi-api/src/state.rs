@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use metafi_core::{
-    Accounts, Channels, Friends, Groups, Hooks, Leaderboards, Notifications, Objects, RpcDispatch,
-    Sessions, SocialSignIn, UserSockets, Users,
+    Accounts, Channels, Friends, Groups, Hooks, Leaderboards, Notifications, Objects, Purchases,
+    RpcDispatch, Sessions, SocialSignIn, UserSockets, Users,
 };
 
 use crate::HttpConfig;
@@ -52,4 +52,6 @@ pub struct ApiState {
     pub sockets: Arc<dyn UserSockets>,
     /// Leaderboards and their records (`/v2/leaderboard`).
     pub leaderboards: Arc<Leaderboards>,
+    /// In-app purchase and subscription validation (`/v2/iap`).
+    pub purchases: Arc<Purchases>,
 }

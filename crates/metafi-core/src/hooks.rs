@@ -137,6 +137,15 @@ hooks! {
     DeleteLeaderboardRecord Api "DeleteLeaderboardRecord" true;
     ListLeaderboardRecords Api "ListLeaderboardRecords" true;
     ListLeaderboardRecordsAroundOwner Api "ListLeaderboardRecordsAroundOwner" true;
+    ValidatePurchaseApple Api "ValidatePurchaseApple" true;
+    ValidatePurchaseGoogle Api "ValidatePurchaseGoogle" true;
+    ValidatePurchaseHuawei Api "ValidatePurchaseHuawei" true;
+    ValidatePurchaseFacebookInstant Api "ValidatePurchaseFacebookInstant" true;
+    ValidatePurchaseSamsung Api "ValidatePurchaseSamsung" true;
+    ValidateSubscriptionApple Api "ValidateSubscriptionApple" true;
+    ValidateSubscriptionGoogle Api "ValidateSubscriptionGoogle" true;
+    ListSubscriptions Api "ListSubscriptions" true;
+    GetSubscription Api "GetSubscription" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;

@@ -22,6 +22,7 @@ mod error;
 pub mod friends;
 pub mod groups;
 pub mod hooks;
+pub mod iap;
 mod jwt;
 pub mod notifications;
 pub mod leaderboards;
@@ -45,6 +46,7 @@ pub use error::CoreError;
 pub use friends::{Friends, FriendsConfig};
 pub use groups::{Actor, CreateGroup, Groups, ListGroups};
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
+pub use iap::{IapConfig, Purchases};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use notifications::{
     Broadcast, NoPush, NotificationPage, NotificationPush, Notifications, NotificationsConfig,

@@ -64,6 +64,9 @@ pub struct RuntimeServices {
     /// Sign-in, link and unlink by social identities (`nk.authenticate_apple`, `link_steam`,
     /// …); `None` where the server did not set it.
     pub social: Option<Arc<SocialSignIn>>,
+    /// Purchase and subscription validation (`nk.purchase_*`, `nk.subscription_*`); `None`
+    /// where the server did not set it.
+    pub purchases: Option<Arc<metafi_core::Purchases>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -97,6 +100,7 @@ impl RuntimeServices {
             wallets: None,
             leaderboards: None,
             social: None,
+            purchases: None,
         }
     }
 
@@ -155,6 +159,12 @@ impl RuntimeServices {
     /// Serves the social sign-in, link and unlink functions.
     pub fn with_social(mut self, social: Arc<SocialSignIn>) -> RuntimeServices {
         self.social = Some(social);
+        self
+    }
+
+    /// Serves `nk.purchase_*` and `nk.subscription_*` with the server's service.
+    pub fn with_purchases(mut self, purchases: Arc<metafi_core::Purchases>) -> RuntimeServices {
+        self.purchases = Some(purchases);
         self
     }
 }
@@ -333,6 +343,18 @@ impl Nk {
         self.inner.services.social.as_ref().ok_or_else(|| {
             crate::nk_api::NkError::failed(format!(
                 "nk.{name} is not available: this server runs without social sign-in"
+            ))
+        })
+    }
+
+    /// The purchase service, or the error `nk.{name}` raises on a server without it.
+    pub(crate) fn purchases(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::Purchases>, crate::nk_api::NkError> {
+        self.inner.services.purchases.as_ref().ok_or_else(|| {
+            crate::nk_api::NkError::failed(format!(
+                "nk.{name} is not available: this server runs without purchase validation"
             ))
         })
     }

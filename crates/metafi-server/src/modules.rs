@@ -32,6 +32,7 @@ pub(crate) async fn start_runtime(
     groups: Arc<metafi_core::Groups>,
     leaderboards: Arc<metafi_core::Leaderboards>,
     social: Arc<metafi_core::SocialSignIn>,
+    purchases: Arc<metafi_core::Purchases>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -51,7 +52,8 @@ pub(crate) async fn start_runtime(
         .with_groups(groups)
         .with_wallets(wallets)
         .with_leaderboards(leaderboards)
-        .with_social(social);
+        .with_social(social)
+        .with_purchases(purchases);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

@@ -256,6 +256,11 @@ async fn wire(
             .await
             .context("loading leaderboards")?,
     );
+    let purchases = Arc::new(metafi_core::Purchases::new(
+        store.clone(),
+        clock.clone(),
+        config.iap.clone(),
+    )?);
     // The sessions' registry and router come first: the match engine delivers through them.
     let parts = RealtimeParts::local();
     // Notifications reach sockets through the same parts. Every feature that notifies users
@@ -325,6 +330,7 @@ async fn wire(
         groups.clone(),
         leaderboards.clone(),
         social.clone(),
+        purchases.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -395,6 +401,7 @@ async fn wire(
         notifications,
         sockets,
         leaderboards,
+        purchases,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -175,6 +175,9 @@ macro_rules! write_op {
     }};
 }
 
+// After `write_op!`, which it uses.
+mod purchase_store;
+
 #[async_trait]
 impl Storage for PostgresStorage {
     fn backend_name(&self) -> &'static str {

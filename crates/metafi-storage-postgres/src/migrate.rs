@@ -52,6 +52,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "social_ids",
         sql: include_str!("../migrations/0009_social_ids.sql"),
     },
+    Migration {
+        version: 10,
+        name: "purchase",
+        sql: include_str!("../migrations/0010_purchase.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

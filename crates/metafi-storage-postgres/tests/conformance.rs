@@ -37,3 +37,4 @@ async fn fixture() -> Option<PostgresFixture> {
 }
 
 metafi_storage::conformance_tests!(fixture());
+metafi_storage::purchase_conformance_tests!(fixture());

@@ -27,6 +27,7 @@ mod message;
 mod migrate;
 mod notification_store;
 mod object;
+mod purchase_store;
 mod readers;
 mod session;
 mod wallet_store;

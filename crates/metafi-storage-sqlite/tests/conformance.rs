@@ -33,3 +33,4 @@ async fn fixture() -> Option<SqliteFixture> {
 }
 
 metafi_storage::conformance_tests!(fixture());
+metafi_storage::purchase_conformance_tests!(fixture());

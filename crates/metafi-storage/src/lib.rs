@@ -30,6 +30,7 @@ mod leaderboard;
 mod message;
 mod notification;
 mod object;
+mod purchase;
 mod session;
 mod social;
 pub mod support;
@@ -62,6 +63,10 @@ pub use object::{
     Caller, ObjectAck, ObjectDelete, ObjectId, ObjectPage, ObjectStore, ObjectWrite, StorageObject,
     VersionCheck,
 };
+pub use purchase::{
+    IapCursor, IapPage, NewPurchase, NewSubscription, Purchase, PurchaseStore, Subscription,
+    UpsertedPurchase, check_new_purchase, check_new_subscription, dedup_purchases, iap_page,
+};
 pub use session::{Revocation, SessionStore, UserRevocation};
 pub use wallet::{
     Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
@@ -87,6 +92,7 @@ pub trait Storage:
     + WalletStore
     + LeaderboardStore
     + SocialStore
+    + PurchaseStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

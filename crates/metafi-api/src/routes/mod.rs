@@ -10,6 +10,7 @@ mod health;
 mod leaderboard;
 mod match_list;
 mod notification;
+mod purchase;
 mod rpc;
 mod session;
 mod social_links;
@@ -59,4 +60,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(account_links::routes())
         .merge(leaderboard::routes())
         .merge(social_links::routes())
+        .merge(purchase::routes())
 }

@@ -158,6 +158,13 @@ impl TestApi {
                 metafi_core::Leaderboards::load(store.clone(), clock.clone())
                     .await
                     .unwrap(),
+            purchases: Arc::new(
+                metafi_core::Purchases::new(
+                    store.clone(),
+                    clock.clone(),
+                    metafi_core::IapConfig::default(),
+                )
+                .unwrap(),
             ),
         };
         TestApi {
@@ -261,11 +268,28 @@ pub struct Player {
 
 impl Api {
     pub async fn new() -> Api {
-        Self::with_social(metafi_core::SocialConfig::default()).await
+        Api::with_settings(
+            metafi_core::SocialConfig::default(),
+            metafi_core::IapConfig::default(),
+        )
+        .await
     }
 
     /// [`Api::new`] with social sign-in configured.
     pub async fn with_social(social: metafi_core::SocialConfig) -> Api {
+        Api::with_settings(social, metafi_core::IapConfig::default()).await
+    }
+
+    /// Like [`Api::new`], with these purchase-validation settings.
+    pub async fn with_iap(iap: metafi_core::IapConfig) -> Api {
+        Api::with_settings(metafi_core::SocialConfig::default(), iap).await
+    }
+
+    /// [`Api::new`] with these social sign-in and purchase-validation settings.
+    pub async fn with_settings(
+        social: metafi_core::SocialConfig,
+        iap: metafi_core::IapConfig,
+    ) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start_with_social(config, None, social).await;
@@ -281,6 +305,10 @@ impl Api {
             metafi_core::FriendsConfig::default(),
         ));
         state.sockets = sockets.clone();
+        state.purchases = Arc::new(
+            metafi_core::Purchases::new(api.store.clone(), Arc::new(metafi_core::SystemClock), iap)
+                .unwrap(),
+        );
         Api {
             notifications: state.notifications.clone(),
             router: metafi_api::router(state),
@@ -294,6 +322,11 @@ impl Api {
     /// The notifications sent so far through the `Notifier` seam, taken.
     pub fn take_notifications(&self) -> Vec<metafi_core::NewNotification> {
         self._api.notified.take()
+    }
+
+    /// The store behind the router.
+    pub fn store(&self) -> Arc<dyn Storage> {
+        self._api.store.clone()
     }
 
     /// One request; the answer's status and JSON body.

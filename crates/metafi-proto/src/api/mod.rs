@@ -6,6 +6,7 @@ mod friend;
 mod group;
 mod leaderboard;
 mod notification;
+mod purchase;
 mod rpc;
 mod session;
 mod social;
@@ -22,6 +23,10 @@ pub use group::{
 };
 pub use leaderboard::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite};
 pub use notification::{Notification, NotificationList};
+pub use purchase::{
+    ListSubscriptionsRequest, SubscriptionList, ValidatePurchaseRequest, ValidatePurchaseResponse,
+    ValidateSubscriptionResponse, ValidatedPurchase, ValidatedSubscription,
+};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
 pub use social::{

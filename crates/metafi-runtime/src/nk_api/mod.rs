@@ -35,6 +35,7 @@ pub mod nakama_names;
 mod notifications;
 #[cfg(test)]
 mod notifications_tests;
+mod purchases;
 mod sessions;
 mod social;
 mod status;
@@ -90,6 +91,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         leaderboards::FUNCTIONS,
         social::FUNCTIONS,
         later::FUNCTIONS,
+        purchases::FUNCTIONS,
         TEST_ROWS,
     ]
     .into_iter()

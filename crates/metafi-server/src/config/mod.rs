@@ -7,6 +7,7 @@ mod check;
 mod database;
 mod friends;
 mod http;
+mod iap;
 mod layers;
 mod logger;
 mod match_section;
@@ -95,6 +96,8 @@ pub struct Config {
     pub friends: FriendsConfig,
     /// Social sign-in: app ids, secrets, provider endpoints (`[social]`).
     pub social: SocialConfig,
+    /// In-app purchase validation: the stores' credentials and endpoints (`[iap]`).
+    pub iap: metafi_core::IapConfig,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -128,6 +131,7 @@ impl TryFrom<RawConfig> for Config {
         let notifications = notification::validate(&raw.notification, &mut check);
         let friends = friends::validate(&raw.friends, &mut check);
         let social = social::validate(&raw.social, &mut check);
+        let iap = iap::validate(&raw.iap, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -164,6 +168,7 @@ impl TryFrom<RawConfig> for Config {
             notifications,
             friends,
             social,
+            iap,
             raw,
         })
     }

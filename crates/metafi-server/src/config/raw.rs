@@ -25,6 +25,7 @@ pub struct RawConfig {
     pub notification: RawNotification,
     pub friends: RawFriends,
     pub social: RawSocial,
+    pub iap: super::iap::RawIap,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,6 +189,7 @@ impl Default for RawConfig {
             notification: RawNotification::default(),
             friends: RawFriends::default(),
             social: RawSocial::default(),
+            iap: super::iap::RawIap::default(),
         }
     }
 }

@@ -1,0 +1,156 @@
+//! The `[iap]` keys: the stores' credentials under Nakama's names (`iap.apple.shared_password`,
+//! `iap.google.client_email`, …), where each store is reached, and the limits of every call.
+
+use std::time::Duration;
+
+use metafi_core::iap::{AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig};
+use serde::{Deserialize, Serialize};
+
+use super::check::Checker;
+
+/// `[iap]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIap {
+    /// Deadline of each call to a store, milliseconds.
+    pub timeout_ms: i64,
+    /// A store's answer over this many bytes fails the validation.
+    pub max_response_bytes: i64,
+    pub apple: RawIapApple,
+    pub google: RawIapGoogle,
+    pub huawei: RawIapHuawei,
+    pub facebook_instant: RawIapFacebookInstant,
+}
+
+/// `[iap.apple]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIapApple {
+    /// The App Store shared secret; empty: Apple validation answers "not configured".
+    pub shared_password: String,
+    /// `verifyReceipt` of production.
+    pub production_url: String,
+    /// `verifyReceipt` of the sandbox, asked after production's 21007.
+    pub sandbox_url: String,
+}
+
+/// `[iap.google]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIapGoogle {
+    /// The service account's email.
+    pub client_email: String,
+    /// The service account's PEM private key.
+    pub private_key: String,
+    /// Google's OAuth token endpoint (also the JWT audience).
+    pub token_url: String,
+    /// The Android Publisher API root.
+    pub publisher_url: String,
+}
+
+/// `[iap.huawei]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIapHuawei {
+    /// Base64 of the RSA public key (X.509 SubjectPublicKeyInfo) that signs purchase data.
+    pub public_key: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub token_url: String,
+    /// Order service of AppTouch accounts (`accountFlag` 1).
+    pub orders_url_apptouch: String,
+    /// Order service of every other account.
+    pub orders_url: String,
+}
+
+/// `[iap.facebook_instant]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIapFacebookInstant {
+    /// The app secret that signs payment requests.
+    pub app_secret: String,
+}
+
+impl Default for RawIap {
+    fn default() -> Self {
+        let d = IapConfig::default();
+        RawIap {
+            timeout_ms: i64::try_from(d.timeout.as_millis()).unwrap_or(20_000),
+            max_response_bytes: i64::try_from(d.max_response_bytes).unwrap_or(1 << 20),
+            apple: RawIapApple {
+                shared_password: d.apple.shared_password,
+                production_url: d.apple.production_url,
+                sandbox_url: d.apple.sandbox_url,
+            },
+            google: RawIapGoogle {
+                client_email: d.google.client_email,
+                private_key: d.google.private_key,
+                token_url: d.google.token_url,
+                publisher_url: d.google.publisher_url,
+            },
+            huawei: RawIapHuawei {
+                public_key: d.huawei.public_key,
+                client_id: d.huawei.client_id,
+                client_secret: d.huawei.client_secret,
+                token_url: d.huawei.token_url,
+                orders_url_apptouch: d.huawei.orders_url_apptouch,
+                orders_url: d.huawei.orders_url,
+            },
+            facebook_instant: RawIapFacebookInstant {
+                app_secret: d.facebook_instant.app_secret,
+            },
+        }
+    }
+}
+
+pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
+    for (key, url) in [
+        ("iap.apple.production_url", &raw.apple.production_url),
+        ("iap.apple.sandbox_url", &raw.apple.sandbox_url),
+        ("iap.google.token_url", &raw.google.token_url),
+        ("iap.google.publisher_url", &raw.google.publisher_url),
+        ("iap.huawei.token_url", &raw.huawei.token_url),
+        (
+            "iap.huawei.orders_url_apptouch",
+            &raw.huawei.orders_url_apptouch,
+        ),
+        ("iap.huawei.orders_url", &raw.huawei.orders_url),
+    ] {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            check.problem(format!("{key}: must be an http:// or https:// URL"));
+        }
+    }
+    IapConfig {
+        apple: AppleConfig {
+            shared_password: raw.apple.shared_password.clone(),
+            production_url: raw.apple.production_url.clone(),
+            sandbox_url: raw.apple.sandbox_url.clone(),
+        },
+        google: GoogleConfig {
+            client_email: raw.google.client_email.clone(),
+            private_key: raw.google.private_key.clone(),
+            token_url: raw.google.token_url.clone(),
+            publisher_url: raw.google.publisher_url.clone(),
+        },
+        huawei: HuaweiConfig {
+            public_key: raw.huawei.public_key.clone(),
+            client_id: raw.huawei.client_id.clone(),
+            client_secret: raw.huawei.client_secret.clone(),
+            token_url: raw.huawei.token_url.clone(),
+            orders_url_apptouch: raw.huawei.orders_url_apptouch.clone(),
+            orders_url: raw.huawei.orders_url.clone(),
+        },
+        facebook_instant: FacebookInstantConfig {
+            app_secret: raw.facebook_instant.app_secret.clone(),
+        },
+        timeout: Duration::from_millis(
+            u64::try_from(check.range("iap.timeout_ms", raw.timeout_ms, 1, 600_000)).unwrap_or(1),
+        ),
+        max_response_bytes: check.count(
+            "iap.max_response_bytes",
+            raw.max_response_bytes,
+            1024,
+            64 << 20,
+        ),
+    }
+}
