@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::{
     CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MatchServices, MessageRouter,
-    Outbound, OutboxLimits, Presence, PresenceChange, PresenceMeta, Session, SessionParams,
+    Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta, Session, SessionParams,
     SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
 };
 
@@ -179,6 +179,8 @@ pub struct Realtime {
     pub(crate) matches: Option<MatchServices>,
     /// Before/after hooks on client messages (see `message_hooks.rs`); `NoHooks` by default.
     pub(crate) hooks: Arc<dyn Hooks>,
+    /// The parties of this node, when the server runs them (see `party/`).
+    pub(crate) parties: Option<Arc<Parties>>,
 }
 
 impl Realtime {
@@ -198,6 +200,7 @@ impl Realtime {
             parts,
             matches: None,
             hooks: Arc::new(NoHooks),
+            parties: None,
         }
     }
 
@@ -212,6 +215,17 @@ impl Realtime {
     pub fn with_matches(mut self, services: MatchServices) -> Realtime {
         self.matches = Some(services);
         self
+    }
+
+    /// Adds parties: without them, party messages are answered with an error saying they are
+    /// not available.
+    pub fn with_parties(mut self, parties: Arc<Parties>) -> Realtime {
+        self.parties = Some(parties);
+        self
+    }
+
+    pub fn parties(&self) -> Option<&Arc<Parties>> {
+        self.parties.as_ref()
     }
 
     pub fn matches(&self) -> Option<&MatchServices> {
@@ -284,6 +298,7 @@ impl Realtime {
             _ => PresenceReason::Disconnect,
         };
         self.matches_session_ended(session.id(), presence_reason);
+        self.parties_session_ended(session.id());
         self.deliver(changes);
         metrics::session_closed(reason.label());
         metrics::sessions(self.parts.registry.len());

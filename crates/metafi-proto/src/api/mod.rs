@@ -2,7 +2,10 @@
 
 mod account;
 mod channel;
+mod event;
+mod matchmaker;
 mod notification;
+mod party;
 mod rpc;
 mod session;
 mod storage;
@@ -11,7 +14,10 @@ pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
+pub use event::Event;
+pub use matchmaker::{MatchmakerCompletionStats, MatchmakerStats};
 pub use notification::Notification;
+pub use party::{Party, PartyList};
 pub use rpc::Rpc;
 pub use session::{Session, SessionLogoutRequest, SessionRefreshRequest};
 pub use storage::{
