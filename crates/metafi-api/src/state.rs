@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Accounts, Channels, Hooks, Objects, RpcDispatch, Sessions, Users};
+use metafi_core::{
+    Accounts, Channels, Events, Hooks, Objects, PartyDirectory, RpcDispatch, Sessions, Users,
+};
 
 use crate::HttpConfig;
 
@@ -36,4 +38,10 @@ pub struct ApiState {
     pub matches: metafi_match::Matches,
     /// Before/after hooks of the runtime's modules (`NoHooks` when none).
     pub hooks: Arc<dyn Hooks>,
+    /// The matchmaker (`/v2/matchmaker/stats`).
+    pub matchmaking: Arc<metafi_match::Matchmaking>,
+    /// Parties to list (`/v2/party`; `NoParties` when the server runs none).
+    pub parties: Arc<dyn PartyDirectory>,
+    /// The event queue of the runtime's event processors (`/v2/event`).
+    pub events: Arc<Events>,
 }

@@ -350,8 +350,13 @@ fn a_party_of_two_matches_as_one_unit_with_another_party() {
 fn a_party_of_two_does_not_fit_a_group_with_one_place_left() {
     let mut mm = pool();
     add(&mut mm, request(2, 2));
-    mm.add_party("P.n", vec![presence("p1"), presence("p2")], request(2, 2), 0)
-        .unwrap();
+    mm.add_party(
+        "P.n",
+        vec![presence("p1"), presence("p2")],
+        request(2, 2),
+        0,
+    )
+    .unwrap();
     // 1 + 2 > 2: the party and the single never form a group of 2.
     assert!(mm.process().is_empty());
     assert_eq!(mm.len(), 2);

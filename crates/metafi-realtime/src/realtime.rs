@@ -29,8 +29,8 @@ use uuid::Uuid;
 
 use crate::{
     CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MatchServices, MessageRouter,
-    Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta, Session, SessionParams,
-    SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
+    Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta, Session,
+    SessionParams, SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
 };
 
 /// Nakama's notification code telling a socket it was replaced under `session.single_socket`.

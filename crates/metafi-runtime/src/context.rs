@@ -23,6 +23,8 @@ pub enum ExecutionMode {
     After,
     /// The shutdown function (`register_shutdown`), when the server stops.
     Shutdown,
+    /// An event processor (`register_event`).
+    Event,
 }
 
 impl ExecutionMode {
@@ -37,6 +39,7 @@ impl ExecutionMode {
             ExecutionMode::Before => "before",
             ExecutionMode::After => "after",
             ExecutionMode::Shutdown => "shutdown",
+            ExecutionMode::Event => "event",
         }
     }
 }

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Events, Objects, Sessions, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -44,6 +44,9 @@ pub struct RuntimeServices {
     /// Accounts, sign-in, sessions and other users' profiles (`nk.account_*`, `users_*`,
     /// `authenticate_*`, `link_*`, `session_logout`); `None` where the server did not set them.
     pub accounts: Option<AccountServices>,
+    /// The event queue `nk.event` feeds and native modules' `register_event` processors
+    /// drain; `None` where the server did not set it (events are then only counted).
+    pub events: Option<Arc<Events>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -71,7 +74,14 @@ impl RuntimeServices {
             utilities: UtilityConfig::default(),
             realtime: None,
             accounts: None,
+            events: None,
         }
+    }
+
+    /// The event queue (`nk.event`, `POST /v2/event`, `register_event`).
+    pub fn with_events(mut self, events: Arc<Events>) -> RuntimeServices {
+        self.events = Some(events);
+        self
     }
 
     /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
@@ -167,6 +177,11 @@ impl Nk {
     /// `run_once` function, every later one skips it.
     pub fn claim_run_once(&self, engine: &'static str) -> bool {
         self.inner.ran_once.lock().insert(engine)
+    }
+
+    /// The event queue, when the server has one.
+    pub fn events(&self) -> Option<&Arc<Events>> {
+        self.inner.services.events.as_ref()
     }
 
     /// The realtime layer, when the server has one.

@@ -26,6 +26,7 @@ pub(crate) async fn start_runtime(
     matches: Arc<dyn MatchHost>,
     realtime: Arc<dyn RealtimeHost>,
     accounts: AccountServices,
+    events: Arc<metafi_core::Events>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -38,7 +39,8 @@ pub(crate) async fn start_runtime(
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
         .with_realtime(realtime)
-        .with_accounts(accounts);
+        .with_accounts(accounts)
+        .with_events(events);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

@@ -273,6 +273,8 @@ async fn wire(
         ),
         Arc::from(config.runtime.node.as_str()),
     ));
+    // Events from clients and server code, for the processors modules register.
+    let events = metafi_core::Events::start(config.events);
     let runtime = modules::start_runtime(
         config,
         objects.clone(),
@@ -285,6 +287,7 @@ async fn wire(
             sessions: sessions.clone(),
             users: users.clone(),
         },
+        events.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -298,6 +301,11 @@ async fn wire(
     let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
     let rpc: Arc<dyn RpcDispatch> = runtime;
+    // Parties live on this node; their ids end in the node's name, as match ids do.
+    let parties = Arc::new(metafi_realtime::Parties::new(
+        config.name.as_str(),
+        config.party,
+    ));
     let realtime = Arc::new(
         Realtime::with_parts(
             config.realtime.clone(),
@@ -310,7 +318,8 @@ async fn wire(
             parts,
         )
         .with_matches(match_services)
-        .with_hooks(hooks.clone()),
+        .with_hooks(hooks.clone())
+        .with_parties(parties.clone()),
     );
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
@@ -338,6 +347,9 @@ async fn wire(
         rpc,
         matches: matches.clone(),
         hooks,
+        matchmaking: matchmaking.clone(),
+        parties,
+        events,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -3,8 +3,11 @@
 mod account;
 mod authenticate;
 mod channel;
+mod event;
 mod health;
 mod match_list;
+mod matchmaker;
+mod party;
 mod rpc;
 mod session;
 mod storage;
@@ -47,4 +50,7 @@ pub(crate) fn routes() -> Router<ApiState> {
             "/v2/storage/{collection}/{user_id}",
             get(storage::list_for_user),
         )
+        .merge(party::routes())
+        .merge(matchmaker::routes())
+        .merge(event::routes())
 }

@@ -95,6 +95,13 @@ impl TestApi {
             rpc: Arc::new(NoRpcs),
             matches,
             hooks: Arc::new(metafi_core::NoHooks),
+            matchmaking: Arc::new(metafi_match::Matchmaking::new(
+                metafi_match::MatchmakerConfig::default(),
+                b"test-token-key",
+                clock.clone(),
+            )),
+            parties: Arc::new(metafi_core::NoParties),
+            events: metafi_core::Events::start(metafi_core::EventConfig::default()),
         };
         TestApi {
             state,

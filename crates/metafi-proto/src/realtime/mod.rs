@@ -33,13 +33,13 @@ pub use matchmaker_messages::{
     MatchmakerAdd, MatchmakerMatched, MatchmakerMatchedId, MatchmakerRemove, MatchmakerTicket,
     MatchmakerUser,
 };
+pub use misc::{Error, Notifications, Ping, Pong, Stream, StreamData, StreamPresenceEvent};
 pub use party_messages::{
     Party, PartyAccept, PartyClose, PartyCreate, PartyData, PartyDataSend, PartyJoin,
     PartyJoinRequest, PartyJoinRequestList, PartyLeader, PartyLeave, PartyMatchmakerAdd,
     PartyMatchmakerRemove, PartyMatchmakerTicket, PartyPresenceEvent, PartyPromote, PartyRemove,
     PartyUpdate,
 };
-pub use misc::{Error, Notifications, Ping, Pong, Stream, StreamData, StreamPresenceEvent};
 pub use status::{Status, StatusFollow, StatusPresenceEvent, StatusUnfollow, StatusUpdate};
 
 /// The codes of an [`Error`] envelope (`rtapi.Error.Code`).

@@ -6,6 +6,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use metafi_core::{ListParties, PartyDirectory};
 use metafi_match::{Fields, Query};
 use metafi_proto::api::{Party, PartyList};
 use serde::{Deserialize, Serialize};
@@ -22,18 +23,6 @@ pub enum ListError {
     CursorMismatch(&'static str),
     #[error("error parsing query string: {0}")]
     Query(String),
-}
-
-/// A page request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartyListing {
-    /// 1–100 (checked by the caller, default 10).
-    pub limit: usize,
-    /// Only open (`Some(true)`) or only closed (`Some(false)`) parties.
-    pub open: Option<bool>,
-    /// Empty means every party.
-    pub query: String,
-    pub cursor: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -57,9 +46,15 @@ fn fields(party: &PartyState) -> Fields {
     fields.finish()
 }
 
+impl PartyDirectory for Parties {
+    fn list_parties(&self, request: &ListParties) -> Result<PartyList, String> {
+        self.list(request).map_err(|e| e.to_string())
+    }
+}
+
 impl Parties {
     /// One page of listed parties.
-    pub fn list(&self, request: &PartyListing) -> Result<PartyList, ListError> {
+    pub fn list(&self, request: &ListParties) -> Result<PartyList, ListError> {
         let query_text = if request.query.is_empty() {
             "*"
         } else {

@@ -19,7 +19,7 @@ use std::fmt;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-pub use listing::{ListError, PartyListing};
+pub use listing::ListError;
 pub use state::{Effects, Joined, Label, MAX_LABEL_BYTES, Member, PartyState};
 
 /// The largest `max_size` Nakama accepts.

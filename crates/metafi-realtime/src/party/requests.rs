@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use metafi_match::{MatchmakerError, Presence, TicketRequest};
 use metafi_proto::realtime::{
-    Envelope, ErrorCode, Message, PartyCreate, PartyDataSend, PartyJoinRequest,
-    PartyMatchmakerAdd, PartyMatchmakerRemove, PartyMatchmakerTicket, PartyPresenceEvent,
-    PartyUpdate, UserPresence,
+    Envelope, ErrorCode, Message, PartyCreate, PartyDataSend, PartyJoinRequest, PartyMatchmakerAdd,
+    PartyMatchmakerRemove, PartyMatchmakerTicket, PartyPresenceEvent, PartyUpdate, UserPresence,
 };
 use uuid::Uuid;
 

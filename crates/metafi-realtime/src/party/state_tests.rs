@@ -240,10 +240,7 @@ fn close_tells_every_member_and_ends_the_party() {
     assert_eq!(p.close(b.session_id).unwrap_err(), PartyError::NotLeader);
     let effects = p.close(a.session_id).unwrap();
     assert!(effects.closed && effects.cancel_tickets);
-    assert_eq!(
-        to_of(&effects, "party_close"),
-        [a.session_id, b.session_id]
-    );
+    assert_eq!(to_of(&effects, "party_close"), [a.session_id, b.session_id]);
 }
 
 #[test]
@@ -254,7 +251,9 @@ fn data_goes_to_the_other_members_only_from_members() {
     let mut p = party(true, 4, &a);
     p.join(b.clone()).unwrap();
     p.join(c.clone()).unwrap();
-    let effects = p.data(b.session_id, 7, bytes::Bytes::from_static(b"hi")).unwrap();
+    let effects = p
+        .data(b.session_id, 7, bytes::Bytes::from_static(b"hi"))
+        .unwrap();
     assert_eq!(to_of(&effects, "party_data"), [a.session_id, c.session_id]);
     let Message::PartyData(data) = &effects.sends[0].1 else {
         panic!("not data");
@@ -267,7 +266,12 @@ fn data_goes_to_the_other_members_only_from_members() {
     );
     // Alone in a party: nothing to send, no error.
     let solo = party(true, 2, &a);
-    assert!(solo.data(a.session_id, 1, bytes::Bytes::new()).unwrap().sends.is_empty());
+    assert!(
+        solo.data(a.session_id, 1, bytes::Bytes::new())
+            .unwrap()
+            .sends
+            .is_empty()
+    );
 }
 
 #[test]

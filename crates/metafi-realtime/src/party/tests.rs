@@ -39,7 +39,9 @@ fn party_ids_are_uuid_dot_node_and_other_nodes_are_not_found() {
         PartyError::NotFound
     );
     assert_eq!(
-        registry.read(Uuid::new_v4(), "node1", |_| Ok(())).unwrap_err(),
+        registry
+            .read(Uuid::new_v4(), "node1", |_| Ok(()))
+            .unwrap_err(),
         PartyError::NotFound
     );
     assert!(parse_party_id("not-a-uuid.node1").is_none());
@@ -53,12 +55,16 @@ fn the_registry_is_bounded_and_a_closed_party_frees_its_place() {
     let first = registry.create(true, false, 4, "", a.clone()).unwrap();
     registry.create(true, false, 4, "", member("b")).unwrap();
     assert_eq!(
-        registry.create(true, false, 4, "", member("c")).unwrap_err(),
+        registry
+            .create(true, false, 4, "", member("c"))
+            .unwrap_err(),
         PartyError::TooManyParties { limit: 2 }
     );
     let id = uuid_of(&first.party_id);
     let (_, effects) = registry
-        .with(id, "node1", &[a.session_id], |p| Ok(((), p.close(a.session_id)?)))
+        .with(id, "node1", &[a.session_id], |p| {
+            Ok(((), p.close(a.session_id)?))
+        })
         .unwrap();
     assert!(effects.closed);
     assert_eq!(registry.len(), 1);
@@ -93,7 +99,10 @@ fn an_ended_session_leaves_its_parties_and_drops_its_requests() {
 
     let ended = registry.session_ended(b.session_id);
     assert_eq!(ended.len(), 2);
-    assert!(ended.iter().any(|(_, e)| e.closed), "the open party emptied");
+    assert!(
+        ended.iter().any(|(_, e)| e.closed),
+        "the open party emptied"
+    );
     assert_eq!(registry.len(), 1);
     let requests = registry
         .read(closed_id, "node1", |p| {
@@ -104,8 +113,13 @@ fn an_ended_session_leaves_its_parties_and_drops_its_requests() {
     assert_eq!(registry.parties_of(b.session_id), 0);
 }
 
-fn listing(limit: usize, open: Option<bool>, query: &str, cursor: &str) -> PartyListing {
-    PartyListing {
+fn listing(
+    limit: usize,
+    open: Option<bool>,
+    query: &str,
+    cursor: &str,
+) -> metafi_core::ListParties {
+    metafi_core::ListParties {
         limit,
         open,
         query: query.into(),
@@ -122,10 +136,18 @@ fn listing_skips_hidden_filters_open_queries_labels_and_pages() {
     registry
         .create(false, false, 4, r#"{"mode":"casual"}"#, member("b"))
         .unwrap();
-    registry.create(true, true, 4, "", member("hidden")).unwrap();
+    registry
+        .create(true, true, 4, "", member("hidden"))
+        .unwrap();
     for i in 0..3 {
         registry
-            .create(true, false, 4, &format!(r#"{{"mode":"ranked","n":{i}}}"#), member("x"))
+            .create(
+                true,
+                false,
+                4,
+                &format!(r#"{{"mode":"ranked","n":{i}}}"#),
+                member("x"),
+            )
             .unwrap();
     }
     let all = registry.list(&listing(100, None, "", "")).unwrap();
@@ -144,7 +166,9 @@ fn listing_skips_hidden_filters_open_queries_labels_and_pages() {
     assert_eq!(first.parties.len(), 2);
     assert!(!first.cursor.is_empty());
     let second = registry.list(&listing(2, None, "", &first.cursor)).unwrap();
-    let third = registry.list(&listing(2, None, "", &second.cursor)).unwrap();
+    let third = registry
+        .list(&listing(2, None, "", &second.cursor))
+        .unwrap();
     assert_eq!(third.parties.len(), 1);
     assert!(third.cursor.is_empty());
     let mut seen: Vec<String> = first
@@ -170,7 +194,9 @@ fn listing_skips_hidden_filters_open_queries_labels_and_pages() {
         ListError::CursorMismatch("open")
     );
     assert_eq!(
-        registry.list(&listing(2, None, "", "garbage!")).unwrap_err(),
+        registry
+            .list(&listing(2, None, "", "garbage!"))
+            .unwrap_err(),
         ListError::Cursor
     );
 }
