@@ -13,13 +13,15 @@ pub struct ListParties {
     pub limit: usize,
     /// Only open (`Some(true)`) or only closed parties.
     pub open: Option<bool>,
+    /// Hidden parties too (server code's `nk.party_list` may ask; clients never see them).
+    pub show_hidden: bool,
     /// A query over the label (`label.mode:ranked`); empty lists all.
     pub query: String,
     /// The cursor of the previous page; empty for the first.
     pub cursor: String,
 }
 
-/// Lists the parties that are not hidden. An error is for the log only: Nakama answers every
+/// Lists parties (hidden ones only when asked). An error is for the log only: Nakama answers every
 /// listing failure with `Error listing matches.`.
 pub trait PartyDirectory: Send + Sync + fmt::Debug {
     fn list_parties(&self, request: &ListParties) -> Result<PartyList, String>;

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
-use metafi_core::{Accounts, Clock, CoreError, Events, Objects, Sessions, Users};
+use metafi_core::{Accounts, Clock, CoreError, Events, Objects, PartyDirectory, Sessions, Users};
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
     Account, Caller, ObjectAck, ObjectId, ObjectPage, Storage, StorageObject, User,
@@ -47,6 +47,8 @@ pub struct RuntimeServices {
     /// The event queue `nk.event` feeds and native modules' `register_event` processors
     /// drain; `None` where the server did not set it (events are then only counted).
     pub events: Option<Arc<Events>>,
+    /// The parties of this node (`nk.party_list`); `None` where the server runs none.
+    pub parties: Option<Arc<dyn PartyDirectory>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -75,7 +77,14 @@ impl RuntimeServices {
             realtime: None,
             accounts: None,
             events: None,
+            parties: None,
         }
+    }
+
+    /// The parties of this node (`nk.party_list`).
+    pub fn with_parties(mut self, parties: Arc<dyn PartyDirectory>) -> RuntimeServices {
+        self.parties = Some(parties);
+        self
     }
 
     /// The event queue (`nk.event`, `POST /v2/event`, `register_event`).
@@ -177,6 +186,11 @@ impl Nk {
     /// `run_once` function, every later one skips it.
     pub fn claim_run_once(&self, engine: &'static str) -> bool {
         self.inner.ran_once.lock().insert(engine)
+    }
+
+    /// The parties of this node, when the server runs them.
+    pub fn parties(&self) -> Option<&Arc<dyn PartyDirectory>> {
+        self.inner.services.parties.as_ref()
     }
 
     /// The event queue, when the server has one.

@@ -27,6 +27,7 @@ pub(crate) async fn start_runtime(
     realtime: Arc<dyn RealtimeHost>,
     accounts: AccountServices,
     events: Arc<metafi_core::Events>,
+    parties: Arc<dyn metafi_core::PartyDirectory>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -40,7 +41,8 @@ pub(crate) async fn start_runtime(
         .with_utilities(utilities)
         .with_realtime(realtime)
         .with_accounts(accounts)
-        .with_events(events);
+        .with_events(events)
+        .with_parties(parties);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

@@ -275,6 +275,11 @@ async fn wire(
     ));
     // Events from clients and server code, for the processors modules register.
     let events = metafi_core::Events::start(config.events);
+    // Parties live on this node; their ids end in the node's name, as match ids do.
+    let parties = Arc::new(metafi_realtime::Parties::new(
+        config.name.as_str(),
+        config.party,
+    ));
     let runtime = modules::start_runtime(
         config,
         objects.clone(),
@@ -288,6 +293,7 @@ async fn wire(
             users: users.clone(),
         },
         events.clone(),
+        parties.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -301,11 +307,6 @@ async fn wire(
     let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
     let rpc: Arc<dyn RpcDispatch> = runtime;
-    // Parties live on this node; their ids end in the node's name, as match ids do.
-    let parties = Arc::new(metafi_realtime::Parties::new(
-        config.name.as_str(),
-        config.party,
-    ));
     let realtime = Arc::new(
         Realtime::with_parts(
             config.realtime.clone(),

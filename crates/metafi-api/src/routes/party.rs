@@ -77,6 +77,7 @@ async fn list(
         .list_parties(&ListParties {
             limit,
             open: request.open,
+            show_hidden: false,
             query: request.query.unwrap_or_default(),
             cursor: request.cursor.unwrap_or_default(),
         })

@@ -1,4 +1,4 @@
-//! `GET /v2/party`: parties that are not hidden, optionally only open (or only closed) ones,
+//! `GET /v2/party` and `nk.party_list`: parties that are not hidden (unless server code asks), optionally only open (or only closed) ones,
 //! filtered and ranked by a query over their label (`label.mode:ranked`, `+label.level:>=3`,
 //! the match listing's query language), `limit` per page, and an offset cursor bound to the
 //! query, limit and filter (Nakama's `PartyListCursor`). Unlike Nakama, whose index is
@@ -83,7 +83,7 @@ impl Parties {
             inner
                 .parties
                 .values()
-                .filter(|p| !p.hidden)
+                .filter(|p| request.show_hidden || !p.hidden)
                 .filter(|p| request.open.is_none_or(|open| p.open == open))
                 .filter_map(|p| {
                     let score = query.score(&fields(p))?;

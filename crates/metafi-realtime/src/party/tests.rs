@@ -122,6 +122,7 @@ fn listing(
     metafi_core::ListParties {
         limit,
         open,
+        show_hidden: false,
         query: query.into(),
         cursor: cursor.into(),
     }
@@ -152,6 +153,17 @@ fn listing_skips_hidden_filters_open_queries_labels_and_pages() {
     }
     let all = registry.list(&listing(100, None, "", "")).unwrap();
     assert_eq!(all.parties.len(), 5, "hidden parties are not listed");
+    let with_hidden = registry
+        .list(&metafi_core::ListParties {
+            show_hidden: true,
+            ..listing(100, None, "", "")
+        })
+        .unwrap();
+    assert_eq!(
+        with_hidden.parties.len(),
+        6,
+        "server code may see hidden parties"
+    );
     assert!(all.cursor.is_empty());
     let closed = registry.list(&listing(100, Some(false), "", "")).unwrap();
     assert_eq!(closed.parties.len(), 1);

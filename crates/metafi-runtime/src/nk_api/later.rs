@@ -1,5 +1,5 @@
 //! Functions of features other issues build (notifications, wallets, leaderboards, tournaments,
-//! groups, friends, parties, storage indexes): rows that let modules load and fail at call time
+//! groups, friends, storage indexes): rows that let modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
 use super::{NkCall, NkFunction, Unserved};
@@ -145,7 +145,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     later("friends_add", "friendsAdd", "friends"),
     later("friends_delete", "friendsDelete", "friends"),
     later("friends_block", "friendsBlock", "friends"),
-    later("party_list", "partyList", "parties"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
 ];
 

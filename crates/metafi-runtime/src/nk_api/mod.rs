@@ -27,6 +27,7 @@ mod links;
 mod matches;
 mod metrics_events;
 pub mod nakama_names;
+mod parties;
 mod sessions;
 mod status;
 mod storage;
@@ -73,6 +74,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         users::FUNCTIONS,
         authenticate::FUNCTIONS,
         links::FUNCTIONS,
+        parties::FUNCTIONS,
         later::FUNCTIONS,
         TEST_ROWS,
     ]
