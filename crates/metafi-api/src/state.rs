@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use metafi_core::{
-    Accounts, Channels, Friends, Groups, Hooks, Leaderboards, Notifications, Objects, Purchases,
-    RpcDispatch, Sessions, SocialSignIn, UserSockets, Users,
+    Accounts, Channels, Events, Friends, Groups, Hooks, Leaderboards, Notifications, Objects,
+    PartyDirectory, Purchases, RpcDispatch, Sessions, SocialSignIn, UserSockets, Users,
 };
 
 use crate::HttpConfig;
@@ -54,4 +54,10 @@ pub struct ApiState {
     pub leaderboards: Arc<Leaderboards>,
     /// In-app purchase and subscription validation (`/v2/iap`).
     pub purchases: Arc<Purchases>,
+    /// The matchmaker (`/v2/matchmaker/stats`).
+    pub matchmaking: Arc<metafi_match::Matchmaking>,
+    /// Parties to list (`/v2/party`; `NoParties` when the server runs none).
+    pub parties: Arc<dyn PartyDirectory>,
+    /// The event queue of the runtime's event processors (`/v2/event`).
+    pub events: Arc<Events>,
 }

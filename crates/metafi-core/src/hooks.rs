@@ -146,6 +146,9 @@ hooks! {
     ValidateSubscriptionGoogle Api "ValidateSubscriptionGoogle" true;
     ListSubscriptions Api "ListSubscriptions" true;
     GetSubscription Api "GetSubscription" true;
+    ListParties Api "ListParties" true;
+    GetMatchmakerStats Api "GetMatchmakerStats" false;
+    Event Api "Event" true;
     ChannelJoin Rt "ChannelJoin" true;
     ChannelLeave Rt "ChannelLeave" true;
     ChannelMessageSend Rt "ChannelMessageSend" true;
@@ -157,6 +160,18 @@ hooks! {
     MatchLeave Rt "MatchLeave" true;
     MatchmakerAdd Rt "MatchmakerAdd" true;
     MatchmakerRemove Rt "MatchmakerRemove" true;
+    PartyCreate Rt "PartyCreate" true;
+    PartyJoin Rt "PartyJoin" true;
+    PartyLeave Rt "PartyLeave" true;
+    PartyPromote Rt "PartyPromote" true;
+    PartyAccept Rt "PartyAccept" true;
+    PartyRemove Rt "PartyRemove" true;
+    PartyClose Rt "PartyClose" true;
+    PartyJoinRequestList Rt "PartyJoinRequestList" true;
+    PartyMatchmakerAdd Rt "PartyMatchmakerAdd" true;
+    PartyMatchmakerRemove Rt "PartyMatchmakerRemove" true;
+    PartyDataSend Rt "PartyDataSend" true;
+    PartyUpdate Rt "PartyUpdate" true;
     Ping Rt "Ping" true;
     Pong Rt "Pong" true;
     StatusFollow Rt "StatusFollow" true;

@@ -62,8 +62,10 @@ pub use match_handler::{
     Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
     MatchInit, MatchSpec, Params,
 };
-pub use matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
-pub use matchmaker_service::{Formed, HookResult, MatchTarget, MatchmakerHook, Matchmaking};
+pub use matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketRequest};
+pub use matchmaker_service::{
+    Completion, Formed, HookResult, MatchTarget, MatchmakerHook, MatchmakerStats, Matchmaking,
+};
 pub use matchmaker_tokens::{InvalidToken, MatchTokens};
 pub use outlet::{OutgoingData, Outlet, PresenceEvent};
 pub use presence::{MatchMessage, Presence, PresenceReason};

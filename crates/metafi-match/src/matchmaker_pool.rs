@@ -44,6 +44,12 @@ pub enum MatchmakerError {
     TooManyTickets { limit: usize },
     #[error("Matchmaker ticket not found")]
     TicketNotFound,
+    /// A party ticket names one session twice.
+    #[error("matchmaker duplicate session")]
+    DuplicateSession,
+    /// A party already holds `matchmaker.max_tickets` tickets, or one of its members does.
+    #[error("matchmaker too many tickets")]
+    TooManyPartyTickets,
 }
 
 /// What a client asks for (`matchmaker_add`).
@@ -66,12 +72,24 @@ pub struct MatchedEntry {
     pub party_id: String,
     pub string_properties: HashMap<String, String>,
     pub numeric_properties: HashMap<String, f64>,
+    /// When the ticket was made, wall time in ms (for `GET /v2/matchmaker/stats`).
+    pub created_ms: i64,
+}
+
+/// The pool as `GET /v2/matchmaker/stats` reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Tickets in the pool.
+    pub tickets: usize,
+    /// When the oldest ticket in the pool was made (wall ms); `None` when the pool is empty.
+    pub oldest_created_ms: Option<i64>,
 }
 
 #[derive(Debug)]
 struct Ticket {
     id: Uuid,
     seq: u64,
+    created_ms: i64,
     presences: Vec<Arc<Presence>>,
     party_id: String,
     request: TicketRequest,
@@ -101,6 +119,8 @@ pub struct Matchmaker {
     /// Tickets by age.
     order: BTreeMap<u64, Uuid>,
     by_session: HashMap<Uuid, Vec<Uuid>>,
+    /// Tickets of each party (`party_matchmaker_add`), by party id.
+    by_party: HashMap<String, Vec<Uuid>>,
     seq: u64,
 }
 
@@ -111,6 +131,7 @@ impl Matchmaker {
             tickets: HashMap::new(),
             order: BTreeMap::new(),
             by_session: HashMap::new(),
+            by_party: HashMap::new(),
             seq: 0,
         }
     }
@@ -126,6 +147,14 @@ impl Matchmaker {
 
     pub fn is_empty(&self) -> bool {
         self.tickets.is_empty()
+    }
+
+    /// Tickets waiting and the oldest one's creation time.
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            tickets: self.tickets.len(),
+            oldest_created_ms: self.tickets.values().map(|t| t.created_ms).min(),
+        }
     }
 
     /// Checks a request as Nakama's `matchmaker_add` does.
@@ -165,6 +194,77 @@ impl Matchmaker {
                 limit: self.config.max_tickets,
             });
         }
+        let fields = Matchmaker::fields(&request, created_ms);
+        Ok(self.insert(
+            vec![presence],
+            String::new(),
+            request,
+            query,
+            fields,
+            created_ms,
+        ))
+    }
+
+    /// Adds one ticket for a whole party (`party_matchmaker_add`): its members match as one
+    /// unit, never with another ticket of the same party. Refused when the party or any
+    /// member already holds `matchmaker.max_tickets` tickets, or a session appears twice.
+    pub fn add_party(
+        &mut self,
+        party_id: &str,
+        presences: Vec<Arc<Presence>>,
+        request: TicketRequest,
+        created_ms: i64,
+    ) -> Result<String, MatchmakerError> {
+        let query = Matchmaker::validate(&request)?;
+        let mut sessions = HashSet::with_capacity(presences.len());
+        if !presences.iter().all(|p| sessions.insert(p.session_id)) {
+            return Err(MatchmakerError::DuplicateSession);
+        }
+        let limit = self.config.max_tickets;
+        let member_full = presences
+            .iter()
+            .any(|p| self.by_session.get(&p.session_id).map_or(0, Vec::len) >= limit);
+        let party_full = self.by_party.get(party_id).map_or(0, Vec::len) >= limit;
+        if member_full || party_full {
+            return Err(MatchmakerError::TooManyPartyTickets);
+        }
+        let fields = Matchmaker::fields(&request, created_ms);
+        Ok(self.insert(
+            presences,
+            party_id.to_owned(),
+            request,
+            query,
+            fields,
+            created_ms,
+        ))
+    }
+
+    /// Removes one ticket of a party (`party_matchmaker_remove`); a session's own ticket is
+    /// not a party's.
+    pub fn remove_party(&mut self, party_id: &str, ticket: &str) -> Result<(), MatchmakerError> {
+        let id = Uuid::parse_str(ticket).map_err(|_| MatchmakerError::TicketNotFound)?;
+        let owned = self
+            .by_party
+            .get(party_id)
+            .is_some_and(|tickets| tickets.contains(&id));
+        if !owned {
+            return Err(MatchmakerError::TicketNotFound);
+        }
+        self.drop_ticket(id);
+        Ok(())
+    }
+
+    /// Removes every ticket of a party (its members changed, or it closed). Returns how many.
+    pub fn remove_party_all(&mut self, party_id: &str) -> usize {
+        let tickets = self.by_party.remove(party_id).unwrap_or_default();
+        let count = tickets.len();
+        for id in tickets {
+            self.drop_ticket(id);
+        }
+        count
+    }
+
+    fn fields(request: &TicketRequest, created_ms: i64) -> Fields {
         let mut fields = Fields::new();
         for (key, value) in &request.string_properties {
             fields.keyword(&format!("properties.{key}"), value);
@@ -175,32 +275,52 @@ impl Matchmaker {
         fields.number("min_count", f64::from(request.min_count));
         fields.number("max_count", f64::from(request.max_count));
         fields.number("created_at", created_ms as f64);
+        fields.finish()
+    }
+
+    fn insert(
+        &mut self,
+        presences: Vec<Arc<Presence>>,
+        party_id: String,
+        request: TicketRequest,
+        query: Query,
+        fields: Fields,
+        created_ms: i64,
+    ) -> String {
         let id = Uuid::new_v4();
         self.seq += 1;
+        for p in &presences {
+            self.by_session.entry(p.session_id).or_default().push(id);
+        }
+        if !party_id.is_empty() {
+            self.by_party.entry(party_id.clone()).or_default().push(id);
+        }
         let ticket = Ticket {
             id,
             seq: self.seq,
-            presences: vec![presence],
-            party_id: String::new(),
+            created_ms,
+            presences,
+            party_id,
             request,
             query,
-            fields: fields.finish(),
+            fields,
             intervals: 0,
             active: true,
         };
         self.order.insert(ticket.seq, id);
-        self.by_session.entry(session).or_default().push(id);
         self.tickets.insert(id, ticket);
-        Ok(id.to_string())
+        id.to_string()
     }
 
     /// Removes one ticket of a session (`matchmaker_remove`).
     pub fn remove(&mut self, session: Uuid, ticket: &str) -> Result<(), MatchmakerError> {
         let id = Uuid::parse_str(ticket).map_err(|_| MatchmakerError::TicketNotFound)?;
+        // A party ticket is the party's: a member cannot remove it as its own.
         let owned = self
             .by_session
             .get(&session)
-            .is_some_and(|tickets| tickets.contains(&id));
+            .is_some_and(|tickets| tickets.contains(&id))
+            && self.tickets.get(&id).is_some_and(|t| t.party_id.is_empty());
         if !owned {
             return Err(MatchmakerError::TicketNotFound);
         }
@@ -223,6 +343,12 @@ impl Matchmaker {
             return;
         };
         self.order.remove(&ticket.seq);
+        if let Some(list) = self.by_party.get_mut(&ticket.party_id) {
+            list.retain(|t| *t != id);
+            if list.is_empty() {
+                self.by_party.remove(&ticket.party_id);
+            }
+        }
         for p in &ticket.presences {
             if let Some(list) = self.by_session.get_mut(&p.session_id) {
                 list.retain(|t| *t != id);
@@ -279,6 +405,7 @@ impl Matchmaker {
                         party_id: ticket.party_id.clone(),
                         string_properties: ticket.request.string_properties.clone(),
                         numeric_properties: ticket.request.numeric_properties.clone(),
+                        created_ms: ticket.created_ms,
                     });
                 }
             }

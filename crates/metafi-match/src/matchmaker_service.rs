@@ -2,6 +2,7 @@
 //! the runtime, and tokens for groups the hook did not give a match. The realtime layer calls
 //! [`Matchmaking::pass`] every `matchmaker.interval_sec` and tells each matched session.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +15,9 @@ use uuid::Uuid;
 
 use crate::config::MatchmakerConfig;
 use crate::matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+
+/// Completions `GET /v2/matchmaker/stats` reports: the most recent ten, as Nakama keeps.
+const COMPLETIONS_KEPT: usize = 10;
 use crate::matchmaker_tokens::MatchTokens;
 use crate::metrics;
 use crate::presence::Presence;
@@ -48,9 +52,29 @@ pub struct Formed {
     pub target: MatchTarget,
 }
 
+/// One matched player: when its ticket was made and when it was matched (wall ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub created_ms: i64,
+    pub completed_ms: i64,
+}
+
+/// What `GET /v2/matchmaker/stats` reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchmakerStats {
+    /// Tickets waiting now.
+    pub tickets: usize,
+    /// When the oldest waiting ticket was made (wall ms).
+    pub oldest_created_ms: Option<i64>,
+    /// The most recent matched players, oldest first (at most ten).
+    pub completions: Vec<Completion>,
+}
+
 /// The matchmaker service.
 pub struct Matchmaking {
     pool: Mutex<Matchmaker>,
+    /// The most recent completions, newest last (bounded by `COMPLETIONS_KEPT`).
+    completions: Mutex<VecDeque<Completion>>,
     tokens: MatchTokens,
     hook: RwLock<Option<Arc<dyn MatchmakerHook>>>,
     wall: Arc<dyn Clock>,
@@ -73,6 +97,7 @@ impl Matchmaking {
             tokens: MatchTokens::new(token_key, config.token_ttl),
             interval: config.interval,
             pool: Mutex::new(Matchmaker::new(config)),
+            completions: Mutex::new(VecDeque::with_capacity(COMPLETIONS_KEPT)),
             hook: RwLock::new(None),
             wall,
         }
@@ -114,6 +139,40 @@ impl Matchmaking {
         self.pool.lock().remove(session, ticket)
     }
 
+    /// A ticket for a whole party (see [`Matchmaker::add_party`]).
+    pub fn add_party(
+        &self,
+        party_id: &str,
+        presences: Vec<Arc<Presence>>,
+        request: TicketRequest,
+    ) -> Result<String, MatchmakerError> {
+        let now = self.wall.now_ms();
+        self.pool
+            .lock()
+            .add_party(party_id, presences, request, now)
+    }
+
+    /// Removes one ticket of a party.
+    pub fn remove_party(&self, party_id: &str, ticket: &str) -> Result<(), MatchmakerError> {
+        self.pool.lock().remove_party(party_id, ticket)
+    }
+
+    /// Drops every ticket of a party.
+    pub fn remove_party_all(&self, party_id: &str) -> usize {
+        self.pool.lock().remove_party_all(party_id)
+    }
+
+    /// The pool now and the most recent completions (`GET /v2/matchmaker/stats`). Nakama
+    /// reports a snapshot taken at its last pass; MetaFi counts the pool as it is.
+    pub fn stats(&self) -> MatchmakerStats {
+        let pool = self.pool.lock().stats();
+        MatchmakerStats {
+            tickets: pool.tickets,
+            oldest_created_ms: pool.oldest_created_ms,
+            completions: self.completions.lock().iter().copied().collect(),
+        }
+    }
+
     /// Drops every ticket of an ended session.
     pub fn session_ended(&self, session: Uuid) -> usize {
         self.pool.lock().remove_session(session)
@@ -150,9 +209,24 @@ impl Matchmaking {
                     }
                 },
             };
+            self.completed(&entries);
             formed.push(Formed { entries, target });
         }
         metrics::matchmaker_pass(left, formed.len(), started.elapsed().as_secs_f64());
         formed
+    }
+
+    fn completed(&self, entries: &[MatchedEntry]) {
+        let completed_ms = self.wall.now_ms();
+        let mut completions = self.completions.lock();
+        for entry in entries {
+            if completions.len() == COMPLETIONS_KEPT {
+                completions.pop_front();
+            }
+            completions.push_back(Completion {
+                created_ms: entry.created_ms,
+                completed_ms,
+            });
+        }
     }
 }

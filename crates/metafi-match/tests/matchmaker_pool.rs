@@ -321,3 +321,91 @@ fn many_players_form_full_groups() {
     let groups = mm.process();
     assert_eq!(sizes(&groups), vec![10; 10]);
 }
+
+#[test]
+fn a_party_of_two_matches_as_one_unit_with_another_party() {
+    let mut mm = pool();
+    let (a1, a2) = (presence("a1"), presence("a2"));
+    let (b1, b2) = (presence("b1"), presence("b2"));
+    let ta = mm
+        .add_party("A.n", vec![a1.clone(), a2.clone()], request(4, 4), 0)
+        .unwrap();
+    // A party never matches with itself, even with a second ticket that would fill the count.
+    mm.add_party("A.n", vec![a1.clone(), a2.clone()], request(4, 4), 0)
+        .unwrap();
+    assert!(mm.process().is_empty());
+    mm.remove_party("A.n", &ta).unwrap();
+    mm.add_party("B.n", vec![b1.clone(), b2.clone()], request(4, 4), 5)
+        .unwrap();
+    let groups = mm.process();
+    assert_eq!(sizes(&groups), vec![4]);
+    let mut parties: Vec<&str> = groups[0].iter().map(|e| e.party_id.as_str()).collect();
+    parties.sort();
+    assert_eq!(parties, ["A.n", "A.n", "B.n", "B.n"]);
+    assert!(groups[0].iter().any(|e| e.created_ms == 5));
+    assert!(mm.is_empty());
+}
+
+#[test]
+fn a_party_of_two_does_not_fit_a_group_with_one_place_left() {
+    let mut mm = pool();
+    add(&mut mm, request(2, 2));
+    mm.add_party(
+        "P.n",
+        vec![presence("p1"), presence("p2")],
+        request(2, 2),
+        0,
+    )
+    .unwrap();
+    // 1 + 2 > 2: the party and the single never form a group of 2.
+    assert!(mm.process().is_empty());
+    assert_eq!(mm.len(), 2);
+}
+
+#[test]
+fn party_tickets_belong_to_the_party_and_are_bounded() {
+    let mut mm = pool();
+    let (p1, p2) = (presence("p1"), presence("p2"));
+    let ticket = mm
+        .add_party("P.n", vec![p1.clone(), p2.clone()], request(2, 4), 0)
+        .unwrap();
+    // A member cannot remove the party's ticket as its own, nor another party.
+    assert_eq!(
+        mm.remove(p1.session_id, &ticket),
+        Err(MatchmakerError::TicketNotFound)
+    );
+    assert_eq!(
+        mm.remove_party("Q.n", &ticket),
+        Err(MatchmakerError::TicketNotFound)
+    );
+    for _ in 0..2 {
+        mm.add_party("P.n", vec![p1.clone(), p2.clone()], request(2, 4), 0)
+            .unwrap();
+    }
+    assert_eq!(
+        mm.add_party("P.n", vec![p1.clone(), p2.clone()], request(2, 4), 0),
+        Err(MatchmakerError::TooManyPartyTickets)
+    );
+    // A member holding the limit through its party cannot add its own.
+    assert_eq!(
+        mm.add(p1.clone(), request(2, 2), 0),
+        Err(MatchmakerError::TooManyTickets { limit: 3 })
+    );
+    assert_eq!(
+        mm.add_party("R.n", vec![p1.clone(), p1.clone()], request(2, 4), 0),
+        Err(MatchmakerError::DuplicateSession)
+    );
+    assert_eq!(mm.remove_party_all("P.n"), 3);
+    assert!(mm.is_empty());
+    assert_eq!(mm.stats().tickets, 0);
+}
+
+#[test]
+fn stats_count_the_pool_and_its_oldest_ticket() {
+    let mut mm = pool();
+    assert_eq!(mm.stats().oldest_created_ms, None);
+    mm.add(presence("a"), request(2, 8), 200).unwrap();
+    mm.add(presence("b"), request(2, 8), 100).unwrap();
+    let stats = mm.stats();
+    assert_eq!((stats.tickets, stats.oldest_created_ms), (2, Some(100)));
+}

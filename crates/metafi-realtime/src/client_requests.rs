@@ -84,6 +84,18 @@ impl Realtime {
             | Message::MatchmakerRemove(_)) => {
                 self.handle_match_message(session, cid, message).await
             }
+            message @ (Message::PartyCreate(_)
+            | Message::PartyJoin(_)
+            | Message::PartyLeave(_)
+            | Message::PartyPromote(_)
+            | Message::PartyAccept(_)
+            | Message::PartyRemove(_)
+            | Message::PartyClose(_)
+            | Message::PartyJoinRequestList(_)
+            | Message::PartyMatchmakerAdd(_)
+            | Message::PartyMatchmakerRemove(_)
+            | Message::PartyDataSend(_)
+            | Message::PartyUpdate(_)) => self.handle_party_message(session, cid, message).await,
             // Messages only the server sends.
             Message::Channel(_)
             | Message::ChannelMessage(_)
@@ -99,7 +111,13 @@ impl Realtime {
             | Message::Status(_)
             | Message::StatusPresenceEvent(_)
             | Message::StreamData(_)
-            | Message::StreamPresenceEvent(_) => {
+            | Message::StreamPresenceEvent(_)
+            | Message::Party(_)
+            | Message::PartyLeader(_)
+            | Message::PartyJoinRequest(_)
+            | Message::PartyMatchmakerTicket(_)
+            | Message::PartyData(_)
+            | Message::PartyPresenceEvent(_) => {
                 session.send(&Envelope::error(
                     cid,
                     ErrorCode::UnrecognizedPayload,

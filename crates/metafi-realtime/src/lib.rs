@@ -5,7 +5,8 @@
 //! envelope to [`Realtime::handle`], writes whatever the session's [`Outbox`] hands out, and
 //! calls [`Realtime::end`] when the connection is over. In between, the session can join chat
 //! channels, follow users' status, call RPCs, play matches and matchmake (with the match engine
-//! from `metafi-match`, added by [`Realtime::with_matches`]), and receive what others send.
+//! from `metafi-match`, added by [`Realtime::with_matches`]), form parties ([`Parties`], added
+//! by [`Realtime::with_parties`]), and receive what others send.
 //!
 //! Memory is bounded everywhere: each session's outbox is bounded by bytes, by how long its
 //! messages wait unwritten, and by a sanity count ([`OutboxLimits`]; a client that does not
@@ -35,6 +36,7 @@ mod notification_push;
 mod online;
 mod outbound;
 mod outbox;
+pub mod party;
 mod realtime;
 mod session_registry;
 mod socket_session;
@@ -52,6 +54,7 @@ pub use notification_push::SessionPush;
 pub use online::StatusOnline;
 pub use outbound::{MergeKey, Outbound};
 pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
+pub use party::{Parties, PartyConfig};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices,

@@ -29,8 +29,8 @@ use uuid::Uuid;
 
 use crate::{
     CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MatchServices, MessageRouter,
-    Outbound, OutboxLimits, Presence, PresenceChange, PresenceMeta, Session, SessionParams,
-    SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
+    Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta, Session,
+    SessionParams, SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
 };
 
 /// Nakama's notification code telling a socket it was replaced under `session.single_socket`.
@@ -182,6 +182,8 @@ pub struct Realtime {
     /// The notifications service, for what the server tells users (direct-chat requests);
     /// without it those are only pushed live, not stored.
     pub(crate) notifier: Option<Arc<dyn Notifier>>,
+    /// The parties of this node, when the server runs them (see `party/`).
+    pub(crate) parties: Option<Arc<Parties>>,
 }
 
 impl Realtime {
@@ -202,6 +204,7 @@ impl Realtime {
             matches: None,
             hooks: Arc::new(NoHooks),
             notifier: None,
+            parties: None,
         }
     }
 
@@ -223,6 +226,17 @@ impl Realtime {
     pub fn with_matches(mut self, services: MatchServices) -> Realtime {
         self.matches = Some(services);
         self
+    }
+
+    /// Adds parties: without them, party messages are answered with an error saying they are
+    /// not available.
+    pub fn with_parties(mut self, parties: Arc<Parties>) -> Realtime {
+        self.parties = Some(parties);
+        self
+    }
+
+    pub fn parties(&self) -> Option<&Arc<Parties>> {
+        self.parties.as_ref()
     }
 
     pub fn matches(&self) -> Option<&MatchServices> {
@@ -295,6 +309,7 @@ impl Realtime {
             _ => PresenceReason::Disconnect,
         };
         self.matches_session_ended(session.id(), presence_reason);
+        self.parties_session_ended(session.id());
         self.deliver(changes);
         metrics::session_closed(reason.label());
         metrics::sessions(self.parts.registry.len());

@@ -25,6 +25,8 @@ pub enum ExecutionMode {
     Shutdown,
     /// The leaderboard reset function (`register_leaderboard_reset`), when a period ends.
     LeaderboardReset,
+    /// An event processor (`register_event`).
+    Event,
 }
 
 impl ExecutionMode {
@@ -40,6 +42,7 @@ impl ExecutionMode {
             ExecutionMode::After => "after",
             ExecutionMode::Shutdown => "shutdown",
             ExecutionMode::LeaderboardReset => "leaderboard_reset",
+            ExecutionMode::Event => "event",
         }
     }
 }

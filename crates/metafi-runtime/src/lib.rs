@@ -56,7 +56,9 @@ pub use log_limit::LogLimit;
 pub use match_host::{
     EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
 };
-pub use native::{NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule};
+pub use native::{
+    NativeEvent, NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule,
+};
 pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use realtime_host::{

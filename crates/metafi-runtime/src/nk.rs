@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use metafi_core::objects::{DeleteInput, WriteInput};
 use metafi_core::{
-    Accounts, Clock, CoreError, Friends, Notifications, Objects, Sessions, SocialSignIn, Users,
-    Wallets,
+    Accounts, Clock, CoreError, Events, Friends, Notifications, Objects, PartyDirectory, Sessions,
+    SocialSignIn, Users, Wallets,
 };
 use metafi_match::{ListQuery, MatchInfo};
 use metafi_storage::{
@@ -67,6 +67,11 @@ pub struct RuntimeServices {
     /// Purchase and subscription validation (`nk.purchase_*`, `nk.subscription_*`); `None`
     /// where the server did not set it.
     pub purchases: Option<Arc<metafi_core::Purchases>>,
+    /// The event queue `nk.event` feeds and native modules' `register_event` processors
+    /// drain; `None` where the server did not set it (events are then only counted).
+    pub events: Option<Arc<Events>>,
+    /// The parties of this node (`nk.party_list`); `None` where the server runs none.
+    pub parties: Option<Arc<dyn PartyDirectory>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -101,7 +106,21 @@ impl RuntimeServices {
             leaderboards: None,
             social: None,
             purchases: None,
+            events: None,
+            parties: None,
         }
+    }
+
+    /// The parties of this node (`nk.party_list`).
+    pub fn with_parties(mut self, parties: Arc<dyn PartyDirectory>) -> RuntimeServices {
+        self.parties = Some(parties);
+        self
+    }
+
+    /// The event queue (`nk.event`, `POST /v2/event`, `register_event`).
+    pub fn with_events(mut self, events: Arc<Events>) -> RuntimeServices {
+        self.events = Some(events);
+        self
     }
 
     /// The utility functions' limits and settings (`runtime.local_cache_max_entries`, …).
@@ -249,6 +268,16 @@ impl Nk {
     /// `run_once` function, every later one skips it.
     pub fn claim_run_once(&self, engine: &'static str) -> bool {
         self.inner.ran_once.lock().insert(engine)
+    }
+
+    /// The parties of this node, when the server runs them.
+    pub fn parties(&self) -> Option<&Arc<dyn PartyDirectory>> {
+        self.inner.services.parties.as_ref()
+    }
+
+    /// The event queue, when the server has one.
+    pub fn events(&self) -> Option<&Arc<Events>> {
+        self.inner.services.events.as_ref()
     }
 
     /// The realtime layer, when the server has one.

@@ -185,6 +185,22 @@ impl RuntimeBuilder {
             if let Some(hook) = initializer.matchmaker_matched {
                 native_hook = Some(hook);
             }
+            if let Some(events) = nk.events() {
+                for function in initializer.events {
+                    let nk = nk.clone();
+                    let base = CallContext {
+                        mode: ExecutionMode::Event,
+                        ..CallContext::load(node.clone(), env.clone())
+                    };
+                    events.register(Arc::new(move |request, event| {
+                        let ctx = Arc::new(CallContext {
+                            request,
+                            ..base.clone()
+                        });
+                        function(ctx, nk.clone(), event)
+                    }));
+                }
+            }
         }
 
         let limits = VmLimits {

@@ -33,6 +33,8 @@ pub(crate) async fn start_runtime(
     leaderboards: Arc<metafi_core::Leaderboards>,
     social: Arc<metafi_core::SocialSignIn>,
     purchases: Arc<metafi_core::Purchases>,
+    events: Arc<metafi_core::Events>,
+    parties: Arc<dyn metafi_core::PartyDirectory>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -53,7 +55,9 @@ pub(crate) async fn start_runtime(
         .with_wallets(wallets)
         .with_leaderboards(leaderboards)
         .with_social(social)
-        .with_purchases(purchases);
+        .with_purchases(purchases)
+        .with_events(events)
+        .with_parties(parties);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

@@ -310,6 +310,13 @@ async fn wire(
         Arc::from(config.runtime.node.as_str()),
     ));
     let sockets: Arc<dyn metafi_core::UserSockets> = realtime_host.clone();
+    // Events from clients and server code, for the processors modules register.
+    let events = metafi_core::Events::start(config.events);
+    // Parties live on this node; their ids end in the node's name, as match ids do.
+    let parties = Arc::new(metafi_realtime::Parties::new(
+        config.name.as_str(),
+        config.party,
+    ));
     let runtime = modules::start_runtime(
         config,
         objects.clone(),
@@ -331,6 +338,8 @@ async fn wire(
         leaderboards.clone(),
         social.clone(),
         purchases.clone(),
+        events.clone(),
+        parties.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
@@ -367,7 +376,8 @@ async fn wire(
         )
         .with_matches(match_services)
         .with_hooks(hooks.clone())
-        .with_notifier(notifier),
+        .with_notifier(notifier)
+        .with_parties(parties.clone()),
     );
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
@@ -402,6 +412,9 @@ async fn wire(
         sockets,
         leaderboards,
         purchases,
+        matchmaking: matchmaking.clone(),
+        parties,
+        events,
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).

@@ -9,12 +9,14 @@
 //! registers the seed benchmark's match as a native handler ([`seed_match::SeedMatch`], handler
 //! name `seed_native`) and its `get_match_native` RPC, and the transport experiment's server
 //! module ([`transport_seed`]: handler `transport_seed`, RPCs `transport_seed_create` and
-//! `transport_seed_stats`), and, when `runtime.env` has `native_hooks=on`, example before/after
+//! `transport_seed_stats`), an event processor with its `event_log_native` RPC
+//! ([`event_log`]), and, when `runtime.env` has `native_hooks=on`, example before/after
 //! hooks ([`device_hooks`]).
 //!
 //! Must not depend on: the server, the transport, a storage backend. Key type: [`Examples`].
 
 pub mod device_hooks;
+pub mod event_log;
 pub mod seed_match;
 pub mod transport_seed;
 
@@ -44,6 +46,7 @@ impl NativeModule for Examples {
             Box::new(transport_seed::TransportSeed::default())
         });
         device_hooks::register(initializer);
+        event_log::register(initializer);
         Ok(())
     }
 }

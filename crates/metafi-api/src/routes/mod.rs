@@ -6,11 +6,14 @@ mod authenticate;
 mod channel;
 mod friend;
 mod group;
+mod event;
 mod health;
 mod leaderboard;
 mod match_list;
 mod notification;
 mod purchase;
+mod matchmaker;
+mod party;
 mod rpc;
 mod session;
 mod social_links;
@@ -61,4 +64,7 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(leaderboard::routes())
         .merge(social_links::routes())
         .merge(purchase::routes())
+        .merge(party::routes())
+        .merge(matchmaker::routes())
+        .merge(event::routes())
 }

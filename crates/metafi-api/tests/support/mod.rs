@@ -158,6 +158,7 @@ impl TestApi {
                 metafi_core::Leaderboards::load(store.clone(), clock.clone())
                     .await
                     .unwrap(),
+            ),
             purchases: Arc::new(
                 metafi_core::Purchases::new(
                     store.clone(),
@@ -166,6 +167,13 @@ impl TestApi {
                 )
                 .unwrap(),
             ),
+            matchmaking: Arc::new(metafi_match::Matchmaking::new(
+                metafi_match::MatchmakerConfig::default(),
+                b"test-token-key",
+                clock.clone(),
+            )),
+            parties: Arc::new(metafi_core::NoParties),
+            events: metafi_core::Events::start(metafi_core::EventConfig::default()),
         };
         TestApi {
             state,

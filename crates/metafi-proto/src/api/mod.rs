@@ -2,10 +2,13 @@
 
 mod account;
 mod channel;
+mod event;
 mod friend;
 mod group;
 mod leaderboard;
+mod matchmaker;
 mod notification;
+mod party;
 mod purchase;
 mod rpc;
 mod session;
@@ -16,13 +19,16 @@ pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
 };
 pub use channel::{ChannelMessage, ChannelMessageList};
+pub use event::Event;
 pub use friend::{Friend, FriendList, FriendOfFriend, FriendsOfFriendsList};
 pub use group::{
     CreateGroupRequest, Group, GroupList, GroupUser, GroupUserList, UpdateGroupRequest, UserGroup,
     UserGroupList,
 };
 pub use leaderboard::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite};
+pub use matchmaker::{MatchmakerCompletionStats, MatchmakerStats};
 pub use notification::{Notification, NotificationList};
+pub use party::{Party, PartyList};
 pub use purchase::{
     ListSubscriptionsRequest, SubscriptionList, ValidatePurchaseRequest, ValidatePurchaseResponse,
     ValidateSubscriptionResponse, ValidatedPurchase, ValidatedSubscription,

@@ -22,7 +22,8 @@ pub struct Envelope {
         oneof = "Message",
         tags(
             2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-            26, 27, 28, 29, 30, 31, 32, 33
+            26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+            48, 49, 50, 51
         )
     )]
     pub message: Option<Message>,
@@ -32,7 +33,7 @@ pub struct Envelope {
 /// `snake_case`, and the `lowerCamelCase` JSON name that protobuf JSON also accepts).
 macro_rules! messages {
     ($( $tag:tt $variant:ident($ty:ty) $snake:literal $camel:literal; )*) => {
-        /// The message of an envelope. Party messages (tags 34–51) are not supported.
+        /// The message of an envelope.
         #[derive(Clone, PartialEq, prost::Oneof)]
         pub enum Message {
             $(
@@ -111,6 +112,24 @@ messages! {
     31 StreamPresenceEvent(StreamPresenceEvent) "stream_presence_event" "streamPresenceEvent";
     32 Ping(Ping) "ping" "ping";
     33 Pong(Pong) "pong" "pong";
+    34 Party(Party) "party" "party";
+    35 PartyCreate(PartyCreate) "party_create" "partyCreate";
+    36 PartyJoin(PartyJoin) "party_join" "partyJoin";
+    37 PartyLeave(PartyLeave) "party_leave" "partyLeave";
+    38 PartyPromote(PartyPromote) "party_promote" "partyPromote";
+    39 PartyLeader(PartyLeader) "party_leader" "partyLeader";
+    40 PartyAccept(PartyAccept) "party_accept" "partyAccept";
+    41 PartyRemove(PartyRemove) "party_remove" "partyRemove";
+    42 PartyClose(PartyClose) "party_close" "partyClose";
+    43 PartyJoinRequestList(PartyJoinRequestList) "party_join_request_list" "partyJoinRequestList";
+    44 PartyJoinRequest(PartyJoinRequest) "party_join_request" "partyJoinRequest";
+    45 PartyMatchmakerAdd(PartyMatchmakerAdd) "party_matchmaker_add" "partyMatchmakerAdd";
+    46 PartyMatchmakerRemove(PartyMatchmakerRemove) "party_matchmaker_remove" "partyMatchmakerRemove";
+    47 PartyMatchmakerTicket(PartyMatchmakerTicket) "party_matchmaker_ticket" "partyMatchmakerTicket";
+    48 PartyData(PartyData) "party_data" "partyData";
+    49 PartyDataSend(PartyDataSend) "party_data_send" "partyDataSend";
+    50 PartyPresenceEvent(PartyPresenceEvent) "party_presence_event" "partyPresenceEvent";
+    51 PartyUpdate(PartyUpdate) "party_update" "partyUpdate";
 }
 
 impl Envelope {

@@ -1,7 +1,6 @@
 //! The realtime socket protocol (`nakama.realtime`, `rtapi/realtime.proto`): the [`Envelope`]
 //! and every message MetaFi speaks — chat channels, status, RPC, heartbeats, notifications,
-//! generic streams, and the match and matchmaker messages the match engine uses. Parties are
-//! not supported.
+//! generic streams, the match and matchmaker messages the match engine uses, and parties.
 //!
 //! Each type derives `prost::Message` with Nakama's field numbers (hand-written, so no `protoc`
 //! at build time) and serde with protobuf-JSON conventions (`crate::json`), so one struct serves
@@ -14,6 +13,7 @@ mod envelope;
 mod match_messages;
 mod matchmaker_messages;
 mod misc;
+mod party_messages;
 mod status;
 #[cfg(test)]
 mod tests;
@@ -34,6 +34,12 @@ pub use matchmaker_messages::{
     MatchmakerUser,
 };
 pub use misc::{Error, Notifications, Ping, Pong, Stream, StreamData, StreamPresenceEvent};
+pub use party_messages::{
+    Party, PartyAccept, PartyClose, PartyCreate, PartyData, PartyDataSend, PartyJoin,
+    PartyJoinRequest, PartyJoinRequestList, PartyLeader, PartyLeave, PartyMatchmakerAdd,
+    PartyMatchmakerRemove, PartyMatchmakerTicket, PartyPresenceEvent, PartyPromote, PartyRemove,
+    PartyUpdate,
+};
 pub use status::{Status, StatusFollow, StatusPresenceEvent, StatusUnfollow, StatusUpdate};
 
 /// The codes of an [`Error`] envelope (`rtapi.Error.Code`).

@@ -168,8 +168,40 @@ fn json_accepts_camel_case_nulls_and_ignores_unknown_fields() {
 fn json_without_a_known_message_decodes_to_none() {
     assert_eq!(from_json(json!({"cid": "2"})).message, None);
     assert_eq!(
-        from_json(json!({"cid": "2", "party_create": {"open": true}})).message,
+        from_json(json!({"cid": "2", "future_message": {"open": true}})).message,
         None
+    );
+}
+
+#[test]
+fn party_messages_decode_from_both_formats() {
+    let create = Some(Message::PartyCreate(PartyCreate {
+        open: true,
+        max_size: 4,
+        label: String::new(),
+        hidden: false,
+    }));
+    assert_eq!(
+        from_json(json!({"cid": "2", "party_create": {"open": true, "max_size": 4}})).message,
+        create
+    );
+    assert_eq!(
+        from_json(json!({"cid": "2", "partyCreate": {"open": true, "maxSize": 4}})).message,
+        create
+    );
+    // Field 35 (party_create): open = true, max_size = 4.
+    let bytes = [0x0a, 0x01, b'9', 0x9a, 0x02, 0x04, 0x08, 0x01, 0x10, 0x04];
+    assert_eq!(Format::Protobuf.decode(&bytes).unwrap().message, create);
+    // op_code is an int64: a string in JSON; data is base64.
+    let data =
+        from_json(json!({"party_data_send": {"party_id": "p", "op_code": "7", "data": "aGk="}}));
+    assert_eq!(
+        data.message,
+        Some(Message::PartyDataSend(PartyDataSend {
+            party_id: "p".into(),
+            op_code: 7,
+            data: bytes::Bytes::from_static(b"hi"),
+        }))
     );
 }
 
@@ -291,9 +323,9 @@ fn protobuf_uses_nakamas_field_numbers() {
 }
 
 #[test]
-fn protobuf_skips_unknown_fields_such_as_party_messages() {
-    // Envelope.cid = "9", then field 35 (party_create) with an empty body.
-    let bytes = [0x0a, 0x01, b'9', 0x9a, 0x02, 0x00];
+fn protobuf_skips_unknown_fields() {
+    // Envelope.cid = "9", then field 99 (no such message) with an empty body.
+    let bytes = [0x0a, 0x01, b'9', 0x9a, 0x06, 0x00];
     let envelope = Format::Protobuf.decode(&bytes).unwrap();
     assert_eq!(envelope, Envelope::ack("9"));
 }
@@ -704,7 +736,161 @@ fn message() -> impl Strategy<Value = Message> {
             .boxed(),
         Just(Message::Ping(Ping {})).boxed(),
         Just(Message::Pong(Pong {})).boxed(),
+        party_message(),
     ])
+}
+
+/// Every party message, so both codecs carry each of them.
+fn party_message() -> BoxedStrategy<Message> {
+    let id = text;
+    Union::new(vec![
+        (
+            id(),
+            (any::<bool>(), any::<bool>(), any::<i32>()),
+            prop::option::of(presence()),
+            prop::option::of(presence()),
+            presences(),
+            text(),
+        )
+            .prop_map(
+                |(party_id, (open, hidden, max_size), me, leader, presences, label)| {
+                    Message::Party(Party {
+                        party_id,
+                        open,
+                        hidden,
+                        max_size,
+                        self_presence: me,
+                        leader,
+                        presences,
+                        label,
+                    })
+                },
+            )
+            .boxed(),
+        (any::<bool>(), any::<i32>(), text(), any::<bool>())
+            .prop_map(|(open, max_size, label, hidden)| {
+                Message::PartyCreate(PartyCreate {
+                    open,
+                    max_size,
+                    label,
+                    hidden,
+                })
+            })
+            .boxed(),
+        id().prop_map(|party_id| Message::PartyJoin(PartyJoin { party_id }))
+            .boxed(),
+        id().prop_map(|party_id| Message::PartyLeave(PartyLeave { party_id }))
+            .boxed(),
+        id().prop_map(|party_id| Message::PartyClose(PartyClose { party_id }))
+            .boxed(),
+        id().prop_map(|party_id| Message::PartyJoinRequestList(PartyJoinRequestList { party_id }))
+            .boxed(),
+        (id(), prop::option::of(presence()))
+            .prop_map(|(party_id, presence)| {
+                Message::PartyPromote(PartyPromote { party_id, presence })
+            })
+            .boxed(),
+        (id(), prop::option::of(presence()))
+            .prop_map(|(party_id, presence)| {
+                Message::PartyLeader(PartyLeader { party_id, presence })
+            })
+            .boxed(),
+        (id(), prop::option::of(presence()))
+            .prop_map(|(party_id, presence)| {
+                Message::PartyAccept(PartyAccept { party_id, presence })
+            })
+            .boxed(),
+        (id(), prop::option::of(presence()))
+            .prop_map(|(party_id, presence)| {
+                Message::PartyRemove(PartyRemove { party_id, presence })
+            })
+            .boxed(),
+        (id(), presences())
+            .prop_map(|(party_id, presences)| {
+                Message::PartyJoinRequest(PartyJoinRequest {
+                    party_id,
+                    presences,
+                })
+            })
+            .boxed(),
+        (
+            id(),
+            any::<i32>(),
+            any::<i32>(),
+            text(),
+            prop::option::of(any::<i32>()),
+        )
+            .prop_map(|(party_id, min_count, max_count, query, multiple)| {
+                Message::PartyMatchmakerAdd(PartyMatchmakerAdd {
+                    party_id,
+                    min_count,
+                    max_count,
+                    query,
+                    string_properties: HashMap::from([("region".into(), "eu".into())]),
+                    numeric_properties: HashMap::from([("skill".into(), 1.5)]),
+                    count_multiple: multiple.map(|value| Int32Value { value }),
+                })
+            })
+            .boxed(),
+        (id(), text())
+            .prop_map(|(party_id, ticket)| {
+                Message::PartyMatchmakerRemove(PartyMatchmakerRemove { party_id, ticket })
+            })
+            .boxed(),
+        (id(), text())
+            .prop_map(|(party_id, ticket)| {
+                Message::PartyMatchmakerTicket(PartyMatchmakerTicket { party_id, ticket })
+            })
+            .boxed(),
+        (
+            id(),
+            prop::option::of(presence()),
+            any::<i64>(),
+            prop::collection::vec(any::<u8>(), 0..16),
+        )
+            .prop_map(|(party_id, presence, op_code, data)| {
+                Message::PartyData(PartyData {
+                    party_id,
+                    presence,
+                    op_code,
+                    data: Bytes::from(data),
+                })
+            })
+            .boxed(),
+        (
+            id(),
+            any::<i64>(),
+            prop::collection::vec(any::<u8>(), 0..16),
+        )
+            .prop_map(|(party_id, op_code, data)| {
+                Message::PartyDataSend(PartyDataSend {
+                    party_id,
+                    op_code,
+                    data: Bytes::from(data),
+                })
+            })
+            .boxed(),
+        (id(), presences(), presences())
+            .prop_map(|(party_id, joins, leaves)| {
+                Message::PartyPresenceEvent(PartyPresenceEvent {
+                    party_id,
+                    joins,
+                    leaves,
+                })
+            })
+            .boxed(),
+        (id(), text(), any::<bool>(), any::<bool>())
+            .prop_map(|(party_id, label, open, hidden)| {
+                Message::PartyUpdate(PartyUpdate {
+                    party_id,
+                    label,
+                    open,
+                    hidden,
+                })
+            })
+            .boxed(),
+    ])
+    .boxed()
 }
 
 prop_compose! {

@@ -45,6 +45,12 @@ pub type NativeMatchmakerMatched = Arc<
         + Sync,
 >;
 
+/// A native event processor: each event of `POST /v2/event` and `nk.event` (Go's
+/// `RegisterEvent`); the context names the client that sent it (no user for `nk.event`).
+pub type NativeEvent = Arc<
+    dyn Fn(Arc<CallContext>, Nk, metafi_proto::api::Event) -> BoxFuture<'static, ()> + Send + Sync,
+>;
+
 /// A set of native functions compiled into the server.
 pub trait NativeModule: Send + Sync + 'static {
     /// Name used in logs, metrics and errors (`"examples"`).
@@ -66,6 +72,8 @@ pub struct NativeInitializer {
     pub(crate) hooks: Vec<(HookMode, HookKind, String, HookTarget)>,
     /// The shutdown function, if registered.
     pub(crate) shutdown: Option<NativeShutdown>,
+    /// Event processors (`register_event`), in registration order.
+    pub(crate) events: Vec<NativeEvent>,
     /// Registration mistakes (an empty id); reported as the module's init error.
     pub(crate) problems: Vec<String>,
 }
@@ -90,6 +98,7 @@ impl NativeInitializer {
             matchmaker_matched: None,
             hooks: Vec::new(),
             shutdown: None,
+            events: Vec::new(),
             problems: Vec::new(),
         }
     }
@@ -183,6 +192,19 @@ impl NativeInitializer {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.shutdown = Some(Arc::new(move |ctx, nk| Box::pin(function(ctx, nk))));
+    }
+
+    /// Registers an event processor (Go's `RegisterEvent`): it receives every event clients
+    /// send with `POST /v2/event` and server code with `nk.event`, from a bounded queue
+    /// (`runtime.event_queue_size`), off the caller's path. Several may be registered.
+    pub fn register_event<F, Fut>(&mut self, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk, metafi_proto::api::Event) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.events.push(Arc::new(move |ctx, nk, event| {
+            Box::pin(function(ctx, nk, event))
+        }));
     }
 
     fn add_hook(&mut self, mode: HookMode, kind: HookKind, name: &str, target: HookTarget) {

@@ -1,5 +1,5 @@
-//! Functions of features other issues build (tournaments,
-//! groups, friends, parties, storage indexes): rows that let modules load and fail at call time
+//! Functions of features other issues build (tournaments, storage indexes): rows that let
+//! modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
 use super::{NkCall, NkFunction, Unserved};
@@ -56,7 +56,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "tournaments",
     ),
     later("friend_metadata_update", "friendMetadataUpdate", "friends"),
-    later("party_list", "partyList", "parties"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
 ];
 
@@ -69,7 +68,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            15,
+            14,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

@@ -167,6 +167,18 @@ fn event(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
         external,
         "script event"
     );
+    if let Some(events) = nk.events() {
+        let event = metafi_proto::api::Event {
+            name: name.to_owned(),
+            properties: properties.into_iter().collect(),
+            timestamp: Some(metafi_proto::wkt::Timestamp {
+                seconds: timestamp,
+                nanos: 0,
+            }),
+            external,
+        };
+        events.submit(metafi_core::RpcContext::default(), event);
+    }
     Ok(NkValue::Nil)
 }
 

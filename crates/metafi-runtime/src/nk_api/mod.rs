@@ -36,6 +36,7 @@ mod notifications;
 #[cfg(test)]
 mod notifications_tests;
 mod purchases;
+mod parties;
 mod sessions;
 mod social;
 mod status;
@@ -90,6 +91,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         wallets::FUNCTIONS,
         leaderboards::FUNCTIONS,
         social::FUNCTIONS,
+        parties::FUNCTIONS,
         later::FUNCTIONS,
         purchases::FUNCTIONS,
         TEST_ROWS,

@@ -14,6 +14,7 @@ mod match_section;
 mod matchmaker;
 mod metrics;
 mod notification;
+mod party;
 mod quic;
 mod raw;
 mod runtime;
@@ -78,6 +79,10 @@ pub struct Config {
     pub matches: metafi_match::MatchConfig,
     /// The matchmaker (`[matchmaker]`).
     pub matchmaker: metafi_match::MatchmakerConfig,
+    /// Parties (`[party]`).
+    pub party: metafi_realtime::PartyConfig,
+    /// The event queue (`runtime.event_queue_size`, `runtime.event_queue_workers`).
+    pub events: metafi_core::EventConfig,
     /// Where script match handlers' VMs live (`match.vm_per_match`).
     pub match_vms: metafi_runtime::MatchVms,
     /// The per-module log rate limit of server code (`runtime.log_*`).
@@ -125,6 +130,8 @@ impl TryFrom<RawConfig> for Config {
         let runtime = runtime::validate(&raw.runtime, &raw.name, &data_dir, &mut check);
         let (matches, match_vms) = match_section::validate(&raw.matches, &mut check);
         let matchmaker = matchmaker::validate(&raw.matchmaker, &mut check);
+        let party = party::validate(&raw.party, &mut check);
+        let events = party::validate_events(&raw.runtime, &mut check);
         let quic = quic::validate(&raw.quic, &socket, raw.socket.port, &data_dir, &mut check);
         let http = http::validate(&raw.http, &mut check);
         let signin_throttle = signin_throttle::validate(&raw.signin_throttle, &mut check);
@@ -160,6 +167,8 @@ impl TryFrom<RawConfig> for Config {
             runtime_watchdog_grace: runtime.watchdog_grace,
             matches,
             matchmaker,
+            party,
+            events,
             match_vms,
             script_log_limit: runtime.log_limit,
             runtime_utilities: runtime.utilities,

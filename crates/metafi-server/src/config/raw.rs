@@ -19,6 +19,7 @@ pub struct RawConfig {
     #[serde(rename = "match")]
     pub matches: RawMatch,
     pub matchmaker: RawMatchmaker,
+    pub party: RawParty,
     pub quic: RawQuic,
     pub http: RawHttp,
     pub signin_throttle: RawSignInThrottle,
@@ -166,6 +167,11 @@ pub struct RawRuntime {
     /// Distinct custom metric series (kind, name, labels) scripts may create; new ones past it
     /// are dropped and counted.
     pub metrics_custom_series_max: i64,
+    /// Events (`POST /v2/event`, `nk.event`) waiting for the event processors; more are
+    /// dropped and counted.
+    pub event_queue_size: i64,
+    /// Events processed at once.
+    pub event_queue_workers: i64,
 }
 
 impl Default for RawConfig {
@@ -183,6 +189,7 @@ impl Default for RawConfig {
             runtime: RawRuntime::default(),
             matches: RawMatch::default(),
             matchmaker: RawMatchmaker::default(),
+            party: RawParty::default(),
             quic: RawQuic::default(),
             http: RawHttp::default(),
             signin_throttle: RawSignInThrottle::default(),
@@ -322,6 +329,8 @@ impl Default for RawRuntime {
             http_request_max_bytes: 4_194_304,
             file_read_max_bytes: 16_777_216,
             metrics_custom_series_max: 1_000,
+            event_queue_size: 65_536,
+            event_queue_workers: 8,
         }
     }
 }
@@ -397,6 +406,25 @@ impl Default for RawMatchmaker {
             max_intervals: 2,
             rev_precision: false,
             token_ttl_sec: 30,
+        }
+    }
+}
+
+/// `[party]`: parties (`docs/REALTIME.md`, "Parties").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawParty {
+    /// Parties this node holds at once.
+    pub max_parties: i64,
+    /// The largest `max_size` a party may be created with (at most 256, Nakama's bound).
+    pub max_size: i64,
+}
+
+impl Default for RawParty {
+    fn default() -> Self {
+        RawParty {
+            max_parties: 100_000,
+            max_size: 256,
         }
     }
 }
