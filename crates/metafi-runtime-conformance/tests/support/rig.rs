@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use metafi_core::{
     Accounts, AccountsConfig, Clock, CoreError, NobodyOnline, Objects, Revocations, RpcContext,
-    RpcDispatch, RpcUser, Sessions, SessionsConfig, SystemClock, TokenKeys,
+    RpcDispatch, RpcUser, Sessions, SessionsConfig, SystemClock, TokenKeys, Wallets,
 };
 use metafi_runtime::testing::FakeMatches;
 use metafi_runtime::{
@@ -130,7 +130,11 @@ impl Parts {
             self.matches.clone(),
             Arc::new(SystemClock),
         )
-        .with_accounts(account_services(&self.store).await?);
+        .with_accounts(account_services(&self.store).await?)
+        .with_wallets(Arc::new(Wallets::new(
+            self.store.clone(),
+            Arc::new(SystemClock),
+        )));
         let pool = PoolConfig {
             vms: setup.vms,
             max_calls_per_vm: setup.max_calls_per_vm,
