@@ -282,21 +282,20 @@ async fn wire(
         ),
         Arc::from(config.runtime.node.as_str()),
     ));
-    let runtime = modules::start_runtime(
-        config,
+    let runtime_services = metafi_runtime::RuntimeServices::new(
         objects.clone(),
         store.clone(),
-        clock.clone(),
         match_host.clone(),
-        realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
-        },
-        notifications.clone(),
+        clock.clone(),
     )
-    .await?;
+    .with_realtime(realtime_host)
+    .with_accounts(metafi_runtime::AccountServices {
+        accounts: accounts.clone(),
+        sessions: sessions.clone(),
+        users: users.clone(),
+    })
+    .with_notifications(notifications.clone());
+    let runtime = modules::start_runtime(config, runtime_services).await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
     // Every module has loaded: nk.match_create now finds their match handlers, and the
     // matchmaker calls their matchmaker_matched hook.
