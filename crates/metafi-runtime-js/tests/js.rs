@@ -248,10 +248,7 @@ async fn conversions_never_panic_and_bad_arguments_are_type_errors() {
         "paramsNotObject",
         "TypeError: expects params to be an object",
     );
-    threw(
-        "notification",
-        "Error: nk.notificationSend is not available yet: this server does not serve notifications yet",
-    );
+    threw("notification", "TypeError: expects valid user id");
     threw("registerLate", "can only be called while InitModule runs");
     threw("badFormat", "TypeError: invalid format argument");
     // initializer.getConfig reaches the get_config row (this harness gives it no config).

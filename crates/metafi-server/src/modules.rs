@@ -3,13 +3,9 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use metafi_core::{Clock, Notifications, Objects, Wallets};
 use metafi_runtime::nk_api::UtilityConfig;
-use metafi_runtime::{
-    AccountServices, MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices,
-};
+use metafi_runtime::{Runtime, RuntimeBuilder, RuntimeServices};
 use metafi_runtime_lua::LuaEngine;
-use metafi_storage::Storage;
 
 use crate::config::Config;
 use crate::config_view;
@@ -20,21 +16,7 @@ use crate::telemetry;
 /// the node does not start.
 pub(crate) async fn start_runtime(
     config: &Config,
-    objects: Arc<Objects>,
-    store: Arc<dyn Storage>,
-    clock: Arc<dyn Clock>,
-    matches: Arc<dyn MatchHost>,
-    realtime: Arc<dyn RealtimeHost>,
-    accounts: AccountServices,
-    notifications: Arc<Notifications>,
-    // The feature services nk reaches (friends, …), added as the REST edge has them.
-    features: impl FnOnce(RuntimeServices) -> RuntimeServices,
-    groups: Arc<metafi_core::Groups>,
-    leaderboards: Arc<metafi_core::Leaderboards>,
-    social: Arc<metafi_core::SocialSignIn>,
-    purchases: Arc<metafi_core::Purchases>,
-    events: Arc<metafi_core::Events>,
-    parties: Arc<dyn metafi_core::PartyDirectory>,
+    services: RuntimeServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -44,21 +26,7 @@ pub(crate) async fn start_runtime(
         server_config: Some(Arc::new(config_view::nakama_view(config))),
         ..config.runtime_utilities.clone()
     };
-    // Wallets have no state of their own: the runtime's service is one over the same store.
-    let wallets = Arc::new(Wallets::new(store.clone(), clock.clone()));
-    let services = RuntimeServices::new(objects, store, matches, clock)
-        .with_utilities(utilities)
-        .with_realtime(realtime)
-        .with_accounts(accounts)
-        .with_notifications(notifications)
-        .with_groups(groups)
-        .with_wallets(wallets)
-        .with_leaderboards(leaderboards)
-        .with_social(social)
-        .with_purchases(purchases)
-        .with_events(events)
-        .with_parties(parties);
-    let services = features(services);
+    let services = services.with_utilities(utilities);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

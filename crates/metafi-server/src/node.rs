@@ -317,31 +317,29 @@ async fn wire(
         config.name.as_str(),
         config.party,
     ));
-    let runtime = modules::start_runtime(
-        config,
+    let runtime_services = metafi_runtime::RuntimeServices::new(
         objects.clone(),
         store.clone(),
-        clock.clone(),
         match_host.clone(),
-        realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
-        },
-        notifications.clone(),
-        {
-            let friends = friends.clone();
-            move |services| services.with_friends(friends)
-        },
-        groups.clone(),
-        leaderboards.clone(),
-        social.clone(),
-        purchases.clone(),
-        events.clone(),
-        parties.clone(),
+        clock.clone(),
     )
-    .await?;
+    .with_realtime(realtime_host)
+    .with_accounts(metafi_runtime::AccountServices {
+        accounts: accounts.clone(),
+        sessions: sessions.clone(),
+        users: users.clone(),
+    })
+    .with_notifications(notifications.clone())
+    .with_friends(friends.clone())
+    .with_groups(groups.clone())
+    // Wallets keep no state of their own: the runtime's service is one over the same store.
+    .with_wallets(Arc::new(metafi_core::Wallets::new(store.clone(), clock.clone())))
+    .with_leaderboards(leaderboards.clone())
+    .with_social(social.clone())
+    .with_purchases(purchases.clone())
+    .with_events(events.clone())
+    .with_parties(parties.clone());
+    let runtime = modules::start_runtime(config, runtime_services).await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
     // Every module has loaded: nk.match_create now finds their match handlers, and the
     // matchmaker calls their matchmaker_matched hook.
