@@ -5,9 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use metafi_core::{Clock, Objects};
 use metafi_runtime::nk_api::UtilityConfig;
-use metafi_runtime::{
-    AccountServices, MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices,
-};
+use metafi_runtime::{MatchHost, RealtimeHost, Runtime, RuntimeBuilder, RuntimeServices};
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage::Storage;
 
@@ -25,8 +23,8 @@ pub(crate) async fn start_runtime(
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
     realtime: Arc<dyn RealtimeHost>,
-    accounts: AccountServices,
-    // The feature services nk reaches (friends, …), added as the REST edge has them.
+    // The services nk reaches beyond the basics (accounts, friends, …), added as the REST
+    // edge has them.
     features: impl FnOnce(RuntimeServices) -> RuntimeServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
@@ -39,8 +37,7 @@ pub(crate) async fn start_runtime(
     };
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
-        .with_realtime(realtime)
-        .with_accounts(accounts);
+        .with_realtime(realtime);
     let services = features(services);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)

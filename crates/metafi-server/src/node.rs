@@ -289,14 +289,18 @@ async fn wire(
         clock.clone(),
         match_host.clone(),
         realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
-        },
         {
+            let account_services = metafi_runtime::AccountServices {
+                accounts: accounts.clone(),
+                sessions: sessions.clone(),
+                users: users.clone(),
+            };
             let friends = friends.clone();
-            move |services| services.with_friends(friends)
+            move |services| {
+                services
+                    .with_accounts(account_services)
+                    .with_friends(friends)
+            }
         },
     )
     .await?;
