@@ -1,6 +1,8 @@
 //! `/v2/friend`: Nakama's answers (shapes, codes, messages) and the notifications each call
 //! sends, through the router without a socket.
 
+#![allow(clippy::unwrap_used)] // tests, and the shared support module, panic to report a failure
+
 mod support;
 
 use axum::http::{Method, StatusCode};

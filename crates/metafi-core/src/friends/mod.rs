@@ -50,6 +50,9 @@ pub const MAX_OF_FRIENDS_LIMIT: usize = 100;
 /// The default page of `GET /v2/friend/friends` (Nakama's).
 pub const DEFAULT_OF_FRIENDS_LIMIT: usize = 10;
 
+/// Most ids and usernames one add, delete or block may name (docs/LIMITS.md).
+pub const MAX_TARGETS: usize = crate::MAX_USERS_PER_LOOKUP;
+
 /// The user acting: their id, and their username (notifications carry it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
@@ -369,6 +372,13 @@ impl Friends {
     async fn resolve(&self, targets: Targets, op: Op) -> Result<Option<Vec<Uuid>>, CoreError> {
         if targets.is_empty() {
             return Ok(None);
+        }
+        if targets.ids.len() + targets.usernames.len() > MAX_TARGETS {
+            // Nakama has no cap; one request naming 100,000 users would hold one transaction
+            // (and the writer) for all of them.
+            return Err(CoreError::invalid(format!(
+                "Too many users named: at most {MAX_TARGETS} ids and usernames together."
+            )));
         }
         let mut ids = targets.ids;
         if !targets.usernames.is_empty() {

@@ -254,6 +254,12 @@ async fn rest_checks_use_nakamas_messages() {
         w.friends.delete(&alice, unknown).await.map_err(message),
         Ok(())
     );
+    let many: Vec<String> = (0..=MAX_TARGETS).map(|n| format!("user{n}")).collect();
+    let too_many = Targets::rest(Op::Block, alice.id, "alice", &[], &many).expect("targets");
+    assert_eq!(
+        w.friends.block(&alice, too_many).await.map_err(message),
+        invalid("Too many users named: at most 1000 ids and usernames together.")
+    );
     assert_eq!(
         w.friends
             .add(&alice, names(&["x"]), "[1]")
