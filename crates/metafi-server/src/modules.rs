@@ -16,6 +16,14 @@ use crate::config_view;
 use crate::examples::ExampleModules;
 use crate::telemetry;
 
+/// The services server code reaches besides storage objects, the store and the clock.
+pub(crate) struct ScriptServices {
+    pub(crate) matches: Arc<dyn MatchHost>,
+    pub(crate) realtime: Arc<dyn RealtimeHost>,
+    pub(crate) accounts: AccountServices,
+    pub(crate) groups: Arc<metafi_core::Groups>,
+}
+
 /// Loads the server modules. A module that fails to load is an error naming its file and line;
 /// the node does not start.
 pub(crate) async fn start_runtime(
@@ -23,11 +31,14 @@ pub(crate) async fn start_runtime(
     objects: Arc<Objects>,
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
-    matches: Arc<dyn MatchHost>,
-    realtime: Arc<dyn RealtimeHost>,
-    accounts: AccountServices,
-    groups: Arc<metafi_core::Groups>,
+    script: ScriptServices,
 ) -> anyhow::Result<Runtime> {
+    let ScriptServices {
+        matches,
+        realtime,
+        accounts,
+        groups,
+    } = script;
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
     let utilities = UtilityConfig {

@@ -279,14 +279,16 @@ async fn wire(
         objects.clone(),
         store.clone(),
         clock.clone(),
-        match_host.clone(),
-        realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
+        modules::ScriptServices {
+            matches: match_host.clone(),
+            realtime: realtime_host,
+            accounts: metafi_runtime::AccountServices {
+                accounts: accounts.clone(),
+                sessions: sessions.clone(),
+                users: users.clone(),
+            },
+            groups: groups.clone(),
         },
-        groups.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
