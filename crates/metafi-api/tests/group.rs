@@ -1,5 +1,7 @@
 //! Groups over REST: Nakama's paths, JSON shapes, statuses, codes and texts.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod support;
 
 use axum::http::Method;

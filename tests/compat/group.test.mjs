@@ -1,0 +1,143 @@
+// Groups and group chat through the official Nakama JavaScript client: every answer is
+// Nakama's (server/api_group.go, server/core_group.go).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import WebSocket from "ws";
+import { client, freshDeviceId, assertRejects } from "./support.mjs";
+
+// Node has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
+globalThis.WebSocket = WebSocket;
+
+async function player() {
+  const c = client();
+  const session = await c.authenticateDevice(freshDeviceId(), true);
+  return { client: c, session, id: session.user_id, name: session.username };
+}
+
+const unique = (prefix) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+test("create answers the group; a taken name is 409/6", async () => {
+  const ada = await player();
+  const name = unique("Knights");
+  const group = await ada.client.createGroup(ada.session, { name, description: "d", lang_tag: "fr", open: true, max_count: 10 });
+  assert.match(group.id, /^[0-9a-f-]{36}$/);
+  assert.equal(group.name, name);
+  assert.equal(group.creator_id, ada.id);
+  assert.equal(group.lang_tag, "fr");
+  assert.equal(group.open, true);
+  assert.equal(group.edge_count, 1);
+  assert.equal(group.max_count, 10);
+  await assertRejects(ada.client.createGroup(ada.session, { name }), 409, 6, "Group name is in use.");
+  await assertRejects(ada.client.createGroup(ada.session, { name: "" }), 400, 3, "Group name must be set.");
+});
+
+test("list by name prefix, then join an open group at once", async () => {
+  const ada = await player();
+  const bob = await player();
+  const name = unique("Open");
+  const group = await ada.client.createGroup(ada.session, { name, open: true });
+  const found = await bob.client.listGroups(bob.session, `${name.slice(0, 9)}%`, undefined, 10);
+  assert.ok(found.groups.some((g) => g.id === group.id));
+  assert.equal(await bob.client.joinGroup(bob.session, group.id), true);
+  const users = await ada.client.listGroupUsers(ada.session, group.id);
+  const states = Object.fromEntries(users.group_users.map((u) => [u.user.id, u.state]));
+  assert.deepEqual(states, { [ada.id]: 0, [bob.id]: 2 });
+  const mine = await bob.client.listUserGroups(bob.session, bob.id);
+  assert.equal(mine.user_groups.length, 1);
+  assert.equal(mine.user_groups[0].group.id, group.id);
+  assert.equal(mine.user_groups[0].state, 2);
+});
+
+test("closed group: a join request, accepted by add", async () => {
+  const ada = await player();
+  const bob = await player();
+  const group = await ada.client.createGroup(ada.session, { name: unique("Closed"), open: false });
+  await bob.client.joinGroup(bob.session, group.id);
+  let users = await ada.client.listGroupUsers(ada.session, group.id, 3);
+  assert.deepEqual(users.group_users.map((u) => u.user.id), [bob.id]);
+  await assertRejects(bob.client.addGroupUsers(bob.session, group.id, [bob.id]), 404, 5, "Group not found or permission denied.");
+  await ada.client.addGroupUsers(ada.session, group.id, [bob.id]);
+  users = await ada.client.listGroupUsers(ada.session, group.id, 2);
+  assert.deepEqual(users.group_users.map((u) => u.user.id), [bob.id]);
+  const [info] = (await ada.client.listUserGroups(ada.session, ada.id)).user_groups;
+  assert.equal(info.group.edge_count, 2);
+});
+
+test("promote, demote, kick and ban follow the ranks", async () => {
+  const ada = await player();
+  const bob = await player();
+  const cy = await player();
+  const group = await ada.client.createGroup(ada.session, { name: unique("Ranks"), open: true, max_count: 3 });
+  await bob.client.joinGroup(bob.session, group.id);
+  await cy.client.joinGroup(cy.session, group.id);
+  const extra = await player();
+  await assertRejects(extra.client.joinGroup(extra.session, group.id), 400, 3, "Group is full.");
+  await assertRejects(bob.client.kickGroupUsers(bob.session, group.id, [cy.id]), 404, 5, "Group not found or permission denied.");
+  await ada.client.promoteGroupUsers(ada.session, group.id, [bob.id]);
+  // An admin cannot touch the superadmin, but kicks members.
+  await bob.client.kickGroupUsers(bob.session, group.id, [ada.id]);
+  await bob.client.banGroupUsers(bob.session, group.id, [cy.id]);
+  const state = async (id) =>
+    (await ada.client.listGroupUsers(ada.session, group.id)).group_users.find((u) => u.user.id === id)?.state;
+  assert.equal(await state(ada.id), 0);
+  assert.equal(await state(bob.id), 1);
+  assert.equal(await state(cy.id), undefined, "banned users are listed only by state 4");
+  const banned = await ada.client.listGroupUsers(ada.session, group.id, 4);
+  assert.deepEqual(banned.group_users.map((u) => u.user.id), [cy.id]);
+  // A banned user's join changes nothing.
+  await cy.client.joinGroup(cy.session, group.id);
+  assert.equal((await ada.client.listGroupUsers(ada.session, group.id, 4)).group_users.length, 1);
+  await ada.client.demoteGroupUsers(ada.session, group.id, [bob.id]);
+  assert.equal(await state(bob.id), 2);
+});
+
+test("leave: the last superadmin stays; members go", async () => {
+  const ada = await player();
+  const bob = await player();
+  const group = await ada.client.createGroup(ada.session, { name: unique("Leave"), open: true });
+  await bob.client.joinGroup(bob.session, group.id);
+  await assertRejects(ada.client.leaveGroup(ada.session, group.id), 400, 3, "Cannot leave group when you are the last superadmin.");
+  assert.equal(await bob.client.leaveGroup(bob.session, group.id), true);
+  const users = await ada.client.listGroupUsers(ada.session, group.id);
+  assert.equal(users.group_users.length, 1);
+  await assertRejects(bob.client.deleteGroup(bob.session, group.id), 400, 3, "Group not found or you're not allowed to delete.");
+  await ada.client.deleteGroup(ada.session, group.id);
+  await assertRejects(bob.client.joinGroup(bob.session, group.id), 404, 5, "Group not found.");
+});
+
+test("group chat: members join the group channel and chat; others are refused", async () => {
+  const ada = await player();
+  const bob = await player();
+  const eve = await player();
+  const group = await ada.client.createGroup(ada.session, { name: unique("Chat"), open: true });
+  await bob.client.joinGroup(bob.session, group.id);
+  const sockets = [];
+  const connect = async (p) => {
+    const socket = p.client.createSocket(false, false);
+    await socket.connect(p.session, false);
+    sockets.push(socket);
+    return socket;
+  };
+  try {
+    const adaSocket = await connect(ada);
+    const bobSocket = await connect(bob);
+    const eveSocket = await connect(eve);
+    const channel = await adaSocket.joinChat(group.id, 3, true, false);
+    assert.equal(channel.id, `3.${group.id}..`);
+    assert.equal(channel.group_id, group.id);
+    const got = new Promise((resolve) => {
+      adaSocket.onchannelmessage = (m) => {
+        if (m.sender_id === bob.id) resolve(m);
+      };
+    });
+    await bobSocket.joinChat(group.id, 3, true, false);
+    const ack = await bobSocket.writeChatMessage(channel.id, { text: "hi group" });
+    const message = await got;
+    assert.equal(message.message_id, ack.message_id);
+    assert.deepEqual(message.content, { text: "hi group" });
+    await assert.rejects(eveSocket.joinChat(group.id, 3, true, false), (error) => error.code === 3);
+  } finally {
+    for (const socket of sockets) socket.disconnect(false);
+  }
+});
