@@ -34,8 +34,8 @@ pub use account::{
 };
 pub use error::{Conflict, StorageError};
 pub use leaderboard::{
-    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery, RecordWrite,
-    RecordWritten, SortOrder, apply_operator, initial_scores,
+    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery,
+    RecordWrite, RecordWritten, SortOrder, apply_operator, initial_scores,
 };
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use object::{
