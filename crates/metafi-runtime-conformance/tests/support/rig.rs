@@ -130,7 +130,12 @@ impl Parts {
             self.matches.clone(),
             Arc::new(SystemClock),
         )
-        .with_accounts(account_services(&self.store).await?);
+        .with_accounts(account_services(&self.store).await?)
+        .with_leaderboards(Arc::new(
+            metafi_core::Leaderboards::load(self.store.clone(), Arc::new(SystemClock))
+                .await
+                .map_err(|e| StartError::Other(format!("leaderboards: {e}")))?,
+        ));
         let pool = PoolConfig {
             vms: setup.vms,
             max_calls_per_vm: setup.max_calls_per_vm,
