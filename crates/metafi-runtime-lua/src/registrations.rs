@@ -160,8 +160,10 @@ fn register_leaderboard_reset(lua: &Lua, function: Value) -> mlua::Result<()> {
     };
     let module = loading_module(lua, name)?;
     let decode = lua.create_function(|lua, text: mlua::LuaString| {
-        let json: serde_json::Value = serde_json::from_str(&text.to_string_lossy())
-            .map_err(|e| mlua::Error::runtime(format!("failed to decode the reset payload: {e}")))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text.to_string_lossy()).map_err(|e| {
+                mlua::Error::runtime(format!("failed to decode the reset payload: {e}"))
+            })?;
         convert::from_json(lua, &json)
     })?;
     let wrapper: Function = lua

@@ -344,8 +344,8 @@ impl RuntimeHooks {
         .to_string();
         let ctx = self.context(ExecutionMode::LeaderboardReset, RpcContext::default());
         let started = Instant::now();
-        let outcome = tokio::time::timeout(self.call_timeout, pool.call(key.clone(), ctx, payload))
-            .await;
+        let outcome =
+            tokio::time::timeout(self.call_timeout, pool.call(key.clone(), ctx, payload)).await;
         let error = match outcome {
             Ok(Ok(Ok(_))) => None,
             Ok(Ok(Err(e))) => Some(format!("{e:?}")),
@@ -538,7 +538,8 @@ fn outcome_label(outcome: &Result<Option<Json>, HookFailure>) -> &'static str {
 fn reset_board_view(board: &metafi_core::leaderboards::Board, reset: i64, js: bool) -> Json {
     use metafi_storage::Operator;
     let row = &board.row;
-    let metadata: Json = serde_json::from_str(&row.metadata).unwrap_or_else(|_| Json::Object(Map::new()));
+    let metadata: Json =
+        serde_json::from_str(&row.metadata).unwrap_or_else(|_| Json::Object(Map::new()));
     let operator = match row.operator {
         Operator::Best => "best",
         Operator::Set => "set",
@@ -555,7 +556,10 @@ fn reset_board_view(board: &metafi_core::leaderboards::Board, reset: i64, js: bo
     map.insert("metadata".into(), metadata);
     if js {
         map.insert("sortOrder".into(), Json::from(order));
-        map.insert("createTime".into(), Json::from(row.create_time_ms.div_euclid(1000)));
+        map.insert(
+            "createTime".into(),
+            Json::from(row.create_time_ms.div_euclid(1000)),
+        );
         if prev != 0 {
             map.insert("prevReset".into(), Json::from(prev));
         }
@@ -564,7 +568,10 @@ fn reset_board_view(board: &metafi_core::leaderboards::Board, reset: i64, js: bo
         }
     } else {
         map.insert("sort_order".into(), Json::from(order.to_string()));
-        map.insert("create_time".into(), Json::from(row.create_time_ms.div_euclid(1000)));
+        map.insert(
+            "create_time".into(),
+            Json::from(row.create_time_ms.div_euclid(1000)),
+        );
         if prev != 0 {
             map.insert("prev_reset".into(), Json::from(prev.to_string()));
         }

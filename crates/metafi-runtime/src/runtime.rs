@@ -17,8 +17,8 @@ use metafi_proto::Code;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::hooks::{
-    HOOK_KEY_PREFIX, HookRegistry, HookTarget, Registered as RegisteredHook, RuntimeHooks,
-    LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, parse_hook_key,
+    HOOK_KEY_PREFIX, HookRegistry, HookTarget, LEADERBOARD_RESET_KEY, Registered as RegisteredHook,
+    RuntimeHooks, SHUTDOWN_KEY, parse_hook_key,
 };
 use crate::host::{EngineFactory, VmLimits, VmSetup};
 use crate::log_limit::LogLimit;

@@ -161,10 +161,7 @@ impl LeaderboardStore for PostgresStorage {
             .await
     }
 
-    async fn list_records(
-        &self,
-        q: RecordQuery,
-    ) -> Result<Vec<LeaderboardRecord>, StorageError> {
+    async fn list_records(&self, q: RecordQuery) -> Result<Vec<LeaderboardRecord>, StorageError> {
         text::refuse_nul("leaderboard id", &q.leaderboard_id)?;
         if q.limit == 0 {
             return Ok(Vec::new());

@@ -79,7 +79,9 @@ impl LeaderboardStore for SqliteStorage {
 
     async fn write_record(&self, write: RecordWrite) -> Result<RecordWritten, StorageError> {
         check_write(&write)?;
-        self.writer.submit(move |conn| write_record(conn, &write)).await
+        self.writer
+            .submit(move |conn| write_record(conn, &write))
+            .await
     }
 
     async fn delete_record(

@@ -309,15 +309,30 @@ mod tests {
         use Operator::*;
         use SortOrder::*;
         // Best takes the better of each column on its own.
-        assert_eq!(apply_operator(Best, Descending, (10, 5), (8, 9)), Some((10, 9)));
+        assert_eq!(
+            apply_operator(Best, Descending, (10, 5), (8, 9)),
+            Some((10, 9))
+        );
         assert_eq!(apply_operator(Best, Descending, (10, 5), (8, 1)), None);
-        assert_eq!(apply_operator(Best, Ascending, (10, 5), (12, 1)), Some((10, 1)));
+        assert_eq!(
+            apply_operator(Best, Ascending, (10, 5), (12, 1)),
+            Some((10, 1))
+        );
         assert_eq!(apply_operator(Best, Ascending, (10, 5), (12, 9)), None);
         assert_eq!(apply_operator(Set, Descending, (10, 5), (10, 5)), None);
-        assert_eq!(apply_operator(Set, Descending, (10, 5), (1, 2)), Some((1, 2)));
+        assert_eq!(
+            apply_operator(Set, Descending, (10, 5), (1, 2)),
+            Some((1, 2))
+        );
         assert_eq!(apply_operator(Increment, Descending, (10, 5), (0, 0)), None);
-        assert_eq!(apply_operator(Increment, Descending, (10, 5), (3, 0)), Some((13, 5)));
-        assert_eq!(apply_operator(Decrement, Descending, (10, 5), (3, 9)), Some((7, 0)));
+        assert_eq!(
+            apply_operator(Increment, Descending, (10, 5), (3, 0)),
+            Some((13, 5))
+        );
+        assert_eq!(
+            apply_operator(Decrement, Descending, (10, 5), (3, 9)),
+            Some((7, 0))
+        );
         assert_eq!(initial_scores(Decrement, (3, 4)), (0, 0));
         assert_eq!(initial_scores(Increment, (3, 4)), (3, 4));
     }

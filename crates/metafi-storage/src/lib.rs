@@ -51,8 +51,8 @@ pub use group::{
     state as group_state,
 };
 pub use leaderboard::{
-    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery, RecordWrite,
-    RecordWritten, SortOrder, apply_operator, initial_scores,
+    Leaderboard, LeaderboardRecord, LeaderboardStore, Operator, RankEntry, RecordQuery,
+    RecordWrite, RecordWritten, SortOrder, apply_operator, initial_scores,
 };
 pub use message::{ChannelMessage, Direction, MessagePage, MessageStore};
 pub use notification::{

@@ -197,7 +197,10 @@ async fn the_leaderboard_workload_seeds_writes_and_reads_around_owners() {
     assert!(count("around_owner") > 0, "{report:#?}");
     assert_eq!(report.error_total(), 0, "{:?}", report.errors);
     assert!(
-        report.notes.iter().any(|n| n.contains("added 2000 records")),
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("added 2000 records")),
         "{:?}",
         report.notes
     );

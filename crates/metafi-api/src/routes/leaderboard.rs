@@ -7,8 +7,8 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
-use metafi_core::leaderboards::{RankedRecord, RecordList, RestCall, Submission};
 use metafi_core::Hook;
+use metafi_core::leaderboards::{RankedRecord, RecordList, RestCall, Submission};
 use metafi_proto::Code;
 use metafi_proto::api::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite};
 use metafi_proto::wkt::{Timestamp, string_value};
@@ -163,7 +163,11 @@ async fn delete(
     }
     state
         .leaderboards
-        .delete_record(Some(claims.user_id), &request.leaderboard_id, claims.user_id)
+        .delete_record(
+            Some(claims.user_id),
+            &request.leaderboard_id,
+            claims.user_id,
+        )
         .await
         .map_err(|e| e.into_core(RestCall::Delete))?;
     hooks::after::<()>(&state, hook, ctx, None, kept).await;
@@ -209,12 +213,7 @@ async fn list(
         .iter()
         .map(|id| Uuid::parse_str(id))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                "One or more owner IDs are invalid.",
-            )
-        })?;
+        .map_err(|_| ApiError::new(Code::InvalidArgument, "One or more owner IDs are invalid."))?;
     let list = state
         .leaderboards
         .list_records(
@@ -300,7 +299,7 @@ pub(crate) fn record_view(ranked: RankedRecord) -> LeaderboardRecord {
     LeaderboardRecord {
         leaderboard_id: r.leaderboard_id,
         owner_id: r.owner_id.to_string(),
-        username: r.username.map(|u| string_value(u)).unwrap_or_default(),
+        username: r.username.and_then(string_value),
         score: r.score,
         subscore: r.subscore,
         num_score: r.num_score,

@@ -54,7 +54,11 @@ pub(crate) fn encode_offset(offset: usize) -> String {
 
 pub(crate) fn decode_offset(text: &str) -> Option<usize> {
     let bytes = URL_SAFE.decode(text).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix('o')?.parse().ok()
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix('o')?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -139,7 +139,9 @@ impl Leaderboards {
             clock,
             boards: RwLock::new(Boards::default()),
             ranks: RankCache::default(),
-            owner_locks: (0..OWNER_LOCKS).map(|_| tokio::sync::Mutex::new(())).collect(),
+            owner_locks: (0..OWNER_LOCKS)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
             changed: tokio::sync::Notify::new(),
         };
         let rows = service
@@ -160,7 +162,9 @@ impl Leaderboards {
                 service.rebuild_ranks(&board, now_s).await?;
             }
             let mut boards = service.boards.write();
-            boards.by_id.insert(board.row.id.clone(), Arc::clone(&board));
+            boards
+                .by_id
+                .insert(board.row.id.clone(), Arc::clone(&board));
             boards.ordered.push(board);
         }
         Ok(service)
@@ -212,7 +216,9 @@ impl Leaderboards {
         if let Some(existing) = boards.by_id.get(&board.row.id) {
             return Ok((Arc::clone(existing), false));
         }
-        boards.by_id.insert(board.row.id.clone(), Arc::clone(&board));
+        boards
+            .by_id
+            .insert(board.row.id.clone(), Arc::clone(&board));
         boards.ordered.push(Arc::clone(&board));
         drop(boards);
         self.changed.notify_one();

@@ -58,10 +58,13 @@ struct Period {
     owners: HashMap<Uuid, RankKey>,
 }
 
+/// One period's ranks, locked on its own so periods do not contend.
+type SharedPeriod = Arc<Mutex<Period>>;
+
 /// Ranks per `(board id, expiry)`.
 #[derive(Debug, Default)]
 pub struct RankCache {
-    periods: RwLock<HashMap<(String, i64), Arc<Mutex<Period>>>>,
+    periods: RwLock<HashMap<(String, i64), SharedPeriod>>,
 }
 
 impl RankCache {
@@ -164,14 +167,14 @@ impl RankCache {
             .retain(|(_, expiry), _| *expiry == 0 || *expiry > now_s);
     }
 
-    fn period(&self, board: &str, expiry: i64) -> Option<Arc<Mutex<Period>>> {
+    fn period(&self, board: &str, expiry: i64) -> Option<SharedPeriod> {
         self.periods
             .read()
             .get(&(board.to_owned(), expiry))
             .cloned()
     }
 
-    fn period_or_new(&self, board: &str, expiry: i64) -> Arc<Mutex<Period>> {
+    fn period_or_new(&self, board: &str, expiry: i64) -> SharedPeriod {
         if let Some(period) = self.period(board, expiry) {
             return period;
         }
@@ -202,12 +205,15 @@ mod tests {
 
     /// The brute-force model: sort every owner's record the way Nakama's SQL does.
     fn model_rank(records: &HashMap<Uuid, (i64, i64)>, order: SortOrder, owner: Uuid) -> i64 {
-        let mut all: Vec<(i64, i64, Uuid)> = records.iter().map(|(o, (s, ss))| (*s, *ss, *o)).collect();
+        let mut all: Vec<(i64, i64, Uuid)> =
+            records.iter().map(|(o, (s, ss))| (*s, *ss, *o)).collect();
         all.sort();
         if order == SortOrder::Descending {
             all.reverse();
         }
-        all.iter().position(|(_, _, o)| *o == owner).map_or(0, |i| i as i64 + 1)
+        all.iter()
+            .position(|(_, _, o)| *o == owner)
+            .map_or(0, |i| i as i64 + 1)
     }
 
     proptest! {

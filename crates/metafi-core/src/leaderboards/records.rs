@@ -49,7 +49,8 @@ impl Leaderboards {
                         .ok_or(LeaderboardError::InvalidCursor)?,
                 )
             };
-            self.page(&board, expiry, limit, incoming, &mut list).await?;
+            self.page(&board, expiry, limit, incoming, &mut list)
+                .await?;
         }
         if !owners.is_empty() {
             let mut records = self

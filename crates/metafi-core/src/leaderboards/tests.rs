@@ -80,9 +80,16 @@ async fn authoritative_boards_refuse_clients_but_not_the_server() {
     board.authoritative = true;
     env.service.create(board).await.expect("create");
     let owner = Uuid::new_v4();
-    let by_client = env.service.write(Some(owner), "auth", score(owner, 1)).await;
+    let by_client = env
+        .service
+        .write(Some(owner), "auth", score(owner, 1))
+        .await;
     assert!(matches!(by_client, Err(LeaderboardError::Authoritative)));
-    let by_server = env.service.write(None, "auth", score(owner, 1)).await.expect("server");
+    let by_server = env
+        .service
+        .write(None, "auth", score(owner, 1))
+        .await
+        .expect("server");
     assert_eq!(by_server.rank, 1);
     let delete = env.service.delete_record(Some(owner), "auth", owner).await;
     assert!(matches!(delete, Err(LeaderboardError::Authoritative)));
@@ -98,11 +105,39 @@ async fn ranks_follow_every_write_and_delete() {
         .await
         .expect("create");
     let o = owners(3);
-    assert_eq!(env.service.write(None, "r", score(o[0], 10)).await.unwrap().rank, 1);
-    assert_eq!(env.service.write(None, "r", score(o[1], 20)).await.unwrap().rank, 1);
-    assert_eq!(env.service.write(None, "r", score(o[2], 15)).await.unwrap().rank, 2);
+    assert_eq!(
+        env.service
+            .write(None, "r", score(o[0], 10))
+            .await
+            .unwrap()
+            .rank,
+        1
+    );
+    assert_eq!(
+        env.service
+            .write(None, "r", score(o[1], 20))
+            .await
+            .unwrap()
+            .rank,
+        1
+    );
+    assert_eq!(
+        env.service
+            .write(None, "r", score(o[2], 15))
+            .await
+            .unwrap()
+            .rank,
+        2
+    );
     // o[0] overtakes everyone.
-    assert_eq!(env.service.write(None, "r", score(o[0], 30)).await.unwrap().rank, 1);
+    assert_eq!(
+        env.service
+            .write(None, "r", score(o[0], 30))
+            .await
+            .unwrap()
+            .rank,
+        1
+    );
     let list = env
         .service
         .list_records("r", None, "", &o, 0)
@@ -110,8 +145,15 @@ async fn ranks_follow_every_write_and_delete() {
         .expect("owners");
     assert_eq!(keys(&list.owner_records), [(30, 1), (20, 2), (15, 3)]);
     assert_eq!(list.rank_count, 3);
-    env.service.delete_record(None, "r", o[0]).await.expect("delete");
-    let list = env.service.list_records("r", Some(10), "", &[], 0).await.unwrap();
+    env.service
+        .delete_record(None, "r", o[0])
+        .await
+        .expect("delete");
+    let list = env
+        .service
+        .list_records("r", Some(10), "", &[], 0)
+        .await
+        .unwrap();
     assert_eq!(keys(&list.records), [(20, 1), (15, 2)]);
     assert_eq!(list.rank_count, 2);
 }
@@ -124,9 +166,16 @@ async fn pages_walk_forward_and_back_with_cursors() {
         .await
         .expect("create");
     for (n, owner) in owners(7).into_iter().enumerate() {
-        env.service.write(None, "p", score(owner, n as i64)).await.unwrap();
+        env.service
+            .write(None, "p", score(owner, n as i64))
+            .await
+            .unwrap();
     }
-    let first = env.service.list_records("p", Some(3), "", &[], 0).await.unwrap();
+    let first = env
+        .service
+        .list_records("p", Some(3), "", &[], 0)
+        .await
+        .unwrap();
     assert_eq!(keys(&first.records), [(0, 1), (1, 2), (2, 3)]);
     assert!(first.prev_cursor.is_empty());
     let second = env
@@ -155,10 +204,17 @@ async fn pages_walk_forward_and_back_with_cursors() {
         .unwrap();
     assert_eq!(keys(&back.records), keys(&first.records));
     assert!(back.prev_cursor.is_empty());
-    let foreign = env.service.list_records("p", Some(3), "garbage", &[], 0).await;
+    let foreign = env
+        .service
+        .list_records("p", Some(3), "garbage", &[], 0)
+        .await;
     assert!(matches!(foreign, Err(LeaderboardError::InvalidCursor)));
     let cursor = env.service.cursor_from_rank("p", 5, 0).expect("cursor");
-    let from_rank = env.service.list_records("p", Some(2), &cursor, &[], 0).await.unwrap();
+    let from_rank = env
+        .service
+        .list_records("p", Some(2), &cursor, &[], 0)
+        .await
+        .unwrap();
     assert_eq!(keys(&from_rank.records), [(4, 5), (5, 6)]);
     assert_eq!(env.service.cursor_from_rank("p", 1, 0).expect("first"), "");
 }
@@ -172,7 +228,10 @@ async fn haystack_centres_on_the_owner() {
         .expect("create");
     let o = owners(9);
     for (n, owner) in o.iter().enumerate() {
-        env.service.write(None, "h", score(*owner, 100 - n as i64)).await.unwrap();
+        env.service
+            .write(None, "h", score(*owner, 100 - n as i64))
+            .await
+            .unwrap();
     }
     // o[4] has rank 5; with limit 3 Nakama shows one above and one below.
     let around = env.service.haystack("h", o[4], 3, "", 0).await.unwrap();
@@ -186,9 +245,17 @@ async fn haystack_centres_on_the_owner() {
     let bottom = env.service.haystack("h", o[8], 3, "", 0).await.unwrap();
     assert_eq!(keys(&bottom.records), [(94, 7), (93, 8), (92, 9)]);
     assert!(bottom.next_cursor.is_empty());
-    let nobody = env.service.haystack("h", Uuid::new_v4(), 3, "", 0).await.unwrap();
+    let nobody = env
+        .service
+        .haystack("h", Uuid::new_v4(), 3, "", 0)
+        .await
+        .unwrap();
     assert!(nobody.records.is_empty());
-    let next = env.service.haystack("h", o[4], 3, &around.next_cursor, 0).await.unwrap();
+    let next = env
+        .service
+        .haystack("h", o[4], 3, &around.next_cursor, 0)
+        .await
+        .unwrap();
     assert_eq!(keys(&next.records), [(94, 7), (93, 8), (92, 9)]);
 }
 
@@ -199,16 +266,27 @@ async fn periods_reset_on_schedule_and_ranks_reload() {
     board.reset_schedule = "0 0 * * *".into();
     env.service.create(board).await.expect("create");
     let owner = Uuid::new_v4();
-    let first = env.service.write(None, "daily", score(owner, 5)).await.unwrap();
+    let first = env
+        .service
+        .write(None, "daily", score(owner, 5))
+        .await
+        .unwrap();
     // The next midnight after 2023-11-14 22:13:20.
     assert_eq!(first.record.expiry_time, 1_700_006_400);
-    assert_eq!(env.service.due_resets(1_700_000_000, 1_700_006_399).len(), 0);
+    assert_eq!(
+        env.service.due_resets(1_700_000_000, 1_700_006_399).len(),
+        0
+    );
     let due = env.service.due_resets(1_700_000_000, 1_700_006_400);
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].1, 1_700_006_400);
     // A day later the same owner starts a new period from zero.
     env.clock.advance_ms(86_400_000);
-    let second = env.service.write(None, "daily", score(owner, 1)).await.unwrap();
+    let second = env
+        .service
+        .write(None, "daily", score(owner, 1))
+        .await
+        .unwrap();
     assert_eq!((second.record.score, second.rank), (1, 1));
     assert_eq!(second.record.expiry_time, 1_700_092_800);
     let old = env
@@ -216,9 +294,15 @@ async fn periods_reset_on_schedule_and_ranks_reload() {
         .list_records("daily", Some(10), "", &[], 1_700_006_400)
         .await
         .unwrap();
-    assert_eq!(keys(&old.records), [(5, 1)], "the ended period is still readable");
+    assert_eq!(
+        keys(&old.records),
+        [(5, 1)],
+        "the ended period is still readable"
+    );
     // Ranks rebuild from storage for the live period only.
-    let reloaded = Leaderboards::load(env.store.clone(), env.clock.clone()).await.unwrap();
+    let reloaded = Leaderboards::load(env.store.clone(), env.clock.clone())
+        .await
+        .unwrap();
     assert_eq!(reloaded.ranks.count("daily", 1_700_092_800), 1);
     assert_eq!(reloaded.ranks.count("daily", 1_700_006_400), 0);
 }
@@ -252,13 +336,23 @@ async fn create_is_idempotent_and_lists_skip_nothing() {
     assert!(end.is_none());
     let mut bad = new_board("bad", SortOrder::Descending, Operator::Best);
     bad.reset_schedule = "not cron".into();
-    assert!(matches!(env.service.create(bad).await, Err(LeaderboardError::Schedule)));
+    assert!(matches!(
+        env.service.create(bad).await,
+        Err(LeaderboardError::Schedule)
+    ));
     assert!(env.service.delete("a").await.unwrap());
     assert!(!env.service.delete("a").await.unwrap());
     assert_eq!(env.service.get_many(&["a".into(), "b".into()]).len(), 1);
     env.service.disable_ranks("b").await.unwrap();
     let o = Uuid::new_v4();
-    assert_eq!(env.service.write(None, "b", score(o, 3)).await.unwrap().rank, 0);
+    assert_eq!(
+        env.service
+            .write(None, "b", score(o, 3))
+            .await
+            .unwrap()
+            .rank,
+        0
+    );
     assert!(env.service.cursor_from_rank("b", 2, 0).is_err());
 }
 
@@ -278,14 +372,19 @@ async fn concurrent_writes_leave_ranks_right() {
             let service = Arc::clone(&service);
             let owner = o[n % o.len()];
             tokio::spawn(async move {
-                service.write(None, "c", score(owner, (n % 5) as i64 + 1)).await
+                service
+                    .write(None, "c", score(owner, (n % 5) as i64 + 1))
+                    .await
             })
         })
         .collect();
     for task in tasks {
         task.await.unwrap().unwrap();
     }
-    let list = service.list_records("c", Some(100), "", &[], 0).await.unwrap();
+    let list = service
+        .list_records("c", Some(100), "", &[], 0)
+        .await
+        .unwrap();
     assert_eq!(list.records.len(), 8);
     for (n, record) in list.records.iter().enumerate() {
         assert_eq!(record.rank, n as i64 + 1, "rank matches the stored order");

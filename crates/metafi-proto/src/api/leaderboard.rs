@@ -131,7 +131,9 @@ fn operator<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
             "SET" => Ok(2),
             "INCREMENT" => Ok(3),
             "DECREMENT" => Ok(4),
-            _ => Err(de::Error::custom("invalid value for enum type api.Operator")),
+            _ => Err(de::Error::custom(
+                "invalid value for enum type api.Operator",
+            )),
         },
         Raw::Null(()) => Ok(0),
     }

@@ -134,7 +134,12 @@ impl Parts {
         .with_wallets(Arc::new(Wallets::new(
             self.store.clone(),
             Arc::new(SystemClock),
-        )));
+        )))
+        .with_leaderboards(Arc::new(
+            metafi_core::Leaderboards::load(self.store.clone(), Arc::new(SystemClock))
+                .await
+                .map_err(|e| StartError::Other(format!("leaderboards: {e}")))?,
+        ));
         let pool = PoolConfig {
             vms: setup.vms,
             max_calls_per_vm: setup.max_calls_per_vm,

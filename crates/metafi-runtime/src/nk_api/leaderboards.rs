@@ -57,11 +57,7 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     },
 ];
 
-const fn row(
-    lua: &'static str,
-    js: &'static str,
-    call: fn(Nk, NkArgs) -> NkFuture,
-) -> NkFunction {
+const fn row(lua: &'static str, js: &'static str, call: fn(Nk, NkArgs) -> NkFuture) -> NkFunction {
     NkFunction {
         lua: Some(lua),
         js: Some(js),
@@ -291,8 +287,14 @@ fn write(nk: Nk, args: NkArgs) -> NkFuture {
         let metadata = metadata(&args, 6)?;
         let operator = match opt_str(&args.at(7))? {
             None | Some("") => None,
-            Some(text) => Some(operator(if js { text.to_lowercase() } else { text.to_owned() })
-                .ok_or_else(|| args.at(7).error("invalid operator"))?),
+            Some(text) => Some(
+                operator(if js {
+                    text.to_lowercase()
+                } else {
+                    text.to_owned()
+                })
+                .ok_or_else(|| args.at(7).error("invalid operator"))?,
+            ),
         };
         let record = nk
             .leaderboards("leaderboard_record_write")?
@@ -320,7 +322,9 @@ fn haystack(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let js = args.is_js();
         let id = args.at(1).non_empty("expects a leaderboard ID string")?;
-        let owner = args.at(2).uuid("expects user ID to be a valid identifier")?;
+        let owner = args
+            .at(2)
+            .uuid("expects user ID to be a valid identifier")?;
         let limit = args.at(3).opt_integer("expects number")?.unwrap_or(10);
         if !(1..=100).contains(&limit) {
             return Err(args.at(3).error("limit must be 1-100"));

@@ -59,7 +59,10 @@ pub async fn leaderboard_create_is_idempotent_and_listed(f: &dyn Fixture) {
     first.reset_schedule = "0 0 * * *".into();
     first.metadata = "{\"a\":1}".into();
     first.enable_ranks = true;
-    let (stored, created) = store.create_leaderboard(first.clone()).await.expect("create");
+    let (stored, created) = store
+        .create_leaderboard(first.clone())
+        .await
+        .expect("create");
     assert!(created);
     assert_eq!(stored, first);
     let again = board("b", SortOrder::Descending, Operator::Best);
@@ -73,15 +76,23 @@ pub async fn leaderboard_create_is_idempotent_and_listed(f: &dyn Fixture) {
     let ids: Vec<&str> = all.iter().map(|b| b.id.as_str()).collect();
     assert_eq!(ids, ["b", "a"], "oldest first");
     assert!(store.disable_leaderboard_ranks("b").await.expect("disable"));
-    assert!(!store.disable_leaderboard_ranks("nope").await.expect("disable"));
+    assert!(
+        !store
+            .disable_leaderboard_ranks("nope")
+            .await
+            .expect("disable")
+    );
     let all = store.leaderboards().await.expect("list");
     assert!(!all[0].enable_ranks);
 }
 
+/// An operator, an order, three submissions and the `(score, subscore, num_score)` after each.
+type OperatorCase = (Operator, SortOrder, [(i64, i64); 3], [(i64, i64, i32); 3]);
+
 pub async fn leaderboard_operators_follow_nakama(f: &dyn Fixture) {
     let store = f.open().await;
     let owner = Uuid::new_v4();
-    let cases: [(Operator, SortOrder, [(i64, i64); 3], [(i64, i64, i32); 3]); 5] = [
+    let cases: [OperatorCase; 5] = [
         (
             Operator::Best,
             SortOrder::Descending,
@@ -163,9 +174,15 @@ pub async fn leaderboard_negative_scores_are_refused(f: &dyn Fixture) {
     store.create_leaderboard(b.clone()).await.expect("create");
     let owner = Uuid::new_v4();
     assert!(store.write_record(submit(&b, owner, -1, 0)).await.is_err());
-    store.write_record(submit(&b, owner, 2, 0)).await.expect("write");
+    store
+        .write_record(submit(&b, owner, 2, 0))
+        .await
+        .expect("write");
     assert!(store.write_record(submit(&b, owner, -5, 0)).await.is_err());
-    let read = store.records_of_owners("neg", 0, &[owner]).await.expect("read");
+    let read = store
+        .records_of_owners("neg", 0, &[owner])
+        .await
+        .expect("read");
     assert_eq!(read[0].score, 2, "a refused write changes nothing");
 }
 
@@ -222,13 +239,27 @@ pub async fn leaderboard_periods_are_separate(f: &dyn Fixture) {
     let live = store.rank_entries("period", now_s).await.expect("ranks");
     assert_eq!(live.len(), 1, "only the period that has not ended");
     assert_eq!(live[0].expiry_time, now_s + 10);
-    assert!(store.delete_record("period", now_s + 10, owner).await.expect("delete"));
-    assert!(!store.delete_record("period", now_s + 10, owner).await.expect("delete"));
+    assert!(
+        store
+            .delete_record("period", now_s + 10, owner)
+            .await
+            .expect("delete")
+    );
+    assert!(
+        !store
+            .delete_record("period", now_s + 10, owner)
+            .await
+            .expect("delete")
+    );
     let old = store
         .records_of_owners("period", now_s - 10, &[owner])
         .await
         .expect("read");
-    assert_eq!(old.len(), 1, "deleting one period's record keeps the others");
+    assert_eq!(
+        old.len(),
+        1,
+        "deleting one period's record keeps the others"
+    );
 }
 
 pub async fn leaderboard_delete_removes_records(f: &dyn Fixture) {
@@ -236,15 +267,29 @@ pub async fn leaderboard_delete_removes_records(f: &dyn Fixture) {
     let b = board("gone", SortOrder::Descending, Operator::Best);
     store.create_leaderboard(b.clone()).await.expect("create");
     let owner = Uuid::new_v4();
-    store.write_record(submit(&b, owner, 1, 1)).await.expect("write");
+    store
+        .write_record(submit(&b, owner, 1, 1))
+        .await
+        .expect("write");
     assert!(store.delete_leaderboard("gone").await.expect("delete"));
     assert!(!store.delete_leaderboard("gone").await.expect("delete"));
     assert!(store.leaderboards().await.expect("list").is_empty());
-    store.create_leaderboard(b.clone()).await.expect("create again");
-    let read = store.records_of_owners("gone", 0, &[owner]).await.expect("read");
+    store
+        .create_leaderboard(b.clone())
+        .await
+        .expect("create again");
+    let read = store
+        .records_of_owners("gone", 0, &[owner])
+        .await
+        .expect("read");
     assert!(read.is_empty(), "records went with the board");
-    let bad = store.create_leaderboard(board("x\0", SortOrder::Ascending, Operator::Best)).await;
-    assert!(matches!(bad, Err(StorageError::NulCharacter { .. })), "{bad:?}");
+    let bad = store
+        .create_leaderboard(board("x\0", SortOrder::Ascending, Operator::Best))
+        .await;
+    assert!(
+        matches!(bad, Err(StorageError::NulCharacter { .. })),
+        "{bad:?}"
+    );
 }
 
 /// Concurrent increments of one record all land: the read-combine-write is atomic.
@@ -263,6 +308,12 @@ pub async fn leaderboard_concurrent_increments_all_count(f: &dyn Fixture) {
     for task in tasks {
         task.await.expect("join").expect("write");
     }
-    let read = store.records_of_owners("race", 0, &[owner]).await.expect("read");
-    assert_eq!((read[0].score, read[0].subscore, read[0].num_score), (40, 80, 40));
+    let read = store
+        .records_of_owners("race", 0, &[owner])
+        .await
+        .expect("read");
+    assert_eq!(
+        (read[0].score, read[0].subscore, read[0].num_score),
+        (40, 80, 40)
+    );
 }

@@ -101,7 +101,8 @@ impl Workload for Leaderboard {
             let next = Arc::new(AtomicU64::new(0));
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..self.options.setup_concurrency.clamp(1, chunks) {
-                let (client, next, token) = (client.with_own_connections(), next.clone(), token.clone());
+                let (client, next, token) =
+                    (client.with_own_connections(), next.clone(), token.clone());
                 let (rpc, board, total) = (
                     self.options.seed_rpc.clone(),
                     self.options.board.clone(),
@@ -115,7 +116,8 @@ impl Workload for Leaderboard {
                             return anyhow::Ok(());
                         }
                         let count = SEED_CHUNK.min(total - done);
-                        let payload = serde_json::json!({ "id": board, "count": count }).to_string();
+                        let payload =
+                            serde_json::json!({ "id": board, "count": count }).to_string();
                         client.rpc(&token, &rpc, &payload).await.map_err(|e| {
                             anyhow::anyhow!("seeding through RPC {rpc:?} failed: {e}")
                         })?;
@@ -164,7 +166,7 @@ impl Workload for Leaderboard {
                 owner = Some(record.owner_id.clone());
             }
             calls += 1;
-            if let (Some(user_id), true) = (&owner, calls % every == 0) {
+            if let (Some(user_id), true) = (&owner, calls.is_multiple_of(every)) {
                 let started = Instant::now();
                 let result = client
                     .leaderboard_records_around_owner(
@@ -176,7 +178,8 @@ impl Workload for Leaderboard {
                     .await;
                 match &result {
                     Ok(list) if list.records.is_empty() => {
-                        ctx.stats.error("around owner: the owner's record is missing");
+                        ctx.stats
+                            .error("around owner: the owner's record is missing");
                     }
                     _ => ctx.outcome(around, started, &result),
                 }

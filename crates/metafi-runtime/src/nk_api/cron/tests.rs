@@ -43,4 +43,3 @@ async fn rows_take_nakamas_arguments() {
         })
     );
 }
-

@@ -26,16 +26,31 @@ async fn lua_create_write_list_and_haystack() {
     let lua = |name: &'static str, args: Vec<NkValue>| on(nk, Naming::Snake, name, args);
     lua(
         "leaderboard_create",
-        vec![s("lb"), true.into(), s("desc"), s("incr"), NkValue::Nil, NkValue::Nil, true.into()],
+        vec![
+            s("lb"),
+            true.into(),
+            s("desc"),
+            s("incr"),
+            NkValue::Nil,
+            NkValue::Nil,
+            true.into(),
+        ],
     )
     .await
     .expect("create");
     // Creating again is not an error.
-    lua("leaderboard_create", vec![s("lb")]).await.expect("again");
+    lua("leaderboard_create", vec![s("lb")])
+        .await
+        .expect("again");
     for n in 1..=5u128 {
         let record = lua(
             "leaderboard_record_write",
-            vec![s("lb"), owner(n).into(), s(&format!("u{n}")), (n as i64 * 10).into()],
+            vec![
+                s("lb"),
+                owner(n).into(),
+                s(&format!("u{n}")),
+                (n as i64 * 10).into(),
+            ],
         )
         .await
         .expect("write");
@@ -65,7 +80,10 @@ async fn lua_create_write_list_and_haystack() {
     let records = out[0].as_list().expect("records");
     let scores: Vec<_> = records.iter().map(|r| field(r, "score").clone()).collect();
     assert_eq!(scores, [NkValue::Int(55), NkValue::Int(50)]);
-    assert_eq!(field(&out[1].as_list().expect("owners")[0], "rank"), &NkValue::Int(4));
+    assert_eq!(
+        field(&out[1].as_list().expect("owners")[0], "rank"),
+        &NkValue::Int(4)
+    );
     assert!(out[2].as_str().is_some(), "a next cursor");
     assert_eq!(out[3], NkValue::Nil, "no previous page");
     assert_eq!(out[4], NkValue::Int(5));
@@ -103,18 +121,25 @@ async fn lua_create_write_list_and_haystack() {
     lua("leaderboard_record_delete", vec![s("lb"), owner(1).into()])
         .await
         .expect("delete");
-    let boards = lua("leaderboards_get_id", vec![NkValue::List(vec![s("lb"), s("x")])])
-        .await
-        .expect("get");
+    let boards = lua(
+        "leaderboards_get_id",
+        vec![NkValue::List(vec![s("lb"), s("x")])],
+    )
+    .await
+    .expect("get");
     let board = &boards.as_list().expect("list")[0];
     assert_eq!(field(board, "sort_order"), &s("1"));
     assert_eq!(field(board, "operator"), &s("increment"));
     assert_eq!(field(board, "authoritative"), &NkValue::Bool(true));
-    lua("leaderboard_delete", vec![s("lb")]).await.expect("delete board");
+    lua("leaderboard_delete", vec![s("lb")])
+        .await
+        .expect("delete board");
     let gone = lua("leaderboard_record_write", vec![s("lb"), owner(1).into()]).await;
     assert_eq!(
         gone,
-        Err(NkError::failed("error writing leaderboard record: leaderboard not found"))
+        Err(NkError::failed(
+            "error writing leaderboard record: leaderboard not found"
+        ))
     );
 }
 
@@ -137,7 +162,11 @@ async fn lua_arguments_are_checked_as_nakama() {
         arg(3, "expects sort order to be 'asc' or 'desc'")
     );
     assert_eq!(
-        lua("leaderboard_create", vec![s("a"), false.into(), s("asc"), s("max")]).await,
+        lua(
+            "leaderboard_create",
+            vec![s("a"), false.into(), s("asc"), s("max")]
+        )
+        .await,
         arg(4, "expects operator to be 'best', 'set', 'decr' or 'incr'")
     );
     assert_eq!(
@@ -148,7 +177,9 @@ async fn lua_arguments_are_checked_as_nakama() {
         .await,
         arg(5, "expects reset schedule to be a valid CRON expression")
     );
-    lua("leaderboard_create", vec![s("a")]).await.expect("create");
+    lua("leaderboard_create", vec![s("a")])
+        .await
+        .expect("create");
     assert_eq!(
         lua("leaderboard_record_write", vec![s("a"), s("x")]).await,
         arg(2, "expects owner ID to be a valid identifier")
@@ -164,17 +195,33 @@ async fn lua_arguments_are_checked_as_nakama() {
     assert_eq!(
         lua(
             "leaderboard_record_write",
-            vec![s("a"), owner(1).into(), NkValue::Nil, 1i64.into(), 1i64.into(), NkValue::Nil, s("max")]
+            vec![
+                s("a"),
+                owner(1).into(),
+                NkValue::Nil,
+                1i64.into(),
+                1i64.into(),
+                NkValue::Nil,
+                s("max")
+            ]
         )
         .await,
         arg(7, "invalid operator")
     );
     assert_eq!(
-        lua("leaderboard_records_list", vec![s("a"), NkValue::Nil, 10_001i64.into()]).await,
+        lua(
+            "leaderboard_records_list",
+            vec![s("a"), NkValue::Nil, 10_001i64.into()]
+        )
+        .await,
         arg(3, "expects limit to be 0-10000")
     );
     assert_eq!(
-        lua("leaderboard_records_haystack", vec![s("a"), owner(1).into(), 0i64.into()]).await,
+        lua(
+            "leaderboard_records_haystack",
+            vec![s("a"), owner(1).into(), 0i64.into()]
+        )
+        .await,
         arg(3, "limit must be 1-100")
     );
     assert_eq!(
@@ -182,7 +229,11 @@ async fn lua_arguments_are_checked_as_nakama() {
         arg(1, "limit must be 1-100")
     );
     assert_eq!(
-        lua("leaderboard_records_list_cursor_from_rank", vec![s("a"), 0i64.into()]).await,
+        lua(
+            "leaderboard_records_list_cursor_from_rank",
+            vec![s("a"), 0i64.into()]
+        )
+        .await,
         arg(2, "invalid rank - must be > 1")
     );
     assert_eq!(
@@ -191,7 +242,11 @@ async fn lua_arguments_are_checked_as_nakama() {
     );
     // An empty owner list answers one empty table, as Nakama.
     assert_eq!(
-        lua("leaderboard_records_list", vec![s("a"), NkValue::List(Vec::new())]).await,
+        lua(
+            "leaderboard_records_list",
+            vec![s("a"), NkValue::List(Vec::new())]
+        )
+        .await,
         Ok(NkValue::List(Vec::new()))
     );
 }
@@ -209,7 +264,14 @@ async fn js_results_are_objects() {
     let metadata = NkValue::Map(NkMap::new().with("lap", 3i64));
     let record = js(
         "leaderboardRecordWrite",
-        vec![s("j"), owner(7).into(), s("seven"), 12i64.into(), 1i64.into(), metadata],
+        vec![
+            s("j"),
+            owner(7).into(),
+            s("seven"),
+            12i64.into(),
+            1i64.into(),
+            metadata,
+        ],
     )
     .await
     .expect("write");
@@ -218,16 +280,23 @@ async fn js_results_are_objects() {
         &NkValue::Int(1_700_006_400),
         "the next midnight"
     );
+    assert_eq!(field(field(&record, "metadata"), "lap"), &NkValue::Int(3));
+    let list = js(
+        "leaderboardRecordsList",
+        vec![s("j"), NkValue::Nil, 10i64.into()],
+    )
+    .await
+    .expect("list");
     assert_eq!(
-        field(field(&record, "metadata"), "lap"),
-        &NkValue::Int(3)
+        field(&list, "records").as_list().map(<[NkValue]>::len),
+        Some(1)
     );
-    let list = js("leaderboardRecordsList", vec![s("j"), NkValue::Nil, 10i64.into()])
-        .await
-        .expect("list");
-    assert_eq!(field(&list, "records").as_list().map(<[NkValue]>::len), Some(1));
     assert_eq!(field(&list, "next_cursor"), &NkValue::Nil);
-    assert_eq!(field(&list, "rank_count"), &NkValue::Int(0), "ranks are off");
+    assert_eq!(
+        field(&list, "rank_count"),
+        &NkValue::Int(0),
+        "ranks are off"
+    );
     let boards = js("leaderboardList", vec![]).await.expect("list boards");
     let first = &field(&boards, "leaderboards").as_list().expect("boards")[0];
     assert_eq!(field(first, "sort_order"), &NkValue::Int(0));
@@ -237,7 +306,10 @@ async fn js_results_are_objects() {
     let haystack = js("leaderboardRecordsHaystack", vec![s("j"), owner(7).into()])
         .await
         .expect("haystack");
-    assert_eq!(field(&haystack, "records").as_list().map(<[NkValue]>::len), Some(1));
+    assert_eq!(
+        field(&haystack, "records").as_list().map(<[NkValue]>::len),
+        Some(1)
+    );
     let missing = js("leaderboardRanksDisable", vec![s("nope")]).await;
     assert_eq!(missing, Err(NkError::failed("leaderboard not found")));
 }
