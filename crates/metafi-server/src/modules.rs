@@ -16,6 +16,12 @@ use crate::config_view;
 use crate::examples::ExampleModules;
 use crate::telemetry;
 
+/// What server code reaches of accounts: the account services and social sign-in.
+pub(crate) struct UserServices {
+    pub(crate) accounts: AccountServices,
+    pub(crate) social: Arc<metafi_core::SocialSignIn>,
+}
+
 /// Loads the server modules. A module that fails to load is an error naming its file and line;
 /// the node does not start.
 pub(crate) async fn start_runtime(
@@ -25,8 +31,7 @@ pub(crate) async fn start_runtime(
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
     realtime: Arc<dyn RealtimeHost>,
-    accounts: AccountServices,
-    social: Arc<metafi_core::SocialSignIn>,
+    users: UserServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -39,8 +44,8 @@ pub(crate) async fn start_runtime(
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
         .with_realtime(realtime)
-        .with_accounts(accounts)
-        .with_social(social);
+        .with_accounts(users.accounts)
+        .with_social(users.social);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

@@ -288,12 +288,14 @@ async fn wire(
         clock.clone(),
         match_host.clone(),
         realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
+        modules::UserServices {
+            accounts: metafi_runtime::AccountServices {
+                accounts: accounts.clone(),
+                sessions: sessions.clone(),
+                users: users.clone(),
+            },
+            social: social.clone(),
         },
-        social.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
