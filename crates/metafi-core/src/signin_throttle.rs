@@ -311,6 +311,27 @@ mod tests {
     }
 
     #[test]
+    fn failed_social_proofs_count_against_the_address_only() {
+        let (t, clock) = throttle(small());
+        let here: IpAddr = "192.0.2.7".parse().unwrap();
+        let there: IpAddr = "192.0.2.8".parse().unwrap();
+        for _ in 0..5 {
+            assert!(t.check_address(Some(here)).is_ok());
+            t.failed_address(Some(here));
+        }
+        let error = t.check_address(Some(here)).unwrap_err();
+        assert_eq!(error.code(), metafi_proto::Code::ResourceExhausted);
+        // The same address is refused for password sign-ins too, other addresses are not.
+        assert!(t.check(&email("a@x"), Some(here)).is_err());
+        assert!(t.check_address(Some(there)).is_ok());
+        // No address (server code): never refused, never counted.
+        t.failed_address(None);
+        assert!(t.check_address(None).is_ok());
+        clock.advance_ms(60_000);
+        assert!(t.check_address(Some(here)).is_ok());
+    }
+
+    #[test]
     fn account_is_refused_after_its_failures_until_the_window_ends() {
         let (t, clock) = throttle(small());
         for _ in 0..3 {

@@ -751,19 +751,23 @@ async fn token_generate_and_session_logout() {
 }
 
 #[tokio::test]
-async fn other_providers_and_import_fail_at_call_time_naming_what_is_served() {
+async fn social_rows_without_their_service_and_import_fail_at_call_time_naming_why() {
+    // This host has no social sign-in service (nk_social.rs tests the rows with one).
     let h = host().await;
     let apple = h.lua("authenticate_apple", vec![s("token")]).await;
+    let apple = apple.unwrap_err();
     assert!(
-        apple
-            .unwrap_err()
-            .starts_with("nk.authenticate_apple is not supported by MetaFi: MetaFi signs users in with device ids, custom ids and email only")
+        apple.contains(
+            "nk.authenticate_apple is not available: this server runs without social sign-in"
+        ),
+        "{apple}"
     );
-    let steam = h.js("unlinkSteam", vec![]).await.unwrap_err();
+    let id = s(&Uuid::new_v4().to_string());
+    let steam = h.js("unlinkSteam", vec![id]).await.unwrap_err();
     assert!(
         steam
             .lua_message("unlinkSteam")
-            .contains("link_device, link_custom")
+            .contains("runs without social sign-in")
     );
     let import = h.lua("account_import_id", vec![]).await.unwrap_err();
     assert!(import.starts_with("nk.account_import_id is not supported by MetaFi"));

@@ -187,6 +187,7 @@ macro_rules! conformance_tests {
             social_create_find_and_conflicts,
             social_link_conflicts_and_profile,
             social_unlink_keeps_a_way_to_sign_in,
+            social_concurrent_creates_same_id_one_wins,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {

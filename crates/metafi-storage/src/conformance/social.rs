@@ -316,3 +316,33 @@ pub async fn social_unlink_keeps_a_way_to_sign_in(f: &dyn Fixture) {
             .is_none()
     );
 }
+
+pub async fn social_concurrent_creates_same_id_one_wins(f: &dyn Fixture) {
+    let store = f.open().await;
+    // Every create is spawned before any is awaited, so they race.
+    let attempts: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            let new = social_user(&format!("racer{i}"), Provider::Steam, "76561197960287930");
+            tokio::spawn(async move { (new.id, store.create_social_user(new).await) })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for attempt in attempts {
+        let (id, result) = attempt.await.expect("task");
+        match result {
+            Ok(()) => winners.push(id),
+            Err(StorageError::Conflict {
+                what: Conflict::SocialId,
+            }) => {}
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one account owns the id");
+    let found = store
+        .find_social_user(Provider::Steam, "76561197960287930")
+        .await
+        .expect("find")
+        .expect("found");
+    assert_eq!(found.id, winners[0]);
+}
