@@ -77,28 +77,55 @@ impl Default for RawIap {
         RawIap {
             timeout_ms: i64::try_from(d.timeout.as_millis()).unwrap_or(20_000),
             max_response_bytes: i64::try_from(d.max_response_bytes).unwrap_or(1 << 20),
-            apple: RawIapApple {
-                shared_password: d.apple.shared_password,
-                production_url: d.apple.production_url,
-                sandbox_url: d.apple.sandbox_url,
-            },
-            google: RawIapGoogle {
-                client_email: d.google.client_email,
-                private_key: d.google.private_key,
-                token_url: d.google.token_url,
-                publisher_url: d.google.publisher_url,
-            },
-            huawei: RawIapHuawei {
-                public_key: d.huawei.public_key,
-                client_id: d.huawei.client_id,
-                client_secret: d.huawei.client_secret,
-                token_url: d.huawei.token_url,
-                orders_url_apptouch: d.huawei.orders_url_apptouch,
-                orders_url: d.huawei.orders_url,
-            },
-            facebook_instant: RawIapFacebookInstant {
-                app_secret: d.facebook_instant.app_secret,
-            },
+            apple: RawIapApple::default(),
+            google: RawIapGoogle::default(),
+            huawei: RawIapHuawei::default(),
+            facebook_instant: RawIapFacebookInstant::default(),
+        }
+    }
+}
+
+impl Default for RawIapApple {
+    fn default() -> Self {
+        let d = IapConfig::default().apple;
+        RawIapApple {
+            shared_password: d.shared_password,
+            production_url: d.production_url,
+            sandbox_url: d.sandbox_url,
+        }
+    }
+}
+
+impl Default for RawIapGoogle {
+    fn default() -> Self {
+        let d = IapConfig::default().google;
+        RawIapGoogle {
+            client_email: d.client_email,
+            private_key: d.private_key,
+            token_url: d.token_url,
+            publisher_url: d.publisher_url,
+        }
+    }
+}
+
+impl Default for RawIapHuawei {
+    fn default() -> Self {
+        let d = IapConfig::default().huawei;
+        RawIapHuawei {
+            public_key: d.public_key,
+            client_id: d.client_id,
+            client_secret: d.client_secret,
+            token_url: d.token_url,
+            orders_url_apptouch: d.orders_url_apptouch,
+            orders_url: d.orders_url,
+        }
+    }
+}
+
+impl Default for RawIapFacebookInstant {
+    fn default() -> Self {
+        RawIapFacebookInstant {
+            app_secret: IapConfig::default().facebook_instant.app_secret,
         }
     }
 }
@@ -152,5 +179,31 @@ pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
             1024,
             64 << 20,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_services_defaults() {
+        let mut check = Checker::default();
+        assert_eq!(validate(&RawIap::default(), &mut check), IapConfig::default());
+        assert!(check.problems().is_empty());
+    }
+
+    #[test]
+    fn an_endpoint_that_is_not_http_and_out_of_range_limits_are_refused() {
+        let mut raw = RawIap::default();
+        raw.google.token_url = "ftp://example.com/token".into();
+        raw.timeout_ms = 0;
+        raw.max_response_bytes = 10;
+        let mut check = Checker::default();
+        validate(&raw, &mut check);
+        let problems = check.problems().join("\n");
+        assert!(problems.contains("iap.google.token_url"), "{problems}");
+        assert!(problems.contains("iap.timeout_ms"), "{problems}");
+        assert!(problems.contains("iap.max_response_bytes"), "{problems}");
     }
 }

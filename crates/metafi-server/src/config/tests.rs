@@ -375,3 +375,17 @@ fn quic_port_following_a_huge_socket_port_is_a_problem_not_a_panic() {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
 }
+
+#[test]
+fn iap_credentials_come_from_nakamas_keys_and_the_environment() {
+    let raw = load_with(
+        Some("[iap.apple]\nshared_password = \"from-file\"\n"),
+        &[("METAFI_IAP_FACEBOOK_INSTANT_APP_SECRET", "from-env")],
+        &[("iap.google.client_email", "svc@example.iam")],
+    )
+    .unwrap();
+    let config = Config::try_from(raw).unwrap();
+    assert_eq!(config.iap.apple.shared_password, "from-file");
+    assert_eq!(config.iap.facebook_instant.app_secret, "from-env");
+    assert_eq!(config.iap.google.client_email, "svc@example.iam");
+}
