@@ -16,6 +16,15 @@ use crate::config_view;
 use crate::examples::ExampleModules;
 use crate::telemetry;
 
+/// Services the runtime shares with the REST and realtime edges: accounts, sign-in, sessions
+/// and users; the event queue (`nk.event`, `register_event`); the node's parties
+/// (`nk.party_list`).
+pub(crate) struct SharedServices {
+    pub accounts: AccountServices,
+    pub events: Arc<metafi_core::Events>,
+    pub parties: Arc<dyn metafi_core::PartyDirectory>,
+}
+
 /// Loads the server modules. A module that fails to load is an error naming its file and line;
 /// the node does not start.
 pub(crate) async fn start_runtime(
@@ -25,9 +34,7 @@ pub(crate) async fn start_runtime(
     clock: Arc<dyn Clock>,
     matches: Arc<dyn MatchHost>,
     realtime: Arc<dyn RealtimeHost>,
-    accounts: AccountServices,
-    events: Arc<metafi_core::Events>,
-    parties: Arc<dyn metafi_core::PartyDirectory>,
+    shared: SharedServices,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -40,9 +47,9 @@ pub(crate) async fn start_runtime(
     let services = RuntimeServices::new(objects, store, matches, clock)
         .with_utilities(utilities)
         .with_realtime(realtime)
-        .with_accounts(accounts)
-        .with_events(events)
-        .with_parties(parties);
+        .with_accounts(shared.accounts)
+        .with_events(shared.events)
+        .with_parties(shared.parties);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
         .log_limit(config.script_log_limit)

@@ -287,13 +287,15 @@ async fn wire(
         clock.clone(),
         match_host.clone(),
         realtime_host,
-        metafi_runtime::AccountServices {
-            accounts: accounts.clone(),
-            sessions: sessions.clone(),
-            users: users.clone(),
+        modules::SharedServices {
+            accounts: metafi_runtime::AccountServices {
+                accounts: accounts.clone(),
+                sessions: sessions.clone(),
+                users: users.clone(),
+            },
+            events: events.clone(),
+            parties: parties.clone(),
         },
-        events.clone(),
-        parties.clone(),
     )
     .await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
