@@ -12,17 +12,8 @@ use crate::config_view;
 use crate::examples::ExampleModules;
 use crate::telemetry;
 
-/// What server code reaches of accounts: the account services and social sign-in.
-pub(crate) struct UserServices {
-    pub(crate) accounts: AccountServices,
-    pub(crate) social: Arc<metafi_core::SocialSignIn>,
-}
-
 /// Loads the server modules. A module that fails to load is an error naming its file and line;
 /// the node does not start.
-// One argument per service server code reaches; issue 17 adds more (they could travel as one
-// `RuntimeServices` built by the caller).
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn start_runtime(
     config: &Config,
     services: RuntimeServices,
