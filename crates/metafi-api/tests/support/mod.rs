@@ -211,6 +211,11 @@ pub struct Player {
 
 impl Api {
     pub async fn new() -> Api {
+        Api::with_hooks(Arc::new(metafi_core::NoHooks)).await
+    }
+
+    /// [`Api::new`] with the runtime's hooks replaced by `hooks`.
+    pub async fn with_hooks(hooks: Arc<dyn metafi_core::Hooks>) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start(config, None).await;
@@ -224,6 +229,7 @@ impl Api {
             Arc::new(SystemClock),
             metafi_core::FriendsConfig::default(),
         ));
+        state.hooks = hooks;
         Api {
             router: metafi_api::router(state),
             online,
