@@ -329,3 +329,73 @@ async fn listing_pages_with_cursors_and_state_filter() {
         json!("carl")
     );
 }
+
+/// Hooks on the friend calls: AddFriends' before hook renames the target, ListFriends' drops
+/// the call, and AddFriends' after hook sees the request as the before hook left it.
+#[derive(Debug, Default)]
+struct FriendHooks {
+    after_inputs: std::sync::Mutex<Vec<Value>>,
+}
+
+impl metafi_core::Hooks for FriendHooks {
+    fn has_before(&self, hook: metafi_core::Hook) -> bool {
+        matches!(
+            hook,
+            metafi_core::Hook::AddFriends | metafi_core::Hook::ListFriends
+        )
+    }
+
+    fn has_after(&self, hook: metafi_core::Hook) -> bool {
+        hook == metafi_core::Hook::AddFriends
+    }
+
+    fn before(
+        &self,
+        hook: metafi_core::Hook,
+        _ctx: metafi_core::RpcContext,
+        input: Option<Value>,
+    ) -> metafi_core::hooks::HookFuture<'_, Result<Option<Value>, metafi_core::CoreError>> {
+        Box::pin(async move {
+            Ok(match hook {
+                metafi_core::Hook::AddFriends => input.map(|mut request| {
+                    request["usernames"] = json!(["bob"]);
+                    request
+                }),
+                _ => None,
+            })
+        })
+    }
+
+    fn after(
+        &self,
+        _hook: metafi_core::Hook,
+        _ctx: metafi_core::RpcContext,
+        _output: Option<Value>,
+        input: Option<Value>,
+    ) -> metafi_core::hooks::HookFuture<'_, ()> {
+        Box::pin(async move {
+            self.after_inputs.lock().unwrap().extend(input);
+        })
+    }
+}
+
+#[tokio::test]
+async fn hooks_run_around_friend_calls() {
+    let hooks = std::sync::Arc::new(FriendHooks::default());
+    let api = Api::with_hooks(hooks.clone()).await;
+    let ada = api.sign_up("&username=ada").await;
+    let bob = api.sign_up("&username=bob").await;
+    let (status, _) = api
+        .as_user(&ada, Method::POST, "/v2/friend?usernames=ghost", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "the before hook named bob instead");
+    let sent = api.notified.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].user_id, bob.id);
+    let inputs = hooks.after_inputs.lock().unwrap().clone();
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(inputs[0]["usernames"], json!(["bob"]));
+    let (status, body) = api.as_user(&ada, Method::GET, "/v2/friend", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error(&body), (5, "Requested resource was not found."));
+}

@@ -279,24 +279,46 @@ impl Api {
         Api::with_settings(
             metafi_core::SocialConfig::default(),
             metafi_core::IapConfig::default(),
+            Arc::new(metafi_core::NoHooks),
         )
         .await
     }
 
     /// [`Api::new`] with social sign-in configured.
     pub async fn with_social(social: metafi_core::SocialConfig) -> Api {
-        Api::with_settings(social, metafi_core::IapConfig::default()).await
+        Api::with_settings(
+            social,
+            metafi_core::IapConfig::default(),
+            Arc::new(metafi_core::NoHooks),
+        )
+        .await
     }
 
     /// Like [`Api::new`], with these purchase-validation settings.
     pub async fn with_iap(iap: metafi_core::IapConfig) -> Api {
-        Api::with_settings(metafi_core::SocialConfig::default(), iap).await
+        Api::with_settings(
+            metafi_core::SocialConfig::default(),
+            iap,
+            Arc::new(metafi_core::NoHooks),
+        )
+        .await
     }
 
-    /// [`Api::new`] with these social sign-in and purchase-validation settings.
+    /// [`Api::new`] with the runtime's hooks replaced by `hooks`.
+    pub async fn with_hooks(hooks: Arc<dyn metafi_core::Hooks>) -> Api {
+        Api::with_settings(
+            metafi_core::SocialConfig::default(),
+            metafi_core::IapConfig::default(),
+            hooks,
+        )
+        .await
+    }
+
+    /// [`Api::new`] with these social sign-in and purchase-validation settings and hooks.
     pub async fn with_settings(
         social: metafi_core::SocialConfig,
         iap: metafi_core::IapConfig,
+        hooks: Arc<dyn metafi_core::Hooks>,
     ) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
@@ -317,6 +339,7 @@ impl Api {
             metafi_core::Purchases::new(api.store.clone(), Arc::new(metafi_core::SystemClock), iap)
                 .unwrap(),
         );
+        state.hooks = hooks;
         Api {
             notifications: state.notifications.clone(),
             router: metafi_api::router(state),
