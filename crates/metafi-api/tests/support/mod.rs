@@ -198,11 +198,17 @@ pub struct Player {
 
 impl Api {
     pub async fn new() -> Api {
+        Api::with_hooks(Arc::new(metafi_core::NoHooks)).await
+    }
+
+    /// The router with these before/after hooks.
+    pub async fn with_hooks(hooks: Arc<dyn metafi_core::Hooks>) -> Api {
         let mut config = api_config(HttpConfig::default());
         config.max_request_size_bytes = 1 << 20;
         let api = TestApi::start(config, None).await;
         let online = Arc::new(Online::default());
         let mut state = api.state.clone();
+        state.hooks = hooks;
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         Api {
             router: metafi_api::router(state),
