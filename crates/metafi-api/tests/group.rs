@@ -4,8 +4,12 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use axum::http::Method;
-use serde_json::json;
+use metafi_core::hooks::HookFuture;
+use metafi_core::{CoreError, Hook, Hooks, RpcContext};
+use serde_json::{Value, json};
 use support::{Api, Player, assert_error};
 
 async fn create(api: &Api, owner: &Player, name: &str, open: bool) -> String {
@@ -219,4 +223,71 @@ async fn membership_rules_answer_nakamas_errors() {
         .as_user(&bob, Method::POST, &format!("/v2/group/{g}/join"), None)
         .await;
     assert_error(&gone, 404, 5, "Group not found.");
+}
+
+/// Drops every `JoinGroup` and renames every group created (`CreateGroup` before hooks).
+#[derive(Debug)]
+struct GroupHooks;
+
+impl Hooks for GroupHooks {
+    fn has_before(&self, hook: Hook) -> bool {
+        matches!(hook, Hook::JoinGroup | Hook::CreateGroup)
+    }
+
+    fn has_after(&self, _hook: Hook) -> bool {
+        false
+    }
+
+    fn before(
+        &self,
+        hook: Hook,
+        _ctx: RpcContext,
+        input: Option<Value>,
+    ) -> HookFuture<'_, Result<Option<Value>, CoreError>> {
+        Box::pin(async move {
+            Ok(match hook {
+                Hook::CreateGroup => input.map(|mut request| {
+                    request["name"] = json!("Renamed");
+                    request
+                }),
+                _ => None,
+            })
+        })
+    }
+
+    fn after(
+        &self,
+        _hook: Hook,
+        _ctx: RpcContext,
+        _output: Option<Value>,
+        _input: Option<Value>,
+    ) -> HookFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn before_hooks_change_or_drop_group_calls() {
+    let api = Api::with_hooks(Arc::new(GroupHooks)).await;
+    let ada = api.sign_up("&username=ada").await;
+    let bob = api.sign_up("&username=bob").await;
+    let (status, body) = api
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/group",
+            Some(json!({ "name": "Original", "open": true })),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 200, "{body}");
+    assert_eq!(body["name"], "Renamed");
+    let g = body["id"].as_str().expect("id").to_owned();
+    let dropped = api
+        .as_user(&bob, Method::POST, &format!("/v2/group/{g}/join"), None)
+        .await;
+    assert_error(&dropped, 404, 5, "Requested resource was not found.");
+    let (_, body) = api
+        .as_user(&ada, Method::GET, &format!("/v2/group/{g}/user"), None)
+        .await;
+    assert_eq!(body["group_users"].as_array().map(Vec::len), Some(1));
 }

@@ -326,6 +326,7 @@ impl Api {
         let online = Arc::new(Online::default());
         let sockets = Arc::new(ClosedSockets::default());
         let mut state = api.state.clone();
+        state.hooks = hooks;
         state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
         state.friends = Arc::new(metafi_core::Friends::new(
             api.store.clone(),
