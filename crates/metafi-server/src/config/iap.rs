@@ -189,7 +189,10 @@ mod tests {
     #[test]
     fn defaults_are_the_services_defaults() {
         let mut check = Checker::default();
-        assert_eq!(validate(&RawIap::default(), &mut check), IapConfig::default());
+        assert_eq!(
+            validate(&RawIap::default(), &mut check),
+            IapConfig::default()
+        );
         assert!(check.problems().is_empty());
     }
 
