@@ -340,7 +340,6 @@ impl Api {
             metafi_core::Purchases::new(api.store.clone(), Arc::new(metafi_core::SystemClock), iap)
                 .unwrap(),
         );
-        state.hooks = hooks;
         Api {
             notifications: state.notifications.clone(),
             router: metafi_api::router(state),

@@ -430,22 +430,6 @@ impl Friends {
     }
 }
 
-/// A notifier for a server without the notifications service: logs and drops. The server
-/// wires the real one (stored, pushed to sockets) where it has it.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UnwiredNotifier;
-
-#[async_trait::async_trait]
-impl Notifier for UnwiredNotifier {
-    async fn notify(&self, notifications: Vec<NewNotification>) -> Result<(), CoreError> {
-        tracing::debug!(
-            count = notifications.len(),
-            "notifications dropped: no notifications service"
-        );
-        Ok(())
-    }
-}
-
 /// A relationship as `GET /v2/friend` shows it.
 pub fn friend_view(view: FriendView) -> api::Friend {
     let FriendView { friend, online } = view;

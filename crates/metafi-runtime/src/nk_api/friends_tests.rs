@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use metafi_core::friends::UnwiredNotifier;
 use metafi_core::{Friends, FriendsConfig, ManualClock, NobodyOnline, Objects};
 use metafi_storage::{NewIdentity, NewUser, Storage};
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
@@ -36,9 +35,16 @@ async fn world() -> World {
             .unwrap(),
     );
     let clock = Arc::new(ManualClock::new(T0_MS));
+    // Friend requests are stored as notifications, as on the server (no sockets to push to).
+    let notifications = Arc::new(metafi_core::Notifications::new(
+        store.clone(),
+        clock.clone(),
+        Arc::new(metafi_core::NoPush),
+        metafi_core::NotificationsConfig::default(),
+    ));
     let friends = Friends::new(
         store.clone(),
-        Arc::new(UnwiredNotifier),
+        notifications,
         Arc::new(NobodyOnline),
         clock.clone(),
         FriendsConfig::default(),
