@@ -21,8 +21,8 @@ use std::time::Duration;
 use anyhow::Context;
 use metafi_api::ApiState;
 use metafi_core::{
-    Accounts, Channels, Clock, Groups, Notifications, Notifier, Objects, Revocations,
-    RpcDispatch, Sessions, SignInThrottle, SocialSignIn, SystemClock, TokenKeys, Users,
+    Accounts, Channels, Clock, Groups, Notifications, Notifier, Objects, Revocations, RpcDispatch,
+    Sessions, SignInThrottle, SocialSignIn, SystemClock, TokenKeys, Users,
 };
 use metafi_match::Matches;
 use metafi_realtime::{Realtime, RealtimeControl, RealtimeParts, RealtimeServices, SessionPush};
@@ -333,7 +333,10 @@ async fn wire(
     .with_friends(friends.clone())
     .with_groups(groups.clone())
     // Wallets keep no state of their own: the runtime's service is one over the same store.
-    .with_wallets(Arc::new(metafi_core::Wallets::new(store.clone(), clock.clone())))
+    .with_wallets(Arc::new(metafi_core::Wallets::new(
+        store.clone(),
+        clock.clone(),
+    )))
     .with_leaderboards(leaderboards.clone())
     .with_social(social.clone())
     .with_purchases(purchases.clone())

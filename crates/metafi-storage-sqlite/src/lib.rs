@@ -30,8 +30,8 @@ mod object;
 mod purchase_store;
 mod readers;
 mod session;
-mod wallet_store;
 mod social_store;
+mod wallet_store;
 mod writer;
 
 use std::path::PathBuf;

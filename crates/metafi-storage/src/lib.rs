@@ -68,13 +68,13 @@ pub use purchase::{
     UpsertedPurchase, check_new_purchase, check_new_subscription, dedup_purchases, iap_page,
 };
 pub use session::{Revocation, SessionStore, UserRevocation};
-pub use wallet::{
-    Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
-    WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
-};
 pub use social::{
     NewSocialUser, Provider, SocialIds, SocialProfile, SocialStore, check_new_social_user,
     check_social_id, check_social_profile,
+};
+pub use wallet::{
+    Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
+    WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
 };
 
 use async_trait::async_trait;

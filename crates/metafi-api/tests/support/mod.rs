@@ -35,7 +35,12 @@ pub struct RecordingNotifier(pub std::sync::Mutex<Vec<metafi_core::NewNotificati
 impl RecordingNotifier {
     /// Everything sent so far, emptied.
     pub fn take(&self) -> Vec<metafi_core::NewNotification> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 }
 

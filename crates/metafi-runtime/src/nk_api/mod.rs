@@ -35,8 +35,8 @@ pub mod nakama_names;
 mod notifications;
 #[cfg(test)]
 mod notifications_tests;
-mod purchases;
 mod parties;
+mod purchases;
 mod sessions;
 mod social;
 mod status;
