@@ -354,6 +354,10 @@ pub(crate) async fn find_user(
     .map_err(&fail)
 }
 
+/// How many columns `USER_COLUMNS` names (`user_row` decodes): a query that selects more puts
+/// them after these.
+pub(crate) const USER_COLUMN_COUNT: usize = 21;
+
 pub(crate) const USER_COLUMNS: &str = "id, username, display_name, avatar_url, lang_tag, location, timezone, \
      metadata, wallet, email, custom_id, create_time, update_time, verify_time, disable_time, \
      apple_id, facebook_id, facebook_instant_game_id, gamecenter_id, google_id, steam_id";
@@ -448,4 +452,15 @@ pub(crate) fn user_row(r: &Row) -> Result<User, tokio_postgres::Error> {
 
 fn conflict(what: Conflict) -> StorageError {
     StorageError::Conflict { what }
+}
+
+#[cfg(test)]
+mod column_tests {
+    #[test]
+    fn user_column_count_matches_the_columns() {
+        assert_eq!(
+            super::USER_COLUMNS.split(',').count(),
+            super::USER_COLUMN_COUNT
+        );
+    }
 }

@@ -45,7 +45,9 @@ SELECT other FROM removed GROUP BY other HAVING count(*) = 2";
 
 const FRIEND_COLUMNS: &str = "u.id, u.username, u.display_name, u.avatar_url, u.lang_tag, \
      u.location, u.timezone, u.metadata, u.wallet, u.email, u.custom_id, u.create_time, \
-     u.update_time, u.verify_time, u.disable_time, e.state, e.position, e.update_time, e.metadata";
+     u.update_time, u.verify_time, u.disable_time, u.apple_id, u.facebook_id, \
+     u.facebook_instant_game_id, u.gamecenter_id, u.google_id, u.steam_id, \
+     e.state, e.position, e.update_time, e.metadata";
 
 const OF_FRIENDS: &str = "
 SELECT f.source_id, f.destination_id
@@ -256,13 +258,15 @@ impl FriendStore for PostgresStorage {
 }
 
 fn friend_row(r: &Row) -> Result<Friend, tokio_postgres::Error> {
-    let state: i32 = r.try_get(15)?;
+    // The edge's columns follow the user's.
+    let edge = crate::account::USER_COLUMN_COUNT;
+    let state: i32 = r.try_get(edge)?;
     Ok(Friend {
         user: user_row(r)?,
         // The column's CHECK keeps it in 0..=3.
         state: FriendState::from_number(i64::from(state)).unwrap_or(FriendState::Blocked),
-        position: r.try_get(16)?,
-        update_time_ms: r.try_get(17)?,
-        metadata: r.try_get(18)?,
+        position: r.try_get(edge + 1)?,
+        update_time_ms: r.try_get(edge + 2)?,
+        metadata: r.try_get(edge + 3)?,
     })
 }

@@ -389,6 +389,9 @@ impl From<IdentityRef<'_>> for OwnedIdentity {
     }
 }
 
+/// How many columns `user_row` decodes: a query that selects more puts them after these.
+pub(crate) const USER_COLUMN_COUNT: usize = 21;
+
 /// The columns `user_row` decodes, in its order.
 macro_rules! user_select {
     ($where:literal) => {
@@ -495,4 +498,14 @@ pub(crate) fn user_row(r: &Row<'_>) -> rusqlite::Result<User> {
 
 fn conflict(what: Conflict) -> StorageError {
     StorageError::Conflict { what }
+}
+
+#[cfg(test)]
+mod column_tests {
+    #[test]
+    fn user_column_count_matches_the_select() {
+        let sql = user_select!("1");
+        let columns = &sql["SELECT ".len()..sql.find(" FROM").unwrap_or(sql.len())];
+        assert_eq!(columns.split(',').count(), super::USER_COLUMN_COUNT);
+    }
 }

@@ -256,7 +256,8 @@ macro_rules! friend_select {
         concat!(
             "SELECT u.id, u.username, u.display_name, u.avatar_url, u.lang_tag, u.location, ",
             "u.timezone, u.metadata, u.wallet, u.email, u.custom_id, u.create_time, ",
-            "u.update_time, u.verify_time, u.disable_time, ",
+            "u.update_time, u.verify_time, u.disable_time, u.apple_id, u.facebook_id, ",
+            "u.facebook_instant_game_id, u.gamecenter_id, u.google_id, u.steam_id, ",
             "e.state, e.position, e.update_time, e.metadata ",
             "FROM user_edge e JOIN users u ON u.id = e.destination_id WHERE e.source_id = ?1 ",
             $rest
@@ -372,13 +373,15 @@ fn of_friends(
 }
 
 fn friend_row(r: &Row<'_>) -> rusqlite::Result<Friend> {
-    let state: i64 = r.get(15)?;
+    // The edge's columns follow the user's.
+    let edge = account::USER_COLUMN_COUNT;
+    let state: i64 = r.get(edge)?;
     Ok(Friend {
         user: account::user_row(r)?,
         state: FriendState::from_number(state)
-            .ok_or(rusqlite::Error::IntegralValueOutOfRange(15, state))?,
-        position: r.get(16)?,
-        update_time_ms: r.get(17)?,
-        metadata: r.get(18)?,
+            .ok_or(rusqlite::Error::IntegralValueOutOfRange(edge, state))?,
+        position: r.get(edge + 1)?,
+        update_time_ms: r.get(edge + 2)?,
+        metadata: r.get(edge + 3)?,
     })
 }
