@@ -465,7 +465,7 @@ mod tests {
             Hook::find(HookKind::Api, "listfriends"),
             Some(Hook::ListFriends)
         );
-        assert_eq!(Hook::find(HookKind::Api, "ValidatePurchaseApple"), None);
+        assert_eq!(Hook::find(HookKind::Api, "WriteTournamentRecord"), None);
     }
 
     #[test]

@@ -191,7 +191,7 @@ async fn oversize_and_malformed_messages_close_with_a_reason() {
     // An envelope without a known message: Nakama's MISSING_PAYLOAD answer, then a close.
     let mut socket = Socket::connect(&server.base, &alice.token, "").await;
     socket
-        .send_raw(WsMessage::text(r#"{"cid":"5","party_create":{}}"#))
+        .send_raw(WsMessage::text(r#"{"cid":"5","no_such_message":{}}"#))
         .await;
     let frame = socket.closed(Duration::from_secs(5)).await.unwrap();
     assert_eq!(u16::from(frame.code), 1008);
