@@ -1,7 +1,7 @@
 //! Social sign-in: accounts created, found, linked and unlinked by Apple, Facebook, Facebook
 //! Instant Games, Game Center, Google and Steam identities, with Nakama's rules and messages.
 //!
-//! Every credential is verified with its provider first ([`Verifier`]: id tokens against the
+//! Every credential is verified with its provider first (`Verifier`: id tokens against the
 //! provider's key set, Facebook's Graph API, Steam's Web API, Game Center's certificate, the
 //! Instant Games app secret); only the id it proves is stored. Each endpoint is configurable
 //! ([`SocialConfig`]) and every call has a timeout and a response size limit.
