@@ -60,7 +60,7 @@ test("server code's notification reaches every socket of the user, then lists an
       assert.deepEqual(n.content, { coins: 5 });
       assert.equal(Number(n.code), 101);
       assert.equal(n.persistent, true);
-      assert.ok(!n.sender_id, "sent by the system: no sender");
+      assert.equal(n.sender_id, "00000000-0000-0000-0000-000000000000", "the system's sender is the nil UUID");
     }
     assert.equal(live.id, livePb.id, "the same notification on both sockets");
 

@@ -247,18 +247,16 @@ fn send_error(e: StorageError) -> CoreError {
 }
 
 /// A notification as clients see it: times in whole seconds (Nakama keeps only the seconds),
-/// the system's nil sender as an empty string.
+/// the system's sender as the nil UUID, as Nakama.
 pub(crate) fn wire(n: &StoredNotification, persistent: bool) -> Notification {
     Notification {
         id: n.id.to_string(),
         subject: n.subject.clone(),
         content: n.content.clone(),
         code: n.code,
-        sender_id: if n.sender_id.is_nil() {
-            String::new()
-        } else {
-            n.sender_id.to_string()
-        },
+        // The system's sender is the nil UUID, shown as Nakama shows it (pinned against Nakama
+        // 3.40 by tests/compat/notification.test.mjs).
+        sender_id: n.sender_id.to_string(),
         create_time: Some(Timestamp::from_millis(
             n.create_time_ms.div_euclid(1000).saturating_mul(1000),
         )),

@@ -114,7 +114,11 @@ async fn persistent_ones_are_stored_and_every_one_is_pushed() {
     assert_eq!(sent.len(), 3);
     assert!(sent[0].persistent && !sent[2].persistent);
     assert_eq!(sent[1].sender_id, sender.to_string());
-    assert_eq!(sent[0].sender_id, "", "the system sends with no sender");
+    assert_eq!(
+        sent[0].sender_id,
+        Uuid::nil().to_string(),
+        "the system's sender is the nil UUID, as Nakama's"
+    );
     assert_eq!(
         sent[0].create_time.as_ref().map(|t| t.as_millis()),
         Some(START_MS - 500),

@@ -485,11 +485,8 @@ fn stored_value(n: &StoredNotification, js: bool) -> NkValue {
         NkValue::Nil => NkValue::Map(NkMap::new()),
         value => value,
     };
-    let sender = if n.sender_id.is_nil() {
-        String::new()
-    } else {
-        n.sender_id.to_string()
-    };
+    // The system's sender is the nil UUID, as Nakama stores and shows it.
+    let sender = n.sender_id.to_string();
     let mut map = NkMap::with_capacity(8);
     if js {
         map.insert_data("id", n.id.to_string());
@@ -503,9 +500,7 @@ fn stored_value(n: &StoredNotification, js: bool) -> NkValue {
     } else {
         map.insert_data("code", i64::from(n.code));
         map.insert_data("content", content);
-        if !sender.is_empty() {
-            map.insert_data("sender_id", sender);
-        }
+        map.insert_data("sender_id", sender);
         map.insert_data("subject", n.subject.as_str());
         map.insert_data("user_id", n.user_id.to_string());
         map.insert_data("create_time", n.create_time_ms.div_euclid(1000));
