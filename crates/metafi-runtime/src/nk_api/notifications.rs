@@ -355,7 +355,14 @@ fn notifications_list(nk: Nk, args: NkArgs) -> NkFuture {
                 map.insert_data("subject", n.subject.as_str());
                 map.insert_data("content", n.content.as_str());
                 map.insert_data("code", i64::from(n.code));
-                map.insert_data("senderId", n.sender_id.as_str());
+                // Clients see the system's sender as the nil UUID; Nakama's server-code list
+                // shows it empty (both checked against a running Nakama 3.40).
+                let sender = if n.sender_id == NIL_SENDER {
+                    ""
+                } else {
+                    n.sender_id.as_str()
+                };
+                map.insert_data("senderId", sender);
                 map.insert_data("persistent", n.persistent);
                 map.insert_data(
                     "createTime",
@@ -480,13 +487,19 @@ fn notifications_get_id(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
+/// The system's sender as clients see it.
+const NIL_SENDER: &str = "00000000-0000-0000-0000-000000000000";
+
 fn stored_value(n: &StoredNotification, js: bool) -> NkValue {
     let content = match NkValue::from_json_text(&n.content) {
         NkValue::Nil => NkValue::Map(NkMap::new()),
         value => value,
     };
-    // The system's sender is the nil UUID, as Nakama stores and shows it.
-    let sender = n.sender_id.to_string();
+    let sender = if n.sender_id.is_nil() {
+        String::new()
+    } else {
+        n.sender_id.to_string()
+    };
     let mut map = NkMap::with_capacity(8);
     if js {
         map.insert_data("id", n.id.to_string());
@@ -500,7 +513,9 @@ fn stored_value(n: &StoredNotification, js: bool) -> NkValue {
     } else {
         map.insert_data("code", i64::from(n.code));
         map.insert_data("content", content);
-        map.insert_data("sender_id", sender);
+        if !sender.is_empty() {
+            map.insert_data("sender_id", sender);
+        }
         map.insert_data("subject", n.subject.as_str());
         map.insert_data("user_id", n.user_id.to_string());
         map.insert_data("create_time", n.create_time_ms.div_euclid(1000));
