@@ -188,6 +188,19 @@ impl RuntimeServices {
     }
 }
 
+/// A service server code needs, or the error function `name` raises on a server without it.
+fn available<'a, T>(
+    service: Option<&'a T>,
+    name: &str,
+    what: &str,
+) -> Result<&'a T, crate::nk_api::NkError> {
+    service.ok_or_else(|| {
+        crate::nk_api::NkError::failed(format!(
+            "nk.{name} is not available: this server runs without {what}"
+        ))
+    })
+}
+
 /// Severity of a script log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -303,11 +316,11 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&AccountServices, crate::nk_api::NkError> {
-        self.inner.services.accounts.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without account services"
-            ))
-        })
+        available(
+            self.inner.services.accounts.as_ref(),
+            name,
+            "account services",
+        )
     }
 
     /// The notifications service, or the error a function `name` raises without it.
@@ -315,20 +328,20 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&Arc<Notifications>, crate::nk_api::NkError> {
-        self.inner.services.notifications.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without notifications"
-            ))
-        })
+        available(
+            self.inner.services.notifications.as_ref(),
+            name,
+            "notifications",
+        )
     }
 
     /// The friends service, or the error a function `name` raises without it.
     pub(crate) fn friends(&self, name: &str) -> Result<&Arc<Friends>, crate::nk_api::NkError> {
-        self.inner.services.friends.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without the friends service"
-            ))
-        })
+        available(
+            self.inner.services.friends.as_ref(),
+            name,
+            "the friends service",
+        )
     }
 
     /// The groups service, or the error a function `name` raises without it.
@@ -336,20 +349,16 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&Arc<metafi_core::Groups>, crate::nk_api::NkError> {
-        self.inner.services.groups.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without the groups service"
-            ))
-        })
+        available(
+            self.inner.services.groups.as_ref(),
+            name,
+            "the groups service",
+        )
     }
 
     /// The wallet service, or the error a function `name` raises without it.
     pub(crate) fn wallets(&self, name: &str) -> Result<&Arc<Wallets>, crate::nk_api::NkError> {
-        self.inner.services.wallets.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without wallets"
-            ))
-        })
+        available(self.inner.services.wallets.as_ref(), name, "wallets")
     }
 
     /// The leaderboard service, or the error a function `name` raises without it.
@@ -357,11 +366,11 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&Arc<metafi_core::Leaderboards>, crate::nk_api::NkError> {
-        self.inner.services.leaderboards.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without leaderboards"
-            ))
-        })
+        available(
+            self.inner.services.leaderboards.as_ref(),
+            name,
+            "leaderboards",
+        )
     }
 
     /// The social sign-in service, or the error a function `name` raises without it.
@@ -369,11 +378,7 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&Arc<SocialSignIn>, crate::nk_api::NkError> {
-        self.inner.services.social.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without social sign-in"
-            ))
-        })
+        available(self.inner.services.social.as_ref(), name, "social sign-in")
     }
 
     /// The purchase service, or the error `nk.{name}` raises on a server without it.
@@ -381,11 +386,11 @@ impl Nk {
         &self,
         name: &str,
     ) -> Result<&Arc<metafi_core::Purchases>, crate::nk_api::NkError> {
-        self.inner.services.purchases.as_ref().ok_or_else(|| {
-            crate::nk_api::NkError::failed(format!(
-                "nk.{name} is not available: this server runs without purchase validation"
-            ))
-        })
+        available(
+            self.inner.services.purchases.as_ref(),
+            name,
+            "purchase validation",
+        )
     }
 
     /// Milliseconds since the Unix epoch (Nakama's `nk.time()`).
