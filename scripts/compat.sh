@@ -8,6 +8,7 @@
 # BIN defaults to target/release/metafi. Extra flags go to `metafi serve`, e.g.
 # `--database-url postgres://…` to run the suite on PostgreSQL. Tests of known differences
 # (KNOWN_DIFFERENCES in tests/compat/support.mjs) are skipped on MetaFi and run on Nakama.
+# COMPAT_FILES="party.test.mjs match.test.mjs" runs only those files.
 # The browser test needs Chromium (/usr/bin/chromium, or CHROMIUM_PATH).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,7 @@ if [ "${1:-}" = "--nakama" ]; then
   port=$(NAKAMA_TOKEN_EXPIRY_SEC=$token_ttl scripts/nakama.sh start "${2:-}")
   echo "compat: Nakama on port $port"
   (cd tests/compat && METAFI_TEST_SERVER=nakama METAFI_TEST_PORT=$port \
-    METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test)
+    METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- ${COMPAT_FILES:-})
   exit
 fi
 
@@ -56,4 +57,4 @@ start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path
 require_examples compat
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=$SERVER_PORT \
-  METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test)
+  METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- ${COMPAT_FILES:-})

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
 import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
-import { client, freshDeviceId, server } from "./support.mjs";
+import { client, freshDeviceId, recordEvents, server, sleep } from "./support.mjs";
 
 globalThis.WebSocket = WebSocket;
 
@@ -22,45 +22,12 @@ async function player(format = "json") {
   const c = client();
   const session = await c.authenticateDevice(freshDeviceId(), true);
   const socket = c.createSocket(false, false, adapters[format]());
-  const events = recorder(socket);
+  const events = recordEvents(socket, ["onmatchdata", "onmatchpresence", "onmatchmakermatched"]);
   await socket.connect(session, false);
   return { client: c, session, socket, events };
 }
 
-function recorder(socket) {
-  const seen = {};
-  const waiters = [];
-  for (const name of ["onmatchdata", "onmatchpresence", "onmatchmakermatched"]) {
-    seen[name] = [];
-    socket[name] = (event) => {
-      seen[name].push(event);
-      for (const w of [...waiters]) {
-        if (w.name === name && w.accept(event)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(event);
-        }
-      }
-    };
-  }
-  return {
-    seen,
-    next(name, accept = () => true, ms = 5000) {
-      const found = seen[name].find(accept);
-      if (found) {
-        seen[name].splice(seen[name].indexOf(found), 1);
-        return Promise.resolve(found);
-      }
-      return new Promise((resolve, reject) => {
-        const w = { name, accept, resolve };
-        waiters.push(w);
-        setTimeout(() => reject(new Error(`no ${name} event within ${ms} ms`)), ms).unref();
-      });
-    },
-  };
-}
-
 const text = (data) => new TextDecoder().decode(data);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const done = (...players) => players.forEach((p) => p.socket.disconnect(false));
 
 for (const [runtime, rpc, format] of [

@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
 import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
-import { client, freshDeviceId, http, metafiOnly, sleep } from "./support.mjs";
+import { client, freshDeviceId, http, metafiOnly, recordEvents, sleep } from "./support.mjs";
 
 globalThis.WebSocket = WebSocket;
 
@@ -39,43 +39,10 @@ async function player(format = "json") {
   const c = client();
   const session = await c.authenticateDevice(freshDeviceId(), true);
   const socket = c.createSocket(false, false, adapters[format]());
-  const events = recorder(socket);
+  const events = recordEvents(socket, EVENTS);
   await socket.connect(session, false);
   const self = { user_id: session.user_id, username: session.username };
   return { client: c, session, socket, events, self };
-}
-
-function recorder(socket) {
-  const seen = {};
-  const waiters = [];
-  for (const name of EVENTS) {
-    seen[name] = [];
-    socket[name] = (event) => {
-      seen[name].push(event);
-      for (const w of [...waiters]) {
-        if (w.name === name && w.accept(event)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(event);
-        }
-      }
-    };
-  }
-  return {
-    seen,
-    /** The first recorded (or next) `name` event `accept` takes; it is consumed. */
-    next(name, accept = () => true, ms = 5000) {
-      const found = seen[name].find(accept);
-      if (found) {
-        seen[name].splice(seen[name].indexOf(found), 1);
-        return Promise.resolve(found);
-      }
-      return new Promise((resolve, reject) => {
-        const w = { name, accept, resolve };
-        waiters.push(w);
-        setTimeout(() => reject(new Error(`no ${name} event within ${ms} ms`)), ms).unref();
-      });
-    },
-  };
 }
 
 /** The member presence of `p` in a party (its socket session id, from the party it got). */

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
 import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
-import { client, freshDeviceId } from "./support.mjs";
+import { client, freshDeviceId, recordEvents } from "./support.mjs";
 
 // Node 20 has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
 globalThis.WebSocket = WebSocket;
@@ -22,42 +22,9 @@ async function player(makeAdapter, { online = false } = {}) {
   const c = client();
   const session = await c.authenticateDevice(freshDeviceId(), true);
   const socket = c.createSocket(false, false, makeAdapter());
-  const events = recorder(socket);
+  const events = recordEvents(socket, ["onchannelmessage", "onchannelpresence", "onstatuspresence", "onnotification", "ondisconnect"]);
   await socket.connect(session, online);
   return { client: c, session, socket, events };
-}
-
-/** Records every pushed event by handler name; `next` waits for one matching a predicate. */
-function recorder(socket) {
-  const seen = {};
-  const waiters = [];
-  for (const name of ["onchannelmessage", "onchannelpresence", "onstatuspresence", "onnotification", "ondisconnect"]) {
-    seen[name] = [];
-    socket[name] = (event) => {
-      seen[name].push(event);
-      for (const w of [...waiters]) {
-        if (w.name === name && w.accept(event)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(event);
-        }
-      }
-    };
-  }
-  return {
-    seen,
-    next(name, accept = () => true, ms = 5000) {
-      const found = seen[name].find(accept);
-      if (found) {
-        seen[name].splice(seen[name].indexOf(found), 1);
-        return Promise.resolve(found);
-      }
-      return new Promise((resolve, reject) => {
-        const w = { name, accept, resolve };
-        waiters.push(w);
-        setTimeout(() => reject(new Error(`no ${name} event within ${ms} ms`)), ms).unref();
-      });
-    },
-  };
 }
 
 const done = (...players) => players.forEach((p) => p.socket.disconnect(false));

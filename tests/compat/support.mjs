@@ -107,3 +107,45 @@ export async function http(method, path, { headers = {}, body, token } = {}) {
   }
   return { status: response.status, headers: response.headers, text, json };
 }
+
+/**
+ * Records the pushed socket events named in `names` (`onparty`, `onmatchdata`, …).
+ * `next(name, accept)` hands out the first recorded event `accept` takes, or waits for the next
+ * one; either way the event is consumed, so a later `next` never sees it again. `seen` holds the
+ * events no `next` has taken yet.
+ */
+export function recordEvents(socket, names) {
+  const seen = {};
+  const waiters = [];
+  for (const name of names) {
+    seen[name] = [];
+    socket[name] = (event) => {
+      const w = waiters.find((w) => w.name === name && w.accept(event));
+      if (w) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(event);
+      } else {
+        seen[name].push(event);
+      }
+    };
+  }
+  return {
+    seen,
+    next(name, accept = () => true, ms = 5000) {
+      const found = seen[name].find(accept);
+      if (found) {
+        seen[name].splice(seen[name].indexOf(found), 1);
+        return Promise.resolve(found);
+      }
+      return new Promise((resolve, reject) => {
+        const w = { name, accept, resolve };
+        waiters.push(w);
+        setTimeout(() => {
+          const at = waiters.indexOf(w);
+          if (at >= 0) waiters.splice(at, 1);
+          reject(new Error(`no ${name} event within ${ms} ms`));
+        }, ms).unref();
+      });
+    },
+  };
+}
