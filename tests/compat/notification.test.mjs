@@ -7,33 +7,17 @@ import assert from "node:assert/strict";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
 import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
-import { client, freshDeviceId, assertRejects } from "./support.mjs";
+import { assertRejects, client, freshDeviceId, recordEvents } from "./support.mjs";
 
 // Node 20 has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
 globalThis.WebSocket = WebSocket;
 
-/** A socket whose notifications are recorded; `next` waits for one. */
+/** A socket whose notifications are recorded; `next` takes the oldest or waits for one. */
 async function listen(c, session, adapter) {
   const socket = c.createSocket(false, false, adapter);
-  const seen = [];
-  const waiters = [];
-  socket.onnotification = (n) => {
-    const w = waiters.shift();
-    if (w) w(n);
-    else seen.push(n);
-  };
+  const events = recordEvents(socket, ["onnotification"]);
   await socket.connect(session, false);
-  return {
-    socket,
-    next(ms = 5000) {
-      if (seen.length) return Promise.resolve(seen.shift());
-      return new Promise((resolve, reject) => {
-        waiters.push(resolve);
-        setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms).unref();
-      });
-    },
-    seen,
-  };
+  return { socket, next: (ms) => events.next("onnotification", undefined, ms) };
 }
 
 async function notify(c, session, body) {
