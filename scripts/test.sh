@@ -4,7 +4,8 @@
 #   PostgreSQL; the engine conformance suite, crates/metafi-runtime-conformance, every fixture in
 #   Lua, JavaScript and native Rust), the nakama-js compatibility suite on SQLite and PostgreSQL,
 #   and docs.
-# Installs and starts what it needs (PostgreSQL from Debian packages, Node packages with npm ci).
+# Installs and starts what it needs (PostgreSQL from Debian packages, nats-server with the Go
+# toolchain, Node packages with npm ci).
 # Exits non-zero on the first failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +39,15 @@ pg_url=$(scripts/postgres.sh)
 echo "using ${pg_url%%@*}@… (password hidden)"
 export METAFI_TEST_POSTGRES_URL="$pg_url"
 export METAFI_REQUIRE_POSTGRES=1
+
+step "nats"
+# Cluster tests (crates/metafi-cluster, crates/metafi-server/tests/cluster.rs) need a NATS
+# server: installed once with the Go toolchain (scripts/nats.sh), started on a free port.
+nats_url=$(scripts/nats.sh)
+echo "using $nats_url"
+export METAFI_TEST_NATS_URL="$nats_url"
+export METAFI_REQUIRE_NATS=1
+trap 'scripts/nats.sh stop' EXIT
 
 step "cargo test"
 cargo test --workspace --all-features --locked
