@@ -57,9 +57,9 @@ pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
 pub use party::{Parties, PartyConfig};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
-    RealtimeServices,
+    RealtimeServices, replace_session,
 };
-pub use session_registry::SessionRegistry;
+pub use session_registry::{SessionListener, SessionRegistry};
 pub use socket_session::{Session, SessionParams};
 pub use status::{FollowLimitExceeded, LocalStatusRegistry, StatusRegistry};
 pub use stream::{StreamKey, StreamMode};

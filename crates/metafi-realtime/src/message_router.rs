@@ -15,6 +15,10 @@ pub trait MessageRouter: Send + Sync + fmt::Debug {
     /// Queues `outbound` for each session; returns how many accepted it. Never waits: a
     /// session whose outbox is full is closed instead (see [`crate::Outbox`]).
     fn send_to_sessions(&self, session_ids: &[Uuid], outbound: &Outbound) -> usize;
+
+    /// Queues `outbound` for every session of `user_id`, wherever it is (direct delivery:
+    /// notifications, server messages to a user); returns how many accepted it.
+    fn send_to_user(&self, user_id: Uuid, outbound: &Outbound) -> usize;
 }
 
 /// Delivers to this node's sessions.
@@ -39,5 +43,13 @@ impl MessageRouter for LocalRouter {
         });
         metrics::message_sent(outbound.envelope().name(), delivered as u64);
         delivered
+    }
+
+    fn send_to_user(&self, user_id: Uuid, outbound: &Outbound) -> usize {
+        let sessions = self.registry.user_session_ids(user_id);
+        if sessions.is_empty() {
+            return 0;
+        }
+        self.send_to_sessions(&sessions, outbound)
     }
 }

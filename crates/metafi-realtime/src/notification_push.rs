@@ -36,12 +36,11 @@ fn envelope(notifications: Vec<Notification>) -> Outbound {
 
 impl NotificationPush for SessionPush {
     fn push(&self, user_id: Uuid, notifications: Vec<Notification>) -> usize {
-        let sessions = self.registry.user_session_ids(user_id);
-        if sessions.is_empty() || notifications.is_empty() {
+        if notifications.is_empty() {
             return 0;
         }
-        self.router
-            .send_to_sessions(&sessions, &envelope(notifications))
+        // Through the router: in a cluster, the user's sockets on other nodes get it too.
+        self.router.send_to_user(user_id, &envelope(notifications))
     }
 
     fn push_all(&self, notification: Notification) -> usize {

@@ -337,13 +337,9 @@ impl Realtime {
 
     /// Sends an envelope to every session of a user.
     pub fn send_to_user(&self, user_id: Uuid, envelope: Envelope) -> usize {
-        let sessions = self.parts.registry.user_session_ids(user_id);
-        if sessions.is_empty() {
-            return 0;
-        }
         self.parts
             .router
-            .send_to_sessions(&sessions, &Outbound::new(envelope))
+            .send_to_user(user_id, &Outbound::new(envelope))
     }
 
     /// Routes presence changes to whoever should hear of them ([`RealtimeParts::deliver`]).
@@ -410,26 +406,31 @@ impl Realtime {
             let Some(old) = self.parts.registry.get(other) else {
                 continue;
             };
-            let notice = Notification {
-                id: Uuid::new_v4().to_string(),
-                subject: "single_socket".into(),
-                content: "{}".into(),
-                code: NOTIFICATION_SINGLE_SOCKET,
-                sender_id: String::new(),
-                create_time: Some(Timestamp::from_millis(
-                    self.services.clock.now_secs().saturating_mul(1000),
-                )),
-                persistent: false,
-            };
-            old.send(&Envelope::new(
-                "",
-                Message::Notifications(Notifications {
-                    notifications: vec![notice],
-                }),
-            ));
-            old.close(CloseReason::SingleSocket);
+            replace_session(&old, self.services.clock.now_secs());
         }
     }
+}
+
+/// Closes a session that a newer socket of its user replaced under `session.single_socket`
+/// (on this node or, in a cluster, on another): it is told with Nakama's `single_socket`
+/// notification (code -7), then closed. `now_secs` stamps the notification.
+pub fn replace_session(old: &Session, now_secs: i64) {
+    let notice = Notification {
+        id: Uuid::new_v4().to_string(),
+        subject: "single_socket".into(),
+        content: "{}".into(),
+        code: NOTIFICATION_SINGLE_SOCKET,
+        sender_id: String::new(),
+        create_time: Some(Timestamp::from_millis(now_secs.saturating_mul(1000))),
+        persistent: false,
+    };
+    old.send(&Envelope::new(
+        "",
+        Message::Notifications(Notifications {
+            notifications: vec![notice],
+        }),
+    ));
+    old.close(CloseReason::SingleSocket);
 }
 
 /// A presence as clients see it; the status only in status streams.

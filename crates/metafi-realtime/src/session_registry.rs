@@ -1,7 +1,8 @@
 //! Every live session of this node, by session id and by user.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 use uuid::Uuid;
@@ -13,6 +14,15 @@ use crate::Session;
 #[derive(Debug, Default)]
 pub struct SessionRegistry {
     inner: RwLock<Inner>,
+    /// Told of every session added and removed (a cluster's session directory); set once.
+    listener: OnceLock<Arc<dyn SessionListener>>,
+}
+
+/// Told of every session a [`SessionRegistry`] adds or removes, after the registry changed and
+/// outside its lock. A cluster announces this node's sessions to the others with it.
+pub trait SessionListener: Send + Sync + fmt::Debug {
+    fn added(&self, session: &Arc<Session>);
+    fn removed(&self, session_id: Uuid, user_id: Uuid);
 }
 
 #[derive(Debug, Default)]
@@ -34,7 +44,21 @@ impl SessionRegistry {
         SessionRegistry::default()
     }
 
+    /// Installs the listener told of every later add and remove; false if one was set already.
+    pub fn set_listener(&self, listener: Arc<dyn SessionListener>) -> bool {
+        self.listener.set(listener).is_ok()
+    }
+
     pub fn add(&self, session: Arc<Session>) {
+        let listener = self.listener.get();
+        let announced = listener.map(|_| session.clone());
+        self.insert(session);
+        if let (Some(listener), Some(session)) = (listener, announced) {
+            listener.added(&session);
+        }
+    }
+
+    fn insert(&self, session: Arc<Session>) {
         let mut inner = self.inner.write();
         let (id, user) = (session.id(), session.user_id());
         inner.sessions.insert(id, session);
@@ -56,6 +80,14 @@ impl SessionRegistry {
 
     /// Removes a session; false when it was not registered.
     pub fn remove(&self, session_id: Uuid, user_id: Uuid) -> bool {
+        let removed = self.delete(session_id, user_id);
+        if removed && let Some(listener) = self.listener.get() {
+            listener.removed(session_id, user_id);
+        }
+        removed
+    }
+
+    fn delete(&self, session_id: Uuid, user_id: Uuid) -> bool {
         let mut inner = self.inner.write();
         if inner.sessions.remove(&session_id).is_none() {
             return false;

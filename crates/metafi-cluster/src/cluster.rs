@@ -1,0 +1,249 @@
+//! [`Cluster`]: membership, the session directory and the router of one node, started
+//! together by `metafi serve --cluster …` and stopped with the node.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::Client;
+use futures_util::StreamExt;
+use metafi_core::Clock;
+use metafi_proto::realtime::Format;
+use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
+use tokio::task::JoinHandle;
+
+use crate::outgoing::Outgoing;
+use crate::sessions::{Announcer, LocalSessions, SessionsTask};
+use crate::wire::decode_delivery;
+use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, metrics, valid_node_name};
+
+/// Why a node could not join its cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot reach NATS at {url}: {reason}")]
+    Connect { url: String, reason: String },
+    #[error("NATS: {0}")]
+    Nats(String),
+    #[error(
+        "node name {0:?} cannot name a cluster node: use 1 to 64 ASCII letters, digits, '-' or '_'"
+    )]
+    NodeName(String),
+    #[error("the session registry already announces its sessions elsewhere")]
+    RegistryTaken,
+}
+
+/// Connects to NATS as `config` says. Reconnects on its own afterwards, forever (NATS's client
+/// buffers what is published meanwhile); connection changes are logged.
+pub async fn connect(config: &ClusterConfig) -> Result<Client, ClusterError> {
+    let failed = |reason: String| ClusterError::Connect {
+        url: config.url.clone(),
+        reason,
+    };
+    let node = config.node.clone();
+    let options = async_nats::ConnectOptions::new()
+        .name(format!("metafi-{}", config.node))
+        .connection_timeout(config.connect_timeout)
+        .event_callback(move |event| {
+            let node = node.clone();
+            async move {
+                match event {
+                    async_nats::Event::Connected => {
+                        tracing::info!(%node, "cluster: connected to NATS");
+                    }
+                    async_nats::Event::Disconnected => {
+                        tracing::warn!(%node, "cluster: disconnected from NATS; reconnecting");
+                    }
+                    other => tracing::warn!(%node, event = %other, "cluster: NATS event"),
+                }
+            }
+        });
+    match tokio::time::timeout(
+        config.connect_timeout + Duration::from_millis(500),
+        options.connect(config.url.as_str()),
+    )
+    .await
+    {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(failed(e.to_string())),
+        Err(_) => Err(failed(format!(
+            "no answer within {} ms",
+            config.connect_timeout.as_millis()
+        ))),
+    }
+}
+
+/// One node's part of the cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    config: Arc<ClusterConfig>,
+    client: Client,
+    membership: Option<Membership>,
+    directory: Arc<SessionDirectory>,
+    router: Arc<ClusterRouter>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Cluster {
+    /// Connects to NATS, announces this node and its sessions, and starts delivering what other
+    /// nodes send to this node's sessions. `registry` is the node's session registry (its
+    /// sessions are announced from now on); `single_socket` is `session.single_socket`.
+    pub async fn start(
+        config: ClusterConfig,
+        registry: Arc<SessionRegistry>,
+        single_socket: bool,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Cluster, ClusterError> {
+        if !valid_node_name(&config.node) {
+            return Err(ClusterError::NodeName(config.node));
+        }
+        let client = connect(&config).await?;
+        let config = Arc::new(config);
+        let nats = |what: &str, e: async_nats::SubscribeError| {
+            ClusterError::Nats(format!("subscribing to {what}: {e}"))
+        };
+        // Subscribed before announcing anything, so no answer is missed.
+        let sessions = client
+            .subscribe(config.sessions_subject())
+            .await
+            .map_err(|e| nats("the sessions subject", e))?;
+        let deliveries = client
+            .subscribe(config.delivery_subject(&config.node))
+            .await
+            .map_err(|e| nats("this node's delivery subject", e))?;
+        let (outgoing, outgoing_task) = Outgoing::start(client.clone(), config.outgoing_queue_size);
+        let mut tasks = vec![outgoing_task];
+        let directory = Arc::new(SessionDirectory::new());
+        let announcer = Arc::new(Announcer {
+            node: config.node.clone(),
+            subject: config.sessions_subject(),
+            local: Arc::new(LocalSessions::default()),
+            outgoing: outgoing.clone(),
+            clock,
+        });
+        if !registry.set_listener(announcer.clone()) {
+            for task in tasks {
+                task.abort();
+            }
+            return Err(ClusterError::RegistryTaken);
+        }
+        let (membership, events) =
+            match Membership::start_subscribed(client.clone(), (*config).clone()).await {
+                Ok(started) => started,
+                Err(e) => {
+                    for task in tasks {
+                        task.abort();
+                    }
+                    return Err(e);
+                }
+            };
+        tasks.push(tokio::spawn(
+            SessionsTask {
+                announcer,
+                directory: directory.clone(),
+                registry: registry.clone(),
+                single_socket,
+            }
+            .run(sessions, events),
+        ));
+        tasks.push(tokio::spawn(deliver(
+            deliveries,
+            LocalRouter::new(registry.clone()),
+        )));
+        let router = Arc::new(ClusterRouter::new(
+            registry,
+            directory.clone(),
+            outgoing,
+            config.clone(),
+        ));
+        tracing::info!(node = %config.node, url = %config.url, "cluster: joined");
+        Ok(Cluster {
+            config,
+            client,
+            membership: Some(membership),
+            directory,
+            router,
+            tasks,
+        })
+    }
+
+    pub fn node(&self) -> &str {
+        &self.config.node
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// The router to build the node's realtime parts with.
+    pub fn router(&self) -> Arc<dyn MessageRouter> {
+        self.router.clone()
+    }
+
+    /// The peers this node hears (see [`Membership`]).
+    pub fn peers(&self) -> Vec<String> {
+        self.membership
+            .as_ref()
+            .map(Membership::peers)
+            .unwrap_or_default()
+    }
+
+    pub fn membership(&self) -> Option<&Membership> {
+        self.membership.as_ref()
+    }
+
+    /// The other nodes' sessions.
+    pub fn directory(&self) -> &Arc<SessionDirectory> {
+        &self.directory
+    }
+
+    /// Leaves the cluster: peers are told (they forget this node and its sessions at once),
+    /// what is queued for NATS is flushed (up to a second), the tasks end.
+    pub async fn stop(mut self) {
+        if let Some(membership) = self.membership.take() {
+            membership.leave().await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.client.flush()).await;
+        self.abort();
+    }
+
+    /// Stops without a word, as a crashed node would (tests of a lost node).
+    pub async fn halt(mut self) {
+        if let Some(membership) = self.membership.take() {
+            membership.halt().await;
+        }
+        self.abort();
+    }
+
+    fn abort(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Hands what other nodes send to this node's sessions.
+async fn deliver(mut subscriber: async_nats::Subscriber, local: LocalRouter) {
+    while let Some(message) = subscriber.next().await {
+        metrics::received("deliver");
+        let (session_ids, bytes) = match decode_delivery(&message.payload) {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+                continue;
+            }
+        };
+        match Format::Protobuf.decode(bytes) {
+            Ok(envelope) => {
+                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+            }
+        }
+    }
+}

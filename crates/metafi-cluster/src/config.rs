@@ -1,0 +1,95 @@
+//! What a node needs to join a cluster (`[cluster]` in the server's configuration).
+
+use std::time::Duration;
+
+/// A node's cluster settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The NATS server(s), e.g. `nats://127.0.0.1:4222` (`cluster.url`; a comma-separated list
+    /// names several servers of one NATS cluster).
+    pub url: String,
+    /// This node's name, unique in the cluster (the server's `name`): it names the node's
+    /// delivery subject, its matches and its parties. See [`valid_node_name`].
+    pub node: String,
+    /// First token of every subject, so several MetaFi clusters can share one NATS
+    /// (`cluster.subject_prefix`).
+    pub subject_prefix: String,
+    /// How often a node heartbeats (`cluster.heartbeat_interval_ms`).
+    pub heartbeat_interval: Duration,
+    /// A peer silent this long is lost (`cluster.peer_lost_timeout_ms`); it is noticed within
+    /// this plus [`ClusterConfig::check_period`].
+    pub peer_lost_timeout: Duration,
+    /// How long to wait for NATS when the node starts (`cluster.connect_timeout_ms`).
+    pub connect_timeout: Duration,
+    /// Messages waiting to be handed to NATS (announcements and deliveries to other nodes)
+    /// before more are dropped and counted (`cluster.outgoing_queue_size`).
+    pub outgoing_queue_size: usize,
+}
+
+impl ClusterConfig {
+    /// Defaults around `url` and `node`: heartbeats every second, a peer lost after 4 s of
+    /// silence (noticed within 4.5 s).
+    pub fn new(url: impl Into<String>, node: impl Into<String>) -> ClusterConfig {
+        ClusterConfig {
+            url: url.into(),
+            node: node.into(),
+            subject_prefix: "metafi".into(),
+            heartbeat_interval: Duration::from_millis(1000),
+            peer_lost_timeout: Duration::from_millis(4000),
+            connect_timeout: Duration::from_millis(5000),
+            outgoing_queue_size: 65_536,
+        }
+    }
+
+    /// How often peers are checked for silence: half a heartbeat interval, at least 10 ms.
+    pub fn check_period(&self) -> Duration {
+        (self.heartbeat_interval / 2).max(Duration::from_millis(10))
+    }
+
+    /// The bound within which every node notices a lost peer.
+    pub fn lost_bound(&self) -> Duration {
+        self.peer_lost_timeout + self.check_period()
+    }
+
+    pub(crate) fn members_subject(&self) -> String {
+        format!("{}.cluster.members", self.subject_prefix)
+    }
+
+    pub(crate) fn sessions_subject(&self) -> String {
+        format!("{}.cluster.sessions", self.subject_prefix)
+    }
+
+    pub(crate) fn delivery_subject(&self, node: &str) -> String {
+        format!("{}.cluster.node.{node}.deliver", self.subject_prefix)
+    }
+}
+
+/// Whether `name` can name a node (and a subject token): 1 to 64 ASCII letters, digits, `-`
+/// and `_`.
+pub fn valid_node_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names_are_subject_tokens() {
+        assert!(valid_node_name("node-1_a"));
+        for bad in ["", "a.b", "a b", "a*", "a>", &"x".repeat(65)] {
+            assert!(!valid_node_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_notice_a_lost_peer_within_five_seconds() {
+        let config = ClusterConfig::new("nats://127.0.0.1:4222", "n1");
+        assert!(config.lost_bound() <= Duration::from_secs(5));
+        assert!(config.peer_lost_timeout >= config.heartbeat_interval * 2);
+    }
+}

@@ -1,0 +1,227 @@
+//! The sessions of the other nodes: which node holds each session, and each user's sessions
+//! across the cluster. Built from the announcements on `<prefix>.cluster.sessions`; a lost or
+//! departed node's sessions are dropped with it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use uuid::Uuid;
+
+use crate::metrics;
+use crate::wire::SessionEntry;
+
+/// A session on another node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSession {
+    pub node: Arc<str>,
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    /// When its socket opened (Unix milliseconds, the holding node's clock).
+    pub opened_ms: u64,
+}
+
+/// The other nodes' sessions.
+#[derive(Debug, Default)]
+pub struct SessionDirectory {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<Uuid, RemoteSession>,
+    by_user: HashMap<Uuid, Vec<Uuid>>,
+    by_node: HashMap<Arc<str>, HashSet<Uuid>>,
+}
+
+impl Inner {
+    fn insert(&mut self, node: &Arc<str>, entry: SessionEntry) {
+        self.remove(entry.session_id);
+        self.sessions.insert(
+            entry.session_id,
+            RemoteSession {
+                node: node.clone(),
+                session_id: entry.session_id,
+                user_id: entry.user_id,
+                opened_ms: entry.opened_ms,
+            },
+        );
+        self.by_user
+            .entry(entry.user_id)
+            .or_default()
+            .push(entry.session_id);
+        self.by_node
+            .entry(node.clone())
+            .or_default()
+            .insert(entry.session_id);
+    }
+
+    fn remove(&mut self, session_id: Uuid) -> Option<RemoteSession> {
+        let removed = self.sessions.remove(&session_id)?;
+        if let Some(ids) = self.by_user.get_mut(&removed.user_id) {
+            ids.retain(|id| *id != session_id);
+            if ids.is_empty() {
+                self.by_user.remove(&removed.user_id);
+            }
+        }
+        if let Some(ids) = self.by_node.get_mut(&removed.node) {
+            ids.remove(&session_id);
+            if ids.is_empty() {
+                self.by_node.remove(&removed.node);
+            }
+        }
+        Some(removed)
+    }
+
+    fn drop_node(&mut self, node: &str) -> usize {
+        let Some(ids) = self.by_node.remove(node) else {
+            return 0;
+        };
+        for id in &ids {
+            if let Some(removed) = self.sessions.remove(id)
+                && let Some(user_ids) = self.by_user.get_mut(&removed.user_id)
+            {
+                user_ids.retain(|other| other != id);
+                if user_ids.is_empty() {
+                    self.by_user.remove(&removed.user_id);
+                }
+            }
+        }
+        ids.len()
+    }
+}
+
+impl SessionDirectory {
+    pub fn new() -> SessionDirectory {
+        SessionDirectory::default()
+    }
+
+    pub(crate) fn open(&self, node: &Arc<str>, entry: SessionEntry) {
+        let mut inner = self.inner.write();
+        inner.insert(node, entry);
+        metrics::remote_sessions(inner.sessions.len());
+    }
+
+    pub(crate) fn close(&self, node: &str, session_id: Uuid) {
+        let mut inner = self.inner.write();
+        // Only the node that holds a session may close it.
+        if inner
+            .sessions
+            .get(&session_id)
+            .is_some_and(|s| &*s.node == node)
+        {
+            inner.remove(session_id);
+        }
+        metrics::remote_sessions(inner.sessions.len());
+    }
+
+    /// Applies a snapshot chunk of `node`: the first replaces what was known of it.
+    pub(crate) fn snapshot(&self, node: &Arc<str>, first: bool, entries: &[SessionEntry]) {
+        let mut inner = self.inner.write();
+        if first {
+            inner.drop_node(node);
+        }
+        for entry in entries {
+            inner.insert(node, *entry);
+        }
+        metrics::remote_sessions(inner.sessions.len());
+    }
+
+    /// Forgets every session of a node (lost or gone); returns how many.
+    pub fn drop_node(&self, node: &str) -> usize {
+        let mut inner = self.inner.write();
+        let dropped = inner.drop_node(node);
+        metrics::remote_sessions(inner.sessions.len());
+        dropped
+    }
+
+    /// The node holding a session, if another node does.
+    pub fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
+        self.inner
+            .read()
+            .sessions
+            .get(&session_id)
+            .map(|s| s.node.clone())
+    }
+
+    pub fn get(&self, session_id: Uuid) -> Option<RemoteSession> {
+        self.inner.read().sessions.get(&session_id).cloned()
+    }
+
+    /// A user's sessions on other nodes.
+    pub fn user_sessions(&self, user_id: Uuid) -> Vec<RemoteSession> {
+        let inner = self.inner.read();
+        inner
+            .by_user
+            .get(&user_id)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|id| inner.sessions.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sessions known on `node`.
+    pub fn node_len(&self, node: &str) -> usize {
+        self.inner.read().by_node.get(node).map_or(0, HashSet::len)
+    }
+
+    /// Sessions known on other nodes.
+    pub fn len(&self) -> usize {
+        self.inner.read().sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(user_id: Uuid) -> SessionEntry {
+        SessionEntry {
+            session_id: Uuid::new_v4(),
+            user_id,
+            opened_ms: 1,
+        }
+    }
+
+    #[test]
+    fn sessions_are_found_by_id_user_and_node_and_dropped_with_their_node() {
+        let directory = SessionDirectory::new();
+        let (n1, n2): (Arc<str>, Arc<str>) = (Arc::from("n1"), Arc::from("n2"));
+        let user = Uuid::new_v4();
+        let (a, b, c) = (entry(user), entry(user), entry(Uuid::new_v4()));
+        directory.open(&n1, a);
+        directory.open(&n2, b);
+        directory.open(&n2, c);
+        assert_eq!(directory.node_of(a.session_id).as_deref(), Some("n1"));
+        assert_eq!(directory.user_sessions(user).len(), 2);
+        // Only the holder closes a session.
+        directory.close("n2", a.session_id);
+        assert_eq!(directory.len(), 3);
+        assert_eq!(directory.drop_node("n2"), 2);
+        assert_eq!(directory.user_sessions(user).len(), 1);
+        assert_eq!(directory.node_of(c.session_id), None);
+        directory.close("n1", a.session_id);
+        assert!(directory.is_empty());
+        assert!(directory.inner.read().by_user.is_empty());
+        assert!(directory.inner.read().by_node.is_empty());
+    }
+
+    #[test]
+    fn a_first_snapshot_chunk_replaces_the_node_and_later_chunks_add() {
+        let directory = SessionDirectory::new();
+        let n1: Arc<str> = Arc::from("n1");
+        let stale = entry(Uuid::new_v4());
+        directory.open(&n1, stale);
+        let (x, y) = (entry(Uuid::new_v4()), entry(Uuid::new_v4()));
+        directory.snapshot(&n1, true, &[x]);
+        directory.snapshot(&n1, false, &[y]);
+        assert_eq!(directory.node_len("n1"), 2);
+        assert_eq!(directory.node_of(stale.session_id), None);
+    }
+}

@@ -1,0 +1,35 @@
+//! MetaFi's cluster: several `metafi` nodes sharing one PostgreSQL database and talking over
+//! NATS (core publish/subscribe, no JetStream). No home-made gossip or consensus: NATS carries
+//! every message, and each node keeps its own view built from what the others publish.
+//!
+//! - [`Membership`]: a node announces itself, heartbeats, knows its peers, and notices a peer
+//!   that stopped heartbeating within `peer_lost_timeout` (plus one check period); a node that
+//!   returns (or restarts) joins again.
+//! - [`SessionDirectory`]: which session of which user lives on which other node, built from
+//!   the open/close announcements and snapshots every node publishes. It carries the
+//!   single-socket rule across nodes: a newer socket of a user on any node closes the older ones
+//!   everywhere.
+//! - [`ClusterRouter`]: the second [`metafi_realtime::MessageRouter`]: a session on this node is
+//!   delivered to directly, one on another node through that node's delivery subject — one NATS
+//!   message per node for a fan-out, not one per recipient, with the envelope encoded once.
+//! - [`Cluster`]: the three wired together for a node (`metafi serve --cluster …`).
+//!
+//! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
+//! [`ClusterConfig`], [`Membership`], [`MembershipEvent`], [`ClusterRouter`].
+//! Design and guarantees: `docs/CLUSTER.md`.
+
+mod cluster;
+mod config;
+mod directory;
+mod membership;
+mod metrics;
+mod outgoing;
+mod router;
+mod sessions;
+mod wire;
+
+pub use cluster::{Cluster, ClusterError, connect};
+pub use config::{ClusterConfig, valid_node_name};
+pub use directory::{RemoteSession, SessionDirectory};
+pub use membership::{Membership, MembershipEvent};
+pub use router::ClusterRouter;

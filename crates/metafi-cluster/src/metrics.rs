@@ -1,0 +1,48 @@
+//! The cluster's metrics (`metrics` crate; exported by the server as Prometheus). The series
+//! are labelled with nothing but the node (implicit: one process, one node), so a dashboard of
+//! several nodes tells them apart by scrape target.
+
+/// `metafi_cluster_peers`: peers this node hears heartbeats from.
+pub(crate) fn peers(count: usize) {
+    metrics::gauge!("metafi_cluster_peers").set(count as f64);
+}
+
+/// `metafi_cluster_heartbeats_missed_total`: heartbeats of peers that never arrived (gaps in
+/// their sequence numbers, and the beats a lost peer missed before it was declared lost).
+pub(crate) fn heartbeats_missed(count: u64) {
+    if count > 0 {
+        metrics::counter!("metafi_cluster_heartbeats_missed_total").increment(count);
+    }
+}
+
+/// `metafi_cluster_peer_events_total{event}`: peers that joined, were lost, or left.
+pub(crate) fn peer_event(event: &'static str) {
+    metrics::counter!("metafi_cluster_peer_events_total", "event" => event).increment(1);
+}
+
+/// `metafi_cluster_remote_sessions`: sessions on other nodes this node knows of.
+pub(crate) fn remote_sessions(count: usize) {
+    metrics::gauge!("metafi_cluster_remote_sessions").set(count as f64);
+}
+
+/// `metafi_cluster_messages_sent_total{kind}` / `metafi_cluster_messages_received_total{kind}`:
+/// NATS messages by kind (`heartbeat`, `sessions`, `deliver`).
+pub(crate) fn sent(kind: &'static str) {
+    metrics::counter!("metafi_cluster_messages_sent_total", "kind" => kind).increment(1);
+}
+
+pub(crate) fn received(kind: &'static str) {
+    metrics::counter!("metafi_cluster_messages_received_total", "kind" => kind).increment(1);
+}
+
+/// `metafi_cluster_outgoing_dropped_total{kind}`: messages dropped because the outgoing queue
+/// (`cluster.outgoing_queue_size`) was full or NATS refused them.
+pub(crate) fn dropped(kind: &'static str) {
+    metrics::counter!("metafi_cluster_outgoing_dropped_total", "kind" => kind).increment(1);
+}
+
+/// `metafi_cluster_single_socket_closed_total`: sessions of this node closed because a newer
+/// socket of their user opened on another node.
+pub(crate) fn single_socket_closed() {
+    metrics::counter!("metafi_cluster_single_socket_closed_total").increment(1);
+}

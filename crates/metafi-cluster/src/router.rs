@@ -1,0 +1,104 @@
+//! [`ClusterRouter`]: delivery to a session on any node.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use metafi_proto::realtime::Format;
+use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
+use uuid::Uuid;
+
+use crate::outgoing::Outgoing;
+use crate::wire::{DELIVERY_CHUNK, encode_delivery};
+use crate::{ClusterConfig, SessionDirectory};
+
+/// Delivers to this node's sessions directly and to other nodes' sessions through NATS: the
+/// recipients are grouped by node and each node gets one message (the session ids and the
+/// envelope's protobuf bytes, encoded once for all nodes), which it hands to its own sessions.
+///
+/// Never waits: a remote delivery is queued for NATS (bounded by
+/// `cluster.outgoing_queue_size`; past it, dropped and counted). The count returned includes
+/// remote sessions the message was sent towards (whether their outbox accepted it is known
+/// only on their node).
+#[derive(Debug)]
+pub struct ClusterRouter {
+    local: LocalRouter,
+    registry: Arc<SessionRegistry>,
+    directory: Arc<SessionDirectory>,
+    outgoing: Outgoing,
+    config: Arc<ClusterConfig>,
+}
+
+impl ClusterRouter {
+    pub(crate) fn new(
+        registry: Arc<SessionRegistry>,
+        directory: Arc<SessionDirectory>,
+        outgoing: Outgoing,
+        config: Arc<ClusterConfig>,
+    ) -> ClusterRouter {
+        ClusterRouter {
+            local: LocalRouter::new(registry.clone()),
+            registry,
+            directory,
+            outgoing,
+            config,
+        }
+    }
+
+    /// Sends to each node its recipients; returns how many recipients were sent towards.
+    fn send_remote(&self, by_node: HashMap<Arc<str>, Vec<Uuid>>, outbound: &Outbound) -> usize {
+        if by_node.is_empty() {
+            return 0;
+        }
+        let envelope = outbound.bytes(Format::Protobuf);
+        let mut sent = 0;
+        for (node, ids) in by_node {
+            let subject = self.config.delivery_subject(&node);
+            for chunk in ids.chunks(DELIVERY_CHUNK) {
+                if self.outgoing.send(
+                    subject.clone(),
+                    encode_delivery(chunk, &envelope),
+                    "deliver",
+                ) {
+                    sent += chunk.len();
+                }
+            }
+        }
+        sent
+    }
+}
+
+impl MessageRouter for ClusterRouter {
+    fn send_to_sessions(&self, session_ids: &[Uuid], outbound: &Outbound) -> usize {
+        let mut local = Vec::new();
+        let mut remote: HashMap<Arc<str>, Vec<Uuid>> = HashMap::new();
+        for id in session_ids {
+            match self.directory.node_of(*id) {
+                Some(node) => remote.entry(node).or_default().push(*id),
+                None => local.push(*id),
+            }
+        }
+        let delivered = if local.is_empty() {
+            0
+        } else {
+            self.local.send_to_sessions(&local, outbound)
+        };
+        delivered + self.send_remote(remote, outbound)
+    }
+
+    fn send_to_user(&self, user_id: Uuid, outbound: &Outbound) -> usize {
+        let local = self.registry.user_session_ids(user_id);
+        let delivered = if local.is_empty() {
+            0
+        } else {
+            self.local.send_to_sessions(&local, outbound)
+        };
+        let mut remote: HashMap<Arc<str>, Vec<Uuid>> = HashMap::new();
+        for session in self.directory.user_sessions(user_id) {
+            remote
+                .entry(session.node)
+                .or_default()
+                .push(session.session_id);
+        }
+        delivered + self.send_remote(remote, outbound)
+    }
+}

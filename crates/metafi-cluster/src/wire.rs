@@ -1,0 +1,151 @@
+//! What nodes say to each other. Membership and session announcements are small JSON objects
+//! (readable with `nats sub 'metafi.cluster.>'`); deliveries are a binary frame around the
+//! envelope's protobuf encoding, made once however many nodes and sessions receive it.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// On `<prefix>.cluster.members`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MemberMessage {
+    /// "I am here." `incarnation` changes when a node restarts; `seq` counts its beats, so a
+    /// gap is a missed beat. `hello` (a node's first beat) asks every peer to beat back at once,
+    /// so a starting node learns its peers in one round trip.
+    Heartbeat {
+        node: String,
+        incarnation: u64,
+        seq: u64,
+        #[serde(default)]
+        hello: bool,
+    },
+    /// A node stopping on purpose: peers forget it at once.
+    Bye { node: String, incarnation: u64 },
+}
+
+/// One session as the directory knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SessionEntry {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    /// When its socket opened (Unix milliseconds of the node's clock): under the single-socket
+    /// rule the newest socket of a user wins, ties broken by the larger session id.
+    pub opened_ms: u64,
+}
+
+/// On `<prefix>.cluster.sessions`: every node's session announcements, in the order it made
+/// them (one publisher connection, one subject: NATS keeps that order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum SessionMessage {
+    Open {
+        node: String,
+        session: SessionEntry,
+    },
+    Close {
+        node: String,
+        session_id: Uuid,
+        user_id: Uuid,
+    },
+    /// Every session of `node`, in chunks: the `first` chunk replaces what receivers knew of the
+    /// node, the others add to it. Sent when a peer joins (so it learns this node's sessions).
+    Snapshot {
+        node: String,
+        first: bool,
+        sessions: Vec<SessionEntry>,
+    },
+}
+
+/// Session entries per snapshot chunk: ≈ 110 bytes of JSON each, far below NATS's default
+/// 1 MiB payload limit.
+pub(crate) const SNAPSHOT_CHUNK: usize = 4_000;
+
+/// Session ids per delivery frame: 256 KiB of ids at most.
+pub(crate) const DELIVERY_CHUNK: usize = 16_384;
+
+const DELIVER: u8 = 1;
+
+/// Why a delivery frame was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FrameError {
+    #[error("empty frame")]
+    Empty,
+    #[error("unknown frame kind {0}")]
+    Kind(u8),
+    #[error("frame shorter than its session list")]
+    Truncated,
+}
+
+/// A delivery to sessions of one node: kind (1 byte), count (u32, big-endian), the session ids
+/// (16 bytes each), then the envelope's protobuf bytes.
+pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: &[u8]) -> Bytes {
+    let mut frame = BytesMut::with_capacity(5 + session_ids.len() * 16 + envelope.len());
+    frame.put_u8(DELIVER);
+    frame.put_u32(u32::try_from(session_ids.len()).unwrap_or(u32::MAX));
+    for id in session_ids {
+        frame.put_slice(id.as_bytes());
+    }
+    frame.put_slice(envelope);
+    frame.freeze()
+}
+
+/// The session ids and envelope bytes of a delivery frame.
+pub(crate) fn decode_delivery(frame: &[u8]) -> Result<(Vec<Uuid>, &[u8]), FrameError> {
+    let (&kind, rest) = frame.split_first().ok_or(FrameError::Empty)?;
+    if kind != DELIVER {
+        return Err(FrameError::Kind(kind));
+    }
+    let count_bytes: [u8; 4] = rest
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(FrameError::Truncated)?;
+    let count = u32::from_be_bytes(count_bytes) as usize;
+    let ids_end = count
+        .checked_mul(16)
+        .and_then(|n| n.checked_add(4))
+        .ok_or(FrameError::Truncated)?;
+    let ids = rest.get(4..ids_end).ok_or(FrameError::Truncated)?;
+    let session_ids = ids
+        .chunks_exact(16)
+        .map(|chunk| Uuid::from_slice(chunk).unwrap_or_default())
+        .collect();
+    Ok((session_ids, &rest[ids_end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delivery_frames_round_trip_and_garbage_is_refused() {
+        let ids = vec![Uuid::new_v4(), Uuid::new_v4()];
+        let frame = encode_delivery(&ids, b"envelope");
+        let (back, envelope) = decode_delivery(&frame).expect("decodes");
+        assert_eq!(back, ids);
+        assert_eq!(envelope, b"envelope");
+        assert_eq!(decode_delivery(&[]), Err(FrameError::Empty));
+        assert_eq!(decode_delivery(&[9]), Err(FrameError::Kind(9)));
+        assert_eq!(decode_delivery(&frame[..20]), Err(FrameError::Truncated));
+        assert_eq!(
+            decode_delivery(&[1, 255, 255, 255, 255]),
+            Err(FrameError::Truncated)
+        );
+    }
+
+    #[test]
+    fn announcements_are_tagged_json() {
+        let message = MemberMessage::Heartbeat {
+            node: "n1".into(),
+            incarnation: 7,
+            seq: 3,
+            hello: true,
+        };
+        let json = serde_json::to_string(&message).expect("encodes");
+        assert!(json.contains(r#""type":"heartbeat""#), "{json}");
+        assert_eq!(
+            serde_json::from_str::<MemberMessage>(&json).expect("decodes"),
+            message
+        );
+    }
+}
