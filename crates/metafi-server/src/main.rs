@@ -58,6 +58,12 @@ struct ConfigArgs {
     /// Node name (name).
     #[arg(long)]
     name: Option<String>,
+    /// Join a cluster over NATS, e.g. nats://127.0.0.1:4222 (cluster.url; needs PostgreSQL).
+    #[arg(long, value_name = "URL")]
+    cluster: Option<String>,
+    /// This node's name in the cluster, unique (name; the same as --name).
+    #[arg(long, value_name = "NAME", conflicts_with = "name")]
+    node: Option<String>,
     /// Set any key, e.g. --set session.token_expiry_sec=7200 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -81,7 +87,8 @@ impl ConfigArgs {
         flag("database.url", self.database_url.clone());
         flag("metrics.port", self.metrics_port.map(|p| p.to_string()));
         flag("quic.port", self.quic_port.map(|p| p.to_string()));
-        flag("name", self.name.clone());
+        flag("name", self.name.clone().or_else(|| self.node.clone()));
+        flag("cluster.url", self.cluster.clone());
         for pair in &self.set {
             let (key, value) = pair
                 .split_once('=')
@@ -126,6 +133,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             raw.session.refresh_encryption_key = "***".into();
             raw.runtime.http_key = "***".into();
             raw.database.url = config::redact_url(&raw.database.url);
+            raw.cluster.url = config::redact_url(&raw.cluster.url);
             print!(
                 "{}",
                 toml::to_string(&raw).context("rendering the configuration")?

@@ -52,6 +52,8 @@ pub struct Node {
     /// Sessions still open when the matches have ended are closed with code 1001.
     realtime: Arc<Realtime>,
     quic: Option<QuicEdge>,
+    /// The cluster this node is in (`--cluster`); left after the sockets closed.
+    cluster: Option<metafi_cluster::Cluster>,
     api_server: JoinHandle<()>,
     metrics_server: Option<JoinHandle<()>>,
     matchmaker: JoinHandle<()>,
@@ -65,6 +67,7 @@ struct Wired {
     matches: Matches,
     app: axum::Router,
     quic: Option<QuicEdge>,
+    cluster: Option<metafi_cluster::Cluster>,
 }
 
 impl Node {
@@ -119,6 +122,7 @@ impl Node {
             node = %config.name,
             address = %addrs.api,
             database = started.store().backend_name(),
+            cluster = wired.cluster.as_ref().map(|c| c.config().url.as_str()),
             "metafi is ready"
         );
         Ok(Node {
@@ -128,6 +132,7 @@ impl Node {
             started,
             realtime: wired.realtime,
             quic: wired.quic,
+            cluster: wired.cluster,
             api_server,
             metrics_server,
             matchmaker,
@@ -138,6 +143,12 @@ impl Node {
     /// Where the node listens.
     pub fn addrs(&self) -> NodeAddrs {
         self.addrs
+    }
+
+    /// The cluster this node is in (`--cluster`), if any: its peers and the other nodes'
+    /// sessions it knows.
+    pub fn cluster(&self) -> Option<&metafi_cluster::Cluster> {
+        self.cluster.as_ref()
     }
 
     /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
@@ -178,6 +189,10 @@ impl Node {
         }
         if let Some(quic) = self.quic {
             quic.finish(grace).await;
+        }
+        // Its sessions' closes are announced; now the peers hear it leave.
+        if let Some(cluster) = self.cluster {
+            cluster.stop().await;
         }
         match tokio::time::timeout(grace, self.api_server).await {
             Ok(Ok(())) => {}
@@ -262,7 +277,24 @@ async fn wire(
         config.iap.clone(),
     )?);
     // The sessions' registry and router come first: the match engine delivers through them.
-    let parts = RealtimeParts::local();
+    let mut parts = RealtimeParts::local();
+    // In a cluster (docs/CLUSTER.md) the registry announces this node's sessions and the router
+    // reaches a session on any node; without one, nothing changes and no NATS is needed.
+    let cluster = match &config.cluster {
+        Some(settings) => {
+            let cluster = metafi_cluster::Cluster::start(
+                settings.clone(),
+                parts.registry.clone(),
+                config.realtime.single_socket,
+                clock.clone(),
+            )
+            .await
+            .context("joining the cluster")?;
+            parts.router = cluster.router();
+            Some(cluster)
+        }
+        None => None,
+    };
     // Notifications reach sockets through the same parts. Every feature that notifies users
     // takes this one as its `Arc<dyn Notifier>` (`notifier` below).
     let notifications = Arc::new(Notifications::new(
@@ -426,5 +458,6 @@ async fn wire(
         matches,
         app,
         quic,
+        cluster,
     })
 }

@@ -102,6 +102,11 @@ impl TestNode {
             .expect("a running node has a runtime")
     }
 
+    /// The running node itself (what it knows beyond its API: its cluster, …).
+    pub fn node(&self) -> &Node {
+        self.node.as_ref().expect("the node is running")
+    }
+
     /// An HTTP client for this node.
     pub fn http(&self) -> Http {
         Http::new(&self.base)

@@ -4,6 +4,7 @@
 
 mod accounts;
 mod check;
+mod cluster;
 mod database;
 mod friends;
 mod http;
@@ -103,6 +104,8 @@ pub struct Config {
     pub social: SocialConfig,
     /// In-app purchase validation: the stores' credentials and endpoints (`[iap]`).
     pub iap: metafi_core::IapConfig,
+    /// The cluster this node joins (`[cluster]`, docs/CLUSTER.md); `None`: a single node.
+    pub cluster: Option<metafi_cluster::ClusterConfig>,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -139,6 +142,12 @@ impl TryFrom<RawConfig> for Config {
         let friends = friends::validate(&raw.friends, &mut check);
         let social = social::validate(&raw.social, &mut check);
         let iap = iap::validate(&raw.iap, &mut check);
+        let cluster = cluster::validate(
+            &raw.cluster,
+            &raw.name,
+            database.as_ref().map(|d| &d.backend),
+            &mut check,
+        );
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -178,6 +187,7 @@ impl TryFrom<RawConfig> for Config {
             friends,
             social,
             iap,
+            cluster,
             raw,
         })
     }

@@ -27,6 +27,7 @@ pub struct RawConfig {
     pub friends: RawFriends,
     pub social: RawSocial,
     pub iap: super::iap::RawIap,
+    pub cluster: super::cluster::RawCluster,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,6 +198,7 @@ impl Default for RawConfig {
             friends: RawFriends::default(),
             social: RawSocial::default(),
             iap: super::iap::RawIap::default(),
+            cluster: super::cluster::RawCluster::default(),
         }
     }
 }

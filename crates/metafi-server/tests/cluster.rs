@@ -1,0 +1,181 @@
+//! Two nodes in one process, one PostgreSQL (`METAFI_TEST_POSTGRES_URL`) and one NATS
+//! (`METAFI_TEST_NATS_URL`): they see each other, a user's newer socket on one node closes the
+//! older one on the other (single socket), a notification reaches a socket on the other node
+//! (direct delivery), and a node that leaves takes its sessions out of the other's directory.
+//! Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
+//! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::path::Path;
+use std::time::Duration;
+
+use metafi_proto::realtime::{Message, Ping};
+use metafi_server::config::RawConfig;
+use metafi_testkit::{Http, Socket, TestNode, user};
+use tokio::time::Instant;
+
+fn nats_url() -> Option<String> {
+    match std::env::var("METAFI_TEST_NATS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
+                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// A clustered node on PostgreSQL; `None` (skip) without PostgreSQL.
+async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
+    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
+    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
+        raw.name = name;
+        raw.cluster.url = nats;
+        // A prefix of this test's own: tests running at once form separate clusters.
+        raw.cluster.subject_prefix = prefix;
+        raw.cluster.heartbeat_interval_ms = 100;
+        raw.cluster.peer_lost_timeout_ms = 500;
+        raw.session.single_socket = true;
+    })
+    .await
+}
+
+/// Polls `done` every 10 ms for up to 5 s (generous for a loaded machine).
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn peers(node: &TestNode) -> Vec<String> {
+    node.node().cluster().unwrap().peers()
+}
+
+fn remote_sessions(node: &TestNode) -> usize {
+    node.node().cluster().unwrap().directory().len()
+}
+
+struct Pair {
+    n1: TestNode,
+    n2: TestNode,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+async fn pair() -> Option<Pair> {
+    let nats = nats_url()?;
+    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
+    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
+    eventually("the nodes see each other", || {
+        peers(&n1) == ["n2"] && peers(&n2) == ["n1"]
+    })
+    .await;
+    Some(Pair {
+        n1,
+        n2,
+        _dirs: (d1, d2),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_socket_on_another_node_closes_the_older_one() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let alice = user(&Http::new(&n1.base)).await;
+    let mut first = Socket::connect(&n1.base, &alice.token, "").await;
+    first.request(Message::Ping(Ping {})).await;
+
+    // The same user opens a socket on the other node: the first is told and closed, as on
+    // one node.
+    let mut second = Socket::connect(&n2.base, &alice.token, "format=protobuf").await;
+    let frame = first.closed(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(u16::from(frame.code), 1000);
+    assert!(
+        frame.reason.contains("server-side session disconnect"),
+        "{frame:?}"
+    );
+    assert!(
+        first.backlog().iter().any(|e| matches!(&e.message,
+            Some(Message::Notifications(n)) if n.notifications[0].code == -7)),
+        "{:?}",
+        first.backlog()
+    );
+    second.request(Message::Ping(Ping {})).await;
+
+    // And back: a third socket on the first node closes the second.
+    let mut third = Socket::connect(&n1.base, &alice.token, "").await;
+    second.closed(Duration::from_secs(5)).await.unwrap();
+    third.request(Message::Ping(Ping {})).await;
+    eventually("each node knows the one socket left", || {
+        remote_sessions(&n2) == 1 && remote_sessions(&n1) == 0
+    })
+    .await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_reaches_a_socket_on_the_other_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (http1, http2) = (Http::new(&n1.base), Http::new(&n2.base));
+    let alice = user(&http1).await;
+    let bob = user(&http2).await;
+    let mut bob_socket = Socket::connect(&n2.base, &bob.token, "").await;
+    bob_socket.request(Message::Ping(Ping {})).await;
+    eventually("node 1 knows bob's socket on node 2", || {
+        remote_sessions(&n1) == 1
+    })
+    .await;
+
+    // Alice, on node 1, asks bob to be friends: Nakama notifies bob (code -2), and his socket
+    // is on node 2.
+    let added = http1
+        .send(
+            http1
+                .post(&format!("/v2/friend?ids={}", bob.id))
+                .bearer_auth(&alice.token),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{:?}", added.body);
+    let event = bob_socket
+        .event(|e| matches!(&e.message, Some(Message::Notifications(_))))
+        .await;
+    let Some(Message::Notifications(n)) = event.message else {
+        unreachable!()
+    };
+    assert_eq!(n.notifications.len(), 1, "{n:?}");
+    assert_eq!(n.notifications[0].code, -2, "{n:?}");
+    assert_eq!(n.notifications[0].sender_id, alice.id);
+
+    // Node 2 leaves: node 1 forgets it and its sessions at once.
+    n2.stop().await;
+    eventually("node 1 forgot node 2 and bob's socket", || {
+        peers(&n1).is_empty() && remote_sessions(&n1) == 0
+    })
+    .await;
+    n1.stop().await;
+}
+
+#[tokio::test]
+async fn a_cluster_on_sqlite_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = TestNode::try_start_in(dir.path(), |raw| {
+        raw.cluster.url = "nats://127.0.0.1:4222".into();
+    })
+    .await
+    .err()
+    .expect("refused");
+    assert!(
+        format!("{error:#}").contains("cluster.url: a cluster needs PostgreSQL"),
+        "{error:#}"
+    );
+}
