@@ -8,11 +8,14 @@ use async_nats::Client;
 use futures_util::StreamExt;
 use metafi_core::Clock;
 use metafi_proto::realtime::Format;
-use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
+use metafi_realtime::{
+    LocalRouter, MessageRouter, Outbound, RealtimeParts, SessionRegistry, Tracker,
+};
 use tokio::task::JoinHandle;
 
 use crate::outgoing::Outgoing;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
+use crate::tracker::ClusterTracker;
 use crate::wire::decode_delivery;
 use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, metrics, valid_node_name};
 
@@ -79,6 +82,7 @@ pub struct Cluster {
     membership: Option<Membership>,
     directory: Arc<SessionDirectory>,
     router: Arc<ClusterRouter>,
+    tracker: Arc<ClusterTracker>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -119,6 +123,7 @@ impl Cluster {
             outgoing: outgoing.clone(),
             clock,
         });
+        let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
         if !registry.set_listener(announcer.clone()) {
             for task in tasks {
                 task.abort();
@@ -139,6 +144,7 @@ impl Cluster {
             SessionsTask {
                 announcer,
                 directory: directory.clone(),
+                tracker: tracker.clone(),
                 registry: registry.clone(),
                 single_socket,
             }
@@ -161,6 +167,7 @@ impl Cluster {
             membership: Some(membership),
             directory,
             router,
+            tracker,
             tasks,
         })
     }
@@ -176,6 +183,22 @@ impl Cluster {
     /// The router to build the node's realtime parts with.
     pub fn router(&self) -> Arc<dyn MessageRouter> {
         self.router.clone()
+    }
+
+    /// The presence books of the whole cluster, to build the node's realtime parts with.
+    pub fn tracker(&self) -> Arc<dyn Tracker> {
+        self.tracker.clone()
+    }
+
+    /// Presences of other nodes' sessions this node knows.
+    pub fn remote_presences(&self) -> usize {
+        self.tracker.remote_len()
+    }
+
+    /// Hands the cluster the node's realtime parts, built with [`Cluster::router`] and
+    /// [`Cluster::tracker`]: a lost node's leaves are told to this node's members through them.
+    pub fn set_parts(&self, parts: &RealtimeParts) {
+        self.tracker.set_parts(parts.clone());
     }
 
     /// The peers this node hears (see [`Membership`]).

@@ -12,7 +12,10 @@
 //! - [`ClusterRouter`]: the second [`metafi_realtime::MessageRouter`]: a session on this node is
 //!   delivered to directly, one on another node through that node's delivery subject — one NATS
 //!   message per node for a fan-out, not one per recipient, with the envelope encoded once.
-//! - [`Cluster`]: the three wired together for a node (`metafi serve --cluster …`).
+//! - [`ClusterTracker`]: the second [`metafi_realtime::Tracker`]: this node's presences are
+//!   announced, the other nodes' kept, so stream members (chat channels, streams of server
+//!   code, who is online) span every node; a lost node's presences leave everywhere.
+//! - [`Cluster`]: the four wired together for a node (`metafi serve --cluster …`).
 //!
 //! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
 //! [`ClusterConfig`], [`Membership`], [`MembershipEvent`], [`ClusterRouter`].
@@ -26,6 +29,7 @@ mod metrics;
 mod outgoing;
 mod router;
 mod sessions;
+mod tracker;
 mod wire;
 
 pub use cluster::{Cluster, ClusterError, connect};
@@ -33,3 +37,4 @@ pub use config::{ClusterConfig, valid_node_name};
 pub use directory::{RemoteSession, SessionDirectory};
 pub use membership::{Membership, MembershipEvent};
 pub use router::ClusterRouter;
+pub use tracker::ClusterTracker;

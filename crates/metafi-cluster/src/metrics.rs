@@ -46,3 +46,8 @@ pub(crate) fn dropped(kind: &'static str) {
 pub(crate) fn single_socket_closed() {
     metrics::counter!("metafi_cluster_single_socket_closed_total").increment(1);
 }
+
+/// `metafi_cluster_remote_presences`: presences of other nodes' sessions this node knows of.
+pub(crate) fn remote_presences(count: usize) {
+    metrics::gauge!("metafi_cluster_remote_presences").set(count as f64);
+}

@@ -20,6 +20,7 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use crate::outgoing::Outgoing;
+use crate::tracker::ClusterTracker;
 use crate::wire::{SNAPSHOT_CHUNK, SessionEntry, SessionMessage};
 use crate::{MembershipEvent, SessionDirectory, metrics};
 
@@ -51,7 +52,7 @@ pub(crate) struct Announcer {
 }
 
 impl Announcer {
-    fn publish(&self, message: &SessionMessage) {
+    pub(crate) fn publish(&self, message: &SessionMessage) {
         if let Ok(payload) = serde_json::to_vec(message) {
             self.outgoing
                 .send(self.subject.clone(), Bytes::from(payload), "sessions");
@@ -117,6 +118,7 @@ impl SessionListener for Announcer {
 pub(crate) struct SessionsTask {
     pub(crate) announcer: Arc<Announcer>,
     pub(crate) directory: Arc<SessionDirectory>,
+    pub(crate) tracker: Arc<ClusterTracker>,
     pub(crate) registry: Arc<SessionRegistry>,
     pub(crate) single_socket: bool,
 }
@@ -142,12 +144,17 @@ impl SessionsTask {
                     Ok(MembershipEvent::Joined { node }) => {
                         tracing::debug!(peer = %node, "cluster: sending this node's sessions to a new peer");
                         self.announcer.publish_snapshot();
+                        self.tracker.publish_snapshot();
                     }
                     Ok(MembershipEvent::Lost { node } | MembershipEvent::Left { node }) => {
                         let dropped = self.directory.drop_node(&node);
-                        tracing::info!(peer = %node, sessions = dropped, "cluster: forgot the sessions of a peer that is gone");
+                        let presences = self.tracker.drop_node(&node);
+                        tracing::info!(peer = %node, sessions = dropped, presences, "cluster: forgot the sessions of a peer that is gone");
                     }
-                    Err(RecvError::Lagged(_)) => self.announcer.publish_snapshot(),
+                    Err(RecvError::Lagged(_)) => {
+                        self.announcer.publish_snapshot();
+                        self.tracker.publish_snapshot();
+                    }
                     Err(RecvError::Closed) => break,
                 },
             }
@@ -174,6 +181,7 @@ impl SessionsTask {
             } => {
                 if node != self.announcer.node {
                     self.directory.close(&node, session_id);
+                    self.tracker.remote_untrack_all(session_id);
                 }
             }
             SessionMessage::Snapshot {
@@ -189,7 +197,37 @@ impl SessionsTask {
                     self.enforce_single_socket(session);
                 }
             }
+            SessionMessage::Track { node, entry } => {
+                if node != self.announcer.node {
+                    self.tracker.remote_track(&intern(node), entry);
+                }
+            }
+            SessionMessage::Untrack {
+                node,
+                session_id,
+                stream,
+            } => {
+                if node != self.announcer.node {
+                    self.tracker.remote_untrack(session_id, &stream);
+                }
+            }
+            SessionMessage::UntrackAll { node, session_id } => {
+                if node != self.announcer.node {
+                    self.tracker.remote_untrack_all(session_id);
+                }
+            }
+            SessionMessage::Presences {
+                node,
+                first,
+                presences,
+            } => {
+                if node != self.announcer.node {
+                    self.tracker
+                        .remote_snapshot(&intern(node), first, presences);
+                }
+            }
         }
+        metrics::remote_presences(self.tracker.remote_len());
     }
 
     /// Closes this node's sockets of the user that are older than `remote`.

@@ -3,6 +3,7 @@
 //! envelope's protobuf encoding, made once however many nodes and sessions receive it.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use metafi_realtime::{Presence, PresenceMeta, StreamKey, StreamMode};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -55,7 +56,105 @@ pub(crate) enum SessionMessage {
         first: bool,
         sessions: Vec<SessionEntry>,
     },
+    /// A presence of one of `node`'s sessions joined a stream (or replaced its meta).
+    Track {
+        node: String,
+        entry: PresenceEntry,
+    },
+    /// A session of `node` left a stream.
+    Untrack {
+        node: String,
+        session_id: Uuid,
+        stream: WireStream,
+    },
+    /// A session of `node` left every stream.
+    UntrackAll {
+        node: String,
+        session_id: Uuid,
+    },
+    /// Every presence of `node`'s sessions, in chunks (as `Snapshot`).
+    Presences {
+        node: String,
+        first: bool,
+        presences: Vec<PresenceEntry>,
+    },
 }
+
+/// A stream as nodes name it to each other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireStream {
+    pub mode: u8,
+    pub subject: Uuid,
+    pub subcontext: Uuid,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+}
+
+/// One presence in one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PresenceEntry {
+    pub stream: WireStream,
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+    pub persistence: bool,
+    pub hidden: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+impl WireStream {
+    pub(crate) fn from_key(key: &StreamKey) -> WireStream {
+        WireStream {
+            mode: key.mode.number(),
+            subject: key.subject,
+            subcontext: key.subcontext,
+            label: key.label.clone(),
+        }
+    }
+
+    pub(crate) fn key(&self) -> StreamKey {
+        StreamKey {
+            mode: StreamMode::from_number(self.mode),
+            subject: self.subject,
+            subcontext: self.subcontext,
+            label: self.label.clone(),
+        }
+    }
+}
+
+impl PresenceEntry {
+    pub(crate) fn new(stream: &StreamKey, presence: &Presence) -> PresenceEntry {
+        PresenceEntry {
+            stream: WireStream::from_key(stream),
+            session_id: presence.session_id,
+            user_id: presence.user_id,
+            username: presence.meta.username.clone(),
+            persistence: presence.meta.persistence,
+            hidden: presence.meta.hidden,
+            status: presence.meta.status.clone(),
+        }
+    }
+
+    pub(crate) fn split(self) -> (StreamKey, Presence) {
+        (
+            self.stream.key(),
+            Presence {
+                session_id: self.session_id,
+                user_id: self.user_id,
+                meta: PresenceMeta {
+                    username: self.username,
+                    persistence: self.persistence,
+                    hidden: self.hidden,
+                    status: self.status,
+                },
+            },
+        )
+    }
+}
+
+/// Presence entries per snapshot chunk: ≈ 250 bytes of JSON each.
+pub(crate) const PRESENCE_CHUNK: usize = 2_000;
 
 /// Session entries per snapshot chunk: ≈ 110 bytes of JSON each, far below NATS's default
 /// 1 MiB payload limit.

@@ -114,6 +114,18 @@ impl LocalTracker {
     pub fn new() -> LocalTracker {
         LocalTracker::default()
     }
+
+    /// Every presence with its stream (a cluster's snapshot of this node's presences).
+    pub fn all(&self) -> Vec<(StreamKey, Presence)> {
+        let inner = self.inner.read();
+        let mut all = Vec::with_capacity(inner.count);
+        for (stream, members) in &inner.by_stream {
+            for presence in members.values() {
+                all.push((stream.clone(), presence.clone()));
+            }
+        }
+        all
+    }
 }
 
 impl Inner {

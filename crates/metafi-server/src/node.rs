@@ -291,6 +291,8 @@ async fn wire(
             .await
             .context("joining the cluster")?;
             parts.router = cluster.router();
+            parts.tracker = cluster.tracker();
+            cluster.set_parts(&parts);
             Some(cluster)
         }
         None => None,

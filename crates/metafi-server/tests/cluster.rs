@@ -1,7 +1,8 @@
 //! Two nodes in one process, one PostgreSQL (`METAFI_TEST_POSTGRES_URL`) and one NATS
 //! (`METAFI_TEST_NATS_URL`): they see each other, a user's newer socket on one node closes the
 //! older one on the other (single socket), a notification reaches a socket on the other node
-//! (direct delivery), and a node that leaves takes its sessions out of the other's directory.
+//! (direct delivery), a chat room's members on two nodes see each other join, talk and leave,
+//! and a node that leaves takes its sessions and presences out of the other's books.
 //! Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
 //! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
 
@@ -10,7 +11,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use metafi_proto::realtime::{Message, Ping};
+use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Envelope, Message, Ping};
+use metafi_proto::wkt::bool_value;
 use metafi_server::config::RawConfig;
 use metafi_testkit::{Http, Socket, TestNode, user};
 use tokio::time::Instant;
@@ -58,6 +60,52 @@ fn peers(node: &TestNode) -> Vec<String> {
 
 fn remote_sessions(node: &TestNode) -> usize {
     node.node().cluster().unwrap().directory().len()
+}
+
+fn remote_presences(node: &TestNode) -> usize {
+    node.node().cluster().unwrap().remote_presences()
+}
+
+async fn join_room(socket: &mut Socket, room: &str) -> metafi_proto::realtime::Channel {
+    let answer = socket
+        .request(Message::ChannelJoin(ChannelJoin {
+            target: room.into(),
+            r#type: 1,
+            persistence: bool_value(false),
+            hidden: None,
+        }))
+        .await;
+    match answer.message {
+        Some(Message::Channel(channel)) => channel,
+        other => panic!("expected a channel, got {other:?}"),
+    }
+}
+
+/// `from` sends `text` to the channel; `to` receives it.
+async fn talk(from: &mut Socket, to: &mut Socket, channel_id: &str, text: &str) {
+    let ack = from
+        .request(Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: channel_id.into(),
+            content: text.into(),
+        }))
+        .await;
+    assert!(
+        matches!(ack.message, Some(Message::ChannelMessageAck(_))),
+        "{ack:?}"
+    );
+    // (Each member gets it, the sender too, as with Nakama.)
+    let got = to
+        .event(|e| matches!(&e.message, Some(Message::ChannelMessage(m)) if m.content == text))
+        .await;
+    let Some(Message::ChannelMessage(message)) = got.message else {
+        unreachable!()
+    };
+    assert_eq!(message.channel_id, channel_id);
+}
+
+fn presence_event(e: &Envelope, joins: usize, leaves: usize) -> bool {
+    matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+        if ev.joins.len() == joins && ev.leaves.len() == leaves)
 }
 
 struct Pair {
@@ -160,6 +208,79 @@ async fn a_notification_reaches_a_socket_on_the_other_node() {
     n2.stop().await;
     eventually("node 1 forgot node 2 and bob's socket", || {
         peers(&n1).is_empty() && remote_sessions(&n1) == 0
+    })
+    .await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_room_spans_the_nodes() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let alice = user(&Http::new(&n1.base)).await;
+    let bob = user(&Http::new(&n2.base)).await;
+    let mut bob_socket = Socket::connect(&n2.base, &bob.token, "").await;
+    join_room(&mut bob_socket, "lobby").await;
+    eventually("node 1 knows bob is in the room", || {
+        remote_presences(&n1) == 1
+    })
+    .await;
+
+    // Alice joins on node 1: she sees bob (on node 2) among the members, bob sees her join.
+    let mut alice_socket = Socket::connect(&n1.base, &alice.token, "format=protobuf").await;
+    let channel = join_room(&mut alice_socket, "lobby").await;
+    // As Nakama: the others in `presences`, the joiner in `self_presence`.
+    let members: Vec<&str> = channel
+        .presences
+        .iter()
+        .map(|p| p.user_id.as_str())
+        .collect();
+    assert_eq!(members, [bob.id.as_str()], "{channel:?}");
+    assert_eq!(
+        channel.self_presence.as_ref().map(|p| p.user_id.as_str()),
+        Some(alice.id.as_str())
+    );
+    let joined = bob_socket
+        .event(|e| {
+            matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+                if ev.joins.iter().any(|p| p.user_id == alice.id))
+        })
+        .await;
+    let Some(Message::ChannelPresenceEvent(event)) = joined.message else {
+        unreachable!()
+    };
+    assert_eq!(event.channel_id, channel.id);
+
+    // A message from each side reaches the other.
+    eventually("node 2 knows alice is in the room", || {
+        remote_presences(&n2) == 1
+    })
+    .await;
+    talk(
+        &mut alice_socket,
+        &mut bob_socket,
+        &channel.id,
+        r#"{"from":"alice"}"#,
+    )
+    .await;
+    talk(
+        &mut bob_socket,
+        &mut alice_socket,
+        &channel.id,
+        r#"{"from":"bob"}"#,
+    )
+    .await;
+
+    // Node 2 leaves: bob's socket closes, alice sees him leave, node 1 forgets his presence.
+    n2.stop().await;
+    let left = alice_socket.event(|e| presence_event(e, 0, 1)).await;
+    let Some(Message::ChannelPresenceEvent(event)) = left.message else {
+        unreachable!()
+    };
+    assert_eq!(event.leaves[0].user_id, bob.id);
+    eventually("node 1 forgot bob's presence", || {
+        remote_presences(&n1) == 0
     })
     .await;
     n1.stop().await;
