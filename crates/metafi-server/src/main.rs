@@ -24,6 +24,7 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process: the size is irrelevant
 enum ConfigCommand {
     /// Print the annotated default configuration (a valid config file).
     Default,

@@ -165,8 +165,10 @@ mod tests {
                 .contains("cluster.subject_prefix")
         );
         // A single node may keep any name.
-        let mut raw = RawConfig::default();
-        raw.name = "my node".into();
+        let raw = RawConfig {
+            name: "my node".into(),
+            ..RawConfig::default()
+        };
         assert!(Config::try_from(raw).unwrap().cluster.is_none());
     }
 }
