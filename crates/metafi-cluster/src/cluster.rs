@@ -55,6 +55,9 @@ pub async fn connect(config: &ClusterConfig) -> Result<Client, ClusterError> {
                     async_nats::Event::Disconnected => {
                         tracing::warn!(%node, "cluster: disconnected from NATS; reconnecting");
                     }
+                    async_nats::Event::Closed => {
+                        tracing::info!(%node, "cluster: NATS connection closed");
+                    }
                     other => tracing::warn!(%node, event = %other, "cluster: NATS event"),
                 }
             }
