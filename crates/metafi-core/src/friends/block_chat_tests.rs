@@ -87,7 +87,10 @@ async fn a_block_ends_the_direct_chat_and_the_blocked_user_cannot_rejoin() {
                 .await
         }
     };
-    assert_eq!(dm(&bob, &ada).await.expect("before"), ChannelId::direct(ada.id, bob.id));
+    assert_eq!(
+        dm(&bob, &ada).await.expect("before"),
+        ChannelId::direct(ada.id, bob.id)
+    );
 
     friends
         .block(&ada, Targets::checked(vec![bob.id], Vec::new()))
@@ -105,7 +108,10 @@ async fn a_block_ends_the_direct_chat_and_the_blocked_user_cannot_rejoin() {
         "User ID not found: Invalid channel target"
     );
     // The blocker may still open it (Nakama checks the other side's block only).
-    assert_eq!(dm(&ada, &bob).await.expect("blocker"), ChannelId::direct(ada.id, bob.id));
+    assert_eq!(
+        dm(&ada, &bob).await.expect("blocker"),
+        ChannelId::direct(ada.id, bob.id)
+    );
 
     // Unblocking (deleting the block) lets the blocked user in again.
     friends

@@ -4,10 +4,10 @@
 //! functions both call [`Friends`]; each edge validates its own input first (Nakama's REST
 //! and runtime messages differ), then the rules here hold the same way for both.
 
-mod cursor;
-mod targets;
 #[cfg(test)]
 mod block_chat_tests;
+mod cursor;
+mod targets;
 #[cfg(test)]
 mod tests;
 

@@ -11,7 +11,9 @@ use uuid::Uuid;
 
 use crate::channels::message_code as code;
 use crate::groups::{Actor, CreateGroup, Groups};
-use crate::{ChannelId, ChannelPush, CoreError, ManualClock, NewNotification, NobodyOnline, Notifier};
+use crate::{
+    ChannelId, ChannelPush, CoreError, ManualClock, NewNotification, NobodyOnline, Notifier,
+};
 
 #[derive(Debug, Default)]
 struct Quiet;
@@ -166,7 +168,10 @@ async fn every_membership_change_writes_and_delivers_its_system_message() {
         .promote(Actor::User(owner), open, &[bob])
         .await
         .expect("promote");
-    assert_eq!(w.delivered(), vec![(code::GROUP_PROMOTE, bob, "bob".into())]);
+    assert_eq!(
+        w.delivered(),
+        vec![(code::GROUP_PROMOTE, bob, "bob".into())]
+    );
     w.groups
         .demote(Actor::User(owner), open, &[bob])
         .await
@@ -176,7 +181,10 @@ async fn every_membership_change_writes_and_delivers_its_system_message() {
         .demote(Actor::User(owner), open, &[bob])
         .await
         .expect("demote a member");
-    assert!(w.delivered().is_empty(), "a member cannot be demoted further");
+    assert!(
+        w.delivered().is_empty(),
+        "a member cannot be demoted further"
+    );
 
     w.groups
         .kick(Actor::User(owner), open, &[bob])
@@ -189,7 +197,10 @@ async fn every_membership_change_writes_and_delivers_its_system_message() {
         .ban(Actor::Server, open, &[carol])
         .await
         .expect("ban");
-    assert_eq!(w.delivered(), vec![(code::GROUP_BAN, carol, "carol".into())]);
+    assert_eq!(
+        w.delivered(),
+        vec![(code::GROUP_BAN, carol, "carol".into())]
+    );
     assert_eq!(w.removed(), vec![carol], "a banned user leaves the channel");
 
     w.groups.join(eve, "eve", open).await.expect("join");

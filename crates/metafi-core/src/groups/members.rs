@@ -266,7 +266,9 @@ impl Groups {
             }
         }
         let applied = self
-            .apply(group_id, changes.clone(), |_| internal(Action::Kick.failed()))
+            .apply(group_id, changes.clone(), |_| {
+                internal(Action::Kick.failed())
+            })
             .await?;
         self.announce_removals(group_id, &changes, &applied, message_code::GROUP_KICK)
             .await;
@@ -296,7 +298,9 @@ impl Groups {
             }
         }
         match self
-            .apply(group_id, changes.clone(), |_| internal(Action::Ban.failed()))
+            .apply(group_id, changes.clone(), |_| {
+                internal(Action::Ban.failed())
+            })
             .await
         {
             Ok(applied) => {

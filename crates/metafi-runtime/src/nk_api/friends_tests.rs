@@ -467,8 +467,7 @@ async fn edge_metadata(w: &World, caller: Uuid, other: Uuid) -> NkValue {
         .iter()
         .map(|f| f.as_map().unwrap())
         .find(|f| {
-            f.get("user").unwrap().as_map().unwrap().get("user_id")
-                == Some(&s(other.to_string()))
+            f.get("user").unwrap().as_map().unwrap().get("user_id") == Some(&s(other.to_string()))
         })
         .expect("an edge to the other user")
         .get("metadata")

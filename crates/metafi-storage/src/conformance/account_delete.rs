@@ -56,7 +56,11 @@ pub async fn account_deletion_removes_leaderboard_records(f: &dyn Fixture) {
         expiry_time,
         now_ms: NOW,
     };
-    for (board, expiry) in [("alltime", 0), ("weekly", 1_700_000_600), ("weekly", 1_700_001_200)] {
+    for (board, expiry) in [
+        ("alltime", 0),
+        ("weekly", 1_700_000_600),
+        ("weekly", 1_700_001_200),
+    ] {
         for (owner, score) in [(gone, 30), (stays, 20), (not_a_user, 10)] {
             store
                 .write_record(write(board, owner, score, expiry))
@@ -65,7 +69,11 @@ pub async fn account_deletion_removes_leaderboard_records(f: &dyn Fixture) {
         }
     }
     assert!(store.delete_user(gone).await.expect("delete"));
-    for (board, expiry) in [("alltime", 0), ("weekly", 1_700_000_600), ("weekly", 1_700_001_200)] {
+    for (board, expiry) in [
+        ("alltime", 0),
+        ("weekly", 1_700_000_600),
+        ("weekly", 1_700_001_200),
+    ] {
         assert_eq!(
             owners(&*store, board, expiry).await,
             vec![stays, not_a_user],

@@ -59,7 +59,10 @@ pub async fn friend_metadata_update_replaces_one_edge(f: &dyn Fixture) {
         );
     }
     let theirs = store.list_friends(b, None, 10, None).await.expect("list");
-    assert_eq!(theirs.friends[0].metadata, "{}", "the other side's edge is its own");
+    assert_eq!(
+        theirs.friends[0].metadata, "{}",
+        "the other side's edge is its own"
+    );
     assert!(
         !store
             .update_friend_metadata(b, c, "{}")
