@@ -3,7 +3,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { client, freshDeviceId, assertRejects } from "./support.mjs";
+import WebSocket from "ws";
+import { client, freshDeviceId, assertRejects, recordEvents } from "./support.mjs";
+
+// Node has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
+globalThis.WebSocket = WebSocket;
 
 async function player(c, prefix = "f") {
   const username = `${prefix}_${randomUUID().slice(0, 8)}`;
@@ -156,4 +160,42 @@ test("importing Steam friends without a configured provider fails as in Nakama",
     "Steam authentication is not configured.",
   );
   await assertRejects(c.importFacebookFriends(ada.session, {}), 400, 3, "Facebook token is required.");
+});
+
+test("a block ends the direct chat; the blocked user cannot open it again", async () => {
+  const c = client();
+  const ada = await player(c);
+  const bob = await player(c);
+  const sockets = [];
+  const connect = async (p) => {
+    const socket = c.createSocket(false, false);
+    const events = recordEvents(socket, ["onchannelpresence", "onnotification"]);
+    await socket.connect(p.session, false);
+    sockets.push(socket);
+    return { socket, events };
+  };
+  try {
+    const adaLive = await connect(ada);
+    const bobLive = await connect(bob);
+    const dm = await adaLive.socket.joinChat(bob.id, 2, true, false);
+    await bobLive.socket.joinChat(ada.id, 2, true, false);
+    await adaLive.events.next("onchannelpresence", (e) => e.joins?.some((j) => j.user_id === bob.id));
+    await bobLive.socket.writeChatMessage(dm.id, { text: "hi" });
+
+    // Nakama untracks the chat's stream on a block (server/core_friend.go): both are out.
+    await c.blockFriends(ada.session, [bob.id]);
+    await assert.rejects(bobLive.socket.writeChatMessage(dm.id, { text: "still there?" }), (error) => error.code === 3);
+    await assert.rejects(adaLive.socket.writeChatMessage(dm.id, { text: "bye" }), (error) => error.code === 3);
+    // The blocked user finds no such user (UserExistsAndDoesNotBlock in core_channel.go) …
+    await assert.rejects(bobLive.socket.joinChat(ada.id, 2, true, false), (error) => {
+      assert.equal(error.code, 3);
+      assert.equal(error.message, "User ID not found: Invalid channel target");
+      return true;
+    });
+    // … the blocker may still open it.
+    const again = await adaLive.socket.joinChat(bob.id, 2, true, false);
+    assert.equal(again.id, dm.id);
+  } finally {
+    for (const socket of sockets) socket.disconnect(false);
+  }
 });

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
-import { client, freshDeviceId, assertRejects } from "./support.mjs";
+import { client, freshDeviceId, assertRejects, recordEvents } from "./support.mjs";
 
 // Node has no global WebSocket; nakama-js expects the browser API, which `ws` provides.
 globalThis.WebSocket = WebSocket;
@@ -137,6 +137,78 @@ test("group chat: members join the group channel and chat; others are refused", 
     assert.equal(message.message_id, ack.message_id);
     assert.deepEqual(message.content, { text: "hi group" });
     await assert.rejects(eveSocket.joinChat(group.id, 3, true, false), (error) => error.code === 3);
+  } finally {
+    for (const socket of sockets) socket.disconnect(false);
+  }
+});
+
+test("group chat: membership changes are system messages (codes 3-9); removed users leave the channel", async () => {
+  const ada = await player();
+  const bob = await player();
+  const cy = await player();
+  const dee = await player();
+  const group = await ada.client.createGroup(ada.session, { name: unique("Sys"), open: true });
+  const sockets = [];
+  const connect = async (p) => {
+    const socket = p.client.createSocket(false, false);
+    const events = recordEvents(socket, ["onchannelmessage", "onchannelpresence"]);
+    await socket.connect(p.session, false);
+    sockets.push(socket);
+    return { socket, events };
+  };
+  try {
+    const adaLive = await connect(ada);
+    const channel = await adaLive.socket.joinChat(group.id, 3, true, false);
+    // Every message names the affected user as its sender, with an empty content object
+    // (server/core_group.go).
+    const system = async (code, who) => {
+      const m = await adaLive.events.next("onchannelmessage", (m) => m.code === code && m.sender_id === who.id);
+      assert.equal(m.username, who.name);
+      assert.deepEqual(m.content, {});
+      assert.equal(m.persistent, true);
+      assert.equal(m.channel_id, channel.id);
+      assert.equal(m.group_id, group.id);
+      return m;
+    };
+    await bob.client.joinGroup(bob.session, group.id);
+    await system(3, bob);
+    await ada.client.addGroupUsers(ada.session, group.id, [cy.id]);
+    await system(4, cy);
+    await ada.client.promoteGroupUsers(ada.session, group.id, [bob.id]);
+    await system(7, bob);
+    await ada.client.demoteGroupUsers(ada.session, group.id, [bob.id]);
+    await system(9, bob);
+
+    // Bob is in the channel when kicked: he gets the message, then is taken out of it.
+    const bobLive = await connect(bob);
+    await bobLive.socket.joinChat(group.id, 3, true, false);
+    await ada.client.kickGroupUsers(ada.session, group.id, [bob.id]);
+    await system(6, bob);
+    await bobLive.events.next("onchannelmessage", (m) => m.code === 6);
+    await adaLive.events.next("onchannelpresence", (e) => e.leaves?.some((l) => l.user_id === bob.id));
+    await assert.rejects(bobLive.socket.writeChatMessage(channel.id, { after: "kick" }), (error) => error.code === 3);
+
+    const cyLive = await connect(cy);
+    await cyLive.socket.joinChat(group.id, 3, true, false);
+    await ada.client.banGroupUsers(ada.session, group.id, [cy.id]);
+    await system(8, cy);
+    await adaLive.events.next("onchannelpresence", (e) => e.leaves?.some((l) => l.user_id === cy.id));
+    await assert.rejects(cyLive.socket.writeChatMessage(channel.id, { after: "ban" }), (error) => error.code === 3);
+
+    await dee.client.joinGroup(dee.session, group.id);
+    await system(3, dee);
+    const deeLive = await connect(dee);
+    await deeLive.socket.joinChat(group.id, 3, true, false);
+    await dee.client.leaveGroup(dee.session, group.id);
+    await system(5, dee);
+    await adaLive.events.next("onchannelpresence", (e) => e.leaves?.some((l) => l.user_id === dee.id));
+
+    // They are the channel's history, oldest first.
+    const history = await ada.client.listChannelMessages(ada.session, channel.id, 100, true);
+    assert.deepEqual(
+      history.messages.map((m) => [m.code, m.sender_id]),
+      [[3, bob.id], [4, cy.id], [7, bob.id], [9, bob.id], [6, bob.id], [8, cy.id], [3, dee.id], [5, dee.id]],
+    );
   } finally {
     for (const socket of sockets) socket.disconnect(false);
   }

@@ -68,6 +68,8 @@ pub struct Accounts {
     /// Refuses sign-ins of accounts and addresses with too many recent failures; `None` when
     /// the server runs without it.
     throttle: Option<Arc<SignInThrottle>>,
+    /// Takes a deleted account out of the leaderboard ranks; `None` without leaderboards.
+    leaderboards: Option<Arc<crate::Leaderboards>>,
 }
 
 impl Accounts {
@@ -78,7 +80,15 @@ impl Accounts {
             clock,
             max_exported_objects: config.max_exported_objects,
             throttle: None,
+            leaderboards: None,
         }
+    }
+
+    /// Account deletion takes the account out of these leaderboards' ranks (its records go
+    /// with the user row, as in Nakama).
+    pub fn with_leaderboards(mut self, leaderboards: Arc<crate::Leaderboards>) -> Self {
+        self.leaderboards = Some(leaderboards);
+        self
     }
 
     /// Throttles failed sign-ins (see [`SignInThrottle`]).
@@ -395,7 +405,7 @@ impl Accounts {
     }
 
     /// Deletes an account with everything that goes with it (identities, storage objects,
-    /// wallet ledger: removed with the user row) and ends its sessions: its tokens stop
+    /// wallet ledger, leaderboard records: removed with the user row) and ends its sessions: its tokens stop
     /// working and its open sockets on this node are closed. REST `DELETE /v2/account` and
     /// `nk.account_delete_id` both come here. An unknown user is not an error (Nakama).
     /// MetaFi keeps no tombstones of deleted users.
@@ -414,6 +424,10 @@ impl Accounts {
             .await
             .map_err(|e| CoreError::storage("deleting an account", e))?;
         if deleted {
+            // The store removed its leaderboard records with the user row.
+            if let Some(leaderboards) = &self.leaderboards {
+                leaderboards.forget_owner(user_id);
+            }
             sessions.end_all(user_id).await?;
             sockets.disconnect_user(user_id);
         }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use metafi_proto::api;
 use metafi_proto::realtime::channel_type;
 use metafi_proto::wkt::{Timestamp, bool_value, int32_value};
-use metafi_storage::{ChannelMessage, Direction, Storage, StorageError};
+use metafi_storage::{ChannelMessage, Direction, FriendState, Storage, StorageError};
 use uuid::Uuid;
 
 use crate::{Clock, CoreError};
@@ -24,6 +24,20 @@ pub mod message_code {
     pub const CHAT: i32 = 0;
     pub const CHAT_UPDATE: i32 = 1;
     pub const CHAT_REMOVE: i32 = 2;
+    /// System messages of a group's channel: a user joined it,
+    pub const GROUP_JOIN: i32 = 3;
+    /// was added to it,
+    pub const GROUP_ADD: i32 = 4;
+    /// left it,
+    pub const GROUP_LEAVE: i32 = 5;
+    /// was kicked,
+    pub const GROUP_KICK: i32 = 6;
+    /// promoted,
+    pub const GROUP_PROMOTE: i32 = 7;
+    /// banned,
+    pub const GROUP_BAN: i32 = 8;
+    /// or demoted.
+    pub const GROUP_DEMOTE: i32 = 9;
 }
 
 /// A chat channel, as its id string names it: `2...<room>`, `3.<group>..`, `4.<user>.<user>.`
@@ -218,7 +232,17 @@ impl Channels {
                     self.store.users_by_id(&[other]).await.map_err(|e| {
                         CoreError::storage("looking up the other user of a chat", e)
                     })?;
-                if found.is_empty() {
+                // A user who blocked the caller is not found, as in Nakama
+                // (`UserExistsAndDoesNotBlock`).
+                let blocked = !found.is_empty()
+                    && self
+                        .store
+                        .friends_by_id(other, &[user_id])
+                        .await
+                        .map_err(|e| CoreError::storage("looking up a block", e))?
+                        .iter()
+                        .any(|edge| edge.state == FriendState::Blocked);
+                if found.is_empty() || blocked {
                     return Err(CoreError::invalid(format!(
                         "User ID not found: {BAD_TARGET}"
                     )));

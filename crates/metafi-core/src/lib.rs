@@ -15,6 +15,7 @@
 //! [`SessionClaims`], [`Clock`].
 
 mod accounts;
+mod channel_push;
 pub mod channels;
 mod clock;
 pub mod cron;
@@ -42,6 +43,7 @@ mod validate;
 pub mod wallets;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};
+pub use channel_push::{ChannelPush, NoChannelPush};
 pub use channels::{ChannelId, Channels, GroupMembership, NoGroups};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;

@@ -24,6 +24,7 @@
 //! Must not depend on: HTTP or WebSocket libraries, script engines, storage backends. Key
 //! types: [`Realtime`], [`Session`], [`Outbox`], [`Tracker`], [`StreamKey`], [`CloseReason`].
 
+mod channel_push;
 mod client_requests;
 mod close;
 mod control;
@@ -44,6 +45,7 @@ mod status;
 mod stream;
 mod tracker;
 
+pub use channel_push::ChannelSessions;
 pub use client_requests::MAX_STATUS_BYTES;
 pub use close::{CloseReason, QueueLimit};
 pub use control::{JoinRefused, RealtimeControl, ServerMessage, StreamJoin};

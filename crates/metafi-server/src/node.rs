@@ -255,9 +255,17 @@ async fn wire(
         config.signin_throttle.clone(),
         clock.clone(),
     ));
+    // Boards and ranks load before the runtime (modules create boards at load time)
+    // and before accounts (a deletion takes the account out of the ranks).
+    let leaderboards = Arc::new(
+        metafi_core::Leaderboards::load(store.clone(), clock.clone())
+            .await
+            .context("loading leaderboards")?,
+    );
     let accounts = Arc::new(
         Accounts::new(store.clone(), &config.accounts, clock.clone())
-            .with_throttle(throttle.clone()),
+            .with_throttle(throttle.clone())
+            .with_leaderboards(leaderboards.clone()),
     );
     // Social sign-in shares the throttle: failed provider proofs count against the address.
     let social = Arc::new(
@@ -265,12 +273,6 @@ async fn wire(
             .with_throttle(throttle),
     );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
-    // Boards and ranks load before the runtime: modules create boards at load time.
-    let leaderboards = Arc::new(
-        metafi_core::Leaderboards::load(store.clone(), clock.clone())
-            .await
-            .context("loading leaderboards")?,
-    );
     let purchases = Arc::new(metafi_core::Purchases::new(
         store.clone(),
         clock.clone(),
@@ -311,13 +313,17 @@ async fn wire(
     let online: Arc<dyn metafi_core::OnlineUsers> =
         Arc::new(metafi_realtime::StatusOnline::new(parts.tracker.clone()));
     let users = Arc::new(Users::new(store.clone(), online.clone()));
-    let friends = Arc::new(metafi_core::Friends::new(
-        store.clone(),
-        notifier.clone(),
-        online.clone(),
-        clock.clone(),
-        config.friends,
-    ));
+    // A block ends the users' direct chat on this node's sockets.
+    let friends = Arc::new(
+        metafi_core::Friends::new(
+            store.clone(),
+            notifier.clone(),
+            online.clone(),
+            clock.clone(),
+            config.friends,
+        )
+        .with_channel_push(Arc::new(metafi_realtime::ChannelSessions::new(&parts))),
+    );
     let engine = started
         .engine
         .insert(MatchEngine::start(config, &parts, clock.clone())?);
@@ -326,12 +332,16 @@ async fn wire(
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
     // Groups: their members may join the group's chat channel (type 3).
-    let groups = Arc::new(Groups::new(
-        store.clone(),
-        notifier.clone(),
-        online.clone(),
-        clock.clone(),
-    ));
+    // Their system messages (joined, kicked…) reach the sessions in the group's channel.
+    let groups = Arc::new(
+        Groups::new(
+            store.clone(),
+            notifier.clone(),
+            online.clone(),
+            clock.clone(),
+        )
+        .with_channel_push(Arc::new(metafi_realtime::ChannelSessions::new(&parts))),
+    );
     let channels = Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone()));
     // Server code reaches sessions, streams and channels through the same parts `Realtime` is
     // built on below, so nk works from the first module load on.

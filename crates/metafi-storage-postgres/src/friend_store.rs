@@ -150,6 +150,30 @@ impl FriendStore for PostgresStorage {
             .await
     }
 
+    async fn update_friend_metadata(
+        &self,
+        user_id: Uuid,
+        friend_id: Uuid,
+        metadata: &str,
+    ) -> Result<bool, StorageError> {
+        self.writers
+            .submit(write_fn(metadata.to_owned(), move |client, metadata| {
+                Box::pin(async move {
+                    let statement = client
+                        .prepare_cached(
+                            "UPDATE user_edge SET metadata = $3 \
+                             WHERE source_id = $1 AND destination_id = $2",
+                        )
+                        .await?;
+                    let changed = client
+                        .execute(&statement, &[&user_id, &friend_id, &*metadata])
+                        .await?;
+                    Ok(Ok(changed > 0))
+                })
+            }))
+            .await
+    }
+
     async fn list_friends(
         &self,
         user_id: Uuid,

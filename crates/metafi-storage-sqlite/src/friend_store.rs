@@ -48,6 +48,25 @@ impl FriendStore for SqliteStorage {
             .await
     }
 
+    async fn update_friend_metadata(
+        &self,
+        user_id: Uuid,
+        friend_id: Uuid,
+        metadata: &str,
+    ) -> Result<bool, StorageError> {
+        let metadata = metadata.to_owned();
+        self.writer
+            .submit(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE user_edge SET metadata = ?3 WHERE source_id = ?1 AND destination_id = ?2",
+                )
+                .and_then(|mut update| update.execute(params![user_id, friend_id, metadata]))
+                .map(|changed| changed > 0)
+                .map_err(fail("update friend metadata"))
+            })
+            .await
+    }
+
     async fn list_friends(
         &self,
         user_id: Uuid,

@@ -57,6 +57,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "purchase",
         sql: include_str!("../migrations/0010_purchase.sql"),
     },
+    Migration {
+        version: 12,
+        name: "account_delete_records",
+        sql: include_str!("../migrations/0012_account_delete_records.sql"),
+    },
 ];
 
 struct Migration {

@@ -135,6 +135,16 @@ pub trait FriendStore: Send + Sync {
         max_edges: usize,
     ) -> Result<EdgeWrite<()>, StorageError>;
 
+    /// Replaces the metadata (a JSON object) of `user_id`'s edge to `friend_id`, whatever its
+    /// state, leaving its state, position and update time alone (Nakama's
+    /// `UpdateFriendMetadata`). Returns whether such an edge exists; none is not an error.
+    async fn update_friend_metadata(
+        &self,
+        user_id: Uuid,
+        friend_id: Uuid,
+        metadata: &str,
+    ) -> Result<bool, StorageError>;
+
     /// Up to `limit` of the user's edges in `(state, position, user id)` order, only those in
     /// `state` when given, after `after` when given.
     async fn list_friends(

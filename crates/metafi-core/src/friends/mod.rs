@@ -4,6 +4,8 @@
 //! functions both call [`Friends`]; each edge validates its own input first (Nakama's REST
 //! and runtime messages differ), then the rules here hold the same way for both.
 
+#[cfg(test)]
+mod block_chat_tests;
 mod cursor;
 mod targets;
 #[cfg(test)]
@@ -20,7 +22,7 @@ use uuid::Uuid;
 
 use crate::accounts::user_view;
 use crate::notify::{NewNotification, Notifier, codes};
-use crate::{Clock, CoreError, OnlineUsers};
+use crate::{ChannelId, ChannelPush, Clock, CoreError, NoChannelPush, OnlineUsers};
 
 pub use targets::{Messages, Op, RUNTIME_NOTHING_VALID, Targets};
 
@@ -97,6 +99,8 @@ pub struct Friends {
     online: Arc<dyn OnlineUsers>,
     clock: Arc<dyn Clock>,
     config: FriendsConfig,
+    /// Ends direct chats on a block.
+    channel_push: Arc<dyn ChannelPush>,
 }
 
 impl Friends {
@@ -113,7 +117,15 @@ impl Friends {
             online,
             clock,
             config,
+            channel_push: Arc::new(NoChannelPush),
         }
+    }
+
+    /// Blocking a user takes both users out of their direct chat through `push`, as Nakama
+    /// untracks the chat's stream.
+    pub fn with_channel_push(mut self, push: Arc<dyn ChannelPush>) -> Self {
+        self.channel_push = push;
+        self
     }
 
     pub fn config(&self) -> FriendsConfig {
@@ -362,9 +374,34 @@ impl Friends {
             .await
             .map_err(|e| internal("block friends", e))?;
         match written {
-            EdgeWrite::Done(()) => Ok(()),
+            EdgeWrite::Done(()) => {
+                // The direct chat ends: both users leave it (Nakama's UntrackByStream), and
+                // the blocked user cannot join it again (`Channels::resolve_join`).
+                for id in ids {
+                    self.channel_push.close(&ChannelId::direct(actor.id, id));
+                }
+                Ok(())
+            }
             EdgeWrite::OverLimit => Err(self.over_limit()),
         }
+    }
+
+    /// Replaces the metadata of `user_id`'s edge to `friend_id` (server code's
+    /// `nk.friend_metadata_update`, Nakama's `UpdateFriendMetadata`): whatever the edge's
+    /// state, without touching its update time; no edge is not an error. `metadata` is a JSON
+    /// object (text); empty means `{}`.
+    pub async fn update_metadata(
+        &self,
+        user_id: Uuid,
+        friend_id: Uuid,
+        metadata: &str,
+    ) -> Result<(), CoreError> {
+        let metadata = metadata_object(metadata)?;
+        self.store
+            .update_friend_metadata(user_id, friend_id, &metadata)
+            .await
+            .map_err(|e| internal("update friend metadata", e))?;
+        Ok(())
     }
 
     /// The ids of the targets (usernames looked up; unknown names skipped). `None` when there

@@ -10,6 +10,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{Actor, Groups, internal};
+use crate::channels::message_code;
 use crate::notify::codes;
 use crate::{CoreError, NewNotification};
 
@@ -78,7 +79,12 @@ impl Groups {
                 },
             )
             .await?;
-        if group.open || applied.first() != Some(&true) {
+        if applied.first() != Some(&true) {
+            return Ok(());
+        }
+        if group.open {
+            self.announce(group_id, &[(user_id, message_code::GROUP_JOIN)], &[])
+                .await;
             return Ok(());
         }
         let admins = self
@@ -149,10 +155,19 @@ impl Groups {
                 |_| CoreError::not_found("Group not found."),
             )
             .await?;
-        if state == group_state::SUPERADMIN && applied.first() != Some(&true) {
-            // Another superadmin left at the same moment.
-            return Err(CoreError::invalid(LAST));
+        if applied.first() != Some(&true) {
+            if state == group_state::SUPERADMIN {
+                // Another superadmin left at the same moment.
+                return Err(CoreError::invalid(LAST));
+            }
+            return Ok(());
         }
+        self.announce(
+            group_id,
+            &[(user_id, message_code::GROUP_LEAVE)],
+            &[user_id],
+        )
+        .await;
         Ok(())
     }
 
@@ -198,6 +213,12 @@ impl Groups {
                 MembershipRefusal::GroupFull => CoreError::invalid(GROUP_FULL),
             })
             .await?;
+        let added = applied_users(&changes, &applied, |_| true);
+        let events: Vec<(Uuid, i32)> = added
+            .iter()
+            .map(|id| (*id, message_code::GROUP_ADD))
+            .collect();
+        self.announce(group_id, &events, &[]).await;
         let content = json!({ "group_id": group_id.to_string(), "name": group.name });
         let sender_id = match actor {
             Actor::User(id) => Some(id),
@@ -244,8 +265,13 @@ impl Groups {
                 });
             }
         }
-        self.apply(group_id, changes, |_| internal(Action::Kick.failed()))
+        let applied = self
+            .apply(group_id, changes.clone(), |_| {
+                internal(Action::Kick.failed())
+            })
             .await?;
+        self.announce_removals(group_id, &changes, &applied, message_code::GROUP_KICK)
+            .await;
         Ok(())
     }
 
@@ -272,12 +298,19 @@ impl Groups {
             }
         }
         match self
-            .apply(group_id, changes, |_| internal(Action::Ban.failed()))
+            .apply(group_id, changes.clone(), |_| {
+                internal(Action::Ban.failed())
+            })
             .await
         {
+            Ok(applied) => {
+                self.announce_removals(group_id, &changes, &applied, message_code::GROUP_BAN)
+                    .await;
+                Ok(())
+            }
             // Nakama's ban of a group that does not exist skips every user.
             Err(CoreError::Status { .. }) if actor == Actor::Server => Ok(()),
-            other => other.map(|_| ()),
+            Err(e) => Err(e),
         }
     }
 
@@ -305,11 +338,17 @@ impl Groups {
                 });
             }
         }
-        self.apply(group_id, changes, |refusal| match refusal {
-            MembershipRefusal::GroupFull => CoreError::invalid(GROUP_FULL),
-            MembershipRefusal::GroupNotFound => internal(Action::Promote.failed()),
-        })
-        .await?;
+        let applied = self
+            .apply(group_id, changes.clone(), |refusal| match refusal {
+                MembershipRefusal::GroupFull => CoreError::invalid(GROUP_FULL),
+                MembershipRefusal::GroupNotFound => internal(Action::Promote.failed()),
+            })
+            .await?;
+        let events: Vec<(Uuid, i32)> = applied_users(&changes, &applied, |_| true)
+            .into_iter()
+            .map(|id| (id, message_code::GROUP_PROMOTE))
+            .collect();
+        self.announce(group_id, &events, &[]).await;
         Ok(())
     }
 
@@ -336,11 +375,17 @@ impl Groups {
                 });
             }
         }
-        self.apply(group_id, changes, |refusal| match refusal {
-            MembershipRefusal::GroupFull => CoreError::invalid(GROUP_FULL),
-            MembershipRefusal::GroupNotFound => internal(Action::Demote.failed()),
-        })
-        .await?;
+        let applied = self
+            .apply(group_id, changes.clone(), |refusal| match refusal {
+                MembershipRefusal::GroupFull => CoreError::invalid(GROUP_FULL),
+                MembershipRefusal::GroupNotFound => internal(Action::Demote.failed()),
+            })
+            .await?;
+        let events: Vec<(Uuid, i32)> = applied_users(&changes, &applied, |_| true)
+            .into_iter()
+            .map(|id| (id, message_code::GROUP_DEMOTE))
+            .collect();
+        self.announce(group_id, &events, &[]).await;
         Ok(())
     }
 
@@ -388,6 +433,22 @@ impl Groups {
         }
     }
 
+    /// After a kick or ban: a system message for each removed superadmin, admin or member
+    /// (not for join requests or bans, as Nakama), whose sessions also leave the channel.
+    async fn announce_removals(
+        &self,
+        group_id: Uuid,
+        changes: &[MemberChange],
+        applied: &[bool],
+        code: i32,
+    ) {
+        let removed = applied_users(changes, applied, |change| {
+            change.from.is_some_and(group_state::is_member)
+        });
+        let events: Vec<(Uuid, i32)> = removed.iter().map(|id| (*id, code)).collect();
+        self.announce(group_id, &events, &removed).await;
+    }
+
     /// Sends notifications; a failure is logged, never the call's failure (as in Nakama).
     async fn notify(&self, notifications: Vec<NewNotification>) {
         if notifications.is_empty() {
@@ -397,6 +458,20 @@ impl Groups {
             tracing::warn!(error = %e, "could not send group notifications");
         }
     }
+}
+
+/// The users of the changes the store applied that satisfy `keep`, in order.
+fn applied_users(
+    changes: &[MemberChange],
+    applied: &[bool],
+    keep: impl Fn(&MemberChange) -> bool,
+) -> Vec<Uuid> {
+    changes
+        .iter()
+        .zip(applied)
+        .filter(|(change, done)| **done && keep(change))
+        .map(|(change, _)| change.user_id)
+        .collect()
 }
 
 /// The users a call acts on: each once, never the caller itself (Nakama skips the caller).

@@ -6,8 +6,10 @@
 //! the last superadmin, the member count); this service decides what each call asks of it.
 //!
 //! Files: `mod.rs` (the service, groups themselves), `members.rs` (membership calls),
-//! `view.rs` (storage rows to wire types).
+//! `channel.rs` (system messages in the group's chat channel), `view.rs` (storage rows to wire
+//! types).
 
+mod channel;
 mod members;
 mod view;
 
@@ -21,7 +23,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
-use crate::{Clock, CoreError, GroupMembership, Notifier, OnlineUsers};
+use crate::{ChannelPush, Clock, CoreError, GroupMembership, NoChannelPush, Notifier, OnlineUsers};
 
 pub use view::group_view;
 
@@ -71,6 +73,8 @@ pub struct Groups {
     notifier: Arc<dyn Notifier>,
     online: Arc<dyn OnlineUsers>,
     clock: Arc<dyn Clock>,
+    /// The sessions present in group channels (system messages, removed users).
+    channel_push: Arc<dyn ChannelPush>,
 }
 
 impl Groups {
@@ -85,7 +89,15 @@ impl Groups {
             notifier,
             online,
             clock,
+            channel_push: Arc::new(NoChannelPush),
         }
+    }
+
+    /// Delivers the group channel's system messages through `push` and takes removed users
+    /// out of the channel (without one, messages are only stored).
+    pub fn with_channel_push(mut self, push: Arc<dyn ChannelPush>) -> Self {
+        self.channel_push = push;
+        self
     }
 
     /// Creates a group whose superadmin is `user_id` and creator `creator_id` (the same for
@@ -208,6 +220,8 @@ impl Groups {
             .delete_group(group_id)
             .await
             .map_err(|e| CoreError::storage("deleting a group", e))?;
+        // Nakama closes the group's chat channel after a delete.
+        self.close_channel(group_id);
         Ok(())
     }
 

@@ -393,6 +393,13 @@ impl Leaderboards {
         Ok(())
     }
 
+    /// After an account deletion removed the owner's records from storage (every board and
+    /// period, as Nakama's `LeaderboardRecordsDeleteAll`): takes the owner out of the ranks,
+    /// so the records below it move up at once.
+    pub fn forget_owner(&self, owner: Uuid) {
+        self.ranks.remove_owner(owner);
+    }
+
     /// Forgets the ranks of periods that have ended (the scheduler calls this).
     pub fn trim_expired_ranks(&self) {
         self.ranks.trim_expired(self.clock.now_secs());
@@ -434,5 +441,7 @@ fn sort_records(records: &mut [LeaderboardRecord], order: SortOrder) {
     });
 }
 
+#[cfg(test)]
+mod account_delete_tests;
 #[cfg(test)]
 mod tests;

@@ -155,6 +155,17 @@ impl RankCache {
         }
     }
 
+    /// Takes an owner out of every period (its account was deleted with its records).
+    pub(crate) fn remove_owner(&self, owner: Uuid) {
+        let periods: Vec<SharedPeriod> = self.periods.read().values().cloned().collect();
+        for period in periods {
+            let mut period = period.lock();
+            if let Some(key) = period.owners.remove(&owner) {
+                period.set.remove(&key);
+            }
+        }
+    }
+
     /// Forgets every period of a board.
     pub(crate) fn remove_board(&self, board: &str) {
         self.periods.write().retain(|(id, _), _| id != board);

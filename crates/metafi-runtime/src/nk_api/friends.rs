@@ -1,5 +1,5 @@
 //! Friends: `friends_list`, `friends_of_friends_list`, `friends_add`, `friends_delete`,
-//! `friends_block`, `users_get_friend_status`, over `metafi_core::Friends` (the service of
+//! `friends_block`, `users_get_friend_status`, `friend_metadata_update`, over `metafi_core::Friends` (the service of
 //! `/v2/friend`). Arguments are checked with each runtime's words (Nakama's Lua and JavaScript
 //! APIs word the same rules differently); the rules themselves live in the service.
 
@@ -42,6 +42,11 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         lua: Some("users_get_friend_status"),
         js: Some("usersGetFriendStatus"),
         call: NkCall::Async(users_get_friend_status),
+    },
+    NkFunction {
+        lua: Some("friend_metadata_update"),
+        js: Some("friendMetadataUpdate"),
+        call: NkCall::Async(friend_metadata_update),
     },
 ];
 
@@ -389,6 +394,40 @@ fn users_get_friend_status(nk: Nk, args: NkArgs) -> NkFuture {
             .await
             .map_err(|e| NkError::core(what, e))?;
         Ok(friends.iter().map(friend_value).collect::<Vec<_>>().into())
+    })
+}
+
+/// `(user_id, friend_user_id, metadata)`: replaces the metadata of the user's edge to the
+/// friend (any state; none is not an error). Returns nothing. Lua takes any table (one that is
+/// not a map stores `{}`, as Nakama's conversion gives no map); JavaScript an object.
+fn friend_metadata_update(nk: Nk, args: NkArgs) -> NkFuture {
+    Box::pin(async move {
+        let js = args.is_js();
+        const BAD_ID: &str = "expects user ID to be a valid identifier";
+        let user = args.at(1).uuid(BAD_ID)?;
+        let friend = args.at(2).uuid(BAD_ID)?;
+        let metadata_arg = args.at(3);
+        let metadata = match metadata_arg.value {
+            NkValue::Map(_) => metadata_arg
+                .value
+                .to_json(metadata_arg.naming)
+                .map(|json| json.to_string())
+                .map_err(|e| NkError::failed(format!("error marshalling metadata: {e}")))?,
+            NkValue::List(_) if !js => "{}".to_owned(),
+            _ if js => return Err(metadata_arg.error("expects metadata to be an object")),
+            _ => return Err(metadata_arg.error("table expected")),
+        };
+        // Nakama's words, its JavaScript typo included.
+        let what = if js {
+            "error updating froind metadata"
+        } else {
+            "error updating friends metadata"
+        };
+        nk.friends("friend_metadata_update")?
+            .update_metadata(user, friend, &metadata)
+            .await
+            .map_err(|e| NkError::core(what, e))?;
+        Ok(NkValue::Nil)
     })
 }
 

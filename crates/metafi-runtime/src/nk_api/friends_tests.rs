@@ -452,3 +452,152 @@ async fn arguments_are_checked_with_each_runtimes_words() {
         "error while trying to list friends for a user: friend cursor invalid"
     );
 }
+
+/// The `metadata` map of the caller's edge to `other`, as `friends_list` shows it.
+async fn edge_metadata(w: &World, caller: Uuid, other: Uuid) -> NkValue {
+    let NkValue::Multi(parts) = lua(w, "friends_list", vec![s(caller.to_string())])
+        .await
+        .unwrap()
+    else {
+        panic!("two values")
+    };
+    parts[0]
+        .as_list()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_map().unwrap())
+        .find(|f| {
+            f.get("user").unwrap().as_map().unwrap().get("user_id") == Some(&s(other.to_string()))
+        })
+        .expect("an edge to the other user")
+        .get("metadata")
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn friend_metadata_update_replaces_one_side_and_returns_nothing() {
+    let w = world().await;
+    let (ada, bob) = (user(&w, "ada").await, user(&w, "bob").await);
+    lua(
+        &w,
+        "friends_add",
+        vec![
+            s(ada.to_string()),
+            s("ada"),
+            list(&[bob]),
+            NkValue::Nil,
+            NkMap::new().with("old", 1i64).into(),
+        ],
+    )
+    .await
+    .unwrap();
+    // An invite's edge too: any state.
+    let done = lua(
+        &w,
+        "friend_metadata_update",
+        vec![
+            s(ada.to_string()),
+            s(bob.to_string()),
+            NkMap::new().with("tier", "gold").into(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(done.is_nil(), "Lua gets nothing back");
+    let mine = edge_metadata(&w, ada, bob).await;
+    assert_eq!(mine.as_map().unwrap().get("tier"), Some(&s("gold")));
+    assert_eq!(mine.as_map().unwrap().len(), 1, "replaced, not merged");
+    let theirs = edge_metadata(&w, bob, ada).await;
+    assert_eq!(
+        theirs.as_map().unwrap().len(),
+        0,
+        "the other side's edge is its own"
+    );
+    let done = js(
+        &w,
+        "friendMetadataUpdate",
+        vec![
+            s(bob.to_string()),
+            s(ada.to_string()),
+            NkMap::new().with("seen", true).into(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(done.is_nil(), "JS gets undefined");
+    let theirs = edge_metadata(&w, bob, ada).await;
+    assert_eq!(
+        theirs.as_map().unwrap().get("seen"),
+        Some(&NkValue::from(true))
+    );
+    // The update time stays (only the metadata changes).
+    let NkValue::Multi(parts) = lua(&w, "friends_list", vec![s(ada.to_string())])
+        .await
+        .unwrap()
+    else {
+        panic!("two values")
+    };
+    let first = parts[0].as_list().unwrap()[0].as_map().unwrap().clone();
+    assert_eq!(first.get("update_time"), Some(&NkValue::from(T0_MS / 1000)));
+
+    // No edge: nothing happens, no error (Nakama's plain UPDATE).
+    let stranger = user(&w, "cy").await;
+    lua(
+        &w,
+        "friend_metadata_update",
+        vec![
+            s(ada.to_string()),
+            s(stranger.to_string()),
+            NkMap::new().into(),
+        ],
+    )
+    .await
+    .unwrap();
+
+    // Arguments, in each runtime's words.
+    assert_eq!(
+        arg_error(
+            lua(
+                &w,
+                "friend_metadata_update",
+                vec![s("nope"), s(bob.to_string()), NkMap::new().into()]
+            )
+            .await
+        ),
+        (1, "expects user ID to be a valid identifier".to_owned())
+    );
+    assert_eq!(
+        arg_error(
+            js(
+                &w,
+                "friendMetadataUpdate",
+                vec![s(ada.to_string()), s("nope"), NkMap::new().into()]
+            )
+            .await
+        ),
+        (2, "expects user ID to be a valid identifier".to_owned())
+    );
+    assert_eq!(
+        arg_error(
+            js(
+                &w,
+                "friendMetadataUpdate",
+                vec![s(ada.to_string()), s(bob.to_string()), s("x")]
+            )
+            .await
+        ),
+        (3, "expects metadata to be an object".to_owned())
+    );
+    assert_eq!(
+        arg_error(
+            lua(
+                &w,
+                "friend_metadata_update",
+                vec![s(ada.to_string()), s(bob.to_string())]
+            )
+            .await
+        ),
+        (3, "table expected".to_owned())
+    );
+}

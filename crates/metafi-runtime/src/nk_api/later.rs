@@ -55,7 +55,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "tournamentRecordsHaystack",
         "tournaments",
     ),
-    later("friend_metadata_update", "friendMetadataUpdate", "friends"),
     later("storage_index_list", "storageIndexList", "storage indexes"),
 ];
 
@@ -68,7 +67,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            14,
+            13,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

@@ -13,9 +13,11 @@
 //! why itself.
 
 mod account;
+mod account_delete;
 pub mod bench;
 mod durability;
 mod friend;
+mod friend_metadata;
 mod group;
 mod identity;
 mod leaderboard;
@@ -36,8 +38,10 @@ use async_trait::async_trait;
 use futures_util::FutureExt as _;
 
 pub use account::*;
+pub use account_delete::*;
 pub use durability::*;
 pub use friend::*;
+pub use friend_metadata::*;
 pub use group::*;
 pub use identity::*;
 pub use leaderboard::*;
@@ -188,6 +192,8 @@ macro_rules! conformance_tests {
             social_link_conflicts_and_profile,
             social_unlink_keeps_a_way_to_sign_in,
             social_concurrent_creates_same_id_one_wins,
+            account_deletion_removes_leaderboard_records,
+            friend_metadata_update_replaces_one_edge,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
