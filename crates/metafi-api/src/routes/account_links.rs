@@ -9,19 +9,12 @@ use axum::extract::State;
 use metafi_core::{CoreError, Hook};
 use metafi_proto::Code;
 use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::body::JsonBody;
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, AccountEmail as HookEmail, AccountId};
 use crate::{ApiError, ApiState, SessionAuth};
-
-/// What every call here answers: an empty message.
-fn empty() -> Json<Value> {
-    Json(serde_json::json!({}))
-}
 
 pub(super) async fn delete(
     State(state): State<ApiState>,
@@ -48,29 +41,7 @@ pub(super) async fn delete(
             }
         })?;
     hooks::after::<()>(&state, hook, ctx, None, None).await;
-    Ok(empty())
-}
-
-/// Runs a link or unlink: the before hook on the request, `apply`, the after hook.
-async fn hooked<T, F, Fut>(
-    state: &ApiState,
-    claims: &metafi_core::SessionClaims,
-    client: ClientAddress,
-    hook: Hook,
-    request: T,
-    apply: F,
-) -> Result<Json<Value>, ApiError>
-where
-    T: Serialize + DeserializeOwned,
-    F: FnOnce(T) -> Fut,
-    Fut: std::future::Future<Output = Result<(), CoreError>>,
-{
-    let ctx = || hooks::signed_in(claims, client.0);
-    let request = hooks::before(state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(state, hook, &request);
-    apply(request).await?;
-    hooks::after::<()>(state, hook, ctx, None, kept).await;
-    Ok(empty())
+    Ok(hooks::empty())
 }
 
 pub(super) async fn link_device(
@@ -79,15 +50,14 @@ pub(super) async fn link_device(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountDevice>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkDevice, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_device(user_id, &r.id).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::LinkDevice,
+        ctx,
+        AccountId::from(body),
+        async |r| Ok(state.accounts.link_device(claims.user_id, &r.id).await?),
+    )
     .await
 }
 
@@ -97,15 +67,14 @@ pub(super) async fn link_custom(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountCustom>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkCustom, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_custom(user_id, &r.id).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::LinkCustom,
+        ctx,
+        AccountId::from(body),
+        async |r| Ok(state.accounts.link_custom(claims.user_id, &r.id).await?),
+    )
     .await
 }
 
@@ -115,16 +84,19 @@ pub(super) async fn link_email(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountEmail>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = HookEmail {
-        email: body.email,
-        password: body.password,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkEmail, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_email(user_id, &r.email, &r.password).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::LinkEmail,
+        ctx,
+        HookEmail::from(body),
+        async |r| {
+            Ok(state
+                .accounts
+                .link_email(claims.user_id, &r.email, &r.password)
+                .await?)
+        },
+    )
     .await
 }
 
@@ -134,15 +106,14 @@ pub(super) async fn unlink_device(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountDevice>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkDevice, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_device(user_id, &r.id).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::UnlinkDevice,
+        ctx,
+        AccountId::from(body),
+        async |r| Ok(state.accounts.unlink_device(claims.user_id, &r.id).await?),
+    )
     .await
 }
 
@@ -152,15 +123,14 @@ pub(super) async fn unlink_custom(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountCustom>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkCustom, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_custom(user_id, &r.id).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::UnlinkCustom,
+        ctx,
+        AccountId::from(body),
+        async |r| Ok(state.accounts.unlink_custom(claims.user_id, &r.id).await?),
+    )
     .await
 }
 
@@ -170,16 +140,19 @@ pub(super) async fn unlink_email(
     client: ClientAddress,
     JsonBody(body): JsonBody<AccountEmail>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = HookEmail {
-        email: body.email,
-        password: body.password,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkEmail, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_email(user_id, &r.email).await }
-    })
+    let ctx = || hooks::signed_in(&claims, client.0);
+    hooks::around_empty(
+        &state,
+        Hook::UnlinkEmail,
+        ctx,
+        HookEmail::from(body),
+        async |r| {
+            Ok(state
+                .accounts
+                .unlink_email(claims.user_id, &r.email)
+                .await?)
+        },
+    )
     .await
 }
 
