@@ -44,117 +44,40 @@ pub(super) async fn delete(
     Ok(hooks::empty())
 }
 
-pub(super) async fn link_device(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountDevice>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::LinkDevice,
-        ctx,
-        AccountId::from(body),
-        async |r| Ok(state.accounts.link_device(claims.user_id, &r.id).await?),
-    )
-    .await
+/// A link or unlink: the body is the account message, hooks see it as `$request`, and
+/// `|accounts, user, request| …` serves it for the signed-in user.
+macro_rules! link_route {
+    ($name:ident, $body:ty => $request:ty, $hook:ident,
+     |$accounts:ident, $user:ident, $r:ident| $serve:expr) => {
+        pub(super) async fn $name(
+            State(state): State<ApiState>,
+            SessionAuth(claims): SessionAuth,
+            client: ClientAddress,
+            JsonBody(body): JsonBody<$body>,
+        ) -> Result<Json<Value>, ApiError> {
+            let ctx = || hooks::signed_in(&claims, client.0);
+            let ($accounts, $user) = (&state.accounts, claims.user_id);
+            let request = <$request>::from(body);
+            hooks::around_empty(&state, Hook::$hook, ctx, request, async |$r| {
+                Ok($serve.await?)
+            })
+            .await
+        }
+    };
 }
 
-pub(super) async fn link_custom(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountCustom>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::LinkCustom,
-        ctx,
-        AccountId::from(body),
-        async |r| Ok(state.accounts.link_custom(claims.user_id, &r.id).await?),
-    )
-    .await
-}
-
-pub(super) async fn link_email(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountEmail>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::LinkEmail,
-        ctx,
-        HookEmail::from(body),
-        async |r| {
-            Ok(state
-                .accounts
-                .link_email(claims.user_id, &r.email, &r.password)
-                .await?)
-        },
-    )
-    .await
-}
-
-pub(super) async fn unlink_device(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountDevice>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::UnlinkDevice,
-        ctx,
-        AccountId::from(body),
-        async |r| Ok(state.accounts.unlink_device(claims.user_id, &r.id).await?),
-    )
-    .await
-}
-
-pub(super) async fn unlink_custom(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountCustom>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::UnlinkCustom,
-        ctx,
-        AccountId::from(body),
-        async |r| Ok(state.accounts.unlink_custom(claims.user_id, &r.id).await?),
-    )
-    .await
-}
-
-pub(super) async fn unlink_email(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountEmail>,
-) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::around_empty(
-        &state,
-        Hook::UnlinkEmail,
-        ctx,
-        HookEmail::from(body),
-        async |r| {
-            Ok(state
-                .accounts
-                .unlink_email(claims.user_id, &r.email)
-                .await?)
-        },
-    )
-    .await
-}
+link_route!(link_device, AccountDevice => AccountId, LinkDevice,
+    |accounts, user, r| accounts.link_device(user, &r.id));
+link_route!(link_custom, AccountCustom => AccountId, LinkCustom,
+    |accounts, user, r| accounts.link_custom(user, &r.id));
+link_route!(link_email, AccountEmail => HookEmail, LinkEmail,
+    |accounts, user, r| accounts.link_email(user, &r.email, &r.password));
+link_route!(unlink_device, AccountDevice => AccountId, UnlinkDevice,
+    |accounts, user, r| accounts.unlink_device(user, &r.id));
+link_route!(unlink_custom, AccountCustom => AccountId, UnlinkCustom,
+    |accounts, user, r| accounts.unlink_custom(user, &r.id));
+link_route!(unlink_email, AccountEmail => HookEmail, UnlinkEmail,
+    |accounts, user, r| accounts.unlink_email(user, &r.email));
 
 pub(super) fn routes() -> axum::Router<ApiState> {
     use axum::routing::{delete as delete_route, post};

@@ -240,55 +240,22 @@ enum UsersAction {
     Demote,
 }
 
-async fn add(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Add, state, auth, client, path, uri).await
+/// The route of each [`UsersAction`].
+macro_rules! users_routes {
+    ($($name:ident => $action:ident),* $(,)?) => {$(
+        async fn $name(
+            state: State<ApiState>,
+            auth: SessionAuth,
+            client: ClientAddress,
+            path: PathParams<String>,
+            uri: Uri,
+        ) -> Result<Json<Value>, ApiError> {
+            act_on_users(UsersAction::$action, state, auth, client, path, uri).await
+        }
+    )*};
 }
 
-async fn kick(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Kick, state, auth, client, path, uri).await
-}
-
-async fn ban(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Ban, state, auth, client, path, uri).await
-}
-
-async fn promote(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Promote, state, auth, client, path, uri).await
-}
-
-async fn demote(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Demote, state, auth, client, path, uri).await
-}
+users_routes!(add => Add, kick => Kick, ban => Ban, promote => Promote, demote => Demote);
 
 /// `POST /v2/group/{id}/{add,kick,ban,promote,demote}?user_ids=…`.
 async fn act_on_users(

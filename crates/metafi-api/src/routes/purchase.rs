@@ -106,50 +106,27 @@ impl Store {
     }
 }
 
-async fn purchase_apple(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Apple, state, auth, client, body).await
+/// The validation route of each [`Store`].
+macro_rules! purchase_routes {
+    ($($name:ident => $store:ident),* $(,)?) => {$(
+        async fn $name(
+            state: State<ApiState>,
+            auth: SessionAuth,
+            client: ClientAddress,
+            body: JsonBody<ValidatePurchaseRequest>,
+        ) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
+            validate_purchase(Store::$store, state, auth, client, body).await
+        }
+    )*};
 }
 
-async fn purchase_google(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Google, state, auth, client, body).await
-}
-
-async fn purchase_huawei(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Huawei, state, auth, client, body).await
-}
-
-async fn purchase_facebook_instant(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::FacebookInstant, state, auth, client, body).await
-}
-
-async fn purchase_samsung(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Samsung, state, auth, client, body).await
-}
+purchase_routes!(
+    purchase_apple => Apple,
+    purchase_google => Google,
+    purchase_huawei => Huawei,
+    purchase_facebook_instant => FacebookInstant,
+    purchase_samsung => Samsung,
+);
 
 async fn validate_purchase(
     store: Store,
