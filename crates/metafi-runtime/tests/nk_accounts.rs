@@ -12,10 +12,10 @@ use metafi_runtime::nk_api::{Naming, NkError, NkMap, NkValue, lua_function};
 use metafi_runtime::testing::FakeMatches;
 use metafi_runtime::{Nk, RuntimeServices};
 use metafi_storage::{Caller, ObjectWrite, Storage, VersionCheck};
-use support::{call_as, s};
+use nk_rig::{call_as, s};
 use uuid::Uuid;
 
-mod support;
+mod nk_rig;
 
 struct Host {
     nk: Nk,
@@ -25,9 +25,9 @@ struct Host {
 }
 
 async fn host() -> Host {
-    let rig = support::rig().await;
+    let rig = nk_rig::rig().await;
     Host {
-        nk: support::nk(rig.services),
+        nk: nk_rig::nk(rig.services),
         sessions: rig.sessions,
         store: rig.store,
         _dir: rig.dir,
@@ -36,7 +36,7 @@ async fn host() -> Host {
 
 impl Host {
     async fn lua(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, String> {
-        support::lua(&self.nk, name, args).await
+        nk_rig::lua(&self.nk, name, args).await
     }
 
     async fn js(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {

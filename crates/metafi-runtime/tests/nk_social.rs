@@ -13,10 +13,10 @@ use metafi_core::{SocialConfig, SocialSignIn};
 use metafi_runtime::Nk;
 use metafi_runtime::nk_api::{Naming, NkCall, NkError, NkValue, js_function, lua_function};
 use metafi_storage::Storage;
-use support::{call_as, s};
+use nk_rig::{call_as, s};
 use uuid::Uuid;
 
-mod support;
+mod nk_rig;
 
 const SECRET: &str = "instant-secret";
 
@@ -27,7 +27,7 @@ struct Host {
 }
 
 async fn host() -> Host {
-    let rig = support::rig().await;
+    let rig = nk_rig::rig().await;
     let social = SocialSignIn::new(
         rig.store.clone(),
         SocialConfig {
@@ -39,7 +39,7 @@ async fn host() -> Host {
     .unwrap();
     let services = rig.services.with_social(Arc::new(social));
     Host {
-        nk: support::nk(services),
+        nk: nk_rig::nk(services),
         store: rig.store,
         _dir: rig.dir,
     }
@@ -47,7 +47,7 @@ async fn host() -> Host {
 
 impl Host {
     async fn lua(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, String> {
-        support::lua(&self.nk, name, args).await
+        nk_rig::lua(&self.nk, name, args).await
     }
 
     async fn js(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {
