@@ -110,6 +110,40 @@ pub(crate) fn query_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError
         .collect()
 }
 
+/// The [`query_pairs`] of a request's URI (none without a query string).
+pub(crate) fn query_of(uri: &axum::http::Uri) -> Result<Vec<(String, String)>, ApiError> {
+    query_pairs(uri.query().unwrap_or_default())
+}
+
+/// An integer query parameter: absent or empty is unset; anything that does not parse is
+/// refused with the call's own error, `invalid()`.
+pub(crate) fn int_param<N: std::str::FromStr>(
+    value: Option<&str>,
+    invalid: impl FnOnce() -> ApiError,
+) -> Result<Option<N>, ApiError> {
+    match value {
+        None | Some("") => Ok(None),
+        Some(text) => text.parse().map(Some).map_err(|_| invalid()),
+    }
+}
+
+/// An integer query parameter of a call whose gateway names the parameter and the text when
+/// it does not parse.
+pub(crate) fn integer_param<N: std::str::FromStr>(
+    name: &str,
+    value: Option<&str>,
+) -> Result<Option<N>, ApiError> {
+    int_param(value, || {
+        ApiError::new(
+            Code::InvalidArgument,
+            format!(
+                "Query parameter '{name}' must be an integer, got '{}'.",
+                value.unwrap_or_default()
+            ),
+        )
+    })
+}
+
 /// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a byte; a `%` not
 /// followed by two hex digits stays as it is (as browsers and Go's decoder leave it).
 fn percent_decode(text: &str) -> Vec<u8> {
@@ -206,6 +240,24 @@ mod tests {
             let error = query_pairs(query).unwrap_err();
             assert_eq!(error.code(), Code::InvalidArgument, "{query}");
         }
+    }
+
+    #[test]
+    fn int_params_are_unset_when_empty_and_refused_when_not_numbers() {
+        let invalid = || ApiError::new(Code::InvalidArgument, "bad");
+        assert_eq!(int_param::<i32>(None, invalid).unwrap(), None);
+        assert_eq!(int_param::<i32>(Some(""), invalid).unwrap(), None);
+        assert_eq!(int_param::<i64>(Some("-7"), invalid).unwrap(), Some(-7));
+        assert_eq!(
+            int_param::<i32>(Some("x"), invalid).unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        let error = integer_param::<i32>("limit", Some("ten")).unwrap_err();
+        let text = format!("{error:?}");
+        assert!(
+            text.contains("'limit' must be an integer, got 'ten'"),
+            "{text}"
+        );
     }
 
     #[test]

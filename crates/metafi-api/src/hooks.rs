@@ -118,6 +118,64 @@ pub(crate) async fn after<O: Serialize>(
     state.hooks.after(hook, ctx(), output, input).await;
 }
 
+/// Serves a call between its hooks: the before hook sees `request` (and may change it, reject
+/// the call or drop it), `serve` answers the request as it then stands, and the after hook
+/// sees that answer and the request; a call that fails skips the after hook.
+pub(crate) async fn around<T, O>(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl Fn() -> RpcContext,
+    request: T,
+    serve: impl AsyncFnOnce(T) -> Result<O, ApiError>,
+) -> Result<axum::Json<O>, ApiError>
+where
+    T: Serialize + DeserializeOwned,
+    O: Serialize,
+{
+    let request = before(state, hook, &ctx, request).await?;
+    let kept = keep_for_after(state, hook, &request);
+    let answer = serve(request).await?;
+    after(state, hook, &ctx, Some(&answer), kept).await;
+    Ok(axum::Json(answer))
+}
+
+/// [`around`] for a call that answers the empty message `{}`: its after hook sees only the
+/// request, as Nakama's after hooks of such calls do.
+pub(crate) async fn around_empty<T>(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl Fn() -> RpcContext,
+    request: T,
+    serve: impl AsyncFnOnce(T) -> Result<(), ApiError>,
+) -> Result<axum::Json<Json>, ApiError>
+where
+    T: Serialize + DeserializeOwned,
+{
+    let request = before(state, hook, &ctx, request).await?;
+    let kept = keep_for_after(state, hook, &request);
+    serve(request).await?;
+    after::<()>(state, hook, &ctx, None, kept).await;
+    Ok(empty())
+}
+
+/// [`around`] for a call without input (`GetAccount`): its hooks see no request.
+pub(crate) async fn around_without_input<O: Serialize>(
+    state: &ApiState,
+    hook: Hook,
+    ctx: impl Fn() -> RpcContext,
+    serve: impl AsyncFnOnce() -> Result<O, ApiError>,
+) -> Result<axum::Json<O>, ApiError> {
+    before_without_input(state, hook, &ctx).await?;
+    let answer = serve().await?;
+    after(state, hook, &ctx, Some(&answer), None).await;
+    Ok(axum::Json(answer))
+}
+
+/// The empty message `{}` that calls without a result answer.
+pub(crate) fn empty() -> axum::Json<Json> {
+    axum::Json(Json::Object(serde_json::Map::new()))
+}
+
 /// `null`, `[]` and `{}` are all the empty value: a Lua table cannot tell an empty list from
 /// an empty map, and protobuf JSON writes unset fields as `null`.
 pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -151,6 +209,34 @@ pub(crate) struct AccountEmail {
     pub(crate) password: String,
     #[serde(deserialize_with = "lenient")]
     pub(crate) vars: HashMap<String, String>,
+}
+
+impl From<metafi_proto::api::AccountDevice> for AccountId {
+    fn from(account: metafi_proto::api::AccountDevice) -> AccountId {
+        AccountId {
+            id: account.id,
+            vars: account.vars,
+        }
+    }
+}
+
+impl From<metafi_proto::api::AccountCustom> for AccountId {
+    fn from(account: metafi_proto::api::AccountCustom) -> AccountId {
+        AccountId {
+            id: account.id,
+            vars: account.vars,
+        }
+    }
+}
+
+impl From<metafi_proto::api::AccountEmail> for AccountEmail {
+    fn from(account: metafi_proto::api::AccountEmail) -> AccountEmail {
+        AccountEmail {
+            email: account.email,
+            password: account.password,
+            vars: account.vars,
+        }
+    }
 }
 
 /// `AuthenticateDeviceRequest`, `AuthenticateCustomRequest`, `AuthenticateEmailRequest`.

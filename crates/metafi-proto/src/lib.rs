@@ -9,6 +9,8 @@
 //! Must not depend on: tokio, any IO, the storage layer. Key types: [`Code`], [`ErrorBody`],
 //! [`api::Session`], [`api::Account`], [`realtime::Envelope`], [`realtime::Format`].
 
+#[macro_use]
+mod wire;
 pub mod api;
 mod code;
 mod json;

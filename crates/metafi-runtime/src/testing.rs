@@ -130,3 +130,39 @@ impl MatchHost for FakeMatches {
         Ok(format!("{id} got {data}"))
     }
 }
+
+/// The context of an RPC the engines' suites call as `user`: a client address, a query and a
+/// header, so scripts can show that they see each.
+pub fn caller(user: metafi_core::RpcUser) -> metafi_core::RpcContext {
+    metafi_core::RpcContext {
+        user: Some(user),
+        client_ip: Some(std::net::IpAddr::from([127, 0, 0, 9])),
+        query: std::collections::HashMap::from([(
+            "q".to_owned(),
+            vec!["1".to_owned(), "2".to_owned()],
+        )]),
+        headers: std::collections::HashMap::from([("x-test".to_owned(), vec!["yes".to_owned()])]),
+    }
+}
+
+/// A user with a device, created straight in storage.
+pub async fn device_user(store: &dyn metafi_storage::Storage, username: &str) -> uuid::Uuid {
+    let id = uuid::Uuid::new_v4();
+    store
+        .create_user(metafi_storage::NewUser {
+            id,
+            username: username.to_owned(),
+            identity: metafi_storage::NewIdentity::Device {
+                id: format!("device-{id}"),
+            },
+            now_ms: 1_700_000_000_000,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("could not create user {username}: {e}"));
+    id
+}
+
+/// `text` as JSON; a test fails when it is not.
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}

@@ -5,21 +5,18 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey};
-use metafi_core::{
-    Accounts, AccountsConfig, Clock, NobodyOnline, Objects, Revocations, Sessions, SessionsConfig,
-    SocialConfig, SocialSignIn, SystemClock, TokenKeys, Users,
-};
-use metafi_runtime::nk_api::{Naming, NkArgs, NkCall, NkError, NkValue, js_function, lua_function};
-use metafi_runtime::testing::FakeMatches;
-use metafi_runtime::{AccountServices, Nk, RuntimeServices};
+use metafi_core::{SocialConfig, SocialSignIn};
+use metafi_runtime::Nk;
+use metafi_runtime::nk_api::{Naming, NkCall, NkError, NkValue, js_function, lua_function};
 use metafi_storage::Storage;
-use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
+use nk_rig::{call_as, s};
 use uuid::Uuid;
+
+mod nk_rig;
 
 const SECRET: &str = "instant-secret";
 
@@ -30,94 +27,27 @@ struct Host {
 }
 
 async fn host() -> Host {
-    let dir = tempfile::tempdir().unwrap();
-    let config = SqliteConfig {
-        path: dir.path().join("metafi.db"),
-        ..SqliteConfig::default()
-    };
-    let store: Arc<dyn Storage> = Arc::new(
-        tokio::task::spawn_blocking(move || SqliteStorage::open(config))
-            .await
-            .unwrap()
-            .unwrap(),
-    );
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let revocations = Revocations::load(store.clone(), clock.now_ms())
-        .await
-        .unwrap();
-    let sessions = Arc::new(Sessions::new(
-        TokenKeys::new(b"session-key", b"refresh-key"),
-        SessionsConfig {
-            token_expiry_sec: 60,
-            refresh_token_expiry_sec: 3600,
-        },
-        revocations,
-        store.clone(),
-        clock.clone(),
-    ));
-    let accounts = Arc::new(Accounts::new(
-        store.clone(),
-        &AccountsConfig {
-            bcrypt_cost: 4,
-            max_concurrent_hashes: 2,
-            max_exported_objects: 1,
-        },
-        clock.clone(),
-    ));
+    let rig = nk_rig::rig().await;
     let social = SocialSignIn::new(
-        store.clone(),
+        rig.store.clone(),
         SocialConfig {
             facebook_instant_game_app_secret: SECRET.into(),
             ..SocialConfig::default()
         },
-        clock.clone(),
+        rig.clock.clone(),
     )
     .unwrap();
-    let users = Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline)));
-    let services = RuntimeServices::new(
-        Arc::new(Objects::new(store.clone(), clock.clone())),
-        store.clone(),
-        Arc::new(FakeMatches::default()),
-        clock,
-    )
-    .with_accounts(AccountServices {
-        accounts,
-        sessions,
-        users,
-    })
-    .with_social(Arc::new(social));
-    let nk = Nk::new(services, Arc::from("node"), Arc::new(HashMap::new()));
+    let services = rig.services.with_social(Arc::new(social));
     Host {
-        nk,
-        store,
-        _dir: dir,
-    }
-}
-
-async fn call_as(
-    nk: &Nk,
-    naming: Naming,
-    name: &str,
-    args: Vec<NkValue>,
-) -> Result<NkValue, NkError> {
-    let row = match naming {
-        Naming::Snake => lua_function(name),
-        Naming::Camel => js_function(name),
-    }
-    .unwrap_or_else(|| panic!("no row named {name}"));
-    let args = NkArgs::new(naming, args);
-    match row.call {
-        NkCall::Sync(f) => f(nk, args),
-        NkCall::Async(f) => f(nk.clone(), args).await,
-        NkCall::Unserved(why) => Err(why.error(name)),
+        nk: nk_rig::nk(services),
+        store: rig.store,
+        _dir: rig.dir,
     }
 }
 
 impl Host {
     async fn lua(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, String> {
-        call_as(&self.nk, Naming::Snake, name, args)
-            .await
-            .map_err(|e| e.lua_message(name))
+        nk_rig::lua(&self.nk, name, args).await
     }
 
     async fn js(&self, name: &str, args: Vec<NkValue>) -> Result<NkValue, NkError> {
@@ -134,10 +64,6 @@ impl Host {
         };
         Uuid::parse_str(values[0].as_str().unwrap()).unwrap()
     }
-}
-
-fn s(text: &str) -> NkValue {
-    NkValue::from(text)
 }
 
 fn signed_player_info(player_id: &str, secret: &str) -> String {

@@ -15,13 +15,13 @@ pub(super) async fn get(
     SessionAuth(claims): SessionAuth,
     client: ClientAddress,
 ) -> Result<Json<Account>, ApiError> {
-    let hook = Hook::GetAccount;
     let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::before_without_input(&state, hook, ctx).await?;
-    let mut account = state.accounts.account(claims.user_id).await?;
-    account.user.online = state.users.is_online(claims.user_id);
-    hooks::after(&state, hook, ctx, Some(&account), None).await;
-    Ok(Json(account))
+    hooks::around_without_input(&state, Hook::GetAccount, ctx, async || {
+        let mut account = state.accounts.account(claims.user_id).await?;
+        account.user.online = state.users.is_online(claims.user_id);
+        Ok(account)
+    })
+    .await
 }
 
 pub(super) async fn update(
@@ -30,7 +30,6 @@ pub(super) async fn update(
     client: ClientAddress,
     JsonBody(body): JsonBody<UpdateAccountRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let hook = Hook::UpdateAccount;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = hooks::UpdateAccountRequest {
         username: body.username,
@@ -40,20 +39,20 @@ pub(super) async fn update(
         location: body.location,
         timezone: body.timezone,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let update = UpdateAccountRequest {
-        username: request.username,
-        display_name: request.display_name,
-        avatar_url: request.avatar_url,
-        lang_tag: request.lang_tag,
-        location: request.location,
-        timezone: request.timezone,
-    };
-    state
-        .accounts
-        .update_account(claims.user_id, update)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(&state, Hook::UpdateAccount, ctx, request, async |request| {
+        let update = UpdateAccountRequest {
+            username: request.username,
+            display_name: request.display_name,
+            avatar_url: request.avatar_url,
+            lang_tag: request.lang_tag,
+            location: request.location,
+            timezone: request.timezone,
+        };
+        state
+            .accounts
+            .update_account(claims.user_id, update)
+            .await?;
+        Ok(())
+    })
+    .await
 }

@@ -9,19 +9,12 @@ use axum::extract::State;
 use metafi_core::{CoreError, Hook};
 use metafi_proto::Code;
 use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::body::JsonBody;
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, AccountEmail as HookEmail, AccountId};
 use crate::{ApiError, ApiState, SessionAuth};
-
-/// What every call here answers: an empty message.
-fn empty() -> Json<Value> {
-    Json(serde_json::json!({}))
-}
 
 pub(super) async fn delete(
     State(state): State<ApiState>,
@@ -48,140 +41,43 @@ pub(super) async fn delete(
             }
         })?;
     hooks::after::<()>(&state, hook, ctx, None, None).await;
-    Ok(empty())
+    Ok(hooks::empty())
 }
 
-/// Runs a link or unlink: the before hook on the request, `apply`, the after hook.
-async fn hooked<T, F, Fut>(
-    state: &ApiState,
-    claims: &metafi_core::SessionClaims,
-    client: ClientAddress,
-    hook: Hook,
-    request: T,
-    apply: F,
-) -> Result<Json<Value>, ApiError>
-where
-    T: Serialize + DeserializeOwned,
-    F: FnOnce(T) -> Fut,
-    Fut: std::future::Future<Output = Result<(), CoreError>>,
-{
-    let ctx = || hooks::signed_in(claims, client.0);
-    let request = hooks::before(state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(state, hook, &request);
-    apply(request).await?;
-    hooks::after::<()>(state, hook, ctx, None, kept).await;
-    Ok(empty())
-}
-
-pub(super) async fn link_device(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountDevice>,
-) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
+/// A link or unlink: the body is the account message, hooks see it as `$request`, and
+/// `|accounts, user, request| …` serves it for the signed-in user.
+macro_rules! link_route {
+    ($name:ident, $body:ty => $request:ty, $hook:ident,
+     |$accounts:ident, $user:ident, $r:ident| $serve:expr) => {
+        pub(super) async fn $name(
+            State(state): State<ApiState>,
+            SessionAuth(claims): SessionAuth,
+            client: ClientAddress,
+            JsonBody(body): JsonBody<$body>,
+        ) -> Result<Json<Value>, ApiError> {
+            let ctx = || hooks::signed_in(&claims, client.0);
+            let ($accounts, $user) = (&state.accounts, claims.user_id);
+            let request = <$request>::from(body);
+            hooks::around_empty(&state, Hook::$hook, ctx, request, async |$r| {
+                Ok($serve.await?)
+            })
+            .await
+        }
     };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkDevice, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_device(user_id, &r.id).await }
-    })
-    .await
 }
 
-pub(super) async fn link_custom(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountCustom>,
-) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkCustom, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_custom(user_id, &r.id).await }
-    })
-    .await
-}
-
-pub(super) async fn link_email(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountEmail>,
-) -> Result<Json<Value>, ApiError> {
-    let request = HookEmail {
-        email: body.email,
-        password: body.password,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::LinkEmail, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.link_email(user_id, &r.email, &r.password).await }
-    })
-    .await
-}
-
-pub(super) async fn unlink_device(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountDevice>,
-) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkDevice, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_device(user_id, &r.id).await }
-    })
-    .await
-}
-
-pub(super) async fn unlink_custom(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountCustom>,
-) -> Result<Json<Value>, ApiError> {
-    let request = AccountId {
-        id: body.id,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkCustom, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_custom(user_id, &r.id).await }
-    })
-    .await
-}
-
-pub(super) async fn unlink_email(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    JsonBody(body): JsonBody<AccountEmail>,
-) -> Result<Json<Value>, ApiError> {
-    let request = HookEmail {
-        email: body.email,
-        password: body.password,
-        vars: body.vars,
-    };
-    let user_id = claims.user_id;
-    hooked(&state, &claims, client, Hook::UnlinkEmail, request, |r| {
-        let accounts = state.accounts.clone();
-        async move { accounts.unlink_email(user_id, &r.email).await }
-    })
-    .await
-}
+link_route!(link_device, AccountDevice => AccountId, LinkDevice,
+    |accounts, user, r| accounts.link_device(user, &r.id));
+link_route!(link_custom, AccountCustom => AccountId, LinkCustom,
+    |accounts, user, r| accounts.link_custom(user, &r.id));
+link_route!(link_email, AccountEmail => HookEmail, LinkEmail,
+    |accounts, user, r| accounts.link_email(user, &r.email, &r.password));
+link_route!(unlink_device, AccountDevice => AccountId, UnlinkDevice,
+    |accounts, user, r| accounts.unlink_device(user, &r.id));
+link_route!(unlink_custom, AccountCustom => AccountId, UnlinkCustom,
+    |accounts, user, r| accounts.unlink_custom(user, &r.id));
+link_route!(unlink_email, AccountEmail => HookEmail, UnlinkEmail,
+    |accounts, user, r| accounts.unlink_email(user, &r.email));
 
 pub(super) fn routes() -> axum::Router<ApiState> {
     use axum::routing::{delete as delete_route, post};

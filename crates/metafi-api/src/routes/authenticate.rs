@@ -19,8 +19,13 @@ pub(super) struct AuthQuery {
 }
 
 impl AuthQuery {
-    fn create(&self) -> Result<Option<bool>, ApiError> {
-        parse_bool("create", self.create.as_deref())
+    /// The request hooks see: `account` with the query's `create` and `username`.
+    fn request<A>(self, account: A) -> Result<AuthenticateRequest<A>, ApiError> {
+        Ok(AuthenticateRequest {
+            account,
+            create: parse_bool("create", self.create.as_deref())?,
+            username: self.username.unwrap_or_default(),
+        })
     }
 }
 
@@ -31,14 +36,7 @@ pub(super) async fn device(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountDevice>,
 ) -> Result<Json<Session>, ApiError> {
-    let request = AuthenticateRequest {
-        create: query.create()?,
-        username: query.username.unwrap_or_default(),
-        account: AccountId {
-            id: body.id,
-            vars: body.vars,
-        },
-    };
+    let request = query.request(AccountId::from(body))?;
     hooked_sign_in(
         &state,
         client,
@@ -56,14 +54,7 @@ pub(super) async fn custom(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountCustom>,
 ) -> Result<Json<Session>, ApiError> {
-    let request = AuthenticateRequest {
-        create: query.create()?,
-        username: query.username.unwrap_or_default(),
-        account: AccountId {
-            id: body.id,
-            vars: body.vars,
-        },
-    };
+    let request = query.request(AccountId::from(body))?;
     hooked_sign_in(
         &state,
         client,
@@ -81,15 +72,7 @@ pub(super) async fn email(
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountEmail>,
 ) -> Result<Json<Session>, ApiError> {
-    let request = AuthenticateRequest {
-        create: query.create()?,
-        username: query.username.unwrap_or_default(),
-        account: hooks::AccountEmail {
-            email: body.email,
-            password: body.password,
-            vars: body.vars,
-        },
-    };
+    let request = query.request(hooks::AccountEmail::from(body))?;
     hooked_sign_in(
         &state,
         client,
@@ -118,24 +101,17 @@ async fn hooked_sign_in<A>(
 where
     A: serde::Serialize + serde::de::DeserializeOwned + Default,
 {
-    let request = hooks::before(state, hook, || hooks::anonymous(client.0), request).await?;
-    let kept = hooks::keep_for_after(state, hook, &request);
-    let AuthenticateRequest {
-        account,
-        create,
-        username,
-    } = request;
-    let (identity, vars) = identity(account);
-    let session = sign_in(state, client, identity, create, username, vars).await?;
-    hooks::after(
-        state,
-        hook,
-        || hooks::anonymous(client.0),
-        Some(&session),
-        kept,
-    )
-    .await;
-    Ok(Json(session))
+    let ctx = || hooks::anonymous(client.0);
+    hooks::around(state, hook, ctx, request, async |request| {
+        let AuthenticateRequest {
+            account,
+            create,
+            username,
+        } = request;
+        let (identity, vars) = identity(account);
+        sign_in(state, client, identity, create, username, vars).await
+    })
+    .await
 }
 
 /// Signs in (Nakama creates the account unless `create=false` is given) and issues a session.

@@ -7,7 +7,7 @@ use metafi_proto::Code;
 use metafi_proto::api::ChannelMessageList;
 use serde::Deserialize;
 
-use crate::body::{PathParams, QueryParams, parse_bool};
+use crate::body::{PathParams, QueryParams, int_param, parse_bool};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -28,15 +28,12 @@ pub(super) async fn list(
     PathParams(channel_id): PathParams<String>,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<ChannelMessageList>, ApiError> {
-    let limit = match query.limit.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(text.parse::<i64>().map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 100.",
-            )
-        })?),
-    };
+    let limit = int_param(query.limit.as_deref(), || {
+        ApiError::new(
+            Code::InvalidArgument,
+            "Invalid limit - limit must be between 1 and 100.",
+        )
+    })?;
     let forward = parse_bool("forward", query.forward.as_deref())?;
     let request = hooks::ListChannelMessagesRequest {
         channel_id,
@@ -44,20 +41,25 @@ pub(super) async fn list(
         forward,
         cursor: query.cursor,
     };
-    let hook = Hook::ListChannelMessages;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let page = state
-        .channels
-        .list_messages(
-            claims.user_id,
-            &request.channel_id,
-            request.limit,
-            request.forward,
-            request.cursor.as_deref(),
-        )
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&page), kept).await;
-    Ok(Json(page))
+    hooks::around(
+        &state,
+        Hook::ListChannelMessages,
+        ctx,
+        request,
+        async |request| {
+            let page = state
+                .channels
+                .list_messages(
+                    claims.user_id,
+                    &request.channel_id,
+                    request.limit,
+                    request.forward,
+                    request.cursor.as_deref(),
+                )
+                .await?;
+            Ok(page)
+        },
+    )
+    .await
 }

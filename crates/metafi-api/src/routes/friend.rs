@@ -13,7 +13,7 @@ use metafi_proto::api::{FriendList, FriendsOfFriendsList};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json_;
 
-use crate::body::{JsonBody, query_pairs};
+use crate::body::{JsonBody, query_of};
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, lenient};
 use crate::{ApiError, ApiState, SessionAuth};
@@ -74,10 +74,7 @@ struct ImportAccount {
 }
 
 fn int_param(name: &str, value: &str, message: &str) -> Result<Option<i64>, ApiError> {
-    if value.is_empty() {
-        return Ok(None);
-    }
-    value.parse().map(Some).map_err(|_| {
+    crate::body::int_param(Some(value), || {
         tracing::debug!(name, value, "not an integer");
         ApiError::new(Code::InvalidArgument, message.to_owned())
     })
@@ -94,7 +91,7 @@ async fn list(
     uri: Uri,
 ) -> Result<Json<FriendList>, ApiError> {
     let mut request = ListFriendsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "limit" => request.limit = int_param("limit", &value, LIMIT_1000)?,
             "state" => request.state = int_param("state", &value, STATE)?,
@@ -102,21 +99,20 @@ async fn list(
             _ => {}
         }
     }
-    let hook = Hook::ListFriends;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let list = state
-        .friends
-        .list_for_client(
-            claims.user_id,
-            request.limit,
-            request.state,
-            &request.cursor,
-        )
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(&state, Hook::ListFriends, ctx, request, async |request| {
+        let list = state
+            .friends
+            .list_for_client(
+                claims.user_id,
+                request.limit,
+                request.state,
+                &request.cursor,
+            )
+            .await?;
+        Ok(list)
+    })
+    .await
 }
 
 async fn friends_of_friends(
@@ -126,30 +122,35 @@ async fn friends_of_friends(
     uri: Uri,
 ) -> Result<Json<FriendsOfFriendsList>, ApiError> {
     let mut request = ListFriendsOfFriendsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "limit" => request.limit = int_param("limit", &value, LIMIT_100)?,
             "cursor" => request.cursor = value,
             _ => {}
         }
     }
-    let hook = Hook::ListFriendsOfFriends;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let list = state
-        .friends
-        .friends_of_friends_for_client(claims.user_id, request.limit, &request.cursor)
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListFriendsOfFriends,
+        ctx,
+        request,
+        async |request| {
+            let list = state
+                .friends
+                .friends_of_friends_for_client(claims.user_id, request.limit, &request.cursor)
+                .await?;
+            Ok(list)
+        },
+    )
+    .await
 }
 
 /// `ids`, `usernames` (repeatable) and, for add, `metadata` from the query string: these calls
 /// take no body (Nakama's gateway maps them from the query).
 fn friends_request(uri: &Uri, with_metadata: bool) -> Result<FriendsRequest, ApiError> {
     let mut request = FriendsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(uri)? {
         match name.as_str() {
             "ids" => request.ids.push(value),
             "usernames" => request.usernames.push(value),
@@ -222,36 +223,36 @@ async fn change(
         Op::Block => Hook::BlockFriends,
     };
     let ctx = || hooks::signed_in(claims, client.0);
-    let request = hooks::before(state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(state, hook, &request);
-    let targets = Targets::rest(
-        op,
-        claims.user_id,
-        &claims.username,
-        &request.ids,
-        &request.usernames,
-    )?;
-    let actor = Actor {
-        id: claims.user_id,
-        username: claims.username.clone(),
-    };
-    let friends = &state.friends;
-    match op {
-        Op::Add => {
-            let metadata = request.metadata.as_deref().unwrap_or_default();
-            friends.add(&actor, targets, metadata).await?;
-        }
-        Op::Delete => friends.delete(&actor, targets).await?,
-        Op::Block => friends.block(&actor, targets).await?,
-    }
     // Nakama's after hooks of these calls receive only the request.
-    hooks::after::<()>(state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(state, hook, ctx, request, async |request| {
+        let targets = Targets::rest(
+            op,
+            claims.user_id,
+            &claims.username,
+            &request.ids,
+            &request.usernames,
+        )?;
+        let actor = Actor {
+            id: claims.user_id,
+            username: claims.username.clone(),
+        };
+        let friends = &state.friends;
+        match op {
+            Op::Add => {
+                let metadata = request.metadata.as_deref().unwrap_or_default();
+                friends.add(&actor, targets, metadata).await?;
+            }
+            Op::Delete => friends.delete(&actor, targets).await?,
+            Op::Block => friends.block(&actor, targets).await?,
+        }
+        Ok(())
+    })
+    .await
 }
 
 fn import_request(uri: &Uri, account: ImportAccount) -> Result<ImportFriendsRequest, ApiError> {
     let mut reset = None;
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(uri)? {
         if name == "reset" {
             reset = crate::body::parse_bool("reset", Some(&value))?;
         }

@@ -13,10 +13,10 @@ use metafi_proto::api::{
 };
 use metafi_storage::GroupUpdate;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use crate::body::{JsonBody, PathParams, parse_bool, query_pairs};
+use crate::body::{JsonBody, PathParams, parse_bool, query_of};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -103,28 +103,27 @@ async fn create(
     client: ClientAddress,
     JsonBody(body): JsonBody<CreateGroupRequest>,
 ) -> Result<Json<Group>, ApiError> {
-    let hook = Hook::CreateGroup;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, body).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group = state
-        .groups
-        .create(
-            claims.user_id,
-            claims.user_id,
-            CreateGroup {
-                name: request.name,
-                description: request.description,
-                lang_tag: request.lang_tag,
-                avatar_url: request.avatar_url,
-                metadata: String::new(),
-                open: request.open,
-                max_count: request.max_count,
-            },
-        )
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&group), kept).await;
-    Ok(Json(group))
+    hooks::around(&state, Hook::CreateGroup, ctx, body, async |request| {
+        let group = state
+            .groups
+            .create(
+                claims.user_id,
+                claims.user_id,
+                CreateGroup {
+                    name: request.name,
+                    description: request.description,
+                    lang_tag: request.lang_tag,
+                    avatar_url: request.avatar_url,
+                    metadata: String::new(),
+                    open: request.open,
+                    max_count: request.max_count,
+                },
+            )
+            .await?;
+        Ok(group)
+    })
+    .await
 }
 
 async fn update(
@@ -134,7 +133,6 @@ async fn update(
     PathParams(group_id): PathParams<String>,
     JsonBody(body): JsonBody<UpdateGroupRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hook = Hook::UpdateGroup;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = UpdateHookRequest {
         group_id,
@@ -144,23 +142,23 @@ async fn update(
         avatar_url: body.avatar_url,
         open: body.open,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(&request.group_id)?;
-    let update = GroupUpdate {
-        name: request.name,
-        description: request.description,
-        lang_tag: request.lang_tag,
-        avatar_url: request.avatar_url,
-        open: request.open,
-        ..GroupUpdate::default()
-    };
-    state
-        .groups
-        .update(Actor::User(claims.user_id), group_id, update)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(json!({})))
+    hooks::around_empty(&state, Hook::UpdateGroup, ctx, request, async |request| {
+        let group_id = group_id_of(&request.group_id)?;
+        let update = GroupUpdate {
+            name: request.name,
+            description: request.description,
+            lang_tag: request.lang_tag,
+            avatar_url: request.avatar_url,
+            open: request.open,
+            ..GroupUpdate::default()
+        };
+        state
+            .groups
+            .update(Actor::User(claims.user_id), group_id, update)
+            .await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn delete(
@@ -169,17 +167,22 @@ async fn delete(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let hook = Hook::DeleteGroup;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, GroupIdRequest { group_id }).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(&request.group_id)?;
-    state
-        .groups
-        .delete(Actor::User(claims.user_id), group_id)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::DeleteGroup,
+        ctx,
+        GroupIdRequest { group_id },
+        async |request| {
+            let group_id = group_id_of(&request.group_id)?;
+            state
+                .groups
+                .delete(Actor::User(claims.user_id), group_id)
+                .await?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 async fn join(
@@ -188,17 +191,22 @@ async fn join(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let hook = Hook::JoinGroup;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, GroupIdRequest { group_id }).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(&request.group_id)?;
-    state
-        .groups
-        .join(claims.user_id, &claims.username, group_id)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::JoinGroup,
+        ctx,
+        GroupIdRequest { group_id },
+        async |request| {
+            let group_id = group_id_of(&request.group_id)?;
+            state
+                .groups
+                .join(claims.user_id, &claims.username, group_id)
+                .await?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 async fn leave(
@@ -207,14 +215,19 @@ async fn leave(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let hook = Hook::LeaveGroup;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, GroupIdRequest { group_id }).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(&request.group_id)?;
-    state.groups.leave(claims.user_id, group_id).await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::LeaveGroup,
+        ctx,
+        GroupIdRequest { group_id },
+        async |request| {
+            let group_id = group_id_of(&request.group_id)?;
+            state.groups.leave(claims.user_id, group_id).await?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 /// The five calls that act on other users of a group.
@@ -227,55 +240,22 @@ enum UsersAction {
     Demote,
 }
 
-async fn add(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Add, state, auth, client, path, uri).await
+/// The route of each [`UsersAction`].
+macro_rules! users_routes {
+    ($($name:ident => $action:ident),* $(,)?) => {$(
+        async fn $name(
+            state: State<ApiState>,
+            auth: SessionAuth,
+            client: ClientAddress,
+            path: PathParams<String>,
+            uri: Uri,
+        ) -> Result<Json<Value>, ApiError> {
+            act_on_users(UsersAction::$action, state, auth, client, path, uri).await
+        }
+    )*};
 }
 
-async fn kick(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Kick, state, auth, client, path, uri).await
-}
-
-async fn ban(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Ban, state, auth, client, path, uri).await
-}
-
-async fn promote(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Promote, state, auth, client, path, uri).await
-}
-
-async fn demote(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    path: PathParams<String>,
-    uri: Uri,
-) -> Result<Json<Value>, ApiError> {
-    act_on_users(UsersAction::Demote, state, auth, client, path, uri).await
-}
+users_routes!(add => Add, kick => Kick, ban => Ban, promote => Promote, demote => Demote);
 
 /// `POST /v2/group/{id}/{add,kick,ban,promote,demote}?user_ids=…`.
 async fn act_on_users(
@@ -297,46 +277,48 @@ async fn act_on_users(
         group_id,
         user_ids: Vec::new(),
     };
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         if name == "user_ids" {
             request.user_ids.push(value);
         }
     }
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(&request.group_id)?;
-    if request.user_ids.is_empty() {
-        if matches!(action, UsersAction::Demote) {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "User IDs must be set.",
-            ));
+    hooks::around_empty(&state, hook, ctx, request, async |request| {
+        let group_id = group_id_of(&request.group_id)?;
+        if request.user_ids.is_empty() {
+            if matches!(action, UsersAction::Demote) {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "User IDs must be set.",
+                ));
+            }
+            // Nothing to do; the after hook still runs.
+            return Ok(());
         }
-        hooks::after::<()>(&state, hook, ctx, None, kept).await;
-        return Ok(Json(json!({})));
-    }
-    let user_ids = request
-        .user_ids
-        .iter()
-        .map(|id| {
-            Uuid::parse_str(id)
-                .ok()
-                .filter(|id| !id.is_nil())
-                .ok_or_else(|| ApiError::new(Code::InvalidArgument, "User ID must be a valid ID."))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let actor = Actor::User(claims.user_id);
-    let groups = &state.groups;
-    match action {
-        UsersAction::Add => groups.add(actor, group_id, &user_ids).await?,
-        UsersAction::Kick => groups.kick(actor, group_id, &user_ids).await?,
-        UsersAction::Ban => groups.ban(actor, group_id, &user_ids).await?,
-        UsersAction::Promote => groups.promote(actor, group_id, &user_ids).await?,
-        UsersAction::Demote => groups.demote(actor, group_id, &user_ids).await?,
-    }
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(json!({})))
+        let user_ids = request
+            .user_ids
+            .iter()
+            .map(|id| {
+                Uuid::parse_str(id)
+                    .ok()
+                    .filter(|id| !id.is_nil())
+                    .ok_or_else(|| {
+                        ApiError::new(Code::InvalidArgument, "User ID must be a valid ID.")
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let actor = Actor::User(claims.user_id);
+        let groups = &state.groups;
+        match action {
+            UsersAction::Add => groups.add(actor, group_id, &user_ids).await?,
+            UsersAction::Kick => groups.kick(actor, group_id, &user_ids).await?,
+            UsersAction::Ban => groups.ban(actor, group_id, &user_ids).await?,
+            UsersAction::Promote => groups.promote(actor, group_id, &user_ids).await?,
+            UsersAction::Demote => groups.demote(actor, group_id, &user_ids).await?,
+        }
+        Ok(())
+    })
+    .await
 }
 
 async fn users(
@@ -347,7 +329,6 @@ async fn users(
     uri: Uri,
 ) -> Result<Json<GroupUserList>, ApiError> {
     let (limit, member_state, cursor) = member_query(&uri)?;
-    let hook = Hook::ListGroupUsers;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = ListMembersRequest {
         group_id: Some(group_id),
@@ -356,15 +337,21 @@ async fn users(
         state: member_state,
         cursor,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let group_id = group_id_of(request.group_id.as_deref().unwrap_or_default())?;
-    let list = state
-        .groups
-        .users(group_id, request.state, request.limit, &request.cursor)
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListGroupUsers,
+        ctx,
+        request,
+        async |request| {
+            let group_id = group_id_of(request.group_id.as_deref().unwrap_or_default())?;
+            let list = state
+                .groups
+                .users(group_id, request.state, request.limit, &request.cursor)
+                .await?;
+            Ok(list)
+        },
+    )
+    .await
 }
 
 async fn user_groups(
@@ -375,7 +362,6 @@ async fn user_groups(
     uri: Uri,
 ) -> Result<Json<UserGroupList>, ApiError> {
     let (limit, member_state, cursor) = member_query(&uri)?;
-    let hook = Hook::ListUserGroups;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = ListMembersRequest {
         group_id: None,
@@ -384,21 +370,28 @@ async fn user_groups(
         state: member_state,
         cursor,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let user_id = request.user_id.as_deref().unwrap_or_default();
-    if user_id.is_empty() {
-        return Err(ApiError::new(Code::InvalidArgument, "User ID must be set."));
-    }
-    // Nakama's text, though it is about a user id.
-    let user_id = Uuid::parse_str(user_id)
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "Group ID must be a valid ID."))?;
-    let list = state
-        .groups
-        .user_groups(user_id, request.state, request.limit, &request.cursor)
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListUserGroups,
+        ctx,
+        request,
+        async |request| {
+            let user_id = request.user_id.as_deref().unwrap_or_default();
+            if user_id.is_empty() {
+                return Err(ApiError::new(Code::InvalidArgument, "User ID must be set."));
+            }
+            // Nakama's text, though it is about a user id.
+            let user_id = Uuid::parse_str(user_id).map_err(|_| {
+                ApiError::new(Code::InvalidArgument, "Group ID must be a valid ID.")
+            })?;
+            let list = state
+                .groups
+                .user_groups(user_id, request.state, request.limit, &request.cursor)
+                .await?;
+            Ok(list)
+        },
+    )
+    .await
 }
 
 async fn list(
@@ -408,7 +401,7 @@ async fn list(
     uri: Uri,
 ) -> Result<Json<GroupList>, ApiError> {
     let mut request = ListGroupsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "name" => request.name = value,
             "cursor" => request.cursor = value,
@@ -419,29 +412,28 @@ async fn list(
             _ => {}
         }
     }
-    let hook = Hook::ListGroups;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let list = state
-        .groups
-        .list(ListGroups {
-            name: request.name,
-            lang_tag: request.lang_tag,
-            open: request.open,
-            members: request.members,
-            limit: request.limit,
-            cursor: request.cursor,
-        })
-        .await?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(&state, Hook::ListGroups, ctx, request, async |request| {
+        let list = state
+            .groups
+            .list(ListGroups {
+                name: request.name,
+                lang_tag: request.lang_tag,
+                open: request.open,
+                members: request.members,
+                limit: request.limit,
+                cursor: request.cursor,
+            })
+            .await?;
+        Ok(list)
+    })
+    .await
 }
 
 /// `?limit=`, `?state=`, `?cursor=` of the membership listings.
 fn member_query(uri: &Uri) -> Result<(Option<i32>, Option<i32>, String), ApiError> {
     let (mut limit, mut state, mut cursor) = (None, None, String::new());
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(uri)? {
         match name.as_str() {
             "limit" => limit = int_param(&value, "limit")?,
             "state" => state = int_param(&value, "state")?,
@@ -454,10 +446,7 @@ fn member_query(uri: &Uri) -> Result<(Option<i32>, Option<i32>, String), ApiErro
 
 /// An `Int32Value` query parameter; empty is unset.
 fn int_param(value: &str, name: &str) -> Result<Option<i32>, ApiError> {
-    if value.is_empty() {
-        return Ok(None);
-    }
-    value.parse().map(Some).map_err(|_| {
+    crate::body::int_param(Some(value), || {
         ApiError::new(
             Code::InvalidArgument,
             format!("Invalid {name} value: not an integer."),

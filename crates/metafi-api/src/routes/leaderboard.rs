@@ -16,7 +16,7 @@ use metafi_storage::Operator;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::body::{JsonBody, PathParams, query_pairs};
+use crate::body::{JsonBody, PathParams, query_of};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -96,55 +96,60 @@ async fn write(
             operator: body.operator,
         }),
     };
-    let hook = Hook::WriteLeaderboardRecord;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.leaderboard_id.is_empty() {
-        return Err(invalid_id());
-    }
-    let Some(record) = &request.record else {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Invalid input, record score value is required.",
-        ));
-    };
-    if !record.metadata.is_empty() && !is_json_object(&record.metadata) {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Metadata value must be JSON, if provided.",
-        ));
-    }
-    let operator = match record.operator {
-        0 => None,
-        1 => Some(Operator::Best),
-        2 => Some(Operator::Set),
-        3 => Some(Operator::Increment),
-        4 => Some(Operator::Decrement),
-        // Nakama's ErrInvalidOperator, reported as its write error.
-        _ => {
-            return Err(ApiError::new(
-                Code::Internal,
-                "Error writing score to leaderboard.",
-            ));
-        }
-    };
-    let submission = Submission {
-        owner_id: claims.user_id,
-        username: Some(claims.username.clone()).filter(|u| !u.is_empty()),
-        score: record.score,
-        subscore: record.subscore,
-        metadata: Some(record.metadata.clone()).filter(|m| !m.is_empty()),
-        operator,
-    };
-    let written = state
-        .leaderboards
-        .write(Some(claims.user_id), &request.leaderboard_id, submission)
-        .await
-        .map_err(|e| e.into_core(RestCall::Write))?;
-    let record = record_view(written);
-    hooks::after(&state, hook, ctx, Some(&record), kept).await;
-    Ok(Json(record))
+    hooks::around(
+        &state,
+        Hook::WriteLeaderboardRecord,
+        ctx,
+        request,
+        async |request| {
+            if request.leaderboard_id.is_empty() {
+                return Err(invalid_id());
+            }
+            let Some(record) = &request.record else {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Invalid input, record score value is required.",
+                ));
+            };
+            if !record.metadata.is_empty() && !is_json_object(&record.metadata) {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Metadata value must be JSON, if provided.",
+                ));
+            }
+            let operator = match record.operator {
+                0 => None,
+                1 => Some(Operator::Best),
+                2 => Some(Operator::Set),
+                3 => Some(Operator::Increment),
+                4 => Some(Operator::Decrement),
+                // Nakama's ErrInvalidOperator, reported as its write error.
+                _ => {
+                    return Err(ApiError::new(
+                        Code::Internal,
+                        "Error writing score to leaderboard.",
+                    ));
+                }
+            };
+            let submission = Submission {
+                owner_id: claims.user_id,
+                username: Some(claims.username.clone()).filter(|u| !u.is_empty()),
+                score: record.score,
+                subscore: record.subscore,
+                metadata: Some(record.metadata.clone()).filter(|m| !m.is_empty()),
+                operator,
+            };
+            let written = state
+                .leaderboards
+                .write(Some(claims.user_id), &request.leaderboard_id, submission)
+                .await
+                .map_err(|e| e.into_core(RestCall::Write))?;
+            let record = record_view(written);
+            Ok(record)
+        },
+    )
+    .await
 }
 
 async fn delete(
@@ -154,24 +159,29 @@ async fn delete(
     PathParams(leaderboard_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = DeleteRequest { leaderboard_id };
-    let hook = Hook::DeleteLeaderboardRecord;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.leaderboard_id.is_empty() {
-        return Err(invalid_id());
-    }
-    state
-        .leaderboards
-        .delete_record(
-            Some(claims.user_id),
-            &request.leaderboard_id,
-            claims.user_id,
-        )
-        .await
-        .map_err(|e| e.into_core(RestCall::Delete))?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::DeleteLeaderboardRecord,
+        ctx,
+        request,
+        async |request| {
+            if request.leaderboard_id.is_empty() {
+                return Err(invalid_id());
+            }
+            state
+                .leaderboards
+                .delete_record(
+                    Some(claims.user_id),
+                    &request.leaderboard_id,
+                    claims.user_id,
+                )
+                .await
+                .map_err(|e| e.into_core(RestCall::Delete))?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 async fn list(
@@ -185,7 +195,7 @@ async fn list(
         leaderboard_id,
         ..ListRequest::default()
     };
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "owner_ids" => request.owner_ids.push(value),
             "limit" => request.limit = Some(number(&value, invalid_list_limit)?),
@@ -194,40 +204,47 @@ async fn list(
             _ => {}
         }
     }
-    let hook = Hook::ListLeaderboardRecords;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.leaderboard_id.is_empty() {
-        return Err(invalid_id());
-    }
-    let limit = match request.limit {
-        Some(limit) if !(1..=1000).contains(&limit) => return Err(invalid_list_limit()),
-        // In range by the check above.
-        Some(limit) => Some(limit as usize),
-        None if request.owner_ids.is_empty() || !request.cursor.is_empty() => Some(1),
-        None => None,
-    };
-    let owners = request
-        .owner_ids
-        .iter()
-        .map(|id| Uuid::parse_str(id))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "One or more owner IDs are invalid."))?;
-    let list = state
-        .leaderboards
-        .list_records(
-            &request.leaderboard_id,
-            limit,
-            &request.cursor,
-            &owners,
-            request.expiry.unwrap_or(0),
-        )
-        .await
-        .map_err(|e| e.into_core(RestCall::List))?;
-    let list = list_view(list);
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListLeaderboardRecords,
+        ctx,
+        request,
+        async |request| {
+            if request.leaderboard_id.is_empty() {
+                return Err(invalid_id());
+            }
+            let limit = match request.limit {
+                Some(limit) if !(1..=1000).contains(&limit) => return Err(invalid_list_limit()),
+                // In range by the check above.
+                Some(limit) => Some(limit as usize),
+                None if request.owner_ids.is_empty() || !request.cursor.is_empty() => Some(1),
+                None => None,
+            };
+            let owners = request
+                .owner_ids
+                .iter()
+                .map(|id| Uuid::parse_str(id))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    ApiError::new(Code::InvalidArgument, "One or more owner IDs are invalid.")
+                })?;
+            let list = state
+                .leaderboards
+                .list_records(
+                    &request.leaderboard_id,
+                    limit,
+                    &request.cursor,
+                    &owners,
+                    request.expiry.unwrap_or(0),
+                )
+                .await
+                .map_err(|e| e.into_core(RestCall::List))?;
+            let list = list_view(list);
+            Ok(list)
+        },
+    )
+    .await
 }
 
 async fn around_owner(
@@ -242,7 +259,7 @@ async fn around_owner(
         owner_id,
         ..AroundOwnerRequest::default()
     };
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "limit" => request.limit = Some(number(&value, invalid_around_limit)?),
             "cursor" => request.cursor = value,
@@ -250,40 +267,45 @@ async fn around_owner(
             _ => {}
         }
     }
-    let hook = Hook::ListLeaderboardRecordsAroundOwner;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.leaderboard_id.is_empty() {
-        return Err(invalid_id());
-    }
-    let limit = match request.limit {
-        None => 1,
-        Some(limit) if (1..=100).contains(&limit) => limit as usize,
-        Some(_) => return Err(invalid_around_limit()),
-    };
-    if request.owner_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Owner ID must be provided for a haystack query.",
-        ));
-    }
-    let owner = Uuid::parse_str(&request.owner_id)
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid owner ID provided."))?;
-    let list = state
-        .leaderboards
-        .haystack(
-            &request.leaderboard_id,
-            owner,
-            limit,
-            &request.cursor,
-            request.expiry.unwrap_or(0),
-        )
-        .await
-        .map_err(|e| e.into_core(RestCall::AroundOwner))?;
-    let list = list_view(list);
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListLeaderboardRecordsAroundOwner,
+        ctx,
+        request,
+        async |request| {
+            if request.leaderboard_id.is_empty() {
+                return Err(invalid_id());
+            }
+            let limit = match request.limit {
+                None => 1,
+                Some(limit) if (1..=100).contains(&limit) => limit as usize,
+                Some(_) => return Err(invalid_around_limit()),
+            };
+            if request.owner_id.is_empty() {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Owner ID must be provided for a haystack query.",
+                ));
+            }
+            let owner = Uuid::parse_str(&request.owner_id)
+                .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid owner ID provided."))?;
+            let list = state
+                .leaderboards
+                .haystack(
+                    &request.leaderboard_id,
+                    owner,
+                    limit,
+                    &request.cursor,
+                    request.expiry.unwrap_or(0),
+                )
+                .await
+                .map_err(|e| e.into_core(RestCall::AroundOwner))?;
+            let list = list_view(list);
+            Ok(list)
+        },
+    )
+    .await
 }
 
 /// A record as Nakama sends it: times in whole seconds, no expiry for a board that never

@@ -9,7 +9,7 @@ use metafi_match::{ListQuery, MatchInfo};
 use metafi_proto::Code;
 use serde::{Deserialize, Serialize};
 
-use crate::body::{QueryParams, parse_bool};
+use crate::body::{QueryParams, integer_param, parse_bool};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -63,18 +63,6 @@ impl From<MatchInfo> for ApiMatch {
     }
 }
 
-fn int(name: &str, value: Option<&str>) -> Result<Option<i32>, ApiError> {
-    match value {
-        None | Some("") => Ok(None),
-        Some(text) => text.parse::<i32>().map(Some).map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Query parameter '{name}' must be an integer, got '{text}'."),
-            )
-        }),
-    }
-}
-
 fn invalid(message: &str) -> ApiError {
     ApiError::new(Code::InvalidArgument, message)
 }
@@ -88,68 +76,66 @@ pub(super) async fn list(
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<MatchList>, ApiError> {
     let request = hooks::ListMatchesRequest {
-        limit: int("limit", params.limit.as_deref())?,
+        limit: integer_param("limit", params.limit.as_deref())?,
         authoritative: parse_bool("authoritative", params.authoritative.as_deref())?,
         label: params.label,
-        min_size: int("min_size", params.min_size.as_deref())?,
-        max_size: int("max_size", params.max_size.as_deref())?,
+        min_size: integer_param("min_size", params.min_size.as_deref())?,
+        max_size: integer_param("max_size", params.max_size.as_deref())?,
         query: params.query,
     };
-    let hook = Hook::ListMatches;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let hooks::ListMatchesRequest {
-        limit,
-        authoritative,
-        label,
-        min_size,
-        max_size,
-        query,
-    } = request;
-    let limit = match limit {
-        None => 10,
-        Some(limit @ 1..=100) => limit as usize,
-        Some(_) => return Err(invalid("Invalid limit - limit must be between 1 and 100.")),
-    };
-    if label.is_some() && authoritative == Some(false) {
-        return Err(invalid(
-            "Label filtering is not supported for non-authoritative matches.",
-        ));
-    }
-    if query.is_some() && authoritative == Some(false) {
-        return Err(invalid(
-            "Query filtering is not supported for non-authoritative matches.",
-        ));
-    }
-    if min_size.is_some_and(|s| s < 0) {
-        return Err(invalid("Minimum size must be 0 or above."));
-    }
-    if max_size.is_some_and(|s| s < 0) {
-        return Err(invalid("Maximum size must be 0 or above."));
-    }
-    if let (Some(min), Some(max)) = (min_size, max_size)
-        && min > max
-    {
-        return Err(invalid(
-            "Maximum size must be greater than or equal to minimum size when both are specified.",
-        ));
-    }
-    let query = ListQuery {
-        limit,
-        authoritative,
-        label,
-        min_size,
-        max_size,
-        query,
-    };
-    let matches = state
-        .matches
-        .list(&query)
-        .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
-    let list = MatchList {
-        matches: matches.into_iter().map(ApiMatch::from).collect(),
-    };
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(&state, Hook::ListMatches, ctx, request, async |request| {
+        let hooks::ListMatchesRequest {
+            limit,
+            authoritative,
+            label,
+            min_size,
+            max_size,
+            query,
+        } = request;
+        let limit = match limit {
+            None => 10,
+            Some(limit @ 1..=100) => limit as usize,
+            Some(_) => return Err(invalid("Invalid limit - limit must be between 1 and 100.")),
+        };
+        if label.is_some() && authoritative == Some(false) {
+            return Err(invalid(
+                "Label filtering is not supported for non-authoritative matches.",
+            ));
+        }
+        if query.is_some() && authoritative == Some(false) {
+            return Err(invalid(
+                "Query filtering is not supported for non-authoritative matches.",
+            ));
+        }
+        if min_size.is_some_and(|s| s < 0) {
+            return Err(invalid("Minimum size must be 0 or above."));
+        }
+        if max_size.is_some_and(|s| s < 0) {
+            return Err(invalid("Maximum size must be 0 or above."));
+        }
+        if let (Some(min), Some(max)) = (min_size, max_size)
+            && min > max
+        {
+            return Err(invalid(
+                "Maximum size must be greater than or equal to minimum size when both are specified.",
+            ));
+        }
+        let query = ListQuery {
+            limit,
+            authoritative,
+            label,
+            min_size,
+            max_size,
+            query,
+        };
+        let matches = state
+            .matches
+            .list(&query)
+            .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
+        Ok(MatchList {
+            matches: matches.into_iter().map(ApiMatch::from).collect(),
+        })
+    })
+    .await
 }

@@ -21,22 +21,21 @@ async fn stats(
     SessionAuth(claims): SessionAuth,
     client: ClientAddress,
 ) -> Result<Json<MatchmakerStats>, ApiError> {
-    let hook = Hook::GetMatchmakerStats;
     let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::before_without_input(&state, hook, ctx).await?;
-    let stats = state.matchmaking.stats();
-    let stats = MatchmakerStats {
-        ticket_count: i32::try_from(stats.tickets).unwrap_or(i32::MAX),
-        oldest_ticket_create_time: stats.oldest_created_ms.map(Timestamp::from_millis),
-        completions: stats
-            .completions
-            .iter()
-            .map(|c| MatchmakerCompletionStats {
-                create_time: Some(Timestamp::from_millis(c.created_ms)),
-                complete_time: Some(Timestamp::from_millis(c.completed_ms)),
-            })
-            .collect(),
-    };
-    hooks::after(&state, hook, ctx, Some(&stats), None).await;
-    Ok(Json(stats))
+    hooks::around_without_input(&state, Hook::GetMatchmakerStats, ctx, async || {
+        let stats = state.matchmaking.stats();
+        Ok(MatchmakerStats {
+            ticket_count: i32::try_from(stats.tickets).unwrap_or(i32::MAX),
+            oldest_ticket_create_time: stats.oldest_created_ms.map(Timestamp::from_millis),
+            completions: stats
+                .completions
+                .iter()
+                .map(|c| MatchmakerCompletionStats {
+                    create_time: Some(Timestamp::from_millis(c.created_ms)),
+                    complete_time: Some(Timestamp::from_millis(c.completed_ms)),
+                })
+                .collect(),
+        })
+    })
+    .await
 }

@@ -11,7 +11,7 @@ use metafi_proto::Code;
 use metafi_proto::api::NotificationList;
 use uuid::Uuid;
 
-use crate::body::query_pairs;
+use crate::body::{int_param, query_of};
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, DeleteNotificationsRequest, ListNotificationsRequest};
 use crate::{ApiError, ApiState, SessionAuth};
@@ -29,40 +29,44 @@ async fn list(
     uri: Uri,
 ) -> Result<Json<NotificationList>, ApiError> {
     let mut request = ListNotificationsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
-            "limit" if value.is_empty() => request.limit = None,
-            "limit" => request.limit = Some(value.parse::<i64>().map_err(|_| invalid_limit())?),
+            "limit" => request.limit = int_param(Some(&value), invalid_limit)?,
             "cacheable_cursor" => request.cacheable_cursor = value,
             _ => {}
         }
     }
-    let hook = Hook::ListNotifications;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let limit = match request.limit {
-        None => 1,
-        Some(limit @ 1..=100) => limit as usize,
-        Some(_) => return Err(invalid_limit()),
-    };
-    let page = state
-        .notifications
-        .list(claims.user_id, limit, &request.cacheable_cursor, true)
-        .await
-        .map_err(|e| match e {
-            // Nakama answers any failure of the listing, a malformed cursor included, so.
-            CoreError::InvalidArgument { .. } => {
-                ApiError::new(Code::Internal, "Error retrieving notifications.")
-            }
-            other => other.into(),
-        })?;
-    let list = NotificationList {
-        notifications: page.notifications,
-        cacheable_cursor: page.cursor,
-    };
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListNotifications,
+        ctx,
+        request,
+        async |request| {
+            let limit = match request.limit {
+                None => 1,
+                Some(limit @ 1..=100) => limit as usize,
+                Some(_) => return Err(invalid_limit()),
+            };
+            let page = state
+                .notifications
+                .list(claims.user_id, limit, &request.cacheable_cursor, true)
+                .await
+                .map_err(|e| match e {
+                    // Nakama answers any failure of the listing, a malformed cursor included, so.
+                    CoreError::InvalidArgument { .. } => {
+                        ApiError::new(Code::Internal, "Error retrieving notifications.")
+                    }
+                    other => other.into(),
+                })?;
+            let list = NotificationList {
+                notifications: page.notifications,
+                cacheable_cursor: page.cursor,
+            };
+            Ok(list)
+        },
+    )
+    .await
 }
 
 /// `DELETE /v2/notification?ids=…&ids=…`: only the caller's own; other ids are ignored.
@@ -73,7 +77,7 @@ async fn delete(
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let mut request = DeleteNotificationsRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         if name == "ids" {
             request.ids.push(value);
         }

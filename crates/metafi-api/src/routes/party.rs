@@ -10,7 +10,7 @@ use metafi_proto::Code;
 use metafi_proto::api::PartyList;
 use serde::{Deserialize, Serialize};
 
-use crate::body::{QueryParams, parse_bool};
+use crate::body::{QueryParams, integer_param, parse_bool};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -43,48 +43,37 @@ async fn list(
     client: ClientAddress,
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<PartyList>, ApiError> {
-    let limit = match params.limit.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(text.parse::<i32>().map_err(|_| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Query parameter 'limit' must be an integer, got '{text}'."),
-            )
-        })?),
-    };
     let request = ListPartiesRequest {
-        limit,
+        limit: integer_param("limit", params.limit.as_deref())?,
         open: parse_bool("open", params.open.as_deref())?,
         query: params.query,
         cursor: params.cursor,
     };
-    let hook = Hook::ListParties;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let limit = match request.limit {
-        None => 10,
-        Some(limit @ 1..=100) => limit as usize,
-        Some(_) => {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 100.",
-            ));
-        }
-    };
-    let list = state
-        .parties
-        .list_parties(&ListParties {
-            limit,
-            open: request.open,
-            show_hidden: false,
-            query: request.query.unwrap_or_default(),
-            cursor: request.cursor.unwrap_or_default(),
-        })
-        .map_err(|error| {
-            tracing::debug!(%error, "party listing failed");
-            ApiError::new(Code::Internal, "Error listing matches.")
-        })?;
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(&state, Hook::ListParties, ctx, request, async |request| {
+        let limit = match request.limit {
+            None => 10,
+            Some(limit @ 1..=100) => limit as usize,
+            Some(_) => {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Invalid limit - limit must be between 1 and 100.",
+                ));
+            }
+        };
+        state
+            .parties
+            .list_parties(&ListParties {
+                limit,
+                open: request.open,
+                show_hidden: false,
+                query: request.query.unwrap_or_default(),
+                cursor: request.cursor.unwrap_or_default(),
+            })
+            .map_err(|error| {
+                tracing::debug!(%error, "party listing failed");
+                ApiError::new(Code::Internal, "Error listing matches.")
+            })
+    })
+    .await
 }

@@ -106,50 +106,27 @@ impl Store {
     }
 }
 
-async fn purchase_apple(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Apple, state, auth, client, body).await
+/// The validation route of each [`Store`].
+macro_rules! purchase_routes {
+    ($($name:ident => $store:ident),* $(,)?) => {$(
+        async fn $name(
+            state: State<ApiState>,
+            auth: SessionAuth,
+            client: ClientAddress,
+            body: JsonBody<ValidatePurchaseRequest>,
+        ) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
+            validate_purchase(Store::$store, state, auth, client, body).await
+        }
+    )*};
 }
 
-async fn purchase_google(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Google, state, auth, client, body).await
-}
-
-async fn purchase_huawei(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Huawei, state, auth, client, body).await
-}
-
-async fn purchase_facebook_instant(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::FacebookInstant, state, auth, client, body).await
-}
-
-async fn purchase_samsung(
-    state: State<ApiState>,
-    auth: SessionAuth,
-    client: ClientAddress,
-    body: JsonBody<ValidatePurchaseRequest>,
-) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
-    validate_purchase(Store::Samsung, state, auth, client, body).await
-}
+purchase_routes!(
+    purchase_apple => Apple,
+    purchase_google => Google,
+    purchase_huawei => Huawei,
+    purchase_facebook_instant => FacebookInstant,
+    purchase_samsung => Samsung,
+);
 
 async fn validate_purchase(
     store: Store,
@@ -160,49 +137,55 @@ async fn validate_purchase(
 ) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
     let hook = store.hook();
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, store.hook_request(body)).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let persist = request.persist.unwrap_or(true);
-    let text = |field: &Option<String>| field.clone().unwrap_or_default();
-    let purchases = &state.purchases;
-    let user = claims.user_id;
-    let validated = match store {
-        Store::Apple => {
-            purchases
-                .validate_apple(user, &text(&request.receipt), persist)
-                .await?
-        }
-        Store::Google => {
-            purchases
-                .validate_google(user, &text(&request.purchase), persist)
-                .await?
-        }
-        Store::Huawei => {
-            purchases
-                .validate_huawei(
-                    user,
-                    &text(&request.purchase),
-                    &text(&request.signature),
-                    persist,
-                )
-                .await?
-        }
-        Store::FacebookInstant => {
-            purchases
-                .validate_facebook_instant(user, &text(&request.signed_request), persist)
-                .await?
-        }
-        Store::Samsung => {
-            purchases
-                .validate_samsung(user, &text(&request.purchase_id), persist)
-                .await?
-        }
-    };
-    let response = ValidatePurchaseResponse {
-        validated_purchases: validated.into_iter().map(purchase_view).collect(),
-    };
-    hooks::after(&state, hook, ctx, Some(&response), kept).await;
-    Ok(Json(response))
+    hooks::around(
+        &state,
+        hook,
+        ctx,
+        store.hook_request(body),
+        async |request| {
+            let persist = request.persist.unwrap_or(true);
+            let text = |field: &Option<String>| field.clone().unwrap_or_default();
+            let purchases = &state.purchases;
+            let user = claims.user_id;
+            let validated = match store {
+                Store::Apple => {
+                    purchases
+                        .validate_apple(user, &text(&request.receipt), persist)
+                        .await?
+                }
+                Store::Google => {
+                    purchases
+                        .validate_google(user, &text(&request.purchase), persist)
+                        .await?
+                }
+                Store::Huawei => {
+                    purchases
+                        .validate_huawei(
+                            user,
+                            &text(&request.purchase),
+                            &text(&request.signature),
+                            persist,
+                        )
+                        .await?
+                }
+                Store::FacebookInstant => {
+                    purchases
+                        .validate_facebook_instant(user, &text(&request.signed_request), persist)
+                        .await?
+                }
+                Store::Samsung => {
+                    purchases
+                        .validate_samsung(user, &text(&request.purchase_id), persist)
+                        .await?
+                }
+            };
+            let response = ValidatePurchaseResponse {
+                validated_purchases: validated.into_iter().map(purchase_view).collect(),
+            };
+            Ok(response)
+        },
+    )
+    .await
 }
 
 async fn subscription_apple(
@@ -253,29 +236,29 @@ async fn validate_subscription(
         persist: body.persist.map(|p| p.value),
         ..ValidateHookRequest::default()
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let persist = request.persist.unwrap_or(true);
-    let receipt = request.receipt.unwrap_or_default();
-    let validated = match store {
-        "Apple" => {
-            state
-                .purchases
-                .validate_subscription_apple(claims.user_id, &receipt, persist)
-                .await?
-        }
-        _ => {
-            state
-                .purchases
-                .validate_subscription_google(claims.user_id, &receipt, persist)
-                .await?
-        }
-    };
-    let response = ValidateSubscriptionResponse {
-        validated_subscription: Some(subscription_view(validated)),
-    };
-    hooks::after(&state, hook, ctx, Some(&response), kept).await;
-    Ok(Json(response))
+    hooks::around(&state, hook, ctx, request, async |request| {
+        let persist = request.persist.unwrap_or(true);
+        let receipt = request.receipt.unwrap_or_default();
+        let validated = match store {
+            "Apple" => {
+                state
+                    .purchases
+                    .validate_subscription_apple(claims.user_id, &receipt, persist)
+                    .await?
+            }
+            _ => {
+                state
+                    .purchases
+                    .validate_subscription_google(claims.user_id, &receipt, persist)
+                    .await?
+            }
+        };
+        let response = ValidateSubscriptionResponse {
+            validated_subscription: Some(subscription_view(validated)),
+        };
+        Ok(response)
+    })
+    .await
 }
 
 /// The request `ListSubscriptions` hooks see.
@@ -292,32 +275,37 @@ async fn list_subscriptions(
     client: ClientAddress,
     JsonBody(body): JsonBody<ListSubscriptionsRequest>,
 ) -> Result<Json<SubscriptionList>, ApiError> {
-    let hook = Hook::ListSubscriptions;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = ListHookRequest {
         limit: body.limit.map(|l| l.value),
         cursor: body.cursor,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let limit = match request.limit {
-        None => MAX_LIST_LIMIT,
-        // Nakama's text says 1000 though it allows 100.
-        Some(l) if !(1..=100).contains(&l) => {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 1000.",
-            ));
-        }
-        Some(l) => usize::try_from(l).unwrap_or(MAX_LIST_LIMIT),
-    };
-    let page = state
-        .purchases
-        .list_subscriptions(Some(claims.user_id), limit, &request.cursor)
-        .await?;
-    let list = subscription_list(page);
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListSubscriptions,
+        ctx,
+        request,
+        async |request| {
+            let limit = match request.limit {
+                None => MAX_LIST_LIMIT,
+                // Nakama's text says 1000 though it allows 100.
+                Some(l) if !(1..=100).contains(&l) => {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Invalid limit - limit must be between 1 and 1000.",
+                    ));
+                }
+                Some(l) => usize::try_from(l).unwrap_or(MAX_LIST_LIMIT),
+            };
+            let page = state
+                .purchases
+                .list_subscriptions(Some(claims.user_id), limit, &request.cursor)
+                .await?;
+            let list = subscription_list(page);
+            Ok(list)
+        },
+    )
+    .await
 }
 
 /// The request `GetSubscription` hooks see.
@@ -358,17 +346,22 @@ async fn subscription_of(
     client: ClientAddress,
     product_id: String,
 ) -> Result<Json<SubscriptionView>, ApiError> {
-    let hook = Hook::GetSubscription;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, GetHookRequest { product_id }).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let found = state
-        .purchases
-        .subscription_by_product_id(claims.user_id, &request.product_id)
-        .await?;
-    let view = subscription_view(found);
-    hooks::after(&state, hook, ctx, Some(&view), kept).await;
-    Ok(Json(view))
+    hooks::around(
+        &state,
+        Hook::GetSubscription,
+        ctx,
+        GetHookRequest { product_id },
+        async |request| {
+            let found = state
+                .purchases
+                .subscription_by_product_id(claims.user_id, &request.product_id)
+                .await?;
+            let view = subscription_view(found);
+            Ok(view)
+        },
+    )
+    .await
 }
 
 fn time(ms: i64) -> Option<Timestamp> {

@@ -24,20 +24,13 @@ pub(super) async fn refresh(
         token: body.token,
         vars: body.vars.unwrap_or_default(),
     };
-    let request = hooks::before(&state, hook, || hooks::anonymous(client.0), request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    // Protobuf cannot tell an empty map from none: both keep the session's variables.
-    let vars = (!request.vars.is_empty()).then_some(request.vars);
-    let session = state.sessions.refresh(&request.token, vars).await?;
-    hooks::after(
-        &state,
-        hook,
-        || hooks::anonymous(client.0),
-        Some(&session),
-        kept,
-    )
-    .await;
-    Ok(Json(session))
+    let ctx = || hooks::anonymous(client.0);
+    hooks::around(&state, hook, ctx, request, async |request| {
+        // Protobuf cannot tell an empty map from none: both keep the session's variables.
+        let vars = (!request.vars.is_empty()).then_some(request.vars);
+        Ok(state.sessions.refresh(&request.token, vars).await?)
+    })
+    .await
 }
 
 pub(super) async fn logout(
@@ -46,18 +39,14 @@ pub(super) async fn logout(
     client: ClientAddress,
     JsonBody(body): JsonBody<SessionLogoutRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let hook = Hook::SessionLogout;
     let ctx = || hooks::signed_in(&claims, client.0);
     let request = hooks::SessionLogoutRequest {
         token: body.token,
         refresh_token: body.refresh_token,
     };
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    state
-        .sessions
-        .logout(&claims, &request.token, &request.refresh_token)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(&state, Hook::SessionLogout, ctx, request, async |request| {
+        let (token, refresh_token) = (&request.token, &request.refresh_token);
+        Ok(state.sessions.logout(&claims, token, refresh_token).await?)
+    })
+    .await
 }

@@ -164,27 +164,27 @@ async fn sign_in<A: SocialAccount>(
         sync,
     };
     let ctx = || hooks::anonymous(client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let credential = request.account.credential();
-    let username = Some(request.username).filter(|u| !u.is_empty());
-    let outcome = state
-        .social
-        .authenticate(
-            credential,
-            username,
-            request.create.unwrap_or(true),
-            client.0,
-        )
-        .await?;
-    let session = state.sessions.issue(
-        outcome.user_id,
-        &outcome.username,
-        request.account.vars(),
-        outcome.created,
-    )?;
-    hooks::after(&state, hook, ctx, Some(&session), kept).await;
-    Ok(Json(session))
+    hooks::around(&state, hook, ctx, request, async |request| {
+        let credential = request.account.credential();
+        let username = Some(request.username).filter(|u| !u.is_empty());
+        let outcome = state
+            .social
+            .authenticate(
+                credential,
+                username,
+                request.create.unwrap_or(true),
+                client.0,
+            )
+            .await?;
+        let session = state.sessions.issue(
+            outcome.user_id,
+            &outcome.username,
+            request.account.vars(),
+            outcome.created,
+        )?;
+        Ok(session)
+    })
+    .await
 }
 
 /// Links (`unlink` false) or unlinks a provider's credential for the signed-in user, around
@@ -203,16 +203,16 @@ where
     A: SocialAccount,
 {
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let credential = account(&request).credential();
-    if unlink {
-        state.social.unlink(claims.user_id, credential).await?;
-    } else {
-        state.social.link(claims.user_id, credential).await?;
-    }
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(&state, hook, ctx, request, async |request| {
+        let credential = account(&request).credential();
+        if unlink {
+            state.social.unlink(claims.user_id, credential).await?;
+        } else {
+            state.social.link(claims.user_id, credential).await?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 macro_rules! authenticate_route {

@@ -13,7 +13,7 @@ use metafi_storage::{Caller, ObjectId};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::body::{JsonBody, PathParams, QueryParams};
+use crate::body::{JsonBody, PathParams, QueryParams, int_param};
 use crate::client_address::ClientAddress;
 use crate::hooks;
 use crate::{ApiError, ApiState, SessionAuth};
@@ -35,36 +35,41 @@ pub(super) async fn read(
             })
             .collect(),
     };
-    let hook = Hook::ReadStorageObjects;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let ids = request
-        .object_ids
-        .into_iter()
-        .map(|id| {
-            // No user id reads system objects; the nil id spelled out is refused, as Nakama does.
-            let user_id = match parse_user_id(&id.user_id)? {
-                Some(user) if user.is_nil() => return Err(invalid_user_id()),
-                Some(user) => user,
-                None => Uuid::nil(),
-            };
-            Ok(ObjectId {
-                user_id,
-                collection: id.collection,
-                key: id.key,
+    hooks::around(
+        &state,
+        Hook::ReadStorageObjects,
+        ctx,
+        request,
+        async |request| {
+            let ids = request
+                .object_ids
+                .into_iter()
+                .map(|id| {
+                    // No user id reads system objects; the nil id spelled out is refused, as Nakama
+                    // does.
+                    let user_id = match parse_user_id(&id.user_id)? {
+                        Some(user) if user.is_nil() => return Err(invalid_user_id()),
+                        Some(user) => user,
+                        None => Uuid::nil(),
+                    };
+                    Ok(ObjectId {
+                        user_id,
+                        collection: id.collection,
+                        key: id.key,
+                    })
+                })
+                .collect::<Result<Vec<_>, ApiError>>()?;
+            let objects = state
+                .objects
+                .read(Caller::User(claims.user_id), ids)
+                .await?;
+            Ok(StorageObjects {
+                objects: objects.into_iter().map(object_view).collect(),
             })
-        })
-        .collect::<Result<Vec<_>, ApiError>>()?;
-    let objects = state
-        .objects
-        .read(Caller::User(claims.user_id), ids)
-        .await?;
-    let objects = StorageObjects {
-        objects: objects.into_iter().map(object_view).collect(),
-    };
-    hooks::after(&state, hook, ctx, Some(&objects), kept).await;
-    Ok(Json(objects))
+        },
+    )
+    .await
 }
 
 pub(super) async fn write(
@@ -87,32 +92,36 @@ pub(super) async fn write(
             })
             .collect(),
     };
-    let hook = Hook::WriteStorageObjects;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let inputs = request
-        .objects
-        .into_iter()
-        .map(|o| WriteInput {
-            collection: o.collection,
-            key: o.key,
-            user_id: claims.user_id,
-            value: o.value,
-            version: o.version,
-            permission_read: o.permission_read,
-            permission_write: o.permission_write,
-        })
-        .collect();
-    let acks = state
-        .objects
-        .write(Caller::User(claims.user_id), inputs)
-        .await?;
-    let acks = StorageObjectAcks {
-        acks: acks.into_iter().map(ack_view).collect(),
-    };
-    hooks::after(&state, hook, ctx, Some(&acks), kept).await;
-    Ok(Json(acks))
+    hooks::around(
+        &state,
+        Hook::WriteStorageObjects,
+        ctx,
+        request,
+        async |request| {
+            let inputs = request
+                .objects
+                .into_iter()
+                .map(|o| WriteInput {
+                    collection: o.collection,
+                    key: o.key,
+                    user_id: claims.user_id,
+                    value: o.value,
+                    version: o.version,
+                    permission_read: o.permission_read,
+                    permission_write: o.permission_write,
+                })
+                .collect();
+            let acks = state
+                .objects
+                .write(Caller::User(claims.user_id), inputs)
+                .await?;
+            Ok(StorageObjectAcks {
+                acks: acks.into_iter().map(ack_view).collect(),
+            })
+        },
+    )
+    .await
 }
 
 pub(super) async fn delete(
@@ -132,26 +141,31 @@ pub(super) async fn delete(
             })
             .collect(),
     };
-    let hook = Hook::DeleteStorageObjects;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let inputs = request
-        .object_ids
-        .into_iter()
-        .map(|id| DeleteInput {
-            collection: id.collection,
-            key: id.key,
-            user_id: claims.user_id,
-            version: id.version,
-        })
-        .collect();
-    state
-        .objects
-        .delete(Caller::User(claims.user_id), inputs)
-        .await?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::DeleteStorageObjects,
+        ctx,
+        request,
+        async |request| {
+            let inputs = request
+                .object_ids
+                .into_iter()
+                .map(|id| DeleteInput {
+                    collection: id.collection,
+                    key: id.key,
+                    user_id: claims.user_id,
+                    version: id.version,
+                })
+                .collect();
+            state
+                .objects
+                .delete(Caller::User(claims.user_id), inputs)
+                .await?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,43 +217,44 @@ async fn list_page(
     user_id: String,
     query: ListQuery,
 ) -> Result<Json<StorageObjectList>, ApiError> {
-    let limit = match query.limit.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(text.parse::<i64>().map_err(|_| invalid_limit())?),
-    };
+    let limit = int_param(query.limit.as_deref(), invalid_limit)?;
     let request = hooks::ListStorageObjectsRequest {
         user_id,
         collection,
         limit,
         cursor: query.cursor.unwrap_or_default(),
     };
-    let hook = Hook::ListStorageObjects;
     let ctx = || hooks::signed_in(claims, client.0);
-    let request = hooks::before(state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(state, hook, &request);
-    let owner = parse_user_id(&request.user_id)?;
-    // Nakama lists one object when no limit is given.
-    let limit = match request.limit {
-        None => 1,
-        Some(limit) => usize::try_from(limit).map_err(|_| invalid_limit())?,
-    };
-    let cursor = (!request.cursor.is_empty()).then_some(request.cursor.as_str());
-    let page = state
-        .objects
-        .list(
-            Caller::User(claims.user_id),
-            &request.collection,
-            owner,
-            limit,
-            cursor,
-        )
-        .await?;
-    let list = StorageObjectList {
-        objects: page.objects.into_iter().map(object_view).collect(),
-        cursor: page.cursor.unwrap_or_default(),
-    };
-    hooks::after(state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        state,
+        Hook::ListStorageObjects,
+        ctx,
+        request,
+        async |request| {
+            let owner = parse_user_id(&request.user_id)?;
+            // Nakama lists one object when no limit is given.
+            let limit = match request.limit {
+                None => 1,
+                Some(limit) => usize::try_from(limit).map_err(|_| invalid_limit())?,
+            };
+            let cursor = (!request.cursor.is_empty()).then_some(request.cursor.as_str());
+            let page = state
+                .objects
+                .list(
+                    Caller::User(claims.user_id),
+                    &request.collection,
+                    owner,
+                    limit,
+                    cursor,
+                )
+                .await?;
+            Ok(StorageObjectList {
+                objects: page.objects.into_iter().map(object_view).collect(),
+                cursor: page.cursor.unwrap_or_default(),
+            })
+        },
+    )
+    .await
 }
 
 fn invalid_limit() -> ApiError {

@@ -6,7 +6,7 @@ use axum::http::Uri;
 use metafi_core::{Hook, UserLookup};
 use metafi_proto::api::Users;
 
-use crate::body::query_pairs;
+use crate::body::query_of;
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, GetUsersRequest};
 use crate::{ApiError, ApiState, SessionAuth};
@@ -18,7 +18,7 @@ pub(super) async fn get(
     uri: Uri,
 ) -> Result<Json<Users>, ApiError> {
     let mut request = GetUsersRequest::default();
-    for (name, value) in query_pairs(uri.query().unwrap_or_default())? {
+    for (name, value) in query_of(&uri)? {
         match name.as_str() {
             "ids" => request.ids.push(value),
             "usernames" => request.usernames.push(value),
@@ -26,18 +26,17 @@ pub(super) async fn get(
             _ => {}
         }
     }
-    let hook = Hook::GetUsers;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let lookup = UserLookup {
-        ids: request.ids,
-        usernames: request.usernames,
-        facebook_ids: request.facebook_ids,
-    };
-    let users = Users {
-        users: state.users.users(lookup).await?,
-    };
-    hooks::after(&state, hook, ctx, Some(&users), kept).await;
-    Ok(Json(users))
+    hooks::around(&state, Hook::GetUsers, ctx, request, async |request| {
+        let lookup = UserLookup {
+            ids: request.ids,
+            usernames: request.usernames,
+            facebook_ids: request.facebook_ids,
+        };
+        let users = Users {
+            users: state.users.users(lookup).await?,
+        };
+        Ok(users)
+    })
+    .await
 }

@@ -6,93 +6,68 @@ use serde::{Deserialize, Serialize};
 use crate::json::{self, nullable};
 use crate::wkt::{BoolValue, Int32Value, Timestamp};
 
-/// A message of a chat channel (`api.ChannelMessage`).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ChannelMessage {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "channelId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub channel_id: String,
-    #[prost(string, tag = "2")]
-    #[serde(
-        alias = "messageId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub message_id: String,
-    /// 0 chat, 1 update, 2 remove, 3+ group events.
-    #[prost(message, optional, tag = "3")]
-    #[serde(with = "json::int32_value", skip_serializing_if = "Option::is_none")]
-    pub code: Option<Int32Value>,
-    #[prost(string, tag = "4")]
-    #[serde(
-        alias = "senderId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub sender_id: String,
-    #[prost(string, tag = "5")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub username: String,
-    /// A JSON object, as text.
-    #[prost(string, tag = "6")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub content: String,
-    #[prost(message, optional, tag = "7")]
-    #[serde(
-        alias = "createTime",
-        with = "json::timestamp",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub create_time: Option<Timestamp>,
-    #[prost(message, optional, tag = "8")]
-    #[serde(
-        alias = "updateTime",
-        with = "json::timestamp",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub update_time: Option<Timestamp>,
-    #[prost(message, optional, tag = "9")]
-    #[serde(with = "json::bool_value", skip_serializing_if = "Option::is_none")]
-    pub persistent: Option<BoolValue>,
-    #[prost(string, tag = "10")]
-    #[serde(
-        alias = "roomName",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub room_name: String,
-    #[prost(string, tag = "11")]
-    #[serde(
-        alias = "groupId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub group_id: String,
-    #[prost(string, tag = "12")]
-    #[serde(
-        alias = "userIdOne",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_one: String,
-    #[prost(string, tag = "13")]
-    #[serde(
-        alias = "userIdTwo",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_two: String,
+with_channel_target! {
+    /// A message of a chat channel (`api.ChannelMessage`).
+    #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct ChannelMessage {
+        #[prost(string, tag = "1")]
+        #[serde(
+            alias = "channelId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub channel_id: String,
+        #[prost(string, tag = "2")]
+        #[serde(
+            alias = "messageId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub message_id: String,
+        /// 0 chat, 1 update, 2 remove, 3+ group events.
+        #[prost(message, optional, tag = "3")]
+        #[serde(with = "json::int32_value", skip_serializing_if = "Option::is_none")]
+        pub code: Option<Int32Value>,
+        #[prost(string, tag = "4")]
+        #[serde(
+            alias = "senderId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub sender_id: String,
+        #[prost(string, tag = "5")]
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub username: String,
+        /// A JSON object, as text.
+        #[prost(string, tag = "6")]
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub content: String,
+        #[prost(message, optional, tag = "7")]
+        #[serde(
+            alias = "createTime",
+            with = "json::timestamp",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub create_time: Option<Timestamp>,
+        #[prost(message, optional, tag = "8")]
+        #[serde(
+            alias = "updateTime",
+            with = "json::timestamp",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub update_time: Option<Timestamp>,
+        #[prost(message, optional, tag = "9")]
+        #[serde(with = "json::bool_value", skip_serializing_if = "Option::is_none")]
+        pub persistent: Option<BoolValue>,
+    }
+    target_tags = ("10", "11", "12", "13");
 }
 
 /// A page of channel history (`api.ChannelMessageList`).

@@ -40,52 +40,27 @@ pub struct UserPresence {
     pub status: Option<StringValue>,
 }
 
-/// The answer to a channel join: the channel and who is in it.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Channel {
-    #[prost(string, tag = "1")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub id: String,
-    /// The other presences (not hidden ones).
-    #[prost(message, repeated, tag = "2")]
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
-    pub presences: Vec<UserPresence>,
-    /// The joining session's own presence.
-    #[prost(message, optional, tag = "3")]
-    #[serde(rename = "self", skip_serializing_if = "Option::is_none")]
-    pub self_presence: Option<UserPresence>,
-    #[prost(string, tag = "4")]
-    #[serde(
-        alias = "roomName",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub room_name: String,
-    #[prost(string, tag = "5")]
-    #[serde(
-        alias = "groupId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub group_id: String,
-    #[prost(string, tag = "6")]
-    #[serde(
-        alias = "userIdOne",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_one: String,
-    #[prost(string, tag = "7")]
-    #[serde(
-        alias = "userIdTwo",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_two: String,
+with_channel_target! {
+    /// The answer to a channel join: the channel and who is in it.
+    #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct Channel {
+        #[prost(string, tag = "1")]
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub id: String,
+        /// The other presences (not hidden ones).
+        #[prost(message, repeated, tag = "2")]
+        #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+        pub presences: Vec<UserPresence>,
+        /// The joining session's own presence.
+        #[prost(message, optional, tag = "3")]
+        #[serde(rename = "self", skip_serializing_if = "Option::is_none")]
+        pub self_presence: Option<UserPresence>,
+    }
+    target_tags = ("4", "5", "6", "7");
 }
 
 /// Join a chat channel. `type`: 0 or 1 room, 2 direct message, 3 group.
@@ -125,78 +100,53 @@ pub struct ChannelLeave {
     pub channel_id: String,
 }
 
-/// The receipt of a sent, updated or removed message.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ChannelMessageAck {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "channelId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub channel_id: String,
-    #[prost(string, tag = "2")]
-    #[serde(
-        alias = "messageId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub message_id: String,
-    #[prost(message, optional, tag = "3")]
-    #[serde(with = "json::int32_value", skip_serializing_if = "Option::is_none")]
-    pub code: Option<Int32Value>,
-    #[prost(string, tag = "4")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub username: String,
-    #[prost(message, optional, tag = "5")]
-    #[serde(
-        alias = "createTime",
-        with = "json::timestamp",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub create_time: Option<Timestamp>,
-    #[prost(message, optional, tag = "6")]
-    #[serde(
-        alias = "updateTime",
-        with = "json::timestamp",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub update_time: Option<Timestamp>,
-    #[prost(message, optional, tag = "7")]
-    #[serde(with = "json::bool_value", skip_serializing_if = "Option::is_none")]
-    pub persistent: Option<BoolValue>,
-    #[prost(string, tag = "8")]
-    #[serde(
-        alias = "roomName",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub room_name: String,
-    #[prost(string, tag = "9")]
-    #[serde(
-        alias = "groupId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub group_id: String,
-    #[prost(string, tag = "10")]
-    #[serde(
-        alias = "userIdOne",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_one: String,
-    #[prost(string, tag = "11")]
-    #[serde(
-        alias = "userIdTwo",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_two: String,
+with_channel_target! {
+    /// The receipt of a sent, updated or removed message.
+    #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct ChannelMessageAck {
+        #[prost(string, tag = "1")]
+        #[serde(
+            alias = "channelId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub channel_id: String,
+        #[prost(string, tag = "2")]
+        #[serde(
+            alias = "messageId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub message_id: String,
+        #[prost(message, optional, tag = "3")]
+        #[serde(with = "json::int32_value", skip_serializing_if = "Option::is_none")]
+        pub code: Option<Int32Value>,
+        #[prost(string, tag = "4")]
+        #[serde(
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub username: String,
+        #[prost(message, optional, tag = "5")]
+        #[serde(
+            alias = "createTime",
+            with = "json::timestamp",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub create_time: Option<Timestamp>,
+        #[prost(message, optional, tag = "6")]
+        #[serde(
+            alias = "updateTime",
+            with = "json::timestamp",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub update_time: Option<Timestamp>,
+        #[prost(message, optional, tag = "7")]
+        #[serde(with = "json::bool_value", skip_serializing_if = "Option::is_none")]
+        pub persistent: Option<BoolValue>,
+    }
+    target_tags = ("8", "9", "10", "11");
 }
 
 /// Send a message to a joined channel.
@@ -265,49 +215,24 @@ pub struct ChannelMessageRemove {
     pub message_id: String,
 }
 
-/// Sessions that joined and left a channel.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ChannelPresenceEvent {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "channelId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub channel_id: String,
-    #[prost(message, repeated, tag = "2")]
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
-    pub joins: Vec<UserPresence>,
-    #[prost(message, repeated, tag = "3")]
-    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
-    pub leaves: Vec<UserPresence>,
-    #[prost(string, tag = "4")]
-    #[serde(
-        alias = "roomName",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub room_name: String,
-    #[prost(string, tag = "5")]
-    #[serde(
-        alias = "groupId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub group_id: String,
-    #[prost(string, tag = "6")]
-    #[serde(
-        alias = "userIdOne",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_one: String,
-    #[prost(string, tag = "7")]
-    #[serde(
-        alias = "userIdTwo",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub user_id_two: String,
+with_channel_target! {
+    /// Sessions that joined and left a channel.
+    #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct ChannelPresenceEvent {
+        #[prost(string, tag = "1")]
+        #[serde(
+            alias = "channelId",
+            deserialize_with = "nullable",
+            skip_serializing_if = "String::is_empty"
+        )]
+        pub channel_id: String,
+        #[prost(message, repeated, tag = "2")]
+        #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+        pub joins: Vec<UserPresence>,
+        #[prost(message, repeated, tag = "3")]
+        #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+        pub leaves: Vec<UserPresence>,
+    }
+    target_tags = ("4", "5", "6", "7");
 }

@@ -10,6 +10,44 @@ use crate::json::{self, is_false, is_zero_i32, is_zero_i64, nullable};
 use crate::realtime::UserPresence;
 use crate::wkt::Int32Value;
 
+/// A party message: the party's id, and for some one member (`presence`) or the party's
+/// matchmaker ticket (`ticket`). Doc comments before the name document the message; each is a
+/// distinct type with the same fields and wire format.
+macro_rules! party_message {
+    ($(#[$doc:meta])* $name:ident) => {
+        party_message!(@struct $(#[$doc])* $name {});
+    };
+    ($(#[$doc:meta])* $name:ident, presence) => {
+        party_message!(@struct $(#[$doc])* $name {
+            #[prost(message, optional, tag = "2")]
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub presence: Option<UserPresence>,
+        });
+    };
+    ($(#[$doc:meta])* $name:ident, ticket) => {
+        party_message!(@struct $(#[$doc])* $name {
+            #[prost(string, tag = "2")]
+            #[serde(deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+            pub ticket: String,
+        });
+    };
+    (@struct $(#[$doc:meta])* $name:ident { $($fields:tt)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
+        #[serde(default)]
+        pub struct $name {
+            #[prost(string, tag = "1")]
+            #[serde(
+                alias = "partyId",
+                deserialize_with = "nullable",
+                skip_serializing_if = "String::is_empty"
+            )]
+            pub party_id: String,
+            $($fields)*
+        }
+    };
+}
+
 /// A party as the server describes it to a member (the answer to `party_create`, and what a new member is sent).
 #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
 #[serde(default)]
@@ -105,121 +143,45 @@ pub struct PartyUpdate {
     pub hidden: bool,
 }
 
-/// Join a party, or ask to join a closed one.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyJoin {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-}
+party_message!(
+    /// Join a party, or ask to join a closed one.
+    PartyJoin
+);
 
-/// Leave a party.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyLeave {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-}
+party_message!(
+    /// Leave a party.
+    PartyLeave
+);
 
-/// Make another member the leader (leader only).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyPromote {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(message, optional, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub presence: Option<UserPresence>,
-}
+party_message!(
+    /// Make another member the leader (leader only).
+    PartyPromote, presence
+);
 
-/// Who leads a party now.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyLeader {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(message, optional, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub presence: Option<UserPresence>,
-}
+party_message!(
+    /// Who leads a party now.
+    PartyLeader, presence
+);
 
-/// Accept a join request (leader only).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyAccept {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(message, optional, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub presence: Option<UserPresence>,
-}
+party_message!(
+    /// Accept a join request (leader only).
+    PartyAccept, presence
+);
 
-/// Remove a member or refuse a join request (leader only).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyRemove {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(message, optional, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub presence: Option<UserPresence>,
-}
+party_message!(
+    /// Remove a member or refuse a join request (leader only).
+    PartyRemove, presence
+);
 
-/// Close a party (leader only); also sent to members when the party closes or they are removed.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyClose {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-}
+party_message!(
+    /// Close a party (leader only); also sent to members when the party closes or they are removed.
+    PartyClose
+);
 
-/// List a party's join requests (leader only).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyJoinRequestList {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-}
+party_message!(
+    /// List a party's join requests (leader only).
+    PartyJoinRequestList
+);
 
 /// Join requests: the answer to `party_join_request_list`, and what the leader is sent when one arrives.
 #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
@@ -291,43 +253,15 @@ pub struct PartyMatchmakerAdd {
     pub count_multiple: Option<Int32Value>,
 }
 
-/// Cancel a party's matchmaking (leader only).
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyMatchmakerRemove {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(string, tag = "2")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub ticket: String,
-}
+party_message!(
+    /// Cancel a party's matchmaking (leader only).
+    PartyMatchmakerRemove, ticket
+);
 
-/// A party's matchmaker ticket, sent to the leader and every member.
-#[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PartyMatchmakerTicket {
-    #[prost(string, tag = "1")]
-    #[serde(
-        alias = "partyId",
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub party_id: String,
-    #[prost(string, tag = "2")]
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub ticket: String,
-}
+party_message!(
+    /// A party's matchmaker ticket, sent to the leader and every member.
+    PartyMatchmakerTicket, ticket
+);
 
 /// Data from a member, delivered to the other members. `op_code` is an int64: a string in JSON.
 #[derive(Clone, PartialEq, Eq, prost::Message, Serialize, Deserialize)]

@@ -50,6 +50,64 @@ fn json_renders_proto_names_and_omits_empty_fields() {
     );
 }
 
+/// The messages `party_message!` and `with_channel_target!` declare keep their field names,
+/// tags and `lowerCamelCase` aliases.
+#[test]
+fn macro_declared_messages_keep_their_wire_format() {
+    use prost::Message as _;
+    let presence = UserPresence {
+        user_id: "u".into(),
+        ..UserPresence::default()
+    };
+    let leader = PartyLeader {
+        party_id: "p".into(),
+        presence: Some(presence.clone()),
+    };
+    let envelope = Envelope::new("", Message::PartyLeader(leader.clone()));
+    assert_eq!(
+        json_of(&envelope),
+        json!({"party_leader": {"party_id": "p", "presence": {"user_id": "u"}}})
+    );
+    // Field 1 (string) "p", then field 2 (message).
+    assert_eq!(&leader.encode_to_vec()[..4], &[0x0a, 1, b'p', 0x12]);
+    let ticket: PartyMatchmakerTicket =
+        serde_json::from_value(json!({"partyId": "p", "ticket": "t"})).unwrap();
+    assert_eq!(ticket.encode_to_vec(), [0x0a, 1, b'p', 0x12, 1, b't']);
+    let join: PartyJoin = serde_json::from_value(json!({"partyId": null})).unwrap();
+    assert_eq!(join, PartyJoin::default());
+
+    let event: ChannelPresenceEvent = serde_json::from_value(json!({
+        "channelId": "c", "roomName": "r", "groupId": "g", "userIdOne": "a", "userIdTwo": "b"
+    }))
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&event).unwrap(),
+        json!({"channel_id": "c", "room_name": "r", "group_id": "g", "user_id_one": "a",
+               "user_id_two": "b"})
+    );
+    // Tags 4 to 7 after channel_id (1); joins and leaves (2, 3) are empty.
+    let bytes = event.encode_to_vec();
+    assert_eq!(
+        bytes[3..],
+        [0x22, 1, b'r', 0x2a, 1, b'g', 0x32, 1, b'a', 0x3a, 1, b'b']
+    );
+    let ack = ChannelMessageAck {
+        room_name: "r".into(),
+        ..ChannelMessageAck::default()
+    };
+    assert_eq!(ack.encode_to_vec(), [0x42, 1, b'r']);
+    let message = ChannelMessage {
+        user_id_two: "b".into(),
+        ..ChannelMessage::default()
+    };
+    assert_eq!(message.encode_to_vec(), [0x6a, 1, b'b']);
+    let channel = Channel {
+        group_id: "g".into(),
+        ..Channel::default()
+    };
+    assert_eq!(channel.encode_to_vec(), [0x2a, 1, b'g']);
+}
+
 #[test]
 fn json_wrappers_are_present_even_when_zero() {
     let message = ChannelMessage {

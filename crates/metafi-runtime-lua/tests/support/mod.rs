@@ -3,21 +3,20 @@
 #![allow(dead_code)] // each test file uses a different part of this module
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use metafi_core::{Clock, CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
+use metafi_runtime::testing;
 use metafi_runtime::{
     EngineFactory, NativeModule, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig,
     RuntimeServices,
 };
 use metafi_runtime_lua::LuaEngine;
-use metafi_storage::{NewIdentity, NewUser, Storage};
+use metafi_storage::Storage;
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
-use serde_json::Value;
 use uuid::Uuid;
 
 /// A fixture folder of Lua modules. By path from the crates folder, because the host's own
@@ -171,33 +170,16 @@ impl Harness {
         user: RpcUser,
         payload: &str,
     ) -> Result<String, CoreError> {
-        let ctx = RpcContext {
-            user: Some(user),
-            client_ip: Some(IpAddr::from([127, 0, 0, 9])),
-            query: HashMap::from([("q".to_owned(), vec!["1".to_owned(), "2".to_owned()])]),
-            headers: HashMap::from([("x-test".to_owned(), vec!["yes".to_owned()])]),
-        };
-        self.runtime.call(id, ctx, payload.to_owned()).await
+        self.runtime
+            .call(id, testing::caller(user), payload.to_owned())
+            .await
     }
 
     /// A user with a device, created straight in storage.
     pub async fn new_user(&self, username: &str) -> Uuid {
-        let id = Uuid::new_v4();
-        self.store
-            .create_user(NewUser {
-                id,
-                username: username.to_owned(),
-                identity: NewIdentity::Device {
-                    id: format!("device-{id}"),
-                },
-                now_ms: 1_700_000_000_000,
-            })
-            .await
-            .unwrap();
-        id
+        testing::device_user(self.store.as_ref(), username).await
     }
 }
 
-pub fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+#[allow(unused_imports)] // not every test file reads JSON
+pub use metafi_runtime::testing::json;

@@ -6,9 +6,10 @@
 //! the two languages in places; each difference is marked.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use metafi_core::notifications::Broadcast;
-use metafi_core::{CoreError, NewNotification};
+use metafi_core::{CoreError, NewNotification, Notifications};
 use metafi_storage::{NotificationUpdate, StoredNotification};
 use uuid::Uuid;
 
@@ -107,34 +108,53 @@ fn notification_send(nk: Nk, args: NkArgs) -> NkFuture {
             persistent,
         })
     })();
-    let notification = match parsed {
-        Ok(n) => n,
-        Err(e) => return ready(Err(e)),
-    };
-    Box::pin(async move {
-        let service = nk.notifications("notification_send")?;
-        service
-            .send(vec![notification])
-            .await
-            .map_err(|e| NkError::core("failed to send notifications", e))?;
-        Ok(NkValue::Multi(Vec::new()))
-    })
+    let what = "failed to send notifications";
+    call_with(
+        nk,
+        "notification_send",
+        what,
+        parsed,
+        |service, n| async move { service.send(vec![n]).await },
+    )
 }
 
 /// A list of `{user_id, subject, content, code, sender_id?, persistent?}` (JavaScript:
 /// `userId`, `senderId`).
 fn notifications_send(nk: Nk, args: NkArgs) -> NkFuture {
     let parsed = send_list(&args);
-    let notifications = match parsed {
-        Ok(n) => n,
+    let what = "failed to send notifications";
+    call_with(
+        nk,
+        "notifications_send",
+        what,
+        parsed,
+        |service, n| async move { service.send(n).await },
+    )
+}
+
+/// Runs a call that answers nothing: the arguments are read first (their errors come before
+/// those of a server without notifications), then `call` runs on the service, its failure
+/// reported as `what`.
+fn call_with<T, R, Fut>(
+    nk: Nk,
+    name: &'static str,
+    what: &'static str,
+    parsed: Result<T, NkError>,
+    call: impl FnOnce(Arc<Notifications>, T) -> Fut + Send + 'static,
+) -> NkFuture
+where
+    T: Send + 'static,
+    Fut: Future<Output = Result<R, CoreError>> + Send,
+{
+    let input = match parsed {
+        Ok(input) => input,
         Err(e) => return ready(Err(e)),
     };
     Box::pin(async move {
-        let service = nk.notifications("notifications_send")?;
-        service
-            .send(notifications)
+        let service = Arc::clone(nk.notifications(name)?);
+        call(service, input)
             .await
-            .map_err(|e| NkError::core("failed to send notifications", e))?;
+            .map_err(|e| NkError::core(what, e))?;
         Ok(NkValue::Multi(Vec::new()))
     })
 }
@@ -290,18 +310,14 @@ fn notification_send_all(nk: Nk, args: NkArgs) -> NkFuture {
             persistent,
         })
     })();
-    let broadcast = match parsed {
-        Ok(b) => b,
-        Err(e) => return ready(Err(e)),
-    };
-    Box::pin(async move {
-        let service = nk.notifications("notification_send_all")?;
-        service
-            .send_all(broadcast)
-            .await
-            .map_err(|e| NkError::core("failed to send notification", e))?;
-        Ok(NkValue::Multi(Vec::new()))
-    })
+    let what = "failed to send notification";
+    call_with(
+        nk,
+        "notification_send_all",
+        what,
+        parsed,
+        |service, b| async move { service.send_all(b).await },
+    )
 }
 
 /// `(user_id, limit = 100, cursor = "")`, limit 1..=1000. Lua returns `notifications, cursor`
@@ -587,18 +603,14 @@ fn ids_and_user(args: &NkArgs) -> Result<(Vec<Uuid>, Option<Uuid>), NkError> {
 /// A list of `{id, content?, subject?, sender?}`: fields given replace the stored ones.
 fn notifications_update(nk: Nk, args: NkArgs) -> NkFuture {
     let parsed = update_list(&args);
-    let updates = match parsed {
-        Ok(u) => u,
-        Err(e) => return ready(Err(e)),
-    };
-    Box::pin(async move {
-        let service = nk.notifications("notifications_update")?;
-        service
-            .update(updates)
-            .await
-            .map_err(|e| NkError::core("failed to update notifications", e))?;
-        Ok(NkValue::Multi(Vec::new()))
-    })
+    let what = "failed to update notifications";
+    call_with(
+        nk,
+        "notifications_update",
+        what,
+        parsed,
+        |service, u| async move { service.update(u).await },
+    )
 }
 
 fn update_list(args: &NkArgs) -> Result<Vec<NotificationUpdate>, NkError> {

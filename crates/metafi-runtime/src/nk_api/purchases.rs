@@ -207,19 +207,45 @@ fn failed(what: &str, e: CoreError) -> NkError {
     NkError::core(what, e)
 }
 
+/// An Apple validation's `(user_id, receipt, persist = true, password = the configured one)`,
+/// checked in Nakama's order (JavaScript refuses a missing password first).
+fn apple_args(
+    args: &NkArgs,
+    purchases: &Purchases,
+) -> Result<(Uuid, String, bool, String), NkError> {
+    let password = credential(args, 4, &purchases.config().apple.shared_password)?;
+    if args.is_js() && password.is_empty() {
+        return Err(not_configured(args, "Apple"));
+    }
+    let user = user_id(args)?;
+    let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
+    let persist = persist(args, 3)?;
+    if password.is_empty() {
+        return Err(not_configured(args, "Apple"));
+    }
+    Ok((user, receipt, persist, password))
+}
+
+/// A Google validation's `(user_id, receipt, persist = true, client_email, private_key)`, the
+/// account defaulting to the configured one.
+fn google_args(
+    args: &NkArgs,
+    purchases: &Purchases,
+) -> Result<(Uuid, String, bool, String, String), NkError> {
+    let user = user_id(args)?;
+    let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
+    let persist = persist(args, 3)?;
+    let (email, key) = google_account(args, purchases)?;
+    if email.is_empty() || key.is_empty() {
+        return Err(not_configured(args, "Google"));
+    }
+    Ok((user, receipt, persist, email, key))
+}
+
 fn validate_apple(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let purchases = nk.purchases("purchase_validate_apple")?;
-        let password = credential(&args, 4, &purchases.config().apple.shared_password)?;
-        if args.is_js() && password.is_empty() {
-            return Err(not_configured(&args, "Apple"));
-        }
-        let user = user_id(&args)?;
-        let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
-        let persist = persist(&args, 3)?;
-        if password.is_empty() {
-            return Err(not_configured(&args, "Apple"));
-        }
+        let (user, receipt, persist, password) = apple_args(&args, purchases)?;
         let out = purchases
             .validate_apple_with(user, &receipt, persist, &password)
             .await
@@ -239,13 +265,7 @@ fn google_account(args: &NkArgs, purchases: &Purchases) -> Result<(String, Strin
 fn validate_google(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let purchases = nk.purchases("purchase_validate_google")?;
-        let user = user_id(&args)?;
-        let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
-        let persist = persist(&args, 3)?;
-        let (email, key) = google_account(&args, purchases)?;
-        if email.is_empty() || key.is_empty() {
-            return Err(not_configured(&args, "Google"));
-        }
+        let (user, receipt, persist, email, key) = google_args(&args, purchases)?;
         let out = purchases
             .validate_google_with(user, &receipt, persist, &email, &key)
             .await
@@ -397,16 +417,7 @@ fn purchases_list(nk: Nk, args: NkArgs) -> NkFuture {
 fn subscription_validate_apple(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let purchases = nk.purchases("subscription_validate_apple")?;
-        let password = credential(&args, 4, &purchases.config().apple.shared_password)?;
-        if args.is_js() && password.is_empty() {
-            return Err(not_configured(&args, "Apple"));
-        }
-        let user = user_id(&args)?;
-        let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
-        let persist = persist(&args, 3)?;
-        if password.is_empty() {
-            return Err(not_configured(&args, "Apple"));
-        }
+        let (user, receipt, persist, password) = apple_args(&args, purchases)?;
         let out = purchases
             .validate_subscription_apple_with(user, &receipt, persist, &password)
             .await
@@ -420,13 +431,7 @@ fn subscription_validate_apple(nk: Nk, args: NkArgs) -> NkFuture {
 fn subscription_validate_google(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let purchases = nk.purchases("subscription_validate_google")?;
-        let user = user_id(&args)?;
-        let receipt = args.at(2).non_empty("expects receipt")?.to_owned();
-        let persist = persist(&args, 3)?;
-        let (email, key) = google_account(&args, purchases)?;
-        if email.is_empty() || key.is_empty() {
-            return Err(not_configured(&args, "Google"));
-        }
+        let (user, receipt, persist, email, key) = google_args(&args, purchases)?;
         let out = purchases
             .validate_subscription_google_with(user, &receipt, persist, &email, &key)
             .await

@@ -305,13 +305,39 @@ fn optional(args: &NkArgs, position: usize) -> Result<String, NkError> {
         .to_owned())
 }
 
-/// `(user_id, token)`.
-fn link_apple(nk: Nk, args: NkArgs) -> NkFuture {
+/// `(user_id, token)`: the link of a provider whose credential is one token (`message` when
+/// it is missing).
+fn link_token(
+    nk: Nk,
+    args: NkArgs,
+    name: &'static str,
+    message: &'static str,
+    credential: fn(String) -> Credential,
+) -> NkFuture {
     Box::pin(async move {
         let user = user_id(&args)?;
-        let token = token(&args, 2, "expects token string")?;
-        link(&nk, "link_apple", user, Credential::Apple { token }).await
+        let token = token(&args, 2, message)?;
+        link(&nk, name, user, credential(token)).await
     })
+}
+
+/// `(user_id, token?)`: the unlink of a provider whose credential is one token.
+fn unlink_token(
+    nk: Nk,
+    args: NkArgs,
+    name: &'static str,
+    credential: fn(String) -> Credential,
+) -> NkFuture {
+    Box::pin(async move {
+        let user = user_id(&args)?;
+        let token = optional(&args, 2)?;
+        unlink(&nk, name, user, credential(token)).await
+    })
+}
+
+fn link_apple(nk: Nk, args: NkArgs) -> NkFuture {
+    let apple = |token| Credential::Apple { token };
+    link_token(nk, args, "link_apple", "expects token string", apple)
 }
 
 /// `(user_id, username, token, import_friends = true)`.
@@ -328,14 +354,18 @@ fn link_facebook(nk: Nk, args: NkArgs) -> NkFuture {
 
 /// `(user_id, signed_player_info)`.
 fn link_instant_game(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let info = token(&args, 2, "expects signed player info string")?;
-        let credential = Credential::FacebookInstantGame {
-            signed_player_info: info,
-        };
-        link(&nk, "link_facebook_instant_game", user, credential).await
-    })
+    let message = "expects signed player info string";
+    link_token(
+        nk,
+        args,
+        "link_facebook_instant_game",
+        message,
+        instant_game,
+    )
+}
+
+fn instant_game(signed_player_info: String) -> Credential {
+    Credential::FacebookInstantGame { signed_player_info }
 }
 
 /// `(user_id, player_id, bundle_id, timestamp, salt, signature, public_key_url)`.
@@ -347,13 +377,9 @@ fn link_game_center(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
-/// `(user_id, token)`.
 fn link_google(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let token = token(&args, 2, "expects token string")?;
-        link(&nk, "link_google", user, Credential::Google { token }).await
-    })
+    let google = |token| Credential::Google { token };
+    link_token(nk, args, "link_google", "expects token string", google)
 }
 
 /// `(user_id, username, token, import_friends = true)`.
@@ -368,34 +394,21 @@ fn link_steam(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
-/// `(user_id, token?)`.
 fn unlink_apple(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let token = optional(&args, 2)?;
-        unlink(&nk, "unlink_apple", user, Credential::Apple { token }).await
+    unlink_token(nk, args, "unlink_apple", |token| Credential::Apple {
+        token,
     })
 }
 
-/// `(user_id, token?)`.
 fn unlink_facebook(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let token = optional(&args, 2)?;
-        unlink(&nk, "unlink_facebook", user, Credential::Facebook { token }).await
+    unlink_token(nk, args, "unlink_facebook", |token| Credential::Facebook {
+        token,
     })
 }
 
 /// `(user_id, signed_player_info?)`.
 fn unlink_instant_game(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let info = optional(&args, 2)?;
-        let credential = Credential::FacebookInstantGame {
-            signed_player_info: info,
-        };
-        unlink(&nk, "unlink_facebook_instant_game", user, credential).await
-    })
+    unlink_token(nk, args, "unlink_facebook_instant_game", instant_game)
 }
 
 /// `(user_id, player_id?, bundle_id?, timestamp?, salt?, signature?, public_key_url?)`: the
@@ -414,20 +427,14 @@ fn unlink_game_center(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
-/// `(user_id, token?)`.
 fn unlink_google(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let token = optional(&args, 2)?;
-        unlink(&nk, "unlink_google", user, Credential::Google { token }).await
+    unlink_token(nk, args, "unlink_google", |token| Credential::Google {
+        token,
     })
 }
 
-/// `(user_id, token?)`.
 fn unlink_steam(nk: Nk, args: NkArgs) -> NkFuture {
-    Box::pin(async move {
-        let user = user_id(&args)?;
-        let token = optional(&args, 2)?;
-        unlink(&nk, "unlink_steam", user, Credential::Steam { token }).await
+    unlink_token(nk, args, "unlink_steam", |token| Credential::Steam {
+        token,
     })
 }
