@@ -244,11 +244,6 @@ async fn wire(
         Accounts::new(store.clone(), &config.accounts, clock.clone())
             .with_throttle(throttle.clone()),
     );
-    // Social sign-in shares the throttle: failed provider proofs count against the address.
-    let social = Arc::new(
-        SocialSignIn::new(store.clone(), config.social.clone(), clock.clone())?
-            .with_throttle(throttle),
-    );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     // Boards and ranks load before the runtime: modules create boards at load time.
     let leaderboards = Arc::new(
@@ -284,6 +279,13 @@ async fn wire(
         clock.clone(),
         config.friends,
     ));
+    // Social sign-in shares the throttle: failed provider proofs count against the address.
+    // Friends imported from Facebook and Steam go to the friends service.
+    let social = Arc::new(
+        SocialSignIn::new(store.clone(), config.social.clone(), clock.clone())?
+            .with_throttle(throttle)
+            .with_friends(friends.clone()),
+    );
     let engine = started
         .engine
         .insert(MatchEngine::start(config, &parts, clock.clone())?);

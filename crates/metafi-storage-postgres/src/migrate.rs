@@ -57,6 +57,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "purchase",
         sql: include_str!("../migrations/0010_purchase.sql"),
     },
+    Migration {
+        version: 13,
+        name: "friend_import",
+        sql: include_str!("../migrations/0013_friend_import.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

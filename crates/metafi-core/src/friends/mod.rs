@@ -5,6 +5,7 @@
 //! and runtime messages differ), then the rules here hold the same way for both.
 
 mod cursor;
+mod import;
 mod targets;
 #[cfg(test)]
 mod tests;

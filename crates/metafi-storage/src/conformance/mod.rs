@@ -16,6 +16,7 @@ mod account;
 pub mod bench;
 mod durability;
 mod friend;
+mod friend_import;
 mod group;
 mod identity;
 mod leaderboard;
@@ -38,6 +39,7 @@ use futures_util::FutureExt as _;
 pub use account::*;
 pub use durability::*;
 pub use friend::*;
+pub use friend_import::*;
 pub use group::*;
 pub use identity::*;
 pub use leaderboard::*;
@@ -188,6 +190,14 @@ macro_rules! conformance_tests {
             social_link_conflicts_and_profile,
             social_unlink_keeps_a_way_to_sign_in,
             social_concurrent_creates_same_id_one_wins,
+        );
+        // Social ids looked up, friends imported from a provider.
+        $crate::conformance_tests!(@cases $fixture;
+            social_users_found_by_facebook_id,
+            friend_import_befriends_linked_users_and_accepts_invites,
+            friend_import_reset_keeps_blocks,
+            friend_import_respects_the_edge_limit,
+            friend_import_concurrent_mutual_imports_end_as_friends,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
