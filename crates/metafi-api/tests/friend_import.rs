@@ -30,9 +30,10 @@ async fn api() -> Api {
             "/facebook/me",
             get(|q: Q| async move {
                 match q.get("access_token") {
-                    Some(token) if token.starts_with("fb-") => {
-                        (StatusCode::OK, json!({"id": token, "name": token}).to_string())
-                    }
+                    Some(token) if token.starts_with("fb-") => (
+                        StatusCode::OK,
+                        json!({"id": token, "name": token}).to_string(),
+                    ),
                     _ => (StatusCode::UNAUTHORIZED, "{}".to_owned()),
                 }
             }),
@@ -158,7 +159,10 @@ async fn users_are_found_by_facebook_id() {
         .as_user(
             &ann,
             Method::GET,
-            &format!("/v2/user?ids={}&facebook_ids=fb-ann&facebook_ids=fb-bob", ann.id),
+            &format!(
+                "/v2/user?ids={}&facebook_ids=fb-ann&facebook_ids=fb-bob",
+                ann.id
+            ),
             None,
         )
         .await;
@@ -226,7 +230,12 @@ async fn facebook_import_refusals_answer_as_nakama() {
         .await;
     assert_eq!(answer.0, StatusCode::BAD_REQUEST, "{}", answer.1);
     let answer = api
-        .call(Method::POST, "/v2/friend/facebook", None, Some(json!({"token": "fb-me"})))
+        .call(
+            Method::POST,
+            "/v2/friend/facebook",
+            None,
+            Some(json!({"token": "fb-me"})),
+        )
         .await;
     assert_eq!(answer.0, StatusCode::UNAUTHORIZED);
 }
@@ -258,7 +267,12 @@ async fn steam_import_with_reset_replaces_friends_but_keeps_blocks() {
     assert_eq!(friends(&api, &me).await, expected);
     assert_eq!(friends(&api, &old).await, vec![], "the invite was reset");
     let answer = api
-        .as_user(&me, Method::POST, "/v2/friend/steam", Some(json!({"token": "bad"})))
+        .as_user(
+            &me,
+            Method::POST,
+            "/v2/friend/steam",
+            Some(json!({"token": "bad"})),
+        )
         .await;
     assert_error(&answer, 401, 16, "Could not authenticate Steam profile.");
     let answer = api
@@ -272,12 +286,22 @@ async fn steam_import_without_a_publisher_key_is_failed_precondition() {
     let api = Api::new().await;
     let ada = api.sign_up("").await;
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/friend/steam", Some(json!({"token": "t"})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/friend/steam",
+            Some(json!({"token": "t"})),
+        )
         .await;
     assert_error(&answer, 400, 9, "Steam authentication is not configured.");
     // Without a token Facebook is refused before any provider is asked.
     let answer = api
-        .as_user(&ada, Method::POST, "/v2/friend/facebook", Some(json!({"token": ""})))
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/friend/facebook",
+            Some(json!({"token": ""})),
+        )
         .await;
     assert_error(&answer, 400, 3, "Facebook token is required.");
 }

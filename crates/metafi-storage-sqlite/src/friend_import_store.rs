@@ -81,8 +81,7 @@ fn befriend(
             Ok(true)
         }
         (None, None) => {
-            if edges(conn, user)? >= import.max_edges || edges(conn, friend)? >= import.max_edges
-            {
+            if edges(conn, user)? >= import.max_edges || edges(conn, friend)? >= import.max_edges {
                 return Ok(false);
             }
             let mut insert = conn.prepare_cached(

@@ -12,7 +12,7 @@ use metafi_proto::api::{FriendList, FriendsOfFriendsList};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json_;
 
-use crate::body::{JsonBody, query_pairs};
+use crate::body::query_pairs;
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, lenient};
 use crate::{ApiError, ApiState, SessionAuth};
@@ -229,4 +229,3 @@ async fn change(
     hooks::after::<()>(state, hook, ctx, None, kept).await;
     Ok(Json(serde_json::json!({})))
 }
-

@@ -105,7 +105,12 @@ async fn import(
                 .import_facebook_friends(&actor, token, reset)
                 .await?
         }
-        Source::Steam => state.social.import_steam_friends(&actor, token, reset).await?,
+        Source::Steam => {
+            state
+                .social
+                .import_steam_friends(&actor, token, reset)
+                .await?
+        }
     }
     // Nakama's after hooks of these calls receive only the request.
     hooks::after::<()>(state, hook, ctx, None, kept).await;

@@ -450,7 +450,8 @@ impl Purchases {
         if purchase_id.is_empty() {
             return Err(CoreError::invalid("Purchase ID cannot be empty."));
         }
-        let (receipt, raw) = samsung::validate(&self.http, &self.config.samsung, purchase_id).await?;
+        let (receipt, raw) =
+            samsung::validate(&self.http, &self.config.samsung, purchase_id).await?;
         let env = if receipt.is_sandbox() {
             environment::SANDBOX
         } else {

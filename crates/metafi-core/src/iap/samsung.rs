@@ -5,9 +5,9 @@
 
 use serde::Deserialize;
 
+use super::StoreError;
 use super::config::SamsungConfig;
 use super::http::StoreHttp;
-use super::StoreError;
 
 /// The fields of Samsung's receipt MetaFi reads (Nakama's `SamsungPurchaseResponse`).
 #[derive(Debug, Default, Deserialize)]
@@ -34,8 +34,9 @@ pub(super) async fn validate(
     config: &SamsungConfig,
     purchase_id: &str,
 ) -> Result<(Receipt, String), StoreError> {
-    let mut url = reqwest::Url::parse(&config.receipt_url)
-        .map_err(|e| StoreError::rejected(format!("failed to build Samsung IAP receipt URL: {e}")))?;
+    let mut url = reqwest::Url::parse(&config.receipt_url).map_err(|e| {
+        StoreError::rejected(format!("failed to build Samsung IAP receipt URL: {e}"))
+    })?;
     url.query_pairs_mut().append_pair("purchaseID", purchase_id);
     let answer = http.send(http.get(url.as_str())).await?;
     let status = answer.status;
@@ -65,8 +66,7 @@ pub(super) async fn validate(
         )));
     }
     let package = &config.package_name;
-    if !package.is_empty() && !receipt.package_name.is_empty() && receipt.package_name != *package
-    {
+    if !package.is_empty() && !receipt.package_name.is_empty() && receipt.package_name != *package {
         return Err(refused(format!(
             "Samsung IAP: package name mismatch (expected {package}, got {})",
             receipt.package_name
@@ -131,7 +131,13 @@ mod tests {
         assert_eq!(purchase_time_ms("1970-01-01 00:00:00"), 0);
         assert_eq!(purchase_time_ms("2023-11-14 22:13:20"), 1_700_000_000_000);
         assert_eq!(purchase_time_ms("2024-02-29 12:00:01"), 1_709_208_001_000);
-        for bad in ["", "2024-02-29", "2024-13-01 00:00:00", "24-01-01 00:00:00", "x"] {
+        for bad in [
+            "",
+            "2024-02-29",
+            "2024-13-01 00:00:00",
+            "24-01-01 00:00:00",
+            "x",
+        ] {
             assert_eq!(purchase_time_ms(bad), 0, "{bad}");
         }
     }

@@ -659,7 +659,11 @@ async fn samsung_asks_the_receipt_api_and_records_the_purchase_id() {
     let p = &first[0];
     assert_eq!(
         (p.user_id, p.store, p.environment),
-        (Some(user), store::SAMSUNG_GALAXY_STORE, environment::SANDBOX)
+        (
+            Some(user),
+            store::SAMSUNG_GALAXY_STORE,
+            environment::SANDBOX
+        )
     );
     assert_eq!(
         (p.product_id.as_str(), p.transaction_id.as_str()),
@@ -681,7 +685,10 @@ async fn samsung_asks_the_receipt_api_and_records_the_purchase_id() {
         .expect("a receipt without a package name is accepted");
     assert_eq!(live[0].environment, environment::PRODUCTION);
     assert_eq!(live[0].create_time_ms, None, "not persisted");
-    assert_eq!(purchases.by_transaction_id("live-1").await.expect("get"), None);
+    assert_eq!(
+        purchases.by_transaction_id("live-1").await.expect("get"),
+        None
+    );
 
     for (id, expected) in [
         (

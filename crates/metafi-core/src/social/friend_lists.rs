@@ -77,7 +77,12 @@ pub(crate) async fn facebook(
         let page: FacebookFriends = serde_json::from_slice(&body)
             .map_err(|e| VerifyError::invalid(format!("malformed facebook friends: {e}")))?;
         let added = page.data.len();
-        ids.extend(page.data.into_iter().map(|f| f.id).filter(|id| !id.is_empty()));
+        ids.extend(
+            page.data
+                .into_iter()
+                .map(|f| f.id)
+                .filter(|id| !id.is_empty()),
+        );
         // A provider that keeps answering the same cursor, or empty pages, ends the listing.
         let next = page.paging.cursors.after;
         if page.paging.next.is_empty() || added == 0 || next.is_empty() || next == after {

@@ -127,10 +127,14 @@ fn status_of(result: Result<(), CoreError>) -> (Code, String) {
 fn page(ids: &[&str], after: Option<&str>) -> Vec<u8> {
     let data: Vec<_> = ids.iter().map(|id| json!({"id": id, "name": id})).collect();
     let paging = match after {
-        Some(after) => json!({"cursors": {"before": "b", "after": after}, "next": "https://graph/next"}),
+        Some(after) => {
+            json!({"cursors": {"before": "b", "after": after}, "next": "https://graph/next"})
+        }
         None => json!({"cursors": {"before": "b", "after": "end"}}),
     };
-    json!({"data": data, "paging": paging}).to_string().into_bytes()
+    json!({"data": data, "paging": paging})
+        .to_string()
+        .into_bytes()
 }
 
 async fn facebook_fake() -> Fake {
@@ -148,7 +152,9 @@ async fn facebook_fake() -> Fake {
         (
             "/facebook/me",
             200,
-            json!({"id": "fb-me", "name": "Me"}).to_string().into_bytes(),
+            json!({"id": "fb-me", "name": "Me"})
+                .to_string()
+                .into_bytes(),
         ),
     ])
     .await
@@ -174,7 +180,10 @@ async fn facebook_friends_of_every_page_become_friends_and_are_told() {
         .expect("import");
     assert_eq!(
         w.friends_of(me.id).await,
-        sorted(vec![(ann.id, FriendState::Friend), (bob.id, FriendState::Friend)])
+        sorted(vec![
+            (ann.id, FriendState::Friend),
+            (bob.id, FriendState::Friend)
+        ])
     );
     let requests = provider.requests.lock().clone();
     assert_eq!(
@@ -192,8 +201,7 @@ async fn facebook_friends_of_every_page_become_friends_and_are_told() {
         assert_eq!(notification.subject, "Your friend has just joined the game");
         assert_eq!(notification.sender_id, Some(me.id));
         assert!(notification.persistent);
-        let content: serde_json::Value =
-            serde_json::from_str(&notification.content).expect("json");
+        let content: serde_json::Value = serde_json::from_str(&notification.content).expect("json");
         assert_eq!(content, json!({"username": me.username}));
     }
 }
@@ -232,7 +240,10 @@ async fn facebook_paging_stops_when_the_cursor_repeats() {
         .import_facebook_friends(&me, "tok", false)
         .await
         .expect("import");
-    assert_eq!(w.friends_of(me.id).await, vec![(ann.id, FriendState::Friend)]);
+    assert_eq!(
+        w.friends_of(me.id).await,
+        vec![(ann.id, FriendState::Friend)]
+    );
     assert_eq!(provider.requests.lock().len(), 2);
 }
 
@@ -278,11 +289,22 @@ async fn steam_friends_become_friends_and_reset_replaces_the_list() {
         .import_steam_friends(&me, "ticket", true)
         .await
         .expect("import");
-    assert_eq!(w.friends_of(me.id).await, vec![(ann.id, FriendState::Friend)]);
-    assert_eq!(w.friends_of(old.id).await, vec![], "reset removed the invite");
+    assert_eq!(
+        w.friends_of(me.id).await,
+        vec![(ann.id, FriendState::Friend)]
+    );
+    assert_eq!(
+        w.friends_of(old.id).await,
+        vec![],
+        "reset removed the invite"
+    );
     let requests = provider.requests.lock().clone();
     assert!(requests[0].starts_with("/steam/auth?"), "{requests:?}");
-    for part in ["key=publisher-key", &format!("steamid={STEAM_ME}"), "relationship=friend"] {
+    for part in [
+        "key=publisher-key",
+        &format!("steamid={STEAM_ME}"),
+        "relationship=friend",
+    ] {
         assert!(requests[1].contains(part), "{requests:?}");
     }
     assert_eq!(w.sent().len(), 1);
@@ -293,7 +315,12 @@ async fn steam_refusals_answer_nakamas_codes_and_a_private_list_is_empty() {
     let unconfigured = world(SocialConfig::default());
     let me = unconfigured.user(Provider::Steam, STEAM_ME).await;
     assert_eq!(
-        status_of(unconfigured.social.import_steam_friends(&me, "t", false).await),
+        status_of(
+            unconfigured
+                .social
+                .import_steam_friends(&me, "t", false)
+                .await
+        ),
         (
             Code::FailedPrecondition,
             "Steam authentication is not configured.".into()
@@ -365,7 +392,13 @@ async fn sync_on_sign_in_and_link_imports_friends() {
         .expect("sign in");
     assert!(outcome.created);
     assert_eq!(w.friends_of(outcome.user_id).await, vec![]);
-    assert!(!provider.requests.lock().iter().any(|r| r.contains("friends")));
+    assert!(
+        !provider
+            .requests
+            .lock()
+            .iter()
+            .any(|r| r.contains("friends"))
+    );
     // With sync: ann becomes a friend and is told.
     let again = w
         .social
@@ -388,7 +421,10 @@ async fn sync_on_sign_in_and_link_imports_friends() {
         .link_and_sync(&me, Credential::Steam { token: "t".into() }, true)
         .await
         .expect("link");
-    assert_eq!(w.friends_of(me.id).await, vec![(ann.id, FriendState::Friend)]);
+    assert_eq!(
+        w.friends_of(me.id).await,
+        vec![(ann.id, FriendState::Friend)]
+    );
     // A failing friend list does not fail the link (Nakama ignores it).
     let broken = fake(vec![
         ("/steam/auth", 200, steam_auth(STEAM_ME)),

@@ -130,7 +130,16 @@ fn authenticate_apple(nk: Nk, args: NkArgs) -> NkFuture {
         let create = create_arg(&args.at(3))?;
         let js = args.is_js();
         let credential = Credential::Apple { token };
-        sign_in(&nk, "authenticate_apple", js, credential, username, create, false).await
+        sign_in(
+            &nk,
+            "authenticate_apple",
+            js,
+            credential,
+            username,
+            create,
+            false,
+        )
+        .await
     })
 }
 
@@ -178,7 +187,7 @@ fn authenticate_instant_game(nk: Nk, args: NkArgs) -> NkFuture {
         };
         let js = args.is_js();
         let name = "authenticate_facebook_instant_game";
-        sign_in(&nk, name, js, credential, username, create).await
+        sign_in(&nk, name, js, credential, username, create, false).await
     })
 }
 
@@ -238,6 +247,7 @@ fn authenticate_game_center(nk: Nk, args: NkArgs) -> NkFuture {
             credential,
             username,
             create,
+            false,
         )
         .await
     })
@@ -251,7 +261,16 @@ fn authenticate_google(nk: Nk, args: NkArgs) -> NkFuture {
         let create = create_arg(&args.at(3))?;
         let js = args.is_js();
         let credential = Credential::Google { token };
-        sign_in(&nk, "authenticate_google", js, credential, username, create, false).await
+        sign_in(
+            &nk,
+            "authenticate_google",
+            js,
+            credential,
+            username,
+            create,
+            false,
+        )
+        .await
     })
 }
 
@@ -356,10 +375,7 @@ fn link_facebook(nk: Nk, args: NkArgs) -> NkFuture {
             .at(4)
             .opt_bool("expects import friends to be a boolean")?
             .unwrap_or(true);
-        let actor = Actor {
-            id: user,
-            username,
-        };
+        let actor = Actor { id: user, username };
         let credential = Credential::Facebook { token };
         link_and_sync(&nk, "link_facebook", &actor, credential, import_friends).await
     })
@@ -405,10 +421,7 @@ fn link_steam(nk: Nk, args: NkArgs) -> NkFuture {
             .at(4)
             .opt_bool("expects import friends to be a boolean")?
             .unwrap_or(true);
-        let actor = Actor {
-            id: user,
-            username,
-        };
+        let actor = Actor { id: user, username };
         let credential = Credential::Steam { token };
         link_and_sync(&nk, "link_steam", &actor, credential, import_friends).await
     })

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{Fixture, NOW, device, new_user};
-use crate::{
-    AddOutcome, EdgeWrite, FriendImport, FriendState, NewSocialUser, Provider, Storage,
-};
+use crate::{AddOutcome, EdgeWrite, FriendImport, FriendState, NewSocialUser, Provider, Storage};
 
 const MAX: usize = 10_000;
 
@@ -81,10 +79,12 @@ pub async fn social_users_found_by_facebook_id(f: &dyn Fixture) {
     let bob = social(&*store, Provider::Facebook, "fb-bob").await;
     // A Steam id equal to a looked-up Facebook id names nobody.
     social(&*store, Provider::Steam, "fb-cid").await;
-    let asked: Vec<String> = ["fb-ann", "fb-bob", "fb-ann", "fb-cid", "nobody", "bad\0id", ""]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    let asked: Vec<String> = [
+        "fb-ann", "fb-bob", "fb-ann", "fb-cid", "nobody", "bad\0id", "",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     let mut found: Vec<Uuid> = store
         .users_by_social_id(Provider::Facebook, &asked)
         .await
@@ -135,19 +135,31 @@ pub async fn friend_import_befriends_linked_users_and_accepts_invites(f: &dyn Fi
     add(me, cid, r#"{"note":"hi"}"#).await;
     add(me, old, "{}").await;
     add(old, me, "{}").await;
-    store.block_friends(me, &[dan], NOW, MAX).await.expect("block");
-    store.block_friends(eve, &[me], NOW, MAX).await.expect("block");
+    store
+        .block_friends(me, &[dan], NOW, MAX)
+        .await
+        .expect("block");
+    store
+        .block_friends(eve, &[me], NOW, MAX)
+        .await
+        .expect("block");
 
     let friends = store
         .import_friends(import(
             me,
             Provider::Facebook,
-            &["fb-ann", "fb-bob", "fb-cid", "fb-dan", "fb-eve", "fb-old", "fb-me", "fb-none"],
+            &[
+                "fb-ann", "fb-bob", "fb-cid", "fb-dan", "fb-eve", "fb-old", "fb-me", "fb-none",
+            ],
             false,
         ))
         .await
         .expect("import");
-    assert_eq!(friends, vec![ann, bob, cid], "the users made friends, in order");
+    assert_eq!(
+        friends,
+        vec![ann, bob, cid],
+        "the users made friends, in order"
+    );
     assert_eq!(
         sorted(edges(&*store, me).await),
         sorted(vec![
@@ -159,7 +171,10 @@ pub async fn friend_import_befriends_linked_users_and_accepts_invites(f: &dyn Fi
         ])
     );
     for friend in [ann, bob, cid] {
-        assert_eq!(edges(&*store, friend).await, vec![(me, FriendState::Friend)]);
+        assert_eq!(
+            edges(&*store, friend).await,
+            vec![(me, FriendState::Friend)]
+        );
     }
     assert_eq!(edges(&*store, dan).await, vec![]);
     assert_eq!(edges(&*store, eve).await, vec![(me, FriendState::Blocked)]);
@@ -191,12 +206,30 @@ pub async fn friend_import_reset_keeps_blocks(f: &dyn Fixture) {
     let friend = plain(&*store).await;
     let invitee = plain(&*store).await;
     let inviter = plain(&*store).await;
-    store.block_friends(me, &[blocked], NOW, MAX).await.expect("block");
-    store.block_friends(blocker, &[me], NOW, MAX).await.expect("block");
-    store.add_friends(me, &[friend], "{}", NOW, MAX).await.expect("add");
-    store.add_friends(friend, &[me], "{}", NOW, MAX).await.expect("add");
-    store.add_friends(me, &[invitee], "{}", NOW, MAX).await.expect("add");
-    store.add_friends(inviter, &[me], "{}", NOW, MAX).await.expect("add");
+    store
+        .block_friends(me, &[blocked], NOW, MAX)
+        .await
+        .expect("block");
+    store
+        .block_friends(blocker, &[me], NOW, MAX)
+        .await
+        .expect("block");
+    store
+        .add_friends(me, &[friend], "{}", NOW, MAX)
+        .await
+        .expect("add");
+    store
+        .add_friends(friend, &[me], "{}", NOW, MAX)
+        .await
+        .expect("add");
+    store
+        .add_friends(me, &[invitee], "{}", NOW, MAX)
+        .await
+        .expect("add");
+    store
+        .add_friends(inviter, &[me], "{}", NOW, MAX)
+        .await
+        .expect("add");
 
     let friends = store
         .import_friends(import(me, Provider::Steam, &["76561197960287931"], true))
@@ -205,9 +238,15 @@ pub async fn friend_import_reset_keeps_blocks(f: &dyn Fixture) {
     assert_eq!(friends, vec![ann]);
     assert_eq!(
         sorted(edges(&*store, me).await),
-        sorted(vec![(ann, FriendState::Friend), (blocked, FriendState::Blocked)])
+        sorted(vec![
+            (ann, FriendState::Friend),
+            (blocked, FriendState::Blocked)
+        ])
     );
-    assert_eq!(edges(&*store, blocker).await, vec![(me, FriendState::Blocked)]);
+    assert_eq!(
+        edges(&*store, blocker).await,
+        vec![(me, FriendState::Blocked)]
+    );
     for other in [friend, invitee, inviter] {
         assert_eq!(edges(&*store, other).await, vec![], "reset removed it");
     }
@@ -221,7 +260,10 @@ pub async fn friend_import_reset_keeps_blocks(f: &dyn Fixture) {
         .await
         .expect("import");
     assert!(none.is_empty(), "{none:?}");
-    assert_eq!(edges(&*store, me).await, vec![(blocked, FriendState::Blocked)]);
+    assert_eq!(
+        edges(&*store, me).await,
+        vec![(blocked, FriendState::Blocked)]
+    );
     assert_eq!(edges(&*store, ann).await, vec![]);
 }
 
@@ -234,9 +276,15 @@ pub async fn friend_import_respects_the_edge_limit(f: &dyn Fixture) {
     let other = plain(&*store).await;
     let inviter = social(&*store, Provider::Facebook, "fb-inviter").await;
     // `full` already holds its two edges; `inviter` invited me (my first edge).
-    store.add_friends(full, &[other, ann], "{}", NOW, 2).await.expect("add");
+    store
+        .add_friends(full, &[other, ann], "{}", NOW, 2)
+        .await
+        .expect("add");
     assert_eq!(
-        store.add_friends(inviter, &[me], "{}", NOW, MAX).await.expect("add"),
+        store
+            .add_friends(inviter, &[me], "{}", NOW, MAX)
+            .await
+            .expect("add"),
         EdgeWrite::Done(vec![(me, AddOutcome::Invited)])
     );
     let mut limited = import(
@@ -252,7 +300,10 @@ pub async fn friend_import_respects_the_edge_limit(f: &dyn Fixture) {
     assert_eq!(friends, vec![inviter, ann]);
     assert_eq!(
         sorted(edges(&*store, me).await),
-        sorted(vec![(inviter, FriendState::Friend), (ann, FriendState::Friend)])
+        sorted(vec![
+            (inviter, FriendState::Friend),
+            (ann, FriendState::Friend)
+        ])
     );
     assert_eq!(edges(&*store, bob).await, vec![]);
 }
