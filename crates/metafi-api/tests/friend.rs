@@ -215,49 +215,6 @@ async fn bad_input_gets_nakamas_codes_and_messages() {
 }
 
 #[tokio::test]
-async fn imports_answer_as_nakama_without_providers() {
-    let api = Api::new().await;
-    let ada = api.sign_up("&username=ada").await;
-    let (status, body) = api
-        .as_user(&ada, Method::POST, "/v2/friend/facebook", Some(json!({})))
-        .await;
-    assert_eq!(
-        (status, error(&body)),
-        (StatusCode::BAD_REQUEST, (3, "Facebook token is required."))
-    );
-    let (status, body) = api
-        .as_user(
-            &ada,
-            Method::POST,
-            "/v2/friend/facebook?reset=true",
-            Some(json!({"token": "t"})),
-        )
-        .await;
-    assert_eq!(
-        (status, error(&body)),
-        (
-            StatusCode::UNAUTHORIZED,
-            (16, "Could not authenticate Facebook profile.")
-        )
-    );
-    let (status, body) = api
-        .as_user(
-            &ada,
-            Method::POST,
-            "/v2/friend/steam",
-            Some(json!({"token": "t"})),
-        )
-        .await;
-    assert_eq!(
-        (status, error(&body)),
-        (
-            StatusCode::BAD_REQUEST,
-            (9, "Steam authentication is not configured.")
-        )
-    );
-}
-
-#[tokio::test]
 async fn listing_pages_with_cursors_and_state_filter() {
     let api = Api::new().await;
     let ada = api.sign_up("&username=ada").await;

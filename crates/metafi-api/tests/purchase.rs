@@ -182,10 +182,11 @@ async fn unconfigured_stores_answer_failed_precondition() {
             &ada,
             Method::POST,
             "/v2/iap/purchase/samsung",
-            Some(json!({"purchase_id": "p"})),
+            Some(json!({"purchase_id": ""})),
         )
         .await;
-    assert_eq!(answer.0, StatusCode::NOT_IMPLEMENTED, "{}", answer.1);
+    // Samsung needs no credentials: only the purchase id is checked before Samsung is asked.
+    assert_error(&answer, 400, 3, "Purchase ID cannot be empty.");
 }
 
 #[tokio::test]
@@ -290,5 +291,61 @@ async fn subscriptions_are_listed_and_found_by_product_for_their_owner_only() {
         400,
         3,
         "Invalid limit - limit must be between 1 and 1000.",
+    );
+}
+
+#[tokio::test]
+async fn samsung_purchase_is_checked_with_samsungs_receipt_api() {
+    let app = axum::Router::new().route(
+        "/iap/v6/receipt",
+        axum::routing::get(
+            |q: axum::extract::Query<std::collections::HashMap<String, String>>| async move {
+                match q.get("purchaseID").map(String::as_str) {
+                    Some("sp-1") => json!({"status": "success", "mode": "TEST",
+                        "itemId": "coins", "purchaseDate": "2024-01-02 03:04:05"})
+                    .to_string(),
+                    _ => json!({"status": "fail", "errorCode": 9135,
+                        "errorMessage": "Not found"})
+                    .to_string(),
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut iap = IapConfig::default();
+    iap.samsung.receipt_url = format!("{base}/iap/v6/receipt");
+    let api = Api::with_iap(iap).await;
+    let ada = api.sign_up("").await;
+    let (status, body) = api
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/samsung",
+            Some(json!({"purchase_id": "sp-1"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let p = &body["validated_purchases"][0];
+    assert_eq!(p["user_id"], ada.id.to_string());
+    assert_eq!(p["product_id"], "coins");
+    assert_eq!(p["transaction_id"], "sp-1");
+    assert_eq!(p["store"], 4);
+    assert_eq!(p["environment"], 1);
+    assert_eq!(p["purchase_time"], "2024-01-02T03:04:05Z");
+    let answer = api
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/iap/purchase/samsung",
+            Some(json!({"purchase_id": "unknown"})),
+        )
+        .await;
+    assert_error(
+        &answer,
+        500,
+        2,
+        "Samsung IAP: purchase validation failed: Not found (errorCode=9135), status=200",
     );
 }

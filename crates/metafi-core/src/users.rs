@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use metafi_proto::api;
-use metafi_storage::Storage;
+use metafi_storage::{Provider, Storage};
 use uuid::Uuid;
 
 use crate::CoreError;
@@ -32,7 +32,7 @@ impl OnlineUsers for NobodyOnline {
 pub struct UserLookup {
     pub ids: Vec<String>,
     pub usernames: Vec<String>,
-    /// MetaFi links no Facebook accounts, so these match nobody; accepted for compatibility.
+    /// Facebook ids: the users linked to them (social sign-in).
     pub facebook_ids: Vec<String>,
 }
 
@@ -90,7 +90,8 @@ impl Users {
         Ok(users)
     }
 
-    /// The users matching any of the ids or usernames, each once, with `online` filled in.
+    /// The users matching any of the ids, usernames or Facebook ids, each once, with `online`
+    /// filled in.
     /// Unknown ids and names are skipped; an id that is not a UUID is refused with Nakama's
     /// message.
     pub async fn users(&self, lookup: UserLookup) -> Result<Vec<api::User>, CoreError> {
@@ -149,6 +150,14 @@ impl Users {
                 .await
                 .map_err(|e| CoreError::storage("reading users by username", e))?;
             found.extend(by_name);
+        }
+        if !lookup.facebook_ids.is_empty() {
+            let by_facebook = self
+                .store
+                .users_by_social_id(Provider::Facebook, &lookup.facebook_ids)
+                .await
+                .map_err(|e| CoreError::storage("reading users by facebook id", e))?;
+            found.extend(by_facebook);
         }
         let mut seen = HashSet::with_capacity(found.len());
         found.retain(|user| seen.insert(user.id));

@@ -243,3 +243,76 @@ async fn unconfigured_providers_and_missing_arguments_raise_nakamas_errors() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn users_get_id_finds_users_by_facebook_id_in_both_languages() {
+    let h = host().await;
+    let linked = Uuid::new_v4();
+    h.store
+        .create_social_user(metafi_storage::NewSocialUser {
+            id: linked,
+            username: "fbuser".into(),
+            provider: metafi_storage::Provider::Facebook,
+            provider_id: "fb-42".into(),
+            display_name: String::new(),
+            avatar_url: String::new(),
+            email: None,
+            now_ms: 1,
+        })
+        .await
+        .unwrap();
+    let other = h.device_user("device-other").await;
+    let ids = |list: &NkValue, key: &str| -> Vec<String> {
+        let mut found: Vec<String> = list
+            .as_list()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                u.as_map()
+                    .unwrap()
+                    .get(key)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    // Lua: only Facebook ids.
+    let out = h
+        .lua(
+            "users_get_id",
+            vec![
+                NkValue::Nil,
+                NkValue::List(vec![s("fb-42"), s("fb-unknown")]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&out, "user_id"), vec![linked.to_string()]);
+    // JavaScript: ids and Facebook ids together, each user once.
+    let out = h
+        .js(
+            "usersGetId",
+            vec![
+                NkValue::List(vec![s(&other.to_string()), s(&linked.to_string())]),
+                NkValue::List(vec![s("fb-42")]),
+            ],
+        )
+        .await
+        .unwrap();
+    let mut expected = vec![linked.to_string(), other.to_string()];
+    expected.sort();
+    assert_eq!(ids(&out, "user_id"), expected);
+    // Lua refuses an empty Facebook id with Nakama's words.
+    let err = h
+        .lua(
+            "users_get_id",
+            vec![NkValue::Nil, NkValue::List(vec![s("")])],
+        )
+        .await
+        .unwrap_err();
+    assert!(err.contains("each facebook id must be a string"), "{err}");
+}

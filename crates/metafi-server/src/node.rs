@@ -267,11 +267,6 @@ async fn wire(
             .with_throttle(throttle.clone())
             .with_leaderboards(leaderboards.clone()),
     );
-    // Social sign-in shares the throttle: failed provider proofs count against the address.
-    let social = Arc::new(
-        SocialSignIn::new(store.clone(), config.social.clone(), clock.clone())?
-            .with_throttle(throttle),
-    );
     let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
     let purchases = Arc::new(metafi_core::Purchases::new(
         store.clone(),
@@ -323,6 +318,13 @@ async fn wire(
             config.friends,
         )
         .with_channel_push(Arc::new(metafi_realtime::ChannelSessions::new(&parts))),
+    );
+    // Social sign-in shares the throttle: failed provider proofs count against the address.
+    // Friends imported from Facebook and Steam go to the friends service.
+    let social = Arc::new(
+        SocialSignIn::new(store.clone(), config.social.clone(), clock.clone())?
+            .with_throttle(throttle)
+            .with_friends(friends.clone()),
     );
     let engine = started
         .engine

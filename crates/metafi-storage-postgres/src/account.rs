@@ -408,6 +408,16 @@ pub(crate) async fn users_by_username(
     users_where(client, &sql, &names).await
 }
 
+/// Users whose `column` (a static column name, never input) is one of `keys`.
+pub(crate) async fn users_by_column(
+    client: &ClientWrapper,
+    column: &'static str,
+    keys: &[String],
+) -> Result<Vec<User>, StorageError> {
+    let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE {column} = ANY($1)");
+    users_where(client, &sql, &keys).await
+}
+
 async fn users_where(
     client: &ClientWrapper,
     sql: &str,

@@ -19,6 +19,7 @@
 mod account;
 mod connect;
 mod db;
+mod friend_import_store;
 mod friend_store;
 mod group_store;
 mod leaderboard_store;

@@ -62,6 +62,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "account_delete_records",
         sql: include_str!("../migrations/0012_account_delete_records.sql"),
     },
+    Migration {
+        version: 13,
+        name: "friend_import",
+        sql: include_str!("../migrations/0013_friend_import.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

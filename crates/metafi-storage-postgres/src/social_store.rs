@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deadpool_postgres::ClientWrapper;
 use metafi_storage::{
-    AuthUser, Conflict, NewSocialUser, Provider, SocialProfile, SocialStore, StorageError,
-    check_new_social_user, check_social_id, check_social_profile,
+    AuthUser, Conflict, NewSocialUser, Provider, SocialProfile, SocialStore, StorageError, User,
+    check_new_social_user, check_social_id, check_social_profile, lookup_social_ids,
 };
 use uuid::Uuid;
 
@@ -106,6 +106,18 @@ impl SocialStore for PostgresStorage {
                 client, user_id, &p, now_ms
             )))
             .await
+    }
+
+    async fn users_by_social_id(
+        &self,
+        provider: Provider,
+        provider_ids: &[String],
+    ) -> Result<Vec<User>, StorageError> {
+        let ids = lookup_social_ids(provider_ids);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::account::users_by_column(&*(self.client().await?), provider.column(), &ids).await
     }
 }
 

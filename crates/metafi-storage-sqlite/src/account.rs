@@ -435,6 +435,16 @@ pub(crate) fn users_by_username(
     users_by(conn, user_select!("username = ?1"), names.iter())
 }
 
+/// Users whose `column` (a static column name, never input) is one of `keys`.
+pub(crate) fn users_by_column(
+    conn: &Connection,
+    column: &'static str,
+    keys: &[String],
+) -> Result<Vec<User>, StorageError> {
+    let sql = format!("{}{column} = ?1", user_select!(""));
+    users_by(conn, &sql, keys.iter())
+}
+
 fn users_by<K: rusqlite::ToSql>(
     conn: &Connection,
     sql: &str,

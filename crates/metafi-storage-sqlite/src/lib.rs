@@ -20,6 +20,7 @@
 
 mod account;
 mod db;
+mod friend_import_store;
 mod friend_store;
 mod group_store;
 mod leaderboard_store;

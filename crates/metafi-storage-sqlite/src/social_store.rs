@@ -4,8 +4,8 @@
 
 use async_trait::async_trait;
 use metafi_storage::{
-    AuthUser, Conflict, NewSocialUser, Provider, SocialProfile, SocialStore, StorageError,
-    check_new_social_user, check_social_id, check_social_profile,
+    AuthUser, Conflict, NewSocialUser, Provider, SocialProfile, SocialStore, StorageError, User,
+    check_new_social_user, check_social_id, check_social_profile, lookup_social_ids,
 };
 use rusqlite::{Connection, OptionalExtension as _, params};
 use uuid::Uuid;
@@ -72,6 +72,20 @@ impl SocialStore for SqliteStorage {
         check_social_profile(&profile)?;
         self.writer
             .submit(move |conn| fill_profile(conn, user_id, &profile, now_ms))
+            .await
+    }
+
+    async fn users_by_social_id(
+        &self,
+        provider: Provider,
+        provider_ids: &[String],
+    ) -> Result<Vec<User>, StorageError> {
+        let ids = lookup_social_ids(provider_ids);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.readers
+            .read(move |conn| crate::account::users_by_column(conn, provider.column(), &ids))
             .await
     }
 }

@@ -24,6 +24,7 @@ mod account;
 pub mod conformance;
 mod error;
 mod friend;
+mod friend_import;
 mod group;
 pub mod group_support;
 mod leaderboard;
@@ -45,6 +46,7 @@ pub use friend::{
     AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,
     FriendStore, distinct_ids,
 };
+pub use friend_import::{FriendImport, FriendImportStore, import_metadata};
 pub use group::{
     Group, GroupFilter, GroupMember, GroupMemberPage, GroupPage, GroupStore, GroupUpdate,
     MemberChange, MembershipOutcome, MembershipRefusal, NewGroup, UserGroup, UserGroupPage,
@@ -70,7 +72,7 @@ pub use purchase::{
 pub use session::{Revocation, SessionStore, UserRevocation};
 pub use social::{
     NewSocialUser, Provider, SocialIds, SocialProfile, SocialStore, check_new_social_user,
-    check_social_id, check_social_profile,
+    check_social_id, check_social_profile, lookup_social_ids,
 };
 pub use wallet::{
     Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
@@ -88,6 +90,7 @@ pub trait Storage:
     + MessageStore
     + NotificationStore
     + FriendStore
+    + FriendImportStore
     + GroupStore
     + WalletStore
     + LeaderboardStore

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::{AuthUser, StorageError};
+use crate::{AuthUser, StorageError, User};
 
 /// A social identity provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,6 +147,29 @@ pub trait SocialStore: Send + Sync {
         profile: SocialProfile,
         now_ms: i64,
     ) -> Result<(), StorageError>;
+
+    /// The users whose `provider` id is one of `provider_ids` (Nakama's `GET
+    /// /v2/user?facebook_ids=`), each once, in no particular order. Ids no user has, and ids
+    /// no user could have (see [`lookup_social_ids`]), are skipped. One indexed look-up per
+    /// id (the ids are unique per user).
+    async fn users_by_social_id(
+        &self,
+        provider: Provider,
+        provider_ids: &[String],
+    ) -> Result<Vec<User>, StorageError>;
+}
+
+/// The distinct ids of `provider_ids` a user could have, in the order first given: an id with
+/// a NUL character or longer than the column names nobody, so it is dropped instead of
+/// failing the whole look-up (as a name that matches no row).
+pub fn lookup_social_ids(provider_ids: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(provider_ids.len());
+    provider_ids
+        .iter()
+        .filter(|id| !id.is_empty() && check_social_id(id).is_ok())
+        .filter(|id| seen.insert(id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Refuses what no backend can store: NUL characters, text longer than Nakama's columns.

@@ -1,6 +1,5 @@
 //! `/v2/friend`: list (`GET`), add (`POST`), delete (`DELETE`), block (`POST …/block`), friends
-//! of friends (`GET …/friends`), and the Facebook and Steam imports, which MetaFi cannot serve
-//! (no provider is configured) and refuses as Nakama does then.
+//! of friends (`GET …/friends`). The Facebook and Steam imports are in `friend_import.rs`.
 
 use axum::extract::State;
 use axum::http::Uri;
@@ -13,7 +12,7 @@ use metafi_proto::api::{FriendList, FriendsOfFriendsList};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json_;
 
-use crate::body::{JsonBody, query_of};
+use crate::body::query_of;
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, lenient};
 use crate::{ApiError, ApiState, SessionAuth};
@@ -23,8 +22,6 @@ pub(crate) fn routes() -> Router<ApiState> {
         .route("/v2/friend", get(list).post(add).delete(delete))
         .route("/v2/friend/block", post(block))
         .route("/v2/friend/friends", get(friends_of_friends))
-        .route("/v2/friend/facebook", post(import_facebook))
-        .route("/v2/friend/steam", post(import_steam))
 }
 
 /// `ListFriendsRequest`, as hooks see it.
@@ -55,22 +52,6 @@ struct FriendsRequest {
     usernames: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<String>,
-}
-
-/// `ImportFacebookFriendsRequest` / `ImportSteamFriendsRequest`: the account is the body.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-struct ImportFriendsRequest {
-    account: ImportAccount,
-    reset: Option<bool>,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-struct ImportAccount {
-    token: String,
-    #[serde(deserialize_with = "lenient")]
-    vars: std::collections::HashMap<String, String>,
 }
 
 fn int_param(name: &str, value: &str, message: &str) -> Result<Option<i64>, ApiError> {
@@ -248,56 +229,4 @@ async fn change(
         Ok(())
     })
     .await
-}
-
-fn import_request(uri: &Uri, account: ImportAccount) -> Result<ImportFriendsRequest, ApiError> {
-    let mut reset = None;
-    for (name, value) in query_of(uri)? {
-        if name == "reset" {
-            reset = crate::body::parse_bool("reset", Some(&value))?;
-        }
-    }
-    Ok(ImportFriendsRequest { account, reset })
-}
-
-/// `POST /v2/friend/facebook`: Nakama asks Facebook for the token's friends; MetaFi reaches no
-/// Facebook, so a token is refused as one Facebook would not accept.
-async fn import_facebook(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    uri: Uri,
-    JsonBody(account): JsonBody<ImportAccount>,
-) -> Result<Json<Json_>, ApiError> {
-    let hook = Hook::ImportFacebookFriends;
-    let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, import_request(&uri, account)?).await?;
-    if request.account.token.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Facebook token is required.",
-        ));
-    }
-    Err(ApiError::new(
-        Code::Unauthenticated,
-        "Could not authenticate Facebook profile.",
-    ))
-}
-
-/// `POST /v2/friend/steam`: MetaFi has no Steam publisher key, so this is refused as Nakama
-/// refuses it without one.
-async fn import_steam(
-    State(state): State<ApiState>,
-    SessionAuth(claims): SessionAuth,
-    client: ClientAddress,
-    uri: Uri,
-    JsonBody(account): JsonBody<ImportAccount>,
-) -> Result<Json<Json_>, ApiError> {
-    let hook = Hook::ImportSteamFriends;
-    let ctx = || hooks::signed_in(&claims, client.0);
-    hooks::before(&state, hook, ctx, import_request(&uri, account)?).await?;
-    Err(ApiError::new(
-        Code::FailedPrecondition,
-        "Steam authentication is not configured.",
-    ))
 }

@@ -6,6 +6,7 @@ mod authenticate;
 mod channel;
 mod event;
 mod friend;
+mod friend_import;
 mod group;
 mod health;
 mod leaderboard;
@@ -59,6 +60,7 @@ pub(crate) fn routes() -> Router<ApiState> {
         )
         .merge(notification::routes())
         .merge(friend::routes())
+        .merge(friend_import::routes())
         .merge(group::routes())
         .merge(account_links::routes())
         .merge(leaderboard::routes())

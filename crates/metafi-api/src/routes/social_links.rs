@@ -4,8 +4,8 @@
 //! `POST /v2/account/link/…` and `/v2/account/unlink/…` for the same six providers. Each runs
 //! its before/after hooks; the rules are [`metafi_core::SocialSignIn`]'s.
 //!
-//! `sync` (importing Facebook and Steam friends) is accepted and not acted on: MetaFi does not
-//! import friends from providers.
+//! `sync` imports the user's Facebook or Steam friends (`SocialSignIn::authenticate_and_sync`,
+//! `link_and_sync`), as Nakama: off unless set on sign-in, on unless `false` on link.
 
 use std::collections::HashMap;
 
@@ -169,11 +169,12 @@ async fn sign_in<A: SocialAccount>(
         let username = Some(request.username).filter(|u| !u.is_empty());
         let outcome = state
             .social
-            .authenticate(
+            .authenticate_and_sync(
                 credential,
                 username,
                 request.create.unwrap_or(true),
                 client.0,
+                request.sync.unwrap_or(false),
             )
             .await?;
         let session = state.sessions.issue(
@@ -188,14 +189,15 @@ async fn sign_in<A: SocialAccount>(
 }
 
 /// Links (`unlink` false) or unlinks a provider's credential for the signed-in user, around
-/// the call's hooks. `request` is what hooks see; `account` picks the credential from it.
+/// the call's hooks. `request` is what hooks see; `account` picks the credential from it and
+/// whether a link imports the provider's friends (`sync`: Facebook and Steam).
 async fn relink<R, A>(
     state: ApiState,
     claims: metafi_core::SessionClaims,
     client: ClientAddress,
     hook: Hook,
     request: R,
-    account: impl FnOnce(&R) -> &A,
+    account: impl FnOnce(&R) -> (&A, bool),
     unlink: bool,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
@@ -204,11 +206,16 @@ where
 {
     let ctx = || hooks::signed_in(&claims, client.0);
     hooks::around_empty(&state, hook, ctx, request, async |request| {
-        let credential = account(&request).credential();
+        let (account, sync) = account(&request);
+        let credential = account.credential();
         if unlink {
             state.social.unlink(claims.user_id, credential).await?;
         } else {
-            state.social.link(claims.user_id, credential).await?;
+            let actor = metafi_core::friends::Actor {
+                id: claims.user_id,
+                username: claims.username.clone(),
+            };
+            state.social.link_and_sync(&actor, credential, sync).await?;
         }
         Ok(())
     })
@@ -271,7 +278,7 @@ macro_rules! account_route {
                 client,
                 Hook::$hook,
                 account,
-                |a: &$account| a,
+                |a: &$account| (a, false),
                 $unlink,
             )
             .await
@@ -328,7 +335,8 @@ async fn link_facebook(
         client,
         Hook::LinkFacebook,
         request,
-        |r: &LinkFacebookRequest| &r.account,
+        // Nakama imports unless `sync` is false.
+        |r: &LinkFacebookRequest| (&r.account, r.sync != Some(false)),
         false,
     )
     .await
@@ -347,7 +355,7 @@ async fn link_steam(
         client,
         Hook::LinkSteam,
         request,
-        |r: &LinkSteamRequest| &r.account,
+        |r: &LinkSteamRequest| (&r.account, r.sync != Some(false)),
         false,
     )
     .await

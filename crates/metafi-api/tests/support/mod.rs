@@ -113,8 +113,16 @@ impl TestApi {
             },
             clock.clone(),
         );
-        let mut social =
-            metafi_core::SocialSignIn::new(store.clone(), social, clock.clone()).unwrap();
+        let friends = Arc::new(metafi_core::Friends::new(
+            store.clone(),
+            notifier.clone(),
+            Arc::new(NobodyOnline),
+            clock.clone(),
+            metafi_core::FriendsConfig::default(),
+        ));
+        let mut social = metafi_core::SocialSignIn::new(store.clone(), social, clock.clone())
+            .unwrap()
+            .with_friends(friends.clone());
         if let Some(throttle) = throttle {
             let throttle = Arc::new(SignInThrottle::new(throttle, clock.clone()));
             accounts = accounts.with_throttle(throttle.clone());
@@ -140,13 +148,7 @@ impl TestApi {
             social: Arc::new(social),
             users: Arc::new(Users::new(store.clone(), Arc::new(NobodyOnline))),
             objects: Arc::new(Objects::new(store.clone(), clock.clone())),
-            friends: Arc::new(metafi_core::Friends::new(
-                store.clone(),
-                notifier.clone(),
-                Arc::new(NobodyOnline),
-                clock.clone(),
-                metafi_core::FriendsConfig::default(),
-            )),
+            friends,
             channels: Arc::new(Channels::new(store.clone(), groups.clone(), clock.clone())),
             groups,
             rpc: Arc::new(NoRpcs),

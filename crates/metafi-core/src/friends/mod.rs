@@ -7,6 +7,7 @@
 #[cfg(test)]
 mod block_chat_tests;
 mod cursor;
+mod import;
 mod targets;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ pub struct IapConfig {
     pub google: GoogleConfig,
     pub huawei: HuaweiConfig,
     pub facebook_instant: FacebookInstantConfig,
+    pub samsung: SamsungConfig,
     /// Deadline of each call to a store (Nakama: 20 s).
     pub timeout: Duration,
     /// A store's answer larger than this fails the validation instead of being buffered.
@@ -58,6 +59,15 @@ pub struct FacebookInstantConfig {
     pub app_secret: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamsungConfig {
+    /// The app's package name (`iap.samsung.package_name`); when set, a receipt for another
+    /// package is refused. Samsung needs no credentials.
+    pub package_name: String,
+    /// Samsung's receipt API (`GET …?purchaseID=`).
+    pub receipt_url: String,
+}
+
 impl Default for IapConfig {
     fn default() -> Self {
         IapConfig {
@@ -82,6 +92,10 @@ impl Default for IapConfig {
             },
             facebook_instant: FacebookInstantConfig {
                 app_secret: String::new(),
+            },
+            samsung: SamsungConfig {
+                package_name: String::new(),
+                receipt_url: "https://iap.samsungapps.com/iap/v6/receipt".into(),
             },
             timeout: Duration::from_secs(20),
             max_response_bytes: 1 << 20,

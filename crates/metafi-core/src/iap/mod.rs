@@ -7,8 +7,9 @@
 //! Subscriptions are validated the same way (Apple's `latest_receipt_info`, Google's
 //! `subscriptionsv2`) and recorded by original transaction id.
 //!
-//! Not served yet, answered clearly (`Unimplemented`): Apple's signed (JWS) transactions and
-//! Samsung.
+//! Samsung Galaxy Store purchases are checked with Samsung's receipt API.
+//!
+//! Not served yet, answered clearly (`Unimplemented`): Apple's signed (JWS) transactions.
 
 mod apple;
 mod config;
@@ -17,6 +18,7 @@ mod facebook;
 mod google;
 mod http;
 mod huawei;
+mod samsung;
 
 use std::sync::Arc;
 
@@ -27,7 +29,9 @@ use metafi_storage::{
 use tracing::debug;
 use uuid::Uuid;
 
-pub use config::{AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig};
+pub use config::{
+    AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
+};
 pub use facebook::sign_facebook_instant;
 
 use crate::{Clock, CoreError};
@@ -435,17 +439,35 @@ impl Purchases {
         self.finish(purchases, persist, true).await
     }
 
-    /// Samsung: not served yet.
+    /// Samsung: the purchase id is checked with Samsung's receipt API (no credentials; the
+    /// package name, when configured, must match). The purchase id is the transaction id.
     pub async fn validate_samsung(
         &self,
-        _user_id: Uuid,
+        user_id: Uuid,
         purchase_id: &str,
-        _persist: bool,
+        persist: bool,
     ) -> Result<Vec<ValidatedPurchase>, CoreError> {
         if purchase_id.is_empty() {
             return Err(CoreError::invalid("Purchase ID cannot be empty."));
         }
-        Err(not_served("Validating Samsung purchases"))
+        let (receipt, raw) =
+            samsung::validate(&self.http, &self.config.samsung, purchase_id).await?;
+        let env = if receipt.is_sandbox() {
+            environment::SANDBOX
+        } else {
+            environment::PRODUCTION
+        };
+        let purchases = vec![NewPurchase {
+            user_id,
+            store: store::SAMSUNG_GALAXY_STORE,
+            product_id: receipt.item_id.clone(),
+            transaction_id: purchase_id.to_owned(),
+            raw_response: raw,
+            purchase_time_ms: samsung::purchase_time_ms(&receipt.purchase_date),
+            refund_time_ms: 0,
+            environment: env,
+        }];
+        self.finish(purchases, persist, true).await
     }
 
     /// Records the purchases (unless `persist` is false) and answers Nakama's shape.

@@ -616,3 +616,103 @@ async fn google_subscriptions_follow_the_linked_token() {
     assert!(sub.active, "expires 10 s after the manual clock's now");
     assert_eq!(sub.refund_time_ms, None);
 }
+
+fn samsung_receipt(status: &str, mode: &str, package: &str) -> String {
+    serde_json::json!({
+        "status": status, "mode": mode, "orderId": "S2024", "paymentId": "pay-1",
+        "packageName": package, "itemId": "gems_10", "itemName": "Gems",
+        "purchaseDate": "2023-11-14 22:13:20", "errorCode": 0, "errorMessage": "",
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn samsung_asks_the_receipt_api_and_records_the_purchase_id() {
+    let store = FakeStore::start(|seen| {
+        if seen.target.contains("purchaseID=test-1") {
+            (200, samsung_receipt("success", "TEST", "com.example.game"))
+        } else if seen.target.contains("purchaseID=live-1") {
+            (200, samsung_receipt("success", "PRODUCTION", ""))
+        } else if seen.target.contains("purchaseID=other-app") {
+            (200, samsung_receipt("success", "TEST", "com.example.other"))
+        } else if seen.target.contains("purchaseID=refused") {
+            (
+                200,
+                serde_json::json!({"status": "fail", "errorCode": 9135,
+                    "errorMessage": "Not found"})
+                .to_string(),
+            )
+        } else {
+            (503, "down".to_owned())
+        }
+    })
+    .await;
+    let mut config = IapConfig::default();
+    config.samsung.package_name = "com.example.game".into();
+    config.samsung.receipt_url = format!("{}/iap/v6/receipt", store.base);
+    let (purchases, _, user) = service(config).await;
+
+    let first = purchases
+        .validate_samsung(user, "test-1", true)
+        .await
+        .expect("valid");
+    let p = &first[0];
+    assert_eq!(
+        (p.user_id, p.store, p.environment),
+        (
+            Some(user),
+            store::SAMSUNG_GALAXY_STORE,
+            environment::SANDBOX
+        )
+    );
+    assert_eq!(
+        (p.product_id.as_str(), p.transaction_id.as_str()),
+        ("gems_10", "test-1")
+    );
+    assert_eq!(p.purchase_time_ms, 1_700_000_000_000);
+    assert_eq!(p.create_time_ms, Some(NOW));
+    assert!(p.provider_response.contains("\"orderId\":\"S2024\""));
+    assert!(!p.seen_before);
+    assert_eq!(store.seen()[0].target, "/iap/v6/receipt?purchaseID=test-1");
+    let again = purchases
+        .validate_samsung(user, "test-1", true)
+        .await
+        .expect("valid");
+    assert!(again[0].seen_before);
+    let live = purchases
+        .validate_samsung(user, "live-1", false)
+        .await
+        .expect("a receipt without a package name is accepted");
+    assert_eq!(live[0].environment, environment::PRODUCTION);
+    assert_eq!(live[0].create_time_ms, None, "not persisted");
+    assert_eq!(
+        purchases.by_transaction_id("live-1").await.expect("get"),
+        None
+    );
+
+    for (id, expected) in [
+        (
+            "other-app",
+            "Samsung IAP: package name mismatch (expected com.example.game, got com.example.other), status=200",
+        ),
+        (
+            "refused",
+            "Samsung IAP: purchase validation failed: Not found (errorCode=9135), status=200",
+        ),
+        ("down", "Samsung IAP returned HTTP 503, status=503"),
+    ] {
+        let err = purchases
+            .validate_samsung(user, id, true)
+            .await
+            .expect_err(id);
+        assert_eq!(code(&err), (Code::Unknown, expected.into()), "{id}");
+    }
+    let err = purchases
+        .validate_samsung(user, "", true)
+        .await
+        .expect_err("empty");
+    assert_eq!(
+        code(&err),
+        (Code::InvalidArgument, "Purchase ID cannot be empty.".into())
+    );
+}

@@ -10,6 +10,10 @@ pub const APPLE_KEYS_URL: &str = "https://appleid.apple.com/auth/keys";
 pub const GOOGLE_KEYS_URL: &str = "https://www.googleapis.com/oauth2/v3/certs";
 /// Facebook's Graph API `me` endpoint (Nakama's version).
 pub const FACEBOOK_GRAPH_URL: &str = "https://graph.facebook.com/v22.0/me";
+/// Facebook's Graph API friends list of the token's user (Nakama's version).
+pub const FACEBOOK_FRIENDS_URL: &str = "https://graph.facebook.com/v22.0/me/friends";
+/// Steam's Web API friend list.
+pub const STEAM_FRIENDS_URL: &str = "https://partner.steam-api.com/ISteamUser/GetFriendList/v0001/";
 /// Facebook Limited Login's JSON Web Key Set.
 pub const FACEBOOK_LIMITED_KEYS_URL: &str =
     "https://limited.facebook.com/.well-known/oauth/openid/jwks/";
@@ -33,6 +37,8 @@ pub struct SocialConfig {
     pub facebook_limited_login_app_id: String,
     pub facebook_limited_keys_url: String,
     pub facebook_graph_url: String,
+    /// The Graph API's friends list (friend import).
+    pub facebook_friends_url: String,
     /// Facebook Instant Games: the app secret signed player info is checked with
     /// (`social.facebook_instant_game.app_secret`); empty means every signature fails.
     pub facebook_instant_game_app_secret: String,
@@ -41,6 +47,8 @@ pub struct SocialConfig {
     pub steam_publisher_key: String,
     pub steam_app_id: u32,
     pub steam_auth_url: String,
+    /// Steam's friend list (friend import).
+    pub steam_friends_url: String,
     /// Game Center public key URLs that are accepted besides Apple's `https://*.apple.com/…`
     /// (exact prefixes; for tests and private mirrors). Empty in production.
     pub game_center_extra_key_url_prefixes: Vec<String>,
@@ -62,10 +70,12 @@ impl Default for SocialConfig {
             facebook_limited_login_app_id: String::new(),
             facebook_limited_keys_url: FACEBOOK_LIMITED_KEYS_URL.to_owned(),
             facebook_graph_url: FACEBOOK_GRAPH_URL.to_owned(),
+            facebook_friends_url: FACEBOOK_FRIENDS_URL.to_owned(),
             facebook_instant_game_app_secret: String::new(),
             steam_publisher_key: String::new(),
             steam_app_id: 0,
             steam_auth_url: STEAM_AUTH_URL.to_owned(),
+            steam_friends_url: STEAM_FRIENDS_URL.to_owned(),
             game_center_extra_key_url_prefixes: Vec::new(),
             timeout: Duration::from_secs(5),
             max_response_bytes: 1 << 20,

@@ -61,6 +61,7 @@ async fn limited_login(verifier: &Verifier, token: &str) -> Result<Profile, Veri
         display_name: string_claim(&claims, "name")?.unwrap_or("").to_owned(),
         avatar_url: string_claim(&claims, "picture")?.unwrap_or("").to_owned(),
         email: string_claim(&claims, "email")?.unwrap_or("").to_owned(),
+        ..Profile::default()
     })
 }
 
@@ -84,5 +85,6 @@ async fn graph(verifier: &Verifier, token: &str) -> Result<Profile, VerifyError>
         display_name: profile.name,
         avatar_url: profile.picture.data.url,
         email: profile.email,
+        access_token: true,
     })
 }

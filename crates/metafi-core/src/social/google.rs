@@ -42,6 +42,7 @@ pub(crate) async fn verify(verifier: &Verifier, token: &str) -> Result<Profile, 
         display_name: fitting(name, MAX_DISPLAY_NAME),
         avatar_url: fitting(picture, MAX_AVATAR_URL),
         email: string_claim(&claims, "email")?.unwrap_or("").to_owned(),
+        ..Profile::default()
     })
 }
 

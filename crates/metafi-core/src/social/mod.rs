@@ -13,13 +13,17 @@ mod apple;
 mod config;
 mod facebook;
 mod fetch;
+mod friend_lists;
 mod game_center;
 mod google;
+mod import;
 mod instant_game;
 mod jwks;
 mod steam;
 mod verifier;
 
+#[cfg(test)]
+mod import_tests;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +39,7 @@ pub use fetch::FetchError;
 pub use game_center::GameCenterProof;
 pub use verifier::Profile;
 
+use crate::friends::{Actor, Friends};
 use crate::signin_throttle::SignInThrottle;
 use crate::{AuthOutcome, Clock, CoreError, validate};
 use verifier::Verifier;
@@ -120,6 +125,9 @@ pub struct SocialSignIn {
     clock: Arc<dyn Clock>,
     /// Refuses addresses with too many failed proofs; `None` when the server runs without it.
     throttle: Option<Arc<SignInThrottle>>,
+    /// Where friends imported from Facebook and Steam go; `None`: imports are refused and
+    /// `sync` does nothing.
+    friends: Option<Arc<Friends>>,
 }
 
 impl SocialSignIn {
@@ -139,6 +147,7 @@ impl SocialSignIn {
             verifier,
             clock,
             throttle: None,
+            friends: None,
         })
     }
 
@@ -159,6 +168,45 @@ impl SocialSignIn {
         create: bool,
         address: Option<IpAddr>,
     ) -> Result<AuthOutcome, CoreError> {
+        Ok(self
+            .authenticate_profile(credential, username, create, address)
+            .await?
+            .0)
+    }
+
+    /// [`SocialSignIn::authenticate`], then, when `sync` is set, the user's Facebook or Steam
+    /// friends are imported (Nakama's `sync` / `import_friends`; a failed import is logged and
+    /// does not fail the sign-in).
+    pub async fn authenticate_and_sync(
+        &self,
+        credential: Credential,
+        username: Option<String>,
+        create: bool,
+        address: Option<IpAddr>,
+        sync: bool,
+    ) -> Result<AuthOutcome, CoreError> {
+        let provider = credential.provider();
+        let token = credential_token(&credential);
+        let (outcome, profile) = self
+            .authenticate_profile(credential, username, create, address)
+            .await?;
+        if sync {
+            let actor = Actor {
+                id: outcome.user_id,
+                username: outcome.username.clone(),
+            };
+            self.sync_friends(&actor, provider, &profile, &token).await;
+        }
+        Ok(outcome)
+    }
+
+    async fn authenticate_profile(
+        &self,
+        credential: Credential,
+        username: Option<String>,
+        create: bool,
+        address: Option<IpAddr>,
+    ) -> Result<(AuthOutcome, Profile), CoreError> {
         let provider = credential.provider();
         self.configured(provider)?;
         required(&credential)?;
@@ -187,16 +235,43 @@ impl SocialSignIn {
             }
         };
         if let Some(outcome) = self.sign_in(provider, &profile).await? {
-            return Ok(outcome);
+            return Ok((outcome, profile));
         }
         if !create {
             return Err(CoreError::not_found("User account not found."));
         }
-        self.create(provider, profile, username).await
+        let outcome = self.create(provider, profile.clone(), username).await?;
+        Ok((outcome, profile))
     }
 
     /// Links a social identity to a user; AlreadyExists when another user has it.
     pub async fn link(&self, user_id: Uuid, credential: Credential) -> Result<(), CoreError> {
+        self.link_profile(user_id, credential).await.map(|_| ())
+    }
+
+    /// [`SocialSignIn::link`], then, when `sync` is set, the user's Facebook (an access token,
+    /// not a Limited Login token, as Nakama) or Steam friends are imported; a failed import is
+    /// logged and does not fail the link.
+    pub async fn link_and_sync(
+        &self,
+        actor: &Actor,
+        credential: Credential,
+        sync: bool,
+    ) -> Result<(), CoreError> {
+        let provider = credential.provider();
+        let token = credential_token(&credential);
+        let profile = self.link_profile(actor.id, credential).await?;
+        if sync {
+            self.sync_friends(actor, provider, &profile, &token).await;
+        }
+        Ok(())
+    }
+
+    async fn link_profile(
+        &self,
+        user_id: Uuid,
+        credential: Credential,
+    ) -> Result<Profile, CoreError> {
         let provider = credential.provider();
         if provider != Provider::FacebookInstantGame {
             self.configured(provider)?;
@@ -207,16 +282,16 @@ impl SocialSignIn {
             // Nakama fills the profile from Google only; it imports Apple's, Facebook's and
             // Google's email.
             display_name: if provider == Provider::Google {
-                profile.display_name
+                profile.display_name.clone()
             } else {
                 String::new()
             },
             avatar_url: if provider == Provider::Google {
-                profile.avatar_url
+                profile.avatar_url.clone()
             } else {
                 String::new()
             },
-            email: imported_email(provider, profile.email),
+            email: imported_email(provider, profile.email.clone()),
         };
         let messages = messages(provider);
         match self
@@ -230,7 +305,7 @@ impl SocialSignIn {
             )
             .await
         {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(profile),
             // Nakama answers AlreadyExists for an unknown user too (its update finds no row).
             Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
                 Err(CoreError::already_exists(messages.in_use))
@@ -387,6 +462,15 @@ impl SocialSignIn {
             }
         }
         Err(CoreError::already_exists("Username is already in use."))
+    }
+}
+
+/// The token a Facebook or Steam credential carries (friend import needs it); empty for the
+/// others.
+fn credential_token(credential: &Credential) -> String {
+    match credential {
+        Credential::Facebook { token } | Credential::Steam { token } => token.clone(),
+        _ => String::new(),
     }
 }
 

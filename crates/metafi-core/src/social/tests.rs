@@ -26,15 +26,15 @@ const CERT: &[u8] = include_bytes!("testdata/cert.der");
 const NOW_MS: i64 = 1_700_000_000_000;
 const NOW_S: i64 = NOW_MS / 1000;
 
-/// A fake provider: answers each path (query excluded) with a fixed status and body, and
-/// records every request line.
-struct Fake {
-    base: String,
-    hits: Arc<AtomicUsize>,
-    requests: Arc<parking_lot::Mutex<Vec<String>>>,
+/// A fake provider: answers each request target (path and query) or else path with a fixed
+/// status and body, and records every request line.
+pub(super) struct Fake {
+    pub(super) base: String,
+    pub(super) hits: Arc<AtomicUsize>,
+    pub(super) requests: Arc<parking_lot::Mutex<Vec<String>>>,
 }
 
-async fn fake(routes: Vec<(&'static str, u16, Vec<u8>)>) -> Fake {
+pub(super) async fn fake(routes: Vec<(&'static str, u16, Vec<u8>)>) -> Fake {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let routes: Arc<HashMap<&'static str, (u16, Vec<u8>)>> = Arc::new(
@@ -67,9 +67,10 @@ async fn fake(routes: Vec<(&'static str, u16, Vec<u8>)>) -> Fake {
                 let target = text.split(' ').nth(1).unwrap_or("").to_owned();
                 let path = target.split('?').next().unwrap_or("").to_owned();
                 hits.fetch_add(1, Ordering::SeqCst);
-                requests.lock().push(target);
+                requests.lock().push(target.clone());
                 let (status, body) = routes
-                    .get(path.as_str())
+                    .get(target.as_str())
+                    .or_else(|| routes.get(path.as_str()))
                     .cloned()
                     .unwrap_or((404, b"not found".to_vec()));
                 let head = format!(
@@ -88,7 +89,7 @@ async fn fake(routes: Vec<(&'static str, u16, Vec<u8>)>) -> Fake {
     }
 }
 
-fn config(base: &str) -> SocialConfig {
+pub(super) fn config(base: &str) -> SocialConfig {
     SocialConfig {
         apple_bundle_id: "com.example.game".into(),
         apple_keys_url: format!("{base}/apple/keys"),

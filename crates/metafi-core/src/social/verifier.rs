@@ -18,6 +18,10 @@ pub struct Profile {
     pub display_name: String,
     pub avatar_url: String,
     pub email: String,
+    /// The credential is a Facebook access token the Graph API accepted (not a Limited Login
+    /// id token): only such a token can list the user's friends (Nakama imports with it
+    /// only then when linking).
+    pub access_token: bool,
 }
 
 #[derive(Debug)]

@@ -1,5 +1,5 @@
-//! Purchases and subscriptions: `purchase_validate_{apple,google,huawei,facebook_instant}`
-//! (`purchase_validate_samsung` is bound but not served yet), `purchase_get_by_transaction_id`,
+//! Purchases and subscriptions:
+//! `purchase_validate_{apple,google,huawei,facebook_instant,samsung}`, `purchase_get_by_transaction_id`,
 //! `purchases_list`, `subscription_validate_{apple,google}`, `subscription_get_by_product_id`,
 //! `subscriptions_list`, over `metafi_core::Purchases` — the service `/v2/iap` uses.
 //!
@@ -12,7 +12,7 @@ use metafi_core::iap::{Page, ValidatedPurchase, ValidatedSubscription};
 use metafi_core::{CoreError, Purchases};
 use uuid::Uuid;
 
-use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue, Unserved};
+use super::{NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
 
 pub(super) const FUNCTIONS: &[NkFunction] = &[
@@ -36,14 +36,11 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "purchaseValidateFacebookInstant",
         validate_facebook_instant,
     ),
-    // Samsung's IAP server is not asked yet: the row stays bound so modules load.
-    NkFunction {
-        lua: Some("purchase_validate_samsung"),
-        js: Some("purchaseValidateSamsung"),
-        call: NkCall::Unserved(Unserved::Later {
-            feature: "Samsung purchase validation",
-        }),
-    },
+    row(
+        "purchase_validate_samsung",
+        "purchaseValidateSamsung",
+        validate_samsung,
+    ),
     row(
         "purchase_get_by_transaction_id",
         "purchaseGetByTransactionId",
@@ -324,6 +321,21 @@ fn validate_facebook_instant(nk: Nk, args: NkArgs) -> NkFuture {
             .validate_facebook_instant(user, &signed_request, persist)
             .await
             .map_err(|e| failed("error validating Facebook Instant receipt", e))?;
+        Ok(validation_value(&out))
+    })
+}
+
+/// `(user_id, purchase_id, persist = true)`: Samsung needs no credentials.
+fn validate_samsung(nk: Nk, args: NkArgs) -> NkFuture {
+    Box::pin(async move {
+        let purchases = nk.purchases("purchase_validate_samsung")?;
+        let user = user_id(&args)?;
+        let purchase_id = args.at(2).non_empty("expects purchaseId")?.to_owned();
+        let persist = persist(&args, 3)?;
+        let out = purchases
+            .validate_samsung(user, &purchase_id, persist)
+            .await
+            .map_err(|e| failed("error validating Samsung receipt", e))?;
         Ok(validation_value(&out))
     })
 }

@@ -5,9 +5,10 @@
 //! results as `authenticate_device`'s: Lua `user_id, username, created`, JavaScript
 //! `{userId, username, created}`.
 //!
-//! `import_friends` is accepted and not acted on: MetaFi does not import friends from
-//! providers.
+//! `import_friends` (default true, as Nakama) imports the user's Facebook or Steam friends
+//! after the sign-in or link; a failed import does not fail the call.
 
+use metafi_core::friends::Actor;
 use metafi_core::{Credential, GameCenterProof};
 use metafi_storage::Provider;
 use uuid::Uuid;
@@ -86,10 +87,11 @@ async fn sign_in(
     credential: Credential,
     username: Option<String>,
     create: bool,
+    import_friends: bool,
 ) -> Result<NkValue, NkError> {
     let social = nk.social_services(name)?;
     let outcome = social
-        .authenticate(credential, username, create, None)
+        .authenticate_and_sync(credential, username, create, None, import_friends)
         .await
         .map_err(|e| NkError::core("error authenticating", e))?;
     let user_id = NkValue::from(outcome.user_id.to_string());
@@ -128,7 +130,16 @@ fn authenticate_apple(nk: Nk, args: NkArgs) -> NkFuture {
         let create = create_arg(&args.at(3))?;
         let js = args.is_js();
         let credential = Credential::Apple { token };
-        sign_in(&nk, "authenticate_apple", js, credential, username, create).await
+        sign_in(
+            &nk,
+            "authenticate_apple",
+            js,
+            credential,
+            username,
+            create,
+            false,
+        )
+        .await
     })
 }
 
@@ -142,8 +153,10 @@ fn authenticate_facebook(nk: Nk, args: NkArgs) -> NkFuture {
             "expects access token string"
         };
         let token = args.at(1).non_empty(message)?.to_owned();
-        args.at(2)
-            .opt_bool("expects import friends to be a boolean")?;
+        let import_friends = args
+            .at(2)
+            .opt_bool("expects import friends to be a boolean")?
+            .unwrap_or(true);
         let username = username_arg(&args.at(3))?;
         let create = create_arg(&args.at(4))?;
         let credential = Credential::Facebook { token };
@@ -154,6 +167,7 @@ fn authenticate_facebook(nk: Nk, args: NkArgs) -> NkFuture {
             credential,
             username,
             create,
+            import_friends,
         )
         .await
     })
@@ -173,7 +187,7 @@ fn authenticate_instant_game(nk: Nk, args: NkArgs) -> NkFuture {
         };
         let js = args.is_js();
         let name = "authenticate_facebook_instant_game";
-        sign_in(&nk, name, js, credential, username, create).await
+        sign_in(&nk, name, js, credential, username, create, false).await
     })
 }
 
@@ -233,6 +247,7 @@ fn authenticate_game_center(nk: Nk, args: NkArgs) -> NkFuture {
             credential,
             username,
             create,
+            false,
         )
         .await
     })
@@ -246,7 +261,16 @@ fn authenticate_google(nk: Nk, args: NkArgs) -> NkFuture {
         let create = create_arg(&args.at(3))?;
         let js = args.is_js();
         let credential = Credential::Google { token };
-        sign_in(&nk, "authenticate_google", js, credential, username, create).await
+        sign_in(
+            &nk,
+            "authenticate_google",
+            js,
+            credential,
+            username,
+            create,
+            false,
+        )
+        .await
     })
 }
 
@@ -261,18 +285,45 @@ fn authenticate_steam(nk: Nk, args: NkArgs) -> NkFuture {
             "expects access token string"
         };
         let token = args.at(1).non_empty(message)?.to_owned();
-        args.at(2)
-            .opt_bool("expects import friends to be a boolean")?;
+        let import_friends = args
+            .at(2)
+            .opt_bool("expects import friends to be a boolean")?
+            .unwrap_or(true);
         let username = username_arg(&args.at(3))?;
         let create = create_arg(&args.at(4))?;
         let credential = Credential::Steam { token };
-        sign_in(&nk, "authenticate_steam", js, credential, username, create).await
+        sign_in(
+            &nk,
+            "authenticate_steam",
+            js,
+            credential,
+            username,
+            create,
+            import_friends,
+        )
+        .await
     })
 }
 
 async fn link(nk: &Nk, name: &str, user: Uuid, credential: Credential) -> Result<NkValue, NkError> {
     nk.social_services(name)?
         .link(user, credential)
+        .await
+        .map_err(|e| NkError::core("error linking", e))?;
+    Ok(NkValue::Nil)
+}
+
+/// A Facebook or Steam link that imports the provider's friends unless `import_friends` is
+/// false.
+async fn link_and_sync(
+    nk: &Nk,
+    name: &str,
+    actor: &Actor,
+    credential: Credential,
+    import_friends: bool,
+) -> Result<NkValue, NkError> {
+    nk.social_services(name)?
+        .link_and_sync(actor, credential, import_friends)
         .await
         .map_err(|e| NkError::core("error linking", e))?;
     Ok(NkValue::Nil)
@@ -344,11 +395,15 @@ fn link_apple(nk: Nk, args: NkArgs) -> NkFuture {
 fn link_facebook(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let user = user_id(&args)?;
-        args.at(2).non_empty("expects username string")?;
+        let username = args.at(2).non_empty("expects username string")?.to_owned();
         let token = token(&args, 3, "expects token string")?;
-        args.at(4)
-            .opt_bool("expects import friends to be a boolean")?;
-        link(&nk, "link_facebook", user, Credential::Facebook { token }).await
+        let import_friends = args
+            .at(4)
+            .opt_bool("expects import friends to be a boolean")?
+            .unwrap_or(true);
+        let actor = Actor { id: user, username };
+        let credential = Credential::Facebook { token };
+        link_and_sync(&nk, "link_facebook", &actor, credential, import_friends).await
     })
 }
 
@@ -386,11 +441,15 @@ fn link_google(nk: Nk, args: NkArgs) -> NkFuture {
 fn link_steam(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let user = user_id(&args)?;
-        args.at(2).non_empty("expects username string")?;
+        let username = args.at(2).non_empty("expects username string")?.to_owned();
         let token = token(&args, 3, "expects token string")?;
-        args.at(4)
-            .opt_bool("expects import friends to be a boolean")?;
-        link(&nk, "link_steam", user, Credential::Steam { token }).await
+        let import_friends = args
+            .at(4)
+            .opt_bool("expects import friends to be a boolean")?
+            .unwrap_or(true);
+        let actor = Actor { id: user, username };
+        let credential = Credential::Steam { token };
+        link_and_sync(&nk, "link_steam", &actor, credential, import_friends).await
     })
 }
 

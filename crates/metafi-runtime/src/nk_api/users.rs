@@ -75,8 +75,8 @@ fn user_ids(items: &[Arg<'_>], js: bool) -> Result<Vec<Uuid>, NkError> {
         .collect()
 }
 
-/// `(user_ids, facebook_ids)`: MetaFi links no Facebook accounts, so Facebook ids match
-/// nobody, but they are checked as Nakama checks them.
+/// `(user_ids, facebook_ids)`: the users with those ids and those linked to those Facebook
+/// ids, each once.
 fn users_get_id(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let js = args.is_js();
@@ -91,15 +91,17 @@ fn users_get_id(nk: Nk, args: NkArgs) -> NkFuture {
         } else {
             "each facebook id must be a string"
         };
+        let mut facebook_ids = Vec::new();
         for item in opt_list(&args.at(2), facebook_message)? {
-            item.non_empty(facebook_message)?;
+            facebook_ids.push(item.non_empty(facebook_message)?.to_owned());
         }
-        if ids.is_empty() {
+        if ids.is_empty() && facebook_ids.is_empty() {
             return Ok(NkValue::List(Vec::new()));
         }
         let services = nk.account_services("users_get_id")?;
         let lookup = UserLookup {
             ids: ids.iter().map(Uuid::to_string).collect(),
+            facebook_ids,
             ..UserLookup::default()
         };
         let users = services

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use metafi_core::iap::{AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig};
+use metafi_core::iap::{
+    AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
+};
 use serde::{Deserialize, Serialize};
 
 use super::check::Checker;
@@ -20,6 +22,7 @@ pub struct RawIap {
     pub google: RawIapGoogle,
     pub huawei: RawIapHuawei,
     pub facebook_instant: RawIapFacebookInstant,
+    pub samsung: RawIapSamsung,
 }
 
 /// `[iap.apple]`.
@@ -71,6 +74,26 @@ pub struct RawIapFacebookInstant {
     pub app_secret: String,
 }
 
+/// `[iap.samsung]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawIapSamsung {
+    /// The app's package name; when set, receipts for other packages are refused.
+    pub package_name: String,
+    /// Samsung's receipt API.
+    pub receipt_url: String,
+}
+
+impl Default for RawIapSamsung {
+    fn default() -> Self {
+        let d = IapConfig::default().samsung;
+        RawIapSamsung {
+            package_name: d.package_name,
+            receipt_url: d.receipt_url,
+        }
+    }
+}
+
 impl Default for RawIap {
     fn default() -> Self {
         let d = IapConfig::default();
@@ -81,6 +104,7 @@ impl Default for RawIap {
             google: RawIapGoogle::default(),
             huawei: RawIapHuawei::default(),
             facebook_instant: RawIapFacebookInstant::default(),
+            samsung: RawIapSamsung::default(),
         }
     }
 }
@@ -142,6 +166,7 @@ pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
             &raw.huawei.orders_url_apptouch,
         ),
         ("iap.huawei.orders_url", &raw.huawei.orders_url),
+        ("iap.samsung.receipt_url", &raw.samsung.receipt_url),
     ] {
         if !(url.starts_with("https://") || url.starts_with("http://")) {
             check.problem(format!("{key}: must be an http:// or https:// URL"));
@@ -169,6 +194,10 @@ pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
         },
         facebook_instant: FacebookInstantConfig {
             app_secret: raw.facebook_instant.app_secret.clone(),
+        },
+        samsung: SamsungConfig {
+            package_name: raw.samsung.package_name.clone(),
+            receipt_url: raw.samsung.receipt_url.clone(),
         },
         timeout: Duration::from_millis(
             u64::try_from(check.range("iap.timeout_ms", raw.timeout_ms, 1, 600_000)).unwrap_or(1),

@@ -641,6 +641,7 @@ impl Default for RawSocial {
             },
             facebook: RawSocialFacebook {
                 graph_url: core.facebook_graph_url,
+                friends_url: core.facebook_friends_url,
             },
             facebook_limited_login: RawSocialFacebookLimitedLogin {
                 app_id: String::new(),
@@ -651,6 +652,7 @@ impl Default for RawSocial {
                 publisher_key: String::new(),
                 app_id: 0,
                 auth_url: core.steam_auth_url,
+                friends_url: core.steam_friends_url,
             },
             game_center: RawSocialGameCenter::default(),
         }
@@ -683,6 +685,8 @@ pub struct RawSocialGoogle {
 pub struct RawSocialFacebook {
     /// The Graph API `me` endpoint.
     pub graph_url: String,
+    /// The Graph API `me/friends` endpoint (friend import).
+    pub friends_url: String,
 }
 
 /// `[social.facebook_limited_login]`.
@@ -713,6 +717,8 @@ pub struct RawSocialSteam {
     pub app_id: i64,
     /// Steam's `AuthenticateUserTicket` endpoint.
     pub auth_url: String,
+    /// Steam's `GetFriendList` endpoint (friend import).
+    pub friends_url: String,
 }
 
 /// `[social.game_center]`.

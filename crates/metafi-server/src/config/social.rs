@@ -27,6 +27,8 @@ pub(super) fn validate(s: &RawSocial, check: &mut Checker) -> SocialConfig {
     );
     let facebook_graph_url = url("social.facebook.graph_url", &s.facebook.graph_url);
     let steam_auth_url = url("social.steam.auth_url", &s.steam.auth_url);
+    let facebook_friends_url = url("social.facebook.friends_url", &s.facebook.friends_url);
+    let steam_friends_url = url("social.steam.friends_url", &s.steam.friends_url);
     SocialConfig {
         apple_bundle_id: s.apple.bundle_id.clone(),
         apple_keys_url,
@@ -35,6 +37,7 @@ pub(super) fn validate(s: &RawSocial, check: &mut Checker) -> SocialConfig {
         facebook_limited_login_app_id: s.facebook_limited_login.app_id.clone(),
         facebook_limited_keys_url,
         facebook_graph_url,
+        facebook_friends_url,
         facebook_instant_game_app_secret: s.facebook_instant_game.app_secret.clone(),
         steam_publisher_key: s.steam.publisher_key.clone(),
         steam_app_id: check.count_u32(
@@ -44,6 +47,7 @@ pub(super) fn validate(s: &RawSocial, check: &mut Checker) -> SocialConfig {
             i64::from(u32::MAX),
         ),
         steam_auth_url,
+        steam_friends_url,
         game_center_extra_key_url_prefixes: s.game_center.extra_public_key_url_prefixes.clone(),
         timeout: check.millis("social.timeout_ms", s.timeout_ms, 1, 60_000),
         max_response_bytes: check.count(

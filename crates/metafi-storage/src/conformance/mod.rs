@@ -18,6 +18,7 @@ pub mod bench;
 mod durability;
 mod friend;
 mod friend_metadata;
+mod friend_import;
 mod group;
 mod identity;
 mod leaderboard;
@@ -42,6 +43,7 @@ pub use account_delete::*;
 pub use durability::*;
 pub use friend::*;
 pub use friend_metadata::*;
+pub use friend_import::*;
 pub use group::*;
 pub use identity::*;
 pub use leaderboard::*;
@@ -194,6 +196,14 @@ macro_rules! conformance_tests {
             social_concurrent_creates_same_id_one_wins,
             account_deletion_removes_leaderboard_records,
             friend_metadata_update_replaces_one_edge,
+        );
+        // Social ids looked up, friends imported from a provider.
+        $crate::conformance_tests!(@cases $fixture;
+            social_users_found_by_facebook_id,
+            friend_import_befriends_linked_users_and_accepts_invites,
+            friend_import_reset_keeps_blocks,
+            friend_import_respects_the_edge_limit,
+            friend_import_concurrent_mutual_imports_end_as_friends,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {

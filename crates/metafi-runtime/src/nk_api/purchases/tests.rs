@@ -301,3 +301,93 @@ async fn arguments_and_configuration_are_checked_as_nakama() {
         )
     );
 }
+
+/// A Samsung receipt API on 127.0.0.1 that answers every request with `receipt`.
+async fn samsung_fake(receipt: &'static str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{receipt}",
+                    receipt.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    base
+}
+
+#[tokio::test]
+async fn samsung_is_validated_in_both_languages_with_nakamas_arguments() {
+    let base = samsung_fake(
+        r#"{"status":"success","mode":"TEST","itemId":"coins","purchaseDate":"2023-11-14 22:13:20"}"#,
+    )
+    .await;
+    let mut iap = IapConfig::default();
+    iap.samsung.receipt_url = format!("{base}/iap/v6/receipt");
+    let r = rig(iap).await;
+    let out = on(
+        &r.nk,
+        Naming::Snake,
+        "purchase_validate_samsung",
+        vec![r.user.to_string().into(), "sp-1".into()],
+    )
+    .await
+    .expect("valid");
+    let p = first(field(&out, "validated_purchases", Naming::Snake));
+    assert_eq!(
+        field(p, "product_id", Naming::Snake),
+        &NkValue::from("coins")
+    );
+    assert_eq!(
+        field(p, "store", Naming::Snake),
+        &NkValue::from("SAMSUNG_GALAXY_STORE")
+    );
+    assert_eq!(
+        field(p, "environment", Naming::Snake),
+        &NkValue::from("SANDBOX")
+    );
+    assert_eq!(
+        field(p, "purchase_time", Naming::Snake),
+        &NkValue::from(1_700_000_000i64)
+    );
+    let again = on(
+        &r.nk,
+        Naming::Camel,
+        "purchaseValidateSamsung",
+        vec![r.user.to_string().into(), "sp-1".into(), false.into()],
+    )
+    .await
+    .expect("valid");
+    let p = first(field(&again, "validated_purchases", Naming::Camel));
+    assert_eq!(
+        field(p, "transaction_id", Naming::Camel),
+        &NkValue::from("sp-1")
+    );
+    let err = on(
+        &r.nk,
+        Naming::Snake,
+        "purchase_validate_samsung",
+        vec![r.user.to_string().into(), "".into()],
+    )
+    .await
+    .expect_err("empty purchase id");
+    assert_eq!(
+        err.lua_message("purchase_validate_samsung"),
+        "bad argument #2 to purchase_validate_samsung (expects purchaseId)"
+    );
+}
