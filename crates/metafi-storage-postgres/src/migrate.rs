@@ -57,6 +57,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "purchase",
         sql: include_str!("../migrations/0010_purchase.sql"),
     },
+    Migration {
+        version: 11,
+        name: "tournament",
+        sql: include_str!("../migrations/0011_tournament.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).
