@@ -53,8 +53,12 @@ async fn size(store: &dyn Storage, id: &str) -> i32 {
 }
 
 async fn join(store: &dyn Storage, id: &str, owner: Uuid) -> JoinOutcome {
+    join_with_limit(store, id, owner, 2).await
+}
+
+async fn join_with_limit(store: &dyn Storage, id: &str, owner: Uuid, max: i32) -> JoinOutcome {
     store
-        .join_tournament(id, EXPIRY, owner, Some("u".into()), 2, true, NOW)
+        .join_tournament(id, EXPIRY, owner, Some("u".into()), max, true, NOW)
         .await
         .expect("join")
 }
@@ -162,7 +166,9 @@ pub async fn tournament_writes_count_attempts(f: &dyn Fixture) {
     );
     assert_eq!(size(&*store, "t").await, 1);
     // Scores below zero are refused as on leaderboards.
-    let mut negative = submit("t", a, -1, false, 2);
+    tournament(&*store, "n", 0, 0).await;
+    let mut negative = submit("n", a, -1, false, 0);
+    negative.has_max_size = false;
     negative.write.operator = Operator::Set;
     assert!(matches!(
         store.write_tournament_record(negative).await,
@@ -181,7 +187,10 @@ pub async fn tournament_join_required_writes(f: &dyn Fixture) {
             .expect("write"),
         Err(TournamentRefusal::JoinRequired)
     );
-    assert_eq!(join(&*store, "j", a).await, JoinOutcome::Joined);
+    assert_eq!(
+        join_with_limit(&*store, "j", a, 1).await,
+        JoinOutcome::Joined
+    );
     let written = store
         .write_tournament_record(submit("j", a, 5, true, 1))
         .await
