@@ -6,10 +6,14 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use axum::http::{Method, StatusCode};
+use metafi_core::hooks::HookFuture;
 use metafi_core::leaderboards::NewTournament;
+use metafi_core::{CoreError, Hook, Hooks, RpcContext};
 use metafi_storage::{Operator, SortOrder};
-use serde_json::json;
+use serde_json::{Value, json};
 use support::{Api, assert_error};
 
 fn now() -> i64 {
@@ -449,5 +453,71 @@ async fn joins_are_required_and_limited_by_the_max_size() {
         404,
         5,
         "Tournament not found.",
+    );
+}
+
+/// Doubles every tournament score written (`WriteTournamentRecord` before hook) and drops
+/// every join (`JoinTournament`).
+#[derive(Debug)]
+struct TournamentHooks;
+
+impl Hooks for TournamentHooks {
+    fn has_before(&self, hook: Hook) -> bool {
+        matches!(hook, Hook::WriteTournamentRecord | Hook::JoinTournament)
+    }
+
+    fn has_after(&self, _hook: Hook) -> bool {
+        false
+    }
+
+    fn before(
+        &self,
+        hook: Hook,
+        _ctx: RpcContext,
+        input: Option<Value>,
+    ) -> HookFuture<'_, Result<Option<Value>, CoreError>> {
+        Box::pin(async move {
+            Ok(match hook {
+                Hook::WriteTournamentRecord => input.map(|mut request| {
+                    request["record"]["score"] = json!(84);
+                    request
+                }),
+                _ => None,
+            })
+        })
+    }
+
+    fn after(
+        &self,
+        _hook: Hook,
+        _ctx: RpcContext,
+        _output: Option<Value>,
+        _input: Option<Value>,
+    ) -> HookFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn before_hooks_change_or_drop_tournament_calls() {
+    let api = Api::with_hooks(Arc::new(TournamentHooks)).await;
+    create(&api, tournament("hooked")).await;
+    let ada = api.sign_up("&username=ada").await;
+    let (status, record) = api
+        .as_user(
+            &ada,
+            Method::POST,
+            "/v2/tournament/hooked",
+            Some(json!({"score": "42"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    assert_eq!(record["score"], "84");
+    assert_error(
+        &api.as_user(&ada, Method::POST, "/v2/tournament/hooked/join", None)
+            .await,
+        404,
+        5,
+        "Requested resource was not found.",
     );
 }

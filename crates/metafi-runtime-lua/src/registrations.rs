@@ -50,21 +50,15 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
         })?;
         nk.raw_set(name, function)?;
     }
-    for (name, feature) in [("register_storage_index_filter", "storage index filters")] {
-        let function = lua.create_function(move |lua, args: mlua::MultiValue| {
-            // `register_storage_index_filter(name, fn)` takes the function second.
-            let position = if name == "register_storage_index_filter" {
-                2
-            } else {
-                1
-            };
-            if !matches!(args.get(position - 1), Some(Value::Function(_))) {
-                return Err(arg_error(position, name, "function expected"));
-            }
-            unserved(lua, name, feature)
-        })?;
-        nk.raw_set(name, function)?;
-    }
+    // `register_storage_index_filter(name, fn)` takes the function second.
+    let name = "register_storage_index_filter";
+    let function = lua.create_function(move |lua, args: mlua::MultiValue| {
+        if !matches!(args.get(1), Some(Value::Function(_))) {
+            return Err(arg_error(2, name, "function expected"));
+        }
+        unserved(lua, name, "storage index filters")
+    })?;
+    nk.raw_set(name, function)?;
     nk.raw_set(
         "register_storage_index",
         lua.create_function(|lua, args: mlua::MultiValue| {

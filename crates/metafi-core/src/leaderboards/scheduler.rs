@@ -136,10 +136,10 @@ impl Leaderboards {
                 return;
             }
         };
-        if event == TournamentEvent::Reset {
-            if let Err(error) = self.store.reset_tournament_size(&board.row.id).await {
-                tracing::error!(%error, tournament = %board.row.id, "could not reset a tournament's size");
-            }
+        if event == TournamentEvent::Reset
+            && let Err(error) = self.store.reset_tournament_size(&board.row.id).await
+        {
+            tracing::error!(%error, tournament = %board.row.id, "could not reset a tournament's size");
         }
         let Some(listener) = listener else {
             return;
