@@ -137,6 +137,12 @@ hooks! {
     DeleteLeaderboardRecord Api "DeleteLeaderboardRecord" true;
     ListLeaderboardRecords Api "ListLeaderboardRecords" true;
     ListLeaderboardRecordsAroundOwner Api "ListLeaderboardRecordsAroundOwner" true;
+    DeleteTournamentRecord Api "DeleteTournamentRecord" true;
+    ListTournaments Api "ListTournaments" true;
+    ListTournamentRecords Api "ListTournamentRecords" true;
+    WriteTournamentRecord Api "WriteTournamentRecord" true;
+    JoinTournament Api "JoinTournament" true;
+    ListTournamentRecordsAroundOwner Api "ListTournamentRecordsAroundOwner" true;
     ValidatePurchaseApple Api "ValidatePurchaseApple" true;
     ValidatePurchaseGoogle Api "ValidatePurchaseGoogle" true;
     ValidatePurchaseHuawei Api "ValidatePurchaseHuawei" true;
@@ -465,7 +471,11 @@ mod tests {
             Hook::find(HookKind::Api, "listfriends"),
             Some(Hook::ListFriends)
         );
-        assert_eq!(Hook::find(HookKind::Api, "WriteTournamentRecord"), None);
+        assert_eq!(
+            Hook::find(HookKind::Api, "WriteTournamentRecord"),
+            Some(Hook::WriteTournamentRecord)
+        );
+        assert_eq!(Hook::find(HookKind::Api, "ChannelJoin"), None);
     }
 
     #[test]

@@ -37,12 +37,8 @@ const NATIVE_REGISTRATIONS: &[&str] = &[
 
 /// Registrations that are accepted but whose feature is not served yet (a warning at start).
 const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
-    ("register_tournament_end", "tournaments"),
-    ("register_tournament_reset", "tournaments"),
     ("register_storage_index", "storage indexes"),
     ("register_storage_index_filter", "storage indexes"),
-    ("registerTournamentEnd", "tournaments"),
-    ("registerTournamentReset", "tournaments"),
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
     (

@@ -1,8 +1,9 @@
 //! The hook registrations of the `initializer`: `registerBefore<Name>` and
 //! `registerAfter<Name>` for every API call Nakama names, `registerRtBefore(name, fn)`,
-//! `registerRtAfter(name, fn)`, `registerShutdown(fn)` and `registerLeaderboardReset(fn)`,
+//! `registerRtAfter(name, fn)`, `registerShutdown(fn)`, `registerLeaderboardReset(fn)` and
+//! `registerTournamentEnd/Reset(fn)`,
 //! with the argument errors of Nakama's `runtime_javascript_init.go`; and the registrations of
-//! features MetaFi does not serve yet (tournament resets, storage indexes, purchase
+//! features MetaFi does not serve yet (storage indexes, purchase
 //! notifications),
 //! which load fine and are reported once at start.
 //!
@@ -15,7 +16,8 @@
 use metafi_core::HookKind;
 use metafi_core::hooks::NAKAMA_API_HOOKS;
 use metafi_runtime::hooks::{
-    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, hook_key, warn_unserved_once,
+    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY,
+    hook_key, warn_unserved_once,
 };
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
@@ -29,12 +31,11 @@ use std::rc::Rc;
 const BEFORE: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var out = function (r) { return r == null ? '' : JSON.stringify(r); }; var r = fn(ctx, logger, nk, JSON.parse(payload)); return r instanceof Promise ? r.then(out) : out(r); }; })";
 const AFTER: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 const SHUTDOWN: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var r = fn(ctx, logger, nk); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
+const TOURNAMENT_CALLBACK: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var all = JSON.parse(payload); var r = fn(ctx, logger, nk, all[0], all[1], all[2]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 
 /// Registrations of features other issues build: accepted, reported once, never called.
 const UNSERVED: &[(&str, &str)] = &[
-    ("registerTournamentEnd", "tournament ends"),
-    ("registerTournamentReset", "tournament resets"),
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage index filters"),
     (
@@ -135,6 +136,24 @@ pub(crate) fn install<'js>(
     })?
     .with_name("registerLeaderboardReset")?;
     initializer.set("registerLeaderboardReset", register)?;
+    for (name, key) in [
+        ("registerTournamentEnd", TOURNAMENT_END_KEY),
+        ("registerTournamentReset", TOURNAMENT_RESET_KEY),
+    ] {
+        let on = shared.clone();
+        let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+            let f = convert::arg(&args.0, 0)
+                .and_then(|f| f.as_function())
+                .ok_or_else(|| Exception::throw_type(&ctx, "expects a function"))?
+                .clone();
+            let module = loading_module(&ctx, &on, name)?;
+            let wrap: Function<'js> = ctx.eval(TOURNAMENT_CALLBACK)?;
+            let wrapped: Function<'js> = wrap.call((f,))?;
+            store(&ctx, &on, key.to_owned(), wrapped, module)
+        })?
+        .with_name(name)?;
+        initializer.set(name, register)?;
+    }
     for (function, feature) in UNSERVED {
         let on = shared.clone();
         let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {

@@ -358,6 +358,6 @@ async fn table_functions_throw_nakamas_errors_unserved_ones_fail_only_when_calle
     let message = assert_code(h.call("unserved", "").await, Code::Internal);
     assert_eq!(
         message,
-        "nk.tournamentCreate is not available yet: this server does not serve tournaments yet"
+        "nk.storageIndexList is not available yet: this server does not serve storage indexes yet"
     );
 }

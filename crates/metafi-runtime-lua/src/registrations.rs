@@ -1,8 +1,8 @@
 //! The `nakama` module's hook registrations: `register_req_before`, `register_req_after`,
-//! `register_rt_before`, `register_rt_after`, `register_shutdown` and
-//! `register_leaderboard_reset`, with Nakama's argument errors, and the registrations of
-//! features MetaFi does not serve yet (tournament ends and resets, storage indexes), which load
-//! fine and are reported once at start.
+//! `register_rt_before`, `register_rt_after`, `register_shutdown`,
+//! `register_leaderboard_reset`, `register_tournament_end` and `register_tournament_reset`,
+//! with Nakama's argument errors, and the registrations of features MetaFi does not serve yet
+//! (storage index filters), which load fine and are reported once at start.
 //!
 //! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
 //! request as JSON; a small Lua wrapper decodes it into a table, calls the module's function
@@ -11,7 +11,8 @@
 
 use metafi_core::HookKind;
 use metafi_runtime::hooks::{
-    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, hook_key, warn_unserved_once,
+    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY,
+    hook_key, warn_unserved_once,
 };
 use metafi_runtime::nk_api::Naming;
 use mlua::{Function, Lua, Table, Value};
@@ -40,25 +41,24 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
         "register_leaderboard_reset",
         lua.create_function(|lua, function: Value| register_leaderboard_reset(lua, function))?,
     )?;
-    for (name, feature) in [
-        ("register_tournament_end", "tournament ends"),
-        ("register_tournament_reset", "tournament resets"),
-        ("register_storage_index_filter", "storage index filters"),
+    for (name, key) in [
+        ("register_tournament_end", TOURNAMENT_END_KEY),
+        ("register_tournament_reset", TOURNAMENT_RESET_KEY),
     ] {
-        let function = lua.create_function(move |lua, args: mlua::MultiValue| {
-            // `register_storage_index_filter(name, fn)` takes the function second.
-            let position = if name == "register_storage_index_filter" {
-                2
-            } else {
-                1
-            };
-            if !matches!(args.get(position - 1), Some(Value::Function(_))) {
-                return Err(arg_error(position, name, "function expected"));
-            }
-            unserved(lua, name, feature)
+        let function = lua.create_function(move |lua, function: Value| {
+            register_tournament_function(lua, name, key, function)
         })?;
         nk.raw_set(name, function)?;
     }
+    // `register_storage_index_filter(name, fn)` takes the function second.
+    let name = "register_storage_index_filter";
+    let function = lua.create_function(move |lua, args: mlua::MultiValue| {
+        if !matches!(args.get(1), Some(Value::Function(_))) {
+            return Err(arg_error(2, name, "function expected"));
+        }
+        unserved(lua, name, "storage index filters")
+    })?;
+    nk.raw_set(name, function)?;
     nk.raw_set(
         "register_storage_index",
         lua.create_function(|lua, args: mlua::MultiValue| {
@@ -175,6 +175,38 @@ fn register_leaderboard_reset(lua: &Lua, function: Value) -> mlua::Result<()> {
         .borrow_mut()
         .rpcs
         .insert(LEADERBOARD_RESET_KEY.to_owned(), (wrapper, module));
+    Ok(())
+}
+
+/// `register_tournament_end(fn)` / `register_tournament_reset(fn)`: `fn(context, tournament,
+/// end, reset)` when a tournament's active window / period ends; the host passes
+/// `[tournament, end, reset]` as JSON.
+fn register_tournament_function(
+    lua: &Lua,
+    name: &'static str,
+    key: &'static str,
+    function: Value,
+) -> mlua::Result<()> {
+    let Value::Function(function) = function else {
+        return Err(arg_error(1, name, "function expected"));
+    };
+    let module = loading_module(lua, name)?;
+    let decode = lua.create_function(|lua, text: mlua::LuaString| {
+        let json: serde_json::Value =
+            serde_json::from_str(&text.to_string_lossy()).map_err(|e| {
+                mlua::Error::runtime(format!("failed to decode the tournament payload: {e}"))
+            })?;
+        convert::from_json(lua, &json)
+    })?;
+    let wrapper: Function = lua
+        .load("local decode, fn = ...\nreturn function(ctx, payload)\n  local all = decode(payload)\n  fn(ctx, all[1], all[2], all[3])\n  return ''\nend")
+        .set_name("=metafi-tournament-callback")
+        .call((decode, function))?;
+    shared(lua)?
+        .registry
+        .borrow_mut()
+        .rpcs
+        .insert(key.to_owned(), (wrapper, module));
     Ok(())
 }
 

@@ -25,6 +25,10 @@ pub enum ExecutionMode {
     Shutdown,
     /// The leaderboard reset function (`register_leaderboard_reset`), when a period ends.
     LeaderboardReset,
+    /// The tournament end function (`register_tournament_end`), when an active window ends.
+    TournamentEnd,
+    /// The tournament reset function (`register_tournament_reset`), when a period ends.
+    TournamentReset,
     /// An event processor (`register_event`).
     Event,
 }
@@ -42,6 +46,8 @@ impl ExecutionMode {
             ExecutionMode::After => "after",
             ExecutionMode::Shutdown => "shutdown",
             ExecutionMode::LeaderboardReset => "leaderboard_reset",
+            ExecutionMode::TournamentEnd => "tournament_end",
+            ExecutionMode::TournamentReset => "tournament_reset",
             ExecutionMode::Event => "event",
         }
     }

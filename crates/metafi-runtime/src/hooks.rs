@@ -35,6 +35,14 @@ pub const SHUTDOWN_KEY: &str = "\u{1}shutdown";
 /// payload is `[leaderboard, reset]` as JSON, the leaderboard in the engine's naming.
 pub const LEADERBOARD_RESET_KEY: &str = "\u{1}leaderboardreset";
 
+/// The reserved id of the tournament end function (`register_tournament_end`). Its payload is
+/// `[tournament, end, reset]` as JSON, the tournament in the engine's naming.
+pub const TOURNAMENT_END_KEY: &str = "\u{1}tournamentend";
+
+/// The reserved id of the tournament reset function (`register_tournament_reset`), with the
+/// payload of [`TOURNAMENT_END_KEY`].
+pub const TOURNAMENT_RESET_KEY: &str = "\u{1}tournamentreset";
+
 /// Before or after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookMode {
@@ -140,6 +148,8 @@ pub(crate) struct HookRegistry {
     after: HookTable<Registered>,
     shutdown: Option<Registered>,
     leaderboard_reset: Option<Registered>,
+    tournament_end: Option<Registered>,
+    tournament_reset: Option<Registered>,
     /// Hook names registered that MetaFi does not serve, reported once each.
     unserved: HashSet<String>,
 }
@@ -205,6 +215,18 @@ impl HookRegistry {
         }
     }
 
+    pub(crate) fn add_tournament_end(&mut self, hook: Registered) {
+        if self.tournament_end.is_none() {
+            self.tournament_end = Some(hook);
+        }
+    }
+
+    pub(crate) fn add_tournament_reset(&mut self, hook: Registered) {
+        if self.tournament_reset.is_none() {
+            self.tournament_reset = Some(hook);
+        }
+    }
+
     pub(crate) fn finish(
         self,
         nk: Nk,
@@ -222,6 +244,8 @@ impl HookRegistry {
             after: self.after,
             shutdown: self.shutdown,
             leaderboard_reset: self.leaderboard_reset,
+            tournament_end: self.tournament_end,
+            tournament_reset: self.tournament_reset,
             nk,
             ctx,
             call_timeout,
@@ -237,6 +261,9 @@ pub struct RuntimeHooks {
     shutdown: Option<Registered>,
     /// The leaderboard reset function, if a module registered one.
     leaderboard_reset: Option<Registered>,
+    /// The tournament end and reset functions, if modules registered them.
+    tournament_end: Option<Registered>,
+    tournament_reset: Option<Registered>,
     nk: Nk,
     /// Node, version and env, copied into each call's context.
     ctx: Arc<CallContext>,
@@ -326,6 +353,71 @@ impl RuntimeHooks {
     /// Whether a module registered a leaderboard reset function.
     pub fn has_leaderboard_reset(&self) -> bool {
         self.leaderboard_reset.is_some()
+    }
+
+    /// Whether a module registered a leaderboard reset, tournament end or tournament reset
+    /// function (the scheduler then has someone to call).
+    pub fn has_scheduled_functions(&self) -> bool {
+        self.leaderboard_reset.is_some()
+            || self.tournament_end.is_some()
+            || self.tournament_reset.is_some()
+    }
+
+    /// Runs the tournament end (`reset: false`) or reset function, if any, with the
+    /// tournament, its `end_active` and `next_reset`, within the call timeout. Failures are
+    /// logged, as Nakama does.
+    pub async fn tournament_event(
+        &self,
+        tournament: &metafi_core::leaderboards::TournamentView,
+        end: i64,
+        next_reset: i64,
+        reset: bool,
+    ) {
+        let (hook, mode, name) = if reset {
+            (
+                &self.tournament_reset,
+                ExecutionMode::TournamentReset,
+                "tournament_reset",
+            )
+        } else {
+            (
+                &self.tournament_end,
+                ExecutionMode::TournamentEnd,
+                "tournament_end",
+            )
+        };
+        let Some(hook) = hook else {
+            return;
+        };
+        let HookTarget::Pool { pool, key } = &hook.target else {
+            return;
+        };
+        let payload = Json::Array(vec![
+            tournament_view(tournament, hook.runtime == "js"),
+            Json::from(end),
+            Json::from(next_reset),
+        ])
+        .to_string();
+        let ctx = self.context(mode, RpcContext::default());
+        let started = Instant::now();
+        let outcome =
+            tokio::time::timeout(self.call_timeout, pool.call(key.clone(), ctx, payload)).await;
+        let error = match outcome {
+            Ok(Ok(Ok(_))) => None,
+            Ok(Ok(Err(e))) => Some(format!("{e:?}")),
+            Ok(Err(e)) => Some(format!("{e:?}")),
+            Err(_) => Some("did not finish within the call timeout".to_owned()),
+        };
+        record(
+            hook.runtime,
+            name,
+            name,
+            started,
+            if error.is_none() { "ok" } else { "failed" },
+        );
+        if let Some(error) = error {
+            tracing::warn!(runtime = hook.runtime, module = %hook.module, tournament = %tournament.board.row.id, %error, "failed to invoke a tournament callback ({name})");
+        }
     }
 
     /// Runs the leaderboard reset function, if any, for `board` whose period ended at
@@ -582,10 +674,110 @@ fn reset_board_view(board: &metafi_core::leaderboards::Board, reset: i64, js: bo
     Json::Object(map)
 }
 
+/// The tournament an end or reset function sees, as Nakama's runtimes build it: Lua with
+/// `sort_order` as a string and `nil` resets and end time, JavaScript in camelCase with the
+/// resets left out when 0; neither has `authoritative` or `join_required`.
+fn tournament_view(view: &metafi_core::leaderboards::TournamentView, js: bool) -> Json {
+    use metafi_storage::Operator;
+    let row = &view.board.row;
+    let metadata: Json =
+        serde_json::from_str(&row.metadata).unwrap_or_else(|_| Json::Object(Map::new()));
+    let operator = match row.operator {
+        Operator::Best => "best",
+        Operator::Set => "set",
+        Operator::Increment => "increment",
+        Operator::Decrement => "decrement",
+    };
+    let unsigned = |v: i64| u32::try_from(v).unwrap_or(0);
+    let name = |snake: &'static str, camel: &'static str| if js { camel } else { snake };
+    let order = row.sort_order.code();
+    let mut map = Map::new();
+    map.insert("id".into(), Json::from(row.id.as_str()));
+    map.insert("title".into(), Json::from(row.title.as_str()));
+    map.insert("description".into(), Json::from(row.description.as_str()));
+    map.insert("category".into(), Json::from(row.category));
+    map.insert(
+        name("sort_order", "sortOrder").into(),
+        if js {
+            Json::from(order)
+        } else {
+            Json::from(order.to_string())
+        },
+    );
+    map.insert("size".into(), Json::from(view.size));
+    map.insert(name("max_size", "maxSize").into(), Json::from(row.max_size));
+    map.insert(
+        name("max_num_score", "maxNumScore").into(),
+        Json::from(row.max_num_score),
+    );
+    map.insert("duration".into(), Json::from(row.duration));
+    map.insert(
+        name("start_active", "startActive").into(),
+        Json::from(unsigned(view.start_active)),
+    );
+    map.insert(
+        name("end_active", "endActive").into(),
+        Json::from(unsigned(view.end_active)),
+    );
+    map.insert(
+        name("can_enter", "canEnter").into(),
+        Json::from(view.can_enter),
+    );
+    if view.next_reset != 0 {
+        map.insert(
+            name("next_reset", "nextReset").into(),
+            Json::from(unsigned(view.next_reset)),
+        );
+    }
+    if view.prev_reset != 0 {
+        map.insert(
+            name("prev_reset", "prevReset").into(),
+            Json::from(unsigned(view.prev_reset)),
+        );
+    }
+    map.insert("metadata".into(), metadata);
+    map.insert(
+        name("create_time", "createTime").into(),
+        Json::from(row.create_time_ms.div_euclid(1000)),
+    );
+    map.insert(
+        name("start_time", "startTime").into(),
+        Json::from(row.start_time),
+    );
+    map.insert(
+        name("end_time", "endTime").into(),
+        if row.end_time > 0 {
+            Json::from(row.end_time)
+        } else {
+            Json::Null
+        },
+    );
+    map.insert("operator".into(), Json::from(operator));
+    Json::Object(map)
+}
+
 #[async_trait::async_trait]
 impl metafi_core::leaderboards::ResetListener for RuntimeHooks {
     async fn leaderboard_reset(&self, board: Arc<metafi_core::leaderboards::Board>, reset: i64) {
         RuntimeHooks::leaderboard_reset(self, &board, reset).await;
+    }
+
+    async fn tournament_end(
+        &self,
+        tournament: metafi_core::leaderboards::TournamentView,
+        end: i64,
+        reset: i64,
+    ) {
+        self.tournament_event(&tournament, end, reset, false).await;
+    }
+
+    async fn tournament_reset(
+        &self,
+        tournament: metafi_core::leaderboards::TournamentView,
+        end: i64,
+        reset: i64,
+    ) {
+        self.tournament_event(&tournament, end, reset, true).await;
     }
 }
 

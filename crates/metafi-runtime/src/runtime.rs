@@ -18,7 +18,7 @@ use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::hooks::{
     HOOK_KEY_PREFIX, HookRegistry, HookTarget, LEADERBOARD_RESET_KEY, Registered as RegisteredHook,
-    RuntimeHooks, SHUTDOWN_KEY, parse_hook_key,
+    RuntimeHooks, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, parse_hook_key,
 };
 use crate::host::{EngineFactory, VmLimits, VmSetup};
 use crate::log_limit::LogLimit;
@@ -271,6 +271,10 @@ impl RuntimeBuilder {
                         hooks.add_shutdown(hook);
                     } else if registered.id == LEADERBOARD_RESET_KEY {
                         hooks.add_leaderboard_reset(hook);
+                    } else if registered.id == TOURNAMENT_END_KEY {
+                        hooks.add_tournament_end(hook);
+                    } else if registered.id == TOURNAMENT_RESET_KEY {
+                        hooks.add_tournament_reset(hook);
                     } else if let Some((mode, kind, name)) = parse_hook_key(&registered.id) {
                         hooks.add(mode, kind, name, hook);
                     }
@@ -415,12 +419,12 @@ impl Runtime {
         self.hooks.clone()
     }
 
-    /// The modules' leaderboard reset function, for the reset scheduler; `None` when no
-    /// module registered one.
+    /// The modules' leaderboard reset and tournament end/reset functions, for the
+    /// scheduler; `None` when no module registered any.
     pub fn leaderboard_reset_listener(
         &self,
     ) -> Option<Arc<dyn metafi_core::leaderboards::ResetListener>> {
-        if self.hooks.has_leaderboard_reset() {
+        if self.hooks.has_scheduled_functions() {
             Some(self.hooks.clone())
         } else {
             None

@@ -304,7 +304,7 @@ fn check_board(board: &Leaderboard) -> Result<(), StorageError> {
     text::refuse_nul("title", &board.title)
 }
 
-fn check_write(write: &RecordWrite) -> Result<(), StorageError> {
+pub(crate) fn check_write(write: &RecordWrite) -> Result<(), StorageError> {
     text::refuse_nul("leaderboard id", &write.leaderboard_id)?;
     if let Some(username) = &write.username {
         text::check_text("username", username, 128)?;
@@ -457,7 +457,7 @@ fn board_row(r: &Row) -> Result<Leaderboard, tokio_postgres::Error> {
     })
 }
 
-fn record_row(r: &Row) -> Result<LeaderboardRecord, tokio_postgres::Error> {
+pub(crate) fn record_row(r: &Row) -> Result<LeaderboardRecord, tokio_postgres::Error> {
     Ok(LeaderboardRecord {
         leaderboard_id: r.try_get(0)?,
         owner_id: r.try_get(1)?,

@@ -178,6 +178,7 @@ macro_rules! write_op {
 
 // After `write_op!`, which it uses.
 mod purchase_store;
+mod tournament_store;
 
 #[async_trait]
 impl Storage for PostgresStorage {

@@ -58,6 +58,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0010_purchase.sql"),
     },
     Migration {
+        version: 11,
+        name: "tournament",
+        sql: include_str!("../migrations/0011_tournament.sql"),
+    },
+    Migration {
         version: 12,
         name: "account_delete_records",
         sql: include_str!("../migrations/0012_account_delete_records.sql"),

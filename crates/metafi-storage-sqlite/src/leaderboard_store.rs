@@ -332,13 +332,13 @@ fn write_record(conn: &Connection, w: &RecordWrite) -> Result<RecordWritten, Sto
 }
 
 /// A score below zero breaks the table's check (as Nakama's); nothing is written.
-fn negative() -> StorageError {
+pub(crate) fn negative() -> StorageError {
     StorageError::Invalid {
         message: "scores must not be negative".to_owned(),
     }
 }
 
-fn record(
+pub(crate) fn record(
     conn: &Connection,
     leaderboard_id: &str,
     expiry_time: i64,

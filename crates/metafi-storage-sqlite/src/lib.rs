@@ -32,6 +32,7 @@ mod purchase_store;
 mod readers;
 mod session;
 mod social_store;
+mod tournament_store;
 mod wallet_store;
 mod writer;
 

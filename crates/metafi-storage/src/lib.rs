@@ -36,6 +36,7 @@ mod session;
 mod social;
 pub mod support;
 pub mod text;
+mod tournament;
 mod wallet;
 
 pub use account::{
@@ -74,6 +75,10 @@ pub use social::{
     NewSocialUser, Provider, SocialIds, SocialProfile, SocialStore, check_new_social_user,
     check_social_id, check_social_profile, lookup_social_ids,
 };
+pub use tournament::{
+    JoinOutcome, NO_MAX_SIZE, TournamentPlan, TournamentRefusal, TournamentStore, TournamentWrite,
+    TournamentWritten, has_max_size, plan_tournament_write,
+};
 pub use wallet::{
     Balances, LedgerCursor, LedgerItem, LedgerPage, MultiResult, MultiUpdate, WalletChange,
     WalletResult, WalletStore, apply_change, balances_text, merge_metadata, parse_balances,
@@ -96,6 +101,7 @@ pub trait Storage:
     + LeaderboardStore
     + SocialStore
     + PurchaseStore
+    + TournamentStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

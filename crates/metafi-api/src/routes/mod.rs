@@ -19,6 +19,7 @@ mod rpc;
 mod session;
 mod social_links;
 mod storage;
+mod tournament;
 mod user;
 
 use axum::Router;
@@ -64,6 +65,7 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(group::routes())
         .merge(account_links::routes())
         .merge(leaderboard::routes())
+        .merge(tournament::routes())
         .merge(social_links::routes())
         .merge(purchase::routes())
         .merge(party::routes())

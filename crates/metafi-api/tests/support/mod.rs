@@ -362,6 +362,11 @@ impl Api {
         self._api.notified.take()
     }
 
+    /// The leaderboard and tournament service behind the router.
+    pub fn leaderboards(&self) -> Arc<metafi_core::Leaderboards> {
+        self._api.state.leaderboards.clone()
+    }
+
     /// The store behind the router.
     pub fn store(&self) -> Arc<dyn Storage> {
         self._api.store.clone()

@@ -8,15 +8,19 @@
 //! board with a reset schedule keeps one set of records per period, keyed by the period's end
 //! (`expiry_time`, Unix seconds); [`scheduler`] runs the reset hooks when a period ends.
 //!
-//! Tournaments (a later feature) are boards with a duration: the row carries their columns,
-//! and this service leaves them out of leaderboard listings as Nakama does.
+//! Tournaments ([`tournaments`]) are boards with a duration: the row carries their columns,
+//! this service leaves them out of leaderboard listings as Nakama does, and they share the
+//! boards, storage and rank cache; [`deadlines`] computes their active windows.
 
 mod cursor;
+pub mod deadlines;
 mod error;
 mod order_set;
 mod ranks;
 mod records;
 pub mod scheduler;
+mod tournament_error;
+mod tournaments;
 
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
@@ -33,7 +37,9 @@ pub use error::{LeaderboardError, RestCall};
 pub use order_set::OrderSet;
 pub use ranks::RankCache;
 pub use records::{RankedRecord, RecordList};
-pub use scheduler::{ResetListener, spawn_scheduler};
+pub use scheduler::{ResetListener, TournamentEvent, spawn_scheduler};
+pub use tournament_error::{TournamentCall, TournamentError};
+pub use tournaments::{NewTournament, TournamentFilter, TournamentPage, TournamentView};
 
 /// Owner locks: a record's write and its rank update happen under one of these, picked by
 /// hashing `(board, owner)`, so updates of one owner reach the cache in commit order.
@@ -204,6 +210,12 @@ impl Leaderboards {
             enable_ranks: new.enable_ranks,
             ..Leaderboard::new(new.id, new.sort_order, new.operator)
         };
+        self.insert_row(row).await
+    }
+
+    /// Stores a new board row (leaderboard or tournament) and adds it to memory; an existing
+    /// row with the id is returned instead, with `false`.
+    async fn insert_row(&self, row: Leaderboard) -> Result<(Arc<Board>, bool), LeaderboardError> {
         // Parse before storing: a board whose schedule does not parse is never written.
         Board::new(row.clone())?;
         let (stored, created) = self
@@ -289,10 +301,15 @@ impl Leaderboards {
 
     /// Stops keeping ranks for a board (a no-op when already off).
     pub async fn disable_ranks(&self, id: &str) -> Result<(), LeaderboardError> {
-        let board = self
-            .get(id)
+        self.get(id)
             .filter(|b| !b.row.is_tournament())
             .ok_or(LeaderboardError::NotFound)?;
+        self.set_ranks_off(id).await
+    }
+
+    /// Turns a board's ranks off in storage and memory and drops its cached ranks.
+    async fn set_ranks_off(&self, id: &str) -> Result<(), LeaderboardError> {
+        let board = self.get(id).ok_or(LeaderboardError::NotFound)?;
         self.store
             .disable_leaderboard_ranks(id)
             .await
@@ -445,3 +462,5 @@ fn sort_records(records: &mut [LeaderboardRecord], order: SortOrder) {
 mod account_delete_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tournament_tests;

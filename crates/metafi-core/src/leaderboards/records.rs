@@ -252,10 +252,13 @@ impl Leaderboards {
         .encode())
     }
 
-    /// The period a read looks at: the override, or the current one.
+    /// The period a read looks at: the override, or the current one (a tournament's by its
+    /// deadlines).
     fn period_of(&self, board: &Board, override_expiry: i64) -> i64 {
         if override_expiry != 0 {
             override_expiry
+        } else if board.row.is_tournament() {
+            board.deadlines(self.clock.now_secs()).expiry
         } else {
             board.expiry_at(self.clock.now_secs())
         }

@@ -14,6 +14,7 @@ mod rpc;
 mod session;
 mod social;
 mod storage;
+mod tournament;
 
 pub use account::{
     Account, AccountCustom, AccountDevice, AccountEmail, UpdateAccountRequest, User, Users,
@@ -44,6 +45,7 @@ pub use storage::{
     ReadStorageObjectsRequest, StorageObject, StorageObjectAck, StorageObjectAcks,
     StorageObjectList, StorageObjects, WriteStorageObject, WriteStorageObjectsRequest,
 };
+pub use tournament::{Tournament, TournamentList, TournamentRecordList};
 
 /// `skip_serializing_if` helper: protobuf JSON omits `false`.
 pub(crate) fn is_false(value: &bool) -> bool {

@@ -405,7 +405,7 @@ fn get_id(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
         .into())
 }
 
-fn operator(text: String) -> Option<Operator> {
+pub(super) fn operator(text: String) -> Option<Operator> {
     match text.as_str() {
         "best" => Some(Operator::Best),
         "set" => Some(Operator::Set),
@@ -452,7 +452,7 @@ fn board_value(board: &Arc<Board>, now_s: i64, js: bool) -> NkValue {
     map.into()
 }
 
-fn record_value(ranked: &RankedRecord) -> NkValue {
+pub(super) fn record_value(ranked: &RankedRecord) -> NkValue {
     let r = &ranked.record;
     let mut map = NkMap::with_capacity(12);
     map.insert("leaderboard_id", r.leaderboard_id.as_str());
@@ -480,7 +480,7 @@ fn record_value(ranked: &RankedRecord) -> NkValue {
     map.into()
 }
 
-fn list_value(list: RecordList, js: bool, haystack: bool) -> NkValue {
+pub(super) fn list_value(list: RecordList, js: bool, haystack: bool) -> NkValue {
     let records: Vec<NkValue> = list.records.iter().map(record_value).collect();
     let owners: Vec<NkValue> = list.owner_records.iter().map(record_value).collect();
     let cursor = |c: String| {
@@ -510,7 +510,7 @@ fn list_value(list: RecordList, js: bool, haystack: bool) -> NkValue {
 }
 
 /// A stored JSON object as a value; an empty map for empty or broken text.
-fn json_object(text: &str) -> NkValue {
+pub(super) fn json_object(text: &str) -> NkValue {
     match NkValue::from_json_text(text) {
         NkValue::Nil => NkValue::Map(NkMap::new()),
         value => value,
@@ -518,7 +518,7 @@ fn json_object(text: &str) -> NkValue {
 }
 
 /// Metadata at `position`: `None` for nil, else a table/object as JSON text.
-fn metadata(args: &NkArgs, position: usize) -> Result<Option<String>, NkError> {
+pub(super) fn metadata(args: &NkArgs, position: usize) -> Result<Option<String>, NkError> {
     let arg = args.at(position);
     if arg.is_nil() {
         return Ok(None);
@@ -539,7 +539,7 @@ fn metadata(args: &NkArgs, position: usize) -> Result<Option<String>, NkError> {
     Ok(Some(json.to_string()))
 }
 
-fn opt_str<'a>(arg: &Arg<'a>) -> Result<Option<&'a str>, NkError> {
+pub(super) fn opt_str<'a>(arg: &Arg<'a>) -> Result<Option<&'a str>, NkError> {
     arg.opt_string(if arg.naming == super::Naming::Camel {
         "expects string"
     } else {
@@ -547,7 +547,7 @@ fn opt_str<'a>(arg: &Arg<'a>) -> Result<Option<&'a str>, NkError> {
     })
 }
 
-fn opt_bool(arg: &Arg<'_>) -> Result<Option<bool>, NkError> {
+pub(super) fn opt_bool(arg: &Arg<'_>) -> Result<Option<bool>, NkError> {
     arg.opt_bool(if arg.naming == super::Naming::Camel {
         "expects boolean"
     } else {

@@ -44,6 +44,7 @@ mod storage;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
+mod tournaments;
 mod unserved;
 mod users;
 mod utilities;
@@ -90,6 +91,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         groups::FUNCTIONS,
         wallets::FUNCTIONS,
         leaderboards::FUNCTIONS,
+        tournaments::FUNCTIONS,
         social::FUNCTIONS,
         parties::FUNCTIONS,
         later::FUNCTIONS,

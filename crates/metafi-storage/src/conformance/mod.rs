@@ -29,6 +29,7 @@ mod purchase;
 mod session;
 mod social;
 mod text;
+mod tournament;
 mod wallet;
 
 use std::future::Future;
@@ -54,6 +55,7 @@ pub use purchase::*;
 pub use session::*;
 pub use social::*;
 pub use text::*;
+pub use tournament::*;
 pub use wallet::*;
 
 use crate::Storage;
@@ -190,6 +192,10 @@ macro_rules! conformance_tests {
             leaderboard_periods_are_separate,
             leaderboard_delete_removes_records,
             leaderboard_concurrent_increments_all_count,
+            tournament_joins_fill_up_to_the_max_size,
+            tournament_writes_count_attempts,
+            tournament_join_required_writes,
+            tournament_concurrent_joins_respect_the_max_size,
             social_create_find_and_conflicts,
             social_link_conflicts_and_profile,
             social_unlink_keeps_a_way_to_sign_in,
