@@ -8,7 +8,7 @@
 //! board with a reset schedule keeps one set of records per period, keyed by the period's end
 //! (`expiry_time`, Unix seconds); [`scheduler`] runs the reset hooks when a period ends.
 //!
-//! Tournaments ([`tournaments`]) are boards with a duration: the row carries their columns,
+//! Tournaments (`tournaments.rs`) are boards with a duration: the row carries their columns,
 //! this service leaves them out of leaderboard listings as Nakama does, and they share the
 //! boards, storage and rank cache; [`deadlines`] computes their active windows.
 
