@@ -237,47 +237,14 @@ fn create(conn: &Connection, board: &Leaderboard) -> Result<(Leaderboard, bool),
 }
 
 fn write_record(conn: &Connection, w: &RecordWrite) -> Result<RecordWritten, StorageError> {
-    let fail = |e| StorageError::backend("write leaderboard record", e);
     let current = record(conn, &w.leaderboard_id, w.expiry_time, w.owner_id)?;
     let Some(current) = current else {
         let (score, subscore) = initial_scores(w.operator, (w.score, w.subscore));
         if score < 0 || subscore < 0 {
             return Err(negative());
         }
-        let record = LeaderboardRecord {
-            leaderboard_id: w.leaderboard_id.clone(),
-            owner_id: w.owner_id,
-            username: w.username.clone(),
-            score,
-            subscore,
-            num_score: 1,
-            max_num_score: 0,
-            metadata: w.metadata.clone().unwrap_or_else(|| "{}".to_owned()),
-            create_time_ms: w.now_ms,
-            update_time_ms: w.now_ms,
-            expiry_time: w.expiry_time,
-        };
-        conn.prepare_cached(concat!(
-            "INSERT INTO leaderboard_record (",
-            record_columns!(),
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-        ))
-        .and_then(|mut s| {
-            s.execute(params![
-                record.leaderboard_id,
-                record.owner_id,
-                record.username,
-                record.score,
-                record.subscore,
-                record.num_score,
-                record.max_num_score,
-                record.metadata,
-                record.create_time_ms,
-                record.update_time_ms,
-                record.expiry_time
-            ])
-        })
-        .map_err(fail)?;
+        let record = new_record(w, (score, subscore), 0);
+        insert_record(conn, &record)?;
         return Ok(RecordWritten {
             record,
             changed: true,
@@ -297,6 +264,72 @@ fn write_record(conn: &Connection, w: &RecordWrite) -> Result<RecordWritten, Sto
     if score < 0 || subscore < 0 {
         return Err(negative());
     }
+    let record = update_record(conn, current, w, (score, subscore))?;
+    Ok(RecordWritten {
+        record,
+        changed: true,
+    })
+}
+
+/// A score below zero breaks the table's check (as Nakama's); nothing is written.
+/// A first record of `w`'s owner with these scores (one score so far).
+pub(crate) fn new_record(
+    w: &RecordWrite,
+    (score, subscore): (i64, i64),
+    max_num_score: i32,
+) -> LeaderboardRecord {
+    LeaderboardRecord {
+        leaderboard_id: w.leaderboard_id.clone(),
+        owner_id: w.owner_id,
+        username: w.username.clone(),
+        score,
+        subscore,
+        num_score: 1,
+        max_num_score,
+        metadata: w.metadata.clone().unwrap_or_else(|| "{}".to_owned()),
+        create_time_ms: w.now_ms,
+        update_time_ms: w.now_ms,
+        expiry_time: w.expiry_time,
+    }
+}
+
+/// Stores a record that did not exist (boards and tournaments alike).
+pub(crate) fn insert_record(
+    conn: &Connection,
+    record: &LeaderboardRecord,
+) -> Result<(), StorageError> {
+    conn.prepare_cached(concat!(
+        "INSERT INTO leaderboard_record (",
+        record_columns!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    ))
+    .and_then(|mut s| {
+        s.execute(params![
+            record.leaderboard_id,
+            record.owner_id,
+            record.username,
+            record.score,
+            record.subscore,
+            record.num_score,
+            record.max_num_score,
+            record.metadata,
+            record.create_time_ms,
+            record.update_time_ms,
+            record.expiry_time
+        ])
+    })
+    .map_err(|e| StorageError::backend("insert leaderboard record", e))?;
+    Ok(())
+}
+
+/// Stores `current` with new scores: one more score, the write's time, and the write's
+/// username and metadata where it has them (boards and tournaments alike).
+pub(crate) fn update_record(
+    conn: &Connection,
+    current: LeaderboardRecord,
+    w: &RecordWrite,
+    (score, subscore): (i64, i64),
+) -> Result<LeaderboardRecord, StorageError> {
     let record = LeaderboardRecord {
         username: w.username.clone().or(current.username),
         score,
@@ -324,14 +357,10 @@ fn write_record(conn: &Connection, w: &RecordWrite) -> Result<RecordWritten, Sto
             record.update_time_ms
         ])
     })
-    .map_err(fail)?;
-    Ok(RecordWritten {
-        record,
-        changed: true,
-    })
+    .map_err(|e| StorageError::backend("update leaderboard record", e))?;
+    Ok(record)
 }
 
-/// A score below zero breaks the table's check (as Nakama's); nothing is written.
 pub(crate) fn negative() -> StorageError {
     StorageError::Invalid {
         message: "scores must not be negative".to_owned(),

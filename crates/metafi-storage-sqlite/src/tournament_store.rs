@@ -7,14 +7,16 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use metafi_storage::text;
 use metafi_storage::{
-    JoinOutcome, LeaderboardRecord, StorageError, TournamentPlan, TournamentRefusal,
-    TournamentStore, TournamentWrite, TournamentWritten, plan_tournament_write,
+    JoinOutcome, StorageError, TournamentPlan, TournamentRefusal, TournamentStore, TournamentWrite,
+    TournamentWritten, plan_tournament_write,
 };
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
 use crate::SqliteStorage;
-use crate::leaderboard_store::{check_write, negative, record};
+use crate::leaderboard_store::{
+    check_write, insert_record, negative, new_record, record, update_record,
+};
 
 #[async_trait]
 impl TournamentStore for SqliteStorage {
@@ -181,7 +183,6 @@ fn take_place(conn: &Connection, id: &str) -> Result<bool, StorageError> {
 }
 
 fn write_record(conn: &Connection, t: &TournamentWrite) -> Result<TournamentWritten, StorageError> {
-    let fail = |e| StorageError::backend("write tournament record", e);
     let w = &t.write;
     let current = record(conn, &w.leaderboard_id, w.expiry_time, w.owner_id)?;
     let plan = plan_tournament_write(
@@ -207,40 +208,8 @@ fn write_record(conn: &Connection, t: &TournamentWrite) -> Result<TournamentWrit
             if grow_size && !take_place(conn, &w.leaderboard_id)? {
                 return Ok(Err(TournamentRefusal::MaxSizeReached));
             }
-            let record = LeaderboardRecord {
-                leaderboard_id: w.leaderboard_id.clone(),
-                owner_id: w.owner_id,
-                username: w.username.clone(),
-                score,
-                subscore,
-                num_score: 1,
-                max_num_score: t.max_num_score,
-                metadata: w.metadata.clone().unwrap_or_else(|| "{}".to_owned()),
-                create_time_ms: w.now_ms,
-                update_time_ms: w.now_ms,
-                expiry_time: w.expiry_time,
-            };
-            conn.prepare_cached(
-                "INSERT INTO leaderboard_record (leaderboard_id, owner_id, username, score, \
-                 subscore, num_score, max_num_score, metadata, create_time, update_time, \
-                 expiry_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    record.leaderboard_id,
-                    record.owner_id,
-                    record.username,
-                    record.score,
-                    record.subscore,
-                    record.num_score,
-                    record.max_num_score,
-                    record.metadata,
-                    record.create_time_ms,
-                    record.update_time_ms,
-                    record.expiry_time
-                ])
-            })
-            .map_err(fail)?;
+            let record = new_record(w, (score, subscore), t.max_num_score);
+            insert_record(conn, &record)?;
             Ok(Ok(record))
         }
         (
@@ -257,34 +226,7 @@ fn write_record(conn: &Connection, t: &TournamentWrite) -> Result<TournamentWrit
             if grow_size && !take_place(conn, &w.leaderboard_id)? {
                 return Ok(Err(TournamentRefusal::MaxSizeReached));
             }
-            let record = LeaderboardRecord {
-                username: w.username.clone().or(current.username),
-                score,
-                subscore,
-                num_score: current.num_score.saturating_add(1),
-                metadata: w.metadata.clone().unwrap_or(current.metadata),
-                update_time_ms: w.now_ms,
-                ..current
-            };
-            conn.prepare_cached(
-                "UPDATE leaderboard_record SET username = ?4, score = ?5, subscore = ?6, \
-                 num_score = ?7, metadata = ?8, update_time = ?9 \
-                 WHERE leaderboard_id = ?1 AND expiry_time = ?2 AND owner_id = ?3",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    record.leaderboard_id,
-                    record.expiry_time,
-                    record.owner_id,
-                    record.username,
-                    record.score,
-                    record.subscore,
-                    record.num_score,
-                    record.metadata,
-                    record.update_time_ms
-                ])
-            })
-            .map_err(fail)?;
+            let record = update_record(conn, current, w, (score, subscore))?;
             Ok(Ok(record))
         }
         // The plan follows `current`: an insert without one, the rest with one.

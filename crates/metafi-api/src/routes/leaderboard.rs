@@ -7,8 +7,8 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::get;
-use metafi_core::Hook;
 use metafi_core::leaderboards::{RankedRecord, RecordList, RestCall, Submission};
+use metafi_core::{Hook, SessionClaims};
 use metafi_proto::Code;
 use metafi_proto::api::{LeaderboardRecord, LeaderboardRecordList, LeaderboardRecordWrite};
 use metafi_proto::wkt::{Timestamp, string_value};
@@ -41,14 +41,40 @@ struct WriteRequest {
     record: Option<RecordWrite>,
 }
 
-/// `WriteLeaderboardRecordRequest.LeaderboardRecordWrite`.
+/// `WriteLeaderboardRecordRequest.LeaderboardRecordWrite`, and the tournament's
+/// `WriteTournamentRecordRequest.TournamentRecordWrite` (the same fields).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-struct RecordWrite {
-    score: i64,
-    subscore: i64,
-    metadata: String,
-    operator: i32,
+pub(super) struct RecordWrite {
+    pub(super) score: i64,
+    pub(super) subscore: i64,
+    pub(super) metadata: String,
+    pub(super) operator: i32,
+}
+
+/// The caller's submission of `record`. An operator Nakama does not know is its
+/// ErrInvalidOperator, reported as the call's write error (`write_error`).
+pub(super) fn submission(
+    claims: &SessionClaims,
+    record: &RecordWrite,
+    write_error: &'static str,
+) -> Result<Submission, ApiError> {
+    let operator = match record.operator {
+        0 => None,
+        1 => Some(Operator::Best),
+        2 => Some(Operator::Set),
+        3 => Some(Operator::Increment),
+        4 => Some(Operator::Decrement),
+        _ => return Err(ApiError::new(Code::Internal, write_error)),
+    };
+    Ok(Submission {
+        owner_id: claims.user_id,
+        username: Some(claims.username.clone()).filter(|u| !u.is_empty()),
+        score: record.score,
+        subscore: record.subscore,
+        metadata: Some(record.metadata.clone()).filter(|m| !m.is_empty()),
+        operator,
+    })
 }
 
 /// `DeleteLeaderboardRecordRequest`.
@@ -118,28 +144,7 @@ async fn write(
                     "Metadata value must be JSON, if provided.",
                 ));
             }
-            let operator = match record.operator {
-                0 => None,
-                1 => Some(Operator::Best),
-                2 => Some(Operator::Set),
-                3 => Some(Operator::Increment),
-                4 => Some(Operator::Decrement),
-                // Nakama's ErrInvalidOperator, reported as its write error.
-                _ => {
-                    return Err(ApiError::new(
-                        Code::Internal,
-                        "Error writing score to leaderboard.",
-                    ));
-                }
-            };
-            let submission = Submission {
-                owner_id: claims.user_id,
-                username: Some(claims.username.clone()).filter(|u| !u.is_empty()),
-                score: record.score,
-                subscore: record.subscore,
-                metadata: Some(record.metadata.clone()).filter(|m| !m.is_empty()),
-                operator,
-            };
+            let submission = submission(&claims, record, "Error writing score to leaderboard.")?;
             let written = state
                 .leaderboards
                 .write(Some(claims.user_id), &request.leaderboard_id, submission)

@@ -10,19 +10,16 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::routing::{get, post};
 use metafi_core::Hook;
-use metafi_core::leaderboards::{
-    RecordList, Submission, TournamentCall, TournamentFilter, TournamentView,
-};
+use metafi_core::leaderboards::{RecordList, TournamentCall, TournamentFilter, TournamentView};
 use metafi_proto::Code;
 use metafi_proto::api::{
     LeaderboardRecord, LeaderboardRecordWrite, Tournament, TournamentList, TournamentRecordList,
 };
 use metafi_proto::wkt::Timestamp;
-use metafi_storage::Operator;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::leaderboard::record_view;
+use super::leaderboard::{RecordWrite, record_view, submission};
 use crate::body::{JsonBody, PathParams, query_pairs};
 use crate::client_address::ClientAddress;
 use crate::hooks;
@@ -74,16 +71,6 @@ struct ListRecordsRequest {
 struct WriteRequest {
     tournament_id: String,
     record: Option<RecordWrite>,
-}
-
-/// `WriteTournamentRecordRequest.TournamentRecordWrite`.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-struct RecordWrite {
-    score: i64,
-    subscore: i64,
-    metadata: String,
-    operator: i32,
 }
 
 /// `JoinTournamentRequest` and `DeleteTournamentRecordRequest`.
@@ -297,28 +284,7 @@ async fn write(
             "Tournament not found or has ended.",
         ));
     }
-    let operator = match record.operator {
-        0 => None,
-        1 => Some(Operator::Best),
-        2 => Some(Operator::Set),
-        3 => Some(Operator::Increment),
-        4 => Some(Operator::Decrement),
-        // Nakama's ErrInvalidOperator, reported as its write error.
-        _ => {
-            return Err(ApiError::new(
-                Code::Internal,
-                "Error writing score to tournament.",
-            ));
-        }
-    };
-    let submission = Submission {
-        owner_id: claims.user_id,
-        username: Some(claims.username.clone()).filter(|u| !u.is_empty()),
-        score: record.score,
-        subscore: record.subscore,
-        metadata: Some(record.metadata.clone()).filter(|m| !m.is_empty()),
-        operator,
-    };
+    let submission = submission(&claims, record, "Error writing score to tournament.")?;
     let written = state
         .leaderboards
         .write_tournament(Some(claims.user_id), &request.tournament_id, submission)

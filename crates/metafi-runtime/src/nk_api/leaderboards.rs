@@ -189,37 +189,10 @@ fn records_list(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let js = args.is_js();
         let id = args.at(1).non_empty("expects a leaderboard ID string")?;
-        let owners_arg = args.at(2);
-        let mut owners = Vec::new();
-        // An empty Lua table may arrive as an empty map.
-        let empty_map = owners_arg.value.as_map().is_some_and(NkMap::is_empty);
-        if empty_map && !js {
+        let Some(owners) = owner_ids(&args.at(2), js)? else {
+            // Lua's empty owner list: one empty table, as Nakama answers.
             return Ok(NkValue::List(Vec::new()));
-        }
-        if !owners_arg.is_nil() && !empty_map {
-            let items = owners_arg.list(if js {
-                "expects an array of user ids"
-            } else {
-                "expects each owner ID to be string"
-            })?;
-            if items.is_empty() && !js {
-                return Ok(NkValue::List(Vec::new()));
-            }
-            for item in items {
-                let text = item.string(if js {
-                    "expects an array of user ids"
-                } else {
-                    "expects each owner ID to be string"
-                })?;
-                owners.push(Uuid::parse_str(text).map_err(|_| {
-                    item.error(if js {
-                        "expects a valid owner id"
-                    } else {
-                        "expects each owner ID to be a valid identifier"
-                    })
-                })?);
-            }
-        }
+        };
         let limit = args.at(3).opt_integer("expects number")?.unwrap_or(0);
         if !js && !(0..=10_000).contains(&limit) {
             return Err(args.at(3).error("expects limit to be 0-10000"));
@@ -537,6 +510,36 @@ pub(super) fn metadata(args: &NkArgs, position: usize) -> Result<Option<String>,
         .to_go_json(args.naming())
         .map_err(|e| NkError::failed(format!("error encoding metadata: {e}")))?;
     Ok(Some(json.to_string()))
+}
+/// The owner ids a records listing takes (boards and tournaments alike): nil for none, a list
+/// of UUID strings. `None` for Lua's empty list (an empty Lua table may arrive as an empty map),
+/// which Nakama answers with one empty table instead of the usual results.
+pub(super) fn owner_ids(arg: &Arg<'_>, js: bool) -> Result<Option<Vec<Uuid>>, NkError> {
+    let empty_map = arg.value.as_map().is_some_and(NkMap::is_empty);
+    if empty_map && !js {
+        return Ok(None);
+    }
+    let mut owners = Vec::new();
+    if arg.is_nil() || empty_map {
+        return Ok(Some(owners));
+    }
+    let (list_message, id_message) = if js {
+        ("expects an array of user ids", "expects a valid owner id")
+    } else {
+        (
+            "expects each owner ID to be string",
+            "expects each owner ID to be a valid identifier",
+        )
+    };
+    let items = arg.list(list_message)?;
+    if items.is_empty() && !js {
+        return Ok(None);
+    }
+    for item in items {
+        let text = item.string(list_message)?;
+        owners.push(Uuid::parse_str(text).map_err(|_| item.error(id_message))?);
+    }
+    Ok(Some(owners))
 }
 
 pub(super) fn opt_str<'a>(arg: &Arg<'a>) -> Result<Option<&'a str>, NkError> {

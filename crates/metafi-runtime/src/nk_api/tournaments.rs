@@ -10,7 +10,9 @@ use metafi_core::leaderboards::{NewTournament, Submission, TournamentFilter, Tou
 use metafi_storage::{Operator, SortOrder};
 use uuid::Uuid;
 
-use super::leaderboards::{json_object, list_value, metadata, opt_bool, opt_str, record_value};
+use super::leaderboards::{
+    json_object, list_value, metadata, opt_bool, opt_str, owner_ids, record_value,
+};
 use super::{Arg, NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
 
@@ -408,36 +410,10 @@ fn records_list(nk: Nk, args: NkArgs) -> NkFuture {
     Box::pin(async move {
         let js = args.is_js();
         let id = args.at(1).non_empty("expects a tournament ID string")?;
-        let owners_arg = args.at(2);
-        let mut owners = Vec::new();
-        let empty_map = owners_arg.value.as_map().is_some_and(NkMap::is_empty);
-        if empty_map && !js {
+        let Some(owners) = owner_ids(&args.at(2), js)? else {
+            // Lua's empty owner list: one empty table, as Nakama answers.
             return Ok(NkValue::List(Vec::new()));
-        }
-        if !owners_arg.is_nil() && !empty_map {
-            let items = owners_arg.list(if js {
-                "expects an array of user ids"
-            } else {
-                "expects each owner ID to be string"
-            })?;
-            if items.is_empty() && !js {
-                return Ok(NkValue::List(Vec::new()));
-            }
-            for item in items {
-                let text = item.string(if js {
-                    "expects an array of user ids"
-                } else {
-                    "expects each owner ID to be string"
-                })?;
-                owners.push(Uuid::parse_str(text).map_err(|_| {
-                    owners_arg.error(if js {
-                        "expects a valid owner id"
-                    } else {
-                        "expects each owner ID to be a valid identifier"
-                    })
-                })?);
-            }
-        }
+        };
         let limit = opt_int(&args, 3)?.unwrap_or(0);
         if !js && !(0..=10_000).contains(&limit) {
             return Err(args.at(3).error("expects limit to be 0-10000"));
