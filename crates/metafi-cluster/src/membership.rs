@@ -198,7 +198,7 @@ async fn run(
                     tracing::debug!("cluster: ignored a malformed members message");
                     continue;
                 };
-                if shared.heard(message, &mut warned_duplicates) {
+                if shared.heard(message, Instant::now(), &mut warned_duplicates) {
                     publish(&client, &subject, &beat(&mut seq, false)).await;
                 }
             }
@@ -225,8 +225,9 @@ async fn publish(client: &Client, subject: &str, message: &MemberMessage) {
 }
 
 impl Shared {
-    /// Applies a members message; true when this node should beat back at once (a hello).
-    fn heard(&self, message: MemberMessage, warned: &mut HashSet<u64>) -> bool {
+    /// Applies a members message heard at `now`; true when this node should beat back at once
+    /// (a hello).
+    fn heard(&self, message: MemberMessage, now: Instant, warned: &mut HashSet<u64>) -> bool {
         match message {
             MemberMessage::Heartbeat {
                 node,
@@ -240,7 +241,7 @@ impl Shared {
                     }
                     return false;
                 }
-                self.beat(node, incarnation, seq);
+                self.beat(node, incarnation, seq, now);
                 hello
             }
             MemberMessage::Bye { node, incarnation } => {
@@ -262,8 +263,7 @@ impl Shared {
         }
     }
 
-    fn beat(&self, node: String, incarnation: u64, seq: u64) {
-        let now = Instant::now();
+    fn beat(&self, node: String, incarnation: u64, seq: u64, now: Instant) {
         let mut peers = self.peers.write();
         let mut events = Vec::new();
         match peers.get_mut(&node) {
@@ -328,5 +328,108 @@ impl Shared {
             tracing::warn!(peer = %node, silent_ms = silent.as_millis() as u64, peers = count, "cluster: peer lost");
             let _ = self.events.send(MembershipEvent::Lost { node });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn shared() -> (Shared, broadcast::Receiver<MembershipEvent>) {
+        let mut config = ClusterConfig::new("nats://127.0.0.1:4222", "self");
+        config.heartbeat_interval = Duration::from_millis(100);
+        config.peer_lost_timeout = Duration::from_millis(400);
+        let (events, rx) = broadcast::channel(16);
+        let shared = Shared {
+            config,
+            incarnation: 1,
+            peers: RwLock::new(BTreeMap::new()),
+            events,
+        };
+        (shared, rx)
+    }
+
+    fn heartbeat(node: &str, incarnation: u64, seq: u64) -> MemberMessage {
+        MemberMessage::Heartbeat {
+            node: node.into(),
+            incarnation,
+            seq,
+            hello: false,
+        }
+    }
+
+    /// The timeout rule on explicit instants (no wall clock): a peer is kept while its
+    /// silence is at most `peer_lost_timeout`, lost once it is longer, and joins again when it
+    /// beats after that.
+    #[test]
+    fn a_peer_is_lost_only_after_the_timeout_and_rejoins_when_heard_again() {
+        let (shared, mut events) = shared();
+        let mut warned = HashSet::new();
+        let t0 = Instant::now();
+        shared.heard(heartbeat("a", 7, 1), t0, &mut warned);
+        assert_eq!(
+            events.try_recv().unwrap(),
+            MembershipEvent::Joined { node: "a".into() }
+        );
+
+        let timeout = shared.config.peer_lost_timeout;
+        shared.expire(t0 + timeout);
+        assert!(
+            events.try_recv().is_err(),
+            "silent exactly the timeout: kept"
+        );
+        assert_eq!(shared.peers.read().len(), 1);
+
+        // A beat in time resets the silence.
+        shared.heard(heartbeat("a", 7, 2), t0 + timeout, &mut warned);
+        shared.expire(t0 + timeout + timeout);
+        assert!(events.try_recv().is_err());
+
+        shared.expire(t0 + timeout + timeout + Duration::from_millis(1));
+        assert_eq!(
+            events.try_recv().unwrap(),
+            MembershipEvent::Lost { node: "a".into() }
+        );
+        assert!(shared.peers.read().is_empty());
+
+        shared.heard(heartbeat("a", 7, 3), t0 + timeout * 3, &mut warned);
+        assert_eq!(
+            events.try_recv().unwrap(),
+            MembershipEvent::Joined { node: "a".into() }
+        );
+    }
+
+    #[test]
+    fn a_new_incarnation_under_a_known_name_is_lost_then_joined() {
+        let (shared, mut events) = shared();
+        let mut warned = HashSet::new();
+        let t0 = Instant::now();
+        shared.heard(heartbeat("a", 7, 1), t0, &mut warned);
+        let _ = events.try_recv();
+        shared.heard(heartbeat("a", 8, 1), t0, &mut warned);
+        assert_eq!(
+            events.try_recv().unwrap(),
+            MembershipEvent::Lost { node: "a".into() }
+        );
+        assert_eq!(
+            events.try_recv().unwrap(),
+            MembershipEvent::Joined { node: "a".into() }
+        );
+    }
+
+    #[test]
+    fn this_nodes_own_beats_are_not_a_peer() {
+        let (shared, mut events) = shared();
+        let mut warned = HashSet::new();
+        shared.heard(heartbeat("self", 1, 1), Instant::now(), &mut warned);
+        shared.heard(heartbeat("self", 2, 1), Instant::now(), &mut warned);
+        assert!(events.try_recv().is_err());
+        assert!(shared.peers.read().is_empty());
+        assert!(
+            warned.contains(&2),
+            "another node under this name is reported once"
+        );
     }
 }

@@ -131,7 +131,6 @@ async fn presences_reach_every_node_a_late_node_gets_a_snapshot_and_a_dead_node_
     .await;
 
     // a dies without a word: b and c drop its presence within the bound.
-    let halted = Instant::now();
     a.halt().await;
     let slack = Duration::from_secs(2);
     eventually(
@@ -140,7 +139,6 @@ async fn presences_reach_every_node_a_late_node_gets_a_snapshot_and_a_dead_node_
         || b.remote_presences() == 0 && c.remote_presences() == 0,
     )
     .await;
-    assert!(halted.elapsed() >= Duration::from_millis(400));
     assert!(b.tracker().session_ids(&room()).is_empty());
     b.stop().await;
     c.stop().await;
