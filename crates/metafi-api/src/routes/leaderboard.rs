@@ -52,6 +52,18 @@ pub(super) struct RecordWrite {
     pub(super) operator: i32,
 }
 
+/// The owner of a records-around-owner query (boards and tournaments), with Nakama's errors.
+pub(super) fn haystack_owner(owner_id: &str) -> Result<Uuid, ApiError> {
+    if owner_id.is_empty() {
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "Owner ID must be provided for a haystack query.",
+        ));
+    }
+    Uuid::parse_str(owner_id)
+        .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid owner ID provided."))
+}
+
 /// The caller's submission of `record`. An operator Nakama does not know is its
 /// ErrInvalidOperator, reported as the call's write error (`write_error`).
 pub(super) fn submission(
@@ -287,14 +299,7 @@ async fn around_owner(
                 Some(limit) if (1..=100).contains(&limit) => limit as usize,
                 Some(_) => return Err(invalid_around_limit()),
             };
-            if request.owner_id.is_empty() {
-                return Err(ApiError::new(
-                    Code::InvalidArgument,
-                    "Owner ID must be provided for a haystack query.",
-                ));
-            }
-            let owner = Uuid::parse_str(&request.owner_id)
-                .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid owner ID provided."))?;
+            let owner = haystack_owner(&request.owner_id)?;
             let list = state
                 .leaderboards
                 .haystack(

@@ -19,7 +19,7 @@ use metafi_proto::wkt::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::leaderboard::{RecordWrite, record_view, submission};
+use super::leaderboard::{RecordWrite, haystack_owner, record_view, submission};
 use crate::body::{JsonBody, PathParams, query_pairs};
 use crate::client_address::ClientAddress;
 use crate::hooks;
@@ -109,67 +109,72 @@ async fn list(
             _ => {}
         }
     }
-    let hook = Hook::ListTournaments;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    let category_start = request.category_start.unwrap_or(0);
-    let mut category_end = 127;
-    if let Some(end) = request.category_end {
-        category_end = end;
-        if end >= 128 {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Tournament category end must be >=0 and <128.",
-            ));
-        }
-        if end < category_start {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Tournament category end must be greater than category start.",
-            ));
-        }
-    }
-    let start_time = request.start_time.unwrap_or(-1);
-    let mut end_time = -1;
-    if let Some(end) = request.end_time {
-        end_time = end;
-        if end != 0 && end < start_time {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Tournament end time must be greater than start time.",
-            ));
-        }
-    }
-    let limit = match request.limit {
-        None => 100,
-        // In range by the guard.
-        Some(limit) if (1..=100).contains(&limit) => limit as usize,
-        Some(_) => {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Limit must be between 1 and 100.",
-            ));
-        }
-    };
-    let page = state
-        .leaderboards
-        .list_tournaments(&TournamentFilter {
-            category_start: clamp_i32(category_start),
-            category_end: clamp_i32(category_end),
-            start_time,
-            end_time,
-            limit,
-            cursor: request.cursor.clone(),
-        })
-        .await
-        .map_err(|e| e.into_core(TournamentCall::List))?;
-    let list = TournamentList {
-        tournaments: page.tournaments.iter().map(tournament_view).collect(),
-        cursor: page.cursor,
-    };
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListTournaments,
+        ctx,
+        request,
+        async |request| {
+            let category_start = request.category_start.unwrap_or(0);
+            let mut category_end = 127;
+            if let Some(end) = request.category_end {
+                category_end = end;
+                if end >= 128 {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Tournament category end must be >=0 and <128.",
+                    ));
+                }
+                if end < category_start {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Tournament category end must be greater than category start.",
+                    ));
+                }
+            }
+            let start_time = request.start_time.unwrap_or(-1);
+            let mut end_time = -1;
+            if let Some(end) = request.end_time {
+                end_time = end;
+                if end != 0 && end < start_time {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Tournament end time must be greater than start time.",
+                    ));
+                }
+            }
+            let limit = match request.limit {
+                None => 100,
+                // In range by the guard.
+                Some(limit) if (1..=100).contains(&limit) => limit as usize,
+                Some(_) => {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Limit must be between 1 and 100.",
+                    ));
+                }
+            };
+            let page = state
+                .leaderboards
+                .list_tournaments(&TournamentFilter {
+                    category_start: clamp_i32(category_start),
+                    category_end: clamp_i32(category_end),
+                    start_time,
+                    end_time,
+                    limit,
+                    cursor: request.cursor.clone(),
+                })
+                .await
+                .map_err(|e| e.into_core(TournamentCall::List))?;
+            let list = TournamentList {
+                tournaments: page.tournaments.iter().map(tournament_view).collect(),
+                cursor: page.cursor,
+            };
+            Ok(list)
+        },
+    )
+    .await
 }
 
 async fn list_records(
@@ -192,48 +197,55 @@ async fn list_records(
             _ => {}
         }
     }
-    let hook = Hook::ListTournamentRecords;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.tournament_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Tournament ID must be provided",
-        ));
-    }
-    let owners = request
-        .owner_ids
-        .iter()
-        .map(|id| Uuid::parse_str(id))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "One or more owner IDs are invalid."))?;
-    let limit = match request.limit {
-        Some(limit) if !(1..=100).contains(&limit) => {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 100.",
-            ));
-        }
-        // In range by the check above.
-        Some(limit) => Some(limit as usize),
-        None if owners.is_empty() || request.cursor.is_empty() => Some(10),
-        None => None,
-    };
-    let list = state
-        .leaderboards
-        .tournament_records(
-            &request.tournament_id,
-            limit,
-            &request.cursor,
-            &owners,
-            request.expiry.unwrap_or(0),
-        )
-        .await
-        .map_err(|e| e.into_core(TournamentCall::ListRecords))?;
-    let list = records_view(list);
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListTournamentRecords,
+        ctx,
+        request,
+        async |request| {
+            if request.tournament_id.is_empty() {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Tournament ID must be provided",
+                ));
+            }
+            let owners = request
+                .owner_ids
+                .iter()
+                .map(|id| Uuid::parse_str(id))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    ApiError::new(Code::InvalidArgument, "One or more owner IDs are invalid.")
+                })?;
+            let limit = match request.limit {
+                Some(limit) if !(1..=100).contains(&limit) => {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Invalid limit - limit must be between 1 and 100.",
+                    ));
+                }
+                // In range by the check above.
+                Some(limit) => Some(limit as usize),
+                None if owners.is_empty() || request.cursor.is_empty() => Some(10),
+                None => None,
+            };
+            let list = state
+                .leaderboards
+                .tournament_records(
+                    &request.tournament_id,
+                    limit,
+                    &request.cursor,
+                    &owners,
+                    request.expiry.unwrap_or(0),
+                )
+                .await
+                .map_err(|e| e.into_core(TournamentCall::ListRecords))?;
+            let list = records_view(list);
+            Ok(list)
+        },
+    )
+    .await
 }
 
 async fn write(
@@ -252,47 +264,52 @@ async fn write(
             operator: body.operator,
         }),
     };
-    let hook = Hook::WriteTournamentRecord;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.tournament_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Tournament ID must be provided.",
-        ));
-    }
-    let Some(record) = &request.record else {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Invalid input, record score value is required.",
-        ));
-    };
-    if !record.metadata.is_empty() && !is_json_object(&record.metadata) {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Metadata value must be JSON, if provided.",
-        ));
-    }
-    // Nakama looks the id up among all boards here, then refuses an ended tournament.
-    let Some(board) = state.leaderboards.get(&request.tournament_id) else {
-        return Err(ApiError::new(Code::NotFound, "Tournament not found."));
-    };
-    if board.row.end_time > 0 && board.row.end_time <= state.leaderboards.now_secs() {
-        return Err(ApiError::new(
-            Code::NotFound,
-            "Tournament not found or has ended.",
-        ));
-    }
-    let submission = submission(&claims, record, "Error writing score to tournament.")?;
-    let written = state
-        .leaderboards
-        .write_tournament(Some(claims.user_id), &request.tournament_id, submission)
-        .await
-        .map_err(|e| e.into_core(TournamentCall::Write))?;
-    let record = record_view(written);
-    hooks::after(&state, hook, ctx, Some(&record), kept).await;
-    Ok(Json(record))
+    hooks::around(
+        &state,
+        Hook::WriteTournamentRecord,
+        ctx,
+        request,
+        async |request| {
+            if request.tournament_id.is_empty() {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Tournament ID must be provided.",
+                ));
+            }
+            let Some(record) = &request.record else {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Invalid input, record score value is required.",
+                ));
+            };
+            if !record.metadata.is_empty() && !is_json_object(&record.metadata) {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Metadata value must be JSON, if provided.",
+                ));
+            }
+            // Nakama looks the id up among all boards here, then refuses an ended tournament.
+            let Some(board) = state.leaderboards.get(&request.tournament_id) else {
+                return Err(ApiError::new(Code::NotFound, "Tournament not found."));
+            };
+            if board.row.end_time > 0 && board.row.end_time <= state.leaderboards.now_secs() {
+                return Err(ApiError::new(
+                    Code::NotFound,
+                    "Tournament not found or has ended.",
+                ));
+            }
+            let submission = submission(&claims, record, "Error writing score to tournament.")?;
+            let written = state
+                .leaderboards
+                .write_tournament(Some(claims.user_id), &request.tournament_id, submission)
+                .await
+                .map_err(|e| e.into_core(TournamentCall::Write))?;
+            let record = record_view(written);
+            Ok(record)
+        },
+    )
+    .await
 }
 
 async fn delete_record(
@@ -302,23 +319,32 @@ async fn delete_record(
     PathParams(tournament_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = TournamentIdRequest { tournament_id };
-    let hook = Hook::DeleteTournamentRecord;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.tournament_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Invalid tournament ID.",
-        ));
-    }
-    state
-        .leaderboards
-        .delete_tournament_record(Some(claims.user_id), &request.tournament_id, claims.user_id)
-        .await
-        .map_err(|e| e.into_core(TournamentCall::DeleteRecord))?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::DeleteTournamentRecord,
+        ctx,
+        request,
+        async |request| {
+            if request.tournament_id.is_empty() {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Invalid tournament ID.",
+                ));
+            }
+            state
+                .leaderboards
+                .delete_tournament_record(
+                    Some(claims.user_id),
+                    &request.tournament_id,
+                    claims.user_id,
+                )
+                .await
+                .map_err(|e| e.into_core(TournamentCall::DeleteRecord))?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 async fn join(
@@ -328,17 +354,22 @@ async fn join(
     PathParams(tournament_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = TournamentIdRequest { tournament_id };
-    let hook = Hook::JoinTournament;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    state
-        .leaderboards
-        .join_tournament(&request.tournament_id, claims.user_id, &claims.username)
-        .await
-        .map_err(|e| e.into_core(TournamentCall::Join))?;
-    hooks::after::<()>(&state, hook, ctx, None, kept).await;
-    Ok(Json(serde_json::json!({})))
+    hooks::around_empty(
+        &state,
+        Hook::JoinTournament,
+        ctx,
+        request,
+        async |request| {
+            state
+                .leaderboards
+                .join_tournament(&request.tournament_id, claims.user_id, &claims.username)
+                .await
+                .map_err(|e| e.into_core(TournamentCall::Join))?;
+            Ok(())
+        },
+    )
+    .await
 }
 
 async fn around_owner(
@@ -361,49 +392,47 @@ async fn around_owner(
             _ => {}
         }
     }
-    let hook = Hook::ListTournamentRecordsAroundOwner;
     let ctx = || hooks::signed_in(&claims, client.0);
-    let request = hooks::before(&state, hook, ctx, request).await?;
-    let kept = hooks::keep_for_after(&state, hook, &request);
-    if request.tournament_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Invalid tournament ID.",
-        ));
-    }
-    let limit = match request.limit {
-        None => 100,
-        // In range by the guard.
-        Some(limit) if (1..=100).contains(&limit) => limit as usize,
-        Some(_) => {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Invalid limit - limit must be between 1 and 100.",
-            ));
-        }
-    };
-    if request.owner_id.is_empty() {
-        return Err(ApiError::new(
-            Code::InvalidArgument,
-            "Owner ID must be provided for a haystack query.",
-        ));
-    }
-    let owner = Uuid::parse_str(&request.owner_id)
-        .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid owner ID provided."))?;
-    let list = state
-        .leaderboards
-        .tournament_haystack(
-            &request.tournament_id,
-            owner,
-            limit,
-            &request.cursor,
-            request.expiry.unwrap_or(0),
-        )
-        .await
-        .map_err(|e| e.into_core(TournamentCall::AroundOwner))?;
-    let list = records_view(list);
-    hooks::after(&state, hook, ctx, Some(&list), kept).await;
-    Ok(Json(list))
+    hooks::around(
+        &state,
+        Hook::ListTournamentRecordsAroundOwner,
+        ctx,
+        request,
+        async |request| {
+            if request.tournament_id.is_empty() {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    "Invalid tournament ID.",
+                ));
+            }
+            let limit = match request.limit {
+                None => 100,
+                // In range by the guard.
+                Some(limit) if (1..=100).contains(&limit) => limit as usize,
+                Some(_) => {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        "Invalid limit - limit must be between 1 and 100.",
+                    ));
+                }
+            };
+            let owner = haystack_owner(&request.owner_id)?;
+            let list = state
+                .leaderboards
+                .tournament_haystack(
+                    &request.tournament_id,
+                    owner,
+                    limit,
+                    &request.cursor,
+                    request.expiry.unwrap_or(0),
+                )
+                .await
+                .map_err(|e| e.into_core(TournamentCall::AroundOwner))?;
+            let list = records_view(list);
+            Ok(list)
+        },
+    )
+    .await
 }
 
 /// A tournament as Nakama sends it (`api.Tournament`).
