@@ -220,4 +220,74 @@ impl<'a> MapArg<'a> {
             message: message.into(),
         }
     }
+
+    /// An optional UUID field (`user_id`, `sender_id`, …), refused with Nakama's words in each
+    /// language: JavaScript "expects 'userId' value to be a valid id" / "… a string", Lua
+    /// "expects user_id to be a valid UUID" / "… to be string".
+    pub fn opt_uuid(&self, field: &'static str) -> Result<Option<Uuid>, NkError> {
+        let js = self.naming == Naming::Camel;
+        let name = self.name(field);
+        match self.get(field).value {
+            NkValue::Nil => Ok(None),
+            NkValue::Str(s) => Uuid::parse_str(s).map(Some).map_err(|_| {
+                self.error(if js {
+                    format!("expects '{name}' value to be a valid id")
+                } else {
+                    format!("expects {name} to be a valid UUID")
+                })
+            }),
+            _ if js => Err(self.error(format!("expects '{name}' value to be a string"))),
+            _ => Err(self.error(format!("expects {name} to be string"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(result: Result<Option<Uuid>, NkError>) -> String {
+        match result {
+            Err(NkError::Arg { message, .. }) => message.into_owned(),
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn optional_uuid_fields_answer_nakamas_words_in_each_language() {
+        let id = Uuid::new_v4();
+        for (naming, key, bad_id, not_string) in [
+            (
+                Naming::Snake,
+                "user_id",
+                "expects user_id to be a valid UUID",
+                "expects user_id to be string",
+            ),
+            (
+                Naming::Camel,
+                "userId",
+                "expects 'userId' value to be a valid id",
+                "expects 'userId' value to be a string",
+            ),
+        ] {
+            let arg = |map: &NkMap| {
+                MapArg {
+                    map,
+                    position: 1,
+                    naming,
+                }
+                .opt_uuid("user_id")
+            };
+            assert_eq!(arg(&NkMap::new()).unwrap(), None);
+            let mut good = NkMap::new();
+            good.insert_data(key, NkValue::Str(id.to_string()));
+            assert_eq!(arg(&good).unwrap(), Some(id));
+            let mut bad = NkMap::new();
+            bad.insert_data(key, NkValue::Str("nope".into()));
+            assert_eq!(message(arg(&bad)), bad_id);
+            let mut number = NkMap::new();
+            number.insert_data(key, NkValue::Int(3));
+            assert_eq!(message(arg(&number)), not_string);
+        }
+    }
 }

@@ -223,30 +223,8 @@ fn send_list(args: &NkArgs) -> Result<Vec<NewNotification>, NkError> {
             }
             code
         };
-        let user_id = match map.get("user_id").value {
-            NkValue::Nil => None,
-            NkValue::Str(s) => Some(Uuid::parse_str(s).map_err(|_| {
-                map.error(if js {
-                    "expects 'userId' value to be a valid id"
-                } else {
-                    "expects user_id to be a valid UUID"
-                })
-            })?),
-            _ if js => return Err(map.error("expects 'userId' value to be a string")),
-            _ => return Err(map.error("expects user_id to be string")),
-        };
-        let sender_id = match map.get("sender_id").value {
-            NkValue::Nil => None,
-            NkValue::Str(s) => Some(Uuid::parse_str(s).map_err(|_| {
-                map.error(if js {
-                    "expects 'senderId' value to be a valid id"
-                } else {
-                    "expects sender_id to be a valid UUID"
-                })
-            })?),
-            _ if js => return Err(map.error("expects 'senderId' value to be a string")),
-            _ => return Err(map.error("expects sender_id to be string")),
-        };
+        let user_id = map.opt_uuid("user_id")?;
+        let sender_id = map.opt_uuid("sender_id")?;
         if subject.is_empty() {
             return Err(map.error("expects subject to be provided and to be non-empty"));
         }
@@ -425,32 +403,8 @@ fn notifications_delete(nk: Nk, args: NkArgs) -> NkFuture {
             } else {
                 "expects a valid set of notifications"
             })?;
-            let user_id = match map.get("user_id").value {
-                NkValue::Nil => None,
-                NkValue::Str(s) => Some(Uuid::parse_str(s).map_err(|_| {
-                    map.error(if js {
-                        "expects 'userId' value to be a valid id"
-                    } else {
-                        "expects user_id to be a valid UUID"
-                    })
-                })?),
-                _ if js => return Err(map.error("expects 'userId' value to be a string")),
-                _ => return Err(map.error("expects user_id to be string")),
-            };
-            let id = match map.get("notification_id").value {
-                NkValue::Nil => None,
-                NkValue::Str(s) => Some(Uuid::parse_str(s).map_err(|_| {
-                    map.error(if js {
-                        "expects 'notificationId' value to be a valid id"
-                    } else {
-                        "expects notification_id to be a valid UUID"
-                    })
-                })?),
-                _ if js => {
-                    return Err(map.error("expects 'notificationId' value to be a string"));
-                }
-                _ => return Err(map.error("expects notification_id to be string")),
-            };
+            let user_id = map.opt_uuid("user_id")?;
+            let id = map.opt_uuid("notification_id")?;
             // Without a user (Nakama: the nil user) or an id, nothing can match.
             if let (Some(user), Some(id)) = (user_id, id) {
                 by_user.entry(user).or_default().push(id);
