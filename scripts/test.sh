@@ -11,8 +11,20 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the one before it took, so a slow step shows in CI's log (the whole
+# run must stay under 40 minutes).
 started=$(date +%s)
+step_started=$started
+step() {
+  local now
+  now=$(date +%s)
+  if [ -n "${step_name:-}" ]; then
+    printf '(%s took %ss)\n' "$step_name" "$(( now - step_started ))"
+  fi
+  step_name="$*"
+  step_started=$now
+  printf '\n==> %s\n' "$*"
+}
 
 step "toolchain"
 cargo --version
@@ -67,4 +79,5 @@ step "metafi-bench smoke run"
 cargo build --locked -p metafi-server --bin metafi -p metafi-bench --features examples
 scripts/bench-smoke.sh target/debug/metafi target/debug/metafi-bench
 
+step "done"
 printf '\nall tests passed in %ss\n' "$(( $(date +%s) - started ))"
