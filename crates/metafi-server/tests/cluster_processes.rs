@@ -20,7 +20,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Envelope, Message, Ping};
+use metafi_proto::realtime::{
+    ChannelJoin, ChannelMessageSend, Envelope, MatchCreate, MatchJoin, MatchJoinId, Message, Ping,
+    StatusFollow,
+};
 use metafi_proto::wkt::bool_value;
 use metafi_testkit::{Http, Socket, User, user};
 use tokio::time::Instant;
@@ -657,5 +660,111 @@ async fn while_nats_is_down_each_node_serves_alone_and_they_reconcile_when_it_re
     expect_event(&mut alice_socket, "alice_socket: message \"indeed\"", |e| {
         message(e, "indeed")
     })
+    .await;
+}
+
+/// Two nodes on the shared NATS, `None` (skip) without NATS or PostgreSQL.
+fn two_nodes() -> Option<(Setup, NodeProcess, NodeProcess)> {
+    let (Some(nats), Some(pg)) = (
+        env_or_skip("METAFI_TEST_NATS_URL", "METAFI_REQUIRE_NATS"),
+        postgres(),
+    ) else {
+        return None;
+    };
+    let setup = Setup::new(nats, pg);
+    let n1 = setup.start("n1");
+    let n2 = setup.start("n2");
+    Some((setup, n1, n2))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the cluster-wide status registry (issue 18, helper 5)"]
+async fn followers_elsewhere_see_the_users_of_a_sigkilled_node_go_offline() {
+    let Some((_setup, n1, mut n2)) = two_nodes() else {
+        return;
+    };
+    for node in [&n1, &n2] {
+        metric_becomes(node, "metafi_cluster_peers", 1.0, Duration::from_secs(10)).await;
+    }
+    let (_fan, mut fan_socket) = player(&n1).await;
+    let star = user(&n2.http()).await;
+    let follow = fan_socket
+        .request(Message::StatusFollow(StatusFollow {
+            user_ids: vec![star.id.clone()],
+            usernames: Vec::new(),
+        }))
+        .await;
+    assert!(
+        matches!(follow.message, Some(Message::Status(_))),
+        "{follow:?}"
+    );
+    // The star comes online on node 2: the follower on node 1 is told.
+    let mut star_socket = Socket::connect(&n2.base, &star.token, "status=true").await;
+    star_socket.request(Message::Ping(Ping {})).await;
+    expect_event(&mut fan_socket, "fan: the star comes online", |e| {
+        matches!(&e.message, Some(Message::StatusPresenceEvent(ev))
+            if ev.joins.iter().any(|p| p.user_id == star.id))
+    })
+    .await;
+    // Node 2 dies: within the bound the follower sees the star go offline.
+    n2.sigkill();
+    event_within(
+        &mut fan_socket,
+        lost_bound(),
+        "fan: the star goes offline",
+        |e| {
+            matches!(&e.message, Some(Message::StatusPresenceEvent(ev))
+            if ev.leaves.iter().any(|p| p.user_id == star.id) && ev.joins.is_empty())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the cross-node match seam (issue 18, helper 4)"]
+async fn players_elsewhere_see_the_players_of_a_sigkilled_node_leave_a_relayed_match() {
+    let Some((_setup, n1, mut n2)) = two_nodes() else {
+        return;
+    };
+    for node in [&n1, &n2] {
+        metric_becomes(node, "metafi_cluster_peers", 1.0, Duration::from_secs(10)).await;
+    }
+    let (host, mut host_socket) = player(&n2).await;
+    let (_guest, mut guest_socket) = player(&n1).await;
+    let created = host_socket
+        .request(Message::MatchCreate(MatchCreate::default()))
+        .await;
+    let Some(Message::Match(created)) = created.message else {
+        panic!("expected a match, got {created:?}")
+    };
+    // The guest on node 1 joins the match made on node 2 and sees its host.
+    let joined = guest_socket
+        .request(Message::MatchJoin(MatchJoin {
+            id: Some(MatchJoinId::MatchId(created.match_id.clone())),
+            metadata: Default::default(),
+        }))
+        .await;
+    let Some(Message::Match(joined)) = joined.message else {
+        panic!("expected a match, got {joined:?}")
+    };
+    assert_eq!(
+        joined
+            .presences
+            .iter()
+            .map(|p| p.user_id.as_str())
+            .collect::<Vec<_>>(),
+        [host.id.as_str()]
+    );
+    // Node 2 dies: within the bound the guest sees the host leave.
+    n2.sigkill();
+    event_within(
+        &mut guest_socket,
+        lost_bound(),
+        "guest: the host leaves",
+        |e| {
+            matches!(&e.message, Some(Message::MatchPresenceEvent(ev))
+            if ev.leaves.iter().any(|p| p.user_id == host.id))
+        },
+    )
     .await;
 }
