@@ -7,6 +7,8 @@
 # BIN defaults to target/debug/metafi and must be built with `--features examples` (the suite
 # calls the example modules). NATS: METAFI_TEST_NATS_URL when set, else scripts/nats.sh (started
 # here and stopped at the end). PostgreSQL: a new database on scripts/postgres.sh's server.
+# CLUSTER_BENCH=path/to/metafi-bench also runs a short metafi-bench smoke against the three
+# nodes (users spread over them; fails on any error or a node that got no success).
 # CLUSTER_KEEP=1 leaves the nodes running after the suite (their ports are printed) for trying
 # things by hand; Ctrl-C stops them.
 set -euo pipefail
@@ -88,6 +90,25 @@ status=0
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=${nodes_ports[0]} METAFI_TEST_PORTS=$list \
   timeout "${COMPAT_TIMEOUT_SEC:-300}" node --test --test-concurrency=1 --test-reporter=spec \
   cluster.test.mjs) || status=$?
+if [ "$status" = 0 ] && [ -n "${CLUSTER_BENCH:-}" ]; then
+  servers=$(printf 'http://127.0.0.1:%s,' "${nodes_ports[@]}")
+  servers=${servers%,}
+  pid_list=$(IFS=,; echo "${pids[*]}")
+  for workload in "register --clients 6" "auth --clients 6 --users 30"; do
+    echo "==> metafi-bench $workload against three nodes"
+    # shellcheck disable=SC2086 # the workload's words are meant to split
+    out=$("$CLUSTER_BENCH" $workload --duration 2s --server "$servers" --server-pid "$pid_list" \
+      --max-error-ratio 0 --progress-every 60s) || { echo "$out"; status=1; break; }
+    echo "$out" | sed -n '/^per server/,/^$/p'
+    # every node served some of the users (round-robin over the list)
+    if [ "$(echo "$out" | grep -cE '^  http://.*successes [1-9]')" != 3 ]; then
+      echo "cluster: a node got no successes:" >&2
+      echo "$out" >&2
+      status=1
+      break
+    fi
+  done
+fi
 if [ "${CLUSTER_KEEP:-}" = 1 ]; then
   echo "cluster: nodes kept running on ports $list (NATS $nats); Ctrl-C stops them"
   while sleep 3600; do :; done

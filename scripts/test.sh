@@ -68,8 +68,10 @@ compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.
 scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
 
 step "nakama-js cluster suite: three nodes on PostgreSQL and NATS"
-# tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh).
-scripts/cluster.sh target/debug/metafi
+# tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh),
+# then a metafi-bench smoke run spreading its users over the three.
+cargo build --locked -p metafi-bench
+CLUSTER_BENCH=target/debug/metafi-bench scripts/cluster.sh target/debug/metafi
 
 step "metafi-bench smoke run"
 cargo build --locked -p metafi-server --bin metafi -p metafi-bench --features examples

@@ -219,8 +219,8 @@ test("matchmaker across nodes: tickets on node 1 and node 2 form one match", tod
   const ticketA = await a.socket.addMatchmaker(`+properties.mode:${mode}`, 2, 2, { mode });
   const ticketB = await b.socket.addMatchmaker(`+properties.mode:${mode}`, 2, 2, { mode });
   // scripts/cluster.sh runs the matchmaker every second.
-  const matchedA = await a.events.next("onmatchmakermatched", () => true, 10000);
-  const matchedB = await b.events.next("onmatchmakermatched", () => true, 10000);
+  const matchedA = await a.events.next("onmatchmakermatched", () => true, 5000);
+  const matchedB = await b.events.next("onmatchmakermatched", () => true, 5000);
   assert.equal(matchedA.ticket, ticketA.ticket);
   assert.equal(matchedB.ticket, ticketB.ticket);
   assert.equal(matchedA.users.length, 2);
