@@ -3,6 +3,9 @@
 //! - a node killed with SIGKILL mid-test: the others tell their clients its presences left
 //!   within the stated bound and keep serving; restarted, it rejoins and its new sessions are
 //!   known everywhere (`METAFI_TEST_NATS_URL`);
+//! - one node cut off from NATS (a TCP relay between it and NATS, cut and restored): the others
+//!   see it lost within the bound and keep talking among themselves, it serves its own clients
+//!   alone, and it rejoins when the link returns;
 //! - NATS stopped and restarted on the same port (a partition of every node from every other):
 //!   while it is down each node declares its peers lost and keeps serving its own clients; when
 //!   it is back the nodes reconnect and reconcile (`METAFI_TEST_NATS_BIN`, a nats-server this
@@ -17,6 +20,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,13 +95,18 @@ impl Setup {
     /// Starts node `name` and waits until it is ready (its data directory is `name`'s own, so
     /// a restart under the same name reuses it, as an operator's would).
     fn start(&self, name: &str) -> NodeProcess {
+        self.start_via(name, &self.nats)
+    }
+
+    /// Like [`Setup::start`], reaching NATS at `nats` (a [`NatsLink`] of its own).
+    fn start_via(&self, name: &str, nats: &str) -> NodeProcess {
         let data: PathBuf = self.dir.path().join(name);
         let mut child = Command::new(env!("CARGO_BIN_EXE_metafi"))
             .arg("serve")
             .args(["--port", "0", "--metrics-port", "0", "--data-dir"])
             .arg(&data)
             .args(["--database-url", &self.postgres])
-            .args(["--cluster", &self.nats, "--node", name])
+            .args(["--cluster", nats, "--node", name])
             .args(["--set", &format!("cluster.subject_prefix={}", self.prefix)])
             .args([
                 "--set",
@@ -766,5 +775,174 @@ async fn players_elsewhere_see_the_players_of_a_sigkilled_node_leave_a_relayed_m
             if ev.leaves.iter().any(|p| p.user_id == host.id))
         },
     )
+    .await;
+}
+
+/// A TCP relay between one node and NATS: cutting it partitions that node alone from NATS (and
+/// so from the rest of the cluster) while the other nodes keep their connections.
+struct NatsLink {
+    addr: std::net::SocketAddr,
+    open: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl NatsLink {
+    async fn start(nats_url: &str) -> NatsLink {
+        let target = nats_url
+            .trim_start_matches("nats://")
+            .split(',')
+            .next()
+            .unwrap()
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(AtomicBool::new(true));
+        let connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let accept = tokio::spawn({
+            let (open, connections) = (open.clone(), connections.clone());
+            async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        // Cut: the node's reconnect attempts are closed at once.
+                        continue;
+                    }
+                    let target = target.clone();
+                    let relay = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    connections.lock().unwrap().push(relay.abort_handle());
+                }
+            }
+        });
+        NatsLink {
+            addr,
+            open,
+            connections,
+            accept,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://{}", self.addr)
+    }
+
+    /// Drops the node's NATS connection and refuses its reconnects.
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for relay in self.connections.lock().unwrap().drain(..) {
+            relay.abort();
+        }
+    }
+
+    /// Lets the node's next reconnect through.
+    fn heal(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for NatsLink {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_nats_is_lost_to_the_others_who_keep_talking_and_it_rejoins() {
+    let (Some(nats), Some(pg)) = (
+        env_or_skip("METAFI_TEST_NATS_URL", "METAFI_REQUIRE_NATS"),
+        postgres(),
+    ) else {
+        return;
+    };
+    let link = NatsLink::start(&nats).await;
+    let setup = Setup::new(nats, pg);
+    let n1 = setup.start("n1");
+    let n2 = setup.start_via("n2", &link.url());
+    let n3 = setup.start("n3");
+    for node in [&n1, &n2, &n3] {
+        metric_becomes(node, "metafi_cluster_peers", 2.0, Duration::from_secs(10)).await;
+    }
+    let room = format!("procs-{}", uuid::Uuid::new_v4().simple());
+    let (alice, mut alice_socket) = player(&n1).await;
+    let (bob, mut bob_socket) = player(&n2).await;
+    let (carol, mut carol_socket) = player(&n3).await;
+    let channel = join_room(&mut alice_socket, &room).await;
+    presences_known(&[&n2, &n3], 1).await;
+    join_room(&mut bob_socket, &room).await;
+    presences_known(&[&n1], 1).await;
+    presences_known(&[&n3], 2).await;
+    join_room(&mut carol_socket, &room).await;
+    presences_known(&[&n1, &n2], 2).await;
+
+    // Node 2 alone loses NATS.
+    link.cut();
+    let bound = lost_bound();
+    // Within the bound the others tell their members bob left, and node 2 tells bob the others
+    // left.
+    for (socket, who) in [(&mut alice_socket, "alice"), (&mut carol_socket, "carol")] {
+        event_within(socket, bound, &format!("{who} sees bob leave"), |e| {
+            left(e, &bob.id)
+        })
+        .await;
+    }
+    // (Both peers are noticed at one check: one event may carry both leaves.)
+    let deadline = Instant::now() + bound;
+    let mut gone = std::collections::HashSet::new();
+    while gone.len() < 2 {
+        let within = deadline.saturating_duration_since(Instant::now());
+        let event = tokio::time::timeout(
+            within,
+            bob_socket.event(|e| left(e, &alice.id) || left(e, &carol.id)),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("bob did not see alice and carol leave within {bound:?}"));
+        if let Some(Message::ChannelPresenceEvent(ev)) = event.message {
+            gone.extend(ev.leaves.into_iter().map(|p| p.user_id));
+        }
+    }
+    metric_becomes(&n2, "metafi_cluster_peers", 0.0, bound).await;
+    for node in [&n1, &n3] {
+        metric_becomes(node, "metafi_cluster_peers", 1.0, bound).await;
+        metric_becomes(node, "metafi_cluster_remote_presences", 1.0, bound).await;
+    }
+    // The rest of the cluster keeps talking; node 2 serves its own clients alone.
+    say(&mut alice_socket, &channel, "n1 to n3 without n2").await;
+    expect_event(&mut carol_socket, "carol gets alice's message", |e| {
+        message(e, "n1 to n3 without n2")
+    })
+    .await;
+    say(&mut bob_socket, &channel, "bob alone").await;
+    expect_event(&mut bob_socket, "bob gets his own message", |e| {
+        message(e, "bob alone")
+    })
+    .await;
+    serves(&n2).await;
+    alice_socket
+        .assert_no_event(Duration::from_millis(300), |e| message(e, "bob alone"))
+        .await;
+
+    // The link returns: node 2 reconnects within the backoff, everyone's books are whole.
+    link.heal();
+    let heal = NATS_RECONNECT + HEARTBEAT * 2 + SLACK;
+    for node in [&n1, &n2, &n3] {
+        metric_becomes(node, "metafi_cluster_peers", 2.0, heal).await;
+    }
+    presences_known(&[&n1, &n2, &n3], 2).await;
+    say(&mut bob_socket, &channel, "bob is back").await;
+    for (socket, who) in [(&mut alice_socket, "alice"), (&mut carol_socket, "carol")] {
+        expect_event(socket, &format!("{who} gets bob's message"), |e| {
+            message(e, "bob is back")
+        })
+        .await;
+    }
+    say(&mut carol_socket, &channel, "welcome back bob").await;
+    expect_event(&mut bob_socket, "bob gets carol's message", |e| {
+        message(e, "welcome back bob")
+    })
     .await;
 }
