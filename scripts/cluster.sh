@@ -60,11 +60,11 @@ for n in 1 2 3; do
   start_server "$bin" --database-url "$db" --cluster "$nats" --node "n$n" \
     --set cluster.subject_prefix="$prefix" --set runtime.path="$modules" \
     --set session.single_socket=true --set matchmaker.interval_sec=1 "$@"
-  if [ "$n" = 1 ]; then require_examples cluster; fi
   pids+=("$SERVER_PID")
   nodes_ports+=("$SERVER_PORT")
   datas+=("$SERVER_DATA")
   logs+=("$SERVER_LOG")
+  if [ "$n" = 1 ]; then require_examples cluster; fi
   echo "cluster: node n$n on port $SERVER_PORT (metrics $SERVER_METRICS_PORT, log $SERVER_LOG)"
 done
 SERVER_PID=""
