@@ -59,7 +59,11 @@ prefix="cluster$$"
 for n in 1 2 3; do
   start_server "$bin" --database-url "$db" --cluster "$nats" --node "n$n" \
     --set cluster.subject_prefix="$prefix" --set runtime.path="$modules" \
-    --set session.single_socket=true --set matchmaker.interval_sec=1 "$@"
+    --set session.single_socket=true --set matchmaker.interval_sec=1 "$@" || {
+    # (a node that never became ready may still run)
+    kill "${SERVER_PID:-}" 2>/dev/null || true
+    exit 1
+  }
   pids+=("$SERVER_PID")
   nodes_ports+=("$SERVER_PORT")
   datas+=("$SERVER_DATA")
