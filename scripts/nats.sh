@@ -4,6 +4,10 @@
 #
 #   export METAFI_TEST_NATS_URL="$(scripts/nats.sh)"
 #   scripts/nats.sh stop        # ends the server this script started (by its PID)
+#   scripts/nats.sh restart     # stops it and starts it again on the same port (a NATS outage
+#                               # and its end, for the cluster's partition tests); prints the URL
+#   scripts/nats.sh bin         # installs nats-server if needed and prints its path (tests that
+#                               # start and stop a server of their own: METAFI_TEST_NATS_BIN)
 #
 # Idempotent: installs nats-server (NATS_VERSION, default v2.15.2) once with the Go toolchain from
 # the Go module proxy into a cache dir (METAFI_NATS_CACHE, default ~/.cache/metafi/nats), starts it
@@ -30,7 +34,7 @@ running_pid() {
     echo "$pid"
 }
 
-if [ "${1:-}" = "stop" ]; then
+stop_running() {
     if pid="$(running_pid)"; then
         log "stopping nats-server (pid $pid)"
         kill "$pid"
@@ -40,8 +44,28 @@ if [ "${1:-}" = "stop" ]; then
         done
     fi
     rm -f "$DIR/pid" "$DIR/url"
+}
+
+case "${1:-}" in
+stop)
+    stop_running
     exit 0
-fi
+    ;;
+restart)
+    # The same port again, so the nodes' reconnect loop finds it at the URL they were given.
+    if [ ! -s "$DIR/url" ]; then
+        log "restart: no nats-server started by this script is known (no $DIR/url)"
+        exit 1
+    fi
+    METAFI_NATS_PORT="$(sed -E 's/.*:([0-9]+)$/\1/' "$DIR/url")"
+    stop_running
+    ;;
+""|bin) ;;
+*)
+    log "unknown command '$1' (stop, restart, bin, or nothing to start)"
+    exit 1
+    ;;
+esac
 
 if [ ! -x "$BIN" ]; then
     if ! command -v go >/dev/null 2>&1; then
@@ -56,6 +80,11 @@ if [ ! -x "$BIN" ]; then
     GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -trimpath" GOBIN="$CACHE/$VERSION" \
         go install -ldflags='-s -w' "github.com/nats-io/nats-server/v2@$VERSION" >&2
     log "installed in $(( $(date +%s) - started ))s"
+fi
+
+if [ "${1:-}" = "bin" ]; then
+    echo "$BIN"
+    exit 0
 fi
 
 if pid="$(running_pid)" && [ -s "$DIR/url" ]; then

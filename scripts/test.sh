@@ -2,8 +2,8 @@
 # Runs every test of MetaFi, as CI does (`.ci/run` calls exactly this):
 #   formatting and lints, unit and integration tests (storage conformance on SQLite and on a real
 #   PostgreSQL; the engine conformance suite, crates/metafi-runtime-conformance, every fixture in
-#   Lua, JavaScript and native Rust), the nakama-js compatibility suite on SQLite and PostgreSQL,
-#   and docs.
+#   Lua, JavaScript and native Rust), the nakama-js compatibility suite on SQLite and PostgreSQL
+#   and on a three-node cluster, and docs.
 # Installs and starts what it needs (PostgreSQL from Debian packages, nats-server with the Go
 # toolchain, Node packages with npm ci).
 # Exits non-zero on the first failure.
@@ -58,6 +58,10 @@ step "nats"
 nats_url=$(scripts/nats.sh)
 echo "using $nats_url"
 export METAFI_TEST_NATS_URL="$nats_url"
+# The partition test (crates/metafi-server/tests/cluster_processes.rs) stops and restarts a
+# nats-server of its own, so the shared one above is never cut.
+METAFI_TEST_NATS_BIN=$(scripts/nats.sh bin)
+export METAFI_TEST_NATS_BIN
 export METAFI_REQUIRE_NATS=1
 trap 'scripts/nats.sh stop' EXIT
 
@@ -74,6 +78,12 @@ scripts/compat.sh target/debug/metafi
 step "nakama-js compatibility: PostgreSQL"
 compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.sh)
 scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
+
+step "nakama-js cluster suite: three nodes on PostgreSQL and NATS"
+# tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh),
+# then a metafi-bench smoke run spreading its users over the three.
+cargo build --locked -p metafi-bench
+CLUSTER_BENCH=target/debug/metafi-bench scripts/cluster.sh target/debug/metafi
 
 step "metafi-bench smoke run"
 cargo build --locked -p metafi-server --bin metafi -p metafi-bench --features examples

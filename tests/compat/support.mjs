@@ -16,6 +16,11 @@ console.warn = (...args) => {
 
 export const host = process.env.METAFI_TEST_HOST ?? "127.0.0.1";
 export const port = process.env.METAFI_TEST_PORT ?? "7350";
+/**
+ * The API ports of every node of a cluster under test (METAFI_TEST_PORTS=7350,7360,7370, set by
+ * scripts/cluster.sh); one server: just `port`. `clientOn(i)` talks to node i.
+ */
+export const ports = (process.env.METAFI_TEST_PORTS ?? port).split(",").map((p) => p.trim()).filter(Boolean);
 export const serverKey = process.env.METAFI_TEST_SERVER_KEY ?? "defaultkey";
 export const httpKey = process.env.METAFI_TEST_HTTP_KEY ?? "defaulthttpkey";
 /** "metafi" (default) or "nakama" (the oracle). */
@@ -54,6 +59,12 @@ export function metafiOnly(why) {
 export function client(options = {}) {
   const { key = serverKey, autoRefresh = true } = options;
   return new Client(key, host, port, false, 7000, autoRefresh);
+}
+
+/** A client of node `i` of the cluster (`ports[i]`, round-robin past the last). */
+export function clientOn(i, options = {}) {
+  const { key = serverKey, autoRefresh = true } = options;
+  return new Client(key, host, ports[i % ports.length], false, 7000, autoRefresh);
 }
 
 /** A device id that no other test uses. */

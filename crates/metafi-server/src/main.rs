@@ -144,6 +144,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => {
             let config = args.load()?;
             telemetry::init_logging(&config.logger);
+            // The recorder first: a metric set before it exists is lost (the cluster's gauges
+            // are set while the node starts, e.g. the sessions a joining node learns).
+            let _ = telemetry::metrics_handle();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .thread_name("metafi-io")

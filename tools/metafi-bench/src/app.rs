@@ -14,6 +14,7 @@ use crate::net;
 use crate::phases::{LoadModel, Phase};
 use crate::report::{self, Meta, Report};
 use crate::runner::{self, RunOptions};
+use crate::servers::Servers;
 use crate::workloads::Workload;
 use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
@@ -78,16 +79,24 @@ pub async fn execute(
         (None, Some(n)) => net::loopback_sources(n),
         (None, None) => Vec::new(),
     };
-    let config = ClientConfig {
-        server: common.server.clone(),
-        server_key: common.server_key.clone(),
-        timeout: common.timeout,
-        sources,
-        max_idle: 4,
-    };
-    let client = Client::new(&config, Arc::new(NetCounters::default()))
-        .await
-        .context("preparing the client")?;
+    // One client per server, all counting into one set of network counters.
+    let counters = Arc::new(NetCounters::default());
+    let mut clients = Vec::with_capacity(common.servers.len());
+    for server in &common.servers {
+        let config = ClientConfig {
+            server: server.clone(),
+            server_key: common.server_key.clone(),
+            timeout: common.timeout,
+            sources: sources.clone(),
+            max_idle: 4,
+        };
+        clients.push(
+            Client::new(&config, counters.clone())
+                .await
+                .with_context(|| format!("preparing the client of {server}"))?,
+        );
+    }
+    let client = Servers::new(common.servers.clone(), clients)?;
     let closed = |clients| LoadModel::Closed {
         clients,
         duration: common.duration,
@@ -242,7 +251,7 @@ fn socket_config(args: &SocketArgs, common: &Common) -> SocketConfig {
 
 async fn drive<W: Workload>(
     workload: Arc<W>,
-    client: Client,
+    client: Servers,
     common: &Common,
     fallback: LoadModel,
     mut notes: Vec<String>,
@@ -260,7 +269,7 @@ async fn drive<W: Workload>(
             load: load.clone(),
             max_users: common.max_users,
             progress_every: common.progress_every,
-            server_pid: common.server_pid,
+            server_pids: common.server_pids.clone(),
         },
         interrupt,
     )
@@ -269,7 +278,7 @@ async fn drive<W: Workload>(
         Meta {
             workload: name.to_owned(),
             label: common.label.clone(),
-            server: common.server.clone(),
+            server: common.servers.join(","),
             load: load.describe(),
             command: command_line(),
             started_unix,

@@ -131,12 +131,16 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct Common {
     /// Server to measure, http://host:port (MetaFi, Nakama or any Nakama-compatible server).
+    /// Several (the nodes of a cluster): a comma-separated list or the flag repeated; users are
+    /// spread over them round-robin and the report counts each one's users.
     #[arg(
-        long,
+        long = "server",
+        value_name = "URL",
+        value_delimiter = ',',
         default_value = "http://127.0.0.1:7350",
         env = "METAFI_BENCH_SERVER"
     )]
-    pub server: String,
+    pub servers: Vec<String>,
     /// Server key (HTTP basic-auth username of the authenticate calls).
     #[arg(long, default_value = "defaultkey", env = "METAFI_BENCH_SERVER_KEY")]
     pub server_key: String,
@@ -183,9 +187,10 @@ pub struct Common {
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub progress_every: Duration,
     /// Process id of the server (on this machine): the report adds its CPU time, the cores it
-    /// used and its peak memory, read from /proc.
-    #[arg(long, value_name = "PID")]
-    pub server_pid: Option<u32>,
+    /// used and its peak memory, read from /proc. Several (a cluster's nodes): a comma-separated
+    /// list or the flag repeated; their CPU time and peak memory are summed.
+    #[arg(long = "server-pid", value_name = "PID", value_delimiter = ',')]
+    pub server_pids: Vec<u32>,
     /// Exit with status 1 when more than this fraction of attempts failed (e.g. 0.01).
     #[arg(long, value_name = "FRACTION")]
     pub max_error_ratio: Option<f64>,
@@ -297,5 +302,38 @@ mod tests {
             Cli::try_parse_from(["metafi-bench", "auth", "--clients", "8", "--phase", "1:1s"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn servers_and_pids_are_lists_or_repeated_flags() {
+        let cli = Cli::try_parse_from([
+            "metafi-bench",
+            "register",
+            "--server",
+            "http://127.0.0.1:1,http://127.0.0.1:2",
+            "--server",
+            "http://127.0.0.1:3",
+            "--server-pid",
+            "10,11",
+        ])
+        .expect("parses");
+        let Command::Register { common } = cli.command else {
+            panic!("register")
+        };
+        assert_eq!(
+            common.servers,
+            [
+                "http://127.0.0.1:1",
+                "http://127.0.0.1:2",
+                "http://127.0.0.1:3"
+            ]
+        );
+        assert_eq!(common.server_pids, [10, 11]);
+        let cli = Cli::try_parse_from(["metafi-bench", "register"]).expect("parses");
+        let Command::Register { common } = cli.command else {
+            panic!("register")
+        };
+        assert_eq!(common.servers, ["http://127.0.0.1:7350"]);
+        assert!(common.server_pids.is_empty());
     }
 }

@@ -17,6 +17,7 @@ pub mod phases;
 pub mod procfs;
 pub mod report;
 pub mod runner;
+pub mod servers;
 pub mod stats;
 pub mod units;
 pub mod workloads;

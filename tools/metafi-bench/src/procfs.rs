@@ -19,7 +19,10 @@ pub struct ProcReading {
 /// The server's use over a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ServerUsage {
+    /// The (first) server process.
     pub pid: u32,
+    /// How many server processes were measured (`--server-pid` list): CPU and memory are sums.
+    pub processes: u32,
     pub cpu_secs: f64,
     /// `cpu_secs` over the run's wall time: 1.0 is one core fully used.
     pub cores_used: f64,

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use metafi_client::Client;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::phases::{ArrivalSchedule, LoadModel};
 use crate::procfs::{self, ServerUsage};
+use crate::servers::Servers;
 use crate::stats::{SeriesKind, Snapshot, Stats};
 use crate::units::{ms, thousands};
 use crate::workloads::{Ctx, Workload};
@@ -26,8 +26,9 @@ pub struct RunOptions {
     pub max_users: u64,
     /// Progress line period when stderr is not a terminal (on a terminal: every second).
     pub progress_every: Duration,
-    /// The server's process id, to report its CPU time and peak memory (Linux `/proc`).
-    pub server_pid: Option<u32>,
+    /// The servers' process ids, to report their CPU time and peak memory (Linux `/proc`),
+    /// summed over the processes; empty: not reported.
+    pub server_pids: Vec<u32>,
 }
 
 /// What a finished (or interrupted) run hands to the report.
@@ -40,17 +41,18 @@ pub struct Outcome {
     pub server: Option<ServerUsage>,
 }
 
-/// Runs `workload` against `client`'s server; stops on its own at the end of the load model.
+/// Runs `workload` against the servers (users spread over them round-robin); stops on its own
+/// at the end of the load model.
 pub async fn run<W: Workload>(
     workload: Arc<W>,
-    client: Client,
+    servers: Servers,
     options: RunOptions,
     interrupt: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<Outcome> {
     let mut interrupt = std::pin::pin!(interrupt);
     progress_line(&format!("{}: setting up…", workload.name()), true);
     let mut notes = tokio::select! {
-        notes = workload.prepare(&client) => notes?,
+        notes = workload.prepare(&servers) => notes?,
         _ = &mut interrupt => anyhow::bail!("interrupted during setup; nothing was measured"),
     };
 
@@ -60,27 +62,32 @@ pub async fn run<W: Workload>(
         .find(|(_, kind)| *kind == SeriesKind::Request)
         .or(series.first())
         .map(|(name, _)| *name);
-    let stats = Stats::new(&series, client.endpoint().connector().counters().clone());
+    // Every server's client counts into one set of network counters.
+    let stats = Stats::new(
+        &series,
+        servers.client(0).endpoint().connector().counters().clone(),
+    )
+    .with_servers(servers.urls());
     let total = options.load.total();
     let start = stats.start();
     let ctx = Arc::new(Ctx {
         stats,
-        client,
+        servers: Arc::new(servers),
         deadline: start + total,
         stop: CancellationToken::new(),
     });
     ctx.stats.sample();
-    let probe = options.server_pid.and_then(|pid| match procfs::read(pid) {
-        Ok(first) => Some(Arc::new(ServerProbe {
-            pid,
-            first,
-            peak_rss: AtomicU64::new(first.rss_bytes),
-        })),
-        Err(e) => {
-            tracing::warn!(pid, error = %e, "cannot read the server's /proc entry; not reporting its CPU and memory");
-            None
+    let probe = if options.server_pids.is_empty() {
+        None
+    } else {
+        match ServerProbe::start(&options.server_pids) {
+            Ok(probe) => Some(Arc::new(probe)),
+            Err((pid, e)) => {
+                tracing::warn!(pid, error = %e, "cannot read the server's /proc entry; not reporting its CPU and memory");
+                None
+            }
         }
-    });
+    };
 
     let sampler = tokio::spawn(sample_every_second(
         ctx.clone(),
@@ -150,32 +157,57 @@ pub async fn run<W: Workload>(
     })
 }
 
-/// The server's counters at the start, and its peak memory since.
+/// The servers' counters at the start, and their peak memory since (summed over the
+/// processes at each sample).
 #[derive(Debug)]
 struct ServerProbe {
-    pid: u32,
-    first: procfs::ProcReading,
+    pids: Vec<u32>,
+    first_cpu_secs: f64,
     peak_rss: AtomicU64,
 }
 
 impl ServerProbe {
+    fn start(pids: &[u32]) -> Result<ServerProbe, (u32, std::io::Error)> {
+        let first = read_all(pids)?;
+        Ok(ServerProbe {
+            pids: pids.to_vec(),
+            first_cpu_secs: first.cpu_secs,
+            peak_rss: AtomicU64::new(first.rss_bytes),
+        })
+    }
+
     fn observe(&self) {
-        if let Ok(now) = procfs::read(self.pid) {
+        if let Ok(now) = read_all(&self.pids) {
             self.peak_rss.fetch_max(now.rss_bytes, Ordering::Relaxed);
         }
     }
 
     fn finish(&self, wall: Duration) -> Option<ServerUsage> {
-        let last = procfs::read(self.pid).ok()?;
+        let last = read_all(&self.pids).ok()?;
         let peak = self.peak_rss.load(Ordering::Relaxed).max(last.rss_bytes);
-        let cpu_secs = (last.cpu_secs - self.first.cpu_secs).max(0.0);
+        let cpu_secs = (last.cpu_secs - self.first_cpu_secs).max(0.0);
         Some(ServerUsage {
-            pid: self.pid,
+            pid: self.pids[0],
+            processes: self.pids.len() as u32,
             cpu_secs,
             cores_used: cpu_secs / wall.as_secs_f64().max(f64::EPSILON),
             peak_rss_bytes: peak,
         })
     }
+}
+
+/// CPU time and resident memory summed over `pids`; the first pid that cannot be read fails it.
+fn read_all(pids: &[u32]) -> Result<procfs::ProcReading, (u32, std::io::Error)> {
+    let mut sum = procfs::ProcReading {
+        cpu_secs: 0.0,
+        rss_bytes: 0,
+    };
+    for &pid in pids {
+        let reading = procfs::read(pid).map_err(|e| (pid, e))?;
+        sum.cpu_secs += reading.cpu_secs;
+        sum.rss_bytes += reading.rss_bytes;
+    }
+    Ok(sum)
 }
 
 fn spawn_user<W: Workload>(
@@ -187,11 +219,12 @@ fn spawn_user<W: Workload>(
 ) {
     let user = workload.clone().user(ctx.clone(), index, repeat);
     let ctx = ctx.clone();
-    users.spawn(async move {
+    let server = ctx.servers.of_user(index);
+    users.spawn(Servers::run_user(server, async move {
         ctx.stats.user_started();
         user.await;
         ctx.stats.user_finished();
-    });
+    }));
 }
 
 /// Samples the gauges once a second (the report's timeline) and prints progress.

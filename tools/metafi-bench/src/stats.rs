@@ -16,6 +16,8 @@ use metafi_client::net::NetCounters;
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use crate::servers::{self, ServerCount, Tally};
+
 /// Largest latency a histogram holds (longer ones are clamped): one hour, in microseconds.
 const MAX_MICROS: u64 = 3_600_000_000;
 
@@ -48,6 +50,9 @@ pub struct Stats {
     net: Arc<NetCounters>,
     samples: Mutex<Vec<Sample>>,
     closed: AtomicBool,
+    /// The servers of the run (`--server` list) and what each one's users recorded.
+    server_names: Vec<String>,
+    per_server: Vec<Tally>,
 }
 
 #[derive(Debug)]
@@ -133,7 +138,21 @@ impl Stats {
             net,
             samples: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            server_names: vec![String::new()],
+            per_server: Tally::tallies(1),
         }
+    }
+
+    /// Tallies per server too, for the servers named (in `--server` order).
+    pub fn with_servers(mut self, names: &[String]) -> Stats {
+        self.server_names = names.to_vec();
+        self.per_server = Tally::tallies(names.len());
+        self
+    }
+
+    /// The tally of the server of the user running in this task.
+    fn tally(&self) -> Option<&Tally> {
+        servers::current().and_then(|i| self.per_server.get(i))
     }
 
     /// The series called `name`; workloads look their series up once, at start.
@@ -176,6 +195,10 @@ impl Stats {
         bucket.sum_micros += micros;
         bucket.histogram.saturating_record(micros);
         data.total.saturating_record(micros);
+        drop(data);
+        if let Some(tally) = self.tally() {
+            tally.success();
+        }
     }
 
     /// Counts a failure of kind `kind` (e.g. `timeout`, `status 500`).
@@ -185,6 +208,9 @@ impl Stats {
         }
         self.error_total.fetch_add(1, Ordering::Relaxed);
         *self.errors.lock().entry(kind.to_owned()).or_insert(0) += 1;
+        if let Some(tally) = self.tally() {
+            tally.error();
+        }
     }
 
     /// A socket became connected.
@@ -201,6 +227,9 @@ impl Stats {
     pub fn user_started(&self) {
         self.started_users.fetch_add(1, Ordering::Relaxed);
         self.active_users.fetch_add(1, Ordering::Relaxed);
+        if let Some(tally) = self.tally() {
+            tally.user();
+        }
     }
 
     pub fn user_finished(&self) {
@@ -271,6 +300,12 @@ impl Stats {
             errors: self.errors.lock().clone(),
             max_connected: self.max_connected.load(Ordering::Relaxed),
             samples: self.samples.lock().clone(),
+            per_server: self
+                .server_names
+                .iter()
+                .zip(&self.per_server)
+                .map(|(name, tally)| tally.count(name))
+                .collect(),
         }
     }
 }
@@ -282,6 +317,8 @@ pub struct Snapshot {
     pub errors: BTreeMap<String, u64>,
     pub max_connected: i64,
     pub samples: Vec<Sample>,
+    /// What each server's users recorded (one entry per `--server`).
+    pub per_server: Vec<ServerCount>,
 }
 
 #[derive(Debug, Clone)]

@@ -87,6 +87,42 @@ async fn register_and_auth_succeed_without_errors_against_metafi() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_are_spread_over_a_list_of_servers_round_robin_and_counted_per_server() {
+    let (one, two) = (start_server().await, start_server().await);
+    let list = format!("{},{}", one.base, two.base);
+    // 5 closed-loop users: 0, 2, 4 on the first server, 1, 3 on the second.
+    let report = bench(&[
+        "metafi-bench",
+        "register",
+        "--server",
+        &list,
+        "--clients",
+        "5",
+        "--duration",
+        "1s",
+    ])
+    .await;
+    assert_eq!(report.error_total(), 0, "{:?}", report.errors);
+    assert_eq!(report.server, list);
+    let users: Vec<u64> = report.per_server.iter().map(|c| c.users).collect();
+    assert_eq!(users, [3, 2], "{:?}", report.per_server);
+    assert_eq!(report.per_server[0].server, one.base);
+    assert_eq!(report.per_server[1].server, two.base);
+    assert!(
+        report.per_server.iter().all(|c| c.successes > 0),
+        "{:?}",
+        report.per_server
+    );
+    let total: u64 = report.per_server.iter().map(|c| c.successes).sum();
+    assert_eq!(
+        total, report.requests[0].count,
+        "every success is some server's"
+    );
+    one.stop().await;
+    two.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_server_key_is_counted_as_errors_by_kind() {
     let server = start_server().await;
     let report = bench(&[

@@ -71,6 +71,23 @@ pub fn render(report: &Report, charts: &[String]) -> String {
         mbits(net.received_highest_bits_per_sec),
         bytes(net.received_total_bytes)
     );
+    if report.per_server.len() > 1 {
+        let _ = writeln!(
+            out,
+            "| server (users round-robin) | users | successes | errors |\n|---|---:|---:|---:|"
+        );
+        for c in &report.per_server {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                c.server,
+                thousands(c.users),
+                thousands(c.successes),
+                thousands(c.errors)
+            );
+        }
+        let _ = writeln!(out);
+    }
     if let Some(usage) = &report.server_usage {
         let _ = writeln!(out, "{}\n", super::table::server_line(report, usage));
     }

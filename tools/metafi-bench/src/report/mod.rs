@@ -13,6 +13,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::procfs::ServerUsage;
+use crate::servers::ServerCount;
 use crate::stats::{NetSummary, SeriesKind, Snapshot, Summary, ToolUsage};
 
 pub use markdown::render as markdown;
@@ -43,6 +44,8 @@ pub struct Report {
     pub network: NetSummary,
     /// The server's CPU and memory over the run, when `--server-pid` was given.
     pub server_usage: Option<ServerUsage>,
+    /// Users, successes and errors per server (`--server` list, in order; users round-robin).
+    pub per_server: Vec<ServerCount>,
     /// The tool's own CPU over the run (a run is valid only while it stays well under the
     /// tool's cores), when `/proc` could be read.
     pub tool_usage: Option<ToolUsage>,
@@ -149,6 +152,7 @@ impl Report {
             errors: snapshot.errors.clone(),
             network: NetSummary::from_samples(&snapshot.samples),
             server_usage: meta.server_usage,
+            per_server: snapshot.per_server.clone(),
             tool_usage: ToolUsage::from_samples(&snapshot.samples),
             timeline_series: snapshot.series.iter().map(|s| s.name.clone()).collect(),
             timeline,
@@ -254,6 +258,7 @@ pub(crate) mod fixture {
                 notes: vec!["setup: 1 user".into()],
                 server_usage: Some(ServerUsage {
                     pid: 4242,
+                    processes: 1,
                     cpu_secs: 6.0,
                     cores_used: 0.5,
                     peak_rss_bytes: 50_000_000,

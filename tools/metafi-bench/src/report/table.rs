@@ -45,6 +45,12 @@ pub fn render(report: &Report) -> String {
     for (kind, count) in &report.errors {
         let _ = writeln!(out, "  {kind:<28} {}", thousands(*count));
     }
+    if report.per_server.len() > 1 {
+        let _ = writeln!(out, "\nper server (users round-robin):");
+        for line in per_server_lines(report) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     if let Some(usage) = &report.server_usage {
         let _ = writeln!(out, "\n{}", server_line(report, usage));
     }
@@ -86,11 +92,41 @@ pub(super) fn tool_line(tool: &crate::stats::ToolUsage) -> String {
     line
 }
 
+/// One line per server: "http://…  users 4  successes 1,200  errors 0".
+pub(super) fn per_server_lines(report: &Report) -> Vec<String> {
+    let width = report
+        .per_server
+        .iter()
+        .map(|c| c.server.len())
+        .max()
+        .unwrap_or(0);
+    report
+        .per_server
+        .iter()
+        .map(|c| {
+            format!(
+                "{:<width$}  users {}  successes {}  errors {}",
+                c.server,
+                thousands(c.users),
+                thousands(c.successes),
+                thousands(c.errors)
+            )
+        })
+        .collect()
+}
+
 /// "server (pid 42): 6.0 CPU-s, 0.50 cores, peak RSS 50.00 MB; 20.0 authenticate per CPU-s".
 pub(super) fn server_line(report: &Report, usage: &crate::procfs::ServerUsage) -> String {
+    let who = if usage.processes > 1 {
+        format!(
+            "servers ({} processes from pid {}, summed)",
+            usage.processes, usage.pid
+        )
+    } else {
+        format!("server (pid {})", usage.pid)
+    };
     let mut line = format!(
-        "server (pid {}): {:.1} CPU-s, {:.2} cores used, peak RSS {}",
-        usage.pid,
+        "{who}: {:.1} CPU-s, {:.2} cores used, peak RSS {}",
         usage.cpu_secs,
         usage.cores_used,
         bytes(usage.peak_rss_bytes)
@@ -187,5 +223,49 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("server (pid 4242): 6.0 CPU-s, 0.50 cores used, peak RSS 50.00 MB; 20 authenticate per server CPU-second"), "{text}");
+        assert!(
+            !text.contains("per server (users"),
+            "one server: no per-server lines"
+        );
+    }
+
+    #[test]
+    fn several_servers_get_a_line_each_and_summed_usage() {
+        let mut report = crate::report::fixture::report();
+        report.per_server = vec![
+            crate::servers::ServerCount {
+                server: "http://127.0.0.1:7350".into(),
+                users: 2,
+                successes: 1200,
+                errors: 1,
+            },
+            crate::servers::ServerCount {
+                server: "http://127.0.0.1:17360".into(),
+                users: 1,
+                successes: 600,
+                errors: 0,
+            },
+        ];
+        if let Some(usage) = &mut report.server_usage {
+            usage.processes = 2;
+        }
+        let text = render(&report);
+        assert!(
+            text.contains("http://127.0.0.1:7350   users 2  successes 1,200  errors 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("http://127.0.0.1:17360  users 1  successes 600  errors 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("servers (2 processes from pid 4242, summed): 6.0 CPU-s"),
+            "{text}"
+        );
+        let md = crate::report::markdown(&report, &[]);
+        assert!(
+            md.contains("| http://127.0.0.1:17360 | 1 | 600 | 0 |"),
+            "{md}"
+        );
     }
 }

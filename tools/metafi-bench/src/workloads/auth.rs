@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use metafi_client::Client;
-
+use crate::servers::Servers;
 use crate::stats::SeriesKind;
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
@@ -38,15 +37,15 @@ impl Workload for Auth {
         vec![("authenticate", SeriesKind::Request)]
     }
 
-    async fn prepare(&self, client: &Client) -> anyhow::Result<Vec<String>> {
+    async fn prepare(&self, servers: &Servers) -> anyhow::Result<Vec<String>> {
         let started = Instant::now();
-        create_users(client, &self.ids, self.users, self.setup_concurrency).await?;
+        create_users(servers, &self.ids, self.users, self.setup_concurrency).await?;
         Ok(vec![setup_note("created", self.users, started.elapsed())])
     }
 
     async fn user(self: Arc<Self>, ctx: Arc<Ctx>, _index: u64, repeat: bool) {
         let series = ctx.series("authenticate");
-        let client = ctx.client.with_own_connections();
+        let client = ctx.client().with_own_connections();
         loop {
             let n = self.next.fetch_add(1, Ordering::Relaxed) % self.users;
             let id = self.ids.id(n);

@@ -43,7 +43,7 @@ impl Workload for Ccu {
         let authenticate = ctx.series("authenticate");
         let connect = ctx.series("connect");
         loop {
-            let client = ctx.client.with_own_connections();
+            let client = ctx.client().with_own_connections();
             let started = Instant::now();
             let session = match client
                 .authenticate_device(&self.ids.next(), true, None)
@@ -59,14 +59,19 @@ impl Workload for Ccu {
             // the HTTP connection is not needed while the socket is held
             drop(client);
             let started = Instant::now();
-            let socket =
-                match Socket::connect(ctx.client.endpoint(), &session.token, &self.socket).await {
-                    Ok((socket, _events)) => socket,
-                    Err(e) => {
-                        ctx.stats.error(&e.kind());
-                        return;
-                    }
-                };
+            let socket = match Socket::connect(
+                ctx.client().endpoint(),
+                &session.token,
+                &self.socket,
+            )
+            .await
+            {
+                Ok((socket, _events)) => socket,
+                Err(e) => {
+                    ctx.stats.error(&e.kind());
+                    return;
+                }
+            };
             ctx.stats.record(connect, started.elapsed());
             ctx.stats.connected();
             let until = (Instant::now() + self.hold).min(ctx.deadline);

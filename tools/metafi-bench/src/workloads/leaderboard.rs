@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use metafi_client::Client;
 use metafi_proto::api::LeaderboardRecordWrite;
 
+use crate::servers::Servers;
 use crate::stats::SeriesKind;
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
@@ -70,11 +70,13 @@ impl Workload for Leaderboard {
         ]
     }
 
-    async fn prepare(&self, client: &Client) -> anyhow::Result<Vec<String>> {
+    async fn prepare(&self, servers: &Servers) -> anyhow::Result<Vec<String>> {
+        // Setup calls other than the users' creation go to the first server.
+        let client = servers.client(0);
         let started = Instant::now();
         let users = self.options.users.max(1);
         let sessions =
-            create_users(client, &self.ids, users, self.options.setup_concurrency).await?;
+            create_users(servers, &self.ids, users, self.options.setup_concurrency).await?;
         let mut notes = vec![setup_note("signed in", users, started.elapsed())];
         let token = sessions[0].token.clone();
         // One write first: tells "no such board" apart from a load problem.
@@ -148,7 +150,7 @@ impl Workload for Leaderboard {
         let token = &sessions[(index % sessions.len() as u64) as usize];
         // The user's id, from the first record written (the session does not carry it).
         let mut owner: Option<String> = None;
-        let client = ctx.client.with_own_connections();
+        let client = ctx.client().with_own_connections();
         let (write, around) = (ctx.series("write"), ctx.series("around_owner"));
         let every = self.options.around_every.max(1);
         let mut calls = 0u64;

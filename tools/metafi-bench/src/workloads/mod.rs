@@ -17,14 +17,15 @@ use anyhow::Context;
 use metafi_client::{Client, ClientError, Session};
 use tokio_util::sync::CancellationToken;
 
+use crate::servers::Servers;
 use crate::stats::{SeriesId, SeriesKind, Stats};
 
 /// What every user of a run shares.
 #[derive(Debug)]
 pub struct Ctx {
     pub stats: Stats,
-    /// The server; users take `with_own_connections()` so each has its own sockets.
-    pub client: Client,
+    /// The servers; a user reaches its own through [`Ctx::client`].
+    pub servers: Arc<Servers>,
     /// End of the measured run.
     pub deadline: Instant,
     /// Fires at the end of the run (deadline or Ctrl-C).
@@ -39,6 +40,13 @@ impl Ctx {
         self.stats
             .series(name)
             .unwrap_or_else(|| unreachable!("series {name} was not declared by the workload"))
+    }
+
+    /// A client of the server of the user running in this task (users are spread over the
+    /// `--server` list round-robin); users take `with_own_connections()` so each has its own
+    /// sockets.
+    pub fn client(&self) -> &Client {
+        self.servers.current()
     }
 
     /// Whether a repeating user should stop.
@@ -67,7 +75,7 @@ pub trait Workload: Send + Sync + 'static {
     /// signs in). Returns notes for the report.
     fn prepare(
         &self,
-        _client: &Client,
+        _servers: &Servers,
     ) -> impl Future<Output = anyhow::Result<Vec<String>>> + Send {
         async { Ok(Vec::new()) }
     }
@@ -113,10 +121,10 @@ impl DeviceIds {
 }
 
 /// Creates `count` accounts (device authentication with `create=true`, ids `ids.id(0..count)`)
-/// with `concurrency` requests in flight, before the measured run; returns their sessions in id
-/// order.
+/// with `concurrency` requests in flight, before the measured run, account `n` through server
+/// `n` round-robin; returns their sessions in id order.
 pub async fn create_users(
-    client: &Client,
+    servers: &Servers,
     ids: &Arc<DeviceIds>,
     count: u64,
     concurrency: u64,
@@ -124,7 +132,10 @@ pub async fn create_users(
     let next = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..concurrency.clamp(1, count.max(1)) {
-        let (client, next, ids) = (client.with_own_connections(), next.clone(), ids.clone());
+        let clients: Vec<Client> = (0..servers.len())
+            .map(|i| servers.client(i).with_own_connections())
+            .collect();
+        let (next, ids) = (next.clone(), ids.clone());
         tasks.spawn(async move {
             let mut made = Vec::new();
             loop {
@@ -133,6 +144,7 @@ pub async fn create_users(
                     return anyhow::Ok(made);
                 }
                 let id = ids.id(n);
+                let client = &clients[(n % clients.len() as u64) as usize];
                 let session = client
                     .authenticate_device(&id, true, None)
                     .await

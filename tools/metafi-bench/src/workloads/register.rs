@@ -31,7 +31,7 @@ impl Workload for Register {
 
     async fn user(self: Arc<Self>, ctx: Arc<Ctx>, _index: u64, repeat: bool) {
         let series = ctx.series("register");
-        let client = ctx.client.with_own_connections();
+        let client = ctx.client().with_own_connections();
         loop {
             let id = self.ids.next();
             let started = Instant::now();

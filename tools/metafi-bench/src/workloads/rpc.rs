@@ -4,9 +4,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use metafi_client::{Client, ClientError, Socket, SocketConfig};
+use metafi_client::{ClientError, Socket, SocketConfig};
 use serde_json::Value;
 
+use crate::servers::Servers;
 use crate::stats::SeriesKind;
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
@@ -75,11 +76,13 @@ impl Workload for Rpc {
         series
     }
 
-    async fn prepare(&self, client: &Client) -> anyhow::Result<Vec<String>> {
+    async fn prepare(&self, servers: &Servers) -> anyhow::Result<Vec<String>> {
+        // Setup calls other than the users' creation go to the first server.
+        let client = servers.client(0);
         let started = Instant::now();
         let users = self.options.users.max(1);
         let sessions =
-            create_users(client, &self.ids, users, self.options.setup_concurrency).await?;
+            create_users(servers, &self.ids, users, self.options.setup_concurrency).await?;
         let took = started.elapsed();
         // the first call tells apart "no such RPC" from a load problem before the clock starts
         let probe = client
@@ -113,13 +116,13 @@ impl Workload for Rpc {
         let token = &tokens[(index % tokens.len() as u64) as usize];
         match &self.options.socket {
             None => {
-                let client = ctx.client.with_own_connections();
+                let client = ctx.client().with_own_connections();
                 self.calls(&ctx, repeat, |id, payload| client.rpc(token, id, payload))
                     .await;
             }
             Some(config) => {
                 let started = Instant::now();
-                let socket = match Socket::connect(ctx.client.endpoint(), token, config).await {
+                let socket = match Socket::connect(ctx.client().endpoint(), token, config).await {
                     Ok((socket, _events)) => socket,
                     Err(e) => {
                         ctx.stats.error(&e.kind());

@@ -18,6 +18,7 @@ use metafi_client::{
 use metafi_proto::realtime::{Envelope, MatchDataSend, MatchJoin, MatchJoinId, Message};
 use serde_json::Value;
 
+use crate::servers::Servers;
 use crate::stats::{SeriesId, SeriesKind};
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
@@ -77,11 +78,13 @@ impl Workload for Matches {
         ]
     }
 
-    async fn prepare(&self, client: &metafi_client::Client) -> anyhow::Result<Vec<String>> {
+    async fn prepare(&self, servers: &Servers) -> anyhow::Result<Vec<String>> {
+        // Setup calls other than the users' creation go to the first server.
+        let client = servers.client(0);
         let started = Instant::now();
         let users = self.options.users.max(1);
         let sessions =
-            create_users(client, &self.ids, users, self.options.setup_concurrency).await?;
+            create_users(servers, &self.ids, users, self.options.setup_concurrency).await?;
         let took = started.elapsed();
         let answer = client
             .rpc(&sessions[0].token, &self.options.rpc, "{}")
@@ -119,7 +122,7 @@ impl Matches {
     /// One user's session; `Err` is the kind of the failure that ended it.
     async fn play(&self, ctx: &Ctx, index: u64) -> Result<(), String> {
         let o = &self.options;
-        let client = ctx.client.with_own_connections();
+        let client = ctx.client().with_own_connections();
         let device = self.ids.id(index % o.users.max(1));
         let started = Instant::now();
         let session = client
@@ -140,7 +143,7 @@ impl Matches {
 
         let started = Instant::now();
         let mut socket =
-            WebSocketTransport::connect(ctx.client.endpoint(), &session.token, &o.socket)
+            WebSocketTransport::connect(ctx.client().endpoint(), &session.token, &o.socket)
                 .await
                 .map_err(|e| e.kind().into_owned())?;
         ctx.stats.record(ctx.series("connect"), started.elapsed());
