@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use metafi_realtime::{
     LocalRouter, LocalTracker, Presence, PresenceChange, PresenceMeta, RealtimeParts, StreamKey,
-    Tracker,
+    StreamMode, Tracker,
 };
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
@@ -42,7 +42,8 @@ struct Remote {
 }
 
 impl Remote {
-    fn insert(&mut self, node: &Arc<str>, stream: StreamKey, presence: Presence) {
+    /// Holds a presence; returns the one it replaced (an update).
+    fn insert(&mut self, node: &Arc<str>, stream: StreamKey, presence: Presence) -> Option<Presence> {
         let session_id = presence.session_id;
         let previous = self
             .by_stream
@@ -57,6 +58,7 @@ impl Remote {
                 .push(stream);
             self.count += 1;
         }
+        previous
     }
 
     fn remove(&mut self, session_id: Uuid, stream: &StreamKey) -> Option<Presence> {
@@ -160,17 +162,65 @@ impl ClusterTracker {
         }
     }
 
+    /// Applies another node's track (or update). A status presence is told to this node's
+    /// followers of the user (see [`ClusterTracker::tell_followers`]).
     pub(crate) fn remote_track(&self, node: &Arc<str>, entry: PresenceEntry) {
         let (stream, presence) = entry.split();
-        self.remote.write().insert(node, stream, presence);
+        let status = (stream.mode == StreamMode::Status).then(|| (stream.clone(), presence.clone()));
+        let previous = self.remote.write().insert(node, stream, presence);
+        if let Some((stream, presence)) = status {
+            let mut change = PresenceChange {
+                stream,
+                joins: Vec::new(),
+                leaves: Vec::new(),
+            };
+            if !presence.meta.hidden {
+                change.joins.push(presence);
+            }
+            if let Some(previous) = previous.filter(|p| !p.meta.hidden) {
+                change.leaves.push(previous);
+            }
+            self.tell_followers(vec![change]);
+        }
     }
 
     pub(crate) fn remote_untrack(&self, session_id: Uuid, stream: &WireStream) {
-        self.remote.write().remove(session_id, &stream.key());
+        let stream = stream.key();
+        let removed = self.remote.write().remove(session_id, &stream);
+        if let Some(presence) = removed.filter(|_| stream.mode == StreamMode::Status) {
+            self.tell_followers(leaves(vec![(stream, presence)]));
+        }
     }
 
     pub(crate) fn remote_untrack_all(&self, session_id: Uuid) {
-        self.remote.write().remove_session(session_id);
+        let removed = self.remote.write().remove_session(session_id);
+        let status = removed
+            .into_iter()
+            .filter(|(stream, _)| stream.mode == StreamMode::Status)
+            .collect();
+        self.tell_followers(leaves(status));
+    }
+
+    /// Status follows across nodes: the node where a user's status presence changes tells its
+    /// own followers (its status registry holds only its sessions' follows); every other node
+    /// tells its own when it applies the announcement, here. So each follower hears each change
+    /// once, in the order its user's node made them.
+    fn tell_followers(&self, changes: Vec<PresenceChange>) {
+        let changes: Vec<PresenceChange> = changes.into_iter().filter(|c| !c.is_empty()).collect();
+        if changes.is_empty() {
+            return;
+        }
+        if let Some(parts) = self.parts.get() {
+            self.local_parts(parts).deliver(changes);
+        }
+    }
+
+    /// The node's parts delivering to this node's sessions only.
+    fn local_parts(&self, parts: &RealtimeParts) -> RealtimeParts {
+        RealtimeParts {
+            router: Arc::new(LocalRouter::new(parts.registry.clone())),
+            ..parts.clone()
+        }
     }
 
     pub(crate) fn remote_snapshot(
@@ -185,7 +235,7 @@ impl ClusterTracker {
         }
         for entry in entries {
             let (stream, presence) = entry.split();
-            remote.insert(node, stream, presence);
+            let _ = remote.insert(node, stream, presence);
         }
     }
 
@@ -194,30 +244,13 @@ impl ClusterTracker {
     pub(crate) fn drop_node(&self, node: &str) -> usize {
         let removed = self.remote.write().drop_node(node);
         let count = removed.len();
-        let mut changes: HashMap<StreamKey, PresenceChange> = HashMap::new();
-        for (stream, presence) in removed {
-            if presence.meta.hidden {
-                continue;
-            }
-            changes
-                .entry(stream.clone())
-                .or_insert_with(|| PresenceChange {
-                    stream,
-                    joins: Vec::new(),
-                    leaves: Vec::new(),
-                })
-                .leaves
-                .push(presence);
-        }
+        let changes = leaves(removed);
         if let Some(parts) = self.parts.get()
             && !changes.is_empty()
         {
-            // Delivered to this node's sessions only: the other nodes do the same for theirs.
-            let local = RealtimeParts {
-                router: Arc::new(LocalRouter::new(parts.registry.clone())),
-                ..parts.clone()
-            };
-            local.deliver(changes.into_values().collect());
+            // Delivered to this node's sessions only (status followers included): the other
+            // nodes do the same for theirs.
+            self.local_parts(parts).deliver(changes);
         }
         metrics::remote_presences(self.remote_len());
         count
@@ -229,6 +262,26 @@ impl ClusterTracker {
             entry: PresenceEntry::new(stream, presence),
         });
     }
+}
+
+/// The visible presences removed, as leaves grouped by stream.
+fn leaves(removed: Vec<(StreamKey, Presence)>) -> Vec<PresenceChange> {
+    let mut changes: HashMap<StreamKey, PresenceChange> = HashMap::new();
+    for (stream, presence) in removed {
+        if presence.meta.hidden {
+            continue;
+        }
+        changes
+            .entry(stream.clone())
+            .or_insert_with(|| PresenceChange {
+                stream,
+                joins: Vec::new(),
+                leaves: Vec::new(),
+            })
+            .leaves
+            .push(presence);
+    }
+    changes.into_values().collect()
 }
 
 impl Tracker for ClusterTracker {
