@@ -254,9 +254,7 @@ impl Cluster {
     /// Whether this node runs the cluster's matchmaker pool now (it has the lowest name among
     /// the live nodes it hears).
     pub fn runs_matchmaker_pool(&self) -> bool {
-        self.matchmaking
-            .as_ref()
-            .is_some_and(|m| m.runs_pool())
+        self.matchmaking.as_ref().is_some_and(|m| m.runs_pool())
     }
 
     /// Other nodes' tickets this node's pool holds.

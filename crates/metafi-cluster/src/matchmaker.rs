@@ -522,9 +522,7 @@ impl MatchmakerTask {
             .map(|id| id.to_string())
             .collect();
         metrics::matchmaker_stale(mine.len() - held.len());
-        metafi_realtime::send_matched(&self.registry, &formed, |ticket| {
-            held.contains(ticket)
-        });
+        metafi_realtime::send_matched(&self.registry, &formed, |ticket| held.contains(ticket));
     }
 }
 

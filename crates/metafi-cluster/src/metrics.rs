@@ -79,7 +79,6 @@ pub(crate) fn matchmaker_resubmitted(count: usize) {
 /// this node had removed them (the player is not told; see CLUSTER.md).
 pub(crate) fn matchmaker_stale(count: usize) {
     if count > 0 {
-        metrics::counter!("metafi_cluster_matchmaker_stale_matches_total")
-            .increment(count as u64);
+        metrics::counter!("metafi_cluster_matchmaker_stale_matches_total").increment(count as u64);
     }
 }

@@ -43,7 +43,12 @@ struct Remote {
 
 impl Remote {
     /// Holds a presence; returns the one it replaced (an update).
-    fn insert(&mut self, node: &Arc<str>, stream: StreamKey, presence: Presence) -> Option<Presence> {
+    fn insert(
+        &mut self,
+        node: &Arc<str>,
+        stream: StreamKey,
+        presence: Presence,
+    ) -> Option<Presence> {
         let session_id = presence.session_id;
         let previous = self
             .by_stream
@@ -166,7 +171,8 @@ impl ClusterTracker {
     /// followers of the user (see [`ClusterTracker::tell_followers`]).
     pub(crate) fn remote_track(&self, node: &Arc<str>, entry: PresenceEntry) {
         let (stream, presence) = entry.split();
-        let status = (stream.mode == StreamMode::Status).then(|| (stream.clone(), presence.clone()));
+        let status =
+            (stream.mode == StreamMode::Status).then(|| (stream.clone(), presence.clone()));
         let previous = self.remote.write().insert(node, stream, presence);
         if let Some((stream, presence)) = status {
             let mut change = PresenceChange {

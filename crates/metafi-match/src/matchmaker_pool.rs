@@ -389,7 +389,11 @@ impl Matchmaker {
 
     /// Holds another node's ticket (this node runs the cluster's pool). Its owner checked the
     /// request and the limits; a ticket already held is left as it is.
-    pub fn insert_copy(&mut self, owner: Arc<str>, copy: TicketCopy) -> Result<(), MatchmakerError> {
+    pub fn insert_copy(
+        &mut self,
+        owner: Arc<str>,
+        copy: TicketCopy,
+    ) -> Result<(), MatchmakerError> {
         if self.tickets.contains_key(&copy.id) {
             return Ok(());
         }
@@ -450,7 +454,10 @@ impl Matchmaker {
 
     /// Copies of other nodes' tickets held.
     pub fn copies(&self) -> usize {
-        self.tickets.values().filter(|t| t.copy_of.is_some()).count()
+        self.tickets
+            .values()
+            .filter(|t| t.copy_of.is_some())
+            .count()
     }
 
     fn drop_ticket(&mut self, id: Uuid) {

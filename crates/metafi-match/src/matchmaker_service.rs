@@ -141,7 +141,9 @@ impl Matchmaking {
 
     fn tell_added(&self, pool: &Matchmaker, ticket: &str) {
         if let Some(listener) = &*self.listener.read()
-            && let Some(copy) = Uuid::parse_str(ticket).ok().and_then(|id| pool.own_copy(id))
+            && let Some(copy) = Uuid::parse_str(ticket)
+                .ok()
+                .and_then(|id| pool.own_copy(id))
         {
             listener.added(&copy);
         }

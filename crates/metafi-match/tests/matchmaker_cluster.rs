@@ -79,7 +79,10 @@ fn copies_are_dropped_by_owner_and_one_by_one() {
         pool.insert_copy(Arc::from(owner), copy.clone()).unwrap();
     }
     pool.add(presence("own"), request(), 0).unwrap();
-    assert!(!pool.remove_copy("n3", a.id), "only its owner removes a copy");
+    assert!(
+        !pool.remove_copy("n3", a.id),
+        "only its owner removes a copy"
+    );
     assert!(pool.remove_copy("n2", a.id));
     assert_eq!(pool.drop_copies(Some("n2")), 1);
     assert_eq!(pool.copies(), 1);

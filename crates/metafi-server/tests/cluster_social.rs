@@ -112,7 +112,11 @@ async fn next_status(socket: &mut Socket) -> StatusPresenceEvent {
     }
 }
 
-async fn follow(socket: &mut Socket, user_ids: Vec<String>, usernames: Vec<String>) -> Vec<UserPresence> {
+async fn follow(
+    socket: &mut Socket,
+    user_ids: Vec<String>,
+    usernames: Vec<String>,
+) -> Vec<UserPresence> {
     let answer = socket
         .request(Message::StatusFollow(StatusFollow {
             user_ids,
@@ -134,7 +138,11 @@ async fn a_status_follow_spans_the_nodes() {
     let fan = user(&Http::new(&base1)).await;
     let star = user(&Http::new(&base2)).await;
     let mut f = Socket::connect(&base1, &fan.token, "").await;
-    assert!(follow(&mut f, vec![star.id.clone()], vec![]).await.is_empty());
+    assert!(
+        follow(&mut f, vec![star.id.clone()], vec![])
+            .await
+            .is_empty()
+    );
 
     // The star comes online on node 2: the fan on node 1 hears it, with an empty status.
     let mut s = Socket::connect(&base2, &star.token, "status=true&format=protobuf").await;
@@ -226,7 +234,12 @@ fn token(m: &MatchmakerMatched) -> String {
 }
 
 /// Both were matched together: each with its own ticket and `self`, the same token.
-fn assert_matched_together(a: &MatchmakerMatched, a_ticket: &str, b: &MatchmakerMatched, b_ticket: &str) {
+fn assert_matched_together(
+    a: &MatchmakerMatched,
+    a_ticket: &str,
+    b: &MatchmakerMatched,
+    b_ticket: &str,
+) {
     assert_eq!(a.ticket, a_ticket);
     assert_eq!(b.ticket, b_ticket);
     assert_eq!(token(a), token(b), "one group, one match");
@@ -255,7 +268,10 @@ async fn two_players_on_two_nodes_match_each_other() {
 
     // Bob's ticket (node 2) is held by the pool on node 1 too.
     let bob_ticket = ticket(&mut b, add(2, 2)).await;
-    eventually("node 1's pool holds bob's ticket", || copies(&nodes[0]) == 1).await;
+    eventually("node 1's pool holds bob's ticket", || {
+        copies(&nodes[0]) == 1
+    })
+    .await;
     let alice_ticket = ticket(&mut a, add(2, 2)).await;
     let (ma, mb) = (matched(&mut a).await, matched(&mut b).await);
     assert_matched_together(&ma, &alice_ticket, &mb, &bob_ticket);
@@ -288,7 +304,9 @@ async fn a_removed_ticket_and_an_ended_session_leave_the_pool_node() {
     let _second = ticket(&mut b, add(4, 4)).await;
     eventually("node 1 holds both", || copies(&nodes[0]) == 2).await;
     let ack = b
-        .request(Message::MatchmakerRemove(MatchmakerRemove { ticket: first }))
+        .request(Message::MatchmakerRemove(MatchmakerRemove {
+            ticket: first,
+        }))
         .await;
     assert!(ack.message.is_none(), "{ack:?}");
     eventually("node 1 dropped the removed one", || copies(&nodes[0]) == 1).await;
