@@ -372,7 +372,13 @@ impl MatchmakerTask {
                         }
                         self.check_view();
                     }
-                    Err(RecvError::Lagged(_)) => self.check_view(),
+                    Err(RecvError::Lagged(_)) => {
+                        // Losses may have been missed: keep only live nodes' copies.
+                        if self.view.runs_pool() {
+                            self.matchmaking.drop_copies_except(&(self.peers)());
+                        }
+                        self.check_view();
+                    }
                     Err(RecvError::Closed) => break,
                 },
             }

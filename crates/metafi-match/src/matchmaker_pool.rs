@@ -452,6 +452,18 @@ impl Matchmaker {
         held
     }
 
+    /// The nodes whose tickets this pool holds copies of.
+    pub fn copy_owners(&self) -> Vec<Arc<str>> {
+        let mut owners: Vec<Arc<str>> = self
+            .tickets
+            .values()
+            .filter_map(|t| t.copy_of.clone())
+            .collect();
+        owners.sort();
+        owners.dedup();
+        owners
+    }
+
     /// Copies of other nodes' tickets held.
     pub fn copies(&self) -> usize {
         self.tickets

@@ -180,6 +180,16 @@ impl Matchmaking {
         self.pool.lock().drop_copies(owner)
     }
 
+    /// Drops the copies of every node not in `live`; returns how many.
+    pub fn drop_copies_except(&self, live: &[String]) -> usize {
+        let mut pool = self.pool.lock();
+        pool.copy_owners()
+            .iter()
+            .filter(|owner| !live.iter().any(|l| l.as_str() == &***owner))
+            .map(|owner| pool.drop_copies(Some(owner)))
+            .sum()
+    }
+
     /// Copies of other nodes' tickets held.
     pub fn copies(&self) -> usize {
         self.pool.lock().copies()

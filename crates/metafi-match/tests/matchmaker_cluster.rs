@@ -152,6 +152,12 @@ async fn the_listener_hears_own_changes_and_formed_groups() {
     assert_eq!(heard.added.lock().len(), 3);
     assert_eq!(heard.removed.lock().len(), 3);
 
+    // Copies of nodes no longer live go; the live ones' stay.
+    mm.insert_copy(Arc::from("n2"), remote("n2")).unwrap();
+    mm.insert_copy(Arc::from("n3"), remote("n3")).unwrap();
+    assert_eq!(mm.drop_copies_except(&["n3".to_owned()]), 1);
+    assert_eq!(mm.drop_copies(None), 1);
+
     // A group with a copy is formed here and heard (to tell the copy's node).
     mm.insert_copy(Arc::from("n2"), copy.clone()).unwrap();
     let bob = presence("bob");

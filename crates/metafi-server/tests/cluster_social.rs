@@ -3,7 +3,8 @@
 //! NATS (`METAFI_TEST_NATS_URL`). A follower on one node hears a user on another come online,
 //! change status and go offline (by disconnecting, or with a lost node), once each; two players
 //! on two nodes match each other; a ticket removed, or whose session ended, leaves the pool
-//! node; a lost pool node's successor gets every ticket again and matches them.
+//! node; a lost pool node's successor gets every ticket again and matches them; twelve
+//! players spread over two nodes each match exactly once.
 //! Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
 //! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
 
@@ -345,6 +346,47 @@ async fn a_lost_pool_node_is_replaced_and_its_tickets_come_back() {
     let bob_ticket = ticket(&mut b, add(2, 2)).await;
     let (mb, mc) = (matched(&mut b).await, matched(&mut c).await);
     assert_matched_together(&mb, &bob_ticket, &mc, &carol_ticket);
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_players_on_two_nodes_each_match_exactly_once() {
+    let Some(Nodes { nodes, _dirs }) = cluster(2).await else {
+        return;
+    };
+    // Twelve players, alternately on each node, each wanting a group of two.
+    let mut players = Vec::new();
+    for i in 0..12 {
+        let base = nodes[i % 2].base.clone();
+        let player = user(&Http::new(&base)).await;
+        let mut socket = Socket::connect(&base, &player.token, "").await;
+        let ticket = ticket(&mut socket, add(2, 2)).await;
+        players.push((socket, ticket));
+    }
+    let mut groups: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (socket, ticket) in &mut players {
+        let m = matched(socket).await;
+        assert_eq!(&m.ticket, ticket);
+        assert_eq!(m.users.len(), 2, "{m:?}");
+        groups.entry(token(&m)).or_default().push(m.ticket);
+    }
+    assert_eq!(groups.len(), 6, "six groups: {groups:?}");
+    assert!(
+        groups.values().all(|tickets| tickets.len() == 2),
+        "{groups:?}"
+    );
+    // Nobody is matched twice, and nothing is left in the pool.
+    for (socket, _) in &mut players {
+        socket
+            .assert_no_event(Duration::from_millis(50), |e| {
+                matches!(e.message, Some(Message::MatchmakerMatched(_)))
+            })
+            .await;
+    }
+    assert_eq!(copies(&nodes[0]), 0);
+    drop(players);
     for node in nodes {
         node.stop().await;
     }
