@@ -3,8 +3,8 @@
 //! NATS (`METAFI_TEST_NATS_URL`). A follower on one node hears a user on another come online,
 //! change status and go offline (by disconnecting, or with a lost node), once each; two players
 //! on two nodes match each other; a ticket removed, or whose session ended, leaves the pool
-//! node; a lost pool node's successor gets every ticket again and matches them; twelve
-//! players spread over two nodes each match exactly once.
+//! node; a lost pool node's successor, and a new node with a lower name, get every ticket
+//! again and match them; twelve players spread over two nodes each match exactly once.
 //! Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
 //! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
 
@@ -82,24 +82,37 @@ struct Nodes {
 
 /// `count` nodes named n1, n2, … that see each other (n1 runs the matchmaker pool).
 async fn cluster(count: usize) -> Option<Nodes> {
+    let names: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
     let nats = nats_url()?;
     let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let mut nodes = Vec::new();
-    let mut dirs = Vec::new();
-    for i in 1..=count {
-        let dir = tempfile::tempdir().unwrap();
-        nodes.push(node(dir.path(), &nats, &prefix, &format!("n{i}")).await?);
-        dirs.push(dir);
+    let mut nodes = Nodes {
+        nodes: Vec::new(),
+        _dirs: Vec::new(),
+    };
+    for name in &names {
+        nodes.start(&nats, &prefix, name).await?;
     }
-    eventually("the nodes see each other", || {
-        nodes.iter().all(|n| peers(n).len() == count - 1)
-    })
-    .await;
-    eventually("n1 runs the pool, alone", || {
-        runs_pool(&nodes[0]) && nodes[1..].iter().all(|n| !runs_pool(n))
-    })
-    .await;
-    Some(Nodes { nodes, _dirs: dirs })
+    Some(nodes)
+}
+
+impl Nodes {
+    /// Starts one more node and waits until every node sees every other and the first node
+    /// (the lowest name) alone runs the pool.
+    async fn start(&mut self, nats: &str, prefix: &str, name: &str) -> Option<()> {
+        let dir = tempfile::tempdir().unwrap();
+        self.nodes.push(node(dir.path(), nats, prefix, name).await?);
+        self._dirs.push(dir);
+        let count = self.nodes.len();
+        eventually("the nodes see each other", || {
+            self.nodes.iter().all(|n| peers(n).len() == count - 1)
+        })
+        .await;
+        eventually("the first node runs the pool, alone", || {
+            runs_pool(&self.nodes[0]) && self.nodes[1..].iter().all(|n| !runs_pool(n))
+        })
+        .await;
+        Some(())
+    }
 }
 
 fn status_event(e: &Envelope) -> bool {
@@ -388,6 +401,52 @@ async fn many_players_on_two_nodes_each_match_exactly_once() {
     assert_eq!(copies(&nodes[0]), 0);
     drop(players);
     for node in nodes {
+        node.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_lowest_node_takes_the_pool_over_with_every_ticket() {
+    let Some(nats) = nats_url() else {
+        return;
+    };
+    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
+    let mut nodes = Nodes {
+        nodes: Vec::new(),
+        _dirs: Vec::new(),
+    };
+    // n2 then n3: n2 runs the pool and holds carol's ticket (n3).
+    if nodes.start(&nats, &prefix, "n2").await.is_none() {
+        return; // no PostgreSQL
+    }
+    nodes.start(&nats, &prefix, "n3").await.unwrap();
+    let base3 = nodes.nodes[1].base.clone();
+    let carol = user(&Http::new(&base3)).await;
+    let mut c = Socket::connect(&base3, &carol.token, "").await;
+    let carol_ticket = ticket(&mut c, add(2, 2)).await;
+    eventually("n2's pool holds carol's ticket", || {
+        copies(&nodes.nodes[0]) == 1
+    })
+    .await;
+
+    // n1 joins: it runs the pool now, n2 dropped its copies, n3 resubmitted carol's ticket.
+    let dir = tempfile::tempdir().unwrap();
+    let n1 = node(dir.path(), &nats, &prefix, "n1").await.unwrap();
+    eventually("n1 runs the pool with carol's ticket; n2 no longer", || {
+        runs_pool(&n1)
+            && copies(&n1) == 1
+            && nodes.nodes.iter().all(|n| !runs_pool(n) && copies(n) == 0)
+    })
+    .await;
+
+    // Alice on n1 matches with carol on n3.
+    let alice = user(&Http::new(&n1.base)).await;
+    let mut a = Socket::connect(&n1.base, &alice.token, "").await;
+    let alice_ticket = ticket(&mut a, add(2, 2)).await;
+    let (ma, mc) = (matched(&mut a).await, matched(&mut c).await);
+    assert_matched_together(&ma, &alice_ticket, &mc, &carol_ticket);
+    n1.stop().await;
+    for node in nodes.nodes {
         node.stop().await;
     }
 }
