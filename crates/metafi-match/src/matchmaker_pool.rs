@@ -136,6 +136,8 @@ pub struct Matchmaker {
     /// Tickets of each party (`party_matchmaker_add`), by party id.
     by_party: HashMap<String, Vec<Uuid>>,
     seq: u64,
+    /// Copies of other nodes' tickets among `tickets`.
+    copies: usize,
 }
 
 impl Matchmaker {
@@ -147,6 +149,7 @@ impl Matchmaker {
             by_session: HashMap::new(),
             by_party: HashMap::new(),
             seq: 0,
+            copies: 0,
         }
     }
 
@@ -313,6 +316,9 @@ impl Matchmaker {
         created_ms: i64,
     ) -> String {
         self.seq += 1;
+        if copy_of.is_some() {
+            self.copies += 1;
+        }
         for p in &presences {
             self.by_session.entry(p.session_id).or_default().push(id);
         }
@@ -466,16 +472,16 @@ impl Matchmaker {
 
     /// Copies of other nodes' tickets held.
     pub fn copies(&self) -> usize {
-        self.tickets
-            .values()
-            .filter(|t| t.copy_of.is_some())
-            .count()
+        self.copies
     }
 
     fn drop_ticket(&mut self, id: Uuid) {
         let Some(ticket) = self.tickets.remove(&id) else {
             return;
         };
+        if ticket.copy_of.is_some() {
+            self.copies -= 1;
+        }
         self.order.remove(&ticket.seq);
         if let Some(list) = self.by_party.get_mut(&ticket.party_id) {
             list.retain(|t| *t != id);
