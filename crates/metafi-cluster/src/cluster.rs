@@ -7,12 +7,14 @@ use std::time::Duration;
 use async_nats::Client;
 use futures_util::StreamExt;
 use metafi_core::Clock;
+use metafi_match::Matchmaking;
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
     LocalRouter, MessageRouter, Outbound, RealtimeParts, SessionRegistry, Tracker,
 };
 use tokio::task::JoinHandle;
 
+use crate::matchmaker::MatchmakerTask;
 use crate::outgoing::Outgoing;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
@@ -86,6 +88,10 @@ pub struct Cluster {
     directory: Arc<SessionDirectory>,
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
+    outgoing: Outgoing,
+    registry: Arc<SessionRegistry>,
+    /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
+    matchmaking: Option<Arc<Matchmaking>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -126,6 +132,7 @@ impl Cluster {
             outgoing: outgoing.clone(),
             clock,
         });
+        let cluster_outgoing = outgoing.clone();
         let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
         if !registry.set_listener(announcer.clone()) {
             for task in tasks {
@@ -158,7 +165,7 @@ impl Cluster {
             LocalRouter::new(registry.clone()),
         )));
         let router = Arc::new(ClusterRouter::new(
-            registry,
+            registry.clone(),
             directory.clone(),
             outgoing,
             config.clone(),
@@ -171,8 +178,48 @@ impl Cluster {
             directory,
             router,
             tracker,
+            outgoing: cluster_outgoing,
+            registry,
+            matchmaking: None,
             tasks,
         })
+    }
+
+    /// Makes the node's matchmaker one matchmaker across the cluster (docs/CLUSTER.md,
+    /// "Matchmaker"): its tickets go to the pool node, and groups formed there reach its
+    /// players.
+    pub async fn serve_matchmaker(
+        &mut self,
+        matchmaking: Arc<Matchmaking>,
+    ) -> Result<(), ClusterError> {
+        let Some(membership) = &self.membership else {
+            return Ok(());
+        };
+        let nats = |what: &str, e: async_nats::SubscribeError| {
+            ClusterError::Nats(format!("subscribing to {what}: {e}"))
+        };
+        let direct = self
+            .client
+            .subscribe(self.config.node_matchmaker_subject(&self.config.node))
+            .await
+            .map_err(|e| nats("this node's matchmaker subject", e))?;
+        let claims = self
+            .client
+            .subscribe(self.config.matchmaker_subject())
+            .await
+            .map_err(|e| nats("the matchmaker subject", e))?;
+        let events = membership.events();
+        self.matchmaking = Some(matchmaking.clone());
+        let task = MatchmakerTask::new(
+            self.config.clone(),
+            self.outgoing.clone(),
+            matchmaking,
+            self.registry.clone(),
+            Box::new(membership.peers_reader()),
+        );
+        self.tasks
+            .push(tokio::spawn(task.run(direct, claims, events)));
+        Ok(())
     }
 
     pub fn node(&self) -> &str {
@@ -202,6 +249,17 @@ impl Cluster {
     /// [`Cluster::tracker`]: a lost node's leaves are told to this node's members through them.
     pub fn set_parts(&self, parts: &RealtimeParts) {
         self.tracker.set_parts(parts.clone());
+    }
+
+    /// Whether this node runs the cluster's matchmaker pool now (it has the lowest name among
+    /// the live nodes it hears).
+    pub fn runs_matchmaker_pool(&self) -> bool {
+        self.matchmaking.as_ref().is_some_and(|m| m.runs_pool())
+    }
+
+    /// Other nodes' tickets this node's pool holds.
+    pub fn matchmaker_copies(&self) -> usize {
+        self.matchmaking.as_ref().map_or(0, |m| m.copies())
     }
 
     /// The peers this node hears (see [`Membership`]).

@@ -59,6 +59,16 @@ impl ClusterConfig {
         format!("{}.cluster.sessions", self.subject_prefix)
     }
 
+    /// The matchmaker's broadcast subject (a node's claim to run the pool).
+    pub(crate) fn matchmaker_subject(&self) -> String {
+        format!("{}.cluster.matchmaker", self.subject_prefix)
+    }
+
+    /// A node's matchmaker subject: tickets for the pool it runs, groups of its players.
+    pub(crate) fn node_matchmaker_subject(&self, node: &str) -> String {
+        format!("{}.cluster.node.{node}.matchmaker", self.subject_prefix)
+    }
+
     pub(crate) fn delivery_subject(&self, node: &str) -> String {
         format!("{}.cluster.node.{node}.deliver", self.subject_prefix)
     }

@@ -15,6 +15,10 @@
 //! - [`ClusterTracker`]: the second [`metafi_realtime::Tracker`]: this node's presences are
 //!   announced, the other nodes' kept, so stream members (chat channels, streams of server
 //!   code, who is online) span every node; a lost node's presences leave everywhere.
+//! - One matchmaker across the cluster (`matchmaker.rs`): the live node with the lowest name
+//!   runs the pool; every node keeps its own tickets and forwards them there.
+//! - Status follows across nodes: each node tells its own followers of a status change it
+//!   hears from another node (`tracker.rs`).
 //! - [`Cluster`]: the four wired together for a node (`metafi serve --cluster …`).
 //!
 //! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
@@ -24,6 +28,7 @@
 mod cluster;
 mod config;
 mod directory;
+mod matchmaker;
 mod membership;
 mod metrics;
 mod outgoing;

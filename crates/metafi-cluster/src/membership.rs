@@ -111,6 +111,12 @@ impl Membership {
         self.shared.peers.read().keys().cloned().collect()
     }
 
+    /// Reads the peers at any time, apart from the membership (the matchmaker's task).
+    pub(crate) fn peers_reader(&self) -> impl Fn() -> Vec<String> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || shared.peers.read().keys().cloned().collect()
+    }
+
     /// Joins, losses and leaves from now on.
     pub fn events(&self) -> broadcast::Receiver<MembershipEvent> {
         self.shared.events.subscribe()

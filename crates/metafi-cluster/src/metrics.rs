@@ -51,3 +51,34 @@ pub(crate) fn single_socket_closed() {
 pub(crate) fn remote_presences(count: usize) {
     metrics::gauge!("metafi_cluster_remote_presences").set(count as f64);
 }
+
+/// `metafi_cluster_matchmaker_pool`: 1 while this node runs the cluster's matchmaker pool.
+pub(crate) fn matchmaker_pool(runs: bool) {
+    metrics::gauge!("metafi_cluster_matchmaker_pool").set(if runs { 1.0 } else { 0.0 });
+}
+
+/// `metafi_cluster_matchmaker_pool_changes_total`: times this node's view of the pool node
+/// changed.
+pub(crate) fn matchmaker_pool_changed() {
+    metrics::counter!("metafi_cluster_matchmaker_pool_changes_total").increment(1);
+}
+
+/// `metafi_cluster_matchmaker_remote_tickets`: other nodes' tickets held by this node's pool.
+pub(crate) fn matchmaker_remote_tickets(count: usize) {
+    metrics::gauge!("metafi_cluster_matchmaker_remote_tickets").set(count as f64);
+}
+
+/// `metafi_cluster_matchmaker_tickets_resubmitted_total`: this node's tickets sent again to a
+/// new pool node.
+pub(crate) fn matchmaker_resubmitted(count: usize) {
+    metrics::counter!("metafi_cluster_matchmaker_tickets_resubmitted_total")
+        .increment(count as u64);
+}
+
+/// `metafi_cluster_matchmaker_stale_matches_total`: tickets a pool elsewhere matched after
+/// this node had removed them (the player is not told; see CLUSTER.md).
+pub(crate) fn matchmaker_stale(count: usize) {
+    if count > 0 {
+        metrics::counter!("metafi_cluster_matchmaker_stale_matches_total").increment(count as u64);
+    }
+}

@@ -6,12 +6,12 @@
 //! the stream; a node that is lost has its presences removed everywhere, and each node tells its
 //! own members of the leaves.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use metafi_realtime::{
     LocalRouter, LocalTracker, Presence, PresenceChange, PresenceMeta, RealtimeParts, StreamKey,
-    Tracker,
+    StreamMode, Tracker,
 };
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
@@ -39,10 +39,19 @@ struct Remote {
     /// Each remote session's node and streams.
     by_session: HashMap<Uuid, (Arc<str>, Vec<StreamKey>)>,
     count: usize,
+    /// What this node held of each node when that node's latest snapshot began: presences of
+    /// the snapshot not in it are new here (members are told of them as joins).
+    baselines: HashMap<Arc<str>, HashSet<(Uuid, StreamKey)>>,
 }
 
 impl Remote {
-    fn insert(&mut self, node: &Arc<str>, stream: StreamKey, presence: Presence) {
+    /// Holds a presence; returns the one it replaced (an update).
+    fn insert(
+        &mut self,
+        node: &Arc<str>,
+        stream: StreamKey,
+        presence: Presence,
+    ) -> Option<Presence> {
         let session_id = presence.session_id;
         let previous = self
             .by_stream
@@ -57,6 +66,7 @@ impl Remote {
                 .push(stream);
             self.count += 1;
         }
+        previous
     }
 
     fn remove(&mut self, session_id: Uuid, stream: &StreamKey) -> Option<Presence> {
@@ -95,7 +105,43 @@ impl Remote {
         removed
     }
 
+    /// Applies a chunk of `node`'s snapshot (the `first` replaces what was held of it);
+    /// returns the presences that are new here.
+    fn snapshot(
+        &mut self,
+        node: &Arc<str>,
+        first: bool,
+        entries: Vec<(StreamKey, Presence)>,
+    ) -> Vec<(StreamKey, Presence)> {
+        if first {
+            let before: HashSet<(Uuid, StreamKey)> = self
+                .by_session
+                .iter()
+                .filter(|(_, (n, _))| n == node)
+                .flat_map(|(id, (_, streams))| streams.iter().map(|s| (*id, s.clone())))
+                .collect();
+            self.drop_node(node);
+            self.baselines.insert(node.clone(), before);
+        }
+        let mut joined = Vec::new();
+        for (stream, presence) in entries {
+            // Without a baseline (its first chunk never arrived) nothing counts as new.
+            let new = self
+                .baselines
+                .get(node)
+                .is_some_and(|b| !b.contains(&(presence.session_id, stream.clone())));
+            let told = new.then(|| (stream.clone(), presence.clone()));
+            if self.insert(node, stream, presence).is_none()
+                && let Some(told) = told
+            {
+                joined.push(told);
+            }
+        }
+        joined
+    }
+
     fn drop_node(&mut self, node: &str) -> Vec<(StreamKey, Presence)> {
+        self.baselines.remove(node);
         let sessions: Vec<Uuid> = self
             .by_session
             .iter()
@@ -160,17 +206,67 @@ impl ClusterTracker {
         }
     }
 
+    /// Applies another node's track (or update). A status presence is told to this node's
+    /// followers of the user (see `ClusterTracker::tell_here`).
     pub(crate) fn remote_track(&self, node: &Arc<str>, entry: PresenceEntry) {
         let (stream, presence) = entry.split();
-        self.remote.write().insert(node, stream, presence);
+        let status =
+            (stream.mode == StreamMode::Status).then(|| (stream.clone(), presence.clone()));
+        let previous = self.remote.write().insert(node, stream, presence);
+        if let Some((stream, presence)) = status {
+            let mut change = PresenceChange {
+                stream,
+                joins: Vec::new(),
+                leaves: Vec::new(),
+            };
+            if !presence.meta.hidden {
+                change.joins.push(presence);
+            }
+            if let Some(previous) = previous.filter(|p| !p.meta.hidden) {
+                change.leaves.push(previous);
+            }
+            self.tell_here(vec![change]);
+        }
     }
 
     pub(crate) fn remote_untrack(&self, session_id: Uuid, stream: &WireStream) {
-        self.remote.write().remove(session_id, &stream.key());
+        let stream = stream.key();
+        let removed = self.remote.write().remove(session_id, &stream);
+        if let Some(presence) = removed.filter(|_| stream.mode == StreamMode::Status) {
+            self.tell_here(grouped(vec![(stream, presence)], false));
+        }
     }
 
     pub(crate) fn remote_untrack_all(&self, session_id: Uuid) {
-        self.remote.write().remove_session(session_id);
+        let removed = self.remote.write().remove_session(session_id);
+        let status = removed
+            .into_iter()
+            .filter(|(stream, _)| stream.mode == StreamMode::Status)
+            .collect();
+        self.tell_here(grouped(status, false));
+    }
+
+    /// Tells this node's sessions of presence changes it learnt from another node: status
+    /// changes (the node where a user's status presence changes tells its own followers, as its
+    /// status registry holds only its sessions' follows; every other node tells its own here,
+    /// so each follower hears each change once, in the order the user's node made them) and
+    /// presences a snapshot brought that were new here (every node tells its own members).
+    fn tell_here(&self, changes: Vec<PresenceChange>) {
+        let changes: Vec<PresenceChange> = changes.into_iter().filter(|c| !c.is_empty()).collect();
+        if changes.is_empty() {
+            return;
+        }
+        if let Some(parts) = self.parts.get() {
+            self.local_parts(parts).deliver(changes);
+        }
+    }
+
+    /// The node's parts delivering to this node's sessions only.
+    fn local_parts(&self, parts: &RealtimeParts) -> RealtimeParts {
+        RealtimeParts {
+            router: Arc::new(LocalRouter::new(parts.registry.clone())),
+            ..parts.clone()
+        }
     }
 
     pub(crate) fn remote_snapshot(
@@ -179,14 +275,14 @@ impl ClusterTracker {
         first: bool,
         entries: Vec<PresenceEntry>,
     ) {
-        let mut remote = self.remote.write();
-        if first {
-            remote.drop_node(node);
-        }
-        for entry in entries {
-            let (stream, presence) = entry.split();
-            remote.insert(node, stream, presence);
-        }
+        let joined = self.remote.write().snapshot(
+            node,
+            first,
+            entries.into_iter().map(PresenceEntry::split).collect(),
+        );
+        // Presences new here (a node back after a partition, an announcement that was lost):
+        // this node tells its own members and followers, as every other node does for its own.
+        self.tell_here(grouped(joined, true));
     }
 
     /// Forgets a lost or departed node's presences and tells this node's members of each
@@ -194,30 +290,13 @@ impl ClusterTracker {
     pub(crate) fn drop_node(&self, node: &str) -> usize {
         let removed = self.remote.write().drop_node(node);
         let count = removed.len();
-        let mut changes: HashMap<StreamKey, PresenceChange> = HashMap::new();
-        for (stream, presence) in removed {
-            if presence.meta.hidden {
-                continue;
-            }
-            changes
-                .entry(stream.clone())
-                .or_insert_with(|| PresenceChange {
-                    stream,
-                    joins: Vec::new(),
-                    leaves: Vec::new(),
-                })
-                .leaves
-                .push(presence);
-        }
+        let changes = grouped(removed, false);
         if let Some(parts) = self.parts.get()
             && !changes.is_empty()
         {
-            // Delivered to this node's sessions only: the other nodes do the same for theirs.
-            let local = RealtimeParts {
-                router: Arc::new(LocalRouter::new(parts.registry.clone())),
-                ..parts.clone()
-            };
-            local.deliver(changes.into_values().collect());
+            // Delivered to this node's sessions only (status followers included): the other
+            // nodes do the same for theirs.
+            self.local_parts(parts).deliver(changes);
         }
         metrics::remote_presences(self.remote_len());
         count
@@ -229,6 +308,29 @@ impl ClusterTracker {
             entry: PresenceEntry::new(stream, presence),
         });
     }
+}
+
+/// The visible presences, as joins (or leaves) grouped by stream.
+fn grouped(presences: Vec<(StreamKey, Presence)>, joins: bool) -> Vec<PresenceChange> {
+    let mut changes: HashMap<StreamKey, PresenceChange> = HashMap::new();
+    for (stream, presence) in presences {
+        if presence.meta.hidden {
+            continue;
+        }
+        let change = changes
+            .entry(stream.clone())
+            .or_insert_with(|| PresenceChange {
+                stream,
+                joins: Vec::new(),
+                leaves: Vec::new(),
+            });
+        if joins {
+            change.joins.push(presence);
+        } else {
+            change.leaves.push(presence);
+        }
+    }
+    changes.into_values().collect()
 }
 
 impl Tracker for ClusterTracker {
@@ -330,5 +432,51 @@ impl Tracker for ClusterTracker {
     /// This node's presences (the realtime metrics count what each node holds).
     fn len(&self) -> usize {
         self.local.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn presence(session_id: Uuid) -> Presence {
+        Presence {
+            session_id,
+            user_id: Uuid::new_v4(),
+            meta: PresenceMeta {
+                username: "u".into(),
+                persistence: false,
+                hidden: false,
+                status: Some(String::new()),
+            },
+        }
+    }
+
+    #[test]
+    fn a_snapshot_names_only_the_presences_new_here() {
+        let mut remote = Remote::default();
+        let node: Arc<str> = Arc::from("n2");
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let status = |id: Uuid| (StreamKey::status(id), presence(id));
+        // Known from announcements: a and b.
+        let _ = remote.insert(&node, status(a).0, status(a).1);
+        let _ = remote.insert(&node, status(b).0, status(b).1);
+        // A snapshot in two chunks repeats a and b and brings c (its announcement was lost).
+        assert!(remote.snapshot(&node, true, vec![status(a)]).is_empty());
+        let joined = remote.snapshot(&node, false, vec![status(b), status(c)]);
+        assert_eq!(joined.len(), 1);
+        assert_eq!(joined[0].1.session_id, c);
+        assert_eq!(remote.count, 3);
+
+        // The node is lost (leaves told elsewhere), then back after a partition: its snapshot's
+        // presences are all new here.
+        assert_eq!(remote.drop_node("n2").len(), 3);
+        let joined = remote.snapshot(&node, true, vec![status(a), status(c)]);
+        assert_eq!(joined.len(), 2);
+
+        // Without the first chunk nothing counts as new.
+        let other: Arc<str> = Arc::from("n3");
+        let d = Uuid::new_v4();
+        assert!(remote.snapshot(&other, false, vec![status(d)]).is_empty());
     }
 }

@@ -62,9 +62,12 @@ pub use match_handler::{
     Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
     MatchInit, MatchSpec, Params,
 };
-pub use matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketRequest};
+pub use matchmaker_pool::{
+    MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketCopy, TicketRequest,
+};
 pub use matchmaker_service::{
     Completion, Formed, HookResult, MatchTarget, MatchmakerHook, MatchmakerStats, Matchmaking,
+    PoolListener,
 };
 pub use matchmaker_tokens::{InvalidToken, MatchTokens};
 pub use outlet::{OutgoingData, Outlet, PresenceEvent};

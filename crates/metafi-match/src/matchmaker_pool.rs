@@ -76,6 +76,17 @@ pub struct MatchedEntry {
     pub created_ms: i64,
 }
 
+/// A ticket as the cluster forwards it to the node that runs the pool: everything the pool
+/// needs to match it again elsewhere, under the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketCopy {
+    pub id: Uuid,
+    pub created_ms: i64,
+    pub presences: Vec<Arc<Presence>>,
+    pub party_id: String,
+    pub request: TicketRequest,
+}
+
 /// The pool as `GET /v2/matchmaker/stats` reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -97,6 +108,9 @@ struct Ticket {
     fields: Fields,
     intervals: u32,
     active: bool,
+    /// The node that owns this ticket when it is a copy held by the cluster's pool node
+    /// (`None`: this node's own ticket).
+    copy_of: Option<Arc<str>>,
 }
 
 impl Ticket {
@@ -122,6 +136,8 @@ pub struct Matchmaker {
     /// Tickets of each party (`party_matchmaker_add`), by party id.
     by_party: HashMap<String, Vec<Uuid>>,
     seq: u64,
+    /// Copies of other nodes' tickets among `tickets`.
+    copies: usize,
 }
 
 impl Matchmaker {
@@ -133,6 +149,7 @@ impl Matchmaker {
             by_session: HashMap::new(),
             by_party: HashMap::new(),
             seq: 0,
+            copies: 0,
         }
     }
 
@@ -196,6 +213,8 @@ impl Matchmaker {
         }
         let fields = Matchmaker::fields(&request, created_ms);
         Ok(self.insert(
+            Uuid::new_v4(),
+            None,
             vec![presence],
             String::new(),
             request,
@@ -230,6 +249,8 @@ impl Matchmaker {
         }
         let fields = Matchmaker::fields(&request, created_ms);
         Ok(self.insert(
+            Uuid::new_v4(),
+            None,
             presences,
             party_id.to_owned(),
             request,
@@ -256,12 +277,16 @@ impl Matchmaker {
 
     /// Removes every ticket of a party (its members changed, or it closed). Returns how many.
     pub fn remove_party_all(&mut self, party_id: &str) -> usize {
+        self.remove_party_all_ids(party_id).len()
+    }
+
+    /// [`Matchmaker::remove_party_all`], naming the tickets removed.
+    pub fn remove_party_all_ids(&mut self, party_id: &str) -> Vec<Uuid> {
         let tickets = self.by_party.remove(party_id).unwrap_or_default();
-        let count = tickets.len();
-        for id in tickets {
-            self.drop_ticket(id);
+        for id in &tickets {
+            self.drop_ticket(*id);
         }
-        count
+        tickets
     }
 
     fn fields(request: &TicketRequest, created_ms: i64) -> Fields {
@@ -278,8 +303,11 @@ impl Matchmaker {
         fields.finish()
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &mut self,
+        id: Uuid,
+        copy_of: Option<Arc<str>>,
         presences: Vec<Arc<Presence>>,
         party_id: String,
         request: TicketRequest,
@@ -287,8 +315,10 @@ impl Matchmaker {
         fields: Fields,
         created_ms: i64,
     ) -> String {
-        let id = Uuid::new_v4();
         self.seq += 1;
+        if copy_of.is_some() {
+            self.copies += 1;
+        }
         for p in &presences {
             self.by_session.entry(p.session_id).or_default().push(id);
         }
@@ -306,6 +336,7 @@ impl Matchmaker {
             fields,
             intervals: 0,
             active: true,
+            copy_of,
         };
         self.order.insert(ticket.seq, id);
         self.tickets.insert(id, ticket);
@@ -330,18 +361,127 @@ impl Matchmaker {
 
     /// Removes every ticket of a session (it ended). Returns how many.
     pub fn remove_session(&mut self, session: Uuid) -> usize {
+        self.remove_session_ids(session).len()
+    }
+
+    /// [`Matchmaker::remove_session`], naming the tickets removed.
+    pub fn remove_session_ids(&mut self, session: Uuid) -> Vec<Uuid> {
         let tickets = self.by_session.remove(&session).unwrap_or_default();
-        let count = tickets.len();
-        for id in tickets {
+        for id in &tickets {
+            self.drop_ticket(*id);
+        }
+        tickets
+    }
+
+    /// A ticket of this node as the cluster forwards it (`None` for a copy or an unknown id).
+    pub fn own_copy(&self, id: Uuid) -> Option<TicketCopy> {
+        let ticket = self.tickets.get(&id).filter(|t| t.copy_of.is_none())?;
+        Some(TicketCopy {
+            id,
+            created_ms: ticket.created_ms,
+            presences: ticket.presences.clone(),
+            party_id: ticket.party_id.clone(),
+            request: ticket.request.clone(),
+        })
+    }
+
+    /// This node's own tickets (not the copies it holds for others), oldest first.
+    pub fn own_tickets(&self) -> Vec<TicketCopy> {
+        self.order
+            .values()
+            .filter_map(|id| self.own_copy(*id))
+            .collect()
+    }
+
+    /// Holds another node's ticket (this node runs the cluster's pool). Its owner checked the
+    /// request and the limits; a ticket already held is left as it is.
+    pub fn insert_copy(
+        &mut self,
+        owner: Arc<str>,
+        copy: TicketCopy,
+    ) -> Result<(), MatchmakerError> {
+        if self.tickets.contains_key(&copy.id) {
+            return Ok(());
+        }
+        let query = Matchmaker::validate(&copy.request)?;
+        let fields = Matchmaker::fields(&copy.request, copy.created_ms);
+        self.insert(
+            copy.id,
+            Some(owner),
+            copy.presences,
+            copy.party_id,
+            copy.request,
+            query,
+            fields,
+            copy.created_ms,
+        );
+        Ok(())
+    }
+
+    /// Drops copies of other nodes' tickets: those of `owner`, or all of them. Returns how many.
+    pub fn drop_copies(&mut self, owner: Option<&str>) -> usize {
+        let ids: Vec<Uuid> = self
+            .tickets
+            .values()
+            .filter(|t| match (&t.copy_of, owner) {
+                (Some(of), Some(owner)) => &**of == owner,
+                (Some(_), None) => true,
+                (None, _) => false,
+            })
+            .map(|t| t.id)
+            .collect();
+        for id in &ids {
+            self.drop_ticket(*id);
+        }
+        ids.len()
+    }
+
+    /// Drops one copy of `owner`'s ticket (its owner removed it).
+    pub fn remove_copy(&mut self, owner: &str, id: Uuid) -> bool {
+        let held = self
+            .tickets
+            .get(&id)
+            .is_some_and(|t| t.copy_of.as_deref() == Some(owner));
+        if held {
             self.drop_ticket(id);
         }
-        count
+        held
+    }
+
+    /// Drops this node's own ticket `id` (the pool elsewhere matched it); false when it is not
+    /// held any more.
+    pub fn take_own(&mut self, id: Uuid) -> bool {
+        let held = self.tickets.get(&id).is_some_and(|t| t.copy_of.is_none());
+        if held {
+            self.drop_ticket(id);
+        }
+        held
+    }
+
+    /// The nodes whose tickets this pool holds copies of.
+    pub fn copy_owners(&self) -> Vec<Arc<str>> {
+        let mut owners: Vec<Arc<str>> = self
+            .tickets
+            .values()
+            .filter_map(|t| t.copy_of.clone())
+            .collect();
+        owners.sort();
+        owners.dedup();
+        owners
+    }
+
+    /// Copies of other nodes' tickets held.
+    pub fn copies(&self) -> usize {
+        self.copies
     }
 
     fn drop_ticket(&mut self, id: Uuid) {
         let Some(ticket) = self.tickets.remove(&id) else {
             return;
         };
+        if ticket.copy_of.is_some() {
+            self.copies -= 1;
+        }
         self.order.remove(&ticket.seq);
         if let Some(list) = self.by_party.get_mut(&ticket.party_id) {
             list.retain(|t| *t != id);

@@ -7,6 +7,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use metafi_core::Clock;
@@ -14,7 +15,9 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::config::MatchmakerConfig;
-use crate::matchmaker_pool::{MatchedEntry, Matchmaker, MatchmakerError, TicketRequest};
+use crate::matchmaker_pool::{
+    MatchedEntry, Matchmaker, MatchmakerError, TicketCopy, TicketRequest,
+};
 
 /// Completions `GET /v2/matchmaker/stats` reports: the most recent ten, as Nakama keeps.
 const COMPLETIONS_KEPT: usize = 10;
@@ -34,6 +37,16 @@ pub trait MatchmakerHook: Send + Sync + fmt::Debug {
         &self,
         entries: Vec<MatchedEntry>,
     ) -> Pin<Box<dyn Future<Output = HookResult> + Send + '_>>;
+}
+
+/// What the cluster hears of the pool (`metafi-cluster`): this node's own tickets as they are
+/// added and removed (to forward them to the node that runs the cluster's pool), and each group
+/// formed here (to tell the nodes of its other players). Called under the pool's lock, so the
+/// calls come in the order of the changes; they must not block (they queue messages).
+pub trait PoolListener: Send + Sync + fmt::Debug {
+    fn added(&self, ticket: &TicketCopy);
+    fn removed(&self, tickets: &[Uuid]);
+    fn formed(&self, formed: &Formed);
 }
 
 /// Where a formed group goes.
@@ -79,6 +92,11 @@ pub struct Matchmaking {
     hook: RwLock<Option<Arc<dyn MatchmakerHook>>>,
     wall: Arc<dyn Clock>,
     interval: Duration,
+    /// The cluster's listener; `None` on a single node.
+    listener: RwLock<Option<Arc<dyn PoolListener>>>,
+    /// Whether this node runs passes: always on a single node; in a cluster only on the node
+    /// that runs the cluster's pool (the others keep their tickets and forward them).
+    runs_pool: AtomicBool,
 }
 
 impl fmt::Debug for Matchmaking {
@@ -100,7 +118,92 @@ impl Matchmaking {
             completions: Mutex::new(VecDeque::with_capacity(COMPLETIONS_KEPT)),
             hook: RwLock::new(None),
             wall,
+            listener: RwLock::new(None),
+            runs_pool: AtomicBool::new(true),
         }
+    }
+
+    /// Installs the cluster's listener (`metafi-cluster`).
+    pub fn set_listener(&self, listener: Arc<dyn PoolListener>) {
+        *self.listener.write() = Some(listener);
+    }
+
+    /// Whether this node runs the passes (see [`Matchmaking::runs_pool`]).
+    pub fn set_runs_pool(&self, runs: bool) {
+        self.runs_pool.store(runs, Ordering::SeqCst);
+    }
+
+    /// Whether this node runs the passes: always on a single node; in a cluster, only on the
+    /// node that runs the cluster's pool.
+    pub fn runs_pool(&self) -> bool {
+        self.runs_pool.load(Ordering::SeqCst)
+    }
+
+    fn tell_added(&self, pool: &Matchmaker, ticket: &str) {
+        if let Some(listener) = &*self.listener.read()
+            && let Some(copy) = Uuid::parse_str(ticket)
+                .ok()
+                .and_then(|id| pool.own_copy(id))
+        {
+            listener.added(&copy);
+        }
+    }
+
+    fn tell_removed(&self, tickets: &[Uuid]) {
+        if tickets.is_empty() {
+            return;
+        }
+        if let Some(listener) = &*self.listener.read() {
+            listener.removed(tickets);
+        }
+    }
+
+    /// Runs `f` on this node's own tickets under the pool's lock: what it queues comes before
+    /// any change made after (the cluster resubmits them to a new pool node this way).
+    pub fn with_own_tickets<R>(&self, f: impl FnOnce(Vec<TicketCopy>) -> R) -> R {
+        let pool = self.pool.lock();
+        f(pool.own_tickets())
+    }
+
+    /// Holds another node's ticket (this node runs the cluster's pool).
+    pub fn insert_copy(&self, owner: Arc<str>, copy: TicketCopy) -> Result<(), MatchmakerError> {
+        self.pool.lock().insert_copy(owner, copy)
+    }
+
+    /// Drops one copy of `owner`'s tickets.
+    pub fn remove_copy(&self, owner: &str, id: Uuid) -> bool {
+        self.pool.lock().remove_copy(owner, id)
+    }
+
+    /// Drops the copies of `owner`'s tickets, or of every node's; returns how many.
+    pub fn drop_copies(&self, owner: Option<&str>) -> usize {
+        self.pool.lock().drop_copies(owner)
+    }
+
+    /// Drops the copies of every node not in `live`; returns how many.
+    pub fn drop_copies_except(&self, live: &[String]) -> usize {
+        let mut pool = self.pool.lock();
+        pool.copy_owners()
+            .iter()
+            .filter(|owner| !live.iter().any(|l| l.as_str() == &***owner))
+            .map(|owner| pool.drop_copies(Some(owner)))
+            .sum()
+    }
+
+    /// Copies of other nodes' tickets held.
+    pub fn copies(&self) -> usize {
+        self.pool.lock().copies()
+    }
+
+    /// Takes this node's own tickets that the pool elsewhere matched; returns those still held
+    /// (a ticket removed meanwhile stays removed).
+    pub fn take_own(&self, tickets: &[Uuid]) -> Vec<Uuid> {
+        let mut pool = self.pool.lock();
+        tickets
+            .iter()
+            .copied()
+            .filter(|id| pool.take_own(*id))
+            .collect()
     }
 
     /// Installs the runtime's `matchmaker_matched` hook (once the runtime has started).
@@ -132,11 +235,19 @@ impl Matchmaking {
         request: TicketRequest,
     ) -> Result<String, MatchmakerError> {
         let now = self.wall.now_ms();
-        self.pool.lock().add(presence, request, now)
+        let mut pool = self.pool.lock();
+        let ticket = pool.add(presence, request, now)?;
+        self.tell_added(&pool, &ticket);
+        Ok(ticket)
     }
 
     pub fn remove(&self, session: Uuid, ticket: &str) -> Result<(), MatchmakerError> {
-        self.pool.lock().remove(session, ticket)
+        let mut pool = self.pool.lock();
+        pool.remove(session, ticket)?;
+        if let Ok(id) = Uuid::parse_str(ticket) {
+            self.tell_removed(&[id]);
+        }
+        Ok(())
     }
 
     /// A ticket for a whole party (see [`Matchmaker::add_party`]).
@@ -147,19 +258,28 @@ impl Matchmaking {
         request: TicketRequest,
     ) -> Result<String, MatchmakerError> {
         let now = self.wall.now_ms();
-        self.pool
-            .lock()
-            .add_party(party_id, presences, request, now)
+        let mut pool = self.pool.lock();
+        let ticket = pool.add_party(party_id, presences, request, now)?;
+        self.tell_added(&pool, &ticket);
+        Ok(ticket)
     }
 
     /// Removes one ticket of a party.
     pub fn remove_party(&self, party_id: &str, ticket: &str) -> Result<(), MatchmakerError> {
-        self.pool.lock().remove_party(party_id, ticket)
+        let mut pool = self.pool.lock();
+        pool.remove_party(party_id, ticket)?;
+        if let Ok(id) = Uuid::parse_str(ticket) {
+            self.tell_removed(&[id]);
+        }
+        Ok(())
     }
 
     /// Drops every ticket of a party.
     pub fn remove_party_all(&self, party_id: &str) -> usize {
-        self.pool.lock().remove_party_all(party_id)
+        let mut pool = self.pool.lock();
+        let removed = pool.remove_party_all_ids(party_id);
+        self.tell_removed(&removed);
+        removed.len()
     }
 
     /// The pool now and the most recent completions (`GET /v2/matchmaker/stats`). Nakama
@@ -175,11 +295,17 @@ impl Matchmaking {
 
     /// Drops every ticket of an ended session.
     pub fn session_ended(&self, session: Uuid) -> usize {
-        self.pool.lock().remove_session(session)
+        let mut pool = self.pool.lock();
+        let removed = pool.remove_session_ids(session);
+        self.tell_removed(&removed);
+        removed.len()
     }
 
     /// One pass: groups formed, each with the match its players join.
     pub async fn pass(&self) -> Vec<Formed> {
+        if !self.runs_pool() {
+            return Vec::new();
+        }
         let started = Instant::now();
         let (groups, left) = {
             let mut pool = self.pool.lock();
@@ -210,7 +336,11 @@ impl Matchmaking {
                 },
             };
             self.completed(&entries);
-            formed.push(Formed { entries, target });
+            let group = Formed { entries, target };
+            if let Some(listener) = &*self.listener.read() {
+                listener.formed(&group);
+            }
+            formed.push(group);
         }
         metrics::matchmaker_pass(left, formed.len(), started.elapsed().as_secs_f64());
         formed

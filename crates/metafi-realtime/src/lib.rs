@@ -50,7 +50,7 @@ pub use client_requests::MAX_STATUS_BYTES;
 pub use close::{CloseReason, QueueLimit};
 pub use control::{JoinRefused, RealtimeControl, ServerMessage, StreamJoin};
 pub use match_outlet::MatchOutlet;
-pub use match_requests::MatchServices;
+pub use match_requests::{MatchServices, send_matched};
 pub use message_router::{LocalRouter, MessageRouter};
 pub use notification_push::SessionPush;
 pub use online::StatusOnline;

@@ -380,37 +380,51 @@ impl Realtime {
         }
     }
 
-    /// Sends `matchmaker_matched` to every player of a formed group, each with its own ticket
-    /// and `self`.
+    /// Sends `matchmaker_matched` to every player of a formed group on this node, each with
+    /// its own ticket and `self` (players on other nodes are told by their own node).
     pub fn send_matched(&self, formed: &metafi_match::Formed) {
-        let users: Vec<MatchmakerUser> = formed
-            .entries
-            .iter()
-            .map(|e| MatchmakerUser {
-                presence: Some(wire(&e.presence)),
-                party_id: e.party_id.clone(),
-                string_properties: e.string_properties.clone(),
-                numeric_properties: e.numeric_properties.clone(),
-            })
-            .collect();
-        let id = match &formed.target {
-            MatchTarget::MatchId(id) => MatchmakerMatchedId::MatchId(id.clone()),
-            MatchTarget::Token(token) => MatchmakerMatchedId::Token(token.clone()),
-        };
-        for (entry, user) in formed.entries.iter().zip(&users) {
-            let Some(session) = self.parts.registry.get(entry.presence.session_id) else {
-                continue;
-            };
-            session.send(&Envelope::new(
-                "",
-                Message::MatchmakerMatched(MatchmakerMatched {
-                    ticket: entry.ticket.clone(),
-                    id: Some(id.clone()),
-                    users: users.clone(),
-                    self_user: Some(user.clone()),
-                }),
-            ));
+        send_matched(&self.parts.registry, formed, |_| true);
+    }
+}
+
+/// Sends `matchmaker_matched` to the players of `formed` whose sessions are in `registry` and
+/// whose ticket `told` accepts, each with its own ticket and `self`; `users` lists the whole
+/// group. The cluster calls it on the nodes of a group's players (`metafi-cluster`).
+pub fn send_matched(
+    registry: &crate::SessionRegistry,
+    formed: &metafi_match::Formed,
+    told: impl Fn(&str) -> bool,
+) {
+    let users: Vec<MatchmakerUser> = formed
+        .entries
+        .iter()
+        .map(|e| MatchmakerUser {
+            presence: Some(wire(&e.presence)),
+            party_id: e.party_id.clone(),
+            string_properties: e.string_properties.clone(),
+            numeric_properties: e.numeric_properties.clone(),
+        })
+        .collect();
+    let id = match &formed.target {
+        MatchTarget::MatchId(id) => MatchmakerMatchedId::MatchId(id.clone()),
+        MatchTarget::Token(token) => MatchmakerMatchedId::Token(token.clone()),
+    };
+    for (entry, user) in formed.entries.iter().zip(&users) {
+        if !told(&entry.ticket) {
+            continue;
         }
+        let Some(session) = registry.get(entry.presence.session_id) else {
+            continue;
+        };
+        session.send(&Envelope::new(
+            "",
+            Message::MatchmakerMatched(MatchmakerMatched {
+                ticket: entry.ticket.clone(),
+                id: Some(id.clone()),
+                users: users.clone(),
+                self_user: Some(user.clone()),
+            }),
+        ));
     }
 }
 

@@ -151,6 +151,15 @@ impl Node {
         self.cluster.as_ref()
     }
 
+    /// Leaves the cluster without a word, as a crashed node would: its peers declare it lost
+    /// after `cluster.peer_lost_timeout_ms` while its sockets stay open here (tests of a lost
+    /// node).
+    pub async fn halt_cluster(&mut self) {
+        if let Some(cluster) = self.cluster.take() {
+            cluster.halt().await;
+        }
+    }
+
     /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
     pub fn nk(&self) -> Option<metafi_runtime::Nk> {
         self.started
@@ -277,7 +286,7 @@ async fn wire(
     let mut parts = RealtimeParts::local();
     // In a cluster (docs/CLUSTER.md) the registry announces this node's sessions and the router
     // reaches a session on any node; without one, nothing changes and no NATS is needed.
-    let cluster = match &config.cluster {
+    let mut cluster = match &config.cluster {
         Some(settings) => {
             let cluster = metafi_cluster::Cluster::start(
                 settings.clone(),
@@ -331,6 +340,13 @@ async fn wire(
         .insert(MatchEngine::start(config, &parts, clock.clone())?);
     let matches = engine.matches.clone();
     let matchmaking = engine.matchmaking.clone();
+    // In a cluster, one matchmaker: this node's tickets go to the pool node (docs/CLUSTER.md).
+    if let Some(cluster) = &mut cluster {
+        cluster
+            .serve_matchmaker(matchmaking.clone())
+            .await
+            .context("joining the cluster's matchmaker")?;
+    }
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
     // Groups: their members may join the group's chat channel (type 3).

@@ -107,6 +107,11 @@ impl TestNode {
         self.node.as_ref().expect("the node is running")
     }
 
+    /// The running node, to act on it (halt its cluster, …).
+    pub fn node_mut(&mut self) -> &mut Node {
+        self.node.as_mut().expect("the node is running")
+    }
+
     /// An HTTP client for this node.
     pub fn http(&self) -> Http {
         Http::new(&self.base)
