@@ -7,12 +7,15 @@ use std::time::Duration;
 use async_nats::Client;
 use futures_util::StreamExt;
 use metafi_core::Clock;
+use metafi_match::Matches;
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
     LocalRouter, MessageRouter, Outbound, RealtimeParts, SessionRegistry, Tracker,
 };
 use tokio::task::JoinHandle;
 
+use crate::calls::{self, Calls};
+use crate::matches::ClusterMatches;
 use crate::outgoing::Outgoing;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
@@ -86,6 +89,8 @@ pub struct Cluster {
     directory: Arc<SessionDirectory>,
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
+    calls: Calls,
+    matches: Arc<ClusterMatches>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -116,6 +121,14 @@ impl Cluster {
             .subscribe(config.delivery_subject(&config.node))
             .await
             .map_err(|e| nats("this node's delivery subject", e))?;
+        let calls_in = client
+            .subscribe(config.call_subject(&config.node))
+            .await
+            .map_err(|e| nats("this node's call subject", e))?;
+        let listings = client
+            .subscribe(config.matches_subject())
+            .await
+            .map_err(|e| nats("the match listings subject", e))?;
         let (outgoing, outgoing_task) = Outgoing::start(client.clone(), config.outgoing_queue_size);
         let mut tasks = vec![outgoing_task];
         let directory = Arc::new(SessionDirectory::new());
@@ -143,6 +156,30 @@ impl Cluster {
                     return Err(e);
                 }
             };
+        let calls = Calls::new(
+            client.clone(),
+            config.clone(),
+            membership.peers_view(),
+            outgoing.clone(),
+        );
+        let matches = Arc::new(ClusterMatches::new(
+            config.clone(),
+            calls.clone(),
+            membership.peers_view(),
+            outgoing.clone(),
+            registry.clone(),
+        ));
+        tasks.push(tokio::spawn(calls::serve(
+            calls_in,
+            client.clone(),
+            matches.clone(),
+            config.max_concurrent_calls,
+        )));
+        tasks.push(tokio::spawn(crate::matches::run(
+            matches.clone(),
+            listings,
+            membership.events(),
+        )));
         tasks.push(tokio::spawn(
             SessionsTask {
                 announcer,
@@ -171,6 +208,8 @@ impl Cluster {
             directory,
             router,
             tracker,
+            calls,
+            matches,
             tasks,
         })
     }
@@ -202,6 +241,27 @@ impl Cluster {
     /// [`Cluster::tracker`]: a lost node's leaves are told to this node's members through them.
     pub fn set_parts(&self, parts: &RealtimeParts) {
         self.tracker.set_parts(parts.clone());
+    }
+
+    /// Hands the cluster the node's match registry: requests for other nodes' matches go
+    /// through the cluster from now on, other nodes' requests for this node's matches are
+    /// answered, and its listing is published. False when one was handed over already.
+    pub fn serve_matches(&self, matches: &Matches) -> bool {
+        let served = self.matches.serve(matches);
+        if served {
+            self.matches.publish_listing();
+        }
+        served
+    }
+
+    /// Calls to other nodes.
+    pub fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// Other nodes' matches this node lists.
+    pub fn remote_matches(&self) -> usize {
+        self.matches.remote_len()
     }
 
     /// The peers this node hears (see [`Membership`]).

@@ -15,15 +15,20 @@
 //! - [`ClusterTracker`]: the second [`metafi_realtime::Tracker`]: this node's presences are
 //!   announced, the other nodes' kept, so stream members (chat channels, streams of server
 //!   code, who is online) span every node; a lost node's presences leave everywhere.
-//! - [`Cluster`]: the four wired together for a node (`metafi serve --cluster …`).
+//! - [`Calls`]: request/reply (and one-way casts) to a named node, bounded and timed out; the
+//!   match seam (`matches.rs`) forwards joins, leaves, data and signals for matches of other
+//!   nodes through it, and keeps the other nodes' match listings.
+//! - [`Cluster`]: the parts wired together for a node (`metafi serve --cluster …`).
 //!
 //! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
 //! [`ClusterConfig`], [`Membership`], [`MembershipEvent`], [`ClusterRouter`].
 //! Design and guarantees: `docs/CLUSTER.md`.
 
+mod calls;
 mod cluster;
 mod config;
 mod directory;
+mod matches;
 mod membership;
 mod metrics;
 mod outgoing;
@@ -32,9 +37,12 @@ mod sessions;
 mod tracker;
 mod wire;
 
+pub use calls::{CallError, Calls};
 pub use cluster::{Cluster, ClusterError, connect};
 pub use config::{ClusterConfig, valid_node_name};
 pub use directory::{RemoteSession, SessionDirectory};
 pub use membership::{Membership, MembershipEvent};
 pub use router::ClusterRouter;
 pub use tracker::ClusterTracker;
+
+pub(crate) use metafi_match::BoxFuture;

@@ -155,7 +155,8 @@ impl Realtime {
             let presence = self.presence_of(session, "");
             let Some(joined) = services
                 .matches
-                .join_relayed(id.uuid(), presence, via_token)
+                .join_relayed_anywhere(id.uuid(), presence, via_token)
+                .await
             else {
                 return error(session, cid, ErrorCode::MatchNotFound, "Match not found");
             };

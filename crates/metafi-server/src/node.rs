@@ -333,6 +333,11 @@ async fn wire(
     let matchmaking = engine.matchmaking.clone();
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
+    // In a cluster, matches of other nodes are reached (and listed) through it, and this node
+    // answers for its own.
+    if let Some(cluster) = &cluster {
+        cluster.serve_matches(&matches);
+    }
     // Groups: their members may join the group's chat channel (type 3).
     // Their system messages (joined, kicked…) reach the sessions in the group's channel.
     let groups = Arc::new(
