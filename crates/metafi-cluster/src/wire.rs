@@ -159,6 +159,7 @@ impl PresenceEntry {
 /// Match data travel beside it as raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // matches are the first of the services that call nodes
 pub(crate) enum CallRequest {
     /// Call: a join attempt at an authoritative match of the receiving node.
     MatchJoin {

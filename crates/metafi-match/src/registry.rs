@@ -313,10 +313,10 @@ impl Matches {
     /// everyone, then `match_join`). For a relayed match this sends the presence event.
     pub fn complete_join(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
-            if !self.relayed_announce(id.uuid(), session_id) {
-                if let Some(remote) = self.remote() {
-                    remote.complete_join(id, session_id);
-                }
+            if !self.relayed_announce(id.uuid(), session_id)
+                && let Some(remote) = self.remote()
+            {
+                remote.complete_join(id, session_id);
             }
             return;
         }
@@ -336,10 +336,10 @@ impl Matches {
     /// A client leaves a match (`match_leave`). Unknown matches are ignored, as Nakama does.
     pub fn leave(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
-            if !self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave) {
-                if let Some(remote) = self.remote() {
-                    remote.leave(id, session_id);
-                }
+            if !self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave)
+                && let Some(remote) = self.remote()
+            {
+                remote.leave(id, session_id);
             }
             return;
         }

@@ -169,10 +169,11 @@ impl RemoteListing {
                 if !m.authoritative || filters.authoritative == Some(false) {
                     continue;
                 }
-                if let Some(label) = &filters.label {
-                    if query.is_none() && m.label.as_deref() != Some(label.as_str()) {
-                        continue;
-                    }
+                if let Some(label) = &filters.label
+                    && query.is_none()
+                    && m.label.as_deref() != Some(label.as_str())
+                {
+                    continue;
                 }
                 match query {
                     Some(query) => match query.score(fields) {
