@@ -5,21 +5,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::Client;
+use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_core::Clock;
 use metafi_match::Matches;
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
-    LocalRouter, MessageRouter, Outbound, RealtimeParts, SessionRegistry, Tracker,
+    LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, RealtimeParts, SessionRegistry,
+    Tracker,
 };
 use tokio::task::JoinHandle;
 
-use crate::calls::{self, Calls};
+use crate::BoxFuture;
+use crate::calls::{self, CallHandler, Calls};
 use crate::matches::ClusterMatches;
 use crate::outgoing::Outgoing;
+use crate::parties::ClusterParties;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
 use crate::wire::decode_delivery;
+use crate::wire::{CallReply, CallRequest};
 use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, metrics, valid_node_name};
 
 /// Why a node could not join its cluster.
@@ -91,7 +96,29 @@ pub struct Cluster {
     tracker: Arc<ClusterTracker>,
     calls: Calls,
     matches: Arc<ClusterMatches>,
+    parties: Arc<ClusterParties>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// Hands each request other nodes send to the part of the cluster it is for.
+#[derive(Debug)]
+struct Handlers {
+    matches: Arc<ClusterMatches>,
+    parties: Arc<ClusterParties>,
+}
+
+impl CallHandler for Handlers {
+    fn call(&self, request: CallRequest, raw: Bytes) -> BoxFuture<'static, (CallReply, Bytes)> {
+        self.matches.call(request, raw)
+    }
+
+    fn cast(&self, request: CallRequest, raw: Bytes) {
+        match request {
+            CallRequest::PartyMessage { from, member } => self.parties.handle(from, member, &raw),
+            CallRequest::PartySessionEnded { session_id } => self.parties.member_gone(session_id),
+            other => self.matches.cast(other, raw),
+        }
+    }
 }
 
 impl Cluster {
@@ -169,11 +196,23 @@ impl Cluster {
             outgoing.clone(),
             registry.clone(),
         ));
+        let parties = Arc::new(ClusterParties::new(
+            config.clone(),
+            calls.clone(),
+            registry.clone(),
+        ));
         tasks.push(tokio::spawn(calls::serve(
             calls_in,
             client.clone(),
-            matches.clone(),
+            Arc::new(Handlers {
+                matches: matches.clone(),
+                parties: parties.clone(),
+            }),
             config.max_concurrent_calls,
+        )));
+        tasks.push(tokio::spawn(crate::parties::run(
+            parties.clone(),
+            membership.events(),
         )));
         tasks.push(tokio::spawn(crate::matches::run(
             matches.clone(),
@@ -210,6 +249,7 @@ impl Cluster {
             tracker,
             calls,
             matches,
+            parties,
             tasks,
         })
     }
@@ -252,6 +292,14 @@ impl Cluster {
             self.matches.publish_listing();
         }
         served
+    }
+
+    /// Hands the cluster the node's realtime layer: its sockets' party messages for other
+    /// nodes' parties are forwarded, and other nodes' messages for this node's parties are
+    /// handled, from now on. False when one was handed over already.
+    pub fn serve_parties(&self, realtime: &Arc<Realtime>) -> bool {
+        let forwarder: Arc<dyn PartyForwarder> = self.parties.clone();
+        self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder)
     }
 
     /// Calls to other nodes.

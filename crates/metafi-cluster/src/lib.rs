@@ -32,6 +32,7 @@ mod matches;
 mod membership;
 mod metrics;
 mod outgoing;
+mod parties;
 mod router;
 mod sessions;
 mod tracker;

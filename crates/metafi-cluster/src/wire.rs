@@ -159,7 +159,6 @@ impl PresenceEntry {
 /// Match data travel beside it as raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[allow(clippy::enum_variant_names)] // matches are the first of the services that call nodes
 pub(crate) enum CallRequest {
     /// Call: a join attempt at an authoritative match of the receiving node.
     MatchJoin {
@@ -194,6 +193,11 @@ pub(crate) enum CallRequest {
     MatchSessionEnded { session_id: Uuid },
     /// Call: `match_signal`.
     MatchSignal { match_id: String, data: String },
+    /// Cast: a party message (the raw bytes: its envelope, protobuf) from a member on `from`
+    /// for a party of the receiving node.
+    PartyMessage { from: String, member: WireMember },
+    /// Cast: a session of the sending node ended; it leaves the receiver's parties.
+    PartySessionEnded { session_id: Uuid },
 }
 
 impl CallRequest {
@@ -207,6 +211,8 @@ impl CallRequest {
             CallRequest::MatchData { .. } => "match_data",
             CallRequest::MatchSessionEnded { .. } => "match_session_ended",
             CallRequest::MatchSignal { .. } => "match_signal",
+            CallRequest::PartyMessage { .. } => "party_message",
+            CallRequest::PartySessionEnded { .. } => "party_session_ended",
         }
     }
 }
@@ -230,6 +236,14 @@ pub(crate) enum CallReply {
     Busy,
     /// The node cannot answer this request (its match engine is not ready).
     Refused { message: String },
+}
+
+/// A party member between nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireMember {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
 }
 
 /// A match presence between nodes.

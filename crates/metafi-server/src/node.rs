@@ -431,6 +431,11 @@ async fn wire(
         .with_notifier(notifier)
         .with_parties(parties.clone()),
     );
+    // In a cluster, party messages for other nodes' parties are forwarded to them, and this
+    // node handles theirs for its own parties.
+    if let Some(cluster) = &cluster {
+        cluster.serve_parties(&realtime);
+    }
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
         (Some(settings), Some(socket)) => Some(QuicEdge::start(

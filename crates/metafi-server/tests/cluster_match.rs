@@ -4,7 +4,8 @@
 //! with the handler's reason, signals it and is kicked; a relayed match with members on both
 //! nodes; node 2's listings (REST and `nk.match_list`) show node 1's matches; a node that stops
 //! takes its matches away from the other node's players (they are told), and its players leave
-//! the other node's matches. Without both variables the tests skip, unless
+//! the other node's matches; a party of node 1 with a member on node 2 (join, data, refusals,
+//! promotion, close, a socket that closes), closed for that member when node 1 goes. Without both variables the tests skip, unless
 //! `METAFI_REQUIRE_NATS=1` / `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
@@ -17,7 +18,7 @@ use bytes::Bytes;
 use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
     Envelope, ErrorCode, Match, MatchCreate, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,
-    Message,
+    Message, PartyClose, PartyCreate, PartyDataSend, PartyJoin, PartyPromote,
 };
 use metafi_server::config::RawConfig;
 use metafi_testkit::{Http, Socket, TestNode, User, user};
@@ -435,5 +436,167 @@ async fn a_node_that_stops_takes_its_matches_and_its_players_away() {
     // Joining the gone node's match: "Match not found".
     let (code, _) = b.request_error(join(&on_n1, &[])).await;
     assert_eq!(code, ErrorCode::MatchNotFound as i32);
+    n2.stop().await;
+}
+
+fn party_presence(e: &Envelope, party_id: &str, who: &User, join: bool) -> bool {
+    matches!(&e.message, Some(Message::PartyPresenceEvent(ev))
+        if ev.party_id == party_id
+            && (if join { &ev.joins } else { &ev.leaves }).iter().any(|p| p.user_id == who.id))
+}
+
+fn party_data_from(e: &Envelope, payload: &[u8], sender: &User) -> bool {
+    matches!(&e.message, Some(Message::PartyData(d))
+        if d.data == payload && d.presence.as_ref().is_some_and(|p| p.user_id == sender.id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_party_spans_both_nodes() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let party_id = party.party_id;
+    assert!(party_id.ends_with(".n1"), "{party_id}");
+
+    // bob (node 2) joins node 1's party: his answer, then the party, then both see him join.
+    let ack = b
+        .request(Message::PartyJoin(PartyJoin {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    let joined = b
+        .event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == party_id))
+        .await;
+    let Some(Message::Party(state)) = joined.message else {
+        unreachable!()
+    };
+    assert_eq!(state.presences.len(), 2);
+    a.event(|e| party_presence(e, &party_id, &bob, true)).await;
+
+    // Data both ways.
+    b.send(&Envelope::new(
+        "",
+        Message::PartyDataSend(PartyDataSend {
+            party_id: party_id.clone(),
+            op_code: 3,
+            data: Bytes::from_static(b"bob to party"),
+        }),
+    ))
+    .await;
+    a.event(|e| party_data_from(e, b"bob to party", &bob)).await;
+    a.send(&Envelope::new(
+        "",
+        Message::PartyDataSend(PartyDataSend {
+            party_id: party_id.clone(),
+            op_code: 3,
+            data: Bytes::from_static(b"alice to party"),
+        }),
+    ))
+    .await;
+    b.event(|e| party_data_from(e, b"alice to party", &alice))
+        .await;
+
+    // A refusal from node 1 reaches bob with Nakama's text: he is not the leader.
+    let (code, message) = b
+        .request_error(Message::PartyClose(PartyClose {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert_eq!(code, ErrorCode::BadInput as i32);
+    assert_eq!(message, "Error closing party: party leader only");
+
+    // alice promotes bob: both hear of the new leader; bob (node 2) now closes the party.
+    let bob_presence = state
+        .presences
+        .iter()
+        .find(|p| p.user_id == bob.id)
+        .cloned()
+        .unwrap();
+    let ack = a
+        .request(Message::PartyPromote(PartyPromote {
+            party_id: party_id.clone(),
+            presence: Some(bob_presence),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    b.event(|e| matches!(&e.message, Some(Message::PartyLeader(l)) if l.presence.as_ref().is_some_and(|p| p.user_id == bob.id)))
+        .await;
+    let ack = b
+        .request(Message::PartyClose(PartyClose {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    a.event(|e| matches!(&e.message, Some(Message::PartyClose(c)) if c.party_id == party_id))
+        .await;
+
+    // A party of node 1 that bob joined: his socket closing on node 2 makes him leave it.
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let second = party.party_id;
+    b.request(Message::PartyJoin(PartyJoin {
+        party_id: second.clone(),
+    }))
+    .await;
+    a.event(|e| party_presence(e, &second, &bob, true)).await;
+    drop(b);
+    a.event(|e| party_presence(e, &second, &bob, false)).await;
+
+    n2.stop().await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_closes_its_parties_for_players_elsewhere() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a) = player(&n1).await;
+    let (_bob, mut b) = player(&n2).await;
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let party_id = party.party_id;
+    b.request(Message::PartyJoin(PartyJoin {
+        party_id: party_id.clone(),
+    }))
+    .await;
+    b.event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == party_id))
+        .await;
+    // Node 1 goes away: bob hears the party is closed.
+    n1.stop().await;
+    b.event(|e| matches!(&e.message, Some(Message::PartyClose(c)) if c.party_id == party_id))
+        .await;
     n2.stop().await;
 }
