@@ -241,7 +241,134 @@ fn decode_frame<T: DeserializeOwned>(frame: &Bytes) -> Option<(T, Bytes)> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use metafi_core::SystemClock;
+    use metafi_realtime::SessionRegistry;
+
     use super::*;
+    use crate::{Cluster, Membership};
+
+    fn nats_url() -> Option<String> {
+        match std::env::var("METAFI_TEST_NATS_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                assert!(
+                    std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
+                    "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set"
+                );
+                None
+            }
+        }
+    }
+
+    fn config(url: &str, prefix: &str, node: &str) -> ClusterConfig {
+        ClusterConfig {
+            subject_prefix: prefix.to_owned(),
+            heartbeat_interval: Duration::from_millis(100),
+            peer_lost_timeout: Duration::from_millis(2000),
+            call_timeout: Duration::from_millis(300),
+            max_concurrent_calls: 1,
+            ..ClusterConfig::new(url, node)
+        }
+    }
+
+    async fn node(url: &str, prefix: &str, name: &str) -> Cluster {
+        Cluster::start(
+            config(url, prefix, name),
+            Arc::new(SessionRegistry::new()),
+            false,
+            Arc::new(SystemClock),
+        )
+        .await
+        .expect("starts")
+    }
+
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(tokio::time::Instant::now() < deadline, "not within 5 s: {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn signal() -> CallRequest {
+        CallRequest::MatchSignal {
+            match_id: format!("{}.n2", uuid::Uuid::new_v4()),
+            data: "x".into(),
+        }
+    }
+
+    /// A call reaches the named node and comes back with its answer; an unknown node, a node
+    /// that stopped listening, one that never answers and a full bound each fail with their own
+    /// error.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_are_answered_or_fail_with_the_reason() {
+        let Some(url) = nats_url() else {
+            return;
+        };
+        let prefix = format!("calls{}", uuid::Uuid::new_v4().simple());
+        let n1 = node(&url, &prefix, "n1").await;
+        let n2 = node(&url, &prefix, "n2").await;
+        // A peer that heartbeats but never answers its calls.
+        let silent_config = config(&url, &prefix, "n3");
+        let client = crate::connect(&silent_config).await.expect("connects");
+        let _silent_calls = client
+            .subscribe(silent_config.call_subject("n3"))
+            .await
+            .expect("subscribes");
+        let n3 = Membership::start(client, silent_config).await.expect("joins");
+        until("n1 hears n2 and n3", || n1.peers() == ["n2", "n3"]).await;
+        let calls = n1.calls().clone();
+
+        // n2 answers (its match engine is not installed: it says so).
+        let (reply, _) = calls.call("n2", &signal(), &[]).await.expect("answered");
+        assert!(
+            matches!(&reply, CallReply::Refused { message } if message.contains("not ready")),
+            "{reply:?}"
+        );
+        assert_eq!(
+            calls.call("n9", &signal(), &[]).await.unwrap_err(),
+            CallError::UnknownNode { node: "n9".into() }
+        );
+        assert_eq!(
+            calls.call("n3", &signal(), &[]).await.unwrap_err(),
+            CallError::TimedOut {
+                node: "n3".into(),
+                ms: 300
+            }
+        );
+        // One call may wait at a time (max_concurrent_calls = 1): a second one is refused.
+        let waiting = calls.clone();
+        let first = tokio::spawn(async move { waiting.call("n3", &signal(), &[]).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            calls.call("n2", &signal(), &[]).await.unwrap_err(),
+            CallError::Busy
+        );
+        assert!(matches!(
+            first.await.expect("joins"),
+            Err(CallError::TimedOut { .. })
+        ));
+        // n2 stops listening without a word: still a peer for a while (the lost-peer timeout is
+        // 2 s here), but once NATS has dropped its subscription nobody answers.
+        n2.halt().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            match calls.call("n2", &signal(), &[]).await {
+                Err(CallError::NoResponders { node }) => {
+                    assert_eq!(node, "n2");
+                    break;
+                }
+                other => assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "still {other:?}"
+                ),
+            }
+        }
+        n3.halt().await;
+        n1.stop().await;
+    }
 
     #[test]
     fn frames_round_trip_and_garbage_is_refused() {
