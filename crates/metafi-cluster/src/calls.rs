@@ -287,7 +287,10 @@ mod tests {
     async fn until(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while !done() {
-            assert!(tokio::time::Instant::now() < deadline, "not within 5 s: {what}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not within 5 s: {what}"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -317,7 +320,9 @@ mod tests {
             .subscribe(silent_config.call_subject("n3"))
             .await
             .expect("subscribes");
-        let n3 = Membership::start(client, silent_config).await.expect("joins");
+        let n3 = Membership::start(client, silent_config)
+            .await
+            .expect("joins");
         until("n1 hears n2 and n3", || n1.peers() == ["n2", "n3"]).await;
         let calls = n1.calls().clone();
 
@@ -360,10 +365,7 @@ mod tests {
                     assert_eq!(node, "n2");
                     break;
                 }
-                other => assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "still {other:?}"
-                ),
+                other => assert!(tokio::time::Instant::now() < deadline, "still {other:?}"),
             }
         }
         n3.halt().await;

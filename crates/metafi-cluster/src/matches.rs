@@ -54,8 +54,9 @@ pub(crate) struct ClusterMatches {
     /// This node's sessions in other nodes' matches: what to leave when a session ends, what
     /// to tell it when that node is lost, where a relayed match's data go.
     joined: Mutex<HashMap<Uuid, Vec<Joined>>>,
-    /// Other nodes' sessions in this node's matches, by node: they leave when it is lost.
-    guests: Mutex<HashMap<String, HashSet<Uuid>>>,
+    /// Other nodes' sessions let into this node's matches, by node: they leave when it is
+    /// lost. (A session's own node tells when it ends, with `MatchSessionEnded`.)
+    guests: Arc<Mutex<HashMap<String, HashSet<Uuid>>>>,
     /// The other nodes' published matches.
     views: RwLock<HashMap<String, View>>,
 }
@@ -90,7 +91,7 @@ impl ClusterMatches {
             matches: OnceLock::new(),
             registry,
             joined: Mutex::new(HashMap::new()),
-            guests: Mutex::new(HashMap::new()),
+            guests: Arc::new(Mutex::new(HashMap::new())),
             views: RwLock::new(HashMap::new()),
         }
     }
@@ -168,14 +169,6 @@ impl ClusterMatches {
             .iter()
             .find(|j| j.match_id == *id)
             .map(|j| j.node.clone())
-    }
-
-    fn guest(&self, node: &str, session: Uuid) {
-        self.guests
-            .lock()
-            .entry(node.to_owned())
-            .or_default()
-            .insert(session);
     }
 
     /// Publishes this node's matches to the others, in chunks.
@@ -468,16 +461,15 @@ impl CallHandler for ClusterMatches {
     fn call(&self, request: CallRequest, _raw: Bytes) -> BoxFuture<'static, (CallReply, Bytes)> {
         let matches = self.local();
         let node = self.config.node.clone();
-        let guests = match &request {
-            CallRequest::MatchJoin { joiner, .. }
-            | CallRequest::MatchJoinRelayed { joiner, .. } => {
-                Some((joiner.node.clone(), joiner.session_id))
-            }
-            _ => None,
+        let guests = self.guests.clone();
+        // Remembered only once let in: its node tells when it ends (it remembers the same).
+        let let_in = move |joiner: &WirePresence| {
+            guests
+                .lock()
+                .entry(joiner.node.clone())
+                .or_default()
+                .insert(joiner.session_id);
         };
-        if let Some((from, session)) = &guests {
-            self.guest(from, *session);
-        }
         Box::pin(async move {
             let Some(matches) = matches else {
                 return (
@@ -508,7 +500,13 @@ impl CallHandler for ClusterMatches {
                                 client_port,
                             };
                             match matches.join(&id, request).await {
-                                Ok(outcome) => outcome,
+                                Ok(outcome) => {
+                                    if matches!(outcome, JoinOutcome::Accepted { is_new: true, .. })
+                                    {
+                                        let_in(&joiner);
+                                    }
+                                    outcome
+                                }
                                 Err(e) => JoinOutcome::Rejected {
                                     reason: e.to_string(),
                                 },
@@ -525,6 +523,9 @@ impl CallHandler for ClusterMatches {
                         .has_relayed(uuid)
                         .then(|| matches.join_relayed(uuid, Arc::new(joiner.presence_arc()), false))
                         .flatten();
+                    if joined.as_ref().is_some_and(|j| j.is_new) {
+                        let_in(&joiner);
+                    }
                     CallReply::RelayedJoined {
                         joined: joined.map(|j| WireRelayedJoin {
                             presences: j

@@ -28,6 +28,9 @@ use crate::calls::Calls;
 use crate::wire::{CallRequest, WireMember};
 use crate::{ClusterConfig, MembershipEvent};
 
+/// A party of another node a session of this node joined: (the party's node, its id).
+type Reached = (Arc<str>, String);
+
 /// The cluster's side of this node's parties.
 #[derive(Debug)]
 pub(crate) struct ClusterParties {
@@ -38,8 +41,8 @@ pub(crate) struct ClusterParties {
     realtime: OnceLock<Weak<Realtime>>,
     /// This node's sessions in other nodes' parties (as far as their joins and leaves say):
     /// what to leave when a session ends, what to tell it when that node is lost.
-    reached: Mutex<HashMap<Uuid, Vec<(Arc<str>, String)>>>,
-    /// Other nodes' sessions that sent this node's parties requests, by node.
+    reached: Mutex<HashMap<Uuid, Vec<Reached>>>,
+    /// Other nodes' sessions that asked to join this node's parties, by node.
     guests: Mutex<HashMap<String, HashSet<Uuid>>>,
 }
 
@@ -79,11 +82,15 @@ impl ClusterParties {
         let Some(message) = envelope.message else {
             return;
         };
-        self.guests
-            .lock()
-            .entry(from)
-            .or_default()
-            .insert(member.session_id);
+        // Only joins are remembered: the member's node remembers the same (and tells when the
+        // session ends); other messages come from members already known or are refused.
+        if matches!(message, Message::PartyJoin(_)) {
+            self.guests
+                .lock()
+                .entry(from)
+                .or_default()
+                .insert(member.session_id);
+        }
         realtime.handle_forwarded_party_message(
             Member {
                 session_id: member.session_id,
