@@ -195,11 +195,14 @@ impl Cluster {
             membership.peers_view(),
             outgoing.clone(),
             registry.clone(),
+            directory.clone(),
         ));
         let parties = Arc::new(ClusterParties::new(
             config.clone(),
             calls.clone(),
             registry.clone(),
+            directory.clone(),
+            membership.peers_view(),
         ));
         tasks.push(tokio::spawn(calls::serve(
             calls_in,

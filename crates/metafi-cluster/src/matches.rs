@@ -38,7 +38,7 @@ use crate::wire::{
     CallReply, CallRequest, LISTING_CHUNK, MatchListing, WireJoinOutcome, WireMatchError,
     WirePresence, WireRelayedJoin,
 };
-use crate::{BoxFuture, ClusterConfig, MembershipEvent, metrics};
+use crate::{BoxFuture, ClusterConfig, MembershipEvent, SessionDirectory, metrics};
 
 /// The cluster's side of this node's matches.
 #[derive(Debug)]
@@ -51,6 +51,9 @@ pub(crate) struct ClusterMatches {
     matches: OnceLock<WeakMatches>,
     /// This node's sessions, to tell them when a node with their matches is lost.
     registry: Arc<SessionRegistry>,
+    /// The other nodes' sessions: a joiner's session is hinted there (see
+    /// [`SessionDirectory::hint`]) so the answer and events reach it however new it is.
+    directory: Arc<SessionDirectory>,
     /// This node's sessions in other nodes' matches: what to leave when a session ends, what
     /// to tell it when that node is lost, where a relayed match's data go.
     joined: Mutex<HashMap<Uuid, Vec<Joined>>>,
@@ -82,6 +85,7 @@ impl ClusterMatches {
         peers: Peers,
         outgoing: Outgoing,
         registry: Arc<SessionRegistry>,
+        directory: Arc<SessionDirectory>,
     ) -> ClusterMatches {
         ClusterMatches {
             config,
@@ -90,6 +94,7 @@ impl ClusterMatches {
             outgoing,
             matches: OnceLock::new(),
             registry,
+            directory,
             joined: Mutex::new(HashMap::new()),
             guests: Arc::new(Mutex::new(HashMap::new())),
             views: RwLock::new(HashMap::new()),
@@ -461,6 +466,16 @@ impl CallHandler for ClusterMatches {
     fn call(&self, request: CallRequest, _raw: Bytes) -> BoxFuture<'static, (CallReply, Bytes)> {
         let matches = self.local();
         let node = self.config.node.clone();
+        if let CallRequest::MatchJoin { joiner, .. } | CallRequest::MatchJoinRelayed { joiner, .. } =
+            &request
+            && self.peers.contains(&joiner.node)
+        {
+            self.directory.hint(
+                &Arc::from(joiner.node.as_str()),
+                joiner.session_id,
+                joiner.user_id,
+            );
+        }
         let guests = self.guests.clone();
         // Remembered only once let in: its node tells when it ends (it remembers the same).
         let let_in = move |joiner: &WirePresence| {

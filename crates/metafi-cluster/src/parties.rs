@@ -25,8 +25,9 @@ use uuid::Uuid;
 use bytes::Bytes;
 
 use crate::calls::Calls;
+use crate::membership::Peers;
 use crate::wire::{CallRequest, WireMember};
-use crate::{ClusterConfig, MembershipEvent};
+use crate::{ClusterConfig, MembershipEvent, SessionDirectory};
 
 /// A party of another node a session of this node joined: (the party's node, its id).
 type Reached = (Arc<str>, String);
@@ -37,6 +38,10 @@ pub(crate) struct ClusterParties {
     config: Arc<ClusterConfig>,
     calls: Calls,
     registry: Arc<SessionRegistry>,
+    /// The other nodes' sessions: a member's session is hinted there (see
+    /// [`SessionDirectory::hint`]) so answers and events reach it however new it is.
+    directory: Arc<SessionDirectory>,
+    peers: Peers,
     /// This node's realtime layer, once built (`Cluster::serve_parties`).
     realtime: OnceLock<Weak<Realtime>>,
     /// This node's sessions in other nodes' parties (as far as their joins and leaves say):
@@ -51,11 +56,15 @@ impl ClusterParties {
         config: Arc<ClusterConfig>,
         calls: Calls,
         registry: Arc<SessionRegistry>,
+        directory: Arc<SessionDirectory>,
+        peers: Peers,
     ) -> ClusterParties {
         ClusterParties {
             config,
             calls,
             registry,
+            directory,
+            peers,
             realtime: OnceLock::new(),
             reached: Mutex::new(HashMap::new()),
             guests: Mutex::new(HashMap::new()),
@@ -82,6 +91,11 @@ impl ClusterParties {
         let Some(message) = envelope.message else {
             return;
         };
+        if !self.peers.contains(&from) {
+            return;
+        }
+        self.directory
+            .hint(&Arc::from(from.as_str()), member.session_id, member.user_id);
         // Only joins are remembered: the member's node remembers the same (and tells when the
         // session ends); other messages come from members already known or are refused.
         if matches!(message, Message::PartyJoin(_)) {

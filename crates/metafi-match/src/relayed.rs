@@ -73,6 +73,26 @@ impl Matches {
         joined
     }
 
+    /// [`Matches::create_relayed`] that, for a named match this node does not have, first
+    /// looks for it on the other nodes of a cluster and joins it there.
+    pub async fn create_relayed_anywhere(
+        &self,
+        name: Option<&str>,
+        presence: Arc<Presence>,
+    ) -> Result<RelayedJoin, MatchError> {
+        if let Some(name) = name.filter(|n| !n.is_empty())
+            && let Some(remote) = self.inner.remote.get()
+        {
+            let uuid = uuid_v5(name);
+            if !self.has_relayed(uuid)
+                && let Some(joined) = remote.join_relayed(uuid, presence.clone()).await
+            {
+                return Ok(joined);
+            }
+        }
+        self.create_relayed(name, presence)
+    }
+
     /// [`Matches::join_relayed`] by id that also finds the match on another node of a
     /// cluster when this node does not have it (`None`: "Match not found").
     pub async fn join_relayed_anywhere(

@@ -338,9 +338,34 @@ async fn a_relayed_match_spans_both_nodes() {
         "node 2 lists node 1's relayed match with its two members"
     );
 
-    // bob's socket closes: alice sees him leave.
+    // A named relayed match created on node 1 is the one node 2's player "creates" later.
+    let named = |name: &str| {
+        Message::MatchCreate(MatchCreate {
+            name: name.to_owned(),
+        })
+    };
+    let first = a.request(named("cluster-room")).await;
+    let Some(Message::Match(first)) = first.message else {
+        panic!("{first:?}")
+    };
+    let second = b.request(named("cluster-room")).await;
+    let Some(Message::Match(second)) = second.message else {
+        panic!("{second:?}")
+    };
+    assert_eq!(second.match_id, first.match_id);
+    assert_eq!(second.size, 2);
+    a.event(|e| presence_of(e, &first.match_id, &bob, true))
+        .await;
+    b.send(&send(&first.match_id, 7, b"in the named room"))
+        .await;
+    a.event(|e| data_from(e, 7, b"in the named room", &bob))
+        .await;
+
+    // bob's socket closes: alice sees him leave both.
     drop(b);
     a.event(|e| presence_of(e, &id, &bob, false)).await;
+    a.event(|e| presence_of(e, &first.match_id, &bob, false))
+        .await;
 
     n2.stop().await;
     n1.stop().await;
