@@ -304,10 +304,11 @@ impl RemoteMatches for MatchSeam {
     ) -> BoxFuture<'static, Option<RelayedJoin>> {
         let this = self.0.clone();
         Box::pin(async move {
-            let call = CallRequest::MatchJoinRelayed {
-                uuid,
-                joiner: WirePresence::from(&*presence),
-            };
+            // A relayed match's presences name no node; the call names this one, so the
+            // other node knows where the joiner's session is.
+            let mut joiner = WirePresence::from(&*presence);
+            joiner.node = this.config.node.clone();
+            let call = CallRequest::MatchJoinRelayed { uuid, joiner };
             let peers = this.calls.peers();
             let answers = futures_util::future::join_all(
                 peers.iter().map(|peer| this.calls.call(peer, &call, &[])),
