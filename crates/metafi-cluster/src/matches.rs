@@ -673,20 +673,20 @@ fn signal_failed(error: CallError) -> MatchError {
     match error {
         CallError::UnknownNode { .. } | CallError::NoResponders { .. } => MatchError::NotFound,
         CallError::TimedOut { .. } => MatchError::TimedOut,
-        other => MatchError::Busy {
-            message: other.to_string().into(),
-        },
+        other => {
+            // The detail (node names, limits) is for the logs, not for clients.
+            tracing::debug!(error = %other, "cluster: a match call failed");
+            MatchError::busy(NODE_BUSY)
+        }
     }
 }
 
+/// What a client hears when the match's node could not take the request.
+const NODE_BUSY: &str = "Match is busy: its node cannot take the request now; retry later";
+
 fn refused(reply: CallReply) -> MatchError {
-    let message = match reply {
-        CallReply::Refused { message } => message,
-        other => format!("unexpected answer from another node: {other:?}"),
-    };
-    MatchError::Busy {
-        message: message.into(),
-    }
+    tracing::debug!(?reply, "cluster: another node refused a match call");
+    MatchError::busy(NODE_BUSY)
 }
 
 fn user_presence(presence: &Presence) -> UserPresence {
