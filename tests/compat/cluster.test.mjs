@@ -1,10 +1,10 @@
 // A MetaFi cluster through nakama-js: three nodes on one PostgreSQL and one NATS
 // (scripts/cluster.sh starts them and passes their ports in METAFI_TEST_PORTS), with the
 // clients spread over the nodes — a chat room with members on three nodes, a single socket
-// across nodes, a notification from server code reaching a user on another node; and, marked
-// `todo` until the cross-node work lands (issue 18), status follows, authoritative and relayed
-// matches, and the matchmaker across nodes. On one server (scripts/compat.sh) or Nakama (whose
-// open-source edition has no cluster) every test skips.
+// across nodes, a notification from server code reaching a user on another node, status
+// follows, authoritative and relayed matches, listings, and the matchmaker across nodes. On one
+// server (scripts/compat.sh) or Nakama (whose open-source edition has no cluster) every test
+// skips.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -17,8 +17,6 @@ globalThis.WebSocket = WebSocket;
 
 const clustered = server === "metafi" && ports.length >= 3;
 const skip = clustered ? {} : { skip: "needs a three-node MetaFi cluster: scripts/cluster.sh" };
-/** A test that needs cross-node work not merged yet: runs, but its failure does not count. */
-const todo = (why) => (clustered ? { todo: why } : skip);
 
 const EVENTS = [
   "onchannelmessage",
@@ -134,7 +132,7 @@ test("a notification from server code reaches the user's socket on another node"
   assert.equal(listed.notifications.find((n) => n.subject === "across")?.id, got.id);
 });
 
-test("status follow across nodes: online, status change, offline", todo("needs the cluster-wide status registry (issue 18, helper 5)"), async (t) => {
+test("status follow across nodes: online, status change, offline", skip, async (t) => {
   const fan = await player(0);
   const star = await player(1);
   t.after(() => done(fan, star));
@@ -153,7 +151,7 @@ test("status follow across nodes: online, status change, offline", todo("needs t
   assert.equal(offline.leaves[0].user_id, id(star));
 });
 
-test("authoritative match on node 1 with a player on node 2: join, echo, broadcast, leave, listing", todo("needs the cross-node match seam and listing (issue 18, helper 4)"), async (t) => {
+test("authoritative match on node 1 with a player on node 2: join, echo, broadcast, leave, listing", skip, async (t) => {
   const a = await player(0);
   const b = await player(1, { format: "protobuf" });
   t.after(() => done(a, b));
@@ -189,7 +187,7 @@ test("authoritative match on node 1 with a player on node 2: join, echo, broadca
   assert.equal(left.leaves[0].user_id, id(b));
 });
 
-test("relayed match created on node 1, joined from node 2 and node 3", todo("needs the cross-node match seam (issue 18, helper 4)"), async (t) => {
+test("relayed match created on node 1, joined from node 2 and node 3", skip, async (t) => {
   const a = await player(0);
   const b = await player(1, { format: "protobuf" });
   const c = await player(2);
@@ -211,7 +209,7 @@ test("relayed match created on node 1, joined from node 2 and node 3", todo("nee
   for (const p of [a, b]) await p.events.next("onmatchpresence", (e) => e.leaves?.[0]?.user_id === id(c));
 });
 
-test("matchmaker across nodes: tickets on node 1 and node 2 form one match", todo("needs the cluster-wide matchmaker (issue 18, helper 5)"), async (t) => {
+test("matchmaker across nodes: tickets on node 1 and node 2 form one match", skip, async (t) => {
   const mode = `cluster-${randomUUID()}`;
   const a = await player(0);
   const b = await player(1, { format: "protobuf" });

@@ -5,20 +5,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::Client;
+use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_core::Clock;
-use metafi_match::Matchmaking;
+use metafi_match::{Matches, Matchmaking};
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
-    LocalRouter, MessageRouter, Outbound, RealtimeParts, SessionRegistry, Tracker,
+    LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, RealtimeParts, SessionRegistry,
+    Tracker,
 };
 use tokio::task::JoinHandle;
 
 use crate::matchmaker::MatchmakerTask;
+use crate::BoxFuture;
+use crate::calls::{self, CallHandler, Calls};
+use crate::matches::ClusterMatches;
 use crate::outgoing::Outgoing;
+use crate::parties::ClusterParties;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
 use crate::wire::decode_delivery;
+use crate::wire::{CallReply, CallRequest};
 use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, metrics, valid_node_name};
 
 /// Why a node could not join its cluster.
@@ -92,7 +99,31 @@ pub struct Cluster {
     registry: Arc<SessionRegistry>,
     /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
     matchmaking: Option<Arc<Matchmaking>>,
+    calls: Calls,
+    matches: Arc<ClusterMatches>,
+    parties: Arc<ClusterParties>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// Hands each request other nodes send to the part of the cluster it is for.
+#[derive(Debug)]
+struct Handlers {
+    matches: Arc<ClusterMatches>,
+    parties: Arc<ClusterParties>,
+}
+
+impl CallHandler for Handlers {
+    fn call(&self, request: CallRequest, raw: Bytes) -> BoxFuture<'static, (CallReply, Bytes)> {
+        self.matches.call(request, raw)
+    }
+
+    fn cast(&self, request: CallRequest, raw: Bytes) {
+        match request {
+            CallRequest::PartyMessage { from, member } => self.parties.handle(from, member, &raw),
+            CallRequest::PartySessionEnded { session_id } => self.parties.member_gone(session_id),
+            other => self.matches.cast(other, raw),
+        }
+    }
 }
 
 impl Cluster {
@@ -122,6 +153,14 @@ impl Cluster {
             .subscribe(config.delivery_subject(&config.node))
             .await
             .map_err(|e| nats("this node's delivery subject", e))?;
+        let calls_in = client
+            .subscribe(config.call_subject(&config.node))
+            .await
+            .map_err(|e| nats("this node's call subject", e))?;
+        let listings = client
+            .subscribe(config.matches_subject())
+            .await
+            .map_err(|e| nats("the match listings subject", e))?;
         let (outgoing, outgoing_task) = Outgoing::start(client.clone(), config.outgoing_queue_size);
         let mut tasks = vec![outgoing_task];
         let directory = Arc::new(SessionDirectory::new());
@@ -150,6 +189,45 @@ impl Cluster {
                     return Err(e);
                 }
             };
+        let calls = Calls::new(
+            client.clone(),
+            config.clone(),
+            membership.peers_view(),
+            outgoing.clone(),
+        );
+        let matches = Arc::new(ClusterMatches::new(
+            config.clone(),
+            calls.clone(),
+            membership.peers_view(),
+            outgoing.clone(),
+            registry.clone(),
+            directory.clone(),
+        ));
+        let parties = Arc::new(ClusterParties::new(
+            config.clone(),
+            calls.clone(),
+            registry.clone(),
+            directory.clone(),
+            membership.peers_view(),
+        ));
+        tasks.push(tokio::spawn(calls::serve(
+            calls_in,
+            client.clone(),
+            Arc::new(Handlers {
+                matches: matches.clone(),
+                parties: parties.clone(),
+            }),
+            config.max_concurrent_calls,
+        )));
+        tasks.push(tokio::spawn(crate::parties::run(
+            parties.clone(),
+            membership.events(),
+        )));
+        tasks.push(tokio::spawn(crate::matches::run(
+            matches.clone(),
+            listings,
+            membership.events(),
+        )));
         tasks.push(tokio::spawn(
             SessionsTask {
                 announcer,
@@ -181,6 +259,9 @@ impl Cluster {
             outgoing: cluster_outgoing,
             registry,
             matchmaking: None,
+            calls,
+            matches,
+            parties,
             tasks,
         })
     }
@@ -215,7 +296,7 @@ impl Cluster {
             self.outgoing.clone(),
             matchmaking,
             self.registry.clone(),
-            Box::new(membership.peers_reader()),
+            membership.peers_view(),
         );
         self.tasks
             .push(tokio::spawn(task.run(direct, claims, events)));
@@ -260,6 +341,35 @@ impl Cluster {
     /// Other nodes' tickets this node's pool holds.
     pub fn matchmaker_copies(&self) -> usize {
         self.matchmaking.as_ref().map_or(0, |m| m.copies())
+    }
+
+    /// Hands the cluster the node's match registry: requests for other nodes' matches go
+    /// through the cluster from now on, other nodes' requests for this node's matches are
+    /// answered, and its listing is published. False when one was handed over already.
+    pub fn serve_matches(&self, matches: &Matches) -> bool {
+        let served = self.matches.serve(matches);
+        if served {
+            self.matches.publish_listing();
+        }
+        served
+    }
+
+    /// Hands the cluster the node's realtime layer: its sockets' party messages for other
+    /// nodes' parties are forwarded, and other nodes' messages for this node's parties are
+    /// handled, from now on. False when one was handed over already.
+    pub fn serve_parties(&self, realtime: &Arc<Realtime>) -> bool {
+        let forwarder: Arc<dyn PartyForwarder> = self.parties.clone();
+        self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder)
+    }
+
+    /// Calls to other nodes.
+    pub fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// Other nodes' matches this node lists.
+    pub fn remote_matches(&self) -> usize {
+        self.matches.remote_len()
     }
 
     /// The peers this node hears (see [`Membership`]).

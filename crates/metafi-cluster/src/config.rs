@@ -24,6 +24,16 @@ pub struct ClusterConfig {
     /// Messages waiting to be handed to NATS (announcements and deliveries to other nodes)
     /// before more are dropped and counted (`cluster.outgoing_queue_size`).
     pub outgoing_queue_size: usize,
+    /// How long a call to another node (a match join or signal) waits for its answer
+    /// (`cluster.call_timeout_ms`).
+    pub call_timeout: std::time::Duration,
+    /// Calls to other nodes waiting for answers, and calls from them being answered, at most
+    /// (`cluster.max_concurrent_calls`).
+    pub max_concurrent_calls: usize,
+    /// How often this node publishes its match listing to the others
+    /// (`cluster.match_listing_interval_ms`): other nodes' listings are at most this old (plus
+    /// the NATS transit).
+    pub match_listing_interval: std::time::Duration,
 }
 
 impl ClusterConfig {
@@ -38,6 +48,9 @@ impl ClusterConfig {
             peer_lost_timeout: Duration::from_millis(4000),
             connect_timeout: Duration::from_millis(5000),
             outgoing_queue_size: 65_536,
+            call_timeout: Duration::from_millis(5000),
+            max_concurrent_calls: 1024,
+            match_listing_interval: Duration::from_millis(1000),
         }
     }
 
@@ -67,6 +80,14 @@ impl ClusterConfig {
     /// A node's matchmaker subject: tickets for the pool it runs, groups of its players.
     pub(crate) fn node_matchmaker_subject(&self, node: &str) -> String {
         format!("{}.cluster.node.{node}.matchmaker", self.subject_prefix)
+    }
+
+    pub(crate) fn call_subject(&self, node: &str) -> String {
+        format!("{}.cluster.node.{node}.call", self.subject_prefix)
+    }
+
+    pub(crate) fn matches_subject(&self) -> String {
+        format!("{}.cluster.matches", self.subject_prefix)
     }
 
     pub(crate) fn delivery_subject(&self, node: &str) -> String {

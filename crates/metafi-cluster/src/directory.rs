@@ -2,7 +2,7 @@
 //! across the cluster. Built from the announcements on `<prefix>.cluster.sessions`; a lost or
 //! departed node's sessions are dropped with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -32,7 +32,14 @@ struct Inner {
     sessions: HashMap<Uuid, RemoteSession>,
     by_user: HashMap<Uuid, Vec<Uuid>>,
     by_node: HashMap<Arc<str>, HashSet<Uuid>>,
+    /// Sessions closed lately (at most [`RECENTLY_CLOSED`]), so a late hint cannot bring one
+    /// back.
+    closed: VecDeque<Uuid>,
+    closed_set: HashSet<Uuid>,
 }
+
+/// Closed sessions remembered against late hints.
+const RECENTLY_CLOSED: usize = 16_384;
 
 impl Inner {
     fn insert(&mut self, node: &Arc<str>, entry: SessionEntry) {
@@ -112,6 +119,37 @@ impl SessionDirectory {
         {
             inner.remove(session_id);
         }
+        if inner.closed_set.insert(session_id) {
+            inner.closed.push_back(session_id);
+            if inner.closed.len() > RECENTLY_CLOSED
+                && let Some(old) = inner.closed.pop_front()
+            {
+                inner.closed_set.remove(&old);
+            }
+        }
+        metrics::remote_sessions(inner.sessions.len());
+    }
+
+    /// A request from `node` names its session `session_id`: the session is on that node even
+    /// if its announcement has not been applied yet (announcements and requests travel on
+    /// different subjects, handled by different tasks). Recorded provisionally (open time 0)
+    /// unless known or closed lately; its announcement then replaces the entry.
+    pub(crate) fn hint(&self, node: &Arc<str>, session_id: Uuid, user_id: Uuid) {
+        if self.inner.read().sessions.contains_key(&session_id) {
+            return;
+        }
+        let mut inner = self.inner.write();
+        if inner.sessions.contains_key(&session_id) || inner.closed_set.contains(&session_id) {
+            return;
+        }
+        inner.insert(
+            node,
+            SessionEntry {
+                session_id,
+                user_id,
+                opened_ms: 0,
+            },
+        );
         metrics::remote_sessions(inner.sessions.len());
     }
 
@@ -187,6 +225,27 @@ mod tests {
             user_id,
             opened_ms: 1,
         }
+    }
+
+    #[test]
+    fn a_hint_places_a_session_until_its_announcement_and_never_revives_a_closed_one() {
+        let directory = SessionDirectory::new();
+        let n1: Arc<str> = Arc::from("n1");
+        let user = Uuid::new_v4();
+        let a = entry(user);
+        // A request arrived before the announcement: the session is placed on its node.
+        directory.hint(&n1, a.session_id, user);
+        assert_eq!(directory.node_of(a.session_id).as_deref(), Some("n1"));
+        assert_eq!(directory.get(a.session_id).map(|s| s.opened_ms), Some(0));
+        // The announcement replaces the provisional entry.
+        directory.open(&n1, a);
+        assert_eq!(directory.get(a.session_id).map(|s| s.opened_ms), Some(1));
+        assert_eq!(directory.user_sessions(user).len(), 1);
+        // Closed, then a late request's hint: it stays closed.
+        directory.close("n1", a.session_id);
+        directory.hint(&n1, a.session_id, user);
+        assert_eq!(directory.node_of(a.session_id), None);
+        assert!(directory.is_empty());
     }
 
     #[test]

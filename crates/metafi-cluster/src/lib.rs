@@ -19,27 +19,36 @@
 //!   runs the pool; every node keeps its own tickets and forwards them there.
 //! - Status follows across nodes: each node tells its own followers of a status change it
 //!   hears from another node (`tracker.rs`).
-//! - [`Cluster`]: the four wired together for a node (`metafi serve --cluster …`).
+//! - [`Calls`]: request/reply (and one-way casts) to a named node, bounded and timed out; the
+//!   match seam (`matches.rs`) forwards joins, leaves, data and signals for matches of other
+//!   nodes through it, and keeps the other nodes' match listings.
+//! - [`Cluster`]: the parts wired together for a node (`metafi serve --cluster …`).
 //!
 //! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
 //! [`ClusterConfig`], [`Membership`], [`MembershipEvent`], [`ClusterRouter`].
 //! Design and guarantees: `docs/CLUSTER.md`.
 
+mod calls;
 mod cluster;
 mod config;
 mod directory;
 mod matchmaker;
+mod matches;
 mod membership;
 mod metrics;
 mod outgoing;
+mod parties;
 mod router;
 mod sessions;
 mod tracker;
 mod wire;
 
+pub use calls::{CallError, Calls};
 pub use cluster::{Cluster, ClusterError, connect};
 pub use config::{ClusterConfig, valid_node_name};
 pub use directory::{RemoteSession, SessionDirectory};
 pub use membership::{Membership, MembershipEvent};
 pub use router::ClusterRouter;
 pub use tracker::ClusterTracker;
+
+pub(crate) use metafi_match::BoxFuture;

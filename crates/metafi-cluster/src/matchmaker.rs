@@ -29,6 +29,7 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use crate::outgoing::Outgoing;
+use crate::membership::Peers;
 use crate::{ClusterConfig, MembershipEvent, metrics};
 
 /// Tickets per resubmission message.
@@ -312,7 +313,7 @@ pub(crate) struct MatchmakerTask {
     sender: Sender,
     matchmaking: Arc<Matchmaking>,
     registry: Arc<SessionRegistry>,
-    peers: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    peers: Peers,
 }
 
 impl MatchmakerTask {
@@ -322,7 +323,7 @@ impl MatchmakerTask {
         outgoing: Outgoing,
         matchmaking: Arc<Matchmaking>,
         registry: Arc<SessionRegistry>,
-        peers: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+        peers: Peers,
     ) -> MatchmakerTask {
         let node = config.node.clone();
         let view = Arc::new(View {
@@ -375,7 +376,7 @@ impl MatchmakerTask {
                     Err(RecvError::Lagged(_)) => {
                         // Losses may have been missed: keep only live nodes' copies.
                         if self.view.runs_pool() {
-                            self.matchmaking.drop_copies_except(&(self.peers)());
+                            self.matchmaking.drop_copies_except(&self.peers.names());
                         }
                         self.check_view();
                     }
@@ -387,7 +388,7 @@ impl MatchmakerTask {
 
     /// The pool node in this node's view: the lowest name among itself and its live peers.
     fn wanted(&self) -> String {
-        (self.peers)()
+        self.peers.names()
             .into_iter()
             .chain(std::iter::once(self.view.node.clone()))
             .min()

@@ -57,6 +57,20 @@ struct Shared {
     events: broadcast::Sender<MembershipEvent>,
 }
 
+/// A live view of a node's peers.
+#[derive(Debug, Clone)]
+pub(crate) struct Peers(Arc<Shared>);
+
+impl Peers {
+    pub(crate) fn contains(&self, node: &str) -> bool {
+        self.0.peers.read().contains_key(node)
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.0.peers.read().keys().cloned().collect()
+    }
+}
+
 /// This node's membership: its heartbeats and its view of the peers.
 #[derive(Debug)]
 pub struct Membership {
@@ -111,10 +125,9 @@ impl Membership {
         self.shared.peers.read().keys().cloned().collect()
     }
 
-    /// Reads the peers at any time, apart from the membership (the matchmaker's task).
-    pub(crate) fn peers_reader(&self) -> impl Fn() -> Vec<String> + Send + Sync + 'static {
-        let shared = self.shared.clone();
-        move || shared.peers.read().keys().cloned().collect()
+    /// A live view of the peers, for other parts of the cluster.
+    pub(crate) fn peers_view(&self) -> Peers {
+        Peers(self.shared.clone())
     }
 
     /// Joins, losses and leaves from now on.

@@ -82,3 +82,16 @@ pub(crate) fn matchmaker_stale(count: usize) {
         metrics::counter!("metafi_cluster_matchmaker_stale_matches_total").increment(count as u64);
     }
 }
+
+/// `metafi_cluster_calls_total{kind, result}` and `metafi_cluster_call_seconds{kind}`: calls
+/// to other nodes (match joins, signals) by outcome, and how long they took.
+pub(crate) fn call(kind: &'static str, result: &'static str, took: std::time::Duration) {
+    metrics::counter!("metafi_cluster_calls_total", "kind" => kind, "result" => result)
+        .increment(1);
+    metrics::histogram!("metafi_cluster_call_seconds", "kind" => kind).record(took.as_secs_f64());
+}
+
+/// `metafi_cluster_remote_matches`: other nodes' matches this node lists.
+pub(crate) fn remote_matches(count: usize) {
+    metrics::gauge!("metafi_cluster_remote_matches").set(count as f64);
+}

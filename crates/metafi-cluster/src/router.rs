@@ -101,4 +101,8 @@ impl MessageRouter for ClusterRouter {
         }
         delivered + self.send_remote(remote, outbound)
     }
+
+    fn is_remote_session(&self, session_id: Uuid) -> bool {
+        self.directory.node_of(session_id).is_some()
+    }
 }

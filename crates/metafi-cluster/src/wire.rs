@@ -2,6 +2,8 @@
 //! (readable with `nats sub 'metafi.cluster.>'`); deliveries are a binary frame around the
 //! envelope's protobuf encoding, made once however many nodes and sessions receive it.
 
+use std::collections::HashMap;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use metafi_realtime::{Presence, PresenceMeta, StreamKey, StreamMode};
 use serde::{Deserialize, Serialize};
@@ -152,6 +154,149 @@ impl PresenceEntry {
         )
     }
 }
+
+/// A request from one node to another (see `calls.rs`): calls want an answer, casts do not.
+/// Match data travel beside it as raw bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum CallRequest {
+    /// Call: a join attempt at an authoritative match of the receiving node.
+    MatchJoin {
+        match_id: String,
+        joiner: WirePresence,
+        #[serde(default)]
+        metadata: HashMap<String, String>,
+        #[serde(default)]
+        vars: HashMap<String, String>,
+        session_expiry: i64,
+        #[serde(default)]
+        client_ip: Option<String>,
+        #[serde(default)]
+        client_port: Option<String>,
+    },
+    /// Call: join a relayed match, if the receiving node has it.
+    MatchJoinRelayed { uuid: Uuid, joiner: WirePresence },
+    /// Cast: the joiner's client has its answer.
+    MatchCompleteJoin { match_id: String, session_id: Uuid },
+    /// Cast: a session leaves a match.
+    MatchLeave { match_id: String, session_id: Uuid },
+    /// Cast: match data (the raw bytes) from a session of the sending node.
+    MatchData {
+        match_id: String,
+        session_id: Uuid,
+        op_code: i64,
+        reliable: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        to: Vec<Uuid>,
+    },
+    /// Cast: a session of the sending node ended; it leaves the receiver's matches.
+    MatchSessionEnded { session_id: Uuid },
+    /// Call: `match_signal`.
+    MatchSignal { match_id: String, data: String },
+    /// Cast: a party message (the raw bytes: its envelope, protobuf) from a member on `from`
+    /// for a party of the receiving node.
+    PartyMessage { from: String, member: WireMember },
+    /// Cast: a session of the sending node ended; it leaves the receiver's parties.
+    PartySessionEnded { session_id: Uuid },
+}
+
+impl CallRequest {
+    /// For metrics.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            CallRequest::MatchJoin { .. } => "match_join",
+            CallRequest::MatchJoinRelayed { .. } => "match_join_relayed",
+            CallRequest::MatchCompleteJoin { .. } => "match_complete_join",
+            CallRequest::MatchLeave { .. } => "match_leave",
+            CallRequest::MatchData { .. } => "match_data",
+            CallRequest::MatchSessionEnded { .. } => "match_session_ended",
+            CallRequest::MatchSignal { .. } => "match_signal",
+            CallRequest::PartyMessage { .. } => "party_message",
+            CallRequest::PartySessionEnded { .. } => "party_session_ended",
+        }
+    }
+}
+
+/// The answer to a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum CallReply {
+    /// A join attempt's outcome.
+    MatchJoined { outcome: WireJoinOutcome },
+    /// `None`: the node has no such relayed match.
+    RelayedJoined { joined: Option<WireRelayedJoin> },
+    /// `match_signal`'s result, or the match engine's error.
+    Signalled {
+        #[serde(default)]
+        result: Option<String>,
+        #[serde(default)]
+        error: Option<WireMatchError>,
+    },
+    /// The node answers too many calls already (`cluster.max_concurrent_calls`).
+    Busy,
+    /// The node cannot answer this request (its match engine is not ready).
+    Refused { message: String },
+}
+
+/// A party member between nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireMember {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+}
+
+/// A match presence between nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WirePresence {
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+    pub username: String,
+    pub node: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum WireJoinOutcome {
+    Accepted {
+        label: String,
+        presences: Vec<WirePresence>,
+        is_new: bool,
+    },
+    Rejected {
+        reason: String,
+    },
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireRelayedJoin {
+    pub presences: Vec<WirePresence>,
+    pub members: usize,
+    pub is_new: bool,
+}
+
+/// A match engine error between nodes: its kind and client-fit message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireMatchError {
+    pub kind: String,
+    pub message: String,
+}
+
+/// On `<prefix>.cluster.matches`: a node's matches, published every
+/// `cluster.match_listing_interval_ms` in chunks (the `first` replaces what receivers knew).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MatchListing {
+    pub node: String,
+    pub first: bool,
+    /// This is the last chunk: the listing is whole.
+    pub last: bool,
+    pub matches: Vec<metafi_match::ListedMatch>,
+}
+
+/// Listed matches per chunk: ≈ 300 bytes of JSON each (labels are at most 2 KiB; a chunk of
+/// the largest stays below NATS's default 1 MiB).
+pub(crate) const LISTING_CHUNK: usize = 400;
 
 /// Presence entries per snapshot chunk: ≈ 250 bytes of JSON each.
 pub(crate) const PRESENCE_CHUNK: usize = 2_000;

@@ -54,7 +54,7 @@ impl MatchError {
         }
     }
 
-    pub(crate) fn busy(message: &'static str) -> MatchError {
+    pub fn busy(message: &'static str) -> MatchError {
         MatchError::Busy {
             message: Cow::Borrowed(message),
         }

@@ -43,6 +43,7 @@ mod presence;
 pub mod query;
 mod registry;
 mod relayed;
+mod remote;
 mod scheduler;
 mod shared;
 #[cfg(any(test, feature = "test-util"))]
@@ -75,5 +76,6 @@ pub use presence::{MatchMessage, Presence, PresenceReason};
 pub use query::{Query, QueryError};
 pub use registry::Matches;
 pub use relayed::RelayedJoin;
+pub use remote::{BoxFuture, ListedMatch, RemoteListing, RemoteMatches, WeakMatches, merge};
 pub use scheduler::{Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};

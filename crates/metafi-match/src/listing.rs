@@ -179,6 +179,51 @@ impl Listing {
             .collect()
     }
 
+    /// Every match, as other nodes list it.
+    pub(crate) fn listed(&self) -> Vec<crate::remote::ListedMatch> {
+        self.docs
+            .values()
+            .filter(|doc| !doc.shared.ended.load(Ordering::Acquire))
+            .map(|doc| {
+                let info = doc.info();
+                crate::remote::ListedMatch {
+                    match_id: info.match_id,
+                    authoritative: true,
+                    label: info.label,
+                    size: info.size,
+                    tick_rate: info.tick_rate,
+                    handler_name: info.handler_name,
+                    create_time_ms: doc.shared.create_time_ms,
+                }
+            })
+            .collect()
+    }
+
+    /// Every match that passes `query` (or the exact `filters.label`) and the filters, with
+    /// its score and create time, to merge with other nodes' (see
+    /// [`crate::RemoteListing::search`], which answers the same way).
+    pub(crate) fn scored(
+        &self,
+        query: Option<&Query>,
+        filters: &ListQuery,
+    ) -> Vec<(f64, i64, MatchInfo)> {
+        if filters.authoritative == Some(false) {
+            return Vec::new();
+        }
+        self.docs
+            .values()
+            .filter_map(|doc| {
+                let score = match (query, &filters.label) {
+                    (Some(query), _) => query.score(&doc.fields)?,
+                    (None, Some(label)) if &*doc.label != label.as_str() => return None,
+                    (None, Some(_)) => 0.0,
+                    (None, None) => 1.0,
+                };
+                Some((score, doc.shared.create_time_ms, doc.info_if(filters)?))
+            })
+            .collect()
+    }
+
     /// One match.
     pub(crate) fn info(&self, id: Uuid) -> Option<MatchInfo> {
         let doc = self.docs.get(self.seq_of.get(&id)?)?;

@@ -4,8 +4,8 @@
 //! per-session membership that lets a disconnect leave every match at once.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use crate::outlet::Outlet;
 use crate::presence::PresenceReason;
 use crate::query::Query;
 use crate::relayed::Relayed;
+use crate::remote::{ListedMatch, RemoteMatches, WeakMatches};
 use crate::scheduler::{self, Command, SchedulerSeed};
 use crate::shared::{Inbox, MatchShared, MatchStats, MatchStatsSnapshot, Queued};
 
@@ -61,6 +62,8 @@ pub(crate) struct Inner {
     pub(crate) stopping: AtomicBool,
     pub(crate) seq: AtomicU64,
     pub(crate) metrics: MetricsCache,
+    /// Matches on other nodes of a cluster; unset on a single node.
+    pub(crate) remote: OnceLock<Arc<dyn RemoteMatches>>,
 }
 
 impl Inner {
@@ -143,6 +146,7 @@ impl Matches {
             stopping: AtomicBool::new(false),
             seq: AtomicU64::new(1),
             metrics: MetricsCache::default(),
+            remote: OnceLock::new(),
         });
         let schedulers = receivers
             .into_iter()
@@ -159,6 +163,28 @@ impl Matches {
 
     pub fn config(&self) -> &MatchConfig {
         &self.inner.config
+    }
+
+    /// Installs the seam to other nodes' matches (a cluster, once, at start); false when one
+    /// was installed already.
+    pub fn set_remote(&self, remote: Arc<dyn RemoteMatches>) -> bool {
+        self.inner.remote.set(remote).is_ok()
+    }
+
+    fn remote(&self) -> Option<&Arc<dyn RemoteMatches>> {
+        self.inner.remote.get()
+    }
+
+    /// A handle that does not keep the registry alive.
+    pub fn downgrade(&self) -> WeakMatches {
+        WeakMatches(Arc::downgrade(&self.inner))
+    }
+
+    /// Every match of this node (authoritative and relayed) as other nodes list it.
+    pub fn listed(&self) -> Vec<ListedMatch> {
+        let mut all = self.inner.listing.read().listed();
+        self.listed_relayed(&mut all);
+        all
     }
 
     /// Starts an authoritative match: its handler is built and `match_init` runs on the least
@@ -243,6 +269,9 @@ impl Matches {
         request: JoinRequest,
     ) -> Result<JoinOutcome, MatchError> {
         let Some(shared) = self.authoritative(id) else {
+            if let Some(remote) = self.remote().filter(|_| self.is_elsewhere(id)) {
+                return remote.join(id, request).await;
+            }
             return Ok(JoinOutcome::NotFound);
         };
         let limit = self.inner.config.join_attempt_queue_size as u32;
@@ -284,7 +313,11 @@ impl Matches {
     /// everyone, then `match_join`). For a relayed match this sends the presence event.
     pub fn complete_join(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
-            self.relayed_announce(id.uuid(), session_id);
+            if !self.relayed_announce(id.uuid(), session_id)
+                && let Some(remote) = self.remote()
+            {
+                remote.complete_join(id, session_id);
+            }
             return;
         }
         if let Some(shared) = self.authoritative(id) {
@@ -295,13 +328,19 @@ impl Matches {
                     session: session_id,
                 },
             );
+        } else if let Some(remote) = self.remote().filter(|_| self.is_elsewhere(id)) {
+            remote.complete_join(id, session_id);
         }
     }
 
     /// A client leaves a match (`match_leave`). Unknown matches are ignored, as Nakama does.
     pub fn leave(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
-            self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave);
+            if !self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave)
+                && let Some(remote) = self.remote()
+            {
+                remote.leave(id, session_id);
+            }
             return;
         }
         if let Some(shared) = self.authoritative(id) {
@@ -313,6 +352,8 @@ impl Matches {
                     reason: PresenceReason::Leave,
                 },
             );
+        } else if let Some(remote) = self.remote().filter(|_| self.is_elsewhere(id)) {
+            remote.leave(id, session_id);
         }
     }
 
@@ -345,7 +386,13 @@ impl Matches {
         to: &[Uuid],
     ) -> Queued {
         if !id.is_authoritative() {
-            return self.relayed_send(id, session_id, op_code, &data, reliable, delivery, to);
+            let queued = self.relayed_send(id, session_id, op_code, &data, reliable, delivery, to);
+            return match (queued, self.remote()) {
+                (Queued::Ended, Some(remote)) => {
+                    remote.send(id, session_id, op_code, data, reliable, to)
+                }
+                (queued, _) => queued,
+            };
         }
         match self.authoritative(id) {
             Some(shared) => shared.push_input(
@@ -355,7 +402,10 @@ impl Matches {
                 reliable,
                 self.inner.wall.now_ms(),
             ),
-            None => Queued::Ended,
+            None => match self.remote().filter(|_| self.is_elsewhere(id)) {
+                Some(remote) => remote.send(id, session_id, op_code, data, reliable, to),
+                None => Queued::Ended,
+            },
         }
     }
 
@@ -384,8 +434,13 @@ impl Matches {
                         reason,
                     },
                 ),
-                None => self.relayed_leave(uuid, session_id, reason),
+                None => {
+                    self.relayed_leave(uuid, session_id, reason);
+                }
             }
+        }
+        if let Some(remote) = self.remote() {
+            remote.session_ended(session_id);
         }
     }
 
@@ -395,6 +450,9 @@ impl Matches {
     pub fn list(&self, filters: &ListQuery) -> Result<Vec<MatchInfo>, MatchError> {
         if filters.limit == 0 {
             return Ok(Vec::new());
+        }
+        if let Some(remote) = self.remote() {
+            return self.list_everywhere(remote.as_ref(), filters);
         }
         if let Some(text) = &filters.query {
             let query = Query::parse(text)?;
@@ -423,10 +481,11 @@ impl Matches {
     pub fn get(&self, id: &str) -> Result<Option<MatchInfo>, MatchError> {
         let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
         if !id.is_authoritative() {
-            return Ok(self.relayed_info(id.uuid()));
+            let local = self.relayed_info(id.uuid());
+            return Ok(local.or_else(|| self.remote().and_then(|r| r.info(&id))));
         }
         if id.node() != &*self.inner.node {
-            return Ok(None);
+            return Ok(self.remote().and_then(|r| r.info(&id)));
         }
         Ok(self.inner.listing.read().info(id.uuid()))
     }
@@ -434,7 +493,12 @@ impl Matches {
     /// Calls the match's `match_signal` and returns its result.
     pub async fn signal(&self, id: &str, data: String) -> Result<String, MatchError> {
         let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
-        let shared = self.authoritative(&id).ok_or(MatchError::NotFound)?;
+        let Some(shared) = self.authoritative(&id) else {
+            if let Some(remote) = self.remote().filter(|_| self.is_elsewhere(&id)) {
+                return remote.signal(&id, data).await;
+            }
+            return Err(MatchError::NotFound);
+        };
         let limit = self.inner.config.signal_queue_size as u32;
         if shared.signals.fetch_add(1, Ordering::AcqRel) >= limit {
             shared.signals.fetch_sub(1, Ordering::AcqRel);
@@ -514,6 +578,36 @@ impl Matches {
             return None;
         }
         self.inner.authoritative.read().get(&id.uuid()).cloned()
+    }
+
+    /// An authoritative match of another node.
+    fn is_elsewhere(&self, id: &MatchId) -> bool {
+        id.is_authoritative() && id.node() != &*self.inner.node
+    }
+
+    /// [`Matches::list`] in a cluster: this node's matches (never stale) and the other nodes'
+    /// (as last published), merged in one order: best score, then newest first (without a
+    /// query: authoritative matches first).
+    fn list_everywhere(
+        &self,
+        remote: &dyn RemoteMatches,
+        filters: &ListQuery,
+    ) -> Result<Vec<MatchInfo>, MatchError> {
+        let query = filters.query.as_deref().map(Query::parse).transpose()?;
+        let searched = query.is_some() || filters.label.is_some();
+        let mut all = self.inner.listing.read().scored(query.as_ref(), filters);
+        if !searched && filters.authoritative != Some(true) {
+            let mut relayed = Vec::new();
+            self.listed_relayed(&mut relayed);
+            all.extend(
+                relayed
+                    .into_iter()
+                    .filter(|m| filters.size_ok(m.size))
+                    .map(|m| (0.0, m.create_time_ms, m.info())),
+            );
+        }
+        all.extend(remote.list(query.as_ref(), filters));
+        Ok(crate::remote::merge(all, filters.limit))
     }
 
     fn least_loaded(&self) -> usize {

@@ -19,6 +19,7 @@ use crate::shared::Queued;
 #[derive(Debug)]
 pub(crate) struct Relayed {
     seq: u64,
+    create_time_ms: i64,
     id_text: Arc<str>,
     members: Vec<Arc<Presence>>,
 }
@@ -72,6 +73,43 @@ impl Matches {
         joined
     }
 
+    /// [`Matches::create_relayed`] that, for a named match this node does not have, first
+    /// looks for it on the other nodes of a cluster and joins it there.
+    pub async fn create_relayed_anywhere(
+        &self,
+        name: Option<&str>,
+        presence: Arc<Presence>,
+    ) -> Result<RelayedJoin, MatchError> {
+        if let Some(name) = name.filter(|n| !n.is_empty())
+            && let Some(remote) = self.inner.remote.get()
+        {
+            let uuid = uuid_v5(name);
+            if !self.has_relayed(uuid)
+                && let Some(joined) = remote.join_relayed(uuid, presence.clone()).await
+            {
+                return Ok(joined);
+            }
+        }
+        self.create_relayed(name, presence)
+    }
+
+    /// [`Matches::join_relayed`] by id that also finds the match on another node of a
+    /// cluster when this node does not have it (`None`: "Match not found").
+    pub async fn join_relayed_anywhere(
+        &self,
+        uuid: Uuid,
+        presence: Arc<Presence>,
+        create: bool,
+    ) -> Option<RelayedJoin> {
+        if create || self.inner.relayed.read().contains_key(&uuid) {
+            return self.join_relayed(uuid, presence, create);
+        }
+        match self.inner.remote.get() {
+            Some(remote) => remote.join_relayed(uuid, presence).await,
+            None => self.join_relayed(uuid, presence, false),
+        }
+    }
+
     fn enter_relayed(
         &self,
         uuid: Uuid,
@@ -94,6 +132,7 @@ impl Matches {
             None if create => {
                 let entry = Relayed {
                     seq: inner.next_seq(),
+                    create_time_ms: inner.wall.now_ms(),
                     id_text: Arc::from(MatchId::relayed(uuid).to_string()),
                     members: Vec::new(),
                 };
@@ -126,13 +165,14 @@ impl Matches {
 
     /// Announces a member's join to everyone in the match, the joiner included (as Nakama's
     /// tracker does), after its client got the answer.
-    pub(crate) fn relayed_announce(&self, uuid: Uuid, session: Uuid) {
+    /// False when this node has no such match or member.
+    pub(crate) fn relayed_announce(&self, uuid: Uuid, session: Uuid) -> bool {
         let relayed = self.inner.relayed.read();
         let Some(entry) = relayed.get(&uuid) else {
-            return;
+            return false;
         };
         let Some(presence) = entry.members.iter().find(|p| p.session_id == session) else {
-            return;
+            return false;
         };
         let sessions: Vec<Uuid> = entry.members.iter().map(|p| p.session_id).collect();
         self.inner.outlet.send_presences(
@@ -144,24 +184,26 @@ impl Matches {
             },
         );
         self.inner.outlet.flush();
+        true
     }
 
-    /// A member leaves; the others are told; an empty match disappears.
-    pub(crate) fn relayed_leave(&self, uuid: Uuid, session: Uuid, _reason: PresenceReason) {
+    /// A member leaves; the others are told; an empty match disappears. False when this node
+    /// has no such match.
+    pub(crate) fn relayed_leave(&self, uuid: Uuid, session: Uuid, _reason: PresenceReason) -> bool {
         let inner = &self.inner;
         inner.session_exited(session, uuid);
         let mut relayed = inner.relayed.write();
         let Some(entry) = relayed.get_mut(&uuid) else {
-            return;
+            return false;
         };
         let Some(at) = entry.members.iter().position(|p| p.session_id == session) else {
-            return;
+            return true;
         };
         let left = entry.members.swap_remove(at);
         if entry.members.is_empty() {
             relayed.remove(&uuid);
             metrics::relayed(relayed.len());
-            return;
+            return true;
         }
         let sessions: Vec<Uuid> = entry.members.iter().map(|p| p.session_id).collect();
         inner.outlet.send_presences(
@@ -173,6 +215,7 @@ impl Matches {
             },
         );
         inner.outlet.flush();
+        true
     }
 
     /// Relays match data: to every other member, or to the members listed in `to` (the
@@ -259,6 +302,25 @@ impl Matches {
                 handler_name: None,
             });
         }
+    }
+
+    /// Every relayed match of this node, as other nodes list it.
+    pub(crate) fn listed_relayed(&self, out: &mut Vec<crate::remote::ListedMatch>) {
+        let relayed = self.inner.relayed.read();
+        out.extend(relayed.values().map(|entry| crate::remote::ListedMatch {
+            match_id: entry.id_text.to_string(),
+            authoritative: false,
+            label: None,
+            size: entry.members.len() as i32,
+            tick_rate: None,
+            handler_name: None,
+            create_time_ms: entry.create_time_ms,
+        }));
+    }
+
+    /// Whether this node has the relayed match `uuid`.
+    pub fn has_relayed(&self, uuid: Uuid) -> bool {
+        self.inner.relayed.read().contains_key(&uuid)
     }
 
     /// Relayed matches now.

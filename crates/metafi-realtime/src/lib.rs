@@ -56,7 +56,7 @@ pub use notification_push::SessionPush;
 pub use online::StatusOnline;
 pub use outbound::{MergeKey, Outbound};
 pub use outbox::{Next, NextRouted, Outbox, OutboxLimits, Pushed};
-pub use party::{Parties, PartyConfig};
+pub use party::{Parties, PartyConfig, PartyForwarder};
 pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices, replace_session,

@@ -1,5 +1,6 @@
-//! [`MatchOutlet`]: how the match engine reaches this node's sessions. Each match message is
-//! encoded once per wire format and queued in the recipients' bounded outboxes.
+//! [`MatchOutlet`]: how the match engine reaches sessions. Each match message is encoded once
+//! per wire format and queued in the recipients' bounded outboxes; recipients on other nodes of
+//! a cluster get it through the router (one message per node per broadcast).
 
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use uuid::Uuid;
 
 use crate::{MessageRouter, Outbound, Session, SessionRegistry};
 
-/// Delivers the match engine's messages to this node's sessions.
+/// Delivers the match engine's messages to this node's sessions, and through the router to
+/// sessions of other nodes (a cluster's members of this node's matches).
 ///
 /// Messages are queued without waking the sessions' writers; [`Outlet::flush`] wakes each
 /// writer once. The executor flushes after each step (every due tick), so the IO thread is
@@ -21,6 +23,8 @@ use crate::{MessageRouter, Outbound, Session, SessionRegistry};
 #[derive(Debug)]
 pub struct MatchOutlet {
     registry: Arc<SessionRegistry>,
+    /// Reaches the recipients that are not on this node (in a cluster).
+    router: Arc<dyn MessageRouter>,
 }
 
 thread_local! {
@@ -29,23 +33,34 @@ thread_local! {
 }
 
 impl MatchOutlet {
-    /// `router` is not used yet: match delivery is local (a cluster would route per node).
-    pub fn new(registry: Arc<SessionRegistry>, _router: Arc<dyn MessageRouter>) -> MatchOutlet {
-        MatchOutlet { registry }
+    /// `router` reaches sessions of other nodes; this node's are queued here directly (and
+    /// woken at the next flush).
+    pub fn new(registry: Arc<SessionRegistry>, router: Arc<dyn MessageRouter>) -> MatchOutlet {
+        MatchOutlet { registry, router }
     }
 
     fn queue(&self, recipients: &[Uuid], outbound: &Outbound) {
         let mut delivered = 0;
+        let mut elsewhere = Vec::new();
         TO_WAKE.with(|to_wake| {
             let mut to_wake = to_wake.borrow_mut();
-            self.registry.for_each_of(recipients, |session| {
-                if session.send_outbound_quiet(outbound) == crate::outbox::Pushed::Queued {
-                    delivered += 1;
-                    to_wake.push(session.clone());
-                }
-            });
+            self.registry.for_each_of_else(
+                recipients,
+                |session| {
+                    if session.send_outbound_quiet(outbound) == crate::outbox::Pushed::Queued {
+                        delivered += 1;
+                        to_wake.push(session.clone());
+                    }
+                },
+                &mut elsewhere,
+            );
         });
         crate::metrics::message_sent(outbound.envelope().name(), delivered);
+        // Sessions that ended here are in no directory; the others are another node's.
+        elsewhere.retain(|id| self.router.is_remote_session(*id));
+        if !elsewhere.is_empty() {
+            self.router.send_to_sessions(&elsewhere, outbound);
+        }
     }
 }
 
@@ -95,9 +110,10 @@ impl Outlet for MatchOutlet {
     }
 
     fn is_connected(&self, session_id: Uuid) -> bool {
-        self.registry
-            .get(session_id)
-            .is_some_and(|session| !session.is_ended())
+        match self.registry.get(session_id) {
+            Some(session) => !session.is_ended(),
+            None => self.router.is_remote_session(session_id),
+        }
     }
 }
 

@@ -68,7 +68,9 @@ impl Realtime {
             return Ok(());
         };
         match message {
-            Message::MatchCreate(create) => self.match_create(&services, session, cid, create),
+            Message::MatchCreate(create) => {
+                self.match_create(&services, session, cid, create).await
+            }
             Message::MatchJoin(join) => self.match_join(&services, session, cid, join).await,
             Message::MatchLeave(leave) => self.match_leave(&services, session, cid, leave),
             Message::MatchDataSend(send) => self.match_data_send(&services, session, send),
@@ -80,7 +82,7 @@ impl Realtime {
         }
     }
 
-    fn match_create(
+    async fn match_create(
         &self,
         services: &MatchServices,
         session: &Session,
@@ -91,7 +93,8 @@ impl Realtime {
         let presence = self.presence_of(session, "");
         let joined = match services
             .matches
-            .create_relayed(named.then_some(create.name.as_str()), presence)
+            .create_relayed_anywhere(named.then_some(create.name.as_str()), presence)
+            .await
         {
             Ok(joined) => joined,
             // The session is closing; nobody to answer.
@@ -155,7 +158,8 @@ impl Realtime {
             let presence = self.presence_of(session, "");
             let Some(joined) = services
                 .matches
-                .join_relayed(id.uuid(), presence, via_token)
+                .join_relayed_anywhere(id.uuid(), presence, via_token)
+                .await
             else {
                 return error(session, cid, ErrorCode::MatchNotFound, "Match not found");
             };

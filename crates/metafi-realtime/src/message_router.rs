@@ -19,6 +19,12 @@ pub trait MessageRouter: Send + Sync + fmt::Debug {
     /// Queues `outbound` for every session of `user_id`, wherever it is (direct delivery:
     /// notifications, server messages to a user); returns how many accepted it.
     fn send_to_user(&self, user_id: Uuid, outbound: &Outbound) -> usize;
+
+    /// Whether `session_id` is a session of another node this router delivers to (a cluster's
+    /// directory); a local router knows no other node.
+    fn is_remote_session(&self, _session_id: Uuid) -> bool {
+        false
+    }
 }
 
 /// Delivers to this node's sessions.

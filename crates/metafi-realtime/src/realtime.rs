@@ -184,6 +184,8 @@ pub struct Realtime {
     pub(crate) notifier: Option<Arc<dyn Notifier>>,
     /// The parties of this node, when the server runs them (see `party/`).
     pub(crate) parties: Option<Arc<Parties>>,
+    /// Party requests for other nodes' parties (a cluster).
+    pub(crate) party_forwarder: std::sync::OnceLock<Arc<dyn crate::PartyForwarder>>,
 }
 
 impl Realtime {
@@ -205,6 +207,7 @@ impl Realtime {
             hooks: Arc::new(NoHooks),
             notifier: None,
             parties: None,
+            party_forwarder: std::sync::OnceLock::new(),
         }
     }
 
@@ -233,6 +236,12 @@ impl Realtime {
     pub fn with_parties(mut self, parties: Arc<Parties>) -> Realtime {
         self.parties = Some(parties);
         self
+    }
+
+    /// Forwards party requests for other nodes' parties from now on (a cluster, once, at
+    /// start); false when a forwarder was set already.
+    pub fn set_party_forwarder(&self, forwarder: Arc<dyn crate::PartyForwarder>) -> bool {
+        self.party_forwarder.set(forwarder).is_ok()
     }
 
     pub fn parties(&self) -> Option<&Arc<Parties>> {

@@ -137,6 +137,22 @@ impl SessionRegistry {
         }
     }
 
+    /// [`SessionRegistry::for_each_of`], collecting the ids that are not on this node.
+    pub fn for_each_of_else(
+        &self,
+        ids: &[Uuid],
+        mut f: impl FnMut(&Arc<Session>),
+        missing: &mut Vec<Uuid>,
+    ) {
+        let inner = self.inner.read();
+        for id in ids {
+            match inner.sessions.get(id) {
+                Some(session) => f(session),
+                None => missing.push(*id),
+            }
+        }
+    }
+
     /// Every session (for shutdown).
     pub fn all(&self) -> Vec<Arc<Session>> {
         self.inner.read().sessions.values().cloned().collect()

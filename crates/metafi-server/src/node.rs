@@ -349,6 +349,11 @@ async fn wire(
     }
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
+    // In a cluster, matches of other nodes are reached (and listed) through it, and this node
+    // answers for its own.
+    if let Some(cluster) = &cluster {
+        cluster.serve_matches(&matches);
+    }
     // Groups: their members may join the group's chat channel (type 3).
     // Their system messages (joined, kicked…) reach the sessions in the group's channel.
     let groups = Arc::new(
@@ -442,6 +447,11 @@ async fn wire(
         .with_notifier(notifier)
         .with_parties(parties.clone()),
     );
+    // In a cluster, party messages for other nodes' parties are forwarded to them, and this
+    // node handles theirs for its own parties.
+    if let Some(cluster) = &cluster {
+        cluster.serve_parties(&realtime);
+    }
     // QUIC serves the same sessions as /ws (docs/TRANSPORT.md).
     let quic = match (&config.quic, quic_socket) {
         (Some(settings), Some(socket)) => Some(QuicEdge::start(

@@ -687,7 +687,6 @@ fn two_nodes() -> Option<(Setup, NodeProcess, NodeProcess)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the cluster-wide status registry (issue 18, helper 5)"]
 async fn followers_elsewhere_see_the_users_of_a_sigkilled_node_go_offline() {
     let Some((_setup, n1, mut n2)) = two_nodes() else {
         return;
@@ -730,7 +729,6 @@ async fn followers_elsewhere_see_the_users_of_a_sigkilled_node_go_offline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the cross-node match seam (issue 18, helper 4)"]
 async fn players_elsewhere_see_the_players_of_a_sigkilled_node_leave_a_relayed_match() {
     let Some((_setup, n1, mut n2)) = two_nodes() else {
         return;

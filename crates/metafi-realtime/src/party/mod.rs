@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 pub use listing::ListError;
+pub use requests::PartyForwarder;
 pub use state::{Effects, Joined, Label, MAX_LABEL_BYTES, Member, PartyState};
 
 /// The largest `max_size` Nakama accepts.

@@ -16,13 +16,13 @@ use super::{Effects, Joined, Member, PartyError, parse_party_id};
 use crate::client_requests::Flow;
 use crate::{Outbound, Realtime, Session};
 
-fn error(session: &Session, cid: String, code: ErrorCode, message: impl Into<String>) -> Flow {
-    session.send(&Envelope::error(cid, code, message));
+fn error(caller: &Caller<'_>, cid: String, code: ErrorCode, message: impl Into<String>) -> Flow {
+    caller.send(&Envelope::error(cid, code, message));
     Ok(())
 }
 
-fn bad_input(session: &Session, cid: String, message: impl Into<String>) -> Flow {
-    error(session, cid, ErrorCode::BadInput, message)
+fn bad_input(caller: &Caller<'_>, cid: String, message: impl Into<String>) -> Flow {
+    error(caller, cid, ErrorCode::BadInput, message)
 }
 
 fn member_of(session: &Session) -> Member {
@@ -33,6 +33,53 @@ fn member_of(session: &Session) -> Member {
     }
 }
 
+/// Who sent a party message and where its answers go: a socket of this node, or (in a
+/// cluster) a member on another node, answered through the router so the answer travels the
+/// same way as the events it causes, and arrives before them.
+pub(crate) struct Caller<'a> {
+    pub(crate) member: Member,
+    send: &'a dyn Fn(&Envelope),
+}
+
+impl Caller<'_> {
+    fn id(&self) -> Uuid {
+        self.member.session_id
+    }
+
+    fn send(&self, envelope: &Envelope) {
+        (self.send)(envelope)
+    }
+}
+
+/// The party a message is about (every party message but `party_create` names one).
+fn party_id_of(message: &Message) -> Option<&str> {
+    Some(match message {
+        Message::PartyJoin(m) => &m.party_id,
+        Message::PartyLeave(m) => &m.party_id,
+        Message::PartyPromote(m) => &m.party_id,
+        Message::PartyAccept(m) => &m.party_id,
+        Message::PartyRemove(m) => &m.party_id,
+        Message::PartyClose(m) => &m.party_id,
+        Message::PartyJoinRequestList(m) => &m.party_id,
+        Message::PartyMatchmakerAdd(m) => &m.party_id,
+        Message::PartyMatchmakerRemove(m) => &m.party_id,
+        Message::PartyDataSend(m) => &m.party_id,
+        Message::PartyUpdate(m) => &m.party_id,
+        _ => return None,
+    })
+}
+
+/// Party requests for parties of other nodes (a cluster): each is forwarded to the party's
+/// node, which answers the member's socket through the router.
+pub trait PartyForwarder: Send + Sync + std::fmt::Debug {
+    /// Forwards `message` (with its `cid`) from `member` to `node`; false when `node` cannot
+    /// be reached (not a peer).
+    fn forward(&self, node: &str, member: &Member, cid: &str, message: &Message) -> bool;
+
+    /// A session of this node ended: it leaves the parties it reached on other nodes.
+    fn session_ended(&self, session_id: Uuid);
+}
+
 /// Nakama's check of a presence a client names: all three fields set.
 fn valid_presence(presence: &Option<UserPresence>) -> Option<&UserPresence> {
     presence
@@ -41,53 +88,94 @@ fn valid_presence(presence: &Option<UserPresence>) -> Option<&UserPresence> {
 }
 
 impl Realtime {
-    /// Handles a party message.
+    /// Handles a party message of a socket of this node; a party of another node gets it
+    /// forwarded (in a cluster).
     pub(crate) async fn handle_party_message(
         &self,
         session: &Arc<Session>,
         cid: String,
         message: Message,
     ) -> Flow {
+        let member = member_of(session);
+        if let (Some(parties), Some(forwarder)) = (&self.parties, self.party_forwarder.get())
+            && let Some((_, node)) = party_id_of(&message).and_then(parse_party_id)
+            && node != parties.node()
+            && forwarder.forward(node, &member, &cid, &message)
+        {
+            return Ok(());
+        }
+        let send = |envelope: &Envelope| {
+            session.send(envelope);
+        };
+        let caller = Caller {
+            member,
+            send: &send,
+        };
+        self.party_message(&caller, cid, message)
+    }
+
+    /// Handles a party message another node forwarded from its `member`: answers go to the
+    /// member's socket through the router.
+    pub fn handle_forwarded_party_message(&self, member: Member, cid: String, message: Message) {
+        let router = self.parts.router.clone();
+        let session_id = member.session_id;
+        let send = move |envelope: &Envelope| {
+            router.send_to_sessions(&[session_id], &Outbound::new(envelope.clone()));
+        };
+        let caller = Caller {
+            member,
+            send: &send,
+        };
+        let _ = self.party_message(&caller, cid, message);
+    }
+
+    /// A member of this node's parties that sits on another node is gone (its session ended
+    /// or its node was lost): it leaves them as a session of this node would.
+    pub fn party_member_gone(&self, session_id: Uuid) {
+        self.parties_session_ended_here(session_id);
+    }
+
+    fn party_message(&self, caller: &Caller<'_>, cid: String, message: Message) -> Flow {
         let Some(parties) = self.parties.clone() else {
             return error(
-                session,
+                caller,
                 cid,
                 ErrorCode::RuntimeException,
                 "Parties are not available on this server.",
             );
         };
-        let me = session.id();
+        let me = caller.id();
         // The party id every message but `party_create` carries, checked as Nakama does.
         macro_rules! party_id {
             ($text:expr) => {
                 match parse_party_id(&$text) {
                     Some((id, node)) => (id, node.to_owned()),
-                    None => return bad_input(session, cid, "Invalid party ID"),
+                    None => return bad_input(caller, cid, "Invalid party ID"),
                 }
             };
         }
         match message {
-            Message::PartyCreate(create) => self.party_create(&parties, session, cid, create),
+            Message::PartyCreate(create) => self.party_create(&parties, caller, cid, create),
             Message::PartyJoin(join) => {
                 let (id, node) = party_id!(join.party_id);
-                let member = member_of(session);
+                let member = caller.member.clone();
                 match parties.with(id, &node, &[me], |p| p.join(member)) {
                     Ok((joined, effects)) => {
-                        session.send(&Envelope::ack(cid));
+                        caller.send(&Envelope::ack(cid));
                         if joined == Joined::Member {
                             tracing::debug!(party = %join.party_id, sid = %me, "joined party");
                         }
                         self.party_effects(&join.party_id, effects);
                         Ok(())
                     }
-                    Err(e) => bad_input(session, cid, format!("Error joining party: {e}")),
+                    Err(e) => bad_input(caller, cid, format!("Error joining party: {e}")),
                 }
             }
             Message::PartyLeave(leave) => {
                 let (id, node) = party_id!(leave.party_id);
                 // Leaving a party one is not in (or that is gone) is answered all the same.
                 let left = parties.with(id, &node, &[me], |p| Ok(((), p.leave(me))));
-                session.send(&Envelope::ack(cid));
+                caller.send(&Envelope::ack(cid));
                 if let Ok(((), effects)) = left {
                     self.party_effects(&leave.party_id, effects);
                 }
@@ -95,13 +183,13 @@ impl Realtime {
             }
             Message::PartyPromote(promote) => {
                 let Some(presence) = valid_presence(&promote.presence) else {
-                    return bad_input(session, cid, "Invalid presence");
+                    return bad_input(caller, cid, "Invalid presence");
                 };
                 let (id, node) = party_id!(promote.party_id);
                 match parties.with(id, &node, &[], |p| Ok(((), p.promote(me, presence)?))) {
-                    Ok(((), effects)) => self.party_done(session, cid, &promote.party_id, effects),
+                    Ok(((), effects)) => self.party_done(caller, cid, &promote.party_id, effects),
                     Err(e) => bad_input(
-                        session,
+                        caller,
                         cid,
                         format!("Error promoting new party leader: {e}"),
                     ),
@@ -109,15 +197,15 @@ impl Realtime {
             }
             Message::PartyAccept(accept) => {
                 let Some(presence) = valid_presence(&accept.presence) else {
-                    return bad_input(session, cid, "Invalid presence");
+                    return bad_input(caller, cid, "Invalid presence");
                 };
                 let (id, node) = party_id!(accept.party_id);
                 let touched = Uuid::parse_str(&presence.session_id).ok();
                 let touched: Vec<Uuid> = touched.into_iter().collect();
                 match parties.with(id, &node, &touched, |p| Ok(((), p.accept(me, presence)?))) {
-                    Ok(((), effects)) => self.party_done(session, cid, &accept.party_id, effects),
+                    Ok(((), effects)) => self.party_done(caller, cid, &accept.party_id, effects),
                     Err(e) => bad_input(
-                        session,
+                        caller,
                         cid,
                         format!("Error accepting party join request: {e}"),
                     ),
@@ -125,7 +213,7 @@ impl Realtime {
             }
             Message::PartyRemove(remove) => {
                 let Some(presence) = valid_presence(&remove.presence) else {
-                    return bad_input(session, cid, "Invalid presence");
+                    return bad_input(caller, cid, "Invalid presence");
                 };
                 let (id, node) = party_id!(remove.party_id);
                 let touched: Vec<Uuid> = Uuid::parse_str(&presence.session_id)
@@ -133,9 +221,9 @@ impl Realtime {
                     .into_iter()
                     .collect();
                 match parties.with(id, &node, &touched, |p| Ok(((), p.remove(me, presence)?))) {
-                    Ok(((), effects)) => self.party_done(session, cid, &remove.party_id, effects),
+                    Ok(((), effects)) => self.party_done(caller, cid, &remove.party_id, effects),
                     Err(e) => bad_input(
-                        session,
+                        caller,
                         cid,
                         format!("Error removing party member or join request: {e}"),
                     ),
@@ -144,15 +232,15 @@ impl Realtime {
             Message::PartyClose(close) => {
                 let (id, node) = party_id!(close.party_id);
                 match parties.with(id, &node, &[me], |p| Ok(((), p.close(me)?))) {
-                    Ok(((), effects)) => self.party_done(session, cid, &close.party_id, effects),
-                    Err(e) => bad_input(session, cid, format!("Error closing party: {e}")),
+                    Ok(((), effects)) => self.party_done(caller, cid, &close.party_id, effects),
+                    Err(e) => bad_input(caller, cid, format!("Error closing party: {e}")),
                 }
             }
             Message::PartyJoinRequestList(list) => {
                 let (id, node) = party_id!(list.party_id);
                 match parties.read(id, &node, |p| p.join_requests(me)) {
                     Ok(presences) => {
-                        session.send(&Envelope::new(
+                        caller.send(&Envelope::new(
                             cid,
                             Message::PartyJoinRequest(PartyJoinRequest {
                                 party_id: list.party_id,
@@ -162,17 +250,17 @@ impl Realtime {
                         Ok(())
                     }
                     Err(e) => bad_input(
-                        session,
+                        caller,
                         cid,
                         format!("Error listing party join requests: {e}"),
                     ),
                 }
             }
             Message::PartyMatchmakerAdd(add) => {
-                self.party_matchmaker_add(&parties, session, cid, add)
+                self.party_matchmaker_add(&parties, caller, cid, add)
             }
             Message::PartyMatchmakerRemove(remove) => {
-                self.party_matchmaker_remove(&parties, session, cid, remove)
+                self.party_matchmaker_remove(&parties, caller, cid, remove)
             }
             Message::PartyDataSend(send) => {
                 let PartyDataSend {
@@ -185,15 +273,15 @@ impl Realtime {
                     Ok(effects) => {
                         // Data sends usually carry no cid: then there is nothing to answer.
                         if !cid.is_empty() {
-                            session.send(&Envelope::ack(cid));
+                            caller.send(&Envelope::ack(cid));
                         }
                         self.party_effects(&party_id, effects);
                         Ok(())
                     }
-                    Err(e) => bad_input(session, cid, format!("Error sending party data: {e}")),
+                    Err(e) => bad_input(caller, cid, format!("Error sending party data: {e}")),
                 }
             }
-            Message::PartyUpdate(update) => self.party_update(&parties, session, cid, update),
+            Message::PartyUpdate(update) => self.party_update(&parties, caller, cid, update),
             _ => Ok(()),
         }
     }
@@ -201,19 +289,19 @@ impl Realtime {
     fn party_create(
         &self,
         parties: &super::Parties,
-        session: &Session,
+        caller: &Caller<'_>,
         cid: String,
         create: PartyCreate,
     ) -> Flow {
         let cap = parties.config().max_size;
         if create.max_size < 1 || create.max_size as usize > cap {
             return bad_input(
-                session,
+                caller,
                 cid,
                 format!("Invalid party max size, must be 1-{cap}"),
             );
         }
-        let member = member_of(session);
+        let member = caller.member.clone();
         let join = member.wire();
         match parties.create(
             create.open,
@@ -224,9 +312,9 @@ impl Realtime {
         ) {
             Ok(party) => {
                 let party_id = party.party_id.clone();
-                session.send(&Envelope::new(cid, Message::Party(party)));
+                caller.send(&Envelope::new(cid, Message::Party(party)));
                 // The creator sees its own join, as every joiner does.
-                session.send(&Envelope::new(
+                caller.send(&Envelope::new(
                     "",
                     Message::PartyPresenceEvent(PartyPresenceEvent {
                         party_id,
@@ -237,46 +325,46 @@ impl Realtime {
                 Ok(())
             }
             Err(e @ PartyError::TooManyParties { .. }) => error(
-                session,
+                caller,
                 cid,
                 ErrorCode::RuntimeException,
                 format!("Error creating party: {e}"),
             ),
-            Err(e) => bad_input(session, cid, format!("Error creating party: {e}")),
+            Err(e) => bad_input(caller, cid, format!("Error creating party: {e}")),
         }
     }
 
     fn party_update(
         &self,
         parties: &super::Parties,
-        session: &Session,
+        caller: &Caller<'_>,
         cid: String,
         update: PartyUpdate,
     ) -> Flow {
         let Some((id, node)) = parse_party_id(&update.party_id) else {
-            return bad_input(session, cid, "Invalid party ID");
+            return bad_input(caller, cid, "Invalid party ID");
         };
         let prefix = "Error updating party";
         if update.hidden && !(update.label.is_empty() || update.label == "{}") {
             return bad_input(
-                session,
+                caller,
                 cid,
                 format!("{prefix}: {}", PartyError::HiddenNonEmptyLabel),
             );
         }
-        let me = session.id();
+        let me = caller.id();
         match parties.with(id, node, &[], |p| {
             Ok(((), p.update(me, &update.label, update.open, update.hidden)?))
         }) {
-            Ok(((), effects)) => self.party_done(session, cid, &update.party_id, effects),
-            Err(e) => bad_input(session, cid, format!("{prefix}: {e}")),
+            Ok(((), effects)) => self.party_done(caller, cid, &update.party_id, effects),
+            Err(e) => bad_input(caller, cid, format!("{prefix}: {e}")),
         }
     }
 
     fn party_matchmaker_add(
         &self,
         parties: &super::Parties,
-        session: &Session,
+        caller: &Caller<'_>,
         cid: String,
         add: PartyMatchmakerAdd,
     ) -> Flow {
@@ -296,24 +384,24 @@ impl Realtime {
         };
         match metafi_match::Matchmaker::validate(&request) {
             Ok(_) | Err(MatchmakerError::Query(_)) => {}
-            Err(e) => return bad_input(session, cid, e.to_string()),
+            Err(e) => return bad_input(caller, cid, e.to_string()),
         }
         let Some((id, node)) = parse_party_id(&add.party_id) else {
-            return bad_input(session, cid, "Invalid party ID");
+            return bad_input(caller, cid, "Invalid party ID");
         };
         let Some(services) = self.matches.clone() else {
             return error(
-                session,
+                caller,
                 cid,
                 ErrorCode::RuntimeException,
                 "Matches and the matchmaker are not available on this server.",
             );
         };
         let prefix = "Error adding party to matchmaker";
-        let me = session.id();
+        let me = caller.id();
         let (members, others) = match parties.read(id, node, |p| p.matchmaker_members(me)) {
             Ok(found) => found,
-            Err(e) => return bad_input(session, cid, format!("{prefix}: {e}")),
+            Err(e) => return bad_input(caller, cid, format!("{prefix}: {e}")),
         };
         let mm_node: Arc<str> = Arc::from(services.matches.node());
         let presences = members
@@ -333,15 +421,15 @@ impl Realtime {
         {
             Ok(ticket) => ticket,
             Err(MatchmakerError::Query(_)) => {
-                return bad_input(session, cid, format!("{prefix}: matchmaker query invalid"));
+                return bad_input(caller, cid, format!("{prefix}: matchmaker query invalid"));
             }
-            Err(e) => return bad_input(session, cid, format!("{prefix}: {e}")),
+            Err(e) => return bad_input(caller, cid, format!("{prefix}: {e}")),
         };
         let message = Message::PartyMatchmakerTicket(PartyMatchmakerTicket {
             party_id: add.party_id,
             ticket,
         });
-        session.send(&Envelope::new(cid, message.clone()));
+        caller.send(&Envelope::new(cid, message.clone()));
         if !others.is_empty() {
             self.parts
                 .router
@@ -353,21 +441,21 @@ impl Realtime {
     fn party_matchmaker_remove(
         &self,
         parties: &super::Parties,
-        session: &Session,
+        caller: &Caller<'_>,
         cid: String,
         remove: PartyMatchmakerRemove,
     ) -> Flow {
         if remove.ticket.is_empty() {
-            return bad_input(session, cid, "Invalid matchmaker ticket");
+            return bad_input(caller, cid, "Invalid matchmaker ticket");
         }
         let Some((id, node)) = parse_party_id(&remove.party_id) else {
-            return bad_input(session, cid, "Invalid party ID");
+            return bad_input(caller, cid, "Invalid party ID");
         };
         // Nakama's text for every refusal here.
         let prefix = "Error closing party";
-        let me = session.id();
+        let me = caller.id();
         if let Err(e) = parties.read(id, node, |p| p.check_leader(me)) {
-            return bad_input(session, cid, format!("{prefix}: {e}"));
+            return bad_input(caller, cid, format!("{prefix}: {e}"));
         }
         let removed = match &self.matches {
             Some(services) => services
@@ -377,11 +465,11 @@ impl Realtime {
         };
         match removed {
             Ok(()) => {
-                session.send(&Envelope::ack(cid));
+                caller.send(&Envelope::ack(cid));
                 Ok(())
             }
             Err(_) => bad_input(
-                session,
+                caller,
                 cid,
                 format!("{prefix}: matchmaker ticket not found"),
             ),
@@ -389,8 +477,14 @@ impl Realtime {
     }
 
     /// Acknowledges a request, then does what it caused.
-    fn party_done(&self, session: &Session, cid: String, party_id: &str, effects: Effects) -> Flow {
-        session.send(&Envelope::ack(cid));
+    fn party_done(
+        &self,
+        caller: &Caller<'_>,
+        cid: String,
+        party_id: &str,
+        effects: Effects,
+    ) -> Flow {
+        caller.send(&Envelope::ack(cid));
         self.party_effects(party_id, effects);
         Ok(())
     }
@@ -413,6 +507,13 @@ impl Realtime {
     /// A session ended: it leaves its parties (others see it leave; leadership passes on;
     /// empty parties close) and its join requests go.
     pub(crate) fn parties_session_ended(&self, session_id: Uuid) {
+        if let Some(forwarder) = self.party_forwarder.get() {
+            forwarder.session_ended(session_id);
+        }
+        self.parties_session_ended_here(session_id);
+    }
+
+    fn parties_session_ended_here(&self, session_id: Uuid) {
         let Some(parties) = &self.parties else {
             return;
         };

@@ -23,6 +23,12 @@ pub struct RawCluster {
     pub peer_lost_timeout_ms: i64,
     pub connect_timeout_ms: i64,
     pub outgoing_queue_size: i64,
+    /// How long a call to another node (match join, signal) waits for its answer.
+    pub call_timeout_ms: i64,
+    /// Calls to other nodes waiting, and calls from them being answered, at most.
+    pub max_concurrent_calls: i64,
+    /// How often this node publishes its match listing to the others.
+    pub match_listing_interval_ms: i64,
 }
 
 impl Default for RawCluster {
@@ -36,6 +42,9 @@ impl Default for RawCluster {
             peer_lost_timeout_ms: ms(d.peer_lost_timeout),
             connect_timeout_ms: ms(d.connect_timeout),
             outgoing_queue_size: i64::try_from(d.outgoing_queue_size).unwrap_or(i64::MAX),
+            call_timeout_ms: ms(d.call_timeout),
+            max_concurrent_calls: i64::try_from(d.max_concurrent_calls).unwrap_or(i64::MAX),
+            match_listing_interval_ms: ms(d.match_listing_interval),
         }
     }
 }
@@ -71,6 +80,19 @@ pub(super) fn validate(
         1,
         1 << 24,
     );
+    let call_timeout = check.millis("cluster.call_timeout_ms", c.call_timeout_ms, 10, 600_000);
+    let max_concurrent_calls = check.count(
+        "cluster.max_concurrent_calls",
+        c.max_concurrent_calls,
+        1,
+        1 << 20,
+    );
+    let match_listing_interval = check.millis(
+        "cluster.match_listing_interval_ms",
+        c.match_listing_interval_ms,
+        10,
+        600_000,
+    );
     if peer_lost_timeout < heartbeat_interval * 2 {
         check.problem(
             "cluster.peer_lost_timeout_ms: must be at least twice cluster.heartbeat_interval_ms, or one late heartbeat loses a peer",
@@ -105,6 +127,9 @@ pub(super) fn validate(
         peer_lost_timeout,
         connect_timeout,
         outgoing_queue_size,
+        call_timeout,
+        max_concurrent_calls,
+        match_listing_interval,
     })
 }
 
@@ -137,6 +162,9 @@ mod tests {
             raw.cluster.heartbeat_interval_ms = 200;
             raw.cluster.peer_lost_timeout_ms = 900;
             raw.cluster.subject_prefix = "game.eu".into();
+            raw.cluster.call_timeout_ms = 700;
+            raw.cluster.max_concurrent_calls = 9;
+            raw.cluster.match_listing_interval_ms = 250;
         })
         .unwrap();
         let cluster = config.cluster.unwrap();
@@ -145,6 +173,9 @@ mod tests {
         assert_eq!(cluster.subject_prefix, "game.eu");
         assert_eq!(cluster.heartbeat_interval.as_millis(), 200);
         assert_eq!(cluster.peer_lost_timeout.as_millis(), 900);
+        assert_eq!(cluster.call_timeout.as_millis(), 700);
+        assert_eq!(cluster.max_concurrent_calls, 9);
+        assert_eq!(cluster.match_listing_interval.as_millis(), 250);
         assert!(cluster.lost_bound().as_secs_f64() <= 5.0);
     }
 

@@ -1,0 +1,627 @@
+//! Matches across two nodes in one process, one PostgreSQL (`METAFI_TEST_POSTGRES_URL`) and one
+//! NATS (`METAFI_TEST_NATS_URL`): a client on node 2 joins an authoritative match of node 1,
+//! sends it data and gets the broadcasts, sees a node-1 player's presence events, is refused
+//! with the handler's reason, signals it and is kicked; a relayed match with members on both
+//! nodes; node 2's listings (REST and `nk.match_list`) show node 1's matches; a node that stops
+//! takes its matches away from the other node's players (they are told), and its players leave
+//! the other node's matches; a party of node 1 with a member on node 2 (join, data, refusals,
+//! promotion, close, a socket that closes), closed for that member when node 1 goes. Without both variables the tests skip, unless
+//! `METAFI_REQUIRE_NATS=1` / `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use metafi_proto::api::Rpc;
+use metafi_proto::realtime::{
+    Envelope, ErrorCode, Match, MatchCreate, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,
+    Message, PartyClose, PartyCreate, PartyDataSend, PartyJoin, PartyPromote,
+};
+use metafi_server::config::RawConfig;
+use metafi_testkit::{Http, Socket, TestNode, User, user};
+use tokio::time::Instant;
+
+/// A match that echoes op 1 to everyone as op 2 (with the sender), kicks the sender of op 9,
+/// refuses joiners whose metadata says `deny`, and answers signals.
+const CMATCH: &str = r#"
+return {
+  match_init = function(context, params) return {}, 10, '{"kind":"cluster","n":1}' end,
+  match_join_attempt = function(context, d, tick, state, presence, metadata)
+    if metadata.deny == "1" then return state, false, "denied by the match" end
+    return state, true
+  end,
+  match_join = function(context, d, tick, state, presences) return state end,
+  match_leave = function(context, d, tick, state, presences) return state end,
+  match_loop = function(context, d, tick, state, messages)
+    for _, m in ipairs(messages) do
+      if m.op_code == 1 then d.broadcast_message(2, m.data, nil, m.sender, true) end
+      if m.op_code == 9 then d.match_kick({ m.sender }) end
+    end
+    return state
+  end,
+  match_terminate = function(context, d, tick, state, grace) return state end,
+  match_signal = function(context, d, tick, state, data) return state, "signal:" .. data end,
+}
+"#;
+
+const RPCS: &str = r#"
+local nk = require("nakama")
+nk.register_rpc(function(context, payload)
+  return nk.match_create("cmatch", {})
+end, "create")
+nk.register_rpc(function(context, payload)
+  local ids = {}
+  for _, m in ipairs(nk.match_list(10, true, nil, nil, nil, "+label.kind:cluster")) do
+    ids[#ids + 1] = m.match_id .. "/" .. m.size
+  end
+  return table.concat(ids, ",")
+end, "list")
+nk.register_rpc(function(context, payload)
+  return nk.match_signal(payload, "ping")
+end, "signal")
+nk.register_rpc(function(context, payload)
+  local m = nk.match_get(payload)
+  if m == nil then return "gone" end
+  return m.label
+end, "get")
+"#;
+
+fn nats_url() -> Option<String> {
+    match std::env::var("METAFI_TEST_NATS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
+                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
+            );
+            None
+        }
+    }
+}
+
+async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("cmatch.lua"), CMATCH).unwrap();
+    std::fs::write(modules.join("rpcs.lua"), RPCS).unwrap();
+    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
+    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
+        raw.name = name;
+        raw.cluster.url = nats;
+        raw.cluster.subject_prefix = prefix;
+        raw.cluster.heartbeat_interval_ms = 100;
+        raw.cluster.peer_lost_timeout_ms = 500;
+        raw.cluster.match_listing_interval_ms = 100;
+        raw.runtime.path = modules.display().to_string();
+        raw.runtime.lua_vms = 1;
+        raw.matches.executor_threads = 1;
+        raw.shutdown.grace_period_sec = 0;
+    })
+    .await
+}
+
+struct Pair {
+    n1: TestNode,
+    n2: TestNode,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+async fn pair() -> Option<Pair> {
+    let nats = nats_url()?;
+    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
+    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
+    eventually("the nodes see each other", || {
+        n1.node().cluster().unwrap().peers() == ["n2"]
+            && n2.node().cluster().unwrap().peers() == ["n1"]
+    })
+    .await;
+    Some(Pair {
+        n1,
+        n2,
+        _dirs: (d1, d2),
+    })
+}
+
+/// Polls `done` every 10 ms for up to 5 s.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn player(node: &TestNode) -> (User, Socket) {
+    let who = user(&Http::new(&node.base)).await;
+    let socket = Socket::connect(&node.base, &who.token, "").await;
+    (who, socket)
+}
+
+async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
+    let answer = socket
+        .request(Message::Rpc(Rpc {
+            id: id.into(),
+            payload: payload.into(),
+            http_key: String::new(),
+        }))
+        .await;
+    match answer.message {
+        Some(Message::Rpc(rpc)) => rpc.payload,
+        other => panic!("rpc {id} failed: {other:?}"),
+    }
+}
+
+fn join(id: &str, metadata: &[(&str, &str)]) -> Message {
+    Message::MatchJoin(MatchJoin {
+        id: Some(MatchJoinId::MatchId(id.into())),
+        metadata: metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<HashMap<_, _>>(),
+    })
+}
+
+async fn joined(socket: &mut Socket, id: &str) -> Match {
+    match socket.request(join(id, &[])).await.message {
+        Some(Message::Match(m)) => m,
+        other => panic!("expected a match, got {other:?}"),
+    }
+}
+
+fn send(id: &str, op_code: i64, data: &'static [u8]) -> Envelope {
+    Envelope::new(
+        "",
+        Message::MatchDataSend(MatchDataSend {
+            match_id: id.into(),
+            op_code,
+            data: Bytes::from_static(data),
+            presences: vec![],
+            reliable: true,
+            delivery: None,
+        }),
+    )
+}
+
+fn data_from(e: &Envelope, op: i64, payload: &[u8], sender: &User) -> bool {
+    matches!(&e.message, Some(Message::MatchData(d))
+        if d.op_code == op && d.data == payload
+            && d.presence.as_ref().is_some_and(|p| p.user_id == sender.id))
+}
+
+fn presence_of(e: &Envelope, id: &str, who: &User, join: bool) -> bool {
+    matches!(&e.message, Some(Message::MatchPresenceEvent(ev))
+        if ev.match_id == id
+            && (if join { &ev.joins } else { &ev.leaves }).iter().any(|p| p.user_id == who.id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_on_another_node_plays_an_authoritative_match() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    let id = rpc(&mut a, "create", "").await;
+    assert!(id.ends_with(".n1"), "{id}");
+
+    // Refused by the handler, with its reason, across nodes.
+    let (code, message) = b.request_error(join(&id, &[("deny", "1")])).await;
+    assert_eq!(code, ErrorCode::MatchJoinRejected as i32);
+    assert_eq!(message, "denied by the match");
+
+    // alice (node 1) joins, then bob (node 2): bob's answer lists alice, the label is the
+    // match's, and alice sees bob join.
+    let first = joined(&mut a, &id).await;
+    assert!(first.presences.is_empty());
+    let second = joined(&mut b, &id).await;
+    assert!(second.authoritative);
+    assert_eq!(
+        second.label.as_ref().map(|l| l.value.as_str()),
+        Some(r#"{"kind":"cluster","n":1}"#)
+    );
+    let others: Vec<&str> = second
+        .presences
+        .iter()
+        .map(|p| p.user_id.as_str())
+        .collect();
+    assert_eq!(others, [alice.id.as_str()]);
+    a.event(|e| presence_of(e, &id, &bob, true)).await;
+
+    // Data both ways: each echo reaches both players, wherever they sit.
+    b.send(&send(&id, 1, b"from bob")).await;
+    a.event(|e| data_from(e, 2, b"from bob", &bob)).await;
+    b.event(|e| data_from(e, 2, b"from bob", &bob)).await;
+    a.send(&send(&id, 1, b"from alice")).await;
+    b.event(|e| data_from(e, 2, b"from alice", &alice)).await;
+
+    // In order per sender across the nodes.
+    for i in 0..20u8 {
+        let data: &'static [u8] = Box::leak(vec![b'0' + i].into_boxed_slice());
+        b.send(&send(&id, 1, data)).await;
+    }
+    for i in 0..20u8 {
+        let got = a
+            .event(|e| matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 2 && d.data.len() == 1))
+            .await;
+        let Some(Message::MatchData(d)) = got.message else {
+            unreachable!()
+        };
+        assert_eq!(d.data[0], b'0' + i, "out of order");
+    }
+
+    // match_signal and match_get from node 2's server code reach node 1's match.
+    assert_eq!(rpc(&mut b, "signal", &id).await, "signal:ping");
+    eventually("node 2 lists node 1's match", || {
+        n2.node().cluster().unwrap().remote_matches() == 1
+    })
+    .await;
+    assert_eq!(rpc(&mut b, "get", &id).await, r#"{"kind":"cluster","n":1}"#);
+
+    // bob leaves and rejoins (alice sees both), then asks to be kicked.
+    let ack = b
+        .request(Message::MatchLeave(MatchLeave {
+            match_id: id.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    a.event(|e| presence_of(e, &id, &bob, false)).await;
+    joined(&mut b, &id).await;
+    a.event(|e| presence_of(e, &id, &bob, true)).await;
+    b.send(&send(&id, 9, b"kick me")).await;
+    a.event(|e| presence_of(e, &id, &bob, false)).await;
+    // Kicked: bob's data no longer reach the match.
+    b.send(&send(&id, 1, b"after kick")).await;
+    a.assert_no_event(Duration::from_millis(300), |e| {
+        data_from(e, 2, b"after kick", &bob)
+    })
+    .await;
+
+    n2.stop().await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_match_spans_both_nodes() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    let created = a
+        .request(Message::MatchCreate(MatchCreate {
+            name: String::new(),
+        }))
+        .await;
+    let Some(Message::Match(m)) = created.message else {
+        panic!("{created:?}")
+    };
+    let id = m.match_id;
+    let second = joined(&mut b, &id).await;
+    assert!(!second.authoritative);
+    assert_eq!(second.presences.len(), 1);
+    assert_eq!(second.presences[0].user_id, alice.id);
+    a.event(|e| presence_of(e, &id, &bob, true)).await;
+
+    b.send(&send(&id, 5, b"relayed from bob")).await;
+    a.event(|e| data_from(e, 5, b"relayed from bob", &bob))
+        .await;
+    a.send(&send(&id, 6, b"relayed from alice")).await;
+    b.event(|e| data_from(e, 6, b"relayed from alice", &alice))
+        .await;
+
+    // Node 2 lists the relayed match of node 1 (with both members).
+    let http = Http::new(&n2.base);
+    let token = user(&http).await.token;
+    let expected = id.clone();
+    let mut listed = false;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !listed && Instant::now() < deadline {
+        let reply = http
+            .send(
+                http.get("/v2/match?limit=10&authoritative=false")
+                    .bearer_auth(&token),
+            )
+            .await;
+        listed = reply.body["matches"].as_array().is_some_and(|all| {
+            all.iter()
+                .any(|m| m["match_id"] == expected.as_str() && m["size"] == 2)
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        listed,
+        "node 2 lists node 1's relayed match with its two members"
+    );
+
+    // A named relayed match created on node 1 is the one node 2's player "creates" later.
+    let named = |name: &str| {
+        Message::MatchCreate(MatchCreate {
+            name: name.to_owned(),
+        })
+    };
+    let first = a.request(named("cluster-room")).await;
+    let Some(Message::Match(first)) = first.message else {
+        panic!("{first:?}")
+    };
+    let second = b.request(named("cluster-room")).await;
+    let Some(Message::Match(second)) = second.message else {
+        panic!("{second:?}")
+    };
+    assert_eq!(second.match_id, first.match_id);
+    assert_eq!(second.size, 2);
+    a.event(|e| presence_of(e, &first.match_id, &bob, true))
+        .await;
+    b.send(&send(&first.match_id, 7, b"in the named room"))
+        .await;
+    a.event(|e| data_from(e, 7, b"in the named room", &bob))
+        .await;
+
+    // bob's socket closes: alice sees him leave both.
+    drop(b);
+    a.event(|e| presence_of(e, &id, &bob, false)).await;
+    a.event(|e| presence_of(e, &first.match_id, &bob, false))
+        .await;
+
+    n2.stop().await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_on_one_node_show_the_other_nodes_matches() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a) = player(&n1).await;
+    let (_bob, mut b) = player(&n2).await;
+    let on_n1 = rpc(&mut a, "create", "").await;
+    let on_n2 = rpc(&mut b, "create", "").await;
+    joined(&mut a, &on_n1).await;
+    // Within the bound (the listing interval, 100 ms here), each node lists both.
+    let both = |listed: &str| listed.contains(&format!("{on_n1}/1")) && listed.contains(&on_n2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let listed = rpc(&mut b, "list", "").await;
+        if both(&listed) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 2 lists {listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // REST on node 2, with a query.
+    let http = Http::new(&n2.base);
+    let token = user(&http).await.token;
+    let reply = http
+        .send(
+            http.get("/v2/match?limit=10&authoritative=true&query=%2Blabel.kind%3Acluster")
+                .bearer_auth(&token),
+        )
+        .await;
+    let ids: Vec<&str> = reply.body["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["match_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&on_n1.as_str()) && ids.contains(&on_n2.as_str()),
+        "{ids:?}"
+    );
+    // The other node's entry carries its label, size and tick rate.
+    let entry = reply.body["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["match_id"] == on_n1.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(entry["authoritative"], true);
+    assert_eq!(entry["size"], 1);
+    assert_eq!(entry["tick_rate"], 10);
+    assert_eq!(entry["label"], r#"{"kind":"cluster","n":1}"#);
+
+    // Node 1 stops: node 2 stops listing its match at once (it said bye).
+    n1.stop().await;
+    eventually("node 1's match is no longer listed on node 2", || {
+        n2.node().cluster().unwrap().remote_matches() == 0
+    })
+    .await;
+    let listed = rpc(&mut b, "list", "").await;
+    assert!(
+        !listed.contains(&on_n1) && listed.contains(&on_n2),
+        "{listed}"
+    );
+    n2.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_takes_its_matches_and_its_players_away() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    // A match on node 1 with bob (node 2) in it, and one on node 2 with alice (node 1) in it.
+    let on_n1 = rpc(&mut a, "create", "").await;
+    let on_n2 = rpc(&mut b, "create", "").await;
+    joined(&mut b, &on_n1).await;
+    joined(&mut b, &on_n2).await;
+    joined(&mut a, &on_n2).await;
+    b.event(|e| presence_of(e, &on_n2, &alice, true)).await;
+
+    // Node 1 goes away: bob is told he is out of node 1's match (his own presence leaves), and
+    // alice (a node-1 player) leaves node 2's match.
+    n1.stop().await;
+    b.event(|e| presence_of(e, &on_n1, &bob, false)).await;
+    b.event(|e| presence_of(e, &on_n2, &alice, false)).await;
+    // Joining the gone node's match: "Match not found".
+    let (code, _) = b.request_error(join(&on_n1, &[])).await;
+    assert_eq!(code, ErrorCode::MatchNotFound as i32);
+    n2.stop().await;
+}
+
+fn party_presence(e: &Envelope, party_id: &str, who: &User, join: bool) -> bool {
+    matches!(&e.message, Some(Message::PartyPresenceEvent(ev))
+        if ev.party_id == party_id
+            && (if join { &ev.joins } else { &ev.leaves }).iter().any(|p| p.user_id == who.id))
+}
+
+fn party_data_from(e: &Envelope, payload: &[u8], sender: &User) -> bool {
+    matches!(&e.message, Some(Message::PartyData(d))
+        if d.data == payload && d.presence.as_ref().is_some_and(|p| p.user_id == sender.id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_party_spans_both_nodes() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let party_id = party.party_id;
+    assert!(party_id.ends_with(".n1"), "{party_id}");
+
+    // bob (node 2) joins node 1's party: his answer, then the party, then both see him join.
+    let ack = b
+        .request(Message::PartyJoin(PartyJoin {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    let joined = b
+        .event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == party_id))
+        .await;
+    let Some(Message::Party(state)) = joined.message else {
+        unreachable!()
+    };
+    assert_eq!(state.presences.len(), 2);
+    a.event(|e| party_presence(e, &party_id, &bob, true)).await;
+
+    // Data both ways.
+    b.send(&Envelope::new(
+        "",
+        Message::PartyDataSend(PartyDataSend {
+            party_id: party_id.clone(),
+            op_code: 3,
+            data: Bytes::from_static(b"bob to party"),
+        }),
+    ))
+    .await;
+    a.event(|e| party_data_from(e, b"bob to party", &bob)).await;
+    a.send(&Envelope::new(
+        "",
+        Message::PartyDataSend(PartyDataSend {
+            party_id: party_id.clone(),
+            op_code: 3,
+            data: Bytes::from_static(b"alice to party"),
+        }),
+    ))
+    .await;
+    b.event(|e| party_data_from(e, b"alice to party", &alice))
+        .await;
+
+    // A refusal from node 1 reaches bob with Nakama's text: he is not the leader.
+    let (code, message) = b
+        .request_error(Message::PartyClose(PartyClose {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert_eq!(code, ErrorCode::BadInput as i32);
+    assert_eq!(message, "Error closing party: party leader only");
+
+    // alice promotes bob: both hear of the new leader; bob (node 2) now closes the party.
+    let bob_presence = state
+        .presences
+        .iter()
+        .find(|p| p.user_id == bob.id)
+        .cloned()
+        .unwrap();
+    let ack = a
+        .request(Message::PartyPromote(PartyPromote {
+            party_id: party_id.clone(),
+            presence: Some(bob_presence),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    b.event(|e| matches!(&e.message, Some(Message::PartyLeader(l)) if l.presence.as_ref().is_some_and(|p| p.user_id == bob.id)))
+        .await;
+    let ack = b
+        .request(Message::PartyClose(PartyClose {
+            party_id: party_id.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    a.event(|e| matches!(&e.message, Some(Message::PartyClose(c)) if c.party_id == party_id))
+        .await;
+
+    // A party of node 1 that bob joined: his socket closing on node 2 makes him leave it.
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let second = party.party_id;
+    b.request(Message::PartyJoin(PartyJoin {
+        party_id: second.clone(),
+    }))
+    .await;
+    a.event(|e| party_presence(e, &second, &bob, true)).await;
+    drop(b);
+    a.event(|e| party_presence(e, &second, &bob, false)).await;
+
+    n2.stop().await;
+    n1.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_closes_its_parties_for_players_elsewhere() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a) = player(&n1).await;
+    let (_bob, mut b) = player(&n2).await;
+    let created = a
+        .request(Message::PartyCreate(PartyCreate {
+            open: true,
+            max_size: 4,
+            label: String::new(),
+            hidden: false,
+        }))
+        .await;
+    let Some(Message::Party(party)) = created.message else {
+        panic!("{created:?}")
+    };
+    let party_id = party.party_id;
+    b.request(Message::PartyJoin(PartyJoin {
+        party_id: party_id.clone(),
+    }))
+    .await;
+    b.event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == party_id))
+        .await;
+    // Node 1 goes away: bob hears the party is closed.
+    n1.stop().await;
+    b.event(|e| matches!(&e.message, Some(Message::PartyClose(c)) if c.party_id == party_id))
+        .await;
+    n2.stop().await;
+}
