@@ -94,20 +94,24 @@ impl Matches {
     }
 
     /// [`Matches::join_relayed`] by id that also finds the match on another node of a
-    /// cluster when this node does not have it (`None`: "Match not found").
+    /// cluster when this node does not have it (`None`: "Match not found"). With `create` (a
+    /// matchmaker token) the match is created here only when no node has it yet, so the
+    /// group's players on several nodes meet in one match.
     pub async fn join_relayed_anywhere(
         &self,
         uuid: Uuid,
         presence: Arc<Presence>,
         create: bool,
     ) -> Option<RelayedJoin> {
-        if create || self.inner.relayed.read().contains_key(&uuid) {
-            return self.join_relayed(uuid, presence, create);
+        if !self.has_relayed(uuid)
+            && let Some(remote) = self.inner.remote.get()
+        {
+            let joined = remote.join_relayed(uuid, presence.clone()).await;
+            if joined.is_some() || !create {
+                return joined;
+            }
         }
-        match self.inner.remote.get() {
-            Some(remote) => remote.join_relayed(uuid, presence).await,
-            None => self.join_relayed(uuid, presence, false),
-        }
+        self.join_relayed(uuid, presence, create)
     }
 
     fn enter_relayed(
