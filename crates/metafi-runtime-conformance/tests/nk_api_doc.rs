@@ -174,6 +174,7 @@ fn native_state(row: Option<&NkFunction>, lua: Option<&str>) -> String {
         (None, Some(lua)) if NATIVE_REGISTRATIONS.contains(&lua) => "yes".into(),
         (None, Some(lua)) if lua.starts_with("logger_") => "yes (tracing)".into(),
         (None, Some("json_encode" | "json_decode")) => "yes (serde_json)".into(),
+        (None, Some("storage_write_retry")) => "yes (a Rust closure)".into(),
         _ => "—".into(),
     }
 }

@@ -41,6 +41,7 @@ mod sessions;
 mod social;
 mod status;
 mod storage;
+pub mod storage_retry;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
