@@ -25,6 +25,9 @@ pub struct AppleConfig {
     pub production_url: String,
     /// Asked when production answers 21007 (a sandbox receipt), as Apple documents.
     pub sandbox_url: String,
+    /// Trusted roots (DER) of signed transactions and notifications
+    /// (`iap.apple.root_certificates`): Apple Root CA - G3 unless configured.
+    pub root_certificates: Vec<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +78,7 @@ impl Default for IapConfig {
                 shared_password: String::new(),
                 production_url: "https://buy.itunes.apple.com/verifyReceipt".into(),
                 sandbox_url: "https://sandbox.itunes.apple.com/verifyReceipt".into(),
+                root_certificates: vec![super::apple_jws::apple_root_g3()],
             },
             google: GoogleConfig {
                 client_email: String::new(),
