@@ -143,6 +143,10 @@ pub fn verify(jws: &str, roots: &[Vec<u8>], now_ms: i64) -> Result<Vec<u8>, Stri
 }
 
 /// A JWS part: base64url without padding (Apple's); standard base64 accepted too.
+pub(super) fn decode_part(part: &str) -> Result<Vec<u8>, String> {
+    decode_url(part)
+}
+
 fn decode_url(part: &str) -> Result<Vec<u8>, String> {
     URL_SAFE_NO_PAD
         .decode(part)

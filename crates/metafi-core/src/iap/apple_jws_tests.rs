@@ -2,87 +2,24 @@
 //! with the leaf's key, as Apple signs them.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
-    KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, date_time_ymd,
-};
-use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::*;
+use crate::iap::test_chain::TestChain;
 
 /// 2026-01-01 in ms: inside every test certificate's validity unless a test says otherwise.
 const NOW_MS: i64 = 1_767_225_600_000;
 
-struct Chain {
-    root: Vec<u8>,
-    x5c: Vec<String>,
-    leaf_key: KeyPair,
+fn chain() -> TestChain {
+    TestChain::new(2030)
 }
 
-fn params(name: &str, ca: bool, not_after_year: i32) -> CertificateParams {
-    let mut params = CertificateParams::default();
-    params.distinguished_name = DistinguishedName::new();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.not_before = date_time_ymd(2020, 1, 1);
-    params.not_after = date_time_ymd(not_after_year, 1, 1);
-    if ca {
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    } else {
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    }
-    params
+fn chain_expiring(year: i32) -> TestChain {
+    TestChain::new(year)
 }
 
-fn chain_expiring(leaf_not_after_year: i32) -> Chain {
-    let root_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("key");
-    let root =
-        CertifiedIssuer::self_signed(params("Test Root", true, 2040), root_key).expect("root");
-    let inter_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("key");
-    let inter = CertifiedIssuer::signed_by(params("Test WWDR", true, 2039), inter_key, &root)
-        .expect("intermediate");
-    let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("key");
-    let leaf = params("Test Receipt Signing", false, leaf_not_after_year)
-        .signed_by(&leaf_key, &inter)
-        .expect("leaf");
-    Chain {
-        root: root.der().to_vec(),
-        x5c: [
-            leaf.der().as_ref(),
-            inter.der().as_ref(),
-            root.der().as_ref(),
-        ]
-        .iter()
-        .map(|d| STANDARD.encode(d))
-        .collect(),
-        leaf_key,
-    }
-}
-
-fn chain() -> Chain {
-    chain_expiring(2030)
-}
-
-/// A JWS over `payload` signed by the chain's leaf (ES256, `r || s`).
-fn sign(chain: &Chain, payload: &str) -> String {
-    let header = serde_json::json!({"alg": "ES256", "x5c": chain.x5c}).to_string();
-    let signed = format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(header),
-        URL_SAFE_NO_PAD.encode(payload)
-    );
-    let key = EcdsaKeyPair::from_pkcs8(
-        &ECDSA_P256_SHA256_FIXED_SIGNING,
-        &chain.leaf_key.serialize_der(),
-        &SystemRandom::new(),
-    )
-    .expect("leaf key");
-    let signature = key
-        .sign(&SystemRandom::new(), signed.as_bytes())
-        .expect("sign");
-    format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+fn sign(chain: &TestChain, payload: &str) -> String {
+    chain.sign(payload)
 }
 
 #[test]

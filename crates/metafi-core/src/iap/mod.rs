@@ -14,6 +14,7 @@
 
 mod apple;
 pub mod apple_jws;
+mod apple_notify;
 mod apple_signed;
 mod config;
 mod cursor;
@@ -22,6 +23,8 @@ mod google;
 mod http;
 mod huawei;
 mod samsung;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_chain;
 
 use std::sync::Arc;
 
@@ -32,6 +35,7 @@ use metafi_storage::{
 use tracing::debug;
 use uuid::Uuid;
 
+pub use apple_notify::{AppleNotice, AppleNotificationError, NotificationType};
 pub use apple_signed::AppleTransaction;
 pub use config::{
     AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
