@@ -42,14 +42,6 @@ const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
     (
-        "registerPurchaseNotificationApple",
-        "purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationApple",
-        "purchase notifications",
-    ),
-    (
         "registerPurchaseNotificationGoogle",
         "purchase notifications",
     ),

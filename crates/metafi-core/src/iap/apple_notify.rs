@@ -65,6 +65,16 @@ pub enum AppleNotice {
     },
 }
 
+/// Who hears of store notifications: the runtimes' registered notification functions
+/// (`registerPurchaseNotificationApple`, `registerSubscriptionNotificationApple`). Set once on
+/// [`Purchases`] when the runtime has loaded ([`Purchases::set_notification_listener`]).
+#[async_trait::async_trait]
+pub trait NotificationListener: Send + Sync + std::fmt::Debug {
+    /// Runs the function registered for this notice; its failure is logged, never answered
+    /// to the store (Nakama answers 200 anyway).
+    async fn apple_notice(&self, notice: &AppleNotice);
+}
+
 /// Why a notification was not accepted (Apple is answered 500 and retries).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -141,6 +151,29 @@ fn env_of(name: &str) -> i32 {
 }
 
 impl Purchases {
+    /// Hands every accepted notification to `listener` from now on (the first one set stays).
+    pub fn set_notification_listener(&self, listener: std::sync::Arc<dyn NotificationListener>) {
+        let _ = self.listener.set(listener);
+    }
+
+    /// Serves one App Store notification: handled, then reported to the listener. `true`: answer
+    /// 200; `false`: 500, so Apple sends it again (the reason is logged).
+    pub async fn serve_apple_notification(&self, body: &[u8]) -> bool {
+        match self.apple_notification(body).await {
+            Ok(Some(notice)) => {
+                if let Some(listener) = self.listener.get() {
+                    listener.apple_notice(&notice).await;
+                }
+                true
+            }
+            Ok(None) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "failed to handle an App Store notification");
+                false
+            }
+        }
+    }
+
     /// Handles one notification body; `Ok(None)`: accepted, nothing to report.
     pub async fn apple_notification(
         &self,

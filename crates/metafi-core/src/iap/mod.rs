@@ -35,7 +35,9 @@ use metafi_storage::{
 use tracing::debug;
 use uuid::Uuid;
 
-pub use apple_notify::{AppleNotice, AppleNotificationError, NotificationType};
+pub use apple_notify::{
+    AppleNotice, AppleNotificationError, NotificationListener, NotificationType,
+};
 pub use apple_signed::AppleTransaction;
 pub use config::{
     AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
@@ -187,6 +189,8 @@ pub struct Purchases {
     config: IapConfig,
     http: http::StoreHttp,
     google_tokens: google::TokenCache,
+    /// The runtimes' notification functions, once they have loaded.
+    listener: std::sync::OnceLock<Arc<dyn NotificationListener>>,
 }
 
 impl Purchases {
@@ -208,6 +212,7 @@ impl Purchases {
             config,
             http,
             google_tokens: google::TokenCache::default(),
+            listener: std::sync::OnceLock::new(),
         })
     }
 
