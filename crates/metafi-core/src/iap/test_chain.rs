@@ -63,6 +63,20 @@ impl TestChain {
         }
     }
 
+    /// The root as PEM text (for `iap.apple.root_certificates` files).
+    pub fn root_pem(&self) -> String {
+        let body = STANDARD.encode(&self.root);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap_or_default())
+            .collect();
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            lines.join("\n")
+        )
+    }
+
     /// A JWS over `payload` (JSON text) signed by the leaf: ES256, `r || s`.
     pub fn sign(&self, payload: &str) -> String {
         let header = serde_json::json!({"alg": "ES256", "x5c": self.x5c}).to_string();
