@@ -235,10 +235,10 @@ impl Purchases {
                     },
                 };
                 let mut product_id = info.product_id.clone();
-                if matches!(payload.subtype.as_str(), "UPGRADE" | "DOWNGRADE") {
-                    if let Some(renewal) = &renewal {
-                        product_id = renewal.auto_renew_product_id.clone();
-                    }
+                if matches!(payload.subtype.as_str(), "UPGRADE" | "DOWNGRADE")
+                    && let Some(renewal) = &renewal
+                {
+                    product_id = renewal.auto_renew_product_id.clone();
                 }
                 let subscription = self
                     .record_notified_subscription(NewSubscription {
