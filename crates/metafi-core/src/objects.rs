@@ -12,6 +12,13 @@ use uuid::Uuid;
 
 use crate::{Clock, CoreError, validate};
 
+mod retry;
+
+pub use retry::{
+    MAX_RETRIES_MESSAGE, MAX_WRITE_RETRIES, RETRIES_EXHAUSTED, RetryError, WriteAttempt,
+    retry_backoff,
+};
+
 /// Largest page a listing may ask for.
 pub const MAX_LIST_LIMIT: usize = 100;
 

@@ -42,14 +42,6 @@ const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
     (
-        "registerPurchaseNotificationApple",
-        "purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationApple",
-        "purchase notifications",
-    ),
-    (
         "registerPurchaseNotificationGoogle",
         "purchase notifications",
     ),
@@ -174,6 +166,7 @@ fn native_state(row: Option<&NkFunction>, lua: Option<&str>) -> String {
         (None, Some(lua)) if NATIVE_REGISTRATIONS.contains(&lua) => "yes".into(),
         (None, Some(lua)) if lua.starts_with("logger_") => "yes (tracing)".into(),
         (None, Some("json_encode" | "json_decode")) => "yes (serde_json)".into(),
+        (None, Some("storage_write_retry")) => "yes (a Rust closure)".into(),
         _ => "—".into(),
     }
 }

@@ -16,8 +16,9 @@
 use metafi_core::HookKind;
 use metafi_core::hooks::NAKAMA_API_HOOKS;
 use metafi_runtime::hooks::{
-    HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY,
-    hook_key, warn_unserved_once,
+    HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY, SHUTDOWN_KEY,
+    SUBSCRIPTION_NOTIFICATION_APPLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
+    warn_unserved_once,
 };
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
@@ -38,14 +39,6 @@ const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, 
 const UNSERVED: &[(&str, &str)] = &[
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage index filters"),
-    (
-        "registerPurchaseNotificationApple",
-        "Apple purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationApple",
-        "Apple subscription notifications",
-    ),
     (
         "registerPurchaseNotificationGoogle",
         "Google purchase notifications",
@@ -136,9 +129,19 @@ pub(crate) fn install<'js>(
     })?
     .with_name("registerLeaderboardReset")?;
     initializer.set("registerLeaderboardReset", register)?;
+    // fn(ctx, logger, nk, tournament, end, reset) and fn(ctx, logger, nk, purchase or
+    // subscription, providerPayload, notificationType): three values from the host.
     for (name, key) in [
         ("registerTournamentEnd", TOURNAMENT_END_KEY),
         ("registerTournamentReset", TOURNAMENT_RESET_KEY),
+        (
+            "registerPurchaseNotificationApple",
+            PURCHASE_NOTIFICATION_APPLE_KEY,
+        ),
+        (
+            "registerSubscriptionNotificationApple",
+            SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+        ),
     ] {
         let on = shared.clone();
         let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {

@@ -33,6 +33,13 @@ pub(crate) fn install<'js>(
         .with_name(name)?;
         nk.set(name, function)?;
     }
+    // Takes a script function, which the table cannot carry: bound here.
+    let retry_shared = shared.clone();
+    let retry = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+        crate::storage_retry::call(&ctx, &retry_shared, &args)
+    })?
+    .with_name("storageWriteRetry")?;
+    nk.set("storageWriteRetry", retry)?;
     Ok(())
 }
 

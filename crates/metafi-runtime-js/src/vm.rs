@@ -567,7 +567,7 @@ fn property<'js>(ctx: &Ctx<'js>, object: &Object<'js>, key: &str) -> Option<Valu
 }
 
 /// `String(value)`, or its type if even that throws.
-fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
+pub(crate) fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
     match value.get::<Coerced<String>>() {
         Ok(text) => text.0,
         Err(_) => {

@@ -27,6 +27,7 @@ mod nk_value;
 mod pattern;
 mod registrations;
 mod sandbox;
+mod storage_retry;
 mod strings;
 
 use std::cell::{Cell, RefCell};

@@ -22,6 +22,7 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
         located(lua, super::lua_match_handler::register_matchmaker_matched)?,
     )?;
     nk.raw_set("run_once", located_async(lua, run_once)?)?;
+    nk.raw_set("storage_write_retry", super::storage_retry::function(lua)?)?;
     nk.raw_set("get_context", located(lua, get_context)?)?;
     for (name, level) in [
         ("logger_debug", LogLevel::Debug),

@@ -31,6 +31,10 @@ pub enum ExecutionMode {
     TournamentReset,
     /// An event processor (`register_event`).
     Event,
+    /// `registerPurchaseNotificationApple`'s function, on an App Store notification.
+    PurchaseNotificationApple,
+    /// `registerSubscriptionNotificationApple`'s function, on an App Store notification.
+    SubscriptionNotificationApple,
 }
 
 impl ExecutionMode {
@@ -49,6 +53,8 @@ impl ExecutionMode {
             ExecutionMode::TournamentEnd => "tournament_end",
             ExecutionMode::TournamentReset => "tournament_reset",
             ExecutionMode::Event => "event",
+            ExecutionMode::PurchaseNotificationApple => "purchase_notification_apple",
+            ExecutionMode::SubscriptionNotificationApple => "subscription_notification_apple",
         }
     }
 }

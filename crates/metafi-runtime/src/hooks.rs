@@ -43,6 +43,17 @@ pub const TOURNAMENT_END_KEY: &str = "\u{1}tournamentend";
 /// payload of [`TOURNAMENT_END_KEY`].
 pub const TOURNAMENT_RESET_KEY: &str = "\u{1}tournamentreset";
 
+/// The reserved id of the App Store purchase notification function
+/// (`registerPurchaseNotificationApple`). Its payload is `[purchase, provider_payload,
+/// notification_type]` as JSON, the purchase in the engine's naming and the provider payload
+/// as JSON text, as Nakama passes them.
+pub const PURCHASE_NOTIFICATION_APPLE_KEY: &str = "\u{1}purchasenotificationapple";
+
+/// The reserved id of the App Store subscription notification function
+/// (`registerSubscriptionNotificationApple`), with the payload of
+/// [`PURCHASE_NOTIFICATION_APPLE_KEY`] (a subscription instead of a purchase).
+pub const SUBSCRIPTION_NOTIFICATION_APPLE_KEY: &str = "\u{1}subscriptionnotificationapple";
+
 /// Before or after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookMode {
@@ -150,6 +161,8 @@ pub(crate) struct HookRegistry {
     leaderboard_reset: Option<Registered>,
     tournament_end: Option<Registered>,
     tournament_reset: Option<Registered>,
+    purchase_notification_apple: Option<Registered>,
+    subscription_notification_apple: Option<Registered>,
     /// Hook names registered that MetaFi does not serve, reported once each.
     unserved: HashSet<String>,
 }
@@ -227,6 +240,18 @@ impl HookRegistry {
         }
     }
 
+    /// A store notification function, by its reserved id; the first registered stays.
+    pub(crate) fn add_notification(&mut self, key: &str, hook: Registered) {
+        let slot = if key == PURCHASE_NOTIFICATION_APPLE_KEY {
+            &mut self.purchase_notification_apple
+        } else {
+            &mut self.subscription_notification_apple
+        };
+        if slot.is_none() {
+            *slot = Some(hook);
+        }
+    }
+
     pub(crate) fn finish(
         self,
         nk: Nk,
@@ -246,6 +271,8 @@ impl HookRegistry {
             leaderboard_reset: self.leaderboard_reset,
             tournament_end: self.tournament_end,
             tournament_reset: self.tournament_reset,
+            purchase_notification_apple: self.purchase_notification_apple,
+            subscription_notification_apple: self.subscription_notification_apple,
             nk,
             ctx,
             call_timeout,
@@ -264,6 +291,9 @@ pub struct RuntimeHooks {
     /// The tournament end and reset functions, if modules registered them.
     tournament_end: Option<Registered>,
     tournament_reset: Option<Registered>,
+    /// The App Store notification functions, if modules registered them.
+    purchase_notification_apple: Option<Registered>,
+    subscription_notification_apple: Option<Registered>,
     nk: Nk,
     /// Node, version and env, copied into each call's context.
     ctx: Arc<CallContext>,
@@ -453,6 +483,82 @@ impl RuntimeHooks {
         );
         if let Some(error) = error {
             tracing::warn!(runtime = hook.runtime, module = %hook.module, leaderboard = %board.row.id, %error, "failed to invoke leaderboard reset callback");
+        }
+    }
+
+    /// Runs the notification function registered for `notice`, if any, within the call
+    /// timeout, with `(purchase or subscription, provider payload JSON text, notification
+    /// type)` as Nakama passes them. Failures are logged, as Nakama does.
+    pub async fn apple_notice(&self, notice: &metafi_core::iap::AppleNotice) {
+        use metafi_core::iap::AppleNotice;
+        let (hook, mode, what, kind, provider) = match notice {
+            AppleNotice::Purchase {
+                kind,
+                provider_payload,
+                ..
+            } => (
+                &self.purchase_notification_apple,
+                ExecutionMode::PurchaseNotificationApple,
+                "purchase_notification_apple",
+                kind,
+                provider_payload,
+            ),
+            AppleNotice::Subscription {
+                kind,
+                provider_payload,
+                ..
+            } => (
+                &self.subscription_notification_apple,
+                ExecutionMode::SubscriptionNotificationApple,
+                "subscription_notification_apple",
+                kind,
+                provider_payload,
+            ),
+        };
+        let Some(hook) = hook else {
+            return;
+        };
+        let HookTarget::Pool { pool, key } = &hook.target else {
+            return;
+        };
+        let naming = if hook.runtime == "js" {
+            crate::nk_api::Naming::Camel
+        } else {
+            crate::nk_api::Naming::Snake
+        };
+        let view = match notice {
+            AppleNotice::Purchase { purchase, .. } => {
+                crate::nk_api::purchase_payload(purchase, naming)
+            }
+            AppleNotice::Subscription { subscription, .. } => {
+                crate::nk_api::subscription_payload(subscription, naming)
+            }
+        };
+        let payload = Json::Array(vec![
+            view,
+            Json::from(provider.to_string()),
+            Json::from(kind.as_str()),
+        ])
+        .to_string();
+        let ctx = self.context(mode, RpcContext::default());
+        let started = Instant::now();
+        let outcome =
+            tokio::time::timeout(self.call_timeout, pool.call(key.clone(), ctx, payload)).await;
+        let error = match outcome {
+            Ok(Ok(Ok(_))) => None,
+            Ok(Ok(Err(e))) => Some(format!("{e:?}")),
+            Ok(Err(e)) => Some(format!("{e:?}")),
+            Err(_) => Some("did not finish within the call timeout".to_owned()),
+        };
+        record(
+            hook.runtime,
+            what,
+            what,
+            started,
+            if error.is_none() { "ok" } else { "failed" },
+        );
+        if let Some(error) = error {
+            tracing::error!(runtime = hook.runtime, module = %hook.module, notification_type = kind.as_str(), %error, "error invoking the Apple IAP notification function ({what})");
         }
     }
 
@@ -754,6 +860,13 @@ fn tournament_view(view: &metafi_core::leaderboards::TournamentView, js: bool) -
     );
     map.insert("operator".into(), Json::from(operator));
     Json::Object(map)
+}
+
+#[async_trait::async_trait]
+impl metafi_core::iap::NotificationListener for RuntimeHooks {
+    async fn apple_notice(&self, notice: &metafi_core::iap::AppleNotice) {
+        RuntimeHooks::apple_notice(self, notice).await;
+    }
 }
 
 #[async_trait::async_trait]

@@ -460,6 +460,29 @@ impl Nk {
         }
     }
 
+    /// The storage-object service (server code's `storage_write_retry` runs its retry loop).
+    pub fn objects(&self) -> &Arc<Objects> {
+        &self.inner.services.objects
+    }
+
+    /// `storage_write_retry` for native modules: reads `ids`, calls `update` with the
+    /// objects that exist, writes what it returns (each write's `version` is its condition)
+    /// and starts over on a version conflict, at most `max_retries` (0–10) more times.
+    pub async fn storage_write_retry<F, Fut, E>(
+        &self,
+        ids: Vec<ObjectId>,
+        update: F,
+        max_retries: usize,
+    ) -> Result<Vec<ObjectAck>, metafi_core::objects::RetryError<E>>
+    where
+        F: FnMut(Vec<StorageObject>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<WriteInput>, E>>,
+    {
+        self.objects()
+            .write_with_retries(ids, update, max_retries)
+            .await
+    }
+
     /// Reads objects by id; missing objects are left out. As the server: any owner, any
     /// permission. A nil `user_id` means system-owned objects.
     pub async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, CoreError> {

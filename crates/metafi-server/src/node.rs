@@ -417,6 +417,8 @@ async fn wire(
     if let Some(hook) = runtime.matchmaker_hook() {
         matchmaking.set_hook(hook);
     }
+    // App Store notifications reach the modules' notification functions.
+    purchases.set_notification_listener(runtime.purchase_notification_listener());
     // Period ends run the modules' leaderboard reset hooks until the node stops.
     let resets = metafi_core::leaderboards::spawn_scheduler(
         leaderboards.clone(),

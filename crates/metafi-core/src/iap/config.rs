@@ -25,6 +25,12 @@ pub struct AppleConfig {
     pub production_url: String,
     /// Asked when production answers 21007 (a sandbox receipt), as Apple documents.
     pub sandbox_url: String,
+    /// Trusted roots (DER) of signed transactions and notifications
+    /// (`iap.apple.root_certificates`): Apple Root CA - G3 unless configured.
+    pub root_certificates: Vec<Vec<u8>>,
+    /// App Store Server Notifications are served at `/v2/console/apple/notifications/{id}`
+    /// (`iap.apple.notifications_endpoint_id`); empty: not served.
+    pub notifications_endpoint_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +43,9 @@ pub struct GoogleConfig {
     pub token_url: String,
     /// The Android Publisher API root.
     pub publisher_url: String,
+    /// Real-time developer notifications are served at `/v2/console/google/notifications/{id}`
+    /// (`iap.google.notifications_endpoint_id`); empty: not served.
+    pub notifications_endpoint_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,12 +84,15 @@ impl Default for IapConfig {
                 shared_password: String::new(),
                 production_url: "https://buy.itunes.apple.com/verifyReceipt".into(),
                 sandbox_url: "https://sandbox.itunes.apple.com/verifyReceipt".into(),
+                root_certificates: vec![super::apple_jws::apple_root_g3()],
+                notifications_endpoint_id: String::new(),
             },
             google: GoogleConfig {
                 client_email: String::new(),
                 private_key: String::new(),
                 token_url: "https://accounts.google.com/o/oauth2/token".into(),
                 publisher_url: "https://androidpublisher.googleapis.com".into(),
+                notifications_endpoint_id: String::new(),
             },
             huawei: HuaweiConfig {
                 public_key: String::new(),

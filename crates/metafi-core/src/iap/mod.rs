@@ -9,9 +9,13 @@
 //!
 //! Samsung Galaxy Store purchases are checked with Samsung's receipt API.
 //!
-//! Not served yet, answered clearly (`Unimplemented`): Apple's signed (JWS) transactions.
+//! Apple's signed (JWS) transactions are verified locally against Apple's root certificate
+//! (`apple_jws.rs`), with no store call.
 
 mod apple;
+pub mod apple_jws;
+mod apple_notify;
+mod apple_signed;
 mod config;
 mod cursor;
 mod facebook;
@@ -19,6 +23,8 @@ mod google;
 mod http;
 mod huawei;
 mod samsung;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_chain;
 
 use std::sync::Arc;
 
@@ -29,6 +35,10 @@ use metafi_storage::{
 use tracing::debug;
 use uuid::Uuid;
 
+pub use apple_notify::{
+    AppleNotice, AppleNotificationError, NotificationListener, NotificationType,
+};
+pub use apple_signed::AppleTransaction;
 pub use config::{
     AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
 };
@@ -171,13 +181,6 @@ fn failed_precondition(message: impl Into<String>) -> CoreError {
     }
 }
 
-fn not_served(what: &str) -> CoreError {
-    CoreError::Status {
-        code: Code::Unimplemented,
-        message: format!("{what} is not served by this server yet."),
-    }
-}
-
 /// The purchase and subscription service.
 #[derive(Debug)]
 pub struct Purchases {
@@ -186,6 +189,8 @@ pub struct Purchases {
     config: IapConfig,
     http: http::StoreHttp,
     google_tokens: google::TokenCache,
+    /// The runtimes' notification functions, once they have loaded.
+    listener: std::sync::OnceLock<Arc<dyn NotificationListener>>,
 }
 
 impl Purchases {
@@ -207,6 +212,7 @@ impl Purchases {
             config,
             http,
             google_tokens: google::TokenCache::default(),
+            listener: std::sync::OnceLock::new(),
         })
     }
 
@@ -235,7 +241,7 @@ impl Purchases {
             return Err(CoreError::invalid("Receipt cannot be empty."));
         }
         if receipt.split('.').count() == 3 {
-            return Err(not_served("Validating Apple signed (JWS) transactions"));
+            return self.validate_apple_jws(user_id, receipt, persist).await;
         }
         if password.is_empty() {
             return Err(failed_precondition("Apple IAP is not configured."));
@@ -654,7 +660,9 @@ impl Purchases {
             return Err(CoreError::invalid("Receipt cannot be empty."));
         }
         if receipt.split('.').count() == 3 {
-            return Err(not_served("Validating Apple signed (JWS) transactions"));
+            return self
+                .validate_subscription_apple_jws(user_id, receipt, persist)
+                .await;
         }
         let (answer, raw) =
             apple::verify_receipt(&self.http, &self.config.apple, password, receipt).await?;
@@ -790,6 +798,20 @@ impl Purchases {
         s: NewSubscription,
         persist: bool,
     ) -> Result<ValidatedSubscription, CoreError> {
+        let mut view = self.record_subscription_with_refund(s, persist).await?;
+        if view.create_time_ms.is_some() {
+            // Nakama's answer to a validation has no refund time.
+            view.refund_time_ms = None;
+        }
+        Ok(view)
+    }
+
+    /// Records (when `persist`) and answers a subscription with its refund time.
+    async fn record_subscription_with_refund(
+        &self,
+        s: NewSubscription,
+        persist: bool,
+    ) -> Result<ValidatedSubscription, CoreError> {
         let now = self.clock.now_ms();
         if !persist {
             return Ok(ValidatedSubscription {
@@ -813,10 +835,7 @@ impl Purchases {
             .upsert_subscription(s, now)
             .await
             .map_err(|e| CoreError::storage("store subscription", e))?;
-        let mut view = self.stored_subscription(stored);
-        // Nakama's answer to a validation has no refund time.
-        view.refund_time_ms = None;
-        Ok(view)
+        Ok(self.stored_subscription(stored))
     }
 
     fn stored_subscription(&self, s: Subscription) -> ValidatedSubscription {

@@ -716,3 +716,396 @@ async fn samsung_asks_the_receipt_api_and_records_the_purchase_id() {
         (Code::InvalidArgument, "Purchase ID cannot be empty.".into())
     );
 }
+
+/// Apple's signed (JWS) transactions: a chain made here is trusted through
+/// `root_certificates`; no store is called and no shared password is needed for purchases.
+mod apple_signed {
+    use super::*;
+    use crate::iap::test_chain::TestChain;
+
+    fn trusting(chain: &TestChain) -> IapConfig {
+        let mut config = IapConfig::default();
+        config.apple.root_certificates = vec![chain.root.clone()];
+        // Any call to the legacy endpoint would fail the test.
+        config.apple.production_url = "http://127.0.0.1:9/never".into();
+        config
+    }
+
+    fn transaction(extra: serde_json::Value) -> String {
+        let mut base = serde_json::json!({
+            "transactionId": "2000000123",
+            "originalTransactionId": "2000000100",
+            "productId": "gems.100",
+            "environment": "Sandbox",
+            "purchaseDate": NOW - 60_000,
+            "originalPurchaseDate": NOW - 120_000,
+            "type": "Consumable",
+        });
+        if let (Some(base), Some(extra)) = (base.as_object_mut(), extra.as_object()) {
+            base.extend(extra.clone());
+        }
+        base.to_string()
+    }
+
+    #[tokio::test]
+    async fn a_signed_purchase_is_verified_decoded_and_recorded() {
+        let chain = TestChain::new(2030);
+        let (purchases, storage, user) = service(trusting(&chain)).await;
+        let jws = chain.sign(&transaction(serde_json::json!({})));
+        let first = purchases
+            .validate_apple(user, &jws, true)
+            .await
+            .expect("valid");
+        assert_eq!(first.len(), 1);
+        let p = &first[0];
+        assert_eq!(p.user_id, Some(user));
+        assert_eq!(p.transaction_id, "2000000123");
+        assert_eq!(p.product_id, "gems.100");
+        assert_eq!(p.store, store::APPLE_APP_STORE);
+        assert_eq!(p.environment, environment::SANDBOX);
+        assert_eq!(p.purchase_time_ms, NOW - 60_000);
+        assert_eq!(p.refund_time_ms, Some(0));
+        assert_eq!(p.provider_response, "", "the receipt is not echoed");
+        assert!(!p.seen_before);
+        let again = purchases
+            .validate_apple(user, &jws, true)
+            .await
+            .expect("replay");
+        assert!(again[0].seen_before);
+        let stored = storage
+            .purchase_by_transaction_id("2000000123")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(
+            stored.raw_response,
+            serde_json::json!({ "jws": jws }).to_string()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_signed_subscription_records_its_expiry_and_refund() {
+        let chain = TestChain::new(2030);
+        let mut config = trusting(&chain);
+        config.apple.shared_password = "p".into();
+        let (purchases, _, user) = service(config).await;
+        let jws = chain.sign(&transaction(serde_json::json!({
+            "environment": "Production",
+            "expiresDate": NOW + 86_400_000,
+            "type": "Auto-Renewable Subscription",
+        })));
+        let s = purchases
+            .validate_subscription_apple(user, &jws, true)
+            .await
+            .expect("valid");
+        assert_eq!(s.original_transaction_id, "2000000100");
+        assert_eq!(s.purchase_time_ms, NOW - 120_000);
+        assert_eq!(s.expiry_time_ms, NOW + 86_400_000);
+        assert_eq!(s.environment, environment::PRODUCTION);
+        assert!(s.active);
+        assert_eq!(s.refund_time_ms, Some(0));
+        let refunded = chain.sign(&transaction(serde_json::json!({
+            "expiresDate": NOW + 86_400_000,
+            "revocationDate": NOW - 1_000,
+        })));
+        let s = purchases
+            .validate_subscription_apple(user, &refunded, true)
+            .await
+            .expect("valid");
+        assert_eq!(s.refund_time_ms, Some(NOW - 1_000));
+        assert!(!s.active);
+    }
+
+    #[tokio::test]
+    async fn the_wrong_kind_of_transaction_is_refused_as_nakama_does() {
+        let chain = TestChain::new(2030);
+        let mut config = trusting(&chain);
+        config.apple.shared_password = "p".into();
+        let (purchases, _, user) = service(config).await;
+        let subscription = chain.sign(&transaction(serde_json::json!({"expiresDate": NOW})));
+        let err = purchases
+            .validate_apple(user, &subscription, true)
+            .await
+            .expect_err("a subscription");
+        assert_eq!(
+            code(&err),
+            (
+                Code::FailedPrecondition,
+                "Subscription Receipt. Use the appropriate function instead.".into()
+            )
+        );
+        let purchase = chain.sign(&transaction(serde_json::json!({})));
+        let err = purchases
+            .validate_subscription_apple(user, &purchase, true)
+            .await
+            .expect_err("a purchase");
+        assert_eq!(
+            code(&err),
+            (
+                Code::FailedPrecondition,
+                "Purchase Receipt. Use the appropriate function instead.".into()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn an_untrusted_or_tampered_transaction_is_refused_with_code_unknown() {
+        let chain = TestChain::new(2030);
+        let (purchases, _, user) = service(IapConfig::default()).await;
+        let jws = chain.sign(&transaction(serde_json::json!({})));
+        let err = purchases
+            .validate_apple(user, &jws, true)
+            .await
+            .expect_err("not Apple's root");
+        assert_eq!(
+            code(&err),
+            (
+                Code::Unknown,
+                "x509: certificate signed by unknown authority".into()
+            )
+        );
+        let (purchases, storage, user) = service(trusting(&chain)).await;
+        let parts: Vec<&str> = jws.split('.').collect();
+        let forged = format!(
+            "{}.{}.{}",
+            parts[0],
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(transaction(serde_json::json!({"productId": "gems.10000"}))),
+            parts[2]
+        );
+        let err = purchases
+            .validate_apple(user, &forged, true)
+            .await
+            .expect_err("tampered");
+        assert_eq!(
+            code(&err),
+            (
+                Code::Unknown,
+                "invalid jws signature: ecdsa verification failed".into()
+            )
+        );
+        assert!(
+            storage
+                .purchase_by_transaction_id("2000000123")
+                .await
+                .expect("read")
+                .is_none()
+        );
+    }
+
+    /// An App Store Server Notification v2 body, signed by `chain`.
+    fn notification(
+        chain: &TestChain,
+        kind: &str,
+        subtype: &str,
+        transaction: Option<serde_json::Value>,
+        renewal: Option<serde_json::Value>,
+    ) -> Vec<u8> {
+        let mut data =
+            serde_json::json!({"bundleId": "com.example.game", "environment": "Sandbox"});
+        if let Some(t) = transaction {
+            data["signedTransactionInfo"] = chain.sign(&t.to_string()).into();
+        }
+        if let Some(r) = renewal {
+            data["signedRenewalInfo"] = chain.sign(&r.to_string()).into();
+        }
+        let payload = serde_json::json!({
+            "notificationType": kind,
+            "subtype": subtype,
+            "notificationUUID": Uuid::new_v4().to_string(),
+            "version": "2.0",
+            "data": data,
+        });
+        serde_json::json!({"signedPayload": chain.sign(&payload.to_string())})
+            .to_string()
+            .into_bytes()
+    }
+
+    fn subscription_transaction(user: Option<Uuid>) -> serde_json::Value {
+        let mut t: serde_json::Value = serde_json::from_str(&transaction(serde_json::json!({
+            "expiresDate": NOW + 86_400_000,
+            "type": "Auto-Renewable Subscription",
+        })))
+        .expect("json");
+        if let Some(user) = user {
+            t["appAccountToken"] = user.to_string().into();
+        }
+        t
+    }
+
+    #[tokio::test]
+    async fn subscription_notifications_record_and_report_as_nakama() {
+        let chain = TestChain::new(2030);
+        let (purchases, storage, user) = service(trusting(&chain)).await;
+        let body = notification(
+            &chain,
+            "SUBSCRIBED",
+            "INITIAL_BUY",
+            Some(subscription_transaction(Some(user))),
+            None,
+        );
+        let Some(AppleNotice::Subscription {
+            kind,
+            subscription,
+            provider_payload,
+        }) = purchases.apple_notification(&body).await.expect("accepted")
+        else {
+            panic!("a subscription notice")
+        };
+        assert_eq!(kind, NotificationType::Subscribed);
+        assert_eq!(subscription.user_id, Some(user));
+        assert_eq!(subscription.original_transaction_id, "2000000100");
+        assert_eq!(subscription.expiry_time_ms, NOW + 86_400_000);
+        assert!(subscription.active);
+        assert_eq!(
+            subscription.provider_notification,
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(provider_payload["transactionInfo"]["productId"], "gems.100");
+        assert_eq!(provider_payload["bundleId"], "com.example.game");
+
+        // A renewal without appAccountToken finds the owner through the recorded subscription.
+        let body = notification(
+            &chain,
+            "DID_RENEW",
+            "",
+            Some(subscription_transaction(None)),
+            None,
+        );
+        let Some(AppleNotice::Subscription {
+            kind, subscription, ..
+        }) = purchases.apple_notification(&body).await.expect("accepted")
+        else {
+            panic!("a subscription notice")
+        };
+        assert_eq!(kind, NotificationType::Renewed);
+        assert_eq!(subscription.user_id, Some(user));
+
+        // Expiry: the renewal date, or the grace period's end when later.
+        let renewal = serde_json::json!({
+            "originalTransactionId": "2000000100",
+            "productId": "gems.100",
+            "environment": "Sandbox",
+            "renewalDate": NOW - 10_000,
+            "gracePeriodExpiresDate": NOW - 5_000,
+        });
+        let body = notification(&chain, "EXPIRED", "VOLUNTARY", None, Some(renewal.clone()));
+        let Some(AppleNotice::Subscription {
+            kind, subscription, ..
+        }) = purchases.apple_notification(&body).await.expect("accepted")
+        else {
+            panic!("a subscription notice")
+        };
+        assert_eq!(kind, NotificationType::Expired);
+        assert_eq!(subscription.expiry_time_ms, NOW - 5_000);
+        assert!(!subscription.active);
+        let stored = storage
+            .subscription_by_original_transaction_id("2000000100")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(stored.expire_time_ms, NOW - 5_000);
+
+        // Auto-renew turned off is a cancellation; turned on is recorded, not reported.
+        let body = notification(
+            &chain,
+            "DID_CHANGE_RENEWAL_STATUS",
+            "AUTO_RENEW_DISABLED",
+            None,
+            Some(renewal.clone()),
+        );
+        assert!(matches!(
+            purchases.apple_notification(&body).await.expect("accepted"),
+            Some(AppleNotice::Subscription {
+                kind: NotificationType::Cancelled,
+                ..
+            })
+        ));
+        let body = notification(
+            &chain,
+            "DID_CHANGE_RENEWAL_STATUS",
+            "AUTO_RENEW_ENABLED",
+            None,
+            Some(renewal),
+        );
+        assert_eq!(
+            purchases.apple_notification(&body).await.expect("accepted"),
+            None
+        );
+
+        // A renewal of a subscription nobody recorded is refused (Apple retries).
+        let mut unknown = subscription_transaction(None);
+        unknown["originalTransactionId"] = "999".into();
+        let body = notification(&chain, "DID_RENEW", "", Some(unknown), None);
+        assert!(purchases.apple_notification(&body).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_refund_notification_records_the_purchase_refund() {
+        let chain = TestChain::new(2030);
+        let (purchases, storage, user) = service(trusting(&chain)).await;
+        let jws = chain.sign(&transaction(serde_json::json!({})));
+        purchases
+            .validate_apple(user, &jws, true)
+            .await
+            .expect("valid");
+        let mut refunded: serde_json::Value = serde_json::from_str(&transaction(
+            serde_json::json!({"revocationDate": NOW - 1_000}),
+        ))
+        .expect("json");
+        refunded["revocationReason"] = 1.into();
+        let body = notification(&chain, "REFUND", "", Some(refunded), None);
+        let Some(AppleNotice::Purchase { kind, purchase, .. }) =
+            purchases.apple_notification(&body).await.expect("accepted")
+        else {
+            panic!("a purchase notice")
+        };
+        assert_eq!(kind, NotificationType::Refunded);
+        assert_eq!(
+            purchase.user_id,
+            Some(user),
+            "the owner of the recorded purchase"
+        );
+        assert_eq!(purchase.refund_time_ms, Some(NOW - 1_000));
+        assert!(purchase.seen_before);
+        let stored = storage
+            .purchase_by_transaction_id("2000000123")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(stored.refund_time_ms, NOW - 1_000);
+    }
+
+    #[tokio::test]
+    async fn unsigned_unknown_and_malformed_notifications() {
+        let chain = TestChain::new(2030);
+        let (purchases, _, user) = service(IapConfig::default()).await;
+        let body = notification(
+            &chain,
+            "SUBSCRIBED",
+            "",
+            Some(subscription_transaction(Some(user))),
+            None,
+        );
+        let err = purchases
+            .apple_notification(&body)
+            .await
+            .expect_err("untrusted");
+        assert_eq!(
+            err.to_string(),
+            "failed to validate apple jws header: x509: certificate signed by unknown authority"
+        );
+        let (purchases, _, _) = service(trusting(&chain)).await;
+        let body = notification(&chain, "TEST", "", None, None);
+        assert_eq!(
+            purchases.apple_notification(&body).await.expect("accepted"),
+            None
+        );
+        assert!(purchases.apple_notification(b"not json").await.is_err());
+        let body = notification(&chain, "SUBSCRIBED", "", None, None);
+        assert!(
+            purchases.apple_notification(&body).await.is_err(),
+            "no transaction info"
+        );
+    }
+}

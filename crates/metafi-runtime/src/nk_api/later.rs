@@ -12,16 +12,11 @@ const fn later(lua: &'static str, js: &'static str, feature: &'static str) -> Nk
     }
 }
 
-pub(super) const FUNCTIONS: &[NkFunction] = &[
-    // storage_write_retry calls a script function back between attempts, which the binding
-    // table cannot carry yet.
-    later(
-        "storage_write_retry",
-        "storageWriteRetry",
-        "storage_write_retry (a function taking a callback)",
-    ),
-    later("storage_index_list", "storageIndexList", "storage indexes"),
-];
+pub(super) const FUNCTIONS: &[NkFunction] = &[later(
+    "storage_index_list",
+    "storageIndexList",
+    "storage indexes",
+)];
 
 #[cfg(test)]
 mod tests {
@@ -32,7 +27,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            2,
+            1,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

@@ -41,6 +41,7 @@ mod sessions;
 mod social;
 mod status;
 mod storage;
+pub mod storage_retry;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
@@ -57,6 +58,7 @@ mod test_support;
 pub use args::{Arg, MapArg, NkArgs};
 pub use cache::LocalCache;
 pub use function::{NkCall, NkError, NkFunction, NkFuture, Unserved};
+pub use purchases::{purchase_payload, subscription_payload};
 pub use utilities::{UtilityConfig, UtilityState};
 pub use value::{MAX_CONVERTED_VALUES, Naming, NkKey, NkMap, NkValue, ValueBudget, camel_case};
 

@@ -151,6 +151,20 @@ pub(super) fn subscription_value(s: &ValidatedSubscription) -> NkValue {
     map.into()
 }
 
+/// A purchase as a notification function receives it, as JSON in `naming`.
+pub fn purchase_payload(p: &ValidatedPurchase, naming: super::Naming) -> serde_json::Value {
+    purchase_value(p)
+        .to_json(naming)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// A subscription as a notification function receives it, as JSON in `naming`.
+pub fn subscription_payload(s: &ValidatedSubscription, naming: super::Naming) -> serde_json::Value {
+    subscription_value(s)
+        .to_json(naming)
+        .unwrap_or(serde_json::Value::Null)
+}
+
 fn validation_value(purchases: &[ValidatedPurchase]) -> NkValue {
     let list: Vec<NkValue> = purchases.iter().map(purchase_value).collect();
     NkMap::new().with("validated_purchases", list).into()

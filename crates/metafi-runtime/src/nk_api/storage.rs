@@ -53,7 +53,7 @@ fn storage_read(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
-fn read_ids(args: &NkArgs) -> Result<Vec<ObjectId>, NkError> {
+pub(super) fn read_ids(args: &NkArgs) -> Result<Vec<ObjectId>, NkError> {
     let message = if args.is_js() {
         "expects an array of keys"
     } else {
@@ -405,7 +405,7 @@ pub(super) fn json_object(text: &str) -> NkValue {
     NkValue::from_json_text(text)
 }
 
-fn ack_value(ack: &ObjectAck) -> NkValue {
+pub(super) fn ack_value(ack: &ObjectAck) -> NkValue {
     NkMap::with_capacity(4)
         .with("key", ack.key.as_str())
         .with("collection", ack.collection.as_str())

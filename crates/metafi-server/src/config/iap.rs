@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use metafi_core::iap::apple_jws::certificates_from_pem;
 use metafi_core::iap::{
     AppleConfig, FacebookInstantConfig, GoogleConfig, HuaweiConfig, IapConfig, SamsungConfig,
 };
@@ -35,6 +36,12 @@ pub struct RawIapApple {
     pub production_url: String,
     /// `verifyReceipt` of the sandbox, asked after production's 21007.
     pub sandbox_url: String,
+    /// PEM files of the roots trusted for signed (JWS) transactions and notifications; empty:
+    /// Apple Root CA - G3 (embedded).
+    pub root_certificates: Vec<String>,
+    /// Serves App Store Server Notifications at `/v2/console/apple/notifications/{id}`
+    /// (Nakama's `iap.apple.notifications_endpoint_id`); empty: not served.
+    pub notifications_endpoint_id: String,
 }
 
 /// `[iap.google]`.
@@ -49,6 +56,10 @@ pub struct RawIapGoogle {
     pub token_url: String,
     /// The Android Publisher API root.
     pub publisher_url: String,
+    /// Serves Google Play real-time developer notifications at
+    /// `/v2/console/google/notifications/{id}` (Nakama's `iap.google.notifications_endpoint_id`);
+    /// empty: not served.
+    pub notifications_endpoint_id: String,
 }
 
 /// `[iap.huawei]`.
@@ -116,6 +127,8 @@ impl Default for RawIapApple {
             shared_password: d.shared_password,
             production_url: d.production_url,
             sandbox_url: d.sandbox_url,
+            root_certificates: Vec::new(),
+            notifications_endpoint_id: d.notifications_endpoint_id,
         }
     }
 }
@@ -128,6 +141,7 @@ impl Default for RawIapGoogle {
             private_key: d.private_key,
             token_url: d.token_url,
             publisher_url: d.publisher_url,
+            notifications_endpoint_id: d.notifications_endpoint_id,
         }
     }
 }
@@ -172,17 +186,33 @@ pub(super) fn validate(raw: &RawIap, check: &mut Checker) -> IapConfig {
             check.problem(format!("{key}: must be an http:// or https:// URL"));
         }
     }
+    let mut root_certificates = Vec::new();
+    for path in &raw.apple.root_certificates {
+        match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|pem| certificates_from_pem(&pem))
+        {
+            Ok(certs) => root_certificates.extend(certs),
+            Err(e) => check.problem(format!("iap.apple.root_certificates: {path}: {e}")),
+        }
+    }
+    if raw.apple.root_certificates.is_empty() {
+        root_certificates = IapConfig::default().apple.root_certificates;
+    }
     IapConfig {
         apple: AppleConfig {
             shared_password: raw.apple.shared_password.clone(),
             production_url: raw.apple.production_url.clone(),
             sandbox_url: raw.apple.sandbox_url.clone(),
+            root_certificates,
+            notifications_endpoint_id: raw.apple.notifications_endpoint_id.clone(),
         },
         google: GoogleConfig {
             client_email: raw.google.client_email.clone(),
             private_key: raw.google.private_key.clone(),
             token_url: raw.google.token_url.clone(),
             publisher_url: raw.google.publisher_url.clone(),
+            notifications_endpoint_id: raw.google.notifications_endpoint_id.clone(),
         },
         huawei: HuaweiConfig {
             public_key: raw.huawei.public_key.clone(),
@@ -237,5 +267,34 @@ mod tests {
         assert!(problems.contains("iap.google.token_url"), "{problems}");
         assert!(problems.contains("iap.timeout_ms"), "{problems}");
         assert!(problems.contains("iap.max_response_bytes"), "{problems}");
+    }
+
+    #[test]
+    fn root_certificates_are_read_from_pem_files() {
+        let dir = tempfile::tempdir().expect("dir");
+        let good = dir.path().join("root.pem");
+        std::fs::write(&good, metafi_core::iap::apple_jws::APPLE_ROOT_CA_G3_PEM).expect("write");
+        let bad = dir.path().join("bad.pem");
+        std::fs::write(&bad, "not a certificate").expect("write");
+        let mut raw = RawIap::default();
+        raw.apple.root_certificates = vec![good.display().to_string()];
+        let mut check = Checker::default();
+        let config = validate(&raw, &mut check);
+        assert!(check.problems().is_empty());
+        assert_eq!(
+            config.apple.root_certificates,
+            IapConfig::default().apple.root_certificates
+        );
+        raw.apple.root_certificates = vec![bad.display().to_string()];
+        let mut check = Checker::default();
+        validate(&raw, &mut check);
+        assert!(
+            check
+                .problems()
+                .join("\n")
+                .contains("iap.apple.root_certificates"),
+            "{:?}",
+            check.problems()
+        );
     }
 }

@@ -25,6 +25,7 @@ mod leaderboard;
 mod message;
 mod notification;
 mod object;
+mod object_retry;
 mod purchase;
 mod session;
 mod social;
@@ -51,6 +52,7 @@ pub use leaderboard::*;
 pub use message::*;
 pub use notification::*;
 pub use object::*;
+pub use object_retry::*;
 pub use purchase::*;
 pub use session::*;
 pub use social::*;
@@ -130,6 +132,7 @@ macro_rules! conformance_tests {
             object_delete_rules,
             object_write_batch_is_atomic,
             object_delete_batch_is_atomic,
+            object_concurrent_retry_writers_lose_nothing,
             object_batch_validation,
             object_client_delete_of_missing_object_is_refused,
             object_list_in_nakama_order,

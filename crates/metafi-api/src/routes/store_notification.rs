@@ -1,0 +1,33 @@
+//! Store notifications (Nakama's console endpoints, `console.go`): App Store Server
+//! Notifications v2 at `/v2/console/apple/notifications/{id}` and the older
+//! `/v2/console/apple/subscriptions/{id}`, served when `iap.apple.notifications_endpoint_id`
+//! is set and `{id}` is it. No session: the signed payload is the proof. Answers are empty,
+//! 200 when handled (or deliberately ignored) and 500 when Apple should send it again.
+//!
+//! MetaFi has no console listener yet, so these are served on the API port.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::any;
+
+use crate::ApiState;
+
+pub(crate) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/v2/console/apple/notifications/{id}", any(apple))
+        .route("/v2/console/apple/subscriptions/{id}", any(apple))
+}
+
+async fn apple(State(state): State<ApiState>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    let configured = &state.purchases.config().apple.notifications_endpoint_id;
+    if configured.is_empty() || *configured != id {
+        return StatusCode::NOT_FOUND;
+    }
+    if state.purchases.serve_apple_notification(&body).await {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    }
+}
