@@ -40,6 +40,7 @@ mod nakama;
 mod nk_binding;
 mod nk_value;
 mod rpc_vm;
+mod storage_index;
 mod vm;
 
 use std::rc::Rc;

@@ -31,6 +31,8 @@ pub enum ExecutionMode {
     TournamentReset,
     /// An event processor (`register_event`).
     Event,
+    /// A storage index filter (`register_storage_index_filter`), on each candidate write.
+    StorageIndexFilter,
 }
 
 impl ExecutionMode {
@@ -49,6 +51,7 @@ impl ExecutionMode {
             ExecutionMode::TournamentEnd => "tournament_end",
             ExecutionMode::TournamentReset => "tournament_reset",
             ExecutionMode::Event => "event",
+            ExecutionMode::StorageIndexFilter => "storage_index_filter",
         }
     }
 }

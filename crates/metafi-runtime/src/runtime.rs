@@ -28,6 +28,7 @@ use crate::match_host::{
 use crate::modules;
 use crate::native::{NativeInitializer, NativeModule, NativeRpc};
 use crate::nk::{Nk, RuntimeServices};
+use crate::storage_indexes::IndexSetup;
 use crate::pool::{DispatchError, PoolConfig, VmPool};
 
 /// The validated `[runtime]` settings.
@@ -146,6 +147,7 @@ impl RuntimeBuilder {
         let mut engine_matches = Vec::new();
         let mut hook_pool: Option<Arc<VmPool>> = None;
         let mut hooks = HookRegistry::default();
+        let mut storage_indexes = IndexSetup::default();
 
         for module in &self.natives {
             let mut initializer = NativeInitializer::new(nk.clone());
@@ -170,6 +172,11 @@ impl RuntimeBuilder {
                 insert_route(&mut routes, id, route)?;
             }
             native_matches.extend(initializer.matches);
+            storage_indexes.add_native(
+                module.name(),
+                initializer.storage_indexes,
+                initializer.index_filters,
+            );
             let module_name: Arc<str> = Arc::from(module.name());
             let native = |target| RegisteredHook {
                 runtime: "native",
@@ -246,6 +253,7 @@ impl RuntimeBuilder {
                 "script modules loaded"
             );
             pools.push(pool.clone());
+            storage_indexes.add_pool(&pool, pool.registrations());
             engine_matches.push(EngineMatches {
                 factory: engine.clone(),
                 setup: match_setup,
@@ -309,6 +317,16 @@ impl RuntimeBuilder {
             })),
             (None, None) => None,
         };
+        let index_context = Arc::new(CallContext::load(node.clone(), env.clone()));
+        if let Err(e) = storage_indexes
+            .install(&nk, config.call_timeout, index_context)
+            .await
+        {
+            for pool in &pools {
+                pool.shutdown(Duration::from_secs(5)).await;
+            }
+            return Err(e);
+        }
         let hooks = hooks.finish(
             nk.clone(),
             Arc::new(CallContext::load(node.clone(), env.clone())),

@@ -1,4 +1,4 @@
-//! Functions of features other issues build (storage indexes, …): rows that let
+//! Functions of features other issues build (`storage_write_retry`): rows that let
 //! modules load and fail at call time
 //! naming the feature. A feature that lands replaces its rows here with served ones.
 
@@ -20,7 +20,6 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
         "storageWriteRetry",
         "storage_write_retry (a function taking a callback)",
     ),
-    later("storage_index_list", "storageIndexList", "storage indexes"),
 ];
 
 #[cfg(test)]
@@ -32,7 +31,7 @@ mod tests {
     fn every_row_names_its_feature_and_the_js_name_is_nakamas() {
         assert_eq!(
             FUNCTIONS.len(),
-            2,
+            1,
             "Nakama's not-yet-served social/economy functions"
         );
         for row in FUNCTIONS {

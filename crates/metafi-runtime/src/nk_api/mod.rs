@@ -41,6 +41,7 @@ mod sessions;
 mod social;
 mod status;
 mod storage;
+mod storage_index;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
@@ -68,6 +69,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         basics::FUNCTIONS,
         json::FUNCTIONS,
         storage::FUNCTIONS,
+        storage_index::FUNCTIONS,
         matches::FUNCTIONS,
         encoding::FUNCTIONS,
         crypto::FUNCTIONS,
