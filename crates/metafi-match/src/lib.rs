@@ -39,10 +39,10 @@ mod matchmaker_tokens;
 mod metrics;
 mod outlet;
 mod presence;
+use metafi_core::search::fields;
 /// The query language of listings and tickets, shared with storage indexes (it lives in
 /// `metafi_core::search`).
 pub use metafi_core::search::query;
-use metafi_core::search::fields;
 mod registry;
 mod relayed;
 mod scheduler;

@@ -52,7 +52,11 @@ pub(crate) fn install<'js>(
     Ok(())
 }
 
-fn register_index<'js>(ctx: &Ctx<'js>, shared: &Shared, args: &[Value<'js>]) -> rquickjs::Result<()> {
+fn register_index<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    args: &[Value<'js>],
+) -> rquickjs::Result<()> {
     let string = |index: usize| {
         convert::arg(args, index)
             .and_then(convert::string)

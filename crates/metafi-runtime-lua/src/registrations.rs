@@ -10,14 +10,14 @@
 //! what a before hook returns (nothing: `""`, which drops the call).
 
 use metafi_core::HookKind;
+use metafi_core::storage_index::IndexDefinition;
 use metafi_runtime::hooks::{
     HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY,
     hook_key,
 };
-use metafi_core::storage_index::IndexDefinition;
 use metafi_runtime::host::RegisteredIndex;
-use metafi_runtime::storage_indexes::filter_key;
 use metafi_runtime::nk_api::Naming;
+use metafi_runtime::storage_indexes::filter_key;
 use mlua::{Function, Lua, Table, Value};
 
 use super::VmShared;

@@ -28,8 +28,8 @@ use crate::match_host::{
 use crate::modules;
 use crate::native::{NativeInitializer, NativeModule, NativeRpc};
 use crate::nk::{Nk, RuntimeServices};
-use crate::storage_indexes::IndexSetup;
 use crate::pool::{DispatchError, PoolConfig, VmPool};
+use crate::storage_indexes::IndexSetup;
 
 /// The validated `[runtime]` settings.
 #[derive(Debug, Clone)]
@@ -253,7 +253,38 @@ impl RuntimeBuilder {
                 "script modules loaded"
             );
             pools.push(pool.clone());
-            storage_indexes.add_pool(&pool, pool.registrations());
+            // Storage index filters run on a VM of their own: a call that writes an indexed
+            // object waits for its filter, and a JavaScript VM blocks while it waits (one call
+            // per VM), so the filter must never need the caller's pool.
+            let filter_pool = if IndexSetup::has_filters(pool.registrations()) {
+                let filter_config = PoolConfig {
+                    vms: 1,
+                    ..pool_config
+                };
+                match VmPool::start(
+                    engine.clone(),
+                    match_setup.clone(),
+                    filter_config,
+                    self.watchdog_grace,
+                )
+                .await
+                {
+                    Ok(filter_pool) => {
+                        let filter_pool = Arc::new(filter_pool);
+                        pools.push(filter_pool.clone());
+                        filter_pool
+                    }
+                    Err(e) => {
+                        for pool in &pools {
+                            pool.shutdown(Duration::from_secs(5)).await;
+                        }
+                        return Err(e);
+                    }
+                }
+            } else {
+                pool.clone()
+            };
+            storage_indexes.add_pool(&filter_pool, pool.registrations());
             engine_matches.push(EngineMatches {
                 factory: engine.clone(),
                 setup: match_setup,

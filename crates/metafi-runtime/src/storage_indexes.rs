@@ -65,6 +65,15 @@ impl IndexSetup {
         }
     }
 
+    /// Whether a VM registered a storage index filter.
+    pub(crate) fn has_filters(registrations: &Registrations) -> bool {
+        registrations
+            .rpcs
+            .iter()
+            .any(|r| r.id.starts_with(FILTER_KEY_PREFIX))
+    }
+
+    /// The indexes and filters VM 0 of an engine registered; `pool` runs the filters.
     pub(crate) fn add_pool(&mut self, pool: &Arc<VmPool>, registrations: &Registrations) {
         for registered in &registrations.storage_indexes {
             self.definitions.push((

@@ -78,7 +78,11 @@ async fn list(http: &Http, token: &str, rpc: &str, query: Value) -> Value {
 fn keys(page: &Value) -> Vec<String> {
     page["keys"]
         .as_array()
-        .map(|keys| keys.iter().map(|k| k.as_str().unwrap().to_owned()).collect())
+        .map(|keys| {
+            keys.iter()
+                .map(|k| k.as_str().unwrap().to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -121,9 +125,25 @@ async fn writes_deletes_and_restarts(postgres: bool) {
     )
     .await;
     for rpc in ["lua_list", "js_list"] {
-        let page = list(&http, &token, rpc, json!({"query": "+value.level:>=3", "limit": 10, "order": ["-value.level"]})).await;
-        assert_eq!(keys(&page), ["d", "a"], "{rpc}: sorted, the filter kept c out");
-        let page = list(&http, &token, rpc, json!({"query": "+value.mode:ffa", "limit": 1, "order": ["value.level"]})).await;
+        let page = list(
+            &http,
+            &token,
+            rpc,
+            json!({"query": "+value.level:>=3", "limit": 10, "order": ["-value.level"]}),
+        )
+        .await;
+        assert_eq!(
+            keys(&page),
+            ["d", "a"],
+            "{rpc}: sorted, the filter kept c out"
+        );
+        let page = list(
+            &http,
+            &token,
+            rpc,
+            json!({"query": "+value.mode:ffa", "limit": 1, "order": ["value.level"]}),
+        )
+        .await;
         assert_eq!(keys(&page), ["a"], "{rpc}");
         let cursor = page["cursor"].as_str().expect("a next page").to_owned();
         let next = list(&http, &token, rpc, json!({"query": "+value.mode:ffa", "limit": 1, "order": ["value.level"], "cursor": cursor})).await;
@@ -131,11 +151,29 @@ async fn writes_deletes_and_restarts(postgres: bool) {
         assert!(next["cursor"].is_null(), "{rpc}: last page");
     }
     // Index-only (JS): the value holds the indexed keys only; read from storage (Lua): all.
-    let lua_page = list(&http, &token, "lua_list", json!({"query": "+key:d", "limit": 10})).await;
+    let lua_page = list(
+        &http,
+        &token,
+        "lua_list",
+        json!({"query": "+key:d", "limit": 10}),
+    )
+    .await;
     assert_eq!(lua_page["first"]["value"]["secret"], "s");
-    assert_eq!(lua_page["first"]["user_id"].as_str().map(str::len), Some(36));
-    let js_page = list(&http, &token, "js_list", json!({"query": "+key:d", "limit": 10})).await;
-    assert!(js_page["first"]["value"].get("secret").is_none(), "{js_page}");
+    assert_eq!(
+        lua_page["first"]["user_id"].as_str().map(str::len),
+        Some(36)
+    );
+    let js_page = list(
+        &http,
+        &token,
+        "js_list",
+        json!({"query": "+key:d", "limit": 10}),
+    )
+    .await;
+    assert!(
+        js_page["first"]["value"].get("secret").is_none(),
+        "{js_page}"
+    );
     assert_eq!(js_page["first"]["value"]["level"], 7);
     assert!(js_page["first"]["userId"].is_string(), "{js_page}");
 
@@ -149,7 +187,13 @@ async fn writes_deletes_and_restarts(postgres: bool) {
         .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     for rpc in ["lua_list", "js_list"] {
-        let page = list(&http, &token, rpc, json!({"query": "*", "limit": 10, "order": ["value.level"]})).await;
+        let page = list(
+            &http,
+            &token,
+            rpc,
+            json!({"query": "*", "limit": 10, "order": ["value.level"]}),
+        )
+        .await;
         assert_eq!(keys(&page), ["b", "d"], "{rpc}");
     }
     // A bad query is an error, not an empty page.
@@ -162,7 +206,10 @@ async fn writes_deletes_and_restarts(postgres: bool) {
         .await;
     assert_ne!(reply.status, 200, "{}", reply.body);
     assert!(
-        reply.body["message"].as_str().unwrap_or_default().contains("error in storage index list: invalid query"),
+        reply.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("error in storage index list: invalid query"),
         "{}",
         reply.body
     );
@@ -174,7 +221,13 @@ async fn writes_deletes_and_restarts(postgres: bool) {
     let http = Http::new(&s.base);
     let (token, _) = http.new_session().await;
     for rpc in ["lua_list", "js_list"] {
-        let page = list(&http, &token, rpc, json!({"query": "*", "limit": 10, "order": ["value.level"]})).await;
+        let page = list(
+            &http,
+            &token,
+            rpc,
+            json!({"query": "*", "limit": 10, "order": ["value.level"]}),
+        )
+        .await;
         assert_eq!(keys(&page), ["b", "d"], "{rpc} after a restart");
     }
     s.stop().await;

@@ -286,9 +286,9 @@ impl StorageIndexes {
 
     /// Lists index entries matching a query, with Nakama's ordering, cursor and permissions.
     pub async fn list(&self, request: IndexQuery) -> Result<IndexPage, CoreError> {
-        let index = self.find(&request.index).ok_or_else(|| {
-            CoreError::invalid(format!("index {:?} not found", request.index))
-        })?;
+        let index = self
+            .find(&request.index)
+            .ok_or_else(|| CoreError::invalid(format!("index {:?} not found", request.index)))?;
         let definition = &index.definition;
         if request.limit > index.max_entries {
             tracing::warn!(index = %definition.name, limit = request.limit, max_entries = definition.max_entries, "attempted to list more index entries than the index keeps");
@@ -306,8 +306,7 @@ impl StorageIndexes {
             }
             None => 0,
         };
-        let query =
-            Query::parse(&query_text).map_err(|e| CoreError::invalid(e.to_string()))?;
+        let query = Query::parse(&query_text).map_err(|e| CoreError::invalid(e.to_string()))?;
         let order = entries::sort_keys(definition, &request.order).map_err(CoreError::invalid)?;
         metrics::counter!("metafi_storage_index_queries_total", "index" => definition.name.clone())
             .increment(1);

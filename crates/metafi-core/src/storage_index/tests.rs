@@ -132,14 +132,24 @@ async fn writes_and_deletes_through_objects_keep_the_index_current() {
     s.write(alice, "other", "c", json!({"level": 3})).await;
     s.write(alice, "items", "d", json!({"unindexed": 1})).await;
     assert_eq!(keys(&s.list("idx", "", 10, &[]).await), ["a", "b"]);
-    assert_eq!(keys(&s.list("idx", "+value.mode:tdm", 10, &[]).await), ["b"]);
-    assert_eq!(keys(&s.list("idx", "+value.level:>=5", 10, &[]).await), ["b"]);
+    assert_eq!(
+        keys(&s.list("idx", "+value.mode:tdm", 10, &[]).await),
+        ["b"]
+    );
+    assert_eq!(
+        keys(&s.list("idx", "+value.level:>=5", 10, &[]).await),
+        ["b"]
+    );
     // An update moves the entry; its fields change with it.
     s.write(alice, "items", "a", json!({"level": 9, "mode": "ffa"}))
         .await;
-    assert_eq!(keys(&s.list("idx", "+value.level:>=5", 10, &[]).await), ["b", "a"]);
+    assert_eq!(
+        keys(&s.list("idx", "+value.level:>=5", 10, &[]).await),
+        ["b", "a"]
+    );
     // A value without any indexed key leaves the index.
-    s.write(alice, "items", "b", json!({"unindexed": true})).await;
+    s.write(alice, "items", "b", json!({"unindexed": true}))
+        .await;
     assert_eq!(keys(&s.list("idx", "*", 10, &[]).await), ["a"]);
     s.objects
         .delete(
@@ -191,7 +201,8 @@ async fn a_keyed_index_takes_only_that_key() {
     d.key = "profile".into();
     let s = setup_with(vec![d]);
     let alice = user(&s.store, "alice").await;
-    s.write(alice, "items", "profile", json!({"level": 1})).await;
+    s.write(alice, "items", "profile", json!({"level": 1}))
+        .await;
     s.write(alice, "items", "other", json!({"level": 1})).await;
     assert_eq!(keys(&s.list("idx", "*", 10, &[]).await), ["profile"]);
 }
@@ -206,11 +217,20 @@ async fn order_and_cursor_page_through_sorted_results() {
         s.write(alice, "scores", key, json!({"score": score, "name": key}))
             .await;
     }
-    s.write(alice, "scores", "e", json!({"name": "no score"})).await;
+    s.write(alice, "scores", "e", json!({"name": "no score"}))
+        .await;
     let page = s.list("idx", "*", 10, &["value.score"]).await;
-    assert_eq!(keys(&page), ["b", "c", "a", "d", "e"], "missing values last");
+    assert_eq!(
+        keys(&page),
+        ["b", "c", "a", "d", "e"],
+        "missing values last"
+    );
     let page = s.list("idx", "*", 10, &["-value.score"]).await;
-    assert_eq!(keys(&page), ["d", "a", "c", "b", "e"], "missing values last");
+    assert_eq!(
+        keys(&page),
+        ["d", "a", "c", "b", "e"],
+        "missing values last"
+    );
     let first = s.list("idx", "*", 2, &["-value.score"]).await;
     assert_eq!(keys(&first), ["d", "a"]);
     let cursor = first.cursor.clone().expect("more pages");
@@ -263,7 +283,11 @@ async fn order_and_cursor_page_through_sorted_results() {
         })
         .await
         .expect_err("not sortable");
-    assert!(err.client_message().contains("cannot order by \"value.name\""), "{err}");
+    assert!(
+        err.client_message()
+            .contains("cannot order by \"value.name\""),
+        "{err}"
+    );
     assert_eq!(
         keys(&s.list("idx", "*", 10, &["-update_time"]).await),
         ["e", "d", "c", "b", "a"]
@@ -276,10 +300,15 @@ async fn optional_clauses_rank_by_weight_then_indexing_order() {
     let alice = user(&s.store, "alice").await;
     s.write(alice, "c", "k1", json!({"one": 1})).await;
     s.write(alice, "c", "k2", json!({"two": 2})).await;
-    s.write(alice, "c", "k3", json!({"three": 3, "one": 1})).await;
+    s.write(alice, "c", "k3", json!({"three": 3, "one": 1}))
+        .await;
     // Nakama's test: `value.one:1 value.three:3` finds the first and the third.
     let page = s.list("idx", "value.one:1 value.three:3", 10, &[]).await;
-    assert_eq!(keys(&page), ["k3", "k1"], "two matching clauses outrank one");
+    assert_eq!(
+        keys(&page),
+        ["k3", "k1"],
+        "two matching clauses outrank one"
+    );
     let page = s.list("idx", "value.one:1 value.two:2^5", 10, &[]).await;
     assert_eq!(keys(&page), ["k2", "k1", "k3"]);
 }
@@ -307,10 +336,15 @@ async fn unknown_indexes_and_bad_queries_are_errors() {
             })
             .await
             .expect_err(query);
-        assert!(err.client_message().starts_with("invalid query:"), "{query}: {err}");
+        assert!(
+            err.client_message().starts_with("invalid query:"),
+            "{query}: {err}"
+        );
     }
     assert_eq!(
-        s.indexes.define(definition("idx", "d", &["a"])).unwrap_err(),
+        s.indexes
+            .define(definition("idx", "d", &["a"]))
+            .unwrap_err(),
         "cannot create index: index with name \"idx\" already exists"
     );
 }
@@ -322,7 +356,8 @@ async fn eviction_starts_past_110_percent_and_takes_the_oldest() {
     let s = setup_with(vec![d]);
     let alice = user(&s.store, "alice").await;
     for n in 0..11 {
-        s.write(alice, "c", &format!("k{n:02}"), json!({"n": n})).await;
+        s.write(alice, "c", &format!("k{n:02}"), json!({"n": n}))
+            .await;
     }
     assert_eq!(s.indexes.len("idx"), Some(11), "11 is not past 110% of 10");
     s.write(alice, "c", "k11", json!({"n": 11})).await;
@@ -345,7 +380,10 @@ async fn index_only_answers_from_the_index_with_nakamas_permission_rule() {
     s.write_as(bob, "c", "hidden", json!({"a": 3}), 0).await;
     let all = s.list("idx", "*", 10, &[]).await;
     assert_eq!(keys(&all), ["private", "public", "hidden"]);
-    assert_eq!(all.objects[0].value, r#"{"a":1}"#, "only indexed keys are kept");
+    assert_eq!(
+        all.objects[0].value, r#"{"a":1}"#,
+        "only indexed keys are kept"
+    );
     let as_alice = s
         .try_list(IndexQuery {
             index: "idx".into(),
@@ -365,7 +403,11 @@ async fn index_only_answers_from_the_index_with_nakamas_permission_rule() {
         })
         .await
         .expect("list");
-    assert_eq!(keys(&as_bob), ["public", "hidden"], "an owner sees its own, any read");
+    assert_eq!(
+        keys(&as_bob),
+        ["public", "hidden"],
+        "an owner sees its own, any read"
+    );
 }
 
 #[tokio::test]
@@ -388,8 +430,7 @@ async fn reads_from_storage_apply_the_callers_read_permission() {
         .expect("list");
     assert_eq!(keys(&as_alice), ["mine", "public"]);
     assert_eq!(
-        as_alice.objects[0].value,
-        r#"{"a":1,"full":true}"#,
+        as_alice.objects[0].value, r#"{"a":1,"full":true}"#,
         "the stored value, not the index's"
     );
 }
@@ -407,7 +448,9 @@ async fn load_fills_indexes_from_storage_up_to_max_entries() {
     let mut d = definition("idx", "c", &["n"]);
     d.max_entries = 3;
     indexes.define(d).expect("define");
-    indexes.define(definition("all", "c", &["n"])).expect("define");
+    indexes
+        .define(definition("all", "c", &["n"]))
+        .expect("define");
     indexes.load().await.expect("load");
     assert_eq!(indexes.len("idx"), Some(3));
     assert_eq!(indexes.len("all"), Some(5));
@@ -462,11 +505,74 @@ async fn object_fields_are_searchable() {
     let bob = user(&s.store, "bob").await;
     s.write_as(alice, "c", "one", json!({"a": {"b": {"c": "deep"}}}), 2)
         .await;
-    s.write_as(bob, "c", "two", json!({"a": ["x", "y"]}), 1).await;
-    assert_eq!(keys(&s.list("idx", &format!("+user_id:{bob}"), 10, &[]).await), ["two"]);
+    s.write_as(bob, "c", "two", json!({"a": ["x", "y"]}), 1)
+        .await;
+    assert_eq!(
+        keys(&s.list("idx", &format!("+user_id:{bob}"), 10, &[]).await),
+        ["two"]
+    );
     assert_eq!(keys(&s.list("idx", "+read:2", 10, &[]).await), ["one"]);
     assert_eq!(keys(&s.list("idx", "+key:tw*", 10, &[]).await), ["two"]);
-    assert_eq!(keys(&s.list("idx", "+value.a.b.c:deep", 10, &[]).await), ["one"]);
+    assert_eq!(
+        keys(&s.list("idx", "+value.a.b.c:deep", 10, &[]).await),
+        ["one"]
+    );
     assert_eq!(keys(&s.list("idx", "+value.a:y", 10, &[]).await), ["two"]);
     assert_eq!(keys(&s.list("idx", "-value.a:y", 10, &[]).await), ["one"]);
+}
+
+/// One query over a 100,000-entry index, timed (printed, never asserted). Run in release:
+/// `cargo test --release -p metafi-core --lib query_over_100k -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn query_over_100k_entries() {
+    let mut d = definition("bench", "c", &["level", "mode", "region"]);
+    d.sortable_fields = vec!["level".into()];
+    d.max_entries = 200_000;
+    let modes = ["ffa", "tdm", "ctf", "koth"];
+    let mut index = entries::Entries::default();
+    let started = std::time::Instant::now();
+    for n in 0..100_000i64 {
+        let object = StorageObject {
+            collection: "c".into(),
+            key: format!("k{n}"),
+            user_id: Uuid::from_u128(n as u128),
+            value: json!({"level": n % 100, "mode": modes[(n % 4) as usize], "region": format!("r{}", n % 10)})
+                .to_string(),
+            version: "v".into(),
+            permission_read: 2,
+            permission_write: 1,
+            create_time_ms: T0 + n,
+            update_time_ms: T0 + n,
+        };
+        index.upsert(entries::entry(&d, &object).expect("indexed"));
+    }
+    println!("filled 100,000 entries in {:?}", started.elapsed());
+    for (query, order) in [
+        ("*", vec![]),
+        ("+value.mode:ffa", vec![]),
+        ("+value.mode:ffa +value.level:>=90", vec![]),
+        ("+value.level:>=90", vec![]),
+        (
+            "+value.mode:ffa +value.level:>=90",
+            vec!["-value.level".to_owned()],
+        ),
+        ("value.region:r1 value.region:r2^2", vec![]),
+        ("*", vec!["-value.level".to_owned()]),
+    ] {
+        let q = Query::parse(query).expect("query");
+        let keys = entries::sort_keys(&d, &order).expect("order");
+        let mut times = Vec::new();
+        let mut found = 0;
+        for _ in 0..21 {
+            let t = std::time::Instant::now();
+            found = index.search(&q, &keys, 0, 101).len();
+            times.push(t.elapsed());
+        }
+        times.sort();
+        println!(
+            "{query:45} order {order:?}: median {:?} (min {:?}), page of {found}",
+            times[10], times[0]
+        );
+    }
 }

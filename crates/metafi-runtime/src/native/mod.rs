@@ -126,13 +126,11 @@ impl NativeInitializer {
     /// it had).
     pub fn register_storage_index_filter<F, Fut>(&mut self, name: &str, function: F)
     where
-        F: Fn(Arc<CallContext>, Nk, metafi_storage::StorageObject) -> Fut
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(Arc<CallContext>, Nk, metafi_storage::StorageObject) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = bool> + Send + 'static,
     {
-        self.index_filters.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.index_filters
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self.index_filters.push((
             name.to_owned(),
             Arc::new(move |ctx, nk, object| Box::pin(function(ctx, nk, object))),

@@ -64,13 +64,18 @@ fn storage_index_list(nk: Nk, args: NkArgs) -> NkFuture {
 /// JavaScript's an optional array.
 fn list_request(args: &NkArgs) -> Result<IndexQuery, NkError> {
     let js = args.is_js();
-    let string = if js { "expects string" } else { "string expected" };
+    let string = if js {
+        "expects string"
+    } else {
+        "string expected"
+    };
     let index = args.at(1).string(string)?.to_owned();
     let query = args.at(2).string(string)?.to_owned();
-    let limit = match args
-        .at(3)
-        .opt_integer(if js { "expects number" } else { "number expected" })?
-    {
+    let limit = match args.at(3).opt_integer(if js {
+        "expects number"
+    } else {
+        "number expected"
+    })? {
         None => 100,
         Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
         Some(_) => {
@@ -109,7 +114,11 @@ fn list_request(args: &NkArgs) -> Result<IndexQuery, NkError> {
     })?;
     let cursor = args
         .at(6)
-        .opt_string(if js { "expects string" } else { "string expected" })?
+        .opt_string(if js {
+            "expects string"
+        } else {
+            "string expected"
+        })?
         .filter(|c| !c.is_empty())
         .map(str::to_owned);
     Ok(IndexQuery {
