@@ -72,7 +72,8 @@ mod tests {
     #[test]
     fn checks_say_what_nakama_says() {
         assert!(definition().check().is_ok());
-        let cases: [(fn(&mut IndexDefinition), &str); 4] = [
+        type Change = fn(&mut IndexDefinition);
+        let cases: [(Change, &str); 4] = [
             (|d| d.name.clear(), "storage index 'name' must be set"),
             (
                 |d| d.collection.clear(),
