@@ -234,33 +234,58 @@ impl Entries {
                 .cloned()
                 .collect();
         }
-        let mut hits: Vec<(f64, &Entry)> = candidates
+        // Each hit's sort key is read once; the position in indexing order breaks ties, so
+        // the order is total and a partial selection of the page is exact.
+        let mut hits: Vec<(Vec<Option<FieldValue>>, f64, usize, &Entry)> = candidates
             .filter_map(|entry| query.score(&entry.fields).map(|score| (score, entry)))
+            .enumerate()
+            .map(|(position, (score, entry))| {
+                let keys = order
+                    .iter()
+                    .map(|key| {
+                        entry
+                            .fields
+                            .values(&key.field)
+                            .first()
+                            .map(|(_, v)| v.clone())
+                    })
+                    .collect();
+                (keys, score, position, entry)
+            })
             .collect();
-        if order.is_empty() {
-            // Stable: equal scores keep indexing order.
-            hits.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal));
-        } else {
-            hits.sort_by(|a, b| compare(a.1, b.1, order));
+        let total = |a: &(Vec<Option<FieldValue>>, f64, usize, &Entry),
+                     b: &(Vec<Option<FieldValue>>, f64, usize, &Entry)| {
+            let by_order = compare_keys(&a.0, &b.0, order);
+            let by_score = if order.is_empty() {
+                b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal)
+            } else {
+                Ordering::Equal
+            };
+            by_order.then(by_score).then(a.2.cmp(&b.2))
+        };
+        let want = offset.saturating_add(take);
+        if want < hits.len() {
+            hits.select_nth_unstable_by(want, total);
+            hits.truncate(want);
         }
+        hits.sort_unstable_by(total);
         hits.into_iter()
             .skip(offset)
             .take(take)
-            .map(|(_, entry)| entry.clone())
+            .map(|(_, _, _, entry)| entry.clone())
             .collect()
     }
 }
 
-fn compare(a: &Entry, b: &Entry, order: &[SortKey]) -> Ordering {
-    for key in order {
-        let first = |e: &Entry| e.fields.values(&key.field).first().map(|(_, v)| v.clone());
-        let ordering = match (first(a), first(b)) {
+fn compare_keys(a: &[Option<FieldValue>], b: &[Option<FieldValue>], order: &[SortKey]) -> Ordering {
+    for ((x, y), key) in a.iter().zip(b).zip(order) {
+        let ordering = match (x, y) {
             (None, None) => Ordering::Equal,
             // Entries without the field come last either way.
             (None, Some(_)) => Ordering::Greater,
             (Some(_), None) => Ordering::Less,
             (Some(x), Some(y)) => {
-                let o = compare_values(&x, &y);
+                let o = compare_values(x, y);
                 if key.descending { o.reverse() } else { o }
             }
         };
