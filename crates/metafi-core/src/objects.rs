@@ -10,6 +10,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
+use crate::storage_index::StorageIndexes;
 use crate::{Clock, CoreError, validate};
 
 mod retry;
@@ -50,11 +51,33 @@ pub struct DeleteInput {
 pub struct Objects {
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
+    /// Told of every committed write and delete, to keep storage indexes current.
+    indexes: Option<Arc<StorageIndexes>>,
 }
 
 impl Objects {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>) -> Self {
-        Objects { store, clock }
+        Objects {
+            store,
+            clock,
+            indexes: None,
+        }
+    }
+
+    /// Keeps `indexes` current with this service's writes and deletes.
+    pub fn with_indexes(mut self, indexes: Arc<StorageIndexes>) -> Self {
+        self.indexes = Some(indexes);
+        self
+    }
+
+    /// The storage indexes this service keeps current, if any.
+    pub fn indexes(&self) -> Option<&Arc<StorageIndexes>> {
+        self.indexes.as_ref()
+    }
+
+    /// The indexes to tell of a change, when any index is registered.
+    fn active_indexes(&self) -> Option<&Arc<StorageIndexes>> {
+        self.indexes.as_ref().filter(|i| i.is_active())
     }
 
     pub async fn read(
@@ -87,12 +110,18 @@ impl Objects {
             .into_iter()
             .map(|input| validate_write(caller, input))
             .collect::<Result<Vec<_>, _>>()?;
+        let indexed = self.active_indexes().map(|_| writes.clone());
         match self
             .store
             .write_objects(caller, writes, self.clock.now_ms())
             .await
         {
-            Ok(acks) => Ok(acks),
+            Ok(acks) => {
+                if let (Some(indexes), Some(writes)) = (self.active_indexes(), indexed) {
+                    indexes.committed(&writes, &acks, &[]).await;
+                }
+                Ok(acks)
+            }
             Err(StorageError::VersionMismatch { .. }) => Err(CoreError::invalid(
                 "Storage write rejected - version check failed.",
             )),
@@ -142,8 +171,14 @@ impl Objects {
         if deletes.is_empty() {
             return Ok(());
         }
+        let indexed = self.active_indexes().map(|_| deletes.clone());
         match self.store.delete_objects(caller, deletes).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let (Some(indexes), Some(deletes)) = (self.active_indexes(), indexed) {
+                    indexes.committed(&[], &[], &deletes).await;
+                }
+                Ok(())
+            }
             // Nakama's one answer for all three: its delete checks the rows affected.
             Err(
                 StorageError::VersionMismatch { .. }

@@ -28,7 +28,6 @@ mod config;
 mod dispatcher;
 mod error;
 mod executor;
-mod fields;
 mod id;
 mod idle;
 mod listing;
@@ -40,7 +39,10 @@ mod matchmaker_tokens;
 mod metrics;
 mod outlet;
 mod presence;
-pub mod query;
+use metafi_core::search::fields;
+/// The query language of listings and tickets, shared with storage indexes (it lives in
+/// `metafi_core::search`).
+pub use metafi_core::search::query;
 mod registry;
 mod relayed;
 mod remote;

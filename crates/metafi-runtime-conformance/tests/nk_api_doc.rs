@@ -33,14 +33,12 @@ const NATIVE_REGISTRATIONS: &[&str] = &[
     "register_rt_before",
     "register_rt_after",
     "register_shutdown",
+    "register_storage_index",
+    "register_storage_index_filter",
 ];
 
 /// Registrations that are accepted but whose feature is not served yet (a warning at start).
 const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
-    ("register_storage_index", "storage indexes"),
-    ("register_storage_index_filter", "storage indexes"),
-    ("registerStorageIndex", "storage indexes"),
-    ("registerStorageIndexFilter", "storage indexes"),
     (
         "registerPurchaseNotificationGoogle",
         "purchase notifications",

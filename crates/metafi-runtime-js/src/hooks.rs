@@ -2,8 +2,8 @@
 //! `registerAfter<Name>` for every API call Nakama names, `registerRtBefore(name, fn)`,
 //! `registerRtAfter(name, fn)`, `registerShutdown(fn)`, `registerLeaderboardReset(fn)` and
 //! `registerTournamentEnd/Reset(fn)`,
-//! with the argument errors of Nakama's `runtime_javascript_init.go`; and the registrations of
-//! features MetaFi does not serve yet (storage indexes, purchase
+//! with the argument errors of Nakama's `runtime_javascript_init.go` (storage indexes:
+//! `storage_index.rs`); and the registrations of features MetaFi does not serve yet (purchase
 //! notifications),
 //! which load fine and are reported once at start.
 //!
@@ -37,8 +37,6 @@ const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, 
 
 /// Registrations of features other issues build: accepted, reported once, never called.
 const UNSERVED: &[(&str, &str)] = &[
-    ("registerStorageIndex", "storage indexes"),
-    ("registerStorageIndexFilter", "storage index filters"),
     (
         "registerPurchaseNotificationGoogle",
         "Google purchase notifications",
@@ -157,18 +155,15 @@ pub(crate) fn install<'js>(
         .with_name(name)?;
         initializer.set(name, register)?;
     }
+    crate::storage_index::install(ctx, shared, initializer)?;
     for (function, feature) in UNSERVED {
         let on = shared.clone();
         let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
-            // Storage indexes take a name and settings first; the others only a function.
-            if *function != "registerStorageIndex" {
-                let position = usize::from(*function == "registerStorageIndexFilter");
-                if convert::arg(&args.0, position)
-                    .and_then(|f| f.as_function())
-                    .is_none()
-                {
-                    return Err(Exception::throw_type(&ctx, "expects a function"));
-                }
+            if convert::arg(&args.0, 0)
+                .and_then(|f| f.as_function())
+                .is_none()
+            {
+                return Err(Exception::throw_type(&ctx, "expects a function"));
             }
             let module = loading_module(&ctx, &on, function)?;
             warn_unserved_once("js", &module, function, feature);
@@ -192,7 +187,7 @@ fn wrapper<'js>(
     wrap.call((function,))
 }
 
-fn store<'js>(
+pub(crate) fn store<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
     key: String,

@@ -41,6 +41,7 @@ mod nk_binding;
 mod nk_value;
 mod rpc_vm;
 mod storage_retry;
+mod storage_index;
 mod vm;
 
 use std::rc::Rc;

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     /// Match handler name → handler object (the seven functions, validated), run by the
     /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,
+    /// `initializer.registerStorageIndex` calls, in order.
+    pub(crate) storage_indexes: RefCell<Vec<metafi_runtime::host::RegisteredIndex>>,
     /// Per-VM objects built once: `nk`, the logger prototype, `ctx.env`.
     pub(crate) cached: RefCell<Option<Cached>>,
 }
@@ -163,6 +165,7 @@ impl JsVm {
             loading: RefCell::new(None),
             rpcs: RefCell::new(HashMap::new()),
             matches: RefCell::new(BTreeMap::new()),
+            storage_indexes: RefCell::new(Vec::new()),
             cached: RefCell::new(None),
         });
         let vm = JsVm {
@@ -239,7 +242,11 @@ impl JsVm {
                 module: r.module.clone(),
             })
             .collect();
-        Registrations { rpcs, matches }
+        Registrations {
+            rpcs,
+            matches,
+            storage_indexes: self.shared.storage_indexes.borrow().clone(),
+        }
     }
 
     pub(crate) fn run(&self, call: &RpcCall) -> Outcome {

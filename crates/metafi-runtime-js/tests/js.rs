@@ -360,6 +360,6 @@ async fn table_functions_throw_nakamas_errors_unserved_ones_fail_only_when_calle
     let message = assert_code(h.call("unserved", "").await, Code::Internal);
     assert_eq!(
         message,
-        "nk.storageIndexList is not available yet: this server does not serve storage indexes yet"
+        "nk.sqlExec is not supported by MetaFi: there is no raw SQL access (the database may be SQLite or PostgreSQL); use the storage_* functions or a native Rust module"
     );
 }

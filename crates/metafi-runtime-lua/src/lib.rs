@@ -117,6 +117,8 @@ pub(crate) struct Registry {
     rpcs: HashMap<String, (Function, String)>,
     /// The module being loaded; `None` outside loading, when registering is refused.
     loading: Option<String>,
+    /// `register_storage_index` calls, in order.
+    storage_indexes: Vec<metafi_runtime::host::RegisteredIndex>,
 }
 
 /// State shared by the `nakama` functions of one VM (mlua app data).
@@ -505,6 +507,7 @@ impl EngineVm for LuaVm {
         Registrations {
             rpcs,
             matches: Vec::new(),
+            storage_indexes: registry.storage_indexes.clone(),
         }
     }
 

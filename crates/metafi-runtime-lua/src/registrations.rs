@@ -1,8 +1,8 @@
 //! The `nakama` module's hook registrations: `register_req_before`, `register_req_after`,
 //! `register_rt_before`, `register_rt_after`, `register_shutdown`,
 //! `register_leaderboard_reset`, `register_tournament_end` and `register_tournament_reset`,
-//! with Nakama's argument errors, and the registrations of features MetaFi does not serve yet
-//! (storage index filters), which load fine and are reported once at start.
+//! `register_storage_index` and `register_storage_index_filter`, with Nakama's argument
+//! errors.
 //!
 //! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
 //! request as JSON; a small Lua wrapper decodes it into a table, calls the module's function
@@ -10,11 +10,14 @@
 //! what a before hook returns (nothing: `""`, which drops the call).
 
 use metafi_core::HookKind;
+use metafi_core::storage_index::IndexDefinition;
 use metafi_runtime::hooks::{
     HookMode, LEADERBOARD_RESET_KEY, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY,
-    hook_key, warn_unserved_once,
+    hook_key,
 };
+use metafi_runtime::host::RegisteredIndex;
 use metafi_runtime::nk_api::Naming;
+use metafi_runtime::storage_indexes::filter_key;
 use mlua::{Function, Lua, Table, Value};
 
 use super::VmShared;
@@ -50,28 +53,14 @@ pub(super) fn install(lua: &Lua, nk: &Table) -> mlua::Result<()> {
         })?;
         nk.raw_set(name, function)?;
     }
-    // `register_storage_index_filter(name, fn)` takes the function second.
-    let name = "register_storage_index_filter";
-    let function = lua.create_function(move |lua, args: mlua::MultiValue| {
-        if !matches!(args.get(1), Some(Value::Function(_))) {
-            return Err(arg_error(2, name, "function expected"));
-        }
-        unserved(lua, name, "storage index filters")
-    })?;
-    nk.raw_set(name, function)?;
     nk.raw_set(
         "register_storage_index",
-        lua.create_function(|lua, args: mlua::MultiValue| {
-            let name = "register_storage_index";
-            for (position, expected) in [(1, "string"), (2, "string"), (3, "string")] {
-                if !matches!(args.get(position - 1), Some(Value::String(_))) {
-                    return Err(arg_error(position, name, &format!("{expected} expected")));
-                }
-            }
-            if !matches!(args.get(3), Some(Value::Table(_))) {
-                return Err(arg_error(4, name, "table expected"));
-            }
-            unserved(lua, name, "storage indexes")
+        lua.create_function(|lua, args: mlua::MultiValue| register_storage_index(lua, &args))?,
+    )?;
+    nk.raw_set(
+        "register_storage_index_filter",
+        lua.create_function(|lua, (name, function): (Value, Value)| {
+            register_storage_index_filter(lua, name, function)
         })?,
     )?;
     Ok(())
@@ -240,9 +229,104 @@ fn wrap(lua: &Lua, mode: HookMode, function: Function) -> mlua::Result<Function>
         .call((decode, encode, function))
 }
 
-/// A registration of a feature MetaFi does not serve: accepted, reported once.
-fn unserved(lua: &Lua, registration: &'static str, feature: &'static str) -> mlua::Result<()> {
-    let module = loading_module(lua, registration)?;
-    warn_unserved_once("lua", &module, registration, feature);
+/// `register_storage_index(name, collection, key, fields, sortable_fields, max_entries,
+/// index_only?)`, Nakama's argument checks; the index is created once every runtime loaded.
+fn register_storage_index(lua: &Lua, args: &mlua::MultiValue) -> mlua::Result<()> {
+    let name = "register_storage_index";
+    let string = |position: usize| match args.get(position - 1) {
+        Some(Value::String(s)) => Ok(s.to_string_lossy()),
+        _ => Err(arg_error(position, name, "string expected")),
+    };
+    let strings = |position: usize| -> mlua::Result<Vec<String>> {
+        let Some(Value::Table(table)) = args.get(position - 1) else {
+            return Err(arg_error(position, name, "table expected"));
+        };
+        let mut out = Vec::new();
+        for pair in table.pairs::<Value, Value>() {
+            match pair?.1 {
+                Value::String(s) => out.push(s.to_string_lossy()),
+                _ => return Err(arg_error(position, name, "expects each field to be string")),
+            }
+        }
+        Ok(out)
+    };
+    let index = string(1)?;
+    let collection = string(2)?;
+    let key = string(3)?;
+    let fields = strings(4)?;
+    let sortable_fields = strings(5)?;
+    let max_entries = match args.get(5) {
+        Some(Value::Integer(n)) => *n,
+        Some(Value::Number(n)) if n.fract() == 0.0 => *n as i64,
+        _ => return Err(arg_error(6, name, "number expected")),
+    };
+    let index_only = match args.get(6) {
+        None | Some(Value::Nil) => false,
+        Some(Value::Boolean(b)) => *b,
+        _ => return Err(arg_error(7, name, "boolean expected")),
+    };
+    let module = loading_module(lua, name)?;
+    let definition = IndexDefinition {
+        name: index,
+        collection,
+        key,
+        fields,
+        sortable_fields,
+        max_entries,
+        index_only,
+    };
+    let mut problem = definition.check().err();
+    let shared = shared(lua)?;
+    let mut registry = shared.registry.borrow_mut();
+    if problem.is_none()
+        && registry
+            .storage_indexes
+            .iter()
+            .any(|r| r.definition.name == definition.name)
+    {
+        problem = Some(format!(
+            "cannot create index: index with name {:?} already exists",
+            definition.name
+        ));
+    }
+    if let Some(problem) = problem {
+        return Err(mlua::Error::runtime(format!(
+            "failed to create storage index: {problem}"
+        )));
+    }
+    registry
+        .storage_indexes
+        .push(RegisteredIndex { definition, module });
+    Ok(())
+}
+
+/// `register_storage_index_filter(name, fn)`: `fn(context, write)` returns whether the object
+/// enters index `name`. The host passes the write as JSON; the wrapper answers `"true"`,
+/// `"false"`, `""` (nothing returned) or `"?"` (not a boolean).
+fn register_storage_index_filter(lua: &Lua, index: Value, function: Value) -> mlua::Result<()> {
+    let name = "register_storage_index_filter";
+    let Value::String(index) = index else {
+        return Err(arg_error(1, name, "string expected"));
+    };
+    let Value::Function(function) = function else {
+        return Err(arg_error(2, name, "function expected"));
+    };
+    let module = loading_module(lua, name)?;
+    let decode = lua.create_function(|lua, text: mlua::LuaString| {
+        let json: serde_json::Value =
+            serde_json::from_str(&text.to_string_lossy()).map_err(|e| {
+                mlua::Error::runtime(format!("failed to decode the storage write: {e}"))
+            })?;
+        convert::from_json(lua, &json)
+    })?;
+    let wrapper: Function = lua
+        .load("local decode, fn = ...\nreturn function(ctx, payload)\n  local r = fn(ctx, decode(payload))\n  if r == nil then return '' end\n  if type(r) ~= 'boolean' then return '?' end\n  return r and 'true' or 'false'\nend")
+        .set_name("=metafi-storage-index-filter")
+        .call((decode, function))?;
+    shared(lua)?
+        .registry
+        .borrow_mut()
+        .rpcs
+        .insert(filter_key(&index.to_string_lossy()), (wrapper, module));
     Ok(())
 }

@@ -35,6 +35,8 @@ pub enum ExecutionMode {
     PurchaseNotificationApple,
     /// `registerSubscriptionNotificationApple`'s function, on an App Store notification.
     SubscriptionNotificationApple,
+    /// A storage index filter (`register_storage_index_filter`), on each candidate write.
+    StorageIndexFilter,
 }
 
 impl ExecutionMode {
@@ -55,6 +57,7 @@ impl ExecutionMode {
             ExecutionMode::Event => "event",
             ExecutionMode::PurchaseNotificationApple => "purchase_notification_apple",
             ExecutionMode::SubscriptionNotificationApple => "subscription_notification_apple",
+            ExecutionMode::StorageIndexFilter => "storage_index_filter",
         }
     }
 }

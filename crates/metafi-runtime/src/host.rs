@@ -116,6 +116,16 @@ pub struct Registrations {
     /// Match handler names (JS `initializer.registerMatch`; Lua uses module names instead and
     /// registers nothing). Not served before the match engine exists; see `docs/RUNTIME.md`.
     pub matches: Vec<Registered>,
+    /// Storage indexes (`register_storage_index`), in registration order; the host defines
+    /// them in the node's [`metafi_core::storage_index::StorageIndexes`] once VM 0 loaded.
+    pub storage_indexes: Vec<RegisteredIndex>,
+}
+
+/// A storage index and the module that registered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredIndex {
+    pub definition: metafi_core::storage_index::IndexDefinition,
+    pub module: String,
 }
 
 /// A registered name and where it came from.

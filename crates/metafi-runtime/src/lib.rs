@@ -40,6 +40,7 @@ pub mod nk_api;
 mod pool;
 pub mod realtime_host;
 mod runtime;
+pub mod storage_indexes;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod watchdog;

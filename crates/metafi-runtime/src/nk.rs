@@ -483,6 +483,24 @@ impl Nk {
             .await
     }
 
+    /// The storage indexes (kept by the objects service), or the error `nk.{name}` raises on
+    /// a server without them.
+    pub(crate) fn storage_indexes(
+        &self,
+        name: &str,
+    ) -> Result<&Arc<metafi_core::storage_index::StorageIndexes>, crate::nk_api::NkError> {
+        available(
+            self.inner.services.objects.indexes(),
+            name,
+            "storage indexes",
+        )
+    }
+
+    /// The node's storage indexes, which modules register into at start.
+    pub fn index_service(&self) -> Option<&Arc<metafi_core::storage_index::StorageIndexes>> {
+        self.inner.services.objects.indexes()
+    }
+
     /// Reads objects by id; missing objects are left out. As the server: any owner, any
     /// permission. A nil `user_id` means system-owned objects.
     pub async fn storage_read(&self, ids: Vec<ObjectId>) -> Result<Vec<StorageObject>, CoreError> {

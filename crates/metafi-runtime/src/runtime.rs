@@ -30,6 +30,7 @@ use crate::modules;
 use crate::native::{NativeInitializer, NativeModule, NativeRpc};
 use crate::nk::{Nk, RuntimeServices};
 use crate::pool::{DispatchError, PoolConfig, VmPool};
+use crate::storage_indexes::IndexSetup;
 
 /// The validated `[runtime]` settings.
 #[derive(Debug, Clone)]
@@ -147,6 +148,7 @@ impl RuntimeBuilder {
         let mut engine_matches = Vec::new();
         let mut hook_pool: Option<Arc<VmPool>> = None;
         let mut hooks = HookRegistry::default();
+        let mut storage_indexes = IndexSetup::default();
 
         for module in &self.natives {
             let mut initializer = NativeInitializer::new(nk.clone());
@@ -171,6 +173,11 @@ impl RuntimeBuilder {
                 insert_route(&mut routes, id, route)?;
             }
             native_matches.extend(initializer.matches);
+            storage_indexes.add_native(
+                module.name(),
+                initializer.storage_indexes,
+                initializer.index_filters,
+            );
             let module_name: Arc<str> = Arc::from(module.name());
             let native = |target| RegisteredHook {
                 runtime: "native",
@@ -247,6 +254,38 @@ impl RuntimeBuilder {
                 "script modules loaded"
             );
             pools.push(pool.clone());
+            // Storage index filters run on a VM of their own: a call that writes an indexed
+            // object waits for its filter, and a JavaScript VM blocks while it waits (one call
+            // per VM), so the filter must never need the caller's pool.
+            let filter_pool = if IndexSetup::has_filters(pool.registrations()) {
+                let filter_config = PoolConfig {
+                    vms: 1,
+                    ..pool_config
+                };
+                match VmPool::start(
+                    engine.clone(),
+                    match_setup.clone(),
+                    filter_config,
+                    self.watchdog_grace,
+                )
+                .await
+                {
+                    Ok(filter_pool) => {
+                        let filter_pool = Arc::new(filter_pool);
+                        pools.push(filter_pool.clone());
+                        filter_pool
+                    }
+                    Err(e) => {
+                        for pool in &pools {
+                            pool.shutdown(Duration::from_secs(5)).await;
+                        }
+                        return Err(e);
+                    }
+                }
+            } else {
+                pool.clone()
+            };
+            storage_indexes.add_pool(&filter_pool, pool.registrations());
             engine_matches.push(EngineMatches {
                 factory: engine.clone(),
                 setup: match_setup,
@@ -314,6 +353,16 @@ impl RuntimeBuilder {
             })),
             (None, None) => None,
         };
+        let index_context = Arc::new(CallContext::load(node.clone(), env.clone()));
+        if let Err(e) = storage_indexes
+            .install(&nk, config.call_timeout, index_context)
+            .await
+        {
+            for pool in &pools {
+                pool.shutdown(Duration::from_secs(5)).await;
+            }
+            return Err(e);
+        }
         let hooks = hooks.finish(
             nk.clone(),
             Arc::new(CallContext::load(node.clone(), env.clone())),

@@ -64,6 +64,7 @@ impl EngineVm for WedgingVm {
                 })
                 .collect(),
             matches: Vec::new(),
+            storage_indexes: Vec::new(),
         }
     }
 

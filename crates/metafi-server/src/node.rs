@@ -276,7 +276,13 @@ async fn wire(
             .with_throttle(throttle.clone())
             .with_leaderboards(leaderboards.clone()),
     );
-    let objects = Arc::new(Objects::new(store.clone(), clock.clone()));
+    // Storage indexes: modules register them while the runtime starts, which then fills them;
+    // every storage write and delete (objects, multi update) keeps them current.
+    let storage_indexes = Arc::new(metafi_core::storage_index::StorageIndexes::new(
+        store.clone(),
+    ));
+    let objects =
+        Arc::new(Objects::new(store.clone(), clock.clone()).with_indexes(storage_indexes.clone()));
     let purchases = Arc::new(metafi_core::Purchases::new(
         store.clone(),
         clock.clone(),
@@ -400,10 +406,9 @@ async fn wire(
     .with_friends(friends.clone())
     .with_groups(groups.clone())
     // Wallets keep no state of their own: the runtime's service is one over the same store.
-    .with_wallets(Arc::new(metafi_core::Wallets::new(
-        store.clone(),
-        clock.clone(),
-    )))
+    .with_wallets(Arc::new(
+        metafi_core::Wallets::new(store.clone(), clock.clone()).with_indexes(storage_indexes),
+    ))
     .with_leaderboards(leaderboards.clone())
     .with_social(social.clone())
     .with_purchases(purchases.clone())

@@ -14,6 +14,7 @@ use metafi_storage::{
 };
 use uuid::Uuid;
 
+use crate::storage_index::StorageIndexes;
 use crate::{Clock, CoreError};
 
 pub use multi::MultiUpdateInput;
@@ -42,11 +43,23 @@ pub struct LedgerList {
 pub struct Wallets {
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
+    /// Told of the storage writes and deletes of a multi update.
+    indexes: Option<Arc<StorageIndexes>>,
 }
 
 impl Wallets {
     pub fn new(store: Arc<dyn Storage>, clock: Arc<dyn Clock>) -> Self {
-        Wallets { store, clock }
+        Wallets {
+            store,
+            clock,
+            indexes: None,
+        }
+    }
+
+    /// Keeps `indexes` current with the storage part of multi updates.
+    pub fn with_indexes(mut self, indexes: Arc<StorageIndexes>) -> Self {
+        self.indexes = Some(indexes);
+        self
     }
 
     /// Applies the updates in one transaction, in order; updates of unknown users are
@@ -122,10 +135,17 @@ impl Wallets {
     pub async fn multi_update(&self, input: MultiUpdateInput) -> Result<MultiResult, CoreError> {
         let update = input.validate()?;
         let writes = update.writes.len();
-        self.store
+        let indexes = self.indexes.as_ref().filter(|i| i.is_active());
+        let indexed = indexes.map(|_| (update.writes.clone(), update.deletes.clone()));
+        let result = self
+            .store
             .multi_update(update, self.clock.now_ms())
             .await
-            .map_err(|e| multi::storage_error(e, writes))
+            .map_err(|e| multi::storage_error(e, writes))?;
+        if let (Some(indexes), Some((writes, deletes))) = (indexes, indexed) {
+            indexes.committed(&writes, &result.acks, &deletes).await;
+        }
+        Ok(result)
     }
 }
 

@@ -124,17 +124,22 @@ impl Parts {
         engines: &[Engine],
     ) -> Result<Rig, StartError> {
         let setup = &fixture.expect.setup;
+        let indexes = Arc::new(metafi_core::storage_index::StorageIndexes::new(
+            self.store.clone(),
+        ));
         let services = RuntimeServices::new(
-            Arc::new(Objects::new(self.store.clone(), Arc::new(SystemClock))),
+            Arc::new(
+                Objects::new(self.store.clone(), Arc::new(SystemClock))
+                    .with_indexes(indexes.clone()),
+            ),
             self.store.clone(),
             self.matches.clone(),
             Arc::new(SystemClock),
         )
         .with_accounts(account_services(&self.store).await?)
-        .with_wallets(Arc::new(Wallets::new(
-            self.store.clone(),
-            Arc::new(SystemClock),
-        )))
+        .with_wallets(Arc::new(
+            Wallets::new(self.store.clone(), Arc::new(SystemClock)).with_indexes(indexes),
+        ))
         .with_leaderboards(Arc::new(
             metafi_core::Leaderboards::load(self.store.clone(), Arc::new(SystemClock))
                 .await

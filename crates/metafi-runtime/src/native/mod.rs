@@ -76,6 +76,10 @@ pub struct NativeInitializer {
     pub(crate) events: Vec<NativeEvent>,
     /// Registration mistakes (an empty id); reported as the module's init error.
     pub(crate) problems: Vec<String>,
+    /// Storage indexes (`register_storage_index`), in order.
+    pub(crate) storage_indexes: Vec<metafi_core::storage_index::IndexDefinition>,
+    /// Storage index filters by index name.
+    pub(crate) index_filters: Vec<(String, crate::storage_indexes::NativeIndexFilter)>,
 }
 
 impl std::fmt::Debug for NativeInitializer {
@@ -100,7 +104,37 @@ impl NativeInitializer {
             shutdown: None,
             events: Vec::new(),
             problems: Vec::new(),
+            storage_indexes: Vec::new(),
+            index_filters: Vec::new(),
         }
+    }
+
+    /// Registers a storage index (Go's `RegisterStorageIndex`), checked with Nakama's words;
+    /// it is created and filled from storage once every runtime started. See
+    /// `docs/STORAGE.md`, "Storage indexes".
+    pub fn register_storage_index(
+        &mut self,
+        definition: metafi_core::storage_index::IndexDefinition,
+    ) -> Result<(), String> {
+        definition.check()?;
+        self.storage_indexes.push(definition);
+        Ok(())
+    }
+
+    /// Registers the filter of storage index `name` (Go's `RegisterStorageIndexFilter`): it
+    /// sees each object about to enter the index; `false` keeps it out (and removes an entry
+    /// it had).
+    pub fn register_storage_index_filter<F, Fut>(&mut self, name: &str, function: F)
+    where
+        F: Fn(Arc<CallContext>, Nk, metafi_storage::StorageObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.index_filters
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.index_filters.push((
+            name.to_owned(),
+            Arc::new(move |ctx, nk, object| Box::pin(function(ctx, nk, object))),
+        ));
     }
 
     /// The `nk` API, for work at init time; functions receive their own handle per call.

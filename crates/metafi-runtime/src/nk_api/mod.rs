@@ -42,6 +42,7 @@ mod social;
 mod status;
 mod storage;
 pub mod storage_retry;
+mod storage_index;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
@@ -70,6 +71,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         basics::FUNCTIONS,
         json::FUNCTIONS,
         storage::FUNCTIONS,
+        storage_index::FUNCTIONS,
         matches::FUNCTIONS,
         encoding::FUNCTIONS,
         crypto::FUNCTIONS,

@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-use crate::fields::{FieldValue, Fields};
+use super::fields::{FieldValue, Fields};
 
 /// A query that could not be parsed; the message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
