@@ -29,6 +29,8 @@ mod huawei;
 mod samsung;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_chain;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_google;
 
 use std::sync::Arc;
 
