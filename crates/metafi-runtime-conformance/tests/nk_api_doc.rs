@@ -41,14 +41,6 @@ const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
     ("register_storage_index_filter", "storage indexes"),
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage indexes"),
-    (
-        "registerPurchaseNotificationGoogle",
-        "purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationGoogle",
-        "purchase notifications",
-    ),
 ];
 
 const LUA_PROBE: &str = r#"

@@ -16,8 +16,9 @@
 use metafi_core::HookKind;
 use metafi_core::hooks::NAKAMA_API_HOOKS;
 use metafi_runtime::hooks::{
-    HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY, SHUTDOWN_KEY,
-    SUBSCRIPTION_NOTIFICATION_APPLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
+    HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY,
+    PURCHASE_NOTIFICATION_GOOGLE_KEY, SHUTDOWN_KEY, SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+    SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
     warn_unserved_once,
 };
 use rquickjs::function::Rest;
@@ -39,14 +40,6 @@ const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, 
 const UNSERVED: &[(&str, &str)] = &[
     ("registerStorageIndex", "storage indexes"),
     ("registerStorageIndexFilter", "storage index filters"),
-    (
-        "registerPurchaseNotificationGoogle",
-        "Google purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationGoogle",
-        "Google subscription notifications",
-    ),
 ];
 
 /// Adds the hook registrations to `initializer`.
@@ -141,6 +134,14 @@ pub(crate) fn install<'js>(
         (
             "registerSubscriptionNotificationApple",
             SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+        ),
+        (
+            "registerPurchaseNotificationGoogle",
+            PURCHASE_NOTIFICATION_GOOGLE_KEY,
+        ),
+        (
+            "registerSubscriptionNotificationGoogle",
+            SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY,
         ),
     ] {
         let on = shared.clone();

@@ -35,6 +35,10 @@ pub enum ExecutionMode {
     PurchaseNotificationApple,
     /// `registerSubscriptionNotificationApple`'s function, on an App Store notification.
     SubscriptionNotificationApple,
+    /// `registerPurchaseNotificationGoogle`'s function, on a Google Play notification.
+    PurchaseNotificationGoogle,
+    /// `registerSubscriptionNotificationGoogle`'s function, on a Google Play notification.
+    SubscriptionNotificationGoogle,
 }
 
 impl ExecutionMode {
@@ -55,6 +59,8 @@ impl ExecutionMode {
             ExecutionMode::Event => "event",
             ExecutionMode::PurchaseNotificationApple => "purchase_notification_apple",
             ExecutionMode::SubscriptionNotificationApple => "subscription_notification_apple",
+            ExecutionMode::PurchaseNotificationGoogle => "purchase_notification_google",
+            ExecutionMode::SubscriptionNotificationGoogle => "subscription_notification_google",
         }
     }
 }

@@ -80,6 +80,11 @@ impl FakeGooglePlay {
         config.publisher_url = self.base.clone();
     }
 
+    /// The service account's PEM private key this fake accepts.
+    pub fn private_key(&self) -> &str {
+        &self.private_key
+    }
+
     /// What `subscriptionsv2` answers for `token` (a `SubscriptionPurchaseV2` JSON).
     pub fn set_subscription(&self, token: &str, answer: serde_json::Value) {
         self.answers
