@@ -1421,6 +1421,83 @@ mod google_notify {
         );
     }
 
+    /// A listener whose Google functions fail, counting the notices it heard.
+    #[derive(Debug, Default)]
+    struct Failing {
+        heard: Mutex<Vec<NotificationType>>,
+    }
+
+    #[async_trait::async_trait]
+    impl NotificationListener for Failing {
+        async fn apple_notice(&self, _notice: &AppleNotice) {}
+
+        async fn google_notice(&self, notice: &AppleNotice) -> bool {
+            let kind = match notice {
+                AppleNotice::Purchase { kind, .. } | AppleNotice::Subscription { kind, .. } => {
+                    *kind
+                }
+            };
+            self.heard.lock().push(kind);
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_purchase_function_is_retried_a_failing_subscription_one_is_not() {
+        // Both lookups name the service's user, known once the service exists.
+        let owner = Arc::new(Mutex::new(String::new()));
+        let named = Arc::clone(&owner);
+        let (_, private, _) = rsa_key();
+        let fake = FakeStore::start(move |seen| {
+            let user = named.lock().clone();
+            if seen.target == "/token" {
+                (200, r#"{"access_token":"t","expires_in":3600}"#.into())
+            } else if seen.target.contains("/subscriptionsv2/tokens/sub-token?") {
+                let answer = serde_json::json!({
+                    "lineItems": [{"productId": "vip", "expiryTime": "2023-11-14T22:13:30Z"}],
+                    "externalAccountIdentifiers": {"obfuscatedExternalAccountId": user},
+                });
+                (200, answer.to_string())
+            } else if seen.target.contains("/productsv2/tokens/buy-token?") {
+                let answer = serde_json::json!({
+                    "productLineItem": [{"productId": "gems"}],
+                    "obfuscatedExternalAccountId": user,
+                });
+                (200, answer.to_string())
+            } else {
+                (404, "no".into())
+            }
+        })
+        .await;
+        let mut config = IapConfig::default();
+        config.google.client_email = "svc@example.iam".into();
+        config.google.private_key = private;
+        config.google.token_url = format!("{}/token", fake.base);
+        config.google.publisher_url = fake.base.clone();
+        let (purchases, _, user) = service(config).await;
+        *owner.lock() = user.to_string();
+        let listener = Arc::new(Failing::default());
+        purchases.set_notification_listener(listener.clone());
+        assert!(
+            purchases
+                .serve_google_notification(&subscription_push(4))
+                .await,
+            "a subscription function's failure is logged, 200"
+        );
+        let voided = push(serde_json::json!({
+            "packageName": "com.game",
+            "voidedPurchaseNotification": {"purchaseToken": "buy-token", "productType": 2}
+        }));
+        assert!(
+            !purchases.serve_google_notification(&voided).await,
+            "a purchase function's failure answers 500"
+        );
+        assert_eq!(
+            *listener.heard.lock(),
+            vec![NotificationType::Subscribed, NotificationType::Refunded]
+        );
+    }
+
     #[tokio::test]
     async fn malformed_bodies_are_refused_and_other_kinds_ignored() {
         let (purchases, _, _, fake) = google_service(String::new(), String::new()).await;
