@@ -16,10 +16,10 @@ use metafi_realtime::{
 };
 use tokio::task::JoinHandle;
 
-use crate::matchmaker::MatchmakerTask;
 use crate::BoxFuture;
 use crate::calls::{self, CallHandler, Calls};
 use crate::matches::ClusterMatches;
+use crate::matchmaker::MatchmakerTask;
 use crate::outgoing::Outgoing;
 use crate::parties::ClusterParties;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};

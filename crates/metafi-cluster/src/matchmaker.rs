@@ -28,8 +28,8 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
-use crate::outgoing::Outgoing;
 use crate::membership::Peers;
+use crate::outgoing::Outgoing;
 use crate::{ClusterConfig, MembershipEvent, metrics};
 
 /// Tickets per resubmission message.
@@ -388,7 +388,8 @@ impl MatchmakerTask {
 
     /// The pool node in this node's view: the lowest name among itself and its live peers.
     fn wanted(&self) -> String {
-        self.peers.names()
+        self.peers
+            .names()
             .into_iter()
             .chain(std::iter::once(self.view.node.clone()))
             .min()

@@ -38,16 +38,7 @@ const NATIVE_REGISTRATIONS: &[&str] = &[
 ];
 
 /// Registrations that are accepted but whose feature is not served yet (a warning at start).
-const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[
-    (
-        "registerPurchaseNotificationGoogle",
-        "purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationGoogle",
-        "purchase notifications",
-    ),
-];
+const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[];
 
 const LUA_PROBE: &str = r#"
 local nk = require("nakama")

@@ -16,8 +16,9 @@
 use metafi_core::HookKind;
 use metafi_core::hooks::NAKAMA_API_HOOKS;
 use metafi_runtime::hooks::{
-    HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY, SHUTDOWN_KEY,
-    SUBSCRIPTION_NOTIFICATION_APPLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
+    HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY,
+    PURCHASE_NOTIFICATION_GOOGLE_KEY, SHUTDOWN_KEY, SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+    SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
     warn_unserved_once,
 };
 use rquickjs::function::Rest;
@@ -36,16 +37,7 @@ const TOURNAMENT_CALLBACK: &str = "(function (fn) { return function (ctx, logger
 const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 
 /// Registrations of features other issues build: accepted, reported once, never called.
-const UNSERVED: &[(&str, &str)] = &[
-    (
-        "registerPurchaseNotificationGoogle",
-        "Google purchase notifications",
-    ),
-    (
-        "registerSubscriptionNotificationGoogle",
-        "Google subscription notifications",
-    ),
-];
+const UNSERVED: &[(&str, &str)] = &[];
 
 /// Adds the hook registrations to `initializer`.
 pub(crate) fn install<'js>(
@@ -139,6 +131,14 @@ pub(crate) fn install<'js>(
         (
             "registerSubscriptionNotificationApple",
             SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+        ),
+        (
+            "registerPurchaseNotificationGoogle",
+            PURCHASE_NOTIFICATION_GOOGLE_KEY,
+        ),
+        (
+            "registerSubscriptionNotificationGoogle",
+            SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY,
         ),
     ] {
         let on = shared.clone();

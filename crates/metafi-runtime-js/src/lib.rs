@@ -40,8 +40,8 @@ mod nakama;
 mod nk_binding;
 mod nk_value;
 mod rpc_vm;
-mod storage_retry;
 mod storage_index;
+mod storage_retry;
 mod vm;
 
 use std::rc::Rc;

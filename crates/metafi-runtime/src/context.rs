@@ -37,6 +37,10 @@ pub enum ExecutionMode {
     SubscriptionNotificationApple,
     /// A storage index filter (`register_storage_index_filter`), on each candidate write.
     StorageIndexFilter,
+    /// `registerPurchaseNotificationGoogle`'s function, on a Google Play notification.
+    PurchaseNotificationGoogle,
+    /// `registerSubscriptionNotificationGoogle`'s function, on a Google Play notification.
+    SubscriptionNotificationGoogle,
 }
 
 impl ExecutionMode {
@@ -58,6 +62,8 @@ impl ExecutionMode {
             ExecutionMode::PurchaseNotificationApple => "purchase_notification_apple",
             ExecutionMode::SubscriptionNotificationApple => "subscription_notification_apple",
             ExecutionMode::StorageIndexFilter => "storage_index_filter",
+            ExecutionMode::PurchaseNotificationGoogle => "purchase_notification_google",
+            ExecutionMode::SubscriptionNotificationGoogle => "subscription_notification_google",
         }
     }
 }

@@ -54,6 +54,27 @@ pub const PURCHASE_NOTIFICATION_APPLE_KEY: &str = "\u{1}purchasenotificationappl
 /// [`PURCHASE_NOTIFICATION_APPLE_KEY`] (a subscription instead of a purchase).
 pub const SUBSCRIPTION_NOTIFICATION_APPLE_KEY: &str = "\u{1}subscriptionnotificationapple";
 
+/// The reserved id of the Google Play purchase notification function
+/// (`registerPurchaseNotificationGoogle`), with the payload of
+/// [`PURCHASE_NOTIFICATION_APPLE_KEY`] (the provider payload being the Publisher API's answer).
+pub const PURCHASE_NOTIFICATION_GOOGLE_KEY: &str = "\u{1}purchasenotificationgoogle";
+
+/// The reserved id of the Google Play subscription notification function
+/// (`registerSubscriptionNotificationGoogle`), with the payload of
+/// [`PURCHASE_NOTIFICATION_GOOGLE_KEY`] (a subscription instead of a purchase).
+pub const SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY: &str = "\u{1}subscriptionnotificationgoogle";
+
+/// Whether `id` is one of the store notification functions' reserved ids.
+pub fn is_notification_key(id: &str) -> bool {
+    [
+        PURCHASE_NOTIFICATION_APPLE_KEY,
+        SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
+        PURCHASE_NOTIFICATION_GOOGLE_KEY,
+        SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY,
+    ]
+    .contains(&id)
+}
+
 /// Before or after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookMode {
@@ -163,6 +184,8 @@ pub(crate) struct HookRegistry {
     tournament_reset: Option<Registered>,
     purchase_notification_apple: Option<Registered>,
     subscription_notification_apple: Option<Registered>,
+    purchase_notification_google: Option<Registered>,
+    subscription_notification_google: Option<Registered>,
     /// Hook names registered that MetaFi does not serve, reported once each.
     unserved: HashSet<String>,
 }
@@ -242,10 +265,11 @@ impl HookRegistry {
 
     /// A store notification function, by its reserved id; the first registered stays.
     pub(crate) fn add_notification(&mut self, key: &str, hook: Registered) {
-        let slot = if key == PURCHASE_NOTIFICATION_APPLE_KEY {
-            &mut self.purchase_notification_apple
-        } else {
-            &mut self.subscription_notification_apple
+        let slot = match key {
+            PURCHASE_NOTIFICATION_APPLE_KEY => &mut self.purchase_notification_apple,
+            SUBSCRIPTION_NOTIFICATION_APPLE_KEY => &mut self.subscription_notification_apple,
+            PURCHASE_NOTIFICATION_GOOGLE_KEY => &mut self.purchase_notification_google,
+            _ => &mut self.subscription_notification_google,
         };
         if slot.is_none() {
             *slot = Some(hook);
@@ -273,6 +297,8 @@ impl HookRegistry {
             tournament_reset: self.tournament_reset,
             purchase_notification_apple: self.purchase_notification_apple,
             subscription_notification_apple: self.subscription_notification_apple,
+            purchase_notification_google: self.purchase_notification_google,
+            subscription_notification_google: self.subscription_notification_google,
             nk,
             ctx,
             call_timeout,
@@ -294,6 +320,9 @@ pub struct RuntimeHooks {
     /// The App Store notification functions, if modules registered them.
     purchase_notification_apple: Option<Registered>,
     subscription_notification_apple: Option<Registered>,
+    /// The Google Play notification functions, if modules registered them.
+    purchase_notification_google: Option<Registered>,
+    subscription_notification_google: Option<Registered>,
     nk: Nk,
     /// Node, version and env, copied into each call's context.
     ctx: Arc<CallContext>,
@@ -490,24 +519,68 @@ impl RuntimeHooks {
     /// timeout, with `(purchase or subscription, provider payload JSON text, notification
     /// type)` as Nakama passes them. Failures are logged, as Nakama does.
     pub async fn apple_notice(&self, notice: &metafi_core::iap::AppleNotice) {
+        self.store_notice(notice, false).await;
+    }
+
+    /// Runs the Google Play notification function registered for `notice`, if any, as
+    /// [`apple_notice`](Self::apple_notice) does; `false` when it failed.
+    pub async fn google_notice(&self, notice: &metafi_core::iap::AppleNotice) -> bool {
+        self.store_notice(notice, true).await
+    }
+
+    async fn store_notice(&self, notice: &metafi_core::iap::AppleNotice, google: bool) -> bool {
         use metafi_core::iap::AppleNotice;
-        let (hook, mode, what, kind, provider) = match notice {
-            AppleNotice::Purchase {
+        let (hook, mode, what, kind, provider) = match (notice, google) {
+            (
+                AppleNotice::Purchase {
+                    kind,
+                    provider_payload,
+                    ..
+                },
+                true,
+            ) => (
+                &self.purchase_notification_google,
+                ExecutionMode::PurchaseNotificationGoogle,
+                "purchase_notification_google",
                 kind,
                 provider_payload,
-                ..
-            } => (
+            ),
+            (
+                AppleNotice::Subscription {
+                    kind,
+                    provider_payload,
+                    ..
+                },
+                true,
+            ) => (
+                &self.subscription_notification_google,
+                ExecutionMode::SubscriptionNotificationGoogle,
+                "subscription_notification_google",
+                kind,
+                provider_payload,
+            ),
+            (
+                AppleNotice::Purchase {
+                    kind,
+                    provider_payload,
+                    ..
+                },
+                false,
+            ) => (
                 &self.purchase_notification_apple,
                 ExecutionMode::PurchaseNotificationApple,
                 "purchase_notification_apple",
                 kind,
                 provider_payload,
             ),
-            AppleNotice::Subscription {
-                kind,
-                provider_payload,
-                ..
-            } => (
+            (
+                AppleNotice::Subscription {
+                    kind,
+                    provider_payload,
+                    ..
+                },
+                false,
+            ) => (
                 &self.subscription_notification_apple,
                 ExecutionMode::SubscriptionNotificationApple,
                 "subscription_notification_apple",
@@ -516,10 +589,10 @@ impl RuntimeHooks {
             ),
         };
         let Some(hook) = hook else {
-            return;
+            return true;
         };
         let HookTarget::Pool { pool, key } = &hook.target else {
-            return;
+            return true;
         };
         let naming = if hook.runtime == "js" {
             crate::nk_api::Naming::Camel
@@ -557,8 +630,13 @@ impl RuntimeHooks {
             started,
             if error.is_none() { "ok" } else { "failed" },
         );
-        if let Some(error) = error {
-            tracing::error!(runtime = hook.runtime, module = %hook.module, notification_type = kind.as_str(), %error, "error invoking the Apple IAP notification function ({what})");
+        let store = if google { "Google" } else { "Apple" };
+        match error {
+            Some(error) => {
+                tracing::error!(runtime = hook.runtime, module = %hook.module, notification_type = kind.as_str(), %error, "error invoking the {store} IAP notification function ({what})");
+                false
+            }
+            None => true,
         }
     }
 
@@ -866,6 +944,10 @@ fn tournament_view(view: &metafi_core::leaderboards::TournamentView, js: bool) -
 impl metafi_core::iap::NotificationListener for RuntimeHooks {
     async fn apple_notice(&self, notice: &metafi_core::iap::AppleNotice) {
         RuntimeHooks::apple_notice(self, notice).await;
+    }
+
+    async fn google_notice(&self, notice: &metafi_core::iap::AppleNotice) -> bool {
+        RuntimeHooks::google_notice(self, notice).await
     }
 }
 

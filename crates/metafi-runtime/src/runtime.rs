@@ -17,9 +17,9 @@ use metafi_proto::Code;
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{LoadError, ScriptError};
 use crate::hooks::{
-    HOOK_KEY_PREFIX, HookRegistry, HookTarget, LEADERBOARD_RESET_KEY,
-    PURCHASE_NOTIFICATION_APPLE_KEY, Registered as RegisteredHook, RuntimeHooks, SHUTDOWN_KEY,
-    SUBSCRIPTION_NOTIFICATION_APPLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, parse_hook_key,
+    HOOK_KEY_PREFIX, HookRegistry, HookTarget, LEADERBOARD_RESET_KEY, Registered as RegisteredHook,
+    RuntimeHooks, SHUTDOWN_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, is_notification_key,
+    parse_hook_key,
 };
 use crate::host::{EngineFactory, VmLimits, VmSetup};
 use crate::log_limit::LogLimit;
@@ -315,9 +315,7 @@ impl RuntimeBuilder {
                         hooks.add_tournament_end(hook);
                     } else if registered.id == TOURNAMENT_RESET_KEY {
                         hooks.add_tournament_reset(hook);
-                    } else if registered.id == PURCHASE_NOTIFICATION_APPLE_KEY
-                        || registered.id == SUBSCRIPTION_NOTIFICATION_APPLE_KEY
-                    {
+                    } else if is_notification_key(&registered.id) {
                         hooks.add_notification(&registered.id, hook);
                     } else if let Some((mode, kind, name)) = parse_hook_key(&registered.id) {
                         hooks.add(mode, kind, name, hook);
@@ -485,7 +483,7 @@ impl Runtime {
         }
     }
 
-    /// What the purchase service reports App Store notifications to (the modules'
+    /// What the purchase service reports App Store and Google Play notifications to (the modules'
     /// notification functions).
     pub fn purchase_notification_listener(
         &self,

@@ -73,6 +73,14 @@ pub trait NotificationListener: Send + Sync + std::fmt::Debug {
     /// Runs the function registered for this notice; its failure is logged, never answered
     /// to the store (Nakama answers 200 anyway).
     async fn apple_notice(&self, notice: &AppleNotice);
+
+    /// Runs the Google Play function registered for this notice
+    /// (`registerPurchaseNotificationGoogle`, `registerSubscriptionNotificationGoogle`; the
+    /// notice has the App Store's shape, the provider payload being the Publisher API's
+    /// answer). `false`: the function failed (a purchase's failure answers Google 500).
+    async fn google_notice(&self, _notice: &AppleNotice) -> bool {
+        true
+    }
 }
 
 /// Why a notification was not accepted (Apple is answered 500 and retries).

@@ -169,6 +169,8 @@ pub(super) async fn product_purchase(
 #[serde(default, rename_all = "camelCase")]
 pub(super) struct SubscriptionV2 {
     pub line_items: Vec<LineItem>,
+    /// The account the app attached at purchase (`setObfuscatedAccountId`).
+    pub external_account_identifiers: AccountIdentifiers,
     pub linked_purchase_token: String,
     /// Present (an empty object) for a license tester's purchase.
     pub test_purchase: Option<serde_json::Value>,
@@ -180,6 +182,57 @@ pub(super) struct LineItem {
     pub product_id: String,
     /// RFC 3339.
     pub expiry_time: String,
+}
+
+/// `obfuscatedExternalAccountId` / `obfuscatedExternalProfileId`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct AccountIdentifiers {
+    pub obfuscated_external_account_id: String,
+    pub obfuscated_external_profile_id: String,
+}
+
+/// The Publisher API's `ProductPurchaseV2` (`purchases.productsv2`), as far as MetaFi reads it.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct ProductPurchaseV2 {
+    pub product_line_item: Vec<ProductLineItem>,
+    /// Present for a license tester's purchase.
+    pub test_purchase_context: Option<serde_json::Value>,
+    pub obfuscated_external_account_id: String,
+    pub obfuscated_external_profile_id: String,
+    /// RFC 3339.
+    pub purchase_completion_time: String,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct ProductLineItem {
+    pub product_id: String,
+}
+
+/// Asks the Publisher API (`productsv2`) about a one-time product's purchase token.
+pub(super) async fn product_purchase_v2(
+    http: &StoreHttp,
+    config: &GoogleConfig,
+    token: &str,
+    package_name: &str,
+    purchase_token: &str,
+) -> Result<(ProductPurchaseV2, String), StoreError> {
+    let path = [
+        "androidpublisher",
+        "v3",
+        "applications",
+        package_name,
+        "purchases",
+        "productsv2",
+        "tokens",
+        purchase_token,
+    ];
+    let raw = publisher_get(http, config, token, &path).await?;
+    let purchase: ProductPurchaseV2 =
+        serde_json::from_str(&raw).map_err(|e| StoreError::rejected(e.to_string()))?;
+    Ok((purchase, raw))
 }
 
 /// Asks the Publisher API about a subscription's purchase token.

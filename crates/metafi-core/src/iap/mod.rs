@@ -11,6 +11,9 @@
 //!
 //! Apple's signed (JWS) transactions are verified locally against Apple's root certificate
 //! (`apple_jws.rs`), with no store call.
+//!
+//! Store notifications: App Store Server Notifications v2 (`apple_notify.rs`) and Google
+//! Play real-time developer notifications (`google_notify.rs`).
 
 mod apple;
 pub mod apple_jws;
@@ -20,11 +23,14 @@ mod config;
 mod cursor;
 mod facebook;
 mod google;
+mod google_notify;
 mod http;
 mod huawei;
 mod samsung;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_chain;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_google;
 
 use std::sync::Arc;
 

@@ -1109,3 +1109,426 @@ mod apple_signed {
         );
     }
 }
+
+mod google_notify {
+    use super::*;
+
+    /// A Pub/Sub push of `notification` (base64url, as Nakama decodes it).
+    fn push(notification: serde_json::Value) -> Vec<u8> {
+        let data = base64::engine::general_purpose::URL_SAFE.encode(notification.to_string());
+        serde_json::json!({"message": {"data": data, "messageId": "1"}, "subscription": "s"})
+            .to_string()
+            .into_bytes()
+    }
+
+    /// A Publisher API fake: the subscription of `sub-token` answers `subscription`, the
+    /// product purchase of `buy-token` answers `purchase`.
+    async fn google_service(
+        subscription: String,
+        purchase: String,
+    ) -> (Purchases, Arc<dyn Storage>, Uuid, FakeStore) {
+        let (_, private, _) = rsa_key();
+        let fake = FakeStore::start(move |seen| {
+            if seen.target == "/token" {
+                (200, r#"{"access_token":"t","expires_in":3600}"#.into())
+            } else if seen.target.starts_with(
+                "/androidpublisher/v3/applications/com.game/purchases/subscriptionsv2/tokens/sub-token?",
+            ) {
+                (200, subscription.clone())
+            } else if seen.target.starts_with(
+                "/androidpublisher/v3/applications/com.game/purchases/productsv2/tokens/buy-token?",
+            ) {
+                (200, purchase.clone())
+            } else {
+                (404, "no".into())
+            }
+        })
+        .await;
+        let mut config = IapConfig::default();
+        config.google.client_email = "svc@example.iam".into();
+        config.google.private_key = private;
+        config.google.token_url = format!("{}/token", fake.base);
+        config.google.publisher_url = fake.base.clone();
+        let (purchases, storage, user) = service(config).await;
+        (purchases, storage, user, fake)
+    }
+
+    fn subscription_answer(user: Uuid, expiry: &str) -> String {
+        serde_json::json!({
+            "lineItems": [{"productId": "vip", "expiryTime": expiry}],
+            "externalAccountIdentifiers": {"obfuscatedExternalAccountId": user.to_string()},
+        })
+        .to_string()
+    }
+
+    fn subscription_push(kind: i64) -> Vec<u8> {
+        push(serde_json::json!({
+            "version": "1.0",
+            "packageName": "com.game",
+            "eventTimeMillis": "1700000000000",
+            "subscriptionNotification": {
+                "version": "1.0", "notificationType": kind, "purchaseToken": "sub-token"
+            }
+        }))
+    }
+
+    #[tokio::test]
+    async fn a_renewal_records_the_new_expiry_and_reports_renewed() {
+        let user = Uuid::new_v4();
+        // The service's user is created inside; answer with its id once known.
+        let (_, private, _) = rsa_key();
+        let owner = Arc::new(Mutex::new(user));
+        let expiry = Arc::new(Mutex::new("2023-11-14T22:13:30Z".to_owned()));
+        let (o, e) = (Arc::clone(&owner), Arc::clone(&expiry));
+        let fake = FakeStore::start(move |seen| {
+            if seen.target == "/token" {
+                (200, r#"{"access_token":"t","expires_in":3600}"#.into())
+            } else if seen.target.contains("/subscriptionsv2/tokens/sub-token?") {
+                (200, subscription_answer(*o.lock(), &e.lock()))
+            } else {
+                (404, "no".into())
+            }
+        })
+        .await;
+        let mut config = IapConfig::default();
+        config.google.client_email = "svc@example.iam".into();
+        config.google.private_key = private;
+        config.google.token_url = format!("{}/token", fake.base);
+        config.google.publisher_url = fake.base.clone();
+        let (purchases, storage, user) = service(config).await;
+        *owner.lock() = user;
+
+        let notice = purchases
+            .google_notification(&subscription_push(4))
+            .await
+            .expect("handled")
+            .expect("reported");
+        let AppleNotice::Subscription {
+            kind,
+            subscription,
+            provider_payload,
+        } = notice
+        else {
+            panic!("a subscription notice");
+        };
+        assert_eq!(kind, NotificationType::Subscribed);
+        assert_eq!(subscription.user_id, Some(user));
+        assert_eq!(subscription.original_transaction_id, "sub-token");
+        assert_eq!(subscription.store, store::GOOGLE_PLAY_STORE);
+        assert_eq!(subscription.expiry_time_ms, 1_700_000_010_000);
+        assert!(subscription.active);
+        assert_eq!(provider_payload["lineItems"][0]["productId"], "vip");
+
+        // Renewed: the expiry moves on; the stored row follows.
+        *expiry.lock() = "2023-12-14T22:13:20Z".into();
+        let notice = purchases
+            .google_notification(&subscription_push(2))
+            .await
+            .expect("handled")
+            .expect("reported");
+        let AppleNotice::Subscription {
+            kind, subscription, ..
+        } = notice
+        else {
+            panic!("a subscription notice");
+        };
+        assert_eq!(kind, NotificationType::Renewed);
+        assert_eq!(subscription.expiry_time_ms, 1_702_592_000_000);
+        let stored = storage
+            .subscription_by_original_transaction_id("sub-token")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(stored.expire_time_ms, 1_702_592_000_000);
+        assert!(stored.raw_notification.contains("message"));
+
+        // Expired and cancelled are reported as such; a type Nakama ignores is not.
+        for (code, want) in [
+            (13, NotificationType::Expired),
+            (3, NotificationType::Cancelled),
+        ] {
+            let notice = purchases
+                .google_notification(&subscription_push(code))
+                .await
+                .expect("handled")
+                .expect("reported");
+            let AppleNotice::Subscription { kind, .. } = notice else {
+                panic!("a subscription notice");
+            };
+            assert_eq!(kind, want);
+        }
+        assert!(
+            purchases
+                .google_notification(&subscription_push(5))
+                .await
+                .expect("handled")
+                .is_none(),
+            "ON_HOLD is acknowledged and not reported"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_voided_purchase_records_a_refund_and_the_owner_comes_from_the_record() {
+        // No account id in the Play purchase: the recorded purchase's owner is used.
+        let purchase = serde_json::json!({
+            "productLineItem": [{"productId": "gems"}],
+            "purchaseCompletionTime": "2023-11-14T22:13:10Z",
+            "testPurchaseContext": {},
+        })
+        .to_string();
+        let (purchases, storage, user, _fake) = google_service(String::new(), purchase).await;
+        storage
+            .upsert_purchases(
+                vec![NewPurchase {
+                    user_id: user,
+                    store: store::GOOGLE_PLAY_STORE,
+                    product_id: "gems".into(),
+                    transaction_id: "buy-token".into(),
+                    raw_response: String::new(),
+                    purchase_time_ms: NOW - 10_000,
+                    refund_time_ms: 0,
+                    environment: environment::SANDBOX,
+                }],
+                NOW - 10_000,
+            )
+            .await
+            .expect("recorded");
+        let body = push(serde_json::json!({
+            "packageName": "com.game",
+            "voidedPurchaseNotification": {
+                "purchaseToken": "buy-token", "orderId": "GPA.1", "productType": 2, "refundType": 1
+            }
+        }));
+        let notice = purchases
+            .google_notification(&body)
+            .await
+            .expect("handled")
+            .expect("reported");
+        let AppleNotice::Purchase { kind, purchase, .. } = notice else {
+            panic!("a purchase notice");
+        };
+        assert_eq!(kind, NotificationType::Refunded);
+        assert_eq!(purchase.user_id, Some(user));
+        assert_eq!(purchase.refund_time_ms, Some(NOW));
+        assert!(purchase.seen_before);
+        let stored = storage
+            .purchase_by_transaction_id("buy-token")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(stored.refund_time_ms, NOW);
+    }
+
+    #[tokio::test]
+    async fn a_voided_subscription_is_recorded_refunded_for_its_recorded_owner() {
+        // No account id in the Play subscription: the recorded subscription's owner is used.
+        let subscription = serde_json::json!({
+            "lineItems": [{"productId": "vip", "expiryTime": "2023-11-14T22:13:30Z"}],
+        })
+        .to_string();
+        let (purchases, storage, user, _fake) = google_service(subscription, String::new()).await;
+        let body = push(serde_json::json!({
+            "packageName": "com.game",
+            "voidedPurchaseNotification": {"purchaseToken": "sub-token", "productType": 1}
+        }));
+        // Nobody owns it yet: acknowledged, nothing recorded.
+        assert!(
+            purchases
+                .google_notification(&body)
+                .await
+                .expect("acknowledged")
+                .is_none()
+        );
+        assert!(
+            storage
+                .subscription_by_original_transaction_id("sub-token")
+                .await
+                .expect("read")
+                .is_none()
+        );
+        storage
+            .upsert_subscription(
+                NewSubscription {
+                    user_id: user,
+                    store: store::GOOGLE_PLAY_STORE,
+                    product_id: "vip".into(),
+                    original_transaction_id: "sub-token".into(),
+                    raw_response: String::new(),
+                    raw_notification: String::new(),
+                    purchase_time_ms: NOW - 1000,
+                    expire_time_ms: NOW + 1000,
+                    refund_time_ms: 0,
+                    environment: environment::PRODUCTION,
+                },
+                NOW - 1000,
+            )
+            .await
+            .expect("recorded");
+        let notice = purchases
+            .google_notification(&body)
+            .await
+            .expect("handled")
+            .expect("reported");
+        let AppleNotice::Subscription {
+            kind, subscription, ..
+        } = notice
+        else {
+            panic!("a subscription notice");
+        };
+        assert_eq!(kind, NotificationType::Refunded);
+        assert_eq!(subscription.user_id, Some(user));
+        assert_eq!(subscription.refund_time_ms, Some(NOW));
+        assert!(!subscription.active, "refunded");
+        let stored = storage
+            .subscription_by_original_transaction_id("sub-token")
+            .await
+            .expect("read")
+            .expect("recorded");
+        assert_eq!(stored.refund_time_ms, NOW);
+        assert_eq!(stored.expire_time_ms, 1_700_000_010_000);
+    }
+
+    #[tokio::test]
+    async fn an_account_id_that_is_not_a_uuid_or_an_unknown_user_is_skipped() {
+        let subscription = serde_json::json!({
+            "lineItems": [{"productId": "vip", "expiryTime": "2023-11-14T22:13:30Z"}],
+            "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "player-7"},
+        })
+        .to_string();
+        let (purchases, _, _, _fake) = google_service(subscription, String::new()).await;
+        assert!(
+            purchases
+                .google_notification(&subscription_push(4))
+                .await
+                .expect("acknowledged")
+                .is_none()
+        );
+        let stranger = subscription_answer(Uuid::new_v4(), "2023-11-14T22:13:30Z");
+        let (purchases, storage, _, _fake) = google_service(stranger, String::new()).await;
+        assert!(
+            purchases
+                .google_notification(&subscription_push(4))
+                .await
+                .expect("acknowledged")
+                .is_none()
+        );
+        assert!(
+            storage
+                .subscription_by_original_transaction_id("sub-token")
+                .await
+                .expect("read")
+                .is_none()
+        );
+    }
+
+    /// A listener whose Google functions fail, counting the notices it heard.
+    #[derive(Debug, Default)]
+    struct Failing {
+        heard: Mutex<Vec<NotificationType>>,
+    }
+
+    #[async_trait::async_trait]
+    impl NotificationListener for Failing {
+        async fn apple_notice(&self, _notice: &AppleNotice) {}
+
+        async fn google_notice(&self, notice: &AppleNotice) -> bool {
+            let kind = match notice {
+                AppleNotice::Purchase { kind, .. } | AppleNotice::Subscription { kind, .. } => {
+                    *kind
+                }
+            };
+            self.heard.lock().push(kind);
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_purchase_function_is_retried_a_failing_subscription_one_is_not() {
+        // Both lookups name the service's user, known once the service exists.
+        let owner = Arc::new(Mutex::new(String::new()));
+        let named = Arc::clone(&owner);
+        let (_, private, _) = rsa_key();
+        let fake = FakeStore::start(move |seen| {
+            let user = named.lock().clone();
+            if seen.target == "/token" {
+                (200, r#"{"access_token":"t","expires_in":3600}"#.into())
+            } else if seen.target.contains("/subscriptionsv2/tokens/sub-token?") {
+                let answer = serde_json::json!({
+                    "lineItems": [{"productId": "vip", "expiryTime": "2023-11-14T22:13:30Z"}],
+                    "externalAccountIdentifiers": {"obfuscatedExternalAccountId": user},
+                });
+                (200, answer.to_string())
+            } else if seen.target.contains("/productsv2/tokens/buy-token?") {
+                let answer = serde_json::json!({
+                    "productLineItem": [{"productId": "gems"}],
+                    "obfuscatedExternalAccountId": user,
+                });
+                (200, answer.to_string())
+            } else {
+                (404, "no".into())
+            }
+        })
+        .await;
+        let mut config = IapConfig::default();
+        config.google.client_email = "svc@example.iam".into();
+        config.google.private_key = private;
+        config.google.token_url = format!("{}/token", fake.base);
+        config.google.publisher_url = fake.base.clone();
+        let (purchases, _, user) = service(config).await;
+        *owner.lock() = user.to_string();
+        let listener = Arc::new(Failing::default());
+        purchases.set_notification_listener(listener.clone());
+        assert!(
+            purchases
+                .serve_google_notification(&subscription_push(4))
+                .await,
+            "a subscription function's failure is logged, 200"
+        );
+        let voided = push(serde_json::json!({
+            "packageName": "com.game",
+            "voidedPurchaseNotification": {"purchaseToken": "buy-token", "productType": 2}
+        }));
+        assert!(
+            !purchases.serve_google_notification(&voided).await,
+            "a purchase function's failure answers 500"
+        );
+        assert_eq!(
+            *listener.heard.lock(),
+            vec![NotificationType::Subscribed, NotificationType::Refunded]
+        );
+    }
+
+    #[tokio::test]
+    async fn malformed_bodies_are_refused_and_other_kinds_ignored() {
+        let (purchases, _, _, fake) = google_service(String::new(), String::new()).await;
+        for body in [
+            b"not json".to_vec(),
+            b"{}".to_vec(),
+            br#"{"message":{"data":"%%%"}}"#.to_vec(),
+            br#"{"message":{"data":""}}"#.to_vec(),
+            serde_json::json!({"message": {"data": base64::engine::general_purpose::STANDARD.encode("[1]")}})
+                .to_string()
+                .into_bytes(),
+        ] {
+            assert!(
+                purchases.google_notification(&body).await.is_err(),
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
+            assert!(!purchases.serve_google_notification(&body).await);
+        }
+        for notification in [
+            serde_json::json!({"packageName": "com.game", "testNotification": {"version": "1.0"}}),
+            serde_json::json!({"packageName": "com.game", "oneTimeProductNotification": {"notificationType": 1, "purchaseToken": "x", "sku": "gems"}}),
+        ] {
+            assert!(
+                purchases
+                    .google_notification(&push(notification))
+                    .await
+                    .expect("acknowledged")
+                    .is_none()
+            );
+        }
+        assert!(fake.seen().is_empty(), "the store is not asked");
+    }
+}

@@ -41,8 +41,8 @@ mod sessions;
 mod social;
 mod status;
 mod storage;
-pub mod storage_retry;
 mod storage_index;
+pub mod storage_retry;
 mod streams;
 #[cfg(test)]
 mod test_realtime;
