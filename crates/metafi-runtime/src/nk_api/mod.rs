@@ -26,7 +26,6 @@ mod groups;
 mod groups_tests;
 mod http;
 mod json;
-mod later;
 mod leaderboards;
 mod links;
 mod matches;
@@ -98,7 +97,6 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         tournaments::FUNCTIONS,
         social::FUNCTIONS,
         parties::FUNCTIONS,
-        later::FUNCTIONS,
         purchases::FUNCTIONS,
         TEST_ROWS,
     ]
