@@ -28,6 +28,7 @@ mod block;
 pub mod context;
 pub mod error;
 pub mod hooks;
+mod inline;
 pub mod host;
 mod job_queue;
 pub mod log_limit;
@@ -47,6 +48,7 @@ mod watchdog;
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
+pub use inline::{may_block, on_inline_call};
 pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
@@ -65,5 +67,5 @@ pub use realtime_host::{
     ChannelEdit, ChannelSender, RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta,
     StreamPresence,
 };
-pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig, default_inline_vms};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;
