@@ -90,9 +90,8 @@ impl Shared {
     {
         // On an IO worker running an inline call, the worker's other tasks move to another
         // thread first (`metafi_runtime::may_block`).
-        let outcome = metafi_runtime::may_block(|| {
-            io::block_on(&self.io, self.budget.deadline(), future)
-        });
+        let outcome =
+            metafi_runtime::may_block(|| io::block_on(&self.io, self.budget.deadline(), future));
         if matches!(outcome, Err(WaitError::Deadline)) {
             self.budget.expire();
         }

@@ -38,7 +38,11 @@ async fn js() -> (Arc<Harness>, tempfile::TempDir) {
     (Arc::new(build(options).await.unwrap()), modules)
 }
 
-async fn spawned(h: &Arc<Harness>, id: &str, payload: &str) -> Result<String, metafi_core::CoreError> {
+async fn spawned(
+    h: &Arc<Harness>,
+    id: &str,
+    payload: &str,
+) -> Result<String, metafi_core::CoreError> {
     let h = h.clone();
     let (id, payload) = (id.to_owned(), payload.to_owned());
     let task = tokio::spawn(async move { h.call(&id, &payload).await });

@@ -284,7 +284,11 @@ impl Inline {
             ids.sort_unstable();
             if &ids != expected {
                 self.vms.fetch_sub(1, Ordering::AcqRel);
-                tracing::error!(engine, vm = index, "a script VM built on an IO thread registered other RPCs than the pool's VMs; this thread's calls use the VM pool");
+                tracing::error!(
+                    engine,
+                    vm = index,
+                    "a script VM built on an IO thread registered other RPCs than the pool's VMs; this thread's calls use the VM pool"
+                );
                 return None;
             }
         }
@@ -355,13 +359,12 @@ fn on_multi_thread_worker() -> bool {
 /// waits for it on this one. `None` when `deadline` passes first (the future is dropped).
 fn run_here<F: Future>(future: F, deadline: Instant) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
-    let first = crate::block::with_waker(|waker| {
-        future.as_mut().poll(&mut Context::from_waker(waker))
-    });
+    let first =
+        crate::block::with_waker(|waker| future.as_mut().poll(&mut Context::from_waker(waker)));
     match first {
         Poll::Ready(value) => Some(value),
-        Poll::Pending => tokio::task::block_in_place(|| {
-            crate::block_on_until(future.as_mut(), Some(deadline))
-        }),
+        Poll::Pending => {
+            tokio::task::block_in_place(|| crate::block_on_until(future.as_mut(), Some(deadline)))
+        }
     }
 }

@@ -28,8 +28,8 @@ mod block;
 pub mod context;
 pub mod error;
 pub mod hooks;
-mod inline;
 pub mod host;
+mod inline;
 mod job_queue;
 pub mod log_limit;
 pub mod match_bridge;
@@ -48,12 +48,12 @@ mod watchdog;
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
-pub use inline::{may_block, on_inline_call};
 pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
     VmLimits, VmSetup,
 };
+pub use inline::{may_block, on_inline_call};
 pub use log_limit::LogLimit;
 pub use match_host::{
     EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,

@@ -225,7 +225,12 @@ async fn a_waiting_call_on_the_inline_path_does_not_stall_other_calls_of_its_wor
     // A wait past the budget ends with code 4, and the thread's VM serves the next call.
     let error = spawned(&h, "wait", "").await.unwrap_err();
     assert_eq!(error.code(), Code::DeadlineExceeded, "{error:?}");
-    assert!(!spawned(&h, "where", "").await.unwrap().contains("metafi-probe"));
+    assert!(
+        !spawned(&h, "where", "")
+            .await
+            .unwrap()
+            .contains("metafi-probe")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
