@@ -85,7 +85,7 @@ rpc_rows() {
       run "rpc-js-rest-inline=$inline-$r" rpc --id echo_js --users "$clients"
       run "rpc-js-socket-inline=$inline-$r" rpc --id echo_js --socket --users "$clients"
       if [ "${PERF:-0}" = 1 ] && [ "$r" = 1 ]; then
-        perf record -F 999 -g -p "$server" -o "$out/perf-inline=$inline.data" -- sleep "$duration" \
+        perf record -e cpu-clock -F 999 -g -p "$server" -o "$out/perf-inline=$inline.data" -- sleep "$duration" \
           >/dev/null 2>&1 &
         local recorder=$!
         run "perf-lua-rest-inline=$inline-$r" rpc --id echo --users "$clients"

@@ -260,12 +260,14 @@ impl Inline {
         let modules = u32::try_from(setup.modules.len().max(1)).unwrap_or(u32::MAX);
         let deadline = Instant::now() + self.setup.limits.load_timeout.saturating_mul(modules);
         let engine = self.engine;
-        // Loading modules takes a while: the worker's other tasks move to another thread.
-        let built = tokio::task::block_in_place(|| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| {
-                crate::block_on_until(self.factory.create_vm(setup), Some(deadline))
-            }))
-        });
+        // Built right here: handing the worker on first (block_in_place) would leave the VM on
+        // a thread that is no longer the worker, and the next worker thread would need its
+        // own. Only if loading must wait for IO (load-time `nk` calls) is the worker handed on.
+        ACTIVE.with(|active| active.set(active.get() + 1));
+        let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            run_here(self.factory.create_vm(setup), deadline)
+        }));
+        ACTIVE.with(|active| active.set(active.get().saturating_sub(1)));
         let vm = match built {
             Ok(Some(Ok(vm))) => vm,
             outcome => {
