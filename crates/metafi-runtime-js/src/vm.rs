@@ -90,7 +90,10 @@ impl Shared {
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
     {
-        let outcome = io::block_on(&self.io, self.budget.deadline(), future);
+        // On an IO worker running an inline call, the worker's other tasks move to another
+        // thread first (`metafi_runtime::may_block`).
+        let outcome =
+            metafi_runtime::may_block(|| io::block_on(&self.io, self.budget.deadline(), future));
         if matches!(outcome, Err(WaitError::Deadline)) {
             self.budget.expire();
         }

@@ -26,6 +26,11 @@ thread_local! {
     static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
 }
 
+/// Runs `f` with this thread's waker, the one [`block_on_until`] parks on.
+pub(crate) fn with_waker<R>(f: impl FnOnce(&Waker) -> R) -> R {
+    WAKER.with(f)
+}
+
 /// Polls `future` to completion on this thread; `None` if `deadline` passes first (the future
 /// is dropped, cancelling what it waited for).
 pub fn block_on_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {

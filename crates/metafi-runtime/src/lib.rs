@@ -29,6 +29,7 @@ pub mod context;
 pub mod error;
 pub mod hooks;
 pub mod host;
+mod inline;
 mod job_queue;
 pub mod log_limit;
 pub mod match_bridge;
@@ -53,6 +54,7 @@ pub use host::{
     EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
     VmLimits, VmSetup,
 };
+pub use inline::{may_block, on_inline_call};
 pub use log_limit::LogLimit;
 pub use match_host::{
     EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
@@ -66,5 +68,5 @@ pub use realtime_host::{
     ChannelEdit, ChannelSender, RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta,
     StreamPresence,
 };
-pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig};
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig, default_inline_vms};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;

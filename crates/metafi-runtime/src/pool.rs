@@ -15,6 +15,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use crate::context::CallContext;
 use crate::error::{LoadError, ScriptError};
 use crate::host::{EngineFactory, Registrations, RpcCall, VmSetup};
+use crate::inline::Inline;
 use crate::job_queue::{JobQueue, PushError};
 use crate::watchdog::{ThreadWatch, Watched};
 
@@ -27,6 +28,13 @@ pub struct PoolConfig {
     pub max_calls_per_vm: usize,
     /// Calls that may wait for a VM, over all VMs; beyond it callers get ResourceExhausted.
     pub queue_capacity: usize,
+}
+
+/// The inline path of one engine (`crate::inline`): how many VMs it may build on IO threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct InlineConfig {
+    /// Most VMs on IO threads at once; 0 = every call takes the pool (a thread hop).
+    pub max_vms: usize,
 }
 
 /// Why a call could not be handed to a VM.
@@ -52,6 +60,8 @@ struct PoolInner {
     /// `runtime.watchdog_grace_ms`: how long a call may keep its VM thread busy past its
     /// deadline before the VM is declared wedged and replaced.
     watchdog_grace: Duration,
+    /// Calls run on the IO thread that received them (`crate::inline`).
+    inline: Arc<Inline>,
 }
 
 /// One VM slot: its queue, and the thread serving it now.
@@ -95,6 +105,7 @@ impl VmPool {
         setup: VmSetup,
         config: PoolConfig,
         watchdog_grace: Duration,
+        inline: InlineConfig,
     ) -> Result<VmPool, LoadError> {
         let engine = factory.name();
         let vms = config.vms.max(1);
@@ -109,10 +120,17 @@ impl VmPool {
                 finished: parking_lot::Mutex::new(None),
             })
             .collect();
+        let inline = Arc::new(Inline::new(
+            factory.clone(),
+            setup.clone(),
+            inline.max_vms,
+            vms,
+        ));
         let inner = Arc::new(PoolInner {
             engine,
             factory,
             setup,
+            inline,
             max_calls: config.max_calls_per_vm.max(1),
             workers,
             stop,
@@ -163,6 +181,11 @@ impl VmPool {
                 Some(_) => {}
             }
         }
+        if let Some(first) = &first {
+            inner
+                .inline
+                .expect(ids(first).into_iter().map(str::to_owned).collect());
+        }
         tokio::spawn(watchdog(Arc::downgrade(&inner)));
         Ok(VmPool {
             registrations: first.unwrap_or_default(),
@@ -178,13 +201,24 @@ impl VmPool {
         &self.registrations
     }
 
-    /// Runs RPC `id` on the least-loaded VM.
+    /// Calls run on IO threads (`crate::inline`) since start, and that path's VMs alive now.
+    pub(crate) fn inline_stats(&self) -> (u64, usize) {
+        (self.inner.inline.calls(), self.inner.inline.vms())
+    }
+
+    /// Runs RPC `id` on this IO thread's VM if it can (`crate::inline`), otherwise on the
+    /// least-loaded VM of the pool.
     pub(crate) async fn call(
         &self,
         id: Arc<str>,
         ctx: Arc<CallContext>,
         payload: String,
     ) -> Result<Result<String, ScriptError>, DispatchError> {
+        // Synchronous: nothing of the thread's VM is held across an await.
+        let (id, ctx, payload) = match self.inner.inline.try_call(id, ctx, payload) {
+            Ok(result) => return Ok(result),
+            Err(declined) => declined,
+        };
         let engine = self.inner.engine;
         let workers = &self.inner.workers;
         let (reply, mut answer) = oneshot::channel();
@@ -258,6 +292,7 @@ impl VmPool {
     /// the VMs and waits up to `grace` for the threads. A wedged thread is not waited for.
     pub(crate) async fn shutdown(&self, grace: Duration) {
         let _ = self.inner.stop.send(true);
+        self.inner.inline.shutdown(grace).await;
         let finished: Vec<_> = self
             .inner
             .workers
@@ -392,6 +427,7 @@ async fn watchdog(pool: std::sync::Weak<PoolInner>) {
                 inner.replace(index);
             }
         }
+        inner.inline.check_wedged(now, inner.watchdog_grace);
     }
 }
 

@@ -29,7 +29,7 @@ use crate::match_host::{
 use crate::modules;
 use crate::native::{NativeInitializer, NativeModule, NativeRpc};
 use crate::nk::{Nk, RuntimeServices};
-use crate::pool::{DispatchError, PoolConfig, VmPool};
+use crate::pool::{DispatchError, InlineConfig, PoolConfig, VmPool};
 use crate::storage_indexes::IndexSetup;
 
 /// The validated `[runtime]` settings.
@@ -73,6 +73,7 @@ pub struct RuntimeBuilder {
     engines: Vec<Arc<dyn EngineFactory>>,
     watchdog_grace: Duration,
     log_limit: LogLimit,
+    inline_vms: usize,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -100,7 +101,16 @@ impl RuntimeBuilder {
             engines: Vec::new(),
             watchdog_grace: crate::DEFAULT_WATCHDOG_GRACE,
             log_limit: LogLimit::default(),
+            inline_vms: default_inline_vms(),
         }
+    }
+
+    /// Most VMs each script engine may build on IO threads to run calls there without a
+    /// thread hop (`runtime.inline_vms`; `docs/RUNTIME.md`, "Calls without thread hops").
+    /// 0 sends every call through the engine's VM pool. Default: two per core.
+    pub fn inline_vms(mut self, max_vms: usize) -> RuntimeBuilder {
+        self.inline_vms = max_vms;
+        self
     }
 
     /// How long a call may keep its VM thread busy past its deadline before the VM is declared
@@ -235,8 +245,17 @@ impl RuntimeBuilder {
                 .copied()
                 .unwrap_or_else(RuntimeConfig::default_pool);
             let match_setup = setup.clone();
-            let pool = match VmPool::start(engine.clone(), setup, pool_config, self.watchdog_grace)
-                .await
+            let inline = InlineConfig {
+                max_vms: self.inline_vms,
+            };
+            let pool = match VmPool::start(
+                engine.clone(),
+                setup,
+                pool_config,
+                self.watchdog_grace,
+                inline,
+            )
+            .await
             {
                 Ok(pool) => Arc::new(pool),
                 Err(e) => {
@@ -493,6 +512,16 @@ impl Runtime {
 
     /// Runs the shutdown function (within `grace`), then stops taking script calls, lets
     /// calls in flight finish and stops the VM threads, waiting at most `grace`.
+    /// How many calls of `engine` ran on the IO thread that received them (without a thread
+    /// hop; `docs/RUNTIME.md`, "Calls without thread hops") since start, and how many VMs that
+    /// path holds now. `(0, 0)` for an engine without modules.
+    pub fn inline_stats(&self, engine: &str) -> (u64, usize) {
+        self.pools
+            .iter()
+            .find(|pool| pool.engine() == engine)
+            .map_or((0, 0), |pool| pool.inline_stats())
+    }
+
     pub async fn shutdown(&self, grace: Duration) {
         self.hooks.shutdown(grace).await;
         let all = self.pools.iter().map(|pool| pool.shutdown(grace));
@@ -640,6 +669,11 @@ impl Runtime {
             },
         }
     }
+}
+
+/// Default of [`RuntimeBuilder::inline_vms`]: two per core.
+pub fn default_inline_vms() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {

@@ -89,6 +89,8 @@ async fn runtime(engine: Arc<WedgingEngine>, grace: Duration) -> (Harness, tempf
     options.call_timeout = Duration::from_millis(100);
     options.watchdog_grace = grace;
     options.engines = vec![engine];
+    // The pool's watchdog (the inline path's is tested in tests/inline.rs).
+    options.inline_vms = Some(0);
     (build(options).await.unwrap(), modules)
 }
 

@@ -32,6 +32,7 @@ pub(crate) async fn start_runtime(
     let services = services.with_utilities(utilities);
     let runtime = RuntimeBuilder::new(config.runtime.clone(), services)
         .watchdog_grace(config.runtime_watchdog_grace)
+        .inline_vms(config.runtime_inline_vms)
         .log_limit(config.script_log_limit)
         .example_modules()
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))

@@ -74,6 +74,9 @@ pub struct Options {
     pub watchdog_grace: Duration,
     /// Engines besides Lua; each gets the same pool sizes.
     pub engines: Vec<Arc<dyn EngineFactory>>,
+    /// `runtime.inline_vms` (None: the builder's default, two per core; 0: calls always take
+    /// the pool).
+    pub inline_vms: Option<usize>,
 }
 
 impl Options {
@@ -88,6 +91,7 @@ impl Options {
             natives: Vec::new(),
             watchdog_grace: metafi_runtime::DEFAULT_WATCHDOG_GRACE,
             engines: Vec::new(),
+            inline_vms: None,
         }
     }
 }
@@ -137,6 +141,9 @@ pub async fn build(options: Options) -> Result<Harness, metafi_runtime::LoadErro
     let mut builder = RuntimeBuilder::new(config, services)
         .engine(Arc::new(LuaEngine::new()))
         .watchdog_grace(options.watchdog_grace);
+    if let Some(max_vms) = options.inline_vms {
+        builder = builder.inline_vms(max_vms);
+    }
     for engine in options.engines {
         builder = builder.engine(engine);
     }

@@ -76,6 +76,9 @@ pub struct Config {
     /// `runtime.watchdog_grace_ms`: how long past its deadline a call may keep its VM busy
     /// before the VM is replaced.
     pub runtime_watchdog_grace: Duration,
+    /// `runtime.inline_calls` / `runtime.inline_vms`: most VMs per script engine on IO
+    /// threads; 0 = every call takes the VM pool.
+    pub runtime_inline_vms: usize,
     /// Authoritative matches: queues, executor threads, budgets (`[match]`).
     pub matches: metafi_match::MatchConfig,
     /// The matchmaker (`[matchmaker]`).
@@ -174,6 +177,7 @@ impl TryFrom<RawConfig> for Config {
             socket: socket.transport,
             runtime: runtime.runtime,
             runtime_watchdog_grace: runtime.watchdog_grace,
+            runtime_inline_vms: runtime.inline_vms,
             matches,
             matchmaker,
             party,

@@ -152,6 +152,11 @@ pub struct RawRuntime {
     /// Freeze the JavaScript intrinsics (`Object.prototype`, `JSON`, …) once the modules are
     /// loaded, so no call can change them for the calls after it (Nakama's key).
     pub js_read_only_globals: bool,
+    /// Run script calls on the IO thread that received them, in a VM of that thread, instead
+    /// of handing them to a VM thread (docs/RUNTIME.md, "Calls without thread hops").
+    pub inline_calls: bool,
+    /// Most VMs each script engine builds on IO threads for inline calls; 0 means two per core.
+    pub inline_vms: i64,
     /// Script log lines one module may write per second, sustained (every runtime's logger);
     /// excess lines are dropped and counted. 0 turns the limit off.
     pub log_lines_per_second: i64,
@@ -324,6 +329,8 @@ impl Default for RawRuntime {
             js_max_calls_per_vm: 1,
             js_queue_capacity: 1_024,
             js_read_only_globals: true,
+            inline_calls: true,
+            inline_vms: 0,
             log_lines_per_second: 100,
             log_burst_lines: 1_000,
             local_cache_max_entries: 10_000,

@@ -20,6 +20,9 @@ pub(super) struct RuntimeSettings {
     pub runtime: RuntimeConfig,
     pub http_key: String,
     pub watchdog_grace: Duration,
+    /// `runtime.inline_calls` and `runtime.inline_vms`: most VMs per engine on IO threads,
+    /// 0 when calls always take the VM pool.
+    pub inline_vms: usize,
     pub log_limit: LogLimit,
     /// The utility functions' limits (`runtime.local_cache_max_entries`, …); the server adds
     /// the bcrypt cost and the `get_config` view when it starts the runtime.
@@ -66,6 +69,12 @@ pub(super) fn validate(
         ("runtime.js_max_calls_per_vm", r.js_max_calls_per_vm),
         ("runtime.js_queue_capacity", r.js_queue_capacity),
     );
+    let inline_vms = check.count("runtime.inline_vms", r.inline_vms, 0, 4096);
+    let inline_vms = match (r.inline_calls, inline_vms) {
+        (false, _) => 0,
+        (true, 0) => 2 * cores(),
+        (true, n) => n,
+    };
     let log_limit = script_log::validate(r, check);
     if r.http_key.is_empty() {
         check.problem("runtime.http_key: must not be empty");
@@ -131,6 +140,7 @@ pub(super) fn validate(
         },
         http_key: r.http_key.clone(),
         watchdog_grace,
+        inline_vms,
         log_limit,
         utilities,
     }
