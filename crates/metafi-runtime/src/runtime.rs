@@ -281,11 +281,13 @@ impl RuntimeBuilder {
                     vms: 1,
                     ..pool_config
                 };
+                // Never inline: the filter's VM is this pool's own, whatever thread writes.
                 match VmPool::start(
                     engine.clone(),
                     match_setup.clone(),
                     filter_config,
                     self.watchdog_grace,
+                    InlineConfig { max_vms: 0 },
                 )
                 .await
                 {
