@@ -88,6 +88,7 @@ impl EngineVm for ProbeVm {
                 })
                 .collect(),
             matches: Vec::new(),
+            storage_indexes: Vec::new(),
         }
     }
 
