@@ -38,43 +38,7 @@ source scripts/bench_server.sh
 trap stop_server EXIT
 
 modules=$out/modules
-mkdir -p "$modules/none" "$modules/lua" "$modules/js"
-cat >"$modules/lua/hooks.lua" <<'EOF'
-local nk = require("nakama")
-nk.register_req_before(function(context, payload) return payload end, "AuthenticateDevice")
-nk.register_req_after(function(context, output, input) end, "AuthenticateDevice")
-EOF
-cat >"$modules/js/hooks.js" <<'EOF'
-function InitModule(ctx, logger, nk, initializer) {
-  initializer.registerBeforeAuthenticateDevice(function (ctx, logger, nk, data) { return data; });
-  initializer.registerAfterAuthenticateDevice(function (ctx, logger, nk, data, request) {});
-}
-EOF
-
-# run NAME WORKLOAD-ARGS... : one run; prints its summary line and records it for the median.
-run() {
-  local name=$1
-  shift
-  local dir=$out/$name
-  mkdir -p "$dir"
-  taskset -c 1 "$bench" "$@" --server "http://127.0.0.1:$port" --clients "$clients" \
-    --duration "${duration}s" --server-pid "$server" --out "$dir" >"$dir/bench.txt" 2>&1 || {
-    echo "bench_inline: $name failed; its output:" >&2
-    cat "$dir/bench.txt" >&2
-    exit 1
-  }
-  python3 - "$dir/report.json" "$name" <<'EOF' | tee -a "$out/summary.txt"
-import json, sys
-report = json.load(open(sys.argv[1]))
-name = sys.argv[2]
-row = max(report["requests"], key=lambda r: r["count"])
-usage = report.get("server_usage") or {}
-cores = usage.get("cores_used", float("nan"))
-per_cpu = row["count"] / usage["cpu_secs"] if usage.get("cpu_secs") else float("nan")
-print(f"{name}\t{row['mean_rate']:.1f}/s\tmean {row['mean_ms']:.2f} ms\tp99 {row['p99_ms']:.2f} ms"
-      f"\tserver {cores:.2f} cores\t{per_cpu:.0f} per server CPU-second\t{1e6 / per_cpu:.1f} us server CPU per call")
-EOF
-}
+write_hook_modules "$modules"
 
 rpc_rows() {
   for r in $(seq 1 "$runs"); do
