@@ -54,7 +54,7 @@ nk.register_shutdown(function(context)
   nk.storage_write({ { collection = "hooks", key = "shutdown", value = { mode = context.execution_mode }, permission_read = 2, permission_write = 0 } })
 end)
 nk.register_leaderboard_reset(function(context, leaderboard, reset) end)
-nk.register_storage_index("idx", "hooks", "", { "token" }, 100)
+nk.register_storage_index("idx", "hooks", "", { "token" }, {}, 100, false)
 "#;
 
 const JS: &str = r#"
