@@ -142,6 +142,10 @@ pub struct Setup {
     /// Load every engine's modules into one runtime (the fixture checks something across
     /// engines, such as an RPC id registered by both), instead of one runtime per engine.
     pub together: bool,
+    /// Calls may run on the caller's IO worker (`runtime.inline_calls`, RUNTIME.md "Calls
+    /// without thread hops"); `false` sends every call through the pool, for fixtures about the
+    /// pool itself (its queue refuses calls the inline path would take).
+    pub inline: bool,
 }
 
 impl Default for Setup {
@@ -154,6 +158,7 @@ impl Default for Setup {
             call_timeout_ms: 5_000,
             memory_limit_bytes: 32 << 20,
             together: false,
+            inline: true,
         }
     }
 }

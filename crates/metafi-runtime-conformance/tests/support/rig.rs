@@ -160,6 +160,9 @@ impl Parts {
             pools: HashMap::from([("lua".to_owned(), pool), ("js".to_owned(), pool)]),
         };
         let mut builder = RuntimeBuilder::new(config, services);
+        if !setup.inline {
+            builder = builder.inline_vms(0);
+        }
         for engine in engines {
             builder = match engine {
                 Engine::Lua => builder.engine(Arc::new(LuaEngine::new()) as Arc<dyn EngineFactory>),
