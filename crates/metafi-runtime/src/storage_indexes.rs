@@ -1,7 +1,7 @@
 //! Storage indexes and their filters as modules register them (`register_storage_index`,
 //! `register_storage_index_filter`; JS `initializer.registerStorageIndex…`; native
 //! [`crate::NativeInitializer::register_storage_index`]), installed into the node's
-//! [`StorageIndexes`] once every runtime loaded, which then fills them from storage.
+//! [`StorageIndexes`](metafi_core::storage_index::StorageIndexes) once every runtime loaded, which then fills them from storage.
 //!
 //! A script filter is stored like a hook, under a reserved id ([`filter_key`]); the host calls
 //! it with the candidate object as JSON in the engine's naming (Lua `user_id`, JS `userId`),
