@@ -37,9 +37,6 @@ const NATIVE_REGISTRATIONS: &[&str] = &[
     "register_storage_index_filter",
 ];
 
-/// Registrations that are accepted but whose feature is not served yet (a warning at start).
-const REGISTERS_FEATURE_NOT_SERVED: &[(&str, &str)] = &[];
-
 const LUA_PROBE: &str = r#"
 local nk = require("nakama")
 nk.register_rpc(function(ctx, payload)
@@ -127,12 +124,6 @@ async fn bound_names(
 fn state(bound: bool, row: Option<&NkFunction>, name: &str) -> String {
     if !bound {
         return "**missing**".into();
-    }
-    if let Some((_, feature)) = REGISTERS_FEATURE_NOT_SERVED
-        .iter()
-        .find(|(n, _)| *n == name)
-    {
-        return format!("registers; {feature} not served yet");
     }
     // A hook on an API call MetaFi does not serve registers and is reported at start.
     if let Some(call) = name

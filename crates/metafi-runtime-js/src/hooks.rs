@@ -19,7 +19,6 @@ use metafi_runtime::hooks::{
     HookMode, LEADERBOARD_RESET_KEY, PURCHASE_NOTIFICATION_APPLE_KEY,
     PURCHASE_NOTIFICATION_GOOGLE_KEY, SHUTDOWN_KEY, SUBSCRIPTION_NOTIFICATION_APPLE_KEY,
     SUBSCRIPTION_NOTIFICATION_GOOGLE_KEY, TOURNAMENT_END_KEY, TOURNAMENT_RESET_KEY, hook_key,
-    warn_unserved_once,
 };
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
@@ -35,9 +34,6 @@ const AFTER: &str = "(function (fn) { return function (ctx, logger, nk, payload)
 const SHUTDOWN: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var r = fn(ctx, logger, nk); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 const TOURNAMENT_CALLBACK: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var all = JSON.parse(payload); var r = fn(ctx, logger, nk, all[0], all[1], all[2]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
 const LEADERBOARD_RESET: &str = "(function (fn) { return function (ctx, logger, nk, payload) { var both = JSON.parse(payload); var r = fn(ctx, logger, nk, both[0], both[1]); return r instanceof Promise ? r.then(function () { return ''; }) : ''; }; })";
-
-/// Registrations of features other issues build: accepted, reported once, never called.
-const UNSERVED: &[(&str, &str)] = &[];
 
 /// Adds the hook registrations to `initializer`.
 pub(crate) fn install<'js>(
@@ -156,22 +152,6 @@ pub(crate) fn install<'js>(
         initializer.set(name, register)?;
     }
     crate::storage_index::install(ctx, shared, initializer)?;
-    for (function, feature) in UNSERVED {
-        let on = shared.clone();
-        let register = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
-            if convert::arg(&args.0, 0)
-                .and_then(|f| f.as_function())
-                .is_none()
-            {
-                return Err(Exception::throw_type(&ctx, "expects a function"));
-            }
-            let module = loading_module(&ctx, &on, function)?;
-            warn_unserved_once("js", &module, function, feature);
-            Ok(())
-        })?
-        .with_name(*function)?;
-        initializer.set(*function, register)?;
-    }
     Ok(())
 }
 

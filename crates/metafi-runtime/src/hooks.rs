@@ -108,29 +108,6 @@ pub fn parse_hook_key(key: &str) -> Option<(HookMode, HookKind, &str)> {
     Some((mode, kind, name))
 }
 
-/// Logs, once per process, a registration of a feature MetaFi does not serve yet
-/// (leaderboard resets, storage indexes, purchase notifications…): the module loads, the
-/// function is never called. Every VM of a pool runs the same registrations; only the first
-/// one of each `(engine, registration)` is reported.
-pub fn warn_unserved_once(engine: &'static str, module: &str, registration: &str, feature: &str) {
-    static WARNED: parking_lot::Mutex<Vec<(&'static str, String)>> =
-        parking_lot::Mutex::new(Vec::new());
-    let mut warned = WARNED.lock();
-    if warned
-        .iter()
-        .any(|(e, r)| *e == engine && r == registration)
-    {
-        return;
-    }
-    warned.push((engine, registration.to_owned()));
-    tracing::warn!(
-        engine,
-        module,
-        registration,
-        "{registration} registered a function for {feature}, which MetaFi does not serve yet: it will never be called"
-    );
-}
-
 /// A native before hook: the request (proto names; `None` for calls without input) in, the
 /// request to serve (`None` drops the call) out.
 pub type NativeBefore = Arc<
