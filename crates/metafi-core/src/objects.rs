@@ -110,15 +110,15 @@ impl Objects {
             .into_iter()
             .map(|input| validate_write(caller, input))
             .collect::<Result<Vec<_>, _>>()?;
-        let indexed = self.active_indexes().map(|_| writes.clone());
+        let indexed = self.active_indexes().map(|i| i.pick(&writes));
         match self
             .store
             .write_objects(caller, writes, self.clock.now_ms())
             .await
         {
             Ok(acks) => {
-                if let (Some(indexes), Some(writes)) = (self.active_indexes(), indexed) {
-                    indexes.committed(&writes, &acks, &[]).await;
+                if let (Some(indexes), Some(picked)) = (self.active_indexes(), indexed) {
+                    indexes.committed(&picked, &acks, &[]).await;
                 }
                 Ok(acks)
             }

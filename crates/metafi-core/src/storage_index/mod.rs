@@ -235,21 +235,42 @@ impl StorageIndexes {
         }
     }
 
-    /// Whether any index is registered (writes need not keep a copy for it otherwise).
+    /// Whether any index is registered (deletes need not be kept for it otherwise).
     pub fn is_active(&self) -> bool {
         !self.indexes.read().is_empty()
     }
 
-    /// A committed batch: `writes` and their `acks` (same order), then `deletes`.
+    /// The writes of a batch some index takes, with their positions in the batch (their
+    /// acknowledgements' positions): all a write must keep for [`StorageIndexes::committed`],
+    /// so a write to a collection no index names copies nothing.
+    pub fn pick(&self, writes: &[ObjectWrite]) -> Vec<(usize, ObjectWrite)> {
+        let indexes = self.indexes.read();
+        if indexes.is_empty() {
+            return Vec::new();
+        }
+        writes
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| {
+                indexes
+                    .iter()
+                    .any(|i| i.definition.takes(&w.collection, &w.key))
+            })
+            .map(|(at, w)| (at, w.clone()))
+            .collect()
+    }
+
+    /// A committed batch: the writes [`StorageIndexes::pick`] kept and the batch's `acks`, then
+    /// `deletes`.
     pub async fn committed(
         &self,
-        writes: &[ObjectWrite],
+        picked: &[(usize, ObjectWrite)],
         acks: &[ObjectAck],
         deletes: &[ObjectDelete],
     ) {
-        let objects: Vec<StorageObject> = writes
+        let objects: Vec<StorageObject> = picked
             .iter()
-            .zip(acks)
+            .filter_map(|(at, w)| Some((w, acks.get(*at)?)))
             .filter(|(w, a)| {
                 w.collection == a.collection && w.key == a.key && w.user_id == a.user_id
             })

@@ -136,14 +136,14 @@ impl Wallets {
         let update = input.validate()?;
         let writes = update.writes.len();
         let indexes = self.indexes.as_ref().filter(|i| i.is_active());
-        let indexed = indexes.map(|_| (update.writes.clone(), update.deletes.clone()));
+        let indexed = indexes.map(|i| (i.pick(&update.writes), update.deletes.clone()));
         let result = self
             .store
             .multi_update(update, self.clock.now_ms())
             .await
             .map_err(|e| multi::storage_error(e, writes))?;
-        if let (Some(indexes), Some((writes, deletes))) = (indexes, indexed) {
-            indexes.committed(&writes, &result.acks, &deletes).await;
+        if let (Some(indexes), Some((picked, deletes))) = (indexes, indexed) {
+            indexes.committed(&picked, &result.acks, &deletes).await;
         }
         Ok(result)
     }
