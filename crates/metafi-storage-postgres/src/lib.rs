@@ -17,6 +17,7 @@
 //! Must not depend on: the server, HTTP. Key types: [`PostgresStorage`], [`PostgresConfig`].
 
 mod account;
+mod console_store;
 mod connect;
 mod db;
 mod friend_import_store;

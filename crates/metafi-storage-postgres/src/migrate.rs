@@ -72,6 +72,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "friend_import",
         sql: include_str!("../migrations/0013_friend_import.sql"),
     },
+    Migration {
+        version: 14,
+        name: "console",
+        sql: include_str!("../migrations/0014_console.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

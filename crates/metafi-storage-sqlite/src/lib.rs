@@ -19,6 +19,7 @@
 //! [`SqliteStorage`], [`SqliteConfig`].
 
 mod account;
+mod console_store;
 mod db;
 mod friend_import_store;
 mod friend_store;

@@ -67,6 +67,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "account_delete_records",
         sql: include_str!("../migrations/0012_account_delete_records.sql"),
     },
+    Migration {
+        version: 13,
+        name: "console",
+        sql: include_str!("../migrations/0013_console.sql"),
+    },
 ];
 
 struct Migration {

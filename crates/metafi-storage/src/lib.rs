@@ -22,6 +22,7 @@
 mod account;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod console;
 mod error;
 mod friend;
 mod friend_import;
@@ -42,6 +43,7 @@ mod wallet;
 pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
+pub use console::{AuditEntry, ConsoleStore, ConsoleUser};
 pub use error::{Conflict, StorageError};
 pub use friend::{
     AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,
@@ -102,6 +104,7 @@ pub trait Storage:
     + SocialStore
     + PurchaseStore
     + TournamentStore
+    + ConsoleStore
     + 'static
 {
     /// A short name for logs and metrics: `"sqlite"` or `"postgres"`.

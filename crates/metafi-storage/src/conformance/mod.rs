@@ -15,6 +15,7 @@
 mod account;
 mod account_delete;
 pub mod bench;
+mod console;
 mod durability;
 mod friend;
 mod friend_import;
@@ -42,6 +43,7 @@ use futures_util::FutureExt as _;
 
 pub use account::*;
 pub use account_delete::*;
+pub use console::*;
 pub use durability::*;
 pub use friend::*;
 pub use friend_import::*;
@@ -167,6 +169,9 @@ macro_rules! conformance_tests {
         );
         $crate::conformance_tests!(@cases $fixture;
             friend_invite_then_accept,
+            console_users_are_seeded_once,
+            audit_log_pages_newest_first,
+            storage_collections_are_listed_once_each,
             friend_accept_merges_top_level_metadata,
             friend_add_leaves_unknown_and_blocked_users_alone,
             friend_block_replaces_edge_and_removes_the_other_side,
