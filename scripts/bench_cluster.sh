@@ -65,7 +65,7 @@ start_nodes() {
     if [ "$count" -gt 1 ]; then cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=bench$$"); fi
     taskset -c 0 "$bin" serve --port "$port" --metrics-port $((port + 1)) --quic-port $((port + 2)) \
       --data-dir "$data" --database-url "$db" "${cluster[@]}" \
-      --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
+      --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
       >"$out/node$n.log" 2>&1 &
     pids+=("$!")
     for _ in $(seq 1 200); do

@@ -24,7 +24,7 @@ start_server() {
   shift
   data=$(mktemp -d -t metafi-bench-data.XXXXXX)
   taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
-    --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
+    --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
     "$@" >"$log" 2>&1 &
   server=$!
   for _ in $(seq 1 200); do

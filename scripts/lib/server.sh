@@ -14,7 +14,7 @@ start_server() {
   shift
   SERVER_DATA=$(mktemp -d -t metafi-test.XXXXXX)
   SERVER_LOG="$SERVER_DATA/server.log"
-  "$bin" serve --port 0 --metrics-port 0 --data-dir "$SERVER_DATA/data" "$@" >"$SERVER_LOG" 2>&1 &
+  "$bin" serve --port 0 --metrics-port 0 --console-port 0 --data-dir "$SERVER_DATA/data" "$@" >"$SERVER_LOG" 2>&1 &
   SERVER_PID=$!
   local ready=""
   for _ in $(seq 1 300); do

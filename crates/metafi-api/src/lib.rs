@@ -38,6 +38,13 @@ pub fn router(state: ApiState) -> Router {
     router_with(state, Router::new())
 }
 
+/// The App Store and Google Play notification endpoints (`/v2/console/apple/…`,
+/// `/v2/console/google/…`). Nakama serves them on its console port, so the console listener
+/// merges this router; the client API does not serve them.
+pub fn store_notifications(state: ApiState) -> Router {
+    routes::store_notification::routes().with_state(state)
+}
+
 /// The REST routes and `extra` (the realtime socket's `/ws`) behind the same edge: every route
 /// answers CORS preflights, carries the CORS headers (errors too), and meets the same limits.
 pub fn router_with(state: ApiState, extra: Router) -> Router {

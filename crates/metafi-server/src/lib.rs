@@ -7,6 +7,7 @@
 
 pub mod config;
 mod config_view;
+mod console;
 mod examples;
 mod housekeeping;
 mod listeners;

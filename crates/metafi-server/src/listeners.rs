@@ -15,6 +15,8 @@ pub struct Listeners {
     pub metrics: Option<TcpListener>,
     /// The QUIC transport's UDP socket, when `[quic]` is enabled.
     pub quic: Option<std::net::UdpSocket>,
+    /// The console's listener, when `[console]` is enabled.
+    pub console: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -38,7 +40,22 @@ impl Listeners {
             })?),
             None => None,
         };
-        Ok(Listeners { api, metrics, quic })
+        let console = match &config.console {
+            Some(console) => Some(
+                bind(
+                    console.listen,
+                    "console.address/console.port (--console-port), or console.enabled = false",
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        Ok(Listeners {
+            api,
+            metrics,
+            quic,
+            console,
+        })
     }
 
     /// The QUIC listener's address, when enabled.
@@ -68,6 +85,11 @@ impl Listeners {
             api: self.api_addr()?,
             metrics: self.metrics_addr()?,
             quic: self.quic_addr()?,
+            console: self
+                .console
+                .as_ref()
+                .map(|l| l.local_addr())
+                .transpose()?,
         })
     }
 }
@@ -81,6 +103,8 @@ pub struct NodeAddrs {
     pub metrics: Option<SocketAddr>,
     /// The QUIC transport (UDP), when enabled.
     pub quic: Option<SocketAddr>,
+    /// The console, when enabled.
+    pub console: Option<SocketAddr>,
 }
 
 async fn bind(addr: SocketAddr, keys: &str) -> anyhow::Result<TcpListener> {

@@ -53,6 +53,9 @@ struct ConfigArgs {
     /// Metrics port (metrics.port).
     #[arg(long, value_name = "PORT")]
     metrics_port: Option<u16>,
+    /// Console port (console.port).
+    #[arg(long, value_name = "PORT")]
+    console_port: Option<u16>,
     /// UDP port of the QUIC transport (quic.port).
     #[arg(long, value_name = "PORT")]
     quic_port: Option<u16>,
@@ -88,6 +91,7 @@ impl ConfigArgs {
         flag("database.url", self.database_url.clone());
         flag("metrics.port", self.metrics_port.map(|p| p.to_string()));
         flag("quic.port", self.quic_port.map(|p| p.to_string()));
+        flag("console.port", self.console_port.map(|p| p.to_string()));
         flag("name", self.name.clone().or_else(|| self.node.clone()));
         flag("cluster.url", self.cluster.clone());
         for pair in &self.set {
@@ -128,13 +132,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Config(ConfigCommand::Show(args)) => {
             let config = args.load()?;
-            let mut raw = config.raw.clone();
-            raw.socket.server_key = "***".into();
-            raw.session.encryption_key = "***".into();
-            raw.session.refresh_encryption_key = "***".into();
-            raw.runtime.http_key = "***".into();
-            raw.database.url = config::redact_url(&raw.database.url);
-            raw.cluster.url = config::redact_url(&raw.cluster.url);
+            let raw = config.raw.redacted();
             print!(
                 "{}",
                 toml::to_string(&raw).context("rendering the configuration")?

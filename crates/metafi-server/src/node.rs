@@ -56,6 +56,8 @@ pub struct Node {
     cluster: Option<metafi_cluster::Cluster>,
     api_server: JoinHandle<()>,
     metrics_server: Option<JoinHandle<()>>,
+    /// The console listener (`[console]`, docs/CONSOLE.md).
+    console_server: Option<JoinHandle<()>>,
     matchmaker: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
 }
@@ -66,6 +68,8 @@ struct Wired {
     realtime: Arc<Realtime>,
     matches: Matches,
     app: axum::Router,
+    /// The console's router, when `[console]` is enabled.
+    console: Option<axum::Router>,
     quic: Option<QuicEdge>,
     cluster: Option<metafi_cluster::Cluster>,
 }
@@ -101,6 +105,17 @@ impl Node {
                 stopped(stop_rx.clone()),
             ))
         });
+        let console_server = match (listeners.console, wired.console, &config.console) {
+            (Some(listener), Some(app), Some(settings)) => {
+                tracing::info!(address = ?addrs.console, "console at /");
+                let http = settings.config.http.clone();
+                let stop = stopped(stop_rx.clone());
+                Some(tokio::spawn(async move {
+                    metafi_api::serve(listener, app, &http, stop).await
+                }))
+            }
+            _ => None,
+        };
         let matchmaker = tokio::spawn({
             let realtime = wired.realtime.clone();
             let stop = stopped(stop_rx.clone());
@@ -135,6 +150,7 @@ impl Node {
             cluster: wired.cluster,
             api_server,
             metrics_server,
+            console_server,
             matchmaker,
             housekeeping,
         })
@@ -207,6 +223,9 @@ impl Node {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "API server task failed"),
             Err(_) => tracing::warn!("requests still running after the grace period were cut off"),
+        }
+        if let Some(task) = self.console_server {
+            let _ = tokio::time::timeout(grace, task).await;
         }
         if let Some(task) = self.metrics_server {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
@@ -416,6 +435,7 @@ async fn wire(
     .with_parties(parties.clone());
     let runtime = modules::start_runtime(config, runtime_services).await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
+    let console_runtime = runtime.clone();
     // Every module has loaded: nk.match_create now finds their match handlers, and the
     // matchmaker calls their matchmaker_matched hook.
     match_host.install(runtime.match_handlers());
@@ -438,6 +458,9 @@ async fn wire(
     let hooks: Arc<dyn metafi_core::Hooks> = runtime.hooks();
     // The one dispatcher of RPCs: REST and the realtime socket share it.
     let rpc: Arc<dyn RpcDispatch> = runtime;
+    // The console reads the sockets this registry holds.
+    let registry = parts.registry.clone();
+    let console_store = store.clone();
     let realtime = Arc::new(
         Realtime::with_parts(
             config.realtime.clone(),
@@ -498,12 +521,30 @@ async fn wire(
     };
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).
+    // The console (docs/CONSOLE.md): its own listener, acting through the same services.
+    let console = match &config.console {
+        Some(settings) => Some(
+            crate::console::build(
+                config,
+                settings,
+                api_state.clone(),
+                console_store,
+                clock.clone(),
+                registry,
+                cluster.as_ref(),
+                &console_runtime,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let app = metafi_api::router_with(api_state, metafi_transport::router(socket_state));
     Ok(Wired {
         sessions,
         realtime,
         matches,
         app,
+        console,
         quic,
         cluster,
     })

@@ -66,6 +66,8 @@ async fn the_google_notification_functions_run_with_nakamas_arguments() {
     })
     .await;
     let http = Http::new(&s.base);
+    // Store notifications arrive on the console listener, as on Nakama's console port.
+    let console = Http::new(s.console.as_deref().expect("the console listens"));
     let (token, _) = http.new_session().await;
     let account = http.send(http.get("/v2/account").bearer_auth(&token)).await;
     let user = account.body["user"]["id"].as_str().unwrap().to_owned();
@@ -87,7 +89,7 @@ async fn the_google_notification_functions_run_with_nakamas_arguments() {
     }));
     let answer = http
         .send(
-            http.post("/v2/console/google/notifications/hook")
+            console.post("/v2/console/google/notifications/hook")
                 .json(&body),
         )
         .await;
@@ -115,7 +117,7 @@ async fn the_google_notification_functions_run_with_nakamas_arguments() {
     }));
     let answer = http
         .send(
-            http.post("/v2/console/google/subscriptions/hook")
+            console.post("/v2/console/google/subscriptions/hook")
                 .json(&body),
         )
         .await;

@@ -40,6 +40,8 @@ async fn the_subscription_notification_function_runs_with_nakamas_arguments() {
     })
     .await;
     let http = Http::new(&s.base);
+    // Store notifications arrive on the console listener, as on Nakama's console port.
+    let console = Http::new(s.console.as_deref().expect("the console listens"));
     let (token, _) = http.new_session().await;
     let account = http.send(http.get("/v2/account").bearer_auth(&token)).await;
     let user = account.body["user"]["id"].as_str().unwrap().to_owned();
@@ -59,11 +61,16 @@ async fn the_subscription_notification_function_runs_with_nakamas_arguments() {
     let body = json!({ "signedPayload": chain.sign(&payload.to_string()) });
     let answer = http
         .send(
-            http.post("/v2/console/apple/notifications/hook")
+            console.post("/v2/console/apple/notifications/hook")
                 .json(&body),
         )
         .await;
     assert_eq!(answer.status, 200, "{:?}", answer.body);
+    // The client API's port does not serve them.
+    let on_api = http
+        .send(http.post("/v2/console/apple/notifications/hook").json(&body))
+        .await;
+    assert_eq!(on_api.status, 404);
     let mut value = None;
     for _ in 0..100 {
         let read = http

@@ -22,6 +22,8 @@ pub struct TestNode {
     pub metrics: Option<String>,
     /// The QUIC listener's address, when `[quic]` is enabled.
     pub quic: Option<std::net::SocketAddr>,
+    /// `http://…` of the console, when `[console]` is enabled.
+    pub console: Option<String>,
     /// The directory given to the node: its data is under `data/`.
     pub data_dir: PathBuf,
     node: Option<Node>,
@@ -85,6 +87,7 @@ impl TestNode {
             base: format!("http://{}", addrs.api),
             metrics: addrs.metrics.map(|a| format!("http://{a}")),
             quic: addrs.quic,
+            console: addrs.console.map(|a| format!("http://{a}")),
             data_dir: dir.to_owned(),
             node: Some(node),
             grace,
@@ -174,6 +177,7 @@ fn test_config(dir: &Path, tweak: impl FnOnce(&mut RawConfig)) -> RawConfig {
     };
     raw.socket.port = 0;
     raw.metrics.port = 0;
+    raw.console.port = 0;
     raw.accounts.bcrypt_cost = 4;
     tweak(&mut raw);
     raw

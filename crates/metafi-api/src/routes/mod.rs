@@ -19,7 +19,7 @@ mod rpc;
 mod session;
 mod social_links;
 mod storage;
-mod store_notification;
+pub(crate) mod store_notification;
 mod tournament;
 mod user;
 
@@ -69,7 +69,6 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(tournament::routes())
         .merge(social_links::routes())
         .merge(purchase::routes())
-        .merge(store_notification::routes())
         .merge(party::routes())
         .merge(matchmaker::routes())
         .merge(event::routes())

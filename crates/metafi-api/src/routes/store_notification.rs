@@ -7,7 +7,8 @@
 //! or the store lookup of the purchase token (Google) is the proof. Answers are empty, 200 when
 //! handled (or deliberately ignored) and 500 when the store should send it again.
 //!
-//! MetaFi has no console listener yet, so these are served on the API port.
+//! Served on the console listener (`metafi-console` merges [`crate::store_notifications`]),
+//! as Nakama serves them on its console port; the client API's port does not answer them.
 
 use axum::Router;
 use axum::body::Bytes;

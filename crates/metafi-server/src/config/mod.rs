@@ -5,6 +5,7 @@
 mod accounts;
 mod check;
 mod cluster;
+mod console;
 mod database;
 mod friends;
 mod http;
@@ -39,6 +40,7 @@ use metafi_realtime::RealtimeConfig;
 use metafi_runtime::RuntimeConfig;
 use metafi_transport::SocketConfig;
 
+pub use console::ConsoleSettings;
 pub use database::{DatabaseBackend, DatabaseConfig, redact_url};
 pub use layers::{Sources, env_name, load};
 pub use logger::LoggerConfig;
@@ -109,6 +111,8 @@ pub struct Config {
     pub iap: metafi_core::IapConfig,
     /// The cluster this node joins (`[cluster]`, docs/CLUSTER.md); `None`: a single node.
     pub cluster: Option<metafi_cluster::ClusterConfig>,
+    /// The console listener (`[console]`, docs/CONSOLE.md); `None` when disabled.
+    pub console: Option<ConsoleSettings>,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -151,6 +155,7 @@ impl TryFrom<RawConfig> for Config {
             database.as_ref().map(|d| &d.backend),
             &mut check,
         );
+        let console = console::validate(&raw.console, &http, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -192,6 +197,7 @@ impl TryFrom<RawConfig> for Config {
             social,
             iap,
             cluster,
+            console,
             raw,
         })
     }
@@ -214,7 +220,46 @@ impl Config {
         if self.raw.runtime.http_key == defaults.runtime.http_key {
             found.push("runtime.http_key");
         }
+        if self.console.is_some() {
+            if self.raw.console.signing_key == defaults.console.signing_key {
+                found.push("console.signing_key");
+            }
+            if self.raw.console.users == defaults.console.users {
+                found.push("console.users (admin/password)");
+            }
+        }
         found
+    }
+}
+
+impl RawConfig {
+    /// The configuration with every secret replaced by `***` and credentials taken out of
+    /// URLs: what `metafi config show` prints and the console shows.
+    pub fn redacted(&self) -> RawConfig {
+        let mut raw = self.clone();
+        let hide = |value: &mut String| {
+            if !value.is_empty() {
+                *value = "***".into();
+            }
+        };
+        hide(&mut raw.socket.server_key);
+        hide(&mut raw.session.encryption_key);
+        hide(&mut raw.session.refresh_encryption_key);
+        hide(&mut raw.runtime.http_key);
+        hide(&mut raw.console.signing_key);
+        for user in &mut raw.console.users {
+            hide(&mut user.password);
+        }
+        hide(&mut raw.iap.apple.shared_password);
+        hide(&mut raw.iap.google.private_key);
+        hide(&mut raw.iap.huawei.client_secret);
+        hide(&mut raw.iap.huawei.public_key);
+        hide(&mut raw.iap.facebook_instant.app_secret);
+        hide(&mut raw.social.facebook_instant_game.app_secret);
+        hide(&mut raw.social.steam.publisher_key);
+        raw.database.url = redact_url(&raw.database.url);
+        raw.cluster.url = redact_url(&raw.cluster.url);
+        raw
     }
 }
 

@@ -1,0 +1,366 @@
+//! Console sign-in and sessions: `POST /v2/console/authenticate` checks a console user's
+//! password and answers a token (a JWT signed with `console.signing_key`, never the client
+//! API's keys) and sets it as an `HttpOnly`, `SameSite=Strict` cookie for the pages. Every
+//! other console route goes through [`require_session`]: a bearer token or the cookie, not
+//! expired, not signed out. A request made with the cookie that changes something must also
+//! carry the session's CSRF token (`x-csrf-token`), which only the console's own pages know.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use metafi_api::ApiError;
+use metafi_proto::Code;
+use metafi_storage::ConsoleUser;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{ConsoleState, Perm, Role, audit};
+
+/// The cookie the pages' session travels in.
+pub const COOKIE_NAME: &str = "metafi_console";
+/// The header a cookie-authenticated change carries its CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+const REQUIRED: &str = "Console authentication required.";
+const INVALID_TOKEN: &str = "Token invalid.";
+const INVALID_CREDENTIALS: &str = "Invalid credentials.";
+const FORBIDDEN: &str = "Unauthorized: you do not have permissions to access this resource.";
+
+/// A signed-in console user, as the handlers see it.
+#[derive(Debug, Clone)]
+pub struct ConsoleSession {
+    pub username: String,
+    pub role: Role,
+    /// Identifies this sign-in (for sign-out).
+    pub session_id: String,
+    /// The token the pages send back with every change.
+    pub csrf: String,
+    /// Expiry, seconds since the epoch.
+    pub expires_at: i64,
+}
+
+impl ConsoleSession {
+    /// Refuses (403, Nakama's message) unless the session's role may do `perm`.
+    pub fn require(&self, perm: Perm) -> Result<(), ApiError> {
+        if self.role.may(perm) {
+            Ok(())
+        } else {
+            Err(ApiError::new(Code::PermissionDenied, FORBIDDEN))
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    /// Console username.
+    usn: String,
+    /// Role number (Nakama's `rol`).
+    rol: u8,
+    /// Session id.
+    sid: String,
+    /// CSRF token of this session.
+    csrf: String,
+    iat: i64,
+    exp: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct AuthenticateRequest {
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /v2/console/authenticate`: `{"token": …}` (Nakama's `ConsoleSession`), the cookie set.
+pub(crate) async fn authenticate(
+    State(state): State<ConsoleState>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let request: AuthenticateRequest = serde_json::from_slice(&body)
+        .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid request body."))?;
+    if request.username.is_empty() || request.password.is_empty() {
+        return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
+    }
+    let user = state
+        .store
+        .console_user(&request.username)
+        .await
+        .map_err(|e| metafi_core::CoreError::storage("reading a console user", e))?;
+    let Some(user) = user else {
+        // Spend the same time as a wrong password, so a name cannot be probed by timing.
+        let dummy = state
+            .dummy_hash
+            .get_or_try_init(|| state.hasher.hash("metafi-console-no-such-user".into()))
+            .await?;
+        let _ = state.hasher.verify(request.password, dummy.clone()).await;
+        return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
+    };
+    let matches = state
+        .hasher
+        .verify(request.password, user.password_hash.clone())
+        .await?;
+    let role = Role::from_number(user.role);
+    let (true, Some(role)) = (matches, role) else {
+        return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
+    };
+    let (token, session) = issue(&state, &user.username, role)?;
+    audit::record(&state, &session, "console.sign_in", &user.username, json!({})).await;
+    let max_age = state.config.token_expiry.as_secs();
+    let mut response = Json(json!({ "token": token })).into_response();
+    if let Ok(cookie) = HeaderValue::from_str(&format!(
+        "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}"
+    )) {
+        response.headers_mut().insert(SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// `POST /v2/console/authenticate/logout`: this session ends now; the cookie is cleared.
+pub(crate) async fn logout(
+    State(state): State<ConsoleState>,
+    axum::Extension(session): axum::Extension<ConsoleSession>,
+) -> Response {
+    let now = state.clock.now_ms() / 1000;
+    {
+        let mut signed_out = state.signed_out.lock();
+        signed_out.retain(|_, expires| *expires > now);
+        signed_out.insert(session.session_id.clone(), session.expires_at);
+    }
+    audit::record(&state, &session, "console.sign_out", &session.username, json!({})).await;
+    let mut response = Json(json!({})).into_response();
+    response.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_static("metafi_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+/// Makes a session token for a console user.
+pub(crate) fn issue(
+    state: &ConsoleState,
+    username: &str,
+    role: Role,
+) -> Result<(String, ConsoleSession), ApiError> {
+    let now = state.clock.now_ms() / 1000;
+    let expires_at = now + i64::try_from(state.config.token_expiry.as_secs()).unwrap_or(i64::MAX / 2);
+    let claims = Claims {
+        usn: username.to_owned(),
+        rol: role.number(),
+        sid: random_token(),
+        csrf: random_token(),
+        iat: now,
+        exp: expires_at,
+    };
+    let token = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(state.config.signing_key.as_bytes()),
+    )
+    .map_err(|_| ApiError::new(Code::Internal, "Failed to sign the token."))?;
+    Ok((
+        token,
+        ConsoleSession {
+            username: claims.usn,
+            role,
+            session_id: claims.sid,
+            csrf: claims.csrf,
+            expires_at,
+        },
+    ))
+}
+
+/// Checks a token: signed with the console's key, not expired, not signed out.
+pub(crate) fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession> {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = 0;
+    validation.set_required_spec_claims(&["exp"]);
+    let claims = jsonwebtoken::decode::<Claims>(
+        token,
+        &DecodingKey::from_secret(state.config.signing_key.as_bytes()),
+        &validation,
+    )
+    .ok()?
+    .claims;
+    // Expiry against the node's clock (tests move it), not only the library's.
+    if claims.exp <= state.clock.now_ms() / 1000 {
+        return None;
+    }
+    if state.signed_out.lock().contains_key(&claims.sid) {
+        return None;
+    }
+    Some(ConsoleSession {
+        username: claims.usn,
+        role: Role::from_number(claims.rol)?,
+        session_id: claims.sid,
+        csrf: claims.csrf,
+        expires_at: claims.exp,
+    })
+}
+
+/// Where a request's session came from.
+enum Presented<'a> {
+    Bearer(&'a str),
+    Cookie(String),
+    Nothing,
+}
+
+fn presented(headers: &HeaderMap) -> Presented<'_> {
+    if let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        return match value.strip_prefix("Bearer ") {
+            Some(token) => Presented::Bearer(token.trim()),
+            // Basic auth (the client API's server key) or anything else opens nothing.
+            None => Presented::Bearer(""),
+        };
+    }
+    for value in headers.get_all(COOKIE) {
+        let Ok(text) = value.to_str() else { continue };
+        for pair in text.split(';') {
+            if let Some((name, token)) = pair.trim().split_once('=')
+                && name == COOKIE_NAME
+                && !token.is_empty()
+            {
+                return Presented::Cookie(token.to_owned());
+            }
+        }
+    }
+    Presented::Nothing
+}
+
+/// The session a request presents, if it is valid (CSRF aside).
+pub(crate) fn session_of(state: &ConsoleState, headers: &HeaderMap) -> Option<ConsoleSession> {
+    match presented(headers) {
+        Presented::Bearer(token) => verify(state, token),
+        Presented::Cookie(token) => verify(state, &token),
+        Presented::Nothing => None,
+    }
+}
+
+/// The gate in front of every console route but sign-in, the sign-in page, its assets and the
+/// store notifications: 401 without a valid session (pages redirect to the sign-in page
+/// instead), 403 for a cookie-authenticated change without the session's CSRF token.
+pub(crate) async fn require_session(
+    State(state): State<ConsoleState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let is_api = request.uri().path().starts_with("/v2/");
+    let (session, via_cookie) = match presented(request.headers()) {
+        Presented::Bearer(token) => (verify(&state, token), false),
+        Presented::Cookie(token) => (verify(&state, &token), true),
+        Presented::Nothing => {
+            return refuse(is_api, REQUIRED);
+        }
+    };
+    let Some(session) = session else {
+        return refuse(is_api, INVALID_TOKEN);
+    };
+    let safe = matches!(*request.method(), Method::GET | Method::HEAD);
+    if via_cookie && !safe {
+        let sent = request
+            .headers()
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if !constant_time_eq(sent.as_bytes(), session.csrf.as_bytes()) {
+            return ApiError::new(Code::PermissionDenied, "Missing or wrong CSRF token.")
+                .into_response();
+        }
+    }
+    request.extensions_mut().insert(session);
+    next.run(request).await
+}
+
+fn refuse(is_api: bool, message: &'static str) -> Response {
+    if is_api {
+        ApiError::new(Code::Unauthenticated, message).into_response()
+    } else {
+        (StatusCode::SEE_OTHER, [(LOCATION, "/login")]).into_response()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn random_token() -> String {
+    use rand::Rng as _;
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Adds the configured console users that do not exist yet, passwords hashed; existing ones
+/// keep their stored password and role (change them in the database, not by editing the
+/// configuration).
+pub async fn seed_users(state: &ConsoleState) -> Result<usize, metafi_core::CoreError> {
+    let mut added = 0;
+    let mut seen = HashMap::new();
+    for seed in &state.config.users {
+        if seen.insert(seed.username.clone(), ()).is_some() {
+            continue;
+        }
+        if state
+            .store
+            .console_user(&seed.username)
+            .await
+            .map_err(|e| metafi_core::CoreError::storage("reading a console user", e))?
+            .is_some()
+        {
+            continue;
+        }
+        let hash = state.hasher.hash(seed.password.clone()).await?;
+        let user = ConsoleUser {
+            username: seed.username.clone(),
+            password_hash: hash,
+            role: seed.role.number(),
+            create_time_ms: state.clock.now_ms(),
+        };
+        if state
+            .store
+            .seed_console_user(user)
+            .await
+            .map_err(|e| metafi_core::CoreError::storage("adding a console user", e))?
+        {
+            added += 1;
+        }
+    }
+    Ok(added)
+}
+
+/// The session of a request that passed [`require_session`].
+pub(crate) type Session = axum::Extension<ConsoleSession>;
+
+/// An empty JSON object, the answer of changes that return nothing (Nakama's `Empty`).
+pub(crate) fn empty() -> Json<Value> {
+    Json(json!({}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_and_bearer_are_read_and_basic_auth_is_nothing_valid() {
+        let mut headers = HeaderMap::new();
+        headers.insert(COOKIE, HeaderValue::from_static("a=b; metafi_console=tok; c=d"));
+        assert!(matches!(presented(&headers), Presented::Cookie(t) if t == "tok"));
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        assert!(matches!(presented(&headers), Presented::Bearer("abc")));
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic ZGVmYXVsdGtleTo="));
+        assert!(matches!(presented(&headers), Presented::Bearer("")));
+        assert!(matches!(presented(&HeaderMap::new()), Presented::Nothing));
+    }
+
+    #[test]
+    fn constant_time_eq_compares_whole_values() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

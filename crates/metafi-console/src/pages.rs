@@ -1,0 +1,461 @@
+//! Server-rendered pages (maud: templates are Rust, checked at compile time, and every value
+//! is HTML-escaped unless marked otherwise). Each page carries the session's CSRF token in a
+//! `<meta>` for `assets/console.js`, which makes every change with `fetch` and the
+//! `x-csrf-token` header, and draws the live charts.
+
+use axum::extract::{Path, Query, State};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use maud::{DOCTYPE, Markup, html};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::api::{search_accounts, status_snapshot};
+use crate::auth::{ConsoleSession, Session};
+use crate::{ConsoleState, Perm};
+
+pub(crate) fn routes() -> Router<ConsoleState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/status") }))
+        .route("/status", get(status))
+        .route("/accounts", get(accounts))
+        .route("/accounts/{id}", get(account))
+        .route("/storage", get(storage))
+        .route("/matches", get(matches))
+        .route("/runtime", get(runtime))
+        .route("/configuration", get(configuration))
+        .route("/audit", get(audit))
+}
+
+const NAV: &[(&str, &str)] = &[
+    ("status", "Status"),
+    ("accounts", "Accounts"),
+    ("storage", "Storage"),
+    ("matches", "Matches"),
+    ("runtime", "Runtime"),
+    ("configuration", "Configuration"),
+    ("audit", "Audit log"),
+];
+
+fn page(session: Option<&ConsoleSession>, name: &str, title: &str, body: Markup) -> Html<String> {
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                @if let Some(session) = session {
+                    meta name="csrf-token" content=(session.csrf);
+                }
+                title { (title) " · MetaFi console" }
+                link rel="stylesheet" href="/assets/console.css";
+            }
+            body data-page=(name) {
+                header {
+                    strong.brand { "MetaFi console" }
+                    @if let Some(session) = session {
+                        nav {
+                            @for (path, label) in NAV {
+                                a href={ "/" (path) } class=[(*path == name).then_some("current")] { (label) }
+                            }
+                        }
+                        span.who { (session.username) " · " (session.role.name()) }
+                        button #sign-out type="button" { "Sign out" }
+                    }
+                }
+                main {
+                    h1 { (title) }
+                    p #message.message hidden {}
+                    (body)
+                }
+                script src="/assets/console.js" {}
+            }
+        }
+    };
+    Html(markup.into_string())
+}
+
+/// `/login`: the only page without a session.
+pub(crate) async fn login() -> Html<String> {
+    page(
+        None,
+        "login",
+        "Sign in",
+        html! {
+            form #signin-form {
+                label { "Username " input #username name="username" autocomplete="username" required; }
+                label { "Password " input #password name="password" type="password" autocomplete="current-password" required; }
+                button #signin type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+async fn status(State(state): State<ConsoleState>, session: Session) -> Html<String> {
+    let snapshot = status_snapshot(&state);
+    let node = &snapshot["nodes"][0];
+    page(
+        Some(&session),
+        "status",
+        "Status",
+        html! {
+            section.cards {
+                div.card { span { "Node" } strong #node-name { (node["name"].as_str().unwrap_or_default()) } }
+                div.card { span { "Sockets" } strong #sockets { (node["session_count"]) } }
+                div.card { span { "Matches" } strong #match-count { (node["match_count"]) } }
+                div.card { span { "Memory" } strong #rss { (node["rss_bytes"].as_u64().unwrap_or(0) / (1024 * 1024)) " MiB" } }
+                div.card { span { "Uptime" } strong #uptime { (node["uptime_sec"]) " s" } }
+                div.card { span { "Peers" } strong #peers { (snapshot["peers"].as_array().map_or(0, Vec::len)) } }
+            }
+            section.charts {
+                figure { figcaption { "Requests per second" } canvas #chart-rate width="480" height="140" {} }
+                figure { figcaption { "Average latency (ms)" } canvas #chart-latency width="480" height="140" {} }
+                figure { figcaption { "CPU (% of one core)" } canvas #chart-cpu width="480" height="140" {} }
+                figure { figcaption { "Memory (MiB)" } canvas #chart-rss width="480" height="140" {} }
+            }
+            h2 { "Routes" }
+            table #routes {
+                thead { tr { th { "Method" } th { "Route" } th { "Requests" } th { "Errors" } th { "Avg ms" } } }
+                tbody {}
+            }
+        },
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct AccountsQuery {
+    #[serde(default)]
+    filter: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+async fn accounts(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Query(query): Query<AccountsQuery>,
+) -> Response {
+    let found = search_accounts(&state, &query.filter, &query.cursor).await;
+    let body = match found {
+        Ok((users, next)) => html! {
+            form.search method="get" action="/accounts" {
+                input #filter name="filter" value=(query.filter) placeholder="id, username, device id, email or custom id";
+                button #search type="submit" { "Search" }
+            }
+            table #accounts {
+                thead { tr { th { "Username" } th { "Id" } th { "Display name" } th { "Email" } th { "Banned" } } }
+                tbody {
+                    @for user in &users {
+                        tr {
+                            td { a href={ "/accounts/" (user.id) } { (user.username) } }
+                            td.mono { (user.id) }
+                            td { (user.display_name) }
+                            td { (user.email.as_deref().unwrap_or_default()) }
+                            td { @if user.disable_time_ms.is_some() { "yes" } }
+                        }
+                    }
+                }
+            }
+            @if users.is_empty() { p.empty { "No account matches." } }
+            @if let Some(next) = next {
+                a href={ "/accounts?cursor=" (next) } { "Next page" }
+            }
+        },
+        Err(e) => html! { p.error { (format!("{e:?}")) } },
+    };
+    page(Some(&session), "accounts", "Accounts", body).into_response()
+}
+
+async fn account(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path(id): Path<String>,
+) -> Response {
+    let Ok(user_id) = uuid::Uuid::parse_str(&id) else {
+        return page(Some(&session), "accounts", "Account", html! { p.error { "Invalid user ID." } })
+            .into_response();
+    };
+    let Ok(account) = state.api.accounts.stored_account(user_id).await else {
+        return page(Some(&session), "accounts", "Account", html! { p.error { "Account not found." } })
+            .into_response();
+    };
+    let objects = state
+        .store
+        .objects_of_user(user_id, 100)
+        .await
+        .unwrap_or_default();
+    let user = &account.user;
+    let metadata = pretty(&user.metadata);
+    let body = html! {
+        dl.profile data-user-id=(user.id) {
+            dt { "Id" } dd.mono #account-id { (user.id) }
+            dt { "Username" } dd #account-username { (user.username) }
+            dt { "Display name" } dd { (user.display_name) }
+            dt { "Email" } dd { (user.email.as_deref().unwrap_or_default()) }
+            dt { "Custom id" } dd { (user.custom_id.as_deref().unwrap_or_default()) }
+            dt { "Devices" } dd { (account.device_ids.join(", ")) }
+            dt { "Wallet" } dd.mono { (user.wallet) }
+            dt { "Created" } dd { (crate::api::timestamp(user.create_time_ms)) }
+            dt { "Banned" } dd #account-banned { @if let Some(t) = user.disable_time_ms { (crate::api::timestamp(t)) } @else { "no" } }
+        }
+        h2 { "Metadata" }
+        textarea #metadata rows="8" spellcheck="false" { (metadata) }
+        div.actions {
+            button #save-metadata type="button" { "Save metadata" }
+            @if user.disable_time_ms.is_some() {
+                button #unban type="button" { "Unban" }
+            } @else {
+                button #ban type="button" { "Ban" }
+            }
+            a.button #export href={ "/v2/console/account/" (user.id) "/export" } target="_blank" { "Export" }
+            button #delete-account.danger type="button" { "Delete account" }
+        }
+        h2 { "Storage" }
+        table #account-objects {
+            thead { tr { th { "Collection" } th { "Key" } th { "Version" } th { "Read" } th { "Write" } } }
+            tbody {
+                @for o in &objects {
+                    tr {
+                        td { (o.collection) }
+                        td { a href={ "/storage?collection=" (urlencode(&o.collection)) "&key=" (urlencode(&o.key)) "&user_id=" (o.user_id) } { (o.key) } }
+                        td.mono { (o.version) }
+                        td { (o.permission_read) }
+                        td { (o.permission_write) }
+                    }
+                }
+            }
+        }
+    };
+    page(Some(&session), "account", &format!("Account {}", user.username), body).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StorageQuery {
+    #[serde(default)]
+    collection: String,
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    user_id: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+async fn storage(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Query(query): Query<StorageQuery>,
+) -> Response {
+    let collections = state.store.storage_collections(1000).await.unwrap_or_default();
+    let owner = uuid::Uuid::parse_str(&query.user_id).ok();
+    let object = match (query.key.is_empty(), owner) {
+        (false, Some(owner)) => state
+            .api
+            .objects
+            .read(
+                metafi_storage::Caller::Server,
+                vec![metafi_storage::ObjectId {
+                    collection: query.collection.clone(),
+                    key: query.key.clone(),
+                    user_id: owner,
+                }],
+            )
+            .await
+            .ok()
+            .and_then(|mut found| found.pop()),
+        _ => None,
+    };
+    let page_of = if query.collection.is_empty() || object.is_some() {
+        None
+    } else {
+        let cursor = Some(query.cursor.as_str()).filter(|c| !c.is_empty());
+        state
+            .api
+            .objects
+            .list(metafi_storage::Caller::Server, &query.collection, owner, 100, cursor)
+            .await
+            .ok()
+    };
+    let body = html! {
+        div.split {
+            aside {
+                h2 { "Collections" }
+                ul #collections {
+                    @for c in &collections {
+                        li { a href={ "/storage?collection=" (urlencode(c)) } class=[(c == &query.collection).then_some("current")] { (c) } }
+                    }
+                }
+            }
+            section {
+                @if let Some(o) = &object {
+                    h2 #object-title { (o.collection) " / " (o.key) }
+                    dl.profile #object data-collection=(o.collection) data-key=(o.key) data-user-id=(o.user_id) {
+                        dt { "Owner" } dd.mono { a href={ "/accounts/" (o.user_id) } { (o.user_id) } }
+                        dt { "Version" } dd.mono #object-version { (o.version) }
+                        dt { "Updated" } dd { (crate::api::timestamp(o.update_time_ms)) }
+                    }
+                    textarea #object-value rows="12" spellcheck="false" { (pretty(&o.value)) }
+                    div.actions {
+                        label { "Read " input #object-read type="number" min="0" max="2" value=(o.permission_read); }
+                        label { "Write " input #object-write type="number" min="0" max="1" value=(o.permission_write); }
+                        button #save-object type="button" { "Save (if unchanged since loaded)" }
+                        button #delete-object.danger type="button" { "Delete" }
+                    }
+                } @else if let Some(page_of) = &page_of {
+                    h2 { (query.collection) }
+                    table #objects {
+                        thead { tr { th { "Key" } th { "Owner" } th { "Version" } th { "Read" } th { "Write" } th { "Updated" } } }
+                        tbody {
+                            @for o in &page_of.objects {
+                                tr {
+                                    td { a href={ "/storage?collection=" (urlencode(&o.collection)) "&key=" (urlencode(&o.key)) "&user_id=" (o.user_id) } { (o.key) } }
+                                    td.mono { (o.user_id) }
+                                    td.mono { (o.version) }
+                                    td { (o.permission_read) }
+                                    td { (o.permission_write) }
+                                    td { (crate::api::timestamp(o.update_time_ms)) }
+                                }
+                            }
+                        }
+                    }
+                    @if let Some(next) = &page_of.cursor {
+                        a href={ "/storage?collection=" (urlencode(&query.collection)) "&cursor=" (urlencode(next)) } { "Next page" }
+                    }
+                } @else {
+                    p.empty { "Choose a collection." }
+                }
+            }
+        }
+    };
+    page(Some(&session), "storage", "Storage", body).into_response()
+}
+
+async fn matches(State(state): State<ConsoleState>, session: Session) -> Response {
+    let listing = crate::api::matches_listing(&state).unwrap_or(Value::Null);
+    let empty = Vec::new();
+    let entries = listing["matches"].as_array().unwrap_or(&empty);
+    let body = html! {
+        p.hint { "Tick time and lateness of each authoritative match of this node, sampled every second." }
+        div #matches {
+            @for m in entries {
+                @let id = m["api_match"]["match_id"].as_str().unwrap_or_default();
+                section.match data-match-id=(id) {
+                    h2.mono { (id) }
+                    p {
+                        "handler " strong { (m["api_match"]["handler_name"].as_str().unwrap_or_default()) }
+                        " · label " code { (m["api_match"]["label"].as_str().unwrap_or_default()) }
+                        " · size " span.size { (m["api_match"]["size"]) }
+                        " · tick rate " (m["api_match"]["tick_rate"])
+                    }
+                    p.stats {}
+                    canvas.tick-chart width="640" height="140" {}
+                    @if session.role.may(Perm::Develop) {
+                        div.actions {
+                            input.signal-data placeholder="signal data";
+                            button.signal type="button" { "Signal" }
+                            span.signal-result {}
+                        }
+                    }
+                }
+            }
+        }
+        @if entries.is_empty() { p.empty #no-matches { "No matches are running." } }
+    };
+    page(Some(&session), "matches", "Matches", body).into_response()
+}
+
+async fn runtime(State(state): State<ConsoleState>, session: Session) -> Response {
+    let info = &state.runtime;
+    let body = html! {
+        h2 { "Modules" }
+        ul #modules {
+            @for (path, runtime) in &info.modules { li { code { (path) } " (" (runtime) ")" } }
+            @if info.modules.is_empty() { li.empty { "No script modules." } }
+        }
+        h2 { "RPC functions" }
+        table #rpcs {
+            thead { tr { th { "Id" } th { "Runtime" } } }
+            tbody { @for (id, runtime) in &info.rpcs { tr { td.mono { (id) } td { (runtime) } } } }
+        }
+        h2 { "RPC explorer" }
+        form #rpc-form {
+            label { "Function " select #rpc-id { @for (id, _) in &info.rpcs { option value=(id) { (id) } } } }
+            label { "As user (id, empty: no user) " input #rpc-user; }
+            label.wide { "Payload " textarea #rpc-body rows="6" spellcheck="false" { "{}" } }
+            button #rpc-call type="submit" { "Call" }
+        }
+        p { "Time: " span #rpc-time { "–" } }
+        pre #rpc-result {}
+    };
+    page(Some(&session), "runtime", "Runtime", body).into_response()
+}
+
+async fn configuration(State(state): State<ConsoleState>, session: Session) -> Response {
+    let text = serde_json::to_string_pretty(&*state.effective_config).unwrap_or_default();
+    page(
+        Some(&session),
+        "configuration",
+        "Configuration",
+        html! {
+            p.hint { "The effective configuration after every layer; secrets are shown as ***." }
+            pre #config { (text) }
+        },
+    )
+    .into_response()
+}
+
+async fn audit(State(state): State<ConsoleState>, session: Session) -> Response {
+    if !session.role.may(Perm::Admin) {
+        return page(
+            Some(&session),
+            "audit",
+            "Audit log",
+            html! { p.error { "Unauthorized: you do not have permissions to access this resource." } },
+        )
+        .into_response();
+    }
+    let entries = state.store.audit_log(None, 200).await.unwrap_or_default();
+    page(
+        Some(&session),
+        "audit",
+        "Audit log",
+        html! {
+            table #audit {
+                thead { tr { th { "When" } th { "Who" } th { "What" } th { "Target" } th { "Detail" } } }
+                tbody {
+                    @for e in &entries {
+                        tr {
+                            td { (crate::api::timestamp(e.time_ms)) }
+                            td { (e.username) }
+                            td { (e.action) }
+                            td.mono { (e.target) }
+                            td.mono { (e.detail) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+    .into_response()
+}
+
+/// JSON text indented for an editor; the text itself when it is not JSON.
+fn pretty(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| text.to_owned())
+}
+
+/// Percent-encodes a query value.
+fn urlencode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

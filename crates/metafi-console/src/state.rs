@@ -1,0 +1,101 @@
+//! What the console's handlers share.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use metafi_api::ApiState;
+use metafi_core::{Clock, PasswordHasher};
+use metafi_storage::Storage;
+use parking_lot::Mutex;
+
+use crate::ConsoleConfig;
+
+/// What the node tells the status page about itself beyond the services.
+pub trait NodeProbe: Send + Sync {
+    /// Realtime sockets open on this node.
+    fn sockets(&self) -> usize;
+    /// The other nodes of the cluster this node sees (empty without a cluster).
+    fn peers(&self) -> Vec<String>;
+    /// The process's metrics in Prometheus' text format (request counts and latencies per
+    /// route come from here).
+    fn metrics_text(&self) -> String;
+}
+
+/// What the runtime's modules registered, fixed once they have loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeInfo {
+    /// RPC ids with the runtime serving each (`lua`, `javascript`, `native`), sorted.
+    pub rpcs: Vec<(String, String)>,
+    /// Match handler names the modules registered.
+    pub match_handlers: Vec<String>,
+    /// Module files loaded, with their runtime.
+    pub modules: Vec<(String, String)>,
+}
+
+/// Shared state of every console handler; cheap to clone.
+#[derive(Clone)]
+pub struct ConsoleState {
+    pub config: Arc<ConsoleConfig>,
+    /// The client API's services: the console acts through them, so a rule holds the same
+    /// way from both.
+    pub api: ApiState,
+    pub store: Arc<dyn Storage>,
+    /// Hashes console passwords on the blocking pool.
+    pub hasher: PasswordHasher,
+    pub clock: Arc<dyn Clock>,
+    /// This node's name.
+    pub node: Arc<str>,
+    /// When the node started, ms since the epoch.
+    pub started_ms: i64,
+    pub probe: Arc<dyn NodeProbe>,
+    pub runtime: Arc<RuntimeInfo>,
+    /// The effective configuration with every secret replaced (`GET /v2/console/config`).
+    pub effective_config: Arc<serde_json::Value>,
+    /// Console sessions ended by a sign-out before they expired: session id → expiry
+    /// (seconds), pruned as they expire.
+    pub(crate) signed_out: Arc<Mutex<HashMap<String, i64>>>,
+    /// A hash verified against when the username is unknown, so a sign-in takes as long
+    /// whether or not the user exists.
+    pub(crate) dummy_hash: Arc<tokio::sync::OnceCell<String>>,
+}
+
+impl fmt::Debug for ConsoleState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsoleState")
+            .field("node", &self.node)
+            .field("runtime", &self.runtime)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleState {
+    /// The state with nothing signed out yet.
+    #[allow(clippy::too_many_arguments)] // one value per part the node hands over
+    pub fn new(
+        config: ConsoleConfig,
+        api: ApiState,
+        store: Arc<dyn Storage>,
+        hasher: PasswordHasher,
+        clock: Arc<dyn Clock>,
+        node: &str,
+        probe: Arc<dyn NodeProbe>,
+        runtime: RuntimeInfo,
+        effective_config: serde_json::Value,
+    ) -> ConsoleState {
+        ConsoleState {
+            config: Arc::new(config),
+            api,
+            store,
+            hasher,
+            started_ms: clock.now_ms(),
+            clock,
+            node: Arc::from(node),
+            probe,
+            runtime: Arc::new(runtime),
+            effective_config: Arc::new(effective_config),
+            signed_out: Arc::default(),
+            dummy_hash: Arc::default(),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The console's wiring: what the node shows it (sockets, peers, metrics, what the modules
+//! registered, the configuration without secrets) and the console users seeded at start.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use metafi_console::{ConsoleState, NodeProbe, RuntimeInfo};
+use metafi_realtime::SessionRegistry;
+
+use crate::config::{Config, ConsoleSettings};
+use crate::telemetry;
+
+/// The node as the console's status page sees it.
+struct Probe {
+    registry: Arc<SessionRegistry>,
+    peers: Option<metafi_cluster::Calls>,
+}
+
+impl NodeProbe for Probe {
+    fn sockets(&self) -> usize {
+        self.registry.len()
+    }
+
+    fn peers(&self) -> Vec<String> {
+        self.peers.as_ref().map(|c| c.peers()).unwrap_or_default()
+    }
+
+    fn metrics_text(&self) -> String {
+        telemetry::metrics_handle().render()
+    }
+}
+
+/// Builds the console's router and adds the configured console users that do not exist yet.
+pub(crate) async fn build(
+    config: &Config,
+    settings: &ConsoleSettings,
+    api: metafi_api::ApiState,
+    store: Arc<dyn metafi_storage::Storage>,
+    clock: Arc<dyn metafi_core::Clock>,
+    registry: Arc<SessionRegistry>,
+    cluster: Option<&metafi_cluster::Cluster>,
+    runtime: &metafi_runtime::Runtime,
+) -> anyhow::Result<axum::Router> {
+    let mut modules = Vec::new();
+    if let Ok(found) = metafi_runtime::modules::discover(&config.runtime.path, &["lua", "js"]) {
+        for module in found {
+            let path = module.path.display().to_string();
+            let kind = if path.ends_with(".js") { "js" } else { "lua" };
+            modules.push((path, kind.to_owned()));
+        }
+    }
+    let info = RuntimeInfo {
+        rpcs: runtime
+            .rpc_ids()
+            .into_iter()
+            .map(|(id, runtime)| (id, runtime.to_owned()))
+            .collect(),
+        match_handlers: Vec::new(),
+        modules,
+    };
+    let probe = Probe {
+        registry,
+        peers: cluster.map(|c| c.calls().clone()),
+    };
+    let hasher = metafi_core::PasswordHasher::new(
+        config.accounts.bcrypt_cost,
+        config.accounts.max_concurrent_hashes,
+    );
+    let state = ConsoleState::new(
+        settings.config.clone(),
+        api,
+        store,
+        hasher,
+        clock,
+        &config.name,
+        Arc::new(probe),
+        info,
+        serde_json::to_value(config.raw.redacted()).unwrap_or_default(),
+    );
+    let added = metafi_console::seed_users(&state)
+        .await
+        .context("adding the configured console users")?;
+    if added > 0 {
+        tracing::info!(added, "console users added from the configuration");
+    }
+    Ok(metafi_console::router(state))
+}
