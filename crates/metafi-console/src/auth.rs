@@ -178,20 +178,11 @@ pub(crate) fn issue(
 
 /// Checks a token: signed with the console's key, not expired, not signed out.
 pub(crate) fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession> {
-    let mut validation = Validation::new(Algorithm::HS256);
-    validation.leeway = 0;
-    validation.set_required_spec_claims(&["exp"]);
-    let claims = jsonwebtoken::decode::<Claims>(
+    let claims = decode(
+        state.config.signing_key.as_bytes(),
         token,
-        &DecodingKey::from_secret(state.config.signing_key.as_bytes()),
-        &validation,
-    )
-    .ok()?
-    .claims;
-    // Expiry against the node's clock (tests move it), not only the library's.
-    if claims.exp <= state.clock.now_ms() / 1000 {
-        return None;
-    }
+        state.clock.now_ms() / 1000,
+    )?;
     if state.signed_out.lock().contains_key(&claims.sid) {
         return None;
     }
@@ -202,6 +193,20 @@ pub(crate) fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession
         csrf: claims.csrf,
         expires_at: claims.exp,
     })
+}
+
+/// The claims of a token signed with `key` (HS256 only) that has not expired at `now`
+/// (seconds).
+fn decode(key: &[u8], token: &str, now: i64) -> Option<Claims> {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = 0;
+    // Expiry is checked against the node's clock below, not the library's.
+    validation.validate_exp = false;
+    validation.set_required_spec_claims(&["exp"]);
+    let claims = jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation)
+        .ok()?
+        .claims;
+    (claims.exp > now).then_some(claims)
 }
 
 /// Where a request's session came from.
@@ -343,6 +348,8 @@ pub(crate) fn empty() -> Json<Value> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
     use super::*;
 
     #[test]
@@ -355,6 +362,38 @@ mod tests {
         headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic ZGVmYXVsdGtleTo="));
         assert!(matches!(presented(&headers), Presented::Bearer("")));
         assert!(matches!(presented(&HeaderMap::new()), Presented::Nothing));
+    }
+
+    fn token(key: &[u8], exp: i64) -> String {
+        let claims = Claims {
+            usn: "ops".into(),
+            rol: 3,
+            sid: "s".into(),
+            csrf: "c".into(),
+            iat: 0,
+            exp,
+        };
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(key),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn sessions_expire_and_other_keys_open_nothing() {
+        let key = b"console-key";
+        let now = 1_000_000;
+        assert_eq!(decode(key, &token(key, now + 1), now).map(|c| c.rol), Some(3));
+        assert!(decode(key, &token(key, now), now).is_none(), "expired at exp");
+        assert!(decode(key, &token(key, now - 60), now).is_none());
+        // The client API's keys (or any other) sign tokens the console refuses.
+        assert!(decode(key, &token(b"defaultencryptionkey", now + 60), now).is_none());
+        assert!(decode(key, "not.a.token", now).is_none());
+        // An unsigned token ("alg": "none") is refused.
+        let unsigned = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJ1c24iOiJvcHMiLCJyb2wiOjEsInNpZCI6InMiLCJjc3JmIjoiYyIsImlhdCI6MCwiZXhwIjo5OTk5OTk5OTk5fQ.";
+        assert!(decode(key, unsigned, now).is_none());
     }
 
     #[test]

@@ -40,7 +40,7 @@ use metafi_realtime::RealtimeConfig;
 use metafi_runtime::RuntimeConfig;
 use metafi_transport::SocketConfig;
 
-pub use console::ConsoleSettings;
+pub use console::{ConsoleSettings, RawConsole, RawConsoleUser};
 pub use database::{DatabaseBackend, DatabaseConfig, redact_url};
 pub use layers::{Sources, env_name, load};
 pub use logger::LoggerConfig;
