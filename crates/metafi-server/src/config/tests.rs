@@ -67,7 +67,12 @@ fn defaults_validate_and_listen_on_nakamas_port() {
             path: PathBuf::from("./data/metafi.db")
         }
     );
-    assert_eq!(config.insecure_defaults().len(), 4);
+    // The four keys of the client API, and the console's signing key and default admin.
+    assert_eq!(config.insecure_defaults().len(), 6);
+    assert_eq!(
+        config.console.as_ref().map(|c| c.listen.to_string()),
+        Some("127.0.0.1:7351".to_owned())
+    );
     assert_eq!(config.runtime.path, PathBuf::from("./data/modules"));
     assert_eq!(config.api.http_key, "defaulthttpkey");
 }
