@@ -3,7 +3,7 @@
 #   formatting and lints, unit and integration tests (storage conformance on SQLite and on a real
 #   PostgreSQL; the engine conformance suite, crates/metafi-runtime-conformance, every fixture in
 #   Lua, JavaScript and native Rust), the nakama-js compatibility suite on SQLite and PostgreSQL
-#   and on a three-node cluster, and docs.
+#   and on a three-node cluster, the console in headless Chromium, and docs.
 # Installs and starts what it needs (PostgreSQL from Debian packages, nats-server with the Go
 # toolchain, Node packages with npm ci).
 # Exits non-zero on the first failure.
@@ -78,6 +78,12 @@ scripts/compat.sh target/debug/metafi
 step "nakama-js compatibility: PostgreSQL"
 compat_db_url=$(METAFI_PG_DATABASE="metafi_compat_$(date +%s)" scripts/postgres.sh)
 scripts/compat.sh target/debug/metafi --database-url "$compat_db_url"
+
+step "console in headless Chromium"
+# docs/CONSOLE.md: sign-in, accounts, storage, the RPC explorer, live match charts and a refused
+# read-only user, driven in Debian's Chromium; a screenshot of every page in
+# target/console-screenshots.
+scripts/console.sh target/debug/metafi
 
 step "nakama-js cluster suite: three nodes on PostgreSQL and NATS"
 # tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh),

@@ -2,7 +2,8 @@
 #
 #   start_server BIN [serve flags...]   starts BIN serve on free ports with a fresh data dir,
 #                                       waits until it is ready, and sets SERVER_PID,
-#                                       SERVER_PORT, SERVER_METRICS_PORT, SERVER_DATA, SERVER_LOG
+#                                       SERVER_PORT, SERVER_METRICS_PORT, SERVER_CONSOLE_PORT,
+#                                       SERVER_DATA, SERVER_LOG
 #   stop_server                         SIGTERM, wait, and remove the data dir (keeps the log
 #                                       on failure)
 #   require_examples WHO                fails, saying how to build it, unless the running server
@@ -34,7 +35,9 @@ start_server() {
   fi
   SERVER_PORT=$(echo "$ready" | sed -E 's/.*address=[0-9.]+:([0-9]+).*/\1/')
   SERVER_METRICS_PORT=$(grep -m1 "metrics at /metrics" "$SERVER_LOG" | sed -E 's/.*:([0-9]+)\).*/\1/')
-  export SERVER_PID SERVER_PORT SERVER_METRICS_PORT SERVER_DATA SERVER_LOG
+  # Empty when the console is disabled (console.enabled = false).
+  SERVER_CONSOLE_PORT=$(grep -m1 "console at /" "$SERVER_LOG" | sed -E 's/.*address=[0-9.]+:([0-9]+).*/\1/' || true)
+  export SERVER_PID SERVER_PORT SERVER_METRICS_PORT SERVER_CONSOLE_PORT SERVER_DATA SERVER_LOG
 }
 
 stop_server() {

@@ -37,7 +37,8 @@ function chart(canvas, series, colors) {
   const w = canvas.width, h = canvas.height, pad = 28;
   ctx.clearRect(0, 0, w, h);
   const all = series.flat();
-  const max = Math.max(1e-9, ...all) * 1.15;
+  const max = Math.max(1, ...all) * 1.15;
+  const span = Math.max(30, ...series.map((p) => p.length)) - 1;
   ctx.strokeStyle = "#e4e7ec"; ctx.fillStyle = "#667085"; ctx.font = "10px sans-serif";
   for (let i = 0; i <= 2; i++) {
     const y = pad / 2 + (h - pad) * i / 2;
@@ -47,7 +48,7 @@ function chart(canvas, series, colors) {
   series.forEach((points, s) => {
     ctx.strokeStyle = colors[s % colors.length]; ctx.lineWidth = 1.5; ctx.beginPath();
     points.forEach((v, i) => {
-      const x = pad + (w - pad) * i / Math.max(1, LIMIT - 1);
+      const x = pad + (w - pad) * i / span;
       const y = pad / 2 + (h - pad) * (1 - v / max);
       i ? ctx.lineTo(x, y) : ctx.moveTo(x, y);
     });

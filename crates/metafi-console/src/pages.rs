@@ -349,6 +349,7 @@ async fn matches(State(state): State<ConsoleState>, session: Session) -> Respons
                         " · tick rate " (m["api_match"]["tick_rate"])
                     }
                     p.stats {}
+                    p.legend { span.tick { "■ tick time (ms)" } " " span.late { "■ lateness (ms)" } }
                     canvas.tick-chart width="640" height="140" {}
                     @if session.role.may(Perm::Develop) {
                         div.actions {

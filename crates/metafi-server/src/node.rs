@@ -107,7 +107,9 @@ impl Node {
         });
         let console_server = match (listeners.console, wired.console, &config.console) {
             (Some(listener), Some(app), Some(settings)) => {
-                tracing::info!(address = ?addrs.console, "console at /");
+                if let Some(address) = addrs.console {
+                    tracing::info!(%address, "console at /");
+                }
                 let http = settings.config.http.clone();
                 let stop = stopped(stop_rx.clone());
                 Some(tokio::spawn(async move {
