@@ -111,7 +111,14 @@ pub(crate) async fn authenticate(
         return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
     };
     let (token, session) = issue(&state, &user.username, role)?;
-    audit::record(&state, &session, "console.sign_in", &user.username, json!({})).await;
+    audit::record(
+        &state,
+        &session,
+        "console.sign_in",
+        &user.username,
+        json!({}),
+    )
+    .await;
     let max_age = state.config.token_expiry.as_secs();
     let mut response = Json(json!({ "token": token })).into_response();
     if let Ok(cookie) = HeaderValue::from_str(&format!(
@@ -133,7 +140,14 @@ pub(crate) async fn logout(
         signed_out.retain(|_, expires| *expires > now);
         signed_out.insert(session.session_id.clone(), session.expires_at);
     }
-    audit::record(&state, &session, "console.sign_out", &session.username, json!({})).await;
+    audit::record(
+        &state,
+        &session,
+        "console.sign_out",
+        &session.username,
+        json!({}),
+    )
+    .await;
     let mut response = Json(json!({})).into_response();
     response.headers_mut().insert(
         SET_COOKIE,
@@ -149,7 +163,8 @@ pub(crate) fn issue(
     role: Role,
 ) -> Result<(String, ConsoleSession), ApiError> {
     let now = state.clock.now_ms() / 1000;
-    let expires_at = now + i64::try_from(state.config.token_expiry.as_secs()).unwrap_or(i64::MAX / 2);
+    let expires_at =
+        now + i64::try_from(state.config.token_expiry.as_secs()).unwrap_or(i64::MAX / 2);
     let claims = Claims {
         usn: username.to_owned(),
         rol: role.number(),
@@ -355,11 +370,17 @@ mod tests {
     #[test]
     fn cookie_and_bearer_are_read_and_basic_auth_is_nothing_valid() {
         let mut headers = HeaderMap::new();
-        headers.insert(COOKIE, HeaderValue::from_static("a=b; metafi_console=tok; c=d"));
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=b; metafi_console=tok; c=d"),
+        );
         assert!(matches!(presented(&headers), Presented::Cookie(t) if t == "tok"));
         headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
         assert!(matches!(presented(&headers), Presented::Bearer("abc")));
-        headers.insert(AUTHORIZATION, HeaderValue::from_static("Basic ZGVmYXVsdGtleTo="));
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_static("Basic ZGVmYXVsdGtleTo="),
+        );
         assert!(matches!(presented(&headers), Presented::Bearer("")));
         assert!(matches!(presented(&HeaderMap::new()), Presented::Nothing));
     }
@@ -385,8 +406,14 @@ mod tests {
     fn sessions_expire_and_other_keys_open_nothing() {
         let key = b"console-key";
         let now = 1_000_000;
-        assert_eq!(decode(key, &token(key, now + 1), now).map(|c| c.rol), Some(3));
-        assert!(decode(key, &token(key, now), now).is_none(), "expired at exp");
+        assert_eq!(
+            decode(key, &token(key, now + 1), now).map(|c| c.rol),
+            Some(3)
+        );
+        assert!(
+            decode(key, &token(key, now), now).is_none(),
+            "expired at exp"
+        );
         assert!(decode(key, &token(key, now - 60), now).is_none());
         // The client API's keys (or any other) sign tokens the console refuses.
         assert!(decode(key, &token(b"defaultencryptionkey", now + 60), now).is_none());

@@ -3,10 +3,10 @@
 //! `<meta>` for `assets/console.js`, which makes every change with `fetch` and the
 //! `x-csrf-token` header, and draws the live charts.
 
+use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
-use axum::Router;
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
@@ -173,12 +173,22 @@ async fn account(
     Path(id): Path<String>,
 ) -> Response {
     let Ok(user_id) = uuid::Uuid::parse_str(&id) else {
-        return page(Some(&session), "accounts", "Account", html! { p.error { "Invalid user ID." } })
-            .into_response();
+        return page(
+            Some(&session),
+            "accounts",
+            "Account",
+            html! { p.error { "Invalid user ID." } },
+        )
+        .into_response();
     };
     let Ok(account) = state.api.accounts.stored_account(user_id).await else {
-        return page(Some(&session), "accounts", "Account", html! { p.error { "Account not found." } })
-            .into_response();
+        return page(
+            Some(&session),
+            "accounts",
+            "Account",
+            html! { p.error { "Account not found." } },
+        )
+        .into_response();
     };
     let objects = state
         .store
@@ -227,7 +237,13 @@ async fn account(
             }
         }
     };
-    page(Some(&session), "account", &format!("Account {}", user.username), body).into_response()
+    page(
+        Some(&session),
+        "account",
+        &format!("Account {}", user.username),
+        body,
+    )
+    .into_response()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -247,7 +263,11 @@ async fn storage(
     session: Session,
     Query(query): Query<StorageQuery>,
 ) -> Response {
-    let collections = state.store.storage_collections(1000).await.unwrap_or_default();
+    let collections = state
+        .store
+        .storage_collections(1000)
+        .await
+        .unwrap_or_default();
     let owner = uuid::Uuid::parse_str(&query.user_id).ok();
     let object = match (query.key.is_empty(), owner) {
         (false, Some(owner)) => state
@@ -273,7 +293,13 @@ async fn storage(
         state
             .api
             .objects
-            .list(metafi_storage::Caller::Server, &query.collection, owner, 100, cursor)
+            .list(
+                metafi_storage::Caller::Server,
+                &query.collection,
+                owner,
+                100,
+                cursor,
+            )
             .await
             .ok()
     };

@@ -31,6 +31,7 @@ impl NodeProbe for Probe {
 }
 
 /// Builds the console's router and adds the configured console users that do not exist yet.
+#[allow(clippy::too_many_arguments)] // one argument per part of the node the console shows
 pub(crate) async fn build(
     config: &Config,
     settings: &ConsoleSettings,

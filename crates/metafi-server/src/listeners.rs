@@ -85,11 +85,7 @@ impl Listeners {
             api: self.api_addr()?,
             metrics: self.metrics_addr()?,
             quic: self.quic_addr()?,
-            console: self
-                .console
-                .as_ref()
-                .map(|l| l.local_addr())
-                .transpose()?,
+            console: self.console.as_ref().map(|l| l.local_addr()).transpose()?,
         })
     }
 }

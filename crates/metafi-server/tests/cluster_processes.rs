@@ -103,7 +103,15 @@ impl Setup {
         let data: PathBuf = self.dir.path().join(name);
         let mut child = Command::new(env!("CARGO_BIN_EXE_metafi"))
             .arg("serve")
-            .args(["--port", "0", "--metrics-port", "0", "--console-port", "0", "--data-dir"])
+            .args([
+                "--port",
+                "0",
+                "--metrics-port",
+                "0",
+                "--console-port",
+                "0",
+                "--data-dir",
+            ])
             .arg(&data)
             .args(["--database-url", &self.postgres])
             .args(["--cluster", nats, "--node", name])

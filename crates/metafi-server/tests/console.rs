@@ -120,9 +120,15 @@ async fn no_console_route_answers_without_a_console_session() {
     let paths = [
         (Method::GET, "/v2/console/status"),
         (Method::GET, "/v2/console/account"),
-        (Method::POST, "/v2/console/account/00000000-0000-0000-0000-000000000001"),
+        (
+            Method::POST,
+            "/v2/console/account/00000000-0000-0000-0000-000000000001",
+        ),
         (Method::GET, "/v2/console/storage/collections"),
-        (Method::PUT, "/v2/console/storage/c/k/00000000-0000-0000-0000-000000000000"),
+        (
+            Method::PUT,
+            "/v2/console/storage/c/k/00000000-0000-0000-0000-000000000000",
+        ),
         (Method::GET, "/v2/console/match"),
         (Method::GET, "/v2/console/runtime"),
         (Method::POST, "/v2/console/api/endpoints/rpc/whoami"),
@@ -137,7 +143,11 @@ async fn no_console_route_answers_without_a_console_session() {
         assert_eq!(bare.status, 401, "{method} {path}: {}", bare.body);
         assert_eq!(bare.body["message"], "Console authentication required.");
         let with_client_token = console
-            .send(console.request(method.clone(), path).bearer_auth(&client_token))
+            .send(
+                console
+                    .request(method.clone(), path)
+                    .bearer_auth(&client_token),
+            )
             .await;
         assert_eq!(with_client_token.status, 401, "{method} {path}");
         let with_server_key = console
@@ -150,7 +160,14 @@ async fn no_console_route_answers_without_a_console_session() {
         assert_eq!(with_server_key.status, 401, "{method} {path}");
     }
     // Pages send the browser to the sign-in page.
-    for page in ["/status", "/accounts", "/storage", "/matches", "/runtime", "/configuration"] {
+    for page in [
+        "/status",
+        "/accounts",
+        "/storage",
+        "/matches",
+        "/runtime",
+        "/configuration",
+    ] {
         let reply = console.send(console.request(Method::GET, page)).await;
         assert_eq!(reply.status, 303, "{page}");
         assert_eq!(reply.headers["location"], "/login");
@@ -161,9 +178,7 @@ async fn no_console_route_answers_without_a_console_session() {
     assert!(login.body.as_str().unwrap().contains("signin-form"));
     // A console token opens nothing on the client API either.
     let token = console.sign_in("root").await;
-    let account = http
-        .send(http.get("/v2/account").bearer_auth(&token))
-        .await;
+    let account = http.send(http.get("/v2/account").bearer_auth(&token)).await;
     assert_eq!(account.status, 401);
     node.stop().await;
 }
@@ -172,7 +187,11 @@ async fn no_console_route_answers_without_a_console_session() {
 async fn sign_in_refuses_wrong_passwords_and_unknown_users_alike() {
     let (node, _dir) = node().await;
     let console = Console::new(&node);
-    for (user, password) in [("root", "wrong-password"), ("nobody", "root-password"), ("root", "")] {
+    for (user, password) in [
+        ("root", "wrong-password"),
+        ("nobody", "root-password"),
+        ("root", ""),
+    ] {
         let reply = console
             .send(
                 console
@@ -184,15 +203,24 @@ async fn sign_in_refuses_wrong_passwords_and_unknown_users_alike() {
         assert_eq!(reply.body["message"], "Invalid credentials.");
     }
     let token = console.sign_in("root").await;
-    let status = console.call(&token, Method::GET, "/v2/console/status", None).await;
+    let status = console
+        .call(&token, Method::GET, "/v2/console/status", None)
+        .await;
     assert_eq!(status.status, 200, "{}", status.body);
     assert!(status.body["nodes"][0]["rss_bytes"].as_u64().unwrap() > 0);
     // Signed out: the token no longer works.
     let out = console
-        .call(&token, Method::POST, "/v2/console/authenticate/logout", None)
+        .call(
+            &token,
+            Method::POST,
+            "/v2/console/authenticate/logout",
+            None,
+        )
         .await;
     assert_eq!(out.status, 200);
-    let after = console.call(&token, Method::GET, "/v2/console/status", None).await;
+    let after = console
+        .call(&token, Method::GET, "/v2/console/status", None)
+        .await;
     assert_eq!(after.status, 401);
     assert_eq!(after.body["message"], "Token invalid.");
     node.stop().await;
@@ -204,7 +232,9 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
     let console = Console::new(&node);
     let http = Http::new(&node.base);
     let (player_token, _) = http.new_session().await;
-    let me = http.send(http.get("/v2/account").bearer_auth(&player_token)).await;
+    let me = http
+        .send(http.get("/v2/account").bearer_auth(&player_token))
+        .await;
     let player = me.body["user"]["id"].as_str().unwrap().to_owned();
     let update = format!("/v2/console/account/{player}");
     let rpc = "/v2/console/api/endpoints/rpc/whoami";
@@ -218,7 +248,13 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
     let root = console.sign_in("root").await;
 
     // Read-only: sees, changes nothing.
-    assert_eq!(console.call(&viewer, Method::GET, &update, None).await.status, 200);
+    assert_eq!(
+        console
+            .call(&viewer, Method::GET, &update, None)
+            .await
+            .status,
+        200
+    );
     let refused = console.call(&viewer, Method::POST, &update, edit()).await;
     assert_eq!(refused.status, 403);
     assert_eq!(
@@ -226,9 +262,21 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
         "Unauthorized: you do not have permissions to access this resource."
     );
     // Maintainer: edits accounts, no code.
-    assert_eq!(console.call(&ops, Method::POST, &update, edit()).await.status, 200);
-    assert_eq!(console.call(&ops, Method::POST, rpc, call()).await.status, 403);
-    assert_eq!(console.call(&ops, Method::POST, signal, None).await.status, 403);
+    assert_eq!(
+        console
+            .call(&ops, Method::POST, &update, edit())
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        console.call(&ops, Method::POST, rpc, call()).await.status,
+        403
+    );
+    assert_eq!(
+        console.call(&ops, Method::POST, signal, None).await.status,
+        403
+    );
     // Developer: runs RPCs as a chosen user; no audit log.
     let called = console.call(&dev, Method::POST, rpc, call()).await;
     assert_eq!(called.status, 200, "{}", called.body);
@@ -237,7 +285,10 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
     assert_eq!(result["echo"], "hi");
     assert!(called.body["duration_ms"].as_f64().unwrap() >= 0.0);
     assert_eq!(
-        console.call(&dev, Method::GET, "/v2/console/audit/log", None).await.status,
+        console
+            .call(&dev, Method::GET, "/v2/console/audit/log", None)
+            .await
+            .status,
         403
     );
     // Admin: the audit log, newest first, with who did what.
@@ -248,7 +299,12 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
     let entries = log.body["entries"].as_array().unwrap();
     let actions: Vec<(&str, &str)> = entries
         .iter()
-        .map(|e| (e["username"].as_str().unwrap(), e["action"].as_str().unwrap()))
+        .map(|e| {
+            (
+                e["username"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(actions[0], ("dev", "rpc.call"));
     assert!(actions.contains(&("ops", "account.update")), "{actions:?}");
@@ -272,11 +328,18 @@ async fn a_cookie_session_needs_its_csrf_token_to_change_anything() {
         )
         .await;
     let cookie = reply.headers[SET_COOKIE].to_str().unwrap().to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let cookie = cookie.split(';').next().unwrap().to_owned();
     // A page carries the token the session's changes need.
     let page = console
-        .send(console.request(Method::GET, "/status").header(COOKIE, &cookie))
+        .send(
+            console
+                .request(Method::GET, "/status")
+                .header(COOKIE, &cookie),
+        )
         .await;
     assert_eq!(page.status, 200);
     let html = page.body.as_str().unwrap().to_owned();
@@ -290,11 +353,20 @@ async fn a_cookie_session_needs_its_csrf_token_to_change_anything() {
     let body = json!({ "value": "{\"a\":1}" });
     // Reads need no token; a change without it (a cross-site form) is refused.
     let read = console
-        .send(console.request(Method::GET, "/v2/console/status").header(COOKIE, &cookie))
+        .send(
+            console
+                .request(Method::GET, "/v2/console/status")
+                .header(COOKIE, &cookie),
+        )
         .await;
     assert_eq!(read.status, 200);
     let forged = console
-        .send(console.request(Method::PUT, path).header(COOKIE, &cookie).json(&body))
+        .send(
+            console
+                .request(Method::PUT, path)
+                .header(COOKIE, &cookie)
+                .json(&body),
+        )
         .await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     let wrong = console
@@ -319,9 +391,7 @@ async fn a_cookie_session_needs_its_csrf_token_to_change_anything() {
     assert_eq!(written.status, 200, "{}", written.body);
     // A bearer token (no ambient credential) needs none.
     let token = console.sign_in("ops").await;
-    let bearer = console
-        .call(&token, Method::PUT, path, Some(body))
-        .await;
+    let bearer = console.call(&token, Method::PUT, path, Some(body)).await;
     assert_eq!(bearer.status, 200);
     node.stop().await;
 }
@@ -348,7 +418,12 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
     // Found by username, device id and id, once each.
     for filter in ["ada", device.as_str(), id.as_str()] {
         let found = console
-            .call(&root, Method::GET, &format!("/v2/console/account?filter={filter}"), None)
+            .call(
+                &root,
+                Method::GET,
+                &format!("/v2/console/account?filter={filter}"),
+                None,
+            )
             .await;
         assert_eq!(found.status, 200);
         let ids: Vec<&str> = found.body["users"]
@@ -373,18 +448,37 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
     assert_eq!(me.body["user"]["metadata"], "{\"level\":7}");
     assert_eq!(me.body["user"]["display_name"], "Ada L.");
     let bad = console
-        .call(&root, Method::POST, &format!("/v2/console/account/{id}"), Some(json!({ "metadata": "[1]" })))
+        .call(
+            &root,
+            Method::POST,
+            &format!("/v2/console/account/{id}"),
+            Some(json!({ "metadata": "[1]" })),
+        )
         .await;
     assert_eq!(bad.status, 400);
 
     // A ban ends sign-ins; an unban restores them.
-    let ban = console.call(&root, Method::POST, &format!("/v2/console/account/{id}/ban"), None).await;
+    let ban = console
+        .call(
+            &root,
+            Method::POST,
+            &format!("/v2/console/account/{id}/ban"),
+            None,
+        )
+        .await;
     assert_eq!(ban.status, 200);
     assert_ne!(http.auth_device(&device, false).await.status, 200);
     // The ban ended the session too.
     let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
     assert_eq!(me.status, 401);
-    console.call(&root, Method::POST, &format!("/v2/console/account/{id}/unban"), None).await;
+    console
+        .call(
+            &root,
+            Method::POST,
+            &format!("/v2/console/account/{id}/unban"),
+            None,
+        )
+        .await;
     let again = http.auth_device(&device, false).await;
     assert_eq!(again.status, 200);
     let token = again.body["token"].as_str().unwrap().to_owned();
@@ -396,13 +490,26 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
         })))
         .await;
     assert_eq!(written.status, 200, "{}", written.body);
-    let version = written.body["acks"][0]["version"].as_str().unwrap().to_owned();
+    let version = written.body["acks"][0]["version"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let collections = console
         .call(&root, Method::GET, "/v2/console/storage/collections", None)
         .await;
-    assert!(collections.body["collections"].as_array().unwrap().contains(&json!("saves")));
+    assert!(
+        collections.body["collections"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("saves"))
+    );
     let listed = console
-        .call(&root, Method::GET, "/v2/console/storage?collection=saves", None)
+        .call(
+            &root,
+            Method::GET,
+            "/v2/console/storage?collection=saves",
+            None,
+        )
         .await;
     assert_eq!(listed.body["objects"][0]["key"], "slot1");
     let path = format!("/v2/console/storage/saves/slot1/{id}");
@@ -410,11 +517,21 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
     assert_eq!(object.body["value"], "{\"hp\":3}");
     assert_eq!(object.body["version"], version);
     let stale = console
-        .call(&root, Method::PUT, &path, Some(json!({ "value": "{\"hp\":9}", "version": "not-it" })))
+        .call(
+            &root,
+            Method::PUT,
+            &path,
+            Some(json!({ "value": "{\"hp\":9}", "version": "not-it" })),
+        )
         .await;
     assert_eq!(stale.status, 400, "{}", stale.body);
     let saved = console
-        .call(&root, Method::PUT, &path, Some(json!({ "value": "{\"hp\":9}", "version": version, "permission_read": 2 })))
+        .call(
+            &root,
+            Method::PUT,
+            &path,
+            Some(json!({ "value": "{\"hp\":9}", "version": version, "permission_read": 2 })),
+        )
         .await;
     assert_eq!(saved.status, 200, "{}", saved.body);
     let read = http
@@ -436,18 +553,37 @@ async fn runtime_and_configuration_are_shown_without_secrets() {
     let (node, _dir) = node().await;
     let console = Console::new(&node);
     let root = console.sign_in("viewer").await;
-    let runtime = console.call(&root, Method::GET, "/v2/console/runtime", None).await;
+    let runtime = console
+        .call(&root, Method::GET, "/v2/console/runtime", None)
+        .await;
     assert_eq!(runtime.status, 200);
-    assert!(runtime.body["lua_rpc_functions"].as_array().unwrap().contains(&json!("whoami")));
-    assert!(runtime.body["lua_modules"][0]["path"].as_str().unwrap().ends_with("whoami.lua"));
-    let config = console.call(&root, Method::GET, "/v2/console/config", None).await;
+    assert!(
+        runtime.body["lua_rpc_functions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("whoami"))
+    );
+    assert!(
+        runtime.body["lua_modules"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("whoami.lua")
+    );
+    let config = console
+        .call(&root, Method::GET, "/v2/console/config", None)
+        .await;
     assert_eq!(config.status, 200);
     let text = config.body["config"].as_str().unwrap();
     let parsed: Value = serde_json::from_str(text).unwrap();
     assert_eq!(parsed["socket"]["server_key"], "***");
     assert_eq!(parsed["console"]["signing_key"], "***");
     assert_eq!(parsed["console"]["users"][0]["password"], "***");
-    for secret in ["defaultkey", "defaultencryptionkey", "defaultsigningkey", "root-password"] {
+    for secret in [
+        "defaultkey",
+        "defaultencryptionkey",
+        "defaultsigningkey",
+        "root-password",
+    ] {
         assert!(!text.contains(secret), "{secret} shown");
     }
     node.stop().await;

@@ -87,7 +87,16 @@ async fn acknowledged_registrations_survive_sigkill() {
 
 fn spawn_metafi(data: &std::path::Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_metafi"))
-        .args(["serve", "--port", "0", "--metrics-port", "0", "--console-port", "0", "--data-dir"])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--metrics-port",
+            "0",
+            "--console-port",
+            "0",
+            "--data-dir",
+        ])
         .arg(data)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())

@@ -89,7 +89,8 @@ async fn the_google_notification_functions_run_with_nakamas_arguments() {
     }));
     let answer = http
         .send(
-            console.post("/v2/console/google/notifications/hook")
+            console
+                .post("/v2/console/google/notifications/hook")
                 .json(&body),
         )
         .await;
@@ -117,7 +118,8 @@ async fn the_google_notification_functions_run_with_nakamas_arguments() {
     }));
     let answer = http
         .send(
-            console.post("/v2/console/google/subscriptions/hook")
+            console
+                .post("/v2/console/google/subscriptions/hook")
                 .json(&body),
         )
         .await;

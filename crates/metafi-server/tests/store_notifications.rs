@@ -61,14 +61,18 @@ async fn the_subscription_notification_function_runs_with_nakamas_arguments() {
     let body = json!({ "signedPayload": chain.sign(&payload.to_string()) });
     let answer = http
         .send(
-            console.post("/v2/console/apple/notifications/hook")
+            console
+                .post("/v2/console/apple/notifications/hook")
                 .json(&body),
         )
         .await;
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     // The client API's port does not serve them.
     let on_api = http
-        .send(http.post("/v2/console/apple/notifications/hook").json(&body))
+        .send(
+            http.post("/v2/console/apple/notifications/hook")
+                .json(&body),
+        )
         .await;
     assert_eq!(on_api.status, 404);
     let mut value = None;

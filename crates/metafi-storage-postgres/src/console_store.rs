@@ -110,10 +110,7 @@ impl ConsoleStore for PostgresStorage {
             .await
             .map_err(&fail)?;
         let rows = client
-            .query(
-                &statement,
-                &[&before.unwrap_or(i64::MAX), &db::int(limit)],
-            )
+            .query(&statement, &[&before.unwrap_or(i64::MAX), &db::int(limit)])
             .await
             .map_err(&fail)?;
         rows.iter()
@@ -135,9 +132,7 @@ impl ConsoleStore for PostgresStorage {
         let fail = db::read_failed("list collections");
         let client = self.client().await?;
         let statement = client
-            .prepare_cached(
-                "SELECT DISTINCT collection FROM storage ORDER BY collection LIMIT $1",
-            )
+            .prepare_cached("SELECT DISTINCT collection FROM storage ORDER BY collection LIMIT $1")
             .await
             .map_err(&fail)?;
         let rows = client

@@ -17,8 +17,8 @@
 //! Must not depend on: the server, HTTP. Key types: [`PostgresStorage`], [`PostgresConfig`].
 
 mod account;
-mod console_store;
 mod connect;
+mod console_store;
 mod db;
 mod friend_import_store;
 mod friend_store;

@@ -350,8 +350,7 @@ impl Api {
         Api {
             notifications: state.notifications.clone(),
             // Store notifications live on the console listener; these tests call them here.
-            router: metafi_api::router(state.clone())
-                .merge(metafi_api::store_notifications(state)),
+            router: metafi_api::router(state.clone()).merge(metafi_api::store_notifications(state)),
             online,
             notified: api.notified.clone(),
             sockets,

@@ -218,7 +218,14 @@ pub(crate) async fn unban(
     let id = user_id(&id)?;
     state.api.accounts.stored_account(id).await?;
     state.api.accounts.unban(&[id]).await?;
-    audit::record(&state, &session, "account.unban", &id.to_string(), json!({})).await;
+    audit::record(
+        &state,
+        &session,
+        "account.unban",
+        &id.to_string(),
+        json!({}),
+    )
+    .await;
     Ok(empty())
 }
 
@@ -236,7 +243,14 @@ pub(crate) async fn delete(
         .accounts
         .delete(&state.api.sessions, state.api.sockets.as_ref(), id)
         .await?;
-    audit::record(&state, &session, "account.delete", &id.to_string(), json!({})).await;
+    audit::record(
+        &state,
+        &session,
+        "account.delete",
+        &id.to_string(),
+        json!({}),
+    )
+    .await;
     Ok(empty())
 }
 
@@ -249,7 +263,14 @@ pub(crate) async fn export(
     session.require(Perm::Develop)?;
     let id = user_id(&id)?;
     let (account, objects) = state.api.accounts.export(id).await?;
-    audit::record(&state, &session, "account.export", &id.to_string(), json!({})).await;
+    audit::record(
+        &state,
+        &session,
+        "account.export",
+        &id.to_string(),
+        json!({}),
+    )
+    .await;
     Ok(Json(json!({
         "account": serde_json::to_value(&account).unwrap_or(Value::Null),
         "objects": serde_json::to_value(&objects).unwrap_or(Value::Null),

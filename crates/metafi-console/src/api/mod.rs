@@ -24,7 +24,10 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/config", get(runtime::config))
         .route("/v2/console/runtime", get(runtime::get))
         .route("/v2/console/api/endpoints", get(runtime::endpoints))
-        .route("/v2/console/api/endpoints/rpc/{method}", post(runtime::call_rpc))
+        .route(
+            "/v2/console/api/endpoints/rpc/{method}",
+            post(runtime::call_rpc),
+        )
         .route("/v2/console/account", get(accounts::list))
         .route(
             "/v2/console/account/{id}",
@@ -39,7 +42,9 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/storage/collections", get(storage::collections))
         .route(
             "/v2/console/storage/{collection}/{key}/{user_id}",
-            get(storage::get).put(storage::write).delete(storage::delete),
+            get(storage::get)
+                .put(storage::write)
+                .delete(storage::delete),
         )
         .route(
             "/v2/console/storage/{collection}/{key}/{user_id}/{version}",
@@ -49,10 +54,7 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/match/{id}", get(matches::get))
         .route("/v2/console/match/{id}/signal", post(matches::signal))
         .route("/v2/console/audit/log", get(crate::audit::list))
-        .route(
-            "/v2/console/authenticate/logout",
-            post(crate::auth::logout),
-        )
+        .route("/v2/console/authenticate/logout", post(crate::auth::logout))
 }
 
 /// RFC 3339 with milliseconds, as the client API writes timestamps.

@@ -119,11 +119,7 @@ pub(crate) async fn call_rpc(
         ..RpcContext::default()
     };
     let started = Instant::now();
-    let result = state
-        .api
-        .rpc
-        .call(&method, ctx, request.body.clone())
-        .await;
+    let result = state.api.rpc.call(&method, ctx, request.body.clone()).await;
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     audit::record(
         &state,

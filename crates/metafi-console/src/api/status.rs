@@ -72,8 +72,7 @@ pub(crate) fn routes(text: &str) -> Vec<RouteTotals> {
     for line in text.lines() {
         let (series, kind) = if let Some(rest) = line.strip_prefix("metafi_http_requests_total{") {
             (rest, 0)
-        } else if let Some(rest) = line.strip_prefix("metafi_http_request_duration_seconds_sum{")
-        {
+        } else if let Some(rest) = line.strip_prefix("metafi_http_request_duration_seconds_sum{") {
             (rest, 1)
         } else {
             continue;
@@ -93,7 +92,10 @@ pub(crate) fn routes(text: &str) -> Vec<RouteTotals> {
                 .unwrap_or_default()
         };
         let (method, route) = (get("method"), get("route"));
-        let index = match out.iter().position(|r| r.method == method && r.route == route) {
+        let index = match out
+            .iter()
+            .position(|r| r.method == method && r.route == route)
+        {
             Some(i) => i,
             None => {
                 out.push(RouteTotals {

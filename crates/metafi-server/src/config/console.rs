@@ -95,9 +95,7 @@ pub(super) fn validate(
             continue;
         };
         if user.username.is_empty() || user.username.len() > 128 {
-            check.problem(format!(
-                "console.users[{i}].username: 1 to 128 characters"
-            ));
+            check.problem(format!("console.users[{i}].username: 1 to 128 characters"));
             continue;
         }
         if user.password.len() < 8 {
@@ -162,7 +160,10 @@ mod tests {
         validate(&raw, &HttpConfig::default(), &mut check);
         let problems = check.problems().join("\n");
         assert!(problems.contains("console.signing_key"), "{problems}");
-        assert!(problems.contains("console.users[0].role \"root\""), "{problems}");
+        assert!(
+            problems.contains("console.users[0].role \"root\""),
+            "{problems}"
+        );
         assert!(problems.contains("console.users[1].password"), "{problems}");
     }
 

@@ -17,16 +17,35 @@ fn user(name: &str, hash: &str, role: u8) -> ConsoleUser {
 
 pub async fn console_users_are_seeded_once(fixture: &dyn Fixture) {
     let store = fixture.open().await;
-    assert!(store.seed_console_user(user("ops", "h1", 1)).await.expect("store"));
+    assert!(
+        store
+            .seed_console_user(user("ops", "h1", 1))
+            .await
+            .expect("store")
+    );
     // A second start with another password or role keeps what is stored.
-    assert!(!store.seed_console_user(user("ops", "h2", 4)).await.expect("store"));
-    assert!(store.seed_console_user(user("viewer", "h3", 4)).await.expect("store"));
+    assert!(
+        !store
+            .seed_console_user(user("ops", "h2", 4))
+            .await
+            .expect("store")
+    );
+    assert!(
+        store
+            .seed_console_user(user("viewer", "h3", 4))
+            .await
+            .expect("store")
+    );
     assert_eq!(
         store.console_user("ops").await.expect("store"),
         Some(user("ops", "h1", 1))
     );
     assert_eq!(
-        store.console_user("viewer").await.expect("store").map(|u| u.role),
+        store
+            .console_user("viewer")
+            .await
+            .expect("store")
+            .map(|u| u.role),
         Some(4)
     );
     assert_eq!(store.console_user("nobody").await.expect("store"), None);
@@ -62,7 +81,13 @@ pub async fn audit_log_pages_newest_first(fixture: &dyn Fixture) {
 
 pub async fn storage_collections_are_listed_once_each(fixture: &dyn Fixture) {
     let store = fixture.open().await;
-    assert!(store.storage_collections(10).await.expect("store").is_empty());
+    assert!(
+        store
+            .storage_collections(10)
+            .await
+            .expect("store")
+            .is_empty()
+    );
     let write = |collection: &str, key: &str| ObjectWrite {
         collection: collection.to_owned(),
         key: key.to_owned(),
@@ -80,6 +105,9 @@ pub async fn storage_collections_are_listed_once_each(fixture: &dyn Fixture) {
         )
         .await
         .expect("store");
-    assert_eq!(store.storage_collections(10).await.expect("store"), ["a", "b"]);
+    assert_eq!(
+        store.storage_collections(10).await.expect("store"),
+        ["a", "b"]
+    );
     assert_eq!(store.storage_collections(1).await.expect("store"), ["a"]);
 }
