@@ -35,15 +35,20 @@ fn users(raw: &mut RawConfig) {
 
 async fn node() -> (TestNode, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let modules = dir.path().join("modules");
-    std::fs::create_dir_all(&modules).unwrap();
-    std::fs::write(modules.join("whoami.lua"), LUA).unwrap();
+    let modules = modules(&dir);
     let node = TestNode::start_in(dir.path(), |raw| {
-        raw.runtime.path = modules.display().to_string();
+        raw.runtime.path = modules;
         users(raw);
     })
     .await;
     (node, dir)
+}
+
+fn modules(dir: &tempfile::TempDir) -> String {
+    let modules = dir.path().join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("whoami.lua"), LUA).unwrap();
+    modules.display().to_string()
 }
 
 struct Console {
@@ -586,5 +591,57 @@ async fn runtime_and_configuration_are_shown_without_secrets() {
     ] {
         assert!(!text.contains(secret), "{secret} shown");
     }
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn on_postgres_roles_edits_and_the_audit_log_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = modules(&dir);
+    let Some(node) = TestNode::start_on_postgres(dir.path(), |raw| {
+        raw.runtime.path = modules;
+        users(raw);
+    })
+    .await
+    else {
+        return;
+    };
+    let console = Console::new(&node);
+    let http = Http::new(&node.base);
+    let (token, _) = http.new_session().await;
+    let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+    let id = me.body["user"]["id"].as_str().unwrap().to_owned();
+    let ops = console.sign_in("ops").await;
+    let path = format!("/v2/console/account/{id}");
+    let edited = console
+        .call(
+            &ops,
+            Method::POST,
+            &path,
+            Some(json!({ "metadata": "{\"pg\":1}" })),
+        )
+        .await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+    assert_eq!(me.body["user"]["metadata"], "{\"pg\":1}");
+    let viewer = console.sign_in("viewer").await;
+    assert_eq!(
+        console
+            .call(&viewer, Method::POST, &path, Some(json!({})))
+            .await
+            .status,
+        403
+    );
+    let root = console.sign_in("root").await;
+    let log = console
+        .call(&root, Method::GET, "/v2/console/audit/log?limit=500", None)
+        .await;
+    let entries = log.body["entries"].as_array().unwrap();
+    assert!(
+        entries.iter().any(|e| e["action"] == "account.update"
+            && e["username"] == "ops"
+            && e["target"] == id),
+        "{entries:?}"
+    );
     node.stop().await;
 }
