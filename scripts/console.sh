@@ -46,7 +46,7 @@ if [ -z "$SERVER_CONSOLE_PORT" ]; then
   exit 1
 fi
 echo "console: metafi API on port $SERVER_PORT, console on port $SERVER_CONSOLE_PORT"
-(cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_CONSOLE_PORT=$SERVER_CONSOLE_PORT \
+(cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_CONSOLE_PORT=$SERVER_CONSOLE_PORT \
   CONSOLE_SCREENSHOTS=$shots timeout "${CONSOLE_TIMEOUT_SEC:-300}" \
   node --test --test-reporter=spec console/console_browser.mjs)
 echo "console: screenshots in $shots"

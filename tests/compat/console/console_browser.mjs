@@ -2,7 +2,7 @@
 // the client API, edit its metadata and see it through the client API, browse a storage object,
 // call an RPC from the explorer, watch a match's tick chart update, and a read-only user refused.
 // Every page is saved as a screenshot (CONSOLE_SCREENSHOTS). Started by scripts/console.sh,
-// which passes METAFI_TEST_PORT (client API) and METAFI_CONSOLE_PORT.
+// which passes METAFI_TEST_PORT (client API) and METAFI_TEST_CONSOLE_PORT.
 //
 // Not a *.test.mjs file: the compatibility suite (which also runs against Nakama) leaves it out.
 import { test } from "node:test";
@@ -13,13 +13,13 @@ import { randomUUID } from "node:crypto";
 import { client } from "../support.mjs";
 
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const consolePort = process.env.METAFI_CONSOLE_PORT;
+const consolePort = process.env.METAFI_TEST_CONSOLE_PORT;
 const shots = process.env.CONSOLE_SCREENSHOTS ?? "console-screenshots";
 const base = `http://127.0.0.1:${consolePort}`;
 const STEP = { timeout: 15_000 };
 
 test("the console in headless Chromium", async (t) => {
-  assert.ok(consolePort, "METAFI_CONSOLE_PORT is not set (run scripts/console.sh)");
+  assert.ok(consolePort, "METAFI_TEST_CONSOLE_PORT is not set (run scripts/console.sh)");
   if (!existsSync(chromium)) throw new Error(`no Chromium at ${chromium}`);
   mkdirSync(shots, { recursive: true });
   const { default: puppeteer } = await import("puppeteer-core");
