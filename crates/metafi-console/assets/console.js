@@ -106,15 +106,14 @@ const pages = {
         chart(document.getElementById("chart-rss"), [history.rss], ["#059669"]);
       }
       last = { at: s.timestamp_ms, requests: totals[0], latency: totals[1], cpu: node.cpu_seconds };
-      const body = document.querySelector("#routes tbody");
-      body.replaceChildren(...s.routes.map((r) => {
+      const rows = (selector, list) => document.querySelector(selector).replaceChildren(...list.map((cells) => {
         const tr = document.createElement("tr");
-        for (const v of [r.method, r.route, r.requests, r.errors,
-          r.requests ? (r.latency_sum_sec * 1000 / r.requests).toFixed(2) : "–"]) {
-          const td = document.createElement("td"); td.textContent = v; tr.append(td);
-        }
+        for (const v of cells) { const td = document.createElement("td"); td.textContent = v; tr.append(td); }
         return tr;
       }));
+      const avg = (sum, n) => (n ? (sum * 1000 / n).toFixed(2) : "–");
+      rows("#routes tbody", s.routes.map((r) => [r.method, r.route, r.requests, r.errors, avg(r.latency_sum_sec, r.requests)]));
+      rows("#rpc-stats tbody", s.rpcs.map((r) => [r.runtime, r.id, r.calls, r.errors, avg(r.latency_sum_sec, r.calls)]));
     };
     tick();
     setInterval(tick, 1000);

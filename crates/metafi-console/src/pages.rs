@@ -119,6 +119,11 @@ async fn status(State(state): State<ConsoleState>, session: Session) -> Html<Str
                 thead { tr { th { "Method" } th { "Route" } th { "Requests" } th { "Errors" } th { "Avg ms" } } }
                 tbody {}
             }
+            h2 { "RPC functions" }
+            table #rpc-stats {
+                thead { tr { th { "Runtime" } th { "Id" } th { "Calls" } th { "Errors" } th { "Avg ms" } } }
+                tbody {}
+            }
         },
     )
 }

@@ -289,6 +289,14 @@ async fn each_role_may_do_exactly_its_part_and_changes_are_audited() {
     assert_eq!(result["user"], player);
     assert_eq!(result["echo"], "hi");
     assert!(called.body["duration_ms"].as_f64().unwrap() >= 0.0);
+    // The call shows in the status' per-RPC totals.
+    let status = console
+        .call(&viewer, Method::GET, "/v2/console/status", None)
+        .await;
+    let rpcs = status.body["rpcs"].as_array().unwrap();
+    let whoami = rpcs.iter().find(|r| r["id"] == "whoami").unwrap();
+    assert_eq!(whoami["runtime"], "lua");
+    assert!(whoami["calls"].as_f64().unwrap() >= 1.0);
     assert_eq!(
         console
             .call(&dev, Method::GET, "/v2/console/audit/log", None)

@@ -1,6 +1,7 @@
 //! `GET /v2/console/status`: this node (and the peers it sees) with sessions, sockets,
 //! matches, CPU and memory, and the request counters of every route from the metrics
-//! registry. Counters are totals: the status page turns two samples into rates.
+//! registry (per route, and per RPC from the runtime's series). Counters are totals: the status
+//! page turns two samples into rates.
 
 use axum::Json;
 use axum::extract::State;
@@ -22,7 +23,9 @@ pub(crate) async fn get(
 pub(crate) fn snapshot(state: &ConsoleState) -> Value {
     let sockets = state.probe.sockets();
     let matches = state.api.matches.count();
-    let routes = routes(&state.probe.metrics_text());
+    let text = state.probe.metrics_text();
+    let routes = routes(&text);
+    let rpcs = rpcs(&text);
     let (requests, latency_sum): (f64, f64) = routes
         .iter()
         .fold((0.0, 0.0), |(n, s), r| (n + r.requests, s + r.latency_sum));
@@ -49,31 +52,80 @@ pub(crate) fn snapshot(state: &ConsoleState) -> Value {
             "errors": r.errors,
             "latency_sum_sec": r.latency_sum,
         })).collect::<Vec<_>>(),
+        "rpcs": rpcs.iter().map(|r| json!({
+            "id": r.route,
+            "runtime": r.method,
+            "calls": r.requests,
+            "errors": r.errors,
+            "latency_sum_sec": r.latency_sum,
+        })).collect::<Vec<_>>(),
         "timestamp": crate::api::timestamp(now),
         "timestamp_ms": now,
     })
 }
 
-/// One route's totals.
+/// One series' totals: a route (`method`, `route`) or an RPC (`method` = runtime, `route` = id).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct RouteTotals {
     pub method: String,
     pub route: String,
     pub requests: f64,
-    /// Answers with a 4xx or 5xx status.
+    /// Answers with a 4xx or 5xx status; RPC calls that did not end `ok`.
     pub errors: f64,
     pub latency_sum: f64,
 }
 
+/// What one family of series is called and how its labels read.
+struct Family {
+    count: &'static str,
+    sum: &'static str,
+    /// Labels naming the series: (first, second).
+    keys: (&'static str, &'static str),
+    /// Whether a count series' labels say it failed.
+    failed: fn(&[(String, String)]) -> bool,
+}
+
+const HTTP: Family = Family {
+    count: "metafi_http_requests_total{",
+    sum: "metafi_http_request_duration_seconds_sum{",
+    keys: ("method", "route"),
+    failed: |labels| label(labels, "status").starts_with(['4', '5']),
+};
+
+const RPC: Family = Family {
+    count: "metafi_runtime_rpc_calls_total{",
+    sum: "metafi_runtime_rpc_duration_seconds_sum{",
+    keys: ("runtime", "id"),
+    failed: |labels| label(labels, "outcome") != "ok",
+};
+
 /// Reads `metafi_http_requests_total` and `metafi_http_request_duration_seconds_sum` out of
 /// Prometheus' text format, per (method, route).
 pub(crate) fn routes(text: &str) -> Vec<RouteTotals> {
+    totals(text, &HTTP)
+}
+
+/// Reads `metafi_runtime_rpc_calls_total` and `metafi_runtime_rpc_duration_seconds_sum`, per
+/// (runtime, RPC id).
+pub(crate) fn rpcs(text: &str) -> Vec<RouteTotals> {
+    totals(text, &RPC)
+}
+
+fn label(labels: &[(String, String)], name: &str) -> String {
+    labels
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+fn totals(text: &str, family: &Family) -> Vec<RouteTotals> {
     let mut out: Vec<RouteTotals> = Vec::new();
     for line in text.lines() {
-        let (series, kind) = if let Some(rest) = line.strip_prefix("metafi_http_requests_total{") {
-            (rest, 0)
-        } else if let Some(rest) = line.strip_prefix("metafi_http_request_duration_seconds_sum{") {
-            (rest, 1)
+        let (series, is_count) = if let Some(rest) = line.strip_prefix(family.count) {
+            (rest, true)
+        } else if let Some(rest) = line.strip_prefix(family.sum) {
+            (rest, false)
         } else {
             continue;
         };
@@ -84,14 +136,7 @@ pub(crate) fn routes(text: &str) -> Vec<RouteTotals> {
             continue;
         };
         let labels = parse_labels(labels);
-        let get = |name: &str| {
-            labels
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
-        let (method, route) = (get("method"), get("route"));
+        let (method, route) = (label(&labels, family.keys.0), label(&labels, family.keys.1));
         let index = match out
             .iter()
             .position(|r| r.method == method && r.route == route)
@@ -107,9 +152,9 @@ pub(crate) fn routes(text: &str) -> Vec<RouteTotals> {
             }
         };
         let entry = &mut out[index];
-        if kind == 0 {
+        if is_count {
             entry.requests += value;
-            if get("status").starts_with(['4', '5']) {
+            if (family.failed)(&labels) {
                 entry.errors += value;
             }
         } else {
@@ -192,8 +237,19 @@ metafi_http_requests_total{method="GET",route="/v2/account",status="401"} 2
 metafi_http_requests_total{method="POST",route="/v2/rpc/{id}",status="200"} 3
 metafi_http_request_duration_seconds_sum{method="GET",route="/v2/account"} 0.25
 metafi_http_request_duration_seconds_count{method="GET",route="/v2/account"} 9
+metafi_runtime_rpc_calls_total{id="echo",runtime="lua",outcome="ok"} 5
+metafi_runtime_rpc_calls_total{id="echo",runtime="lua",outcome="error"} 1
+metafi_runtime_rpc_duration_seconds_sum{id="echo",runtime="lua"} 0.012
 other_metric{route="x"} 1
 "#;
+        let rpcs = rpcs(text);
+        assert_eq!(rpcs.len(), 1);
+        assert_eq!(
+            (rpcs[0].route.as_str(), rpcs[0].method.as_str()),
+            ("echo", "lua")
+        );
+        assert_eq!((rpcs[0].requests, rpcs[0].errors), (6.0, 1.0));
+        assert_eq!(rpcs[0].latency_sum, 0.012);
         let routes = routes(text);
         assert_eq!(routes.len(), 2);
         assert_eq!(routes[0].route, "/v2/account");
