@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use metafi_api::ApiError;
+use metafi_core::signin_throttle::ThrottleKey;
 use metafi_proto::Code;
 use metafi_storage::ConsoleUser;
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,7 @@ pub(crate) struct AuthenticateRequest {
 /// `POST /v2/console/authenticate`: `{"token": …}` (Nakama's `ConsoleSession`), the cookie set.
 pub(crate) async fn authenticate(
     State(state): State<ConsoleState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let request: AuthenticateRequest = serde_json::from_slice(&body)
@@ -88,6 +90,19 @@ pub(crate) async fn authenticate(
     if request.username.is_empty() || request.password.is_empty() {
         return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
     }
+    let address = peer.map(|p| p.0.0.ip());
+    let key = ThrottleKey::Username(request.username.clone());
+    state.throttle.check(&key, address)?;
+    let result = sign_in(&state, request).await;
+    match &result {
+        Ok(_) => state.throttle.succeeded(&key),
+        Err(e) if e.code() == Code::Unauthenticated => state.throttle.failed(key, address),
+        Err(_) => {}
+    }
+    result
+}
+
+async fn sign_in(state: &ConsoleState, request: AuthenticateRequest) -> Result<Response, ApiError> {
     let user = state
         .store
         .console_user(&request.username)

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use metafi_api::ApiState;
-use metafi_core::{Clock, PasswordHasher};
+use metafi_core::{Clock, PasswordHasher, SignInThrottle};
 use metafi_storage::Storage;
 use parking_lot::Mutex;
 
@@ -43,6 +43,9 @@ pub struct ConsoleState {
     pub store: Arc<dyn Storage>,
     /// Hashes console passwords on the blocking pool.
     pub hasher: PasswordHasher,
+    /// Failed console sign-ins per username and address (`[signin_throttle]`'s limits,
+    /// counted apart from the client API's).
+    pub throttle: Arc<SignInThrottle>,
     pub clock: Arc<dyn Clock>,
     /// This node's name.
     pub node: Arc<str>,
@@ -77,6 +80,7 @@ impl ConsoleState {
         api: ApiState,
         store: Arc<dyn Storage>,
         hasher: PasswordHasher,
+        throttle: Arc<SignInThrottle>,
         clock: Arc<dyn Clock>,
         node: &str,
         probe: Arc<dyn NodeProbe>,
@@ -88,6 +92,7 @@ impl ConsoleState {
             api,
             store,
             hasher,
+            throttle,
             started_ms: clock.now_ms(),
             clock,
             node: Arc::from(node),

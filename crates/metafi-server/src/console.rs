@@ -72,6 +72,10 @@ pub(crate) async fn build(
         api,
         store,
         hasher,
+        Arc::new(metafi_core::SignInThrottle::new(
+            config.signin_throttle.clone(),
+            clock.clone(),
+        )),
         clock,
         &config.name,
         Arc::new(probe),

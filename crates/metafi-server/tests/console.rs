@@ -653,3 +653,29 @@ async fn on_postgres_roles_edits_and_the_audit_log_work() {
     );
     node.stop().await;
 }
+
+#[tokio::test]
+async fn repeated_failed_sign_ins_are_throttled() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = TestNode::start_in(dir.path(), |raw| {
+        users(raw);
+        raw.signin_throttle.max_failures_per_account = 2;
+    })
+    .await;
+    let console = Console::new(&node);
+    let attempt = |password: &'static str| {
+        console.send(
+            console
+                .request(Method::POST, "/v2/console/authenticate")
+                .json(&json!({ "username": "root", "password": password })),
+        )
+    };
+    assert_eq!(attempt("wrong-1").await.status, 401);
+    assert_eq!(attempt("wrong-2").await.status, 401);
+    // Past the limit even the right password waits for the window to end.
+    let refused = attempt("root-password").await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    // Another console user is not held up.
+    console.sign_in("viewer").await;
+    node.stop().await;
+}
