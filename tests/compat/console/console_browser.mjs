@@ -79,7 +79,7 @@ test("the console in headless Chromium", async (t) => {
     await signIn("admin", "console-admin-pw");
     await tab.waitForFunction(() => Number(document.getElementById("chart-rate").dataset.points || 0) >= 3, STEP);
     assert.match(await text("#node-name"), /\S/);
-    await shot("status");
+    await shot("status-first");
   });
 
   let userId;
@@ -155,6 +155,15 @@ test("the console in headless Chromium", async (t) => {
     const actions = await tab.$$eval("#audit tbody tr td:nth-child(3)", (tds) => tds.map((td) => td.textContent));
     assert.ok(actions.includes("account.update") && actions.includes("rpc.call"), actions.join(","));
     await shot("audit");
+  });
+
+  await t.test("the status page shows the RPCs called, with their counts", async () => {
+    await go("/status");
+    await tab.waitForFunction(() => Number(document.getElementById("chart-rate").dataset.points || 0) >= 3, STEP);
+    const rows = await tab.$$eval("#rpc-stats tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    const echo = rows.find((r) => r[1] === "echo");
+    assert.ok(echo && Number(echo[2]) >= 1, JSON.stringify(rows));
+    await shot("status");
   });
 
   await t.test("a read-only user is refused a change", async () => {
