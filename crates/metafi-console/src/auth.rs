@@ -125,9 +125,9 @@ async fn sign_in(state: &ConsoleState, request: AuthenticateRequest) -> Result<R
     let (true, Some(role)) = (matches, role) else {
         return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
     };
-    let (token, session) = issue(&state, &user.username, role)?;
+    let (token, session) = issue(state, &user.username, role)?;
     audit::record(
-        &state,
+        state,
         &session,
         "console.sign_in",
         &user.username,
