@@ -96,7 +96,6 @@ pub struct Cluster {
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
     outgoing: Outgoing,
-    registry: Arc<SessionRegistry>,
     /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
     matchmaking: Option<Arc<Matchmaking>>,
     calls: Calls,
@@ -121,6 +120,12 @@ impl CallHandler for Handlers {
         match request {
             CallRequest::PartyMessage { from, member } => self.parties.handle(from, member, &raw),
             CallRequest::PartySessionEnded { session_id } => self.parties.member_gone(session_id),
+            CallRequest::PartyListing {
+                from,
+                first,
+                last,
+                parties,
+            } => self.parties.apply_listing(from, first, last, parties),
             other => self.matches.cast(other, raw),
         }
     }
@@ -257,7 +262,6 @@ impl Cluster {
             router,
             tracker,
             outgoing: cluster_outgoing,
-            registry,
             matchmaking: None,
             calls,
             matches,
@@ -295,7 +299,7 @@ impl Cluster {
             self.config.clone(),
             self.outgoing.clone(),
             matchmaking,
-            self.registry.clone(),
+            self.router.clone(),
             membership.peers_view(),
         );
         self.tasks
@@ -359,7 +363,16 @@ impl Cluster {
     /// handled, from now on. False when one was handed over already.
     pub fn serve_parties(&self, realtime: &Arc<Realtime>) -> bool {
         let forwarder: Arc<dyn PartyForwarder> = self.parties.clone();
-        self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder)
+        let served = self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder);
+        if served {
+            self.parties.publish_listing(true);
+        }
+        served
+    }
+
+    /// Other nodes' parties this node lists.
+    pub fn remote_parties(&self) -> usize {
+        self.parties.remote_len()
     }
 
     /// Calls to other nodes.

@@ -13,13 +13,13 @@ mod listing;
 mod requests;
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-pub use listing::ListError;
+pub use listing::{ListError, ListedParty};
 pub use requests::PartyForwarder;
 pub use state::{Effects, Joined, Label, MAX_LABEL_BYTES, Member, PartyState};
 
@@ -90,6 +90,8 @@ pub struct Parties {
     node: String,
     config: PartyConfig,
     inner: Mutex<Inner>,
+    /// Other nodes' latest listings, by node (a cluster; see `listing.rs`).
+    remote: RwLock<BTreeMap<String, Vec<listing::RemoteParty>>>,
 }
 
 #[derive(Default)]
@@ -98,6 +100,8 @@ struct Inner {
     /// The parties each session is a member of or asked to join, to clean up when it ends.
     by_session: HashMap<Uuid, Vec<Uuid>>,
     seq: u64,
+    /// Changes when a party is created, closed or updated (what other nodes list of this one).
+    listing_version: u64,
 }
 
 impl Inner {
@@ -131,6 +135,7 @@ impl Inner {
                 for s in sessions {
                     self.unlink(s, party);
                 }
+                self.listing_version += 1;
             }
             for s in touched {
                 self.unlink(*s, party);
@@ -182,6 +187,7 @@ impl Parties {
             node: node.into(),
             config,
             inner: Mutex::new(Inner::default()),
+            remote: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -220,6 +226,7 @@ impl Parties {
         }
         let uuid = Uuid::new_v4();
         inner.seq += 1;
+        inner.listing_version += 1;
         let seq = inner.seq;
         let session = leader.session_id;
         let state = PartyState::new(
@@ -255,6 +262,11 @@ impl Parties {
         let (value, effects) = op(state)?;
         inner.settle(id, &effects, touched);
         Ok((value, effects))
+    }
+
+    /// A party's label, openness or visibility changed (what other nodes list of this one).
+    pub(crate) fn listing_changed(&self) {
+        self.inner.lock().listing_version += 1;
     }
 
     /// Reads the party `id` names.

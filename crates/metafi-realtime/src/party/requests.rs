@@ -356,7 +356,10 @@ impl Realtime {
         match parties.with(id, node, &[], |p| {
             Ok(((), p.update(me, &update.label, update.open, update.hidden)?))
         }) {
-            Ok(((), effects)) => self.party_done(caller, cid, &update.party_id, effects),
+            Ok(((), effects)) => {
+                parties.listing_changed();
+                self.party_done(caller, cid, &update.party_id, effects)
+            }
             Err(e) => bad_input(caller, cid, format!("{prefix}: {e}")),
         }
     }
