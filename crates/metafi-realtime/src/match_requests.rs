@@ -391,12 +391,9 @@ impl Realtime {
         let Some(services) = &self.matches else {
             return;
         };
-        send_matched(
-            &*self.parts.router,
-            services.matches.node(),
-            formed,
-            |_| true,
-        );
+        send_matched(&*self.parts.router, services.matches.node(), formed, |_| {
+            true
+        });
     }
 }
 

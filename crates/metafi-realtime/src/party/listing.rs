@@ -171,11 +171,7 @@ impl Parties {
                     }),
             );
         }
-        hits.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then(a.1.cmp(&b.1))
-                .then(a.2.cmp(&b.2))
-        });
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let total = hits.len();
         let parties: Vec<Party> = hits
             .into_iter()

@@ -275,7 +275,13 @@ fn other_nodes_listings_are_searched_with_this_nodes_parties() {
                 ..listing(100, None, "", "")
             })
             .unwrap()),
-        [own.party_id.as_str(), "b1.node2", "b2.node2", "c1.node3", "c2.node3"]
+        [
+            own.party_id.as_str(),
+            "b1.node2",
+            "b2.node2",
+            "c1.node3",
+            "c2.node3"
+        ]
     );
     assert_eq!(
         ids(registry.list(&listing(100, Some(false), "", "")).unwrap()),
@@ -307,7 +313,9 @@ fn other_nodes_listings_are_searched_with_this_nodes_parties() {
     // alone (a join) does not.
     let b = member("b");
     registry
-        .with(uuid_of(&own.party_id), "node1", &[b.session_id], |p| p.join(b.clone()))
+        .with(uuid_of(&own.party_id), "node1", &[b.session_id], |p| {
+            p.join(b.clone())
+        })
         .unwrap();
     assert_eq!(registry.listing_version(), v1);
     let a_session = own.presences[0].session_id.parse::<Uuid>().unwrap();
