@@ -120,6 +120,10 @@ impl CallHandler for Handlers {
         match request {
             CallRequest::PartyMessage { from, member } => self.parties.handle(from, member, &raw),
             CallRequest::PartySessionEnded { session_id } => self.parties.member_gone(session_id),
+            CallRequest::PartyMemberLeft {
+                session_id,
+                party_id,
+            } => self.parties.left(session_id, &party_id),
             CallRequest::PartyListing {
                 from,
                 first,

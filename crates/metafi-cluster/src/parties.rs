@@ -221,6 +221,18 @@ impl ClusterParties {
             .unwrap_or(0)
     }
 
+    /// A session of this node is no longer in another node's party `party_id` (that node said
+    /// so): it is not told of the party's end when that node is lost, nor does its end leave it.
+    pub(crate) fn left(&self, session_id: Uuid, party_id: &str) {
+        let mut reached = self.reached.lock();
+        if let Some(list) = reached.get_mut(&session_id) {
+            list.retain(|(_, p)| p != party_id);
+            if list.is_empty() {
+                reached.remove(&session_id);
+            }
+        }
+    }
+
     /// A member on another node is gone.
     pub(crate) fn member_gone(&self, session_id: Uuid) {
         for sessions in self.guests.lock().values_mut() {
@@ -299,6 +311,19 @@ impl PartyForwarder for ClusterParties {
             _ => {}
         }
         true
+    }
+
+    fn member_left(&self, session_id: Uuid, party_id: &str) {
+        if let Some(node) = self.directory.node_of(session_id) {
+            self.calls.cast(
+                &node,
+                &CallRequest::PartyMemberLeft {
+                    session_id,
+                    party_id: party_id.to_owned(),
+                },
+                &[],
+            );
+        }
     }
 
     fn session_ended(&self, session_id: Uuid) {

@@ -10,6 +10,8 @@
 //!   remove it;
 //! - the presence-event race: two users joining one room on two nodes at the same moment each
 //!   hear of the other (in the join answer or as one join event), round after round.
+//! - a member on another node removed from a party, or whose party was closed, is not told of
+//!   that party's end again when the party's node stops; a member still in one is.
 //!
 //! Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
 //! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
@@ -531,6 +533,78 @@ async fn members_joining_at_once_on_two_nodes_hear_of_each_other() {
         missed.is_empty(),
         "rounds where a member missed the other: {missed:?}"
     );
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
+fn party_closed(e: &Envelope, party_id: &str) -> bool {
+    matches!(&e.message, Some(Message::PartyClose(c)) if c.party_id == party_id)
+}
+
+/// A member on another node that is no longer in a party (removed by the leader, or the party
+/// closed) is not told the party closed when the party's node goes; one still in it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_left_is_not_told_of_its_former_partys_end() {
+    let Some(Trio { mut nodes, _dirs }) = trio().await else {
+        return;
+    };
+    let (_alice, mut a) = player(&nodes[0]).await;
+    let (bob, mut b) = player(&nodes[1]).await;
+    let (_carol, mut c) = player(&nodes[2]).await;
+    let removed_from = create_party(&mut a, true, false, "").await;
+    let closed = create_party(&mut a, true, false, "").await;
+    let kept = create_party(&mut a, true, false, "").await;
+    let mut bob_presence = None;
+    for party in [&removed_from, &closed] {
+        b.request(Message::PartyJoin(PartyJoin {
+            party_id: party.clone(),
+        }))
+        .await;
+        let got = b
+            .event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == *party))
+            .await;
+        let Some(Message::Party(state)) = got.message else {
+            unreachable!()
+        };
+        bob_presence = state.presences.into_iter().find(|p| p.user_id == bob.id);
+    }
+    c.request(Message::PartyJoin(PartyJoin {
+        party_id: kept.clone(),
+    }))
+    .await;
+    c.event(|e| matches!(&e.message, Some(Message::Party(p)) if p.party_id == kept))
+        .await;
+
+    // alice removes bob from one party (he is sent `party_close` for it, as Nakama does) and
+    // closes the other.
+    let ack = a
+        .request(Message::PartyRemove(metafi_proto::realtime::PartyRemove {
+            party_id: removed_from.clone(),
+            presence: bob_presence,
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    let ack = a
+        .request(Message::PartyClose(PartyClose {
+            party_id: closed.clone(),
+        }))
+        .await;
+    assert!(ack.message.is_none(), "{ack:?}");
+    b.event(|e| party_closed(e, &removed_from)).await;
+    b.event(|e| party_closed(e, &closed)).await;
+    // (The node-to-node note that bob left travels a hop behind what bob was told.)
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    b.discard_backlog();
+
+    // n1 stops: carol, still in its party, is told it closed; bob, in none, is told nothing.
+    let n1 = nodes.remove(0);
+    n1.stop().await;
+    c.event(|e| party_closed(e, &kept)).await;
+    b.assert_no_event(Duration::from_millis(500), |e| {
+        matches!(&e.message, Some(Message::PartyClose(_)))
+    })
+    .await;
     for node in nodes {
         node.stop().await;
     }

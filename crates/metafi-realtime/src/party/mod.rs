@@ -122,8 +122,8 @@ impl Inner {
     }
 
     /// Keeps the session index true after an operation on `party`: forgets the party when it
-    /// closed, and sessions no longer in it.
-    fn settle(&mut self, party: Uuid, effects: &Effects, touched: &[Uuid]) {
+    /// closed, and sessions no longer in it (named in `effects.left`).
+    fn settle(&mut self, party: Uuid, effects: &mut Effects, touched: &[Uuid]) {
         if effects.closed {
             if let Some(state) = self.parties.remove(&party) {
                 let sessions: Vec<Uuid> = state
@@ -134,6 +134,9 @@ impl Inner {
                     .collect();
                 for s in sessions {
                     self.unlink(s, party);
+                    if !effects.left.contains(&s) {
+                        effects.left.push(s);
+                    }
                 }
                 self.listing_version += 1;
             }
@@ -153,6 +156,7 @@ impl Inner {
                 self.link(*s, party);
             } else {
                 self.unlink(*s, party);
+                effects.left.push(*s);
             }
         }
     }
@@ -259,8 +263,8 @@ impl Parties {
         }
         let mut inner = self.inner.lock();
         let state = inner.parties.get_mut(&id).ok_or(PartyError::NotFound)?;
-        let (value, effects) = op(state)?;
-        inner.settle(id, &effects, touched);
+        let (value, mut effects) = op(state)?;
+        inner.settle(id, &mut effects, touched);
         Ok((value, effects))
     }
 
@@ -295,9 +299,9 @@ impl Parties {
                 continue;
             };
             state.forget_request(session_id);
-            let effects = state.leave(session_id);
+            let mut effects = state.leave(session_id);
             let id = state.id.clone();
-            inner.settle(party, &effects, &[session_id]);
+            inner.settle(party, &mut effects, &[session_id]);
             out.push((id, effects));
         }
         out
