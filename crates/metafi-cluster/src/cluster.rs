@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_nats::Client;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use metafi_core::Clock;
 use metafi_match::{Matches, Matchmaking};
 use metafi_proto::realtime::Format;
@@ -245,12 +244,13 @@ impl Cluster {
                 registry: registry.clone(),
                 single_socket,
             }
-            .run(sessions, events),
+            .run(
+                sessions,
+                deliveries,
+                LocalRouter::new(registry.clone()),
+                events,
+            ),
         ));
-        tasks.push(tokio::spawn(deliver(
-            deliveries,
-            LocalRouter::new(registry.clone()),
-        )));
         let router = Arc::new(ClusterRouter::new(
             registry.clone(),
             directory.clone(),
@@ -437,24 +437,23 @@ impl Drop for Cluster {
     }
 }
 
-/// Hands what other nodes send to this node's sessions.
-async fn deliver(mut subscriber: async_nats::Subscriber, local: LocalRouter) {
-    while let Some(message) = subscriber.next().await {
-        metrics::received("deliver");
-        let (session_ids, bytes) = match decode_delivery(&message.payload) {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
-                continue;
-            }
-        };
-        match Format::Protobuf.decode(bytes) {
-            Ok(envelope) => {
-                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
-            }
+/// Hands what another node sent to this node's sessions (one delivery; the sessions task
+/// calls it, in order with the announcements: see `SessionsTask::run`).
+pub(crate) fn deliver(local: &LocalRouter, payload: &[u8]) {
+    metrics::received("deliver");
+    let (session_ids, bytes) = match decode_delivery(payload) {
+        Ok(frame) => frame,
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+            return;
+        }
+    };
+    match Format::Protobuf.decode(bytes) {
+        Ok(envelope) => {
+            local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
         }
     }
 }

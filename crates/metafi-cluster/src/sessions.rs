@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_core::Clock;
-use metafi_realtime::{Session, SessionListener, SessionRegistry};
+use metafi_realtime::{LocalRouter, Session, SessionListener, SessionRegistry};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -124,14 +124,24 @@ pub(crate) struct SessionsTask {
 }
 
 impl SessionsTask {
+    /// Applies the other nodes' announcements (`subscriber`) and hands their deliveries to
+    /// this node's sessions (`deliveries`, through `local`), in one task: a node publishes both
+    /// through one queue and one connection, and NATS hands this node's subscriptions their
+    /// messages in arrival order, so taking announcements first (`biased`) applies every
+    /// announcement before any delivery that arrived after it. A presence event told on
+    /// applying an announcement (a join) thus reaches a member before the newcomer's first
+    /// message, and a message sent before a leave before the leave event, as on one node.
     pub(crate) async fn run(
         self,
         mut subscriber: async_nats::Subscriber,
+        mut deliveries: async_nats::Subscriber,
+        local: LocalRouter,
         mut events: broadcast::Receiver<MembershipEvent>,
     ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
         loop {
             tokio::select! {
+                biased;
                 message = subscriber.next() => {
                     let Some(message) = message else { break };
                     metrics::received("sessions");
@@ -139,6 +149,10 @@ impl SessionsTask {
                         Ok(message) => self.apply(message, &mut nodes),
                         Err(e) => tracing::debug!(error = %e, "cluster: ignored a malformed sessions message"),
                     }
+                }
+                message = deliveries.next() => {
+                    let Some(message) = message else { break };
+                    crate::cluster::deliver(&local, &message.payload);
                 }
                 event = events.recv() => match event {
                     Ok(MembershipEvent::Joined { node }) => {

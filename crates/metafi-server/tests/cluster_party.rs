@@ -609,3 +609,63 @@ async fn a_member_that_left_is_not_told_of_its_former_partys_end() {
         node.stop().await;
     }
 }
+
+fn message_in(e: &Envelope, channel_id: &str, text: &str) -> bool {
+    matches!(&e.message, Some(Message::ChannelMessage(m)) if m.channel_id == channel_id && m.content == text)
+}
+
+/// In order per sender across nodes: alice (n1) joins a room where bob (n2) waits and sends a
+/// message at once, without waiting for her join answer. bob hears her join before her
+/// message, every round: the join event travels with n1's announcements, the message as a
+/// delivery, and n2 applies an announcement before any delivery that arrived after it (without
+/// that, a quarter of the rounds failed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomers_join_event_comes_before_its_first_message_across_nodes() {
+    let Some(Trio { nodes, _dirs }) = trio().await else {
+        return;
+    };
+    let (alice, mut a) = player(&nodes[0]).await;
+    let (_bob, mut b) = player(&nodes[1]).await;
+    let mut inverted = Vec::new();
+    for round in 0..40 {
+        let room = format!("order-{round}-{}", uuid::Uuid::new_v4().simple());
+        let channel = join_room(&mut b, &room).await;
+        // Until n1 holds bob's presence (its books are where alice's message goes).
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let send = |content: &str| {
+            Envelope::new(
+                "",
+                Message::ChannelMessageSend(metafi_proto::realtime::ChannelMessageSend {
+                    channel_id: channel.id.clone(),
+                    content: content.into(),
+                }),
+            )
+        };
+        a.send(&Envelope::new(
+            "join",
+            Message::ChannelJoin(ChannelJoin {
+                target: room.clone(),
+                r#type: 1,
+                persistence: bool_value(false),
+                hidden: None,
+            }),
+        ))
+        .await;
+        a.send(&send(r#"{"n":"first"}"#)).await;
+        let first = b
+            .event(|e| {
+                joined_event(e, &channel.id, &alice)
+                    || message_in(e, &channel.id, r#"{"n":"first"}"#)
+            })
+            .await;
+        if !joined_event(&first, &channel.id, &alice) {
+            inverted.push((round, "first message before the join"));
+        }
+        b.discard_backlog();
+        a.discard_backlog();
+    }
+    assert!(inverted.is_empty(), "out of order: {inverted:?}");
+    for node in nodes {
+        node.stop().await;
+    }
+}
