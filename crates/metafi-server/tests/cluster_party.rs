@@ -614,13 +614,19 @@ fn message_in(e: &Envelope, channel_id: &str, text: &str) -> bool {
     matches!(&e.message, Some(Message::ChannelMessage(m)) if m.channel_id == channel_id && m.content == text)
 }
 
+fn left_event(e: &Envelope, channel_id: &str, who: &User) -> bool {
+    matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+        if ev.channel_id == channel_id && ev.leaves.iter().any(|p| p.user_id == who.id))
+}
+
 /// In order per sender across nodes: alice (n1) joins a room where bob (n2) waits and sends a
-/// message at once, without waiting for her join answer. bob hears her join before her
-/// message, every round: the join event travels with n1's announcements, the message as a
-/// delivery, and n2 applies an announcement before any delivery that arrived after it (without
-/// that, a quarter of the rounds failed).
+/// message at once, without waiting for her join answer, then another and leaves at once.
+/// bob hears her join before her first message and her last message before her leave, every
+/// round: the presence events travel with n1's announcements, the messages as deliveries, and
+/// n2 handles both in arrival order (with the two on two tasks, a quarter of the rounds had
+/// the message first; with announcements merely taken first, every leave overtook).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_newcomers_join_event_comes_before_its_first_message_across_nodes() {
+async fn a_senders_presence_events_and_messages_keep_their_order_across_nodes() {
     let Some(Trio { nodes, _dirs }) = trio().await else {
         return;
     };
@@ -652,6 +658,14 @@ async fn a_newcomers_join_event_comes_before_its_first_message_across_nodes() {
         ))
         .await;
         a.send(&send(r#"{"n":"first"}"#)).await;
+        a.send(&send(r#"{"n":"last"}"#)).await;
+        a.send(&Envelope::new(
+            "",
+            Message::ChannelLeave(metafi_proto::realtime::ChannelLeave {
+                channel_id: channel.id.clone(),
+            }),
+        ))
+        .await;
         let first = b
             .event(|e| {
                 joined_event(e, &channel.id, &alice)
@@ -660,6 +674,14 @@ async fn a_newcomers_join_event_comes_before_its_first_message_across_nodes() {
             .await;
         if !joined_event(&first, &channel.id, &alice) {
             inverted.push((round, "first message before the join"));
+        }
+        let last = b
+            .event(|e| {
+                left_event(e, &channel.id, &alice) || message_in(e, &channel.id, r#"{"n":"last"}"#)
+            })
+            .await;
+        if !message_in(&last, &channel.id, r#"{"n":"last"}"#) {
+            inverted.push((round, "leave before the last message"));
         }
         b.discard_backlog();
         a.discard_backlog();
