@@ -2,16 +2,17 @@
 // (scripts/cluster.sh starts them and passes their ports in METAFI_TEST_PORTS), with the
 // clients spread over the nodes — a chat room with members on three nodes, a single socket
 // across nodes, a notification from server code reaching a user on another node, status
-// follows, authoritative and relayed matches, listings, and the matchmaker across nodes. On one
-// server (scripts/compat.sh) or Nakama (whose open-source edition has no cluster) every test
-// skips.
+// follows, authoritative and relayed matches, listings, the matchmaker across nodes, party
+// listings from every node, a party's matchmaking reaching its members on every node, and two
+// users joining one room at the same moment on two nodes hearing of each other. On one server
+// (scripts/compat.sh) or Nakama (whose open-source edition has no cluster) every test skips.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import WebSocket from "ws";
 import { WebSocketAdapterText } from "@heroiclabs/nakama-js";
 import { WebSocketAdapterPb } from "@heroiclabs/nakama-js-protobuf";
-import { clientOn, freshDeviceId, ports, recordEvents, server, sleep } from "./support.mjs";
+import { clientOn, freshDeviceId, host, ports, recordEvents, server, sleep } from "./support.mjs";
 
 globalThis.WebSocket = WebSocket;
 
@@ -26,6 +27,8 @@ const EVENTS = [
   "onmatchdata",
   "onmatchpresence",
   "onmatchmakermatched",
+  "onparty",
+  "onpartymatchmakerticket",
   "ondisconnect",
 ];
 
@@ -45,9 +48,9 @@ async function connect(c, session, { format = "json", online = false, node }) {
 
 /**
  * A presence tracked on one node reaches the other nodes' books over NATS a moment later
- * (sub-millisecond on loopback); until then a join on another node does not see it, and its
- * presence event does not reach it (docs/CLUSTER.md, "What does not work yet"). The tests
- * let that moment pass between joins on different nodes, with room for a loaded machine.
+ * (sub-millisecond on loopback); until then a join on another node does not list it (the
+ * joiner hears of it as a join event instead: docs/CLUSTER.md, "Presences"). The tests that
+ * check join answers let that moment pass between joins on different nodes.
  */
 const settle = () => sleep(200);
 
@@ -228,4 +231,85 @@ test("matchmaker across nodes: tickets on node 1 and node 2 form one match", ski
   assert.equal(joinedA.match_id, joinedB.match_id);
   await b.socket.sendMatchState(joinedB.match_id, 3, "matched across");
   assert.equal(text((await a.events.next("onmatchdata")).data), "matched across");
+});
+
+/** `GET /v2/party?{query}` on node `node`: the listed party ids. */
+async function listParties(node, session, query) {
+  const response = await fetch(`http://${host}:${ports[node]}/v2/party?${query}`, {
+    headers: { authorization: `Bearer ${session.token}` },
+  });
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  return (body.parties ?? []).map((p) => p.party_id);
+}
+
+/** Polls node `node`'s party listing until `ok(ids)` holds (other nodes' parties are at most
+ *  `cluster.party_listing_interval_ms` old); returns the last ids. */
+async function partiesUntil(node, session, query, ok) {
+  let ids = [];
+  for (let i = 0; i < 50; i++) {
+    if (i > 0) await sleep(100);
+    ids = await listParties(node, session, query);
+    if (ok(ids)) return ids;
+  }
+  assert.fail(`node ${node + 1} never listed what was expected: ${JSON.stringify(ids)}`);
+}
+
+test("parties: every node lists every node's parties; a party's matchmaking reaches members on every node", skip, async (t) => {
+  const a = await player(0);
+  const b = await player(1);
+  const c = await player(2);
+  const d = await player(2);
+  t.after(() => done(a, b, c, d));
+  const party = await a.socket.createParty(true, 4);
+  const closed = await c.socket.createParty(false, 4);
+  assert.match(party.party_id, /\.n1$/);
+  assert.match(closed.party_id, /\.n3$/);
+  // Listed from node 2 (both), and node 1 lists node 3's closed one with open=false.
+  await partiesUntil(1, b.session, "limit=100", (ids) => ids.includes(party.party_id) && ids.includes(closed.party_id));
+  await partiesUntil(0, a.session, "limit=100&open=false", (ids) => ids.includes(closed.party_id) && !ids.includes(party.party_id));
+
+  // b (node 2) and c (node 3) join a's party (node 1).
+  for (const p of [b, c]) {
+    await p.socket.joinParty(party.party_id);
+    await p.events.next("onparty", (e) => e.party_id === party.party_id);
+  }
+  // The leader adds the party (three members) to the matchmaker with d (node 3) alone: four.
+  const mode = `party-${randomUUID()}`;
+  const ticket = await a.socket.addMatchmakerParty(party.party_id, `+properties.mode:${mode}`, 4, 4, { mode });
+  for (const p of [b, c]) {
+    const told = await p.events.next("onpartymatchmakerticket", (e) => e.party_id === party.party_id);
+    assert.equal(told.ticket, ticket.ticket);
+  }
+  const solo = await d.socket.addMatchmaker(`+properties.mode:${mode}`, 4, 4, { mode });
+  const tokens = new Set();
+  for (const p of [a, b, c, d]) {
+    const matched = await p.events.next("onmatchmakermatched", () => true, 5000);
+    assert.equal(matched.ticket, p === d ? solo.ticket : ticket.ticket);
+    assert.equal(matched.users.length, 4);
+    assert.equal(matched.self.presence.user_id, id(p));
+    tokens.add(matched.token);
+  }
+  assert.equal(tokens.size, 1, "one group");
+
+  // Closed on node 3: gone from node 2's listing too.
+  await c.socket.closeParty(closed.party_id);
+  await partiesUntil(1, b.session, "limit=100&open=false", (ids) => !ids.includes(closed.party_id));
+});
+
+test("two users joining one room at the same moment on two nodes each hear of the other", skip, async (t) => {
+  const a = await player(0);
+  const b = await player(1);
+  t.after(() => done(a, b));
+  for (let round = 0; round < 10; round++) {
+    const room = `race-${randomUUID().slice(0, 8)}`;
+    const [viewA, viewB] = await Promise.all([a.socket.joinChat(room, 1, false, false), b.socket.joinChat(room, 1, false, false)]);
+    // Each one is listed in the other's join answer, or the other hears of it as a join event.
+    for (const [me, view, other] of [[a, viewA, b], [b, viewB, a]]) {
+      if ((view.presences ?? []).some((p) => p.user_id === id(other))) continue;
+      const joined = await me.events.next("onchannelpresence", (e) => e.channel_id === view.id && e.joins?.some((j) => j.user_id === id(other)), 3000);
+      assert.equal(joined.channel_id, view.id);
+    }
+    await Promise.all([a.socket.leaveChat(viewA.id), b.socket.leaveChat(viewB.id)]);
+  }
 });

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_nats::Client;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use metafi_core::Clock;
 use metafi_match::{Matches, Matchmaking};
 use metafi_proto::realtime::Format;
@@ -96,7 +95,6 @@ pub struct Cluster {
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
     outgoing: Outgoing,
-    registry: Arc<SessionRegistry>,
     /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
     matchmaking: Option<Arc<Matchmaking>>,
     calls: Calls,
@@ -121,6 +119,16 @@ impl CallHandler for Handlers {
         match request {
             CallRequest::PartyMessage { from, member } => self.parties.handle(from, member, &raw),
             CallRequest::PartySessionEnded { session_id } => self.parties.member_gone(session_id),
+            CallRequest::PartyMemberLeft {
+                session_id,
+                party_id,
+            } => self.parties.left(session_id, &party_id),
+            CallRequest::PartyListing {
+                from,
+                first,
+                last,
+                parties,
+            } => self.parties.apply_listing(from, first, last, parties),
             other => self.matches.cast(other, raw),
         }
     }
@@ -236,12 +244,13 @@ impl Cluster {
                 registry: registry.clone(),
                 single_socket,
             }
-            .run(sessions, events),
+            .run(
+                sessions,
+                deliveries,
+                LocalRouter::new(registry.clone()),
+                events,
+            ),
         ));
-        tasks.push(tokio::spawn(deliver(
-            deliveries,
-            LocalRouter::new(registry.clone()),
-        )));
         let router = Arc::new(ClusterRouter::new(
             registry.clone(),
             directory.clone(),
@@ -257,7 +266,6 @@ impl Cluster {
             router,
             tracker,
             outgoing: cluster_outgoing,
-            registry,
             matchmaking: None,
             calls,
             matches,
@@ -295,7 +303,7 @@ impl Cluster {
             self.config.clone(),
             self.outgoing.clone(),
             matchmaking,
-            self.registry.clone(),
+            self.router.clone(),
             membership.peers_view(),
         );
         self.tasks
@@ -359,7 +367,16 @@ impl Cluster {
     /// handled, from now on. False when one was handed over already.
     pub fn serve_parties(&self, realtime: &Arc<Realtime>) -> bool {
         let forwarder: Arc<dyn PartyForwarder> = self.parties.clone();
-        self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder)
+        let served = self.parties.serve(realtime) && realtime.set_party_forwarder(forwarder);
+        if served {
+            self.parties.publish_listing(true);
+        }
+        served
+    }
+
+    /// Other nodes' parties this node lists.
+    pub fn remote_parties(&self) -> usize {
+        self.parties.remote_len()
     }
 
     /// Calls to other nodes.
@@ -420,24 +437,23 @@ impl Drop for Cluster {
     }
 }
 
-/// Hands what other nodes send to this node's sessions.
-async fn deliver(mut subscriber: async_nats::Subscriber, local: LocalRouter) {
-    while let Some(message) = subscriber.next().await {
-        metrics::received("deliver");
-        let (session_ids, bytes) = match decode_delivery(&message.payload) {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
-                continue;
-            }
-        };
-        match Format::Protobuf.decode(bytes) {
-            Ok(envelope) => {
-                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
-            }
+/// Hands what another node sent to this node's sessions (one delivery; the sessions task
+/// calls it, in order with the announcements: see `SessionsTask::run`).
+pub(crate) fn deliver(local: &LocalRouter, payload: &[u8]) {
+    metrics::received("deliver");
+    let (session_ids, bytes) = match decode_delivery(payload) {
+        Ok(frame) => frame,
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+            return;
+        }
+    };
+    match Format::Protobuf.decode(bytes) {
+        Ok(envelope) => {
+            local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
         }
     }
 }

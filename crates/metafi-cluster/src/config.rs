@@ -34,6 +34,10 @@ pub struct ClusterConfig {
     /// (`cluster.match_listing_interval_ms`): other nodes' listings are at most this old (plus
     /// the NATS transit).
     pub match_listing_interval: std::time::Duration,
+    /// How often this node checks whether its party listing changed and sends it to the others
+    /// if so (`cluster.party_listing_interval_ms`): other nodes' parties in a listing are at
+    /// most this old (plus the NATS transit). Sent in full every tenth check regardless.
+    pub party_listing_interval: std::time::Duration,
 }
 
 impl ClusterConfig {
@@ -51,6 +55,7 @@ impl ClusterConfig {
             call_timeout: Duration::from_millis(5000),
             max_concurrent_calls: 1024,
             match_listing_interval: Duration::from_millis(1000),
+            party_listing_interval: Duration::from_millis(1000),
         }
     }
 

@@ -21,7 +21,7 @@ use metafi_match::{
     Formed, MatchTarget, MatchedEntry, Matchmaking, PoolListener, Presence, TicketCopy,
     TicketRequest,
 };
-use metafi_realtime::SessionRegistry;
+use metafi_realtime::MessageRouter;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
@@ -312,7 +312,8 @@ pub(crate) struct MatchmakerTask {
     view: Arc<View>,
     sender: Sender,
     matchmaking: Arc<Matchmaking>,
-    registry: Arc<SessionRegistry>,
+    /// Tells the players of this node's tickets, a party's members on any node included.
+    router: Arc<dyn MessageRouter>,
     peers: Peers,
 }
 
@@ -322,7 +323,7 @@ impl MatchmakerTask {
         config: Arc<ClusterConfig>,
         outgoing: Outgoing,
         matchmaking: Arc<Matchmaking>,
-        registry: Arc<SessionRegistry>,
+        router: Arc<dyn MessageRouter>,
         peers: Peers,
     ) -> MatchmakerTask {
         let node = config.node.clone();
@@ -339,7 +340,7 @@ impl MatchmakerTask {
             view,
             sender,
             matchmaking,
-            registry,
+            router,
             peers,
         }
     }
@@ -504,7 +505,8 @@ impl MatchmakerTask {
     }
 
     /// A group formed on the pool node with players of this node: their tickets leave this
-    /// node's pool, and the players whose tickets were still held are told.
+    /// node's pool, and the players whose tickets were still held are told (a party's members
+    /// wherever their sockets are: the party's node holds its ticket).
     fn matched(&self, entries: Vec<WireEntry>, match_id: Option<String>, token: Option<String>) {
         let target = match (match_id, token) {
             (Some(id), _) => MatchTarget::MatchId(id),
@@ -530,7 +532,9 @@ impl MatchmakerTask {
             .map(|id| id.to_string())
             .collect();
         metrics::matchmaker_stale(mine.len() - held.len());
-        metafi_realtime::send_matched(&self.registry, &formed, |ticket| held.contains(ticket));
+        metafi_realtime::send_matched(&*self.router, &self.view.node, &formed, |ticket| {
+            held.contains(ticket)
+        });
     }
 }
 

@@ -95,3 +95,8 @@ pub(crate) fn call(kind: &'static str, result: &'static str, took: std::time::Du
 pub(crate) fn remote_matches(count: usize) {
     metrics::gauge!("metafi_cluster_remote_matches").set(count as f64);
 }
+
+/// `metafi_cluster_remote_parties`: other nodes' parties this node lists.
+pub(crate) fn remote_parties(count: usize) {
+    metrics::gauge!("metafi_cluster_remote_parties").set(count as f64);
+}

@@ -8,12 +8,19 @@
 //! A member's session that ends leaves the parties it reached on other nodes (a cast to each);
 //! a lost (or departed) node's members leave this node's parties, and this node's sessions in
 //! the lost node's parties get a `party_close` for each (the party is gone with its node).
+//!
+//! Listings: every `cluster.party_listing_interval_ms` a node whose parties changed (created,
+//! closed, updated) casts its whole listing to every peer, in chunks; every tenth time, and when
+//! a peer joins, it casts it regardless (what repairs a chunk lost in transit). Each node lists
+//! the others' latest ([`metafi_realtime::Parties::set_remote_listing`]), so `GET /v2/party` and
+//! `nk.party_list` see every node's parties: this node's live, the others' at most the interval
+//! (plus transit) old. A lost or departed node's parties leave the listing at once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock, Weak};
 
 use metafi_proto::realtime::{Envelope, Format, Message, PartyClose};
-use metafi_realtime::party::Member;
+use metafi_realtime::party::{ListedParty, Member};
 use metafi_realtime::{
     LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, SessionRegistry,
 };
@@ -27,7 +34,13 @@ use bytes::Bytes;
 use crate::calls::Calls;
 use crate::membership::Peers;
 use crate::wire::{CallRequest, WireMember};
-use crate::{ClusterConfig, MembershipEvent, SessionDirectory};
+use crate::{ClusterConfig, MembershipEvent, SessionDirectory, metrics};
+
+/// Parties per listing cast (a label is at most 2 KiB: a chunk stays well under NATS's 1 MiB).
+const LISTING_CHUNK: usize = 256;
+
+/// Every this many listing checks, the listing is sent even if it did not change.
+const REFRESH_EVERY: u32 = 10;
 
 /// A party of another node a session of this node joined: (the party's node, its id).
 type Reached = (Arc<str>, String);
@@ -49,6 +62,10 @@ pub(crate) struct ClusterParties {
     reached: Mutex<HashMap<Uuid, Vec<Reached>>>,
     /// Other nodes' sessions that asked to join this node's parties, by node.
     guests: Mutex<HashMap<String, HashSet<Uuid>>>,
+    /// Other nodes' listings still arriving (chunks), by node.
+    building: Mutex<HashMap<String, Vec<ListedParty>>>,
+    /// The version of this node's listing sent last.
+    published: Mutex<Option<u64>>,
 }
 
 impl ClusterParties {
@@ -68,6 +85,8 @@ impl ClusterParties {
             realtime: OnceLock::new(),
             reached: Mutex::new(HashMap::new()),
             guests: Mutex::new(HashMap::new()),
+            building: Mutex::new(HashMap::new()),
+            published: Mutex::new(None),
         }
     }
 
@@ -116,6 +135,104 @@ impl ClusterParties {
         );
     }
 
+    /// Sends this node's party listing to every peer, in chunks, when it changed since it was
+    /// last sent (or always, `force`).
+    pub(crate) fn publish_listing(&self, force: bool) {
+        let Some(realtime) = self.realtime() else {
+            return;
+        };
+        let Some(parties) = realtime.parties() else {
+            return;
+        };
+        let mut published = self.published.lock();
+        if !force && *published == Some(parties.listing_version()) {
+            return;
+        }
+        let (version, listed) = parties.listed();
+        let peers = self.calls.peers();
+        let chunks: Vec<&[ListedParty]> = if listed.is_empty() {
+            vec![&[]]
+        } else {
+            listed.chunks(LISTING_CHUNK).collect()
+        };
+        let count = chunks.len();
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let request = CallRequest::PartyListing {
+                from: self.config.node.clone(),
+                first: i == 0,
+                last: i + 1 == count,
+                parties: chunk.to_vec(),
+            };
+            for peer in &peers {
+                self.calls.cast(peer, &request, &[]);
+            }
+        }
+        *published = Some(version);
+    }
+
+    /// A chunk of another node's party listing.
+    pub(crate) fn apply_listing(
+        &self,
+        from: String,
+        first: bool,
+        last: bool,
+        parties: Vec<ListedParty>,
+    ) {
+        if from == self.config.node || !self.peers.contains(&from) {
+            return;
+        }
+        let complete = {
+            let mut building = self.building.lock();
+            let list = building.entry(from.clone()).or_default();
+            if first {
+                list.clear();
+            }
+            list.extend(parties);
+            if !last {
+                return;
+            }
+            building.remove(&from).unwrap_or_default()
+        };
+        if let Some(realtime) = self.realtime()
+            && let Some(registry) = realtime.parties()
+        {
+            registry.set_remote_listing(&from, complete);
+            metrics::remote_parties(registry.remote_len());
+        }
+    }
+
+    fn drop_listings_of_gone_nodes(&self) {
+        if let Some(realtime) = self.realtime()
+            && let Some(parties) = realtime.parties()
+        {
+            for node in parties.remote_nodes() {
+                if !self.peers.contains(&node) {
+                    parties.drop_remote_listing(&node);
+                }
+            }
+            metrics::remote_parties(parties.remote_len());
+        }
+    }
+
+    /// Other nodes' parties this node lists.
+    pub(crate) fn remote_len(&self) -> usize {
+        self.realtime()
+            .and_then(|r| r.parties().map(|p| p.remote_len()))
+            .unwrap_or(0)
+    }
+
+    /// A session of this node is no longer in another node's party `party_id` (that node said
+    /// so): it is not told of the party's end when that node is lost, nor does its end leave it.
+    pub(crate) fn left(&self, session_id: Uuid, party_id: &str) {
+        let mut reached = self.reached.lock();
+        if let Some(list) = reached.get_mut(&session_id) {
+            list.retain(|(_, p)| p != party_id);
+            if list.is_empty() {
+                reached.remove(&session_id);
+            }
+        }
+    }
+
     /// A member on another node is gone.
     pub(crate) fn member_gone(&self, session_id: Uuid) {
         for sessions in self.guests.lock().values_mut() {
@@ -128,7 +245,12 @@ impl ClusterParties {
 
     fn node_gone(&self, node: &str) {
         let guests = self.guests.lock().remove(node).unwrap_or_default();
+        self.building.lock().remove(node);
         if let Some(realtime) = self.realtime() {
+            if let Some(parties) = realtime.parties() {
+                parties.drop_remote_listing(node);
+                metrics::remote_parties(parties.remote_len());
+            }
             for session in &guests {
                 realtime.party_member_gone(*session);
             }
@@ -191,6 +313,19 @@ impl PartyForwarder for ClusterParties {
         true
     }
 
+    fn member_left(&self, session_id: Uuid, party_id: &str) {
+        if let Some(node) = self.directory.node_of(session_id) {
+            self.calls.cast(
+                &node,
+                &CallRequest::PartyMemberLeft {
+                    session_id,
+                    party_id: party_id.to_owned(),
+                },
+                &[],
+            );
+        }
+    }
+
     fn session_ended(&self, session_id: Uuid) {
         let Some(list) = self.reached.lock().remove(&session_id) else {
             return;
@@ -206,18 +341,30 @@ impl PartyForwarder for ClusterParties {
     }
 }
 
-/// Handles lost and departed nodes for the parties.
+/// Handles lost and departed nodes for the parties, and sends this node's party listing.
 pub(crate) async fn run(
     this: Arc<ClusterParties>,
     mut events: broadcast::Receiver<MembershipEvent>,
 ) {
+    let mut interval = tokio::time::interval(this.config.party_listing_interval);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks: u32 = 0;
     loop {
-        match events.recv().await {
-            Ok(MembershipEvent::Lost { node } | MembershipEvent::Left { node }) => {
-                this.node_gone(&node);
+        tokio::select! {
+            _ = interval.tick() => {
+                ticks = ticks.wrapping_add(1);
+                this.publish_listing(ticks.is_multiple_of(REFRESH_EVERY));
             }
-            Ok(MembershipEvent::Joined { .. }) | Err(RecvError::Lagged(_)) => {}
-            Err(RecvError::Closed) => break,
+            event = events.recv() => match event {
+                Ok(MembershipEvent::Lost { node } | MembershipEvent::Left { node }) => {
+                    this.node_gone(&node);
+                }
+                // A node that joins (or returns) gets the whole listing at once.
+                Ok(MembershipEvent::Joined { .. }) => this.publish_listing(true),
+                // Losses may have been missed: keep only live nodes' listings.
+                Err(RecvError::Lagged(_)) => this.drop_listings_of_gone_nodes(),
+                Err(RecvError::Closed) => break,
+            },
         }
     }
 }

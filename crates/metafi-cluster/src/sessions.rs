@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use metafi_core::Clock;
-use metafi_realtime::{Session, SessionListener, SessionRegistry};
+use metafi_realtime::{LocalRouter, Session, SessionListener, SessionRegistry};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -113,6 +113,18 @@ impl SessionListener for Announcer {
     }
 }
 
+/// An announcement, or None (logged) for one that is not.
+fn parse(payload: &[u8]) -> Option<SessionMessage> {
+    metrics::received("sessions");
+    match serde_json::from_slice::<SessionMessage>(payload) {
+        Ok(message) => Some(message),
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a malformed sessions message");
+            None
+        }
+    }
+}
+
 /// What the sessions task works with.
 #[derive(Debug)]
 pub(crate) struct SessionsTask {
@@ -124,21 +136,57 @@ pub(crate) struct SessionsTask {
 }
 
 impl SessionsTask {
+    /// Applies the other nodes' announcements (`subscriber`) and hands their deliveries to
+    /// this node's sessions (`deliveries`, through `local`), in one task, in the order they
+    /// arrived as far as it can tell: a node publishes both through one queue and one
+    /// connection, and NATS hands this node's two subscriptions their messages one after the
+    /// other in arrival order, so
+    /// - taking announcements first (`biased`) applies every announcement before any delivery
+    ///   that arrived after it: a join event (told on applying the announcement) reaches a
+    ///   member before the newcomer's first message;
+    /// - before a leave (an untrack) is applied, the deliveries already waiting are handed first
+    ///   when no further announcement is waiting (then each of them arrived before the leave, or
+    ///   after it with no join in between): a message sent just before a leave reaches members
+    ///   before the leave event. With another announcement waiting the order is unknown and
+    ///   the leave goes first.
     pub(crate) async fn run(
         self,
         mut subscriber: async_nats::Subscriber,
+        mut deliveries: async_nats::Subscriber,
+        local: LocalRouter,
         mut events: broadcast::Receiver<MembershipEvent>,
     ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
+        // An announcement taken early (looking for one behind a leave), applied next.
+        let mut waiting: Option<async_nats::Message> = None;
         loop {
+            if let Some(message) = waiting.take() {
+                if let Some(message) = parse(&message.payload) {
+                    self.apply(message, &mut nodes);
+                }
+                continue;
+            }
             tokio::select! {
+                biased;
                 message = subscriber.next() => {
                     let Some(message) = message else { break };
-                    metrics::received("sessions");
-                    match serde_json::from_slice::<SessionMessage>(&message.payload) {
-                        Ok(message) => self.apply(message, &mut nodes),
-                        Err(e) => tracing::debug!(error = %e, "cluster: ignored a malformed sessions message"),
+                    let Some(message) = parse(&message.payload) else { continue };
+                    if matches!(message, SessionMessage::Untrack { .. } | SessionMessage::UntrackAll { .. }) {
+                        match subscriber.next().now_or_never() {
+                            Some(Some(next)) => waiting = Some(next),
+                            Some(None) => {}
+                            None => {
+                                while let Some(Some(delivery)) = deliveries.next().now_or_never() {
+                                    crate::cluster::deliver(&local, &delivery.payload);
+                                }
+                            }
+                        }
                     }
+                    self.apply(message, &mut nodes);
+                }
+                message = deliveries.next() => {
+                    let Some(message) = message else { break };
+                    crate::cluster::deliver(&local, &message.payload);
                 }
                 event = events.recv() => match event {
                     Ok(MembershipEvent::Joined { node }) => {

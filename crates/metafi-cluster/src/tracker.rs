@@ -1,10 +1,11 @@
 //! [`ClusterTracker`]: the presence books of the whole cluster. This node's presences live in a
 //! [`LocalTracker`] and are announced (track, untrack, a snapshot when a peer joins); the other
 //! nodes' presences are kept from their announcements. Lists and stream members span every
-//! node, so a chat message, a presence event or a stream message reaches members on any node
-//! through the [`crate::ClusterRouter`]. The node where a presence changes tells every member of
-//! the stream; a node that is lost has its presences removed everywhere, and each node tells its
-//! own members of the leaves.
+//! node, so a chat message or a stream message reaches members on any node through the
+//! [`crate::ClusterRouter`]. A presence event is told by every node to its own members: the node
+//! where a presence changes tells its members, every other node tells its own when it applies
+//! the announcement; a node that is lost has its presences removed everywhere, and each node
+//! tells its own members of the leaves.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -206,53 +207,61 @@ impl ClusterTracker {
         }
     }
 
-    /// Applies another node's track (or update). A status presence is told to this node's
-    /// followers of the user (see `ClusterTracker::tell_here`).
+    /// Applies another node's track (or update), and tells this node's members of the stream
+    /// (a status presence: this node's followers of the user) of the change: every node tells
+    /// its own members, so a member hears of a presence once its own node holds it, including
+    /// presences the changing node did not know were there (see `ClusterTracker::tell_here`).
     pub(crate) fn remote_track(&self, node: &Arc<str>, entry: PresenceEntry) {
         let (stream, presence) = entry.split();
-        let status =
-            (stream.mode == StreamMode::Status).then(|| (stream.clone(), presence.clone()));
+        let told = (stream.clone(), presence.clone());
         let previous = self.remote.write().insert(node, stream, presence);
-        if let Some((stream, presence)) = status {
-            let mut change = PresenceChange {
-                stream,
-                joins: Vec::new(),
-                leaves: Vec::new(),
-            };
-            if !presence.meta.hidden {
-                change.joins.push(presence);
-            }
-            if let Some(previous) = previous.filter(|p| !p.meta.hidden) {
-                change.leaves.push(previous);
-            }
-            self.tell_here(vec![change]);
+        let (stream, presence) = told;
+        let mut change = PresenceChange {
+            stream,
+            joins: Vec::new(),
+            leaves: Vec::new(),
+        };
+        if !presence.meta.hidden {
+            change.joins.push(presence);
         }
+        if let Some(previous) = previous.filter(|p| !p.meta.hidden) {
+            change.leaves.push(previous);
+        }
+        self.tell_here(vec![change]);
     }
 
     pub(crate) fn remote_untrack(&self, session_id: Uuid, stream: &WireStream) {
         let stream = stream.key();
         let removed = self.remote.write().remove(session_id, &stream);
-        if let Some(presence) = removed.filter(|_| stream.mode == StreamMode::Status) {
+        if let Some(presence) = removed {
             self.tell_here(grouped(vec![(stream, presence)], false));
         }
     }
 
     pub(crate) fn remote_untrack_all(&self, session_id: Uuid) {
         let removed = self.remote.write().remove_session(session_id);
-        let status = removed
-            .into_iter()
-            .filter(|(stream, _)| stream.mode == StreamMode::Status)
-            .collect();
-        self.tell_here(grouped(status, false));
+        self.tell_here(grouped(removed, false));
     }
 
-    /// Tells this node's sessions of presence changes it learnt from another node: status
-    /// changes (the node where a user's status presence changes tells its own followers, as its
-    /// status registry holds only its sessions' follows; every other node tells its own here,
-    /// so each follower hears each change once, in the order the user's node made them) and
-    /// presences a snapshot brought that were new here (every node tells its own members).
+    /// Tells this node's sessions of presence changes it learnt from another node. The node
+    /// where a presence changes tells only its own members (and, for a status presence, its
+    /// own followers: its status registry holds only its sessions' follows); every other node
+    /// tells its own here, when it applies the announcement. So each member hears each change
+    /// once, in the order the changing node made them, and only once its own node's books hold
+    /// it: two members joining on two nodes at once each hear of the other (whichever
+    /// announcement arrives after the other's join), and a member that hears of a join can
+    /// reach the newcomer at once. Presences a snapshot brought that were new here are told the
+    /// same way.
     fn tell_here(&self, changes: Vec<PresenceChange>) {
-        let changes: Vec<PresenceChange> = changes.into_iter().filter(|c| !c.is_empty()).collect();
+        // A stream without members here has nobody to tell (status: the followers are in the
+        // status registry, asked when delivering).
+        let changes: Vec<PresenceChange> = changes
+            .into_iter()
+            .filter(|c| !c.is_empty())
+            .filter(|c| {
+                c.stream.mode == StreamMode::Status || !self.local.session_ids(&c.stream).is_empty()
+            })
+            .collect();
         if changes.is_empty() {
             return;
         }

@@ -198,6 +198,17 @@ pub(crate) enum CallRequest {
     PartyMessage { from: String, member: WireMember },
     /// Cast: a session of the sending node ended; it leaves the receiver's parties.
     PartySessionEnded { session_id: Uuid },
+    /// Cast: a session of the receiving node is no longer in the sending node's party (removed
+    /// by its leader, the party closed).
+    PartyMemberLeft { session_id: Uuid, party_id: String },
+    /// Cast: a chunk of the sending node's party listing (the `first` replaces what the
+    /// receiver held of it; once the `last` arrives the receiver lists it).
+    PartyListing {
+        from: String,
+        first: bool,
+        last: bool,
+        parties: Vec<metafi_realtime::party::ListedParty>,
+    },
 }
 
 impl CallRequest {
@@ -213,6 +224,8 @@ impl CallRequest {
             CallRequest::MatchSignal { .. } => "match_signal",
             CallRequest::PartyMessage { .. } => "party_message",
             CallRequest::PartySessionEnded { .. } => "party_session_ended",
+            CallRequest::PartyListing { .. } => "party_listing",
+            CallRequest::PartyMemberLeft { .. } => "party_member_left",
         }
     }
 }

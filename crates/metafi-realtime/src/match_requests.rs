@@ -21,7 +21,7 @@ use metafi_proto::wkt::string_value;
 use uuid::Uuid;
 
 use crate::match_outlet::wire;
-use crate::{CloseReason, Realtime, Session};
+use crate::{CloseReason, MessageRouter, Outbound, Realtime, Session};
 
 type Flow = Result<(), CloseReason>;
 
@@ -384,18 +384,27 @@ impl Realtime {
         }
     }
 
-    /// Sends `matchmaker_matched` to every player of a formed group on this node, each with
-    /// its own ticket and `self` (players on other nodes are told by their own node).
+    /// Sends `matchmaker_matched` to every player of a formed group whose ticket this node
+    /// holds, each with its own ticket and `self` (players whose tickets other nodes hold are
+    /// told by those nodes). A party's members are told wherever their sockets are.
     pub fn send_matched(&self, formed: &metafi_match::Formed) {
-        send_matched(&self.parts.registry, formed, |_| true);
+        let Some(services) = &self.matches else {
+            return;
+        };
+        send_matched(&*self.parts.router, services.matches.node(), formed, |_| {
+            true
+        });
     }
 }
 
-/// Sends `matchmaker_matched` to the players of `formed` whose sessions are in `registry` and
-/// whose ticket `told` accepts, each with its own ticket and `self`; `users` lists the whole
-/// group. The cluster calls it on the nodes of a group's players (`metafi-cluster`).
+/// Sends `matchmaker_matched` to the players of `formed` whose tickets node `node` holds (their
+/// presence names it: a session's own node, or a party's node for its members) and whose ticket
+/// `told` accepts, each with its own ticket and `self`, through `router` (so a party's members
+/// on other nodes are told too); `users` lists the whole group. The cluster calls it on the
+/// nodes of a group's players (`metafi-cluster`).
 pub fn send_matched(
-    registry: &crate::SessionRegistry,
+    router: &dyn MessageRouter,
+    node: &str,
     formed: &metafi_match::Formed,
     told: impl Fn(&str) -> bool,
 ) {
@@ -414,13 +423,10 @@ pub fn send_matched(
         MatchTarget::Token(token) => MatchmakerMatchedId::Token(token.clone()),
     };
     for (entry, user) in formed.entries.iter().zip(&users) {
-        if !told(&entry.ticket) {
+        if *entry.presence.node != *node || !told(&entry.ticket) {
             continue;
         }
-        let Some(session) = registry.get(entry.presence.session_id) else {
-            continue;
-        };
-        session.send(&Envelope::new(
+        let envelope = Envelope::new(
             "",
             Message::MatchmakerMatched(MatchmakerMatched {
                 ticket: entry.ticket.clone(),
@@ -428,7 +434,8 @@ pub fn send_matched(
                 users: users.clone(),
                 self_user: Some(user.clone()),
             }),
-        ));
+        );
+        router.send_to_sessions(&[entry.presence.session_id], &Outbound::new(envelope));
     }
 }
 

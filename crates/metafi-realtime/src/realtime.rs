@@ -95,7 +95,8 @@ impl RealtimeParts {
 
     /// Routes presence changes as Nakama does: channel streams tell their members, status
     /// streams tell the user's followers and the user's own sessions, match streams their
-    /// members, other streams (server code's own included) their members.
+    /// members, other streams (server code's own included) their members; each only on this
+    /// node (in a cluster the other nodes tell theirs).
     pub fn deliver(&self, changes: Vec<PresenceChange>) {
         for change in changes {
             if change.is_empty() {
@@ -160,6 +161,12 @@ impl RealtimeParts {
                     self.tracker.session_ids(stream),
                 ),
             };
+            // This node's sessions only: in a cluster every other node tells its own members
+            // when it applies this node's announcement of the change (see `metafi-cluster`'s
+            // tracker), so members on every node hear of it once, and only once their own
+            // node's books hold it.
+            let mut recipients = recipients;
+            recipients.retain(|id| !self.router.is_remote_session(*id));
             if !recipients.is_empty() {
                 self.router
                     .send_to_sessions(&recipients, &Outbound::new(Envelope::new("", message)));

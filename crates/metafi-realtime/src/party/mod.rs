@@ -13,13 +13,13 @@ mod listing;
 mod requests;
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-pub use listing::ListError;
+pub use listing::{ListError, ListedParty};
 pub use requests::PartyForwarder;
 pub use state::{Effects, Joined, Label, MAX_LABEL_BYTES, Member, PartyState};
 
@@ -90,6 +90,8 @@ pub struct Parties {
     node: String,
     config: PartyConfig,
     inner: Mutex<Inner>,
+    /// Other nodes' latest listings, by node (a cluster; see `listing.rs`).
+    remote: RwLock<BTreeMap<String, Vec<listing::RemoteParty>>>,
 }
 
 #[derive(Default)]
@@ -98,6 +100,8 @@ struct Inner {
     /// The parties each session is a member of or asked to join, to clean up when it ends.
     by_session: HashMap<Uuid, Vec<Uuid>>,
     seq: u64,
+    /// Changes when a party is created, closed or updated (what other nodes list of this one).
+    listing_version: u64,
 }
 
 impl Inner {
@@ -118,8 +122,8 @@ impl Inner {
     }
 
     /// Keeps the session index true after an operation on `party`: forgets the party when it
-    /// closed, and sessions no longer in it.
-    fn settle(&mut self, party: Uuid, effects: &Effects, touched: &[Uuid]) {
+    /// closed, and sessions no longer in it (named in `effects.left`).
+    fn settle(&mut self, party: Uuid, effects: &mut Effects, touched: &[Uuid]) {
         if effects.closed {
             if let Some(state) = self.parties.remove(&party) {
                 let sessions: Vec<Uuid> = state
@@ -130,7 +134,11 @@ impl Inner {
                     .collect();
                 for s in sessions {
                     self.unlink(s, party);
+                    if !effects.left.contains(&s) {
+                        effects.left.push(s);
+                    }
                 }
+                self.listing_version += 1;
             }
             for s in touched {
                 self.unlink(*s, party);
@@ -148,6 +156,7 @@ impl Inner {
                 self.link(*s, party);
             } else {
                 self.unlink(*s, party);
+                effects.left.push(*s);
             }
         }
     }
@@ -182,6 +191,7 @@ impl Parties {
             node: node.into(),
             config,
             inner: Mutex::new(Inner::default()),
+            remote: RwLock::new(BTreeMap::new()),
         }
     }
 
@@ -220,6 +230,7 @@ impl Parties {
         }
         let uuid = Uuid::new_v4();
         inner.seq += 1;
+        inner.listing_version += 1;
         let seq = inner.seq;
         let session = leader.session_id;
         let state = PartyState::new(
@@ -252,9 +263,14 @@ impl Parties {
         }
         let mut inner = self.inner.lock();
         let state = inner.parties.get_mut(&id).ok_or(PartyError::NotFound)?;
-        let (value, effects) = op(state)?;
-        inner.settle(id, &effects, touched);
+        let (value, mut effects) = op(state)?;
+        inner.settle(id, &mut effects, touched);
         Ok((value, effects))
+    }
+
+    /// A party's label, openness or visibility changed (what other nodes list of this one).
+    pub(crate) fn listing_changed(&self) {
+        self.inner.lock().listing_version += 1;
     }
 
     /// Reads the party `id` names.
@@ -283,9 +299,9 @@ impl Parties {
                 continue;
             };
             state.forget_request(session_id);
-            let effects = state.leave(session_id);
+            let mut effects = state.leave(session_id);
             let id = state.id.clone();
-            inner.settle(party, &effects, &[session_id]);
+            inner.settle(party, &mut effects, &[session_id]);
             out.push((id, effects));
         }
         out

@@ -78,6 +78,10 @@ pub trait PartyForwarder: Send + Sync + std::fmt::Debug {
 
     /// A session of this node ended: it leaves the parties it reached on other nodes.
     fn session_ended(&self, session_id: Uuid);
+
+    /// A member of this node's party `party_id` that sits on another node is no longer in it
+    /// (removed by the leader, the party closed): its node stops counting it as a member.
+    fn member_left(&self, session_id: Uuid, party_id: &str);
 }
 
 /// Nakama's check of a presence a client names: all three fields set.
@@ -356,7 +360,10 @@ impl Realtime {
         match parties.with(id, node, &[], |p| {
             Ok(((), p.update(me, &update.label, update.open, update.hidden)?))
         }) {
-            Ok(((), effects)) => self.party_done(caller, cid, &update.party_id, effects),
+            Ok(((), effects)) => {
+                parties.listing_changed();
+                self.party_done(caller, cid, &update.party_id, effects)
+            }
             Err(e) => bad_input(caller, cid, format!("{prefix}: {e}")),
         }
     }
@@ -496,6 +503,13 @@ impl Realtime {
             self.parts
                 .router
                 .send_to_sessions(&to, &Outbound::new(Envelope::new("", message)));
+        }
+        if let Some(forwarder) = self.party_forwarder.get() {
+            for session in effects.left {
+                if self.parts.router.is_remote_session(session) {
+                    forwarder.member_left(session, party_id);
+                }
+            }
         }
         if effects.cancel_tickets
             && let Some(services) = &self.matches

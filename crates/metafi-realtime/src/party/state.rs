@@ -57,6 +57,9 @@ pub struct Effects {
     pub cancel_tickets: bool,
     /// The party is over: the caller forgets it.
     pub closed: bool,
+    /// Sessions no longer in the party (as members or with a join request) after the
+    /// operation; filled by the registry ([`super::Parties`]), not by the state machine.
+    pub left: Vec<Uuid>,
 }
 
 impl Effects {

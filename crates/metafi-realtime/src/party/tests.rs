@@ -212,3 +212,118 @@ fn listing_skips_hidden_filters_open_queries_labels_and_pages() {
         ListError::Cursor
     );
 }
+
+fn listed(id: &str, open: bool, hidden: bool, label: &str, seq: u64) -> ListedParty {
+    ListedParty {
+        party_id: id.into(),
+        open,
+        hidden,
+        max_size: 4,
+        label: label.into(),
+        seq,
+    }
+}
+
+#[test]
+fn other_nodes_listings_are_searched_with_this_nodes_parties() {
+    let registry = parties(100);
+    let (v0, none) = registry.listed();
+    assert!(none.is_empty());
+    let own = registry
+        .create(true, false, 4, r#"{"mode":"ranked"}"#, member("a"))
+        .unwrap();
+    let (v1, mine) = registry.listed();
+    assert!(v1 > v0, "a new party changes the listing");
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].party_id, own.party_id);
+    assert_eq!(mine[0].label, r#"{"mode":"ranked"}"#);
+    assert_eq!(registry.listing_version(), v1);
+
+    registry.set_remote_listing(
+        "node3",
+        vec![
+            listed("c2.node3", true, false, r#"{"mode":"ranked"}"#, 2),
+            listed("c1.node3", true, false, r#"{"mode":"ranked"}"#, 1),
+        ],
+    );
+    registry.set_remote_listing(
+        "node2",
+        vec![
+            listed("b1.node2", false, false, r#"{"mode":"casual"}"#, 1),
+            listed("b2.node2", true, true, "{}", 2),
+            listed("bad.node2", true, false, "not json", 3),
+        ],
+    );
+    // This node's name is never taken as another's.
+    registry.set_remote_listing("node1", vec![listed("x.node1", true, false, "{}", 1)]);
+    assert_eq!(registry.remote_len(), 4, "a garbled label is skipped");
+    assert_eq!(registry.remote_nodes(), ["node2", "node3"]);
+
+    let ids = |list: metafi_proto::api::PartyList| -> Vec<String> {
+        list.parties.into_iter().map(|p| p.party_id).collect()
+    };
+    // This node's first, then the others by node name, each in creation order; hidden ones
+    // only for server code.
+    assert_eq!(
+        ids(registry.list(&listing(100, None, "", "")).unwrap()),
+        [own.party_id.as_str(), "b1.node2", "c1.node3", "c2.node3"]
+    );
+    assert_eq!(
+        ids(registry
+            .list(&metafi_core::ListParties {
+                show_hidden: true,
+                ..listing(100, None, "", "")
+            })
+            .unwrap()),
+        [
+            own.party_id.as_str(),
+            "b1.node2",
+            "b2.node2",
+            "c1.node3",
+            "c2.node3"
+        ]
+    );
+    assert_eq!(
+        ids(registry.list(&listing(100, Some(false), "", "")).unwrap()),
+        ["b1.node2"]
+    );
+    assert_eq!(
+        ids(registry
+            .list(&listing(100, None, "+label.mode:ranked", ""))
+            .unwrap()),
+        [own.party_id.as_str(), "c1.node3", "c2.node3"]
+    );
+    // Pages run across the nodes.
+    let first = registry.list(&listing(2, None, "", "")).unwrap();
+    assert_eq!(ids(first.clone()), [own.party_id.as_str(), "b1.node2"]);
+    let second = registry.list(&listing(2, None, "", &first.cursor)).unwrap();
+    assert_eq!(ids(second.clone()), ["c1.node3", "c2.node3"]);
+    assert!(second.cursor.is_empty());
+
+    // A newer listing replaces the node's parties; a gone node's leave.
+    registry.set_remote_listing("node3", vec![]);
+    registry.drop_remote_listing("node2");
+    assert_eq!(registry.remote_len(), 0);
+    assert_eq!(
+        ids(registry.list(&listing(100, None, "", "")).unwrap()),
+        [own.party_id.as_str()]
+    );
+
+    // Closing a party changes the listing's version; an operation that leaves the listing
+    // alone (a join) does not.
+    let b = member("b");
+    registry
+        .with(uuid_of(&own.party_id), "node1", &[b.session_id], |p| {
+            p.join(b.clone())
+        })
+        .unwrap();
+    assert_eq!(registry.listing_version(), v1);
+    let a_session = own.presences[0].session_id.parse::<Uuid>().unwrap();
+    registry
+        .with(uuid_of(&own.party_id), "node1", &[a_session], |p| {
+            Ok(((), p.close(a_session)?))
+        })
+        .unwrap();
+    assert!(registry.listing_version() > v1);
+    assert!(registry.listed().1.is_empty());
+}

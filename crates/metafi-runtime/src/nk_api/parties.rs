@@ -1,4 +1,5 @@
-//! Parties: `party_list` — the parties of this node, as `GET /v2/party` lists them, and
+//! Parties: `party_list` — the parties of every node (in a cluster, other nodes' at most
+//! `cluster.party_listing_interval_ms` old), as `GET /v2/party` lists them, and
 //! hidden ones too when asked (Nakama's `nk.party_list(limit, open, show_hidden, query,
 //! cursor)`).
 

@@ -29,6 +29,8 @@ pub struct RawCluster {
     pub max_concurrent_calls: i64,
     /// How often this node publishes its match listing to the others.
     pub match_listing_interval_ms: i64,
+    /// How often this node sends its party listing to the others (when it changed).
+    pub party_listing_interval_ms: i64,
 }
 
 impl Default for RawCluster {
@@ -45,6 +47,7 @@ impl Default for RawCluster {
             call_timeout_ms: ms(d.call_timeout),
             max_concurrent_calls: i64::try_from(d.max_concurrent_calls).unwrap_or(i64::MAX),
             match_listing_interval_ms: ms(d.match_listing_interval),
+            party_listing_interval_ms: ms(d.party_listing_interval),
         }
     }
 }
@@ -93,6 +96,12 @@ pub(super) fn validate(
         10,
         600_000,
     );
+    let party_listing_interval = check.millis(
+        "cluster.party_listing_interval_ms",
+        c.party_listing_interval_ms,
+        10,
+        600_000,
+    );
     if peer_lost_timeout < heartbeat_interval * 2 {
         check.problem(
             "cluster.peer_lost_timeout_ms: must be at least twice cluster.heartbeat_interval_ms, or one late heartbeat loses a peer",
@@ -130,6 +139,7 @@ pub(super) fn validate(
         call_timeout,
         max_concurrent_calls,
         match_listing_interval,
+        party_listing_interval,
     })
 }
 
@@ -165,6 +175,7 @@ mod tests {
             raw.cluster.call_timeout_ms = 700;
             raw.cluster.max_concurrent_calls = 9;
             raw.cluster.match_listing_interval_ms = 250;
+            raw.cluster.party_listing_interval_ms = 300;
         })
         .unwrap();
         let cluster = config.cluster.unwrap();
@@ -176,6 +187,7 @@ mod tests {
         assert_eq!(cluster.call_timeout.as_millis(), 700);
         assert_eq!(cluster.max_concurrent_calls, 9);
         assert_eq!(cluster.match_listing_interval.as_millis(), 250);
+        assert_eq!(cluster.party_listing_interval.as_millis(), 300);
         assert!(cluster.lost_bound().as_secs_f64() <= 5.0);
     }
 
