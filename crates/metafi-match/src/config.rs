@@ -98,7 +98,7 @@ impl Default for Objective {
             max_lateness: Duration::from_millis(2),
             max_cpu_percent: 75,
             window: Duration::from_secs(2),
-            new_match_cpu_us: 5_000,
+            new_match_cpu_us: 200,
             placement: Placement::Cost,
             admission: true,
             stretch_overloaded: true,

@@ -118,7 +118,7 @@ fn admission_refuses_a_match_past_the_cpu_objective_and_says_so() {
     assert_eq!(
         engine.matches.load().full,
         None,
-        "a new 0.5 % match still fits"
+        "a new 0.02 % match still fits"
     );
     let load = engine.matches.load();
     assert!((load.cpu - 0.70).abs() < 1e-9, "{load:?}");
@@ -133,7 +133,7 @@ fn admission_refuses_a_match_past_the_cpu_objective_and_says_so() {
     );
     assert!(text.contains("costs 10.0%"), "{text}");
     assert_eq!(engine.matches.count(), 7);
-    // A cheaper handler's match (projected at the default 0.5 %) still fits.
+    // A cheaper handler's match (projected at the default 0.02 %) still fits.
     costly(&mut engine, "tiny", 10, Duration::ZERO).unwrap();
     // One leaves: the next one fits again.
     stop.store(true, Ordering::Relaxed);
