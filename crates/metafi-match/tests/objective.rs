@@ -231,3 +231,32 @@ fn a_match_that_suddenly_costs_ten_times_more_slows_first_and_its_neighbours_kee
         .count();
     assert!(late > 0, "without stretching the neighbours are late");
 }
+
+#[test]
+fn concurrent_creations_reserve_their_cost_so_they_spread_and_stop_at_the_objective() {
+    // Two threads, every new match projected at 10 % of a core (nothing measured yet): of 20
+    // creations racing (all queued before any is placed on its thread), 7 fit on each thread
+    // and the other 6 are refused, whatever the order.
+    let mut engine = Engine::new(config(
+        2,
+        Objective {
+            new_match_cpu_us: 100_000,
+            ..Objective::default()
+        },
+    ));
+    let matches = engine.matches.clone();
+    let creations = (0..20)
+        .map(|_| {
+            let (handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+            matches.create(spec("racer", handler))
+        })
+        .collect();
+    let results = engine.drive_all(creations);
+    let created = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(created, 14, "{results:?}");
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(refused.code(), Code::ResourceExhausted);
+    }
+    let per_thread: Vec<usize> = engine.schedulers.iter().map(|s| s.len()).collect();
+    assert_eq!(per_thread, vec![7, 7]);
+}
