@@ -242,7 +242,8 @@ pub(crate) fn place(
         Placement::Count => {
             let chosen = count_choice();
             // By count, but never onto a thread the match does not fit.
-            if budget - threads[chosen].0.cost() >= projected && usable(threads[chosen].0, 0) {
+            let (load, n) = threads[chosen];
+            if budget - load.cost() >= projected && usable(load, n) {
                 chosen
             } else {
                 thread
