@@ -195,6 +195,25 @@ impl AuthoritativeMatch {
         self.origin + Duration::from_nanos(self.slot * self.interval_ns)
     }
 
+    /// Ticks per second `match_init` asked for.
+    pub(crate) fn tick_rate(&self) -> u32 {
+        self.ctx.tick_rate
+    }
+
+    /// Skips the next `slots` tick slots: the match is stretched to keep its thread within the
+    /// latency objective (overload, `docs/MATCHES.md`). Counted; the schedule keeps its grid.
+    pub(crate) fn stretch(&mut self, slots: u32) {
+        if slots == 0 {
+            return;
+        }
+        self.slot += u64::from(slots);
+        self.shared
+            .stats
+            .stretched
+            .fetch_add(u64::from(slots), Ordering::Relaxed);
+        self.shared.metrics.stretched.increment(u64::from(slots));
+    }
+
     fn interval(&self) -> Duration {
         Duration::from_nanos(self.interval_ns)
     }

@@ -33,6 +33,9 @@ pub struct MatchConfig {
     pub handler_budget: Duration,
     /// How long a join attempt, match creation or signal waits for the match's answer.
     pub reply_timeout: Duration,
+    /// The latency objective, placement, admission and overload rules (`docs/MATCHES.md`,
+    /// "Objective, placement, admission").
+    pub objective: Objective,
 }
 
 impl Default for MatchConfig {
@@ -49,7 +52,64 @@ impl Default for MatchConfig {
             max_tick_rate: MAX_TICK_RATE,
             handler_budget: Duration::from_millis(100),
             reply_timeout: Duration::from_secs(10),
+            objective: Objective::default(),
         }
+    }
+}
+
+/// How a new match's executor thread is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The thread with the most CPU headroom under the objective (measured tick costs).
+    Cost,
+    /// The thread with the fewest matches (MetaFi before the objective; for comparisons).
+    Count,
+}
+
+/// The node's latency objective and what the engine does to keep it (`[match]` keys
+/// `objective_*`, `placement`, `admission`, `stretch_overloaded`, `new_match_cpu_us`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Objective {
+    /// Tick lateness the 99th percentile must stay under (default 2 ms).
+    pub max_lateness: Duration,
+    /// Share of the executor's cores its matches may use, percent (default 75). Each executor
+    /// thread counts as one core.
+    pub max_cpu_percent: u32,
+    /// The window lateness is judged over (default 2 s): a thread whose ticks in its last
+    /// complete window were late past `max_lateness` more than 1 % of the time breaks the
+    /// objective.
+    pub window: Duration,
+    /// CPU a new match is assumed to cost, microseconds per second, until its handler has
+    /// a running match whose cost was measured (then their average is used).
+    pub new_match_cpu_us: u64,
+    /// How a new match's thread is chosen.
+    pub placement: Placement,
+    /// Refuse new matches that would break the objective (`match_create` answers
+    /// RESOURCE_EXHAUSTED "Node is full: …").
+    pub admission: bool,
+    /// When a thread's matches need more CPU than the objective allows, the most expensive
+    /// match's ticks stretch (slots are skipped and counted) until the thread fits again.
+    pub stretch_overloaded: bool,
+}
+
+impl Default for Objective {
+    fn default() -> Self {
+        Objective {
+            max_lateness: Duration::from_millis(2),
+            max_cpu_percent: 75,
+            window: Duration::from_secs(2),
+            new_match_cpu_us: 200,
+            placement: Placement::Cost,
+            admission: true,
+            stretch_overloaded: true,
+        }
+    }
+}
+
+impl Objective {
+    /// CPU one executor thread may use, nanoseconds per second.
+    pub fn thread_budget_ns(&self) -> i64 {
+        i64::from(self.max_cpu_percent) * 10_000_000
     }
 }
 

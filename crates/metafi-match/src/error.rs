@@ -34,6 +34,10 @@ pub enum MatchError {
     /// The server is stopping; no new matches.
     #[error("the server is shutting down; no new matches are started")]
     ShuttingDown,
+    /// The node would break its latency objective with one more match (admission,
+    /// `docs/MATCHES.md`); another node may take it.
+    #[error("Node is full: {reason}")]
+    Full { reason: String },
     #[error(transparent)]
     Query(#[from] QueryError),
     #[error("{message}")]
@@ -48,7 +52,7 @@ impl MatchError {
                 Code::InvalidArgument
             }
             MatchError::Init { .. } => Code::Internal,
-            MatchError::Busy { .. } => Code::ResourceExhausted,
+            MatchError::Busy { .. } | MatchError::Full { .. } => Code::ResourceExhausted,
             MatchError::TimedOut => Code::DeadlineExceeded,
             MatchError::ShuttingDown => Code::Unavailable,
         }
@@ -69,6 +73,9 @@ impl From<MatchError> for CoreError {
                 operation: "starting a match (the server is stopping)",
             },
             MatchError::Busy { message } => CoreError::ResourceExhausted { message },
+            MatchError::Full { .. } => CoreError::ResourceExhausted {
+                message: Cow::Owned(error.to_string()),
+            },
             MatchError::InvalidId | MatchError::Query(_) | MatchError::InvalidArgument { .. } => {
                 CoreError::invalid(error.to_string())
             }

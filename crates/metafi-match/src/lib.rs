@@ -31,6 +31,7 @@ mod executor;
 mod id;
 mod idle;
 mod listing;
+mod load;
 mod mailbox;
 mod match_handler;
 mod matchmaker_pool;
@@ -53,7 +54,9 @@ pub mod testing;
 
 pub use authoritative::JoinOutcome;
 pub use clock::{FakeClock, MonotonicClock, SystemMonotonic};
-pub use config::{MAX_TICK_RATE, MatchConfig, MatchmakerConfig, default_threads};
+pub use config::{
+    MAX_TICK_RATE, MatchConfig, MatchmakerConfig, Objective, Placement, default_threads,
+};
 pub use dispatcher::{Broadcast, DispatchError, Dispatcher, MAX_LABEL_BYTES};
 pub use error::MatchError;
 pub use executor::Executor;
@@ -61,6 +64,7 @@ pub use fields::{FieldValue, Fields};
 pub use id::{InvalidMatchId, MatchId};
 pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
+pub use load::NodeLoad;
 pub use match_handler::{
     Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
     MatchInit, MatchSpec, Params,

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 /// Handles of one handler's series, registered once and shared by its matches, so the hot
 /// path records without looking labels up.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct HandlerMetrics {
     /// `metafi_match_tick_duration_seconds`: time in `match_loop` plus the engine's work.
     pub(crate) tick_duration: Histogram,
@@ -37,6 +37,11 @@ pub(crate) struct HandlerMetrics {
     pub(crate) errors: Counter,
     /// `metafi_matches_running`.
     pub(crate) running: Gauge,
+    /// `metafi_match_ticks_stretched_total`: tick slots skipped to keep a thread within the
+    /// latency objective (overload).
+    pub(crate) stretched: Counter,
+    /// The running matches' costs (what a new match of this handler is projected to cost).
+    pub(crate) cost: crate::load::HandlerCost,
 }
 
 impl HandlerMetrics {
@@ -56,6 +61,8 @@ impl HandlerMetrics {
             sent: metrics::counter!("metafi_match_messages_sent_total", &labels),
             errors: metrics::counter!("metafi_match_handler_errors_total", &labels),
             running: metrics::gauge!("metafi_matches_running", &labels),
+            stretched: metrics::counter!("metafi_match_ticks_stretched_total", &labels),
+            cost: crate::load::HandlerCost::default(),
         }
     }
 }
@@ -107,4 +114,19 @@ pub(crate) fn matchmaker_pass(tickets: usize, matched: usize, seconds: f64) {
 /// `match_init` (a script VM per match loads every module here), on its executor thread.
 pub(crate) fn created(runtime: &'static str, seconds: f64) {
     metrics::histogram!("metafi_match_create_seconds", "runtime" => runtime).record(seconds);
+}
+
+/// `metafi_match_admission_refused_total{reason}`: new matches the node refused.
+pub(crate) fn refused(reason: &'static str) {
+    metrics::counter!("metafi_match_admission_refused_total", "reason" => reason).increment(1);
+}
+
+/// The node's load against its objective: `metafi_match_executor_cpu_ratio` (share of the
+/// executor's cores in use), `metafi_match_executor_late_threads`, `metafi_node_full` (1 when
+/// a new match would be refused), `metafi_node_draining`.
+pub(crate) fn node_load(load: &crate::load::NodeLoad) {
+    metrics::gauge!("metafi_match_executor_cpu_ratio").set(load.cpu);
+    metrics::gauge!("metafi_match_executor_late_threads").set(load.late_threads as f64);
+    metrics::gauge!("metafi_node_full").set(if load.full.is_some() { 1.0 } else { 0.0 });
+    metrics::gauge!("metafi_node_draining").set(if load.draining { 1.0 } else { 0.0 });
 }

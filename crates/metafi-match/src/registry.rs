@@ -4,7 +4,7 @@
 //! per-session membership that lets a disconnect leave every match at once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -35,8 +35,10 @@ use crate::shared::{Inbox, MatchShared, MatchStats, MatchStatsSnapshot, Queued};
 #[derive(Debug)]
 pub(crate) struct ThreadHandle {
     pub(crate) mailbox: Arc<Mailbox>,
-    /// Matches it runs, to place new ones on the least loaded thread.
+    /// Matches it runs.
     pub(crate) load: AtomicUsize,
+    /// What its matches cost and whether its ticks are late (placement and admission).
+    pub(crate) cost: crate::load::ThreadLoad,
 }
 
 /// State shared by the registry and the executor threads.
@@ -60,6 +62,11 @@ pub(crate) struct Inner {
     pub(crate) sessions: Mutex<HashMap<Uuid, Vec<Uuid>>>,
     pub(crate) threads: Vec<ThreadHandle>,
     pub(crate) stopping: AtomicBool,
+    /// Held while a new match is placed: its thread is chosen and its projected cost reserved
+    /// in one step, so concurrent creations see each other.
+    pub(crate) placement: Mutex<()>,
+    /// Raised by [`Matches::request_drain`]; the node waits on it (`docs/MATCHES.md`, "Drain").
+    pub(crate) drain: tokio::sync::watch::Sender<bool>,
     pub(crate) seq: AtomicU64,
     pub(crate) metrics: MetricsCache,
     /// Matches on other nodes of a cluster; unset on a single node.
@@ -89,9 +96,11 @@ impl Inner {
     pub(crate) fn remove_authoritative(&self, shared: &MatchShared) {
         let uuid = shared.id.uuid();
         if self.authoritative.write().remove(&uuid).is_some() {
-            self.threads[shared.thread]
-                .load
-                .fetch_sub(1, Ordering::Relaxed);
+            let thread = &self.threads[shared.thread];
+            thread.load.fetch_sub(1, Ordering::Relaxed);
+            let cost = shared.cost_ns.swap(0, Ordering::Relaxed);
+            thread.cost.cost_ns.fetch_sub(cost, Ordering::Relaxed);
+            shared.metrics.cost.ended(cost);
         }
         self.listing.write().remove(uuid);
     }
@@ -128,6 +137,7 @@ impl Matches {
             threads.push(ThreadHandle {
                 mailbox: mailbox.clone(),
                 load: AtomicUsize::new(0),
+                cost: crate::load::ThreadLoad::default(),
             });
             receivers.push(mailbox);
         }
@@ -144,6 +154,8 @@ impl Matches {
             sessions: Mutex::new(HashMap::new()),
             threads,
             stopping: AtomicBool::new(false),
+            placement: Mutex::new(()),
+            drain: tokio::sync::watch::Sender::new(false),
             seq: AtomicU64::new(1),
             metrics: MetricsCache::default(),
             remote: OnceLock::new(),
@@ -196,8 +208,23 @@ impl Matches {
             return Err(MatchError::ShuttingDown);
         }
         let current = scheduler::current_thread();
-        let thread = current.unwrap_or_else(|| self.least_loaded());
+        let metrics = inner.metrics.handler(&spec.handler_name, spec.runtime);
         let id = MatchId::authoritative(Uuid::new_v4(), inner.node.clone());
+        // Placement and the reservation of the match's projected cost, in one step.
+        let placed = inner.placement.lock();
+        let projected = metrics.cost.projection(&inner.config.objective);
+        let thread = match self.place(current, projected) {
+            Ok(thread) => thread,
+            Err(error) => {
+                crate::metrics::refused(if inner.config.objective.admission {
+                    "objective"
+                } else {
+                    "other"
+                });
+                tracing::debug!(handler = %spec.handler_name, error = %error, "match refused");
+                return Err(error);
+            }
+        };
         let shared = Arc::new(MatchShared {
             id_text: Arc::from(id.to_string()),
             id: id.clone(),
@@ -219,13 +246,21 @@ impl Matches {
             calls: AtomicU32::new(0),
             overloaded: AtomicBool::new(false),
             stats: MatchStats::default(),
-            metrics: inner.metrics.handler(&spec.handler_name, spec.runtime),
+            metrics,
+            cost_ns: AtomicI64::new(projected),
         });
         inner
             .authoritative
             .write()
             .insert(id.uuid(), shared.clone());
         inner.threads[thread].load.fetch_add(1, Ordering::Relaxed);
+        inner.threads[thread]
+            .cost
+            .cost_ns
+            .fetch_add(projected, Ordering::Relaxed);
+        shared.metrics.cost.started();
+        shared.metrics.cost.add(projected);
+        drop(placed);
 
         if current.is_some() {
             // Handler code creating a match: this thread is busy running it, so the new
@@ -610,13 +645,91 @@ impl Matches {
         Ok(crate::remote::merge(all, filters.limit))
     }
 
-    fn least_loaded(&self) -> usize {
-        self.inner
+    /// The thread a new match of `projected` cost goes to (the caller's own thread for a
+    /// match created by handler code), or why the node refuses it.
+    fn place(&self, current: Option<usize>, projected: i64) -> Result<usize, MatchError> {
+        let inner = &self.inner;
+        let threads: Vec<(&crate::load::ThreadLoad, usize)> = match current {
+            Some(thread) => vec![(
+                &inner.threads[thread].cost,
+                inner.threads[thread].load.load(Ordering::Relaxed),
+            )],
+            None => inner
+                .threads
+                .iter()
+                .map(|t| (&t.cost, t.load.load(Ordering::Relaxed)))
+                .collect(),
+        };
+        let chosen = crate::load::place(&inner.config.objective, &threads, projected)?;
+        Ok(current.unwrap_or(chosen))
+    }
+
+    /// Why a new match of the default projected cost would be refused now (admission on).
+    pub(crate) fn admission_refusal(&self) -> Option<MatchError> {
+        let inner = &self.inner;
+        let objective = &inner.config.objective;
+        if !objective.admission {
+            return None;
+        }
+        let threads: Vec<(&crate::load::ThreadLoad, usize)> = inner
             .threads
             .iter()
-            .enumerate()
-            .min_by_key(|(_, t)| t.load.load(Ordering::Relaxed))
-            .map_or(0, |(i, _)| i)
+            .map(|t| (&t.cost, t.load.load(Ordering::Relaxed)))
+            .collect();
+        let projected =
+            i64::try_from(objective.new_match_cpu_us.saturating_mul(1_000)).unwrap_or(i64::MAX);
+        crate::load::place(objective, &threads, projected).err()
+    }
+
+    /// The node's load against its latency objective (health, metrics, operators); also
+    /// sets the `metafi_match_executor_*` and `metafi_node_*` gauges.
+    pub fn load(&self) -> crate::load::NodeLoad {
+        let inner = &self.inner;
+        let objective = &inner.config.objective;
+        let threads: Vec<(&crate::load::ThreadLoad, usize)> = inner
+            .threads
+            .iter()
+            .map(|t| (&t.cost, t.load.load(Ordering::Relaxed)))
+            .collect();
+        let used: i64 = threads.iter().map(|(l, _)| l.cost()).sum();
+        let draining = inner.stopping.load(Ordering::Acquire);
+        let full = if draining {
+            Some("the node is draining".to_owned())
+        } else {
+            self.admission_refusal().map(|e| e.to_string())
+        };
+        let load = crate::load::NodeLoad {
+            cpu: used as f64 / 1e9 / threads.len().max(1) as f64,
+            cpu_objective: f64::from(objective.max_cpu_percent) / 100.0,
+            late_threads: threads.iter().filter(|(l, n)| *n > 0 && l.late()).count(),
+            threads: threads.len(),
+            matches: self.count(),
+            full,
+            draining,
+        };
+        crate::metrics::node_load(&load);
+        load
+    }
+
+    /// Whether the node is stopping or draining (no new matches).
+    pub fn is_draining(&self) -> bool {
+        self.inner.stopping.load(Ordering::Acquire)
+    }
+
+    /// Asks the node to drain (an operator's call): from now on no new match starts, and
+    /// whoever waits on [`Matches::drain_requested`] (the node's main loop) stops the node
+    /// gracefully, as on SIGTERM. False when a drain was requested already.
+    pub fn request_drain(&self) -> bool {
+        self.inner.stopping.store(true, Ordering::Release);
+        !self.inner.drain.send_replace(true)
+    }
+
+    /// Resolves once a drain was requested.
+    pub fn drain_requested(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut requested = self.inner.drain.subscribe();
+        async move {
+            let _ = requested.wait_for(|drain| *drain).await;
+        }
     }
 
     /// Sends a leave or join completion, bounded by `match.call_queue_size`: a match that

@@ -49,6 +49,17 @@ impl Matches {
             Some(name) => uuid_v5(name),
             None => Uuid::new_v4(),
         };
+        // A new match on a draining or full node is refused; joining an existing named one
+        // is not a new match.
+        if !self.has_relayed(uuid) {
+            if self.is_draining() {
+                return Err(MatchError::ShuttingDown);
+            }
+            if let Some(reason) = self.admission_refusal() {
+                metrics::refused("objective");
+                return Err(reason);
+            }
+        }
         self.enter_relayed(uuid, presence, true)
             .ok_or(MatchError::NotFound)
     }

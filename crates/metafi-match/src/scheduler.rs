@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, Step};
 use crate::error::MatchError;
+use crate::load::{SlotCost, Window};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
 use crate::presence::PresenceReason;
@@ -136,7 +137,13 @@ pub struct Scheduler {
     queued: Vec<bool>,
     free: Vec<usize>,
     by_id: HashMap<Uuid, usize>,
-    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    /// Due time, then 1 for a heavy match (it runs after the cheap ones due with it), slot,
+    /// generation.
+    timers: BinaryHeap<Reverse<(Instant, u8, usize, u64)>>,
+    /// Each slot's measured cost (the latency objective's bookkeeping, `load.rs`).
+    costs: Vec<SlotCost>,
+    /// This thread's lateness window.
+    window: Window,
     stopped: bool,
 }
 
@@ -161,6 +168,8 @@ impl Scheduler {
             free: Vec::new(),
             by_id: HashMap::new(),
             timers: BinaryHeap::new(),
+            costs: Vec::new(),
+            window: Window::default(),
             stopped: false,
         }
     }
@@ -215,11 +224,16 @@ impl Scheduler {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.timers.peek().map(|Reverse((at, _, _))| *at)
+        self.timers.peek().map(|Reverse((at, _, _, _))| *at)
     }
 
     fn run_due(&mut self) {
         let mut flushed = self.inner.clock.now();
+        // Only ticks due when the step began: ticks that fall due while it runs wait for the
+        // next step, after the commands. An overloaded thread (its ticks take longer than
+        // their intervals) would otherwise never leave this loop, and joins, leaves and new
+        // matches would wait forever.
+        let horizon = flushed;
         loop {
             let now = self.inner.clock.now();
             // A long step (many ticks due at once) still lets out what it has sent every
@@ -228,10 +242,10 @@ impl Scheduler {
                 self.inner.outlet.flush();
                 flushed = now;
             }
-            let Some(&Reverse((at, slot, generation))) = self.timers.peek() else {
+            let Some(&Reverse((at, _, slot, generation))) = self.timers.peek() else {
                 break;
             };
-            if at > now {
+            if at > now || at > horizon {
                 break;
             }
             self.timers.pop();
@@ -243,9 +257,50 @@ impl Scheduler {
                 Some(m) => m.run_tick(&self.inner, now),
                 None => continue,
             };
+            if step.is_ok() {
+                self.account(slot, at, now);
+            }
             self.after(slot, step);
             self.adopt_inline_starts();
         }
+    }
+
+    /// The objective's bookkeeping after a tick that was due at `scheduled` and started at
+    /// `started`: the thread's lateness window, the match's cost (and its thread's and
+    /// handler's), and its stretch when the thread needs more CPU than the objective allows.
+    fn account(&mut self, slot: usize, scheduled: Instant, started: Instant) {
+        let finished = self.inner.clock.now();
+        let objective = &self.inner.config.objective;
+        let thread = &self.inner.threads[self.index].cost;
+        self.window.record(
+            objective,
+            thread,
+            started,
+            started.saturating_duration_since(scheduled),
+        );
+        let matches = self.by_id.len();
+        let Some(m) = self.slots[slot].as_mut() else {
+            return;
+        };
+        let cost = &mut self.costs[slot];
+        let delta = cost.tick(
+            objective,
+            finished.saturating_duration_since(started),
+            m.tick_rate(),
+            thread.cost(),
+            matches,
+        );
+        if delta != 0 {
+            thread.cost_ns.fetch_add(delta, Ordering::Relaxed);
+            m.shared.cost_ns.fetch_add(delta, Ordering::Relaxed);
+            m.shared.metrics.cost.add(delta);
+        }
+        m.stretch(cost.stretch);
+    }
+
+    fn timer(&self, at: Instant, slot: usize) -> Reverse<(Instant, u8, usize, u64)> {
+        let heavy = self.costs[slot].heavy(&self.inner.config.objective);
+        Reverse((at, u8::from(heavy), slot, self.generations[slot]))
     }
 
     fn handle(&mut self, command: Command) {
@@ -364,8 +419,8 @@ impl Scheduler {
                 if let Some(m) = self.slots[slot].as_ref()
                     && !self.queued[slot]
                 {
-                    self.timers
-                        .push(Reverse((m.next_tick(), slot, self.generations[slot])));
+                    let timer = self.timer(m.next_tick(), slot);
+                    self.timers.push(timer);
                     self.queued[slot] = true;
                 }
             }
@@ -389,13 +444,15 @@ impl Scheduler {
                 self.slots.push(None);
                 self.generations.push(0);
                 self.queued.push(false);
+                self.costs.push(SlotCost::default());
                 self.slots.len() - 1
             }
         };
         self.by_id.insert(m.shared.id.uuid(), slot);
         m.shared.metrics.running.increment(1.0);
-        self.timers
-            .push(Reverse((m.next_tick(), slot, self.generations[slot])));
+        self.costs[slot] = SlotCost::placed(m.shared.cost_ns.load(Ordering::Relaxed));
+        let timer = self.timer(m.next_tick(), slot);
+        self.timers.push(timer);
         self.queued[slot] = true;
         self.slots[slot] = Some(m);
     }

@@ -41,6 +41,8 @@ pub(crate) struct MatchShared {
     pub(crate) overloaded: AtomicBool,
     pub(crate) stats: MatchStats,
     pub(crate) metrics: Arc<HandlerMetrics>,
+    /// What it adds to its thread's cost now, CPU ns per second (projected until measured).
+    pub(crate) cost_ns: AtomicI64,
 }
 
 /// Messages waiting for the next tick, and who may send them.
@@ -111,6 +113,8 @@ pub(crate) struct MatchStats {
     pub(crate) max_lateness_ns: AtomicU64,
     pub(crate) overruns: AtomicU64,
     pub(crate) skipped: AtomicU64,
+    /// Slots skipped because the match was stretched to keep its thread in the objective.
+    pub(crate) stretched: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) last_queue_depth: AtomicU64,
     pub(crate) presences: AtomicU32,
@@ -137,6 +141,10 @@ pub struct MatchStatsSnapshot {
     pub max_lateness_seconds: f64,
     pub overruns: u64,
     pub skipped_ticks: u64,
+    /// Tick slots skipped because the match was stretched (overload, `docs/MATCHES.md`).
+    pub stretched_ticks: u64,
+    /// CPU the match uses, as a share of one core (decaying average of its tick times × rate).
+    pub cpu: f64,
     pub dropped_inputs: u64,
     pub input_queue_depth: u64,
     pub create_time_ms: i64,
@@ -162,6 +170,8 @@ impl MatchShared {
             max_lateness_seconds: secs(&s.max_lateness_ns),
             overruns: s.overruns.load(Ordering::Relaxed),
             skipped_ticks: s.skipped.load(Ordering::Relaxed),
+            stretched_ticks: s.stretched.load(Ordering::Relaxed),
+            cpu: self.cost_ns.load(Ordering::Relaxed) as f64 / 1e9,
             dropped_inputs: s.dropped.load(Ordering::Relaxed),
             input_queue_depth: s.last_queue_depth.load(Ordering::Relaxed),
             create_time_ms: self.create_time_ms,

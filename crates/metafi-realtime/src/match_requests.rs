@@ -97,6 +97,13 @@ impl Realtime {
             .await
         {
             Ok(joined) => joined,
+            // A new match on a full or draining node (the latency objective, docs/MATCHES.md).
+            Err(
+                e
+                @ (metafi_match::MatchError::Full { .. } | metafi_match::MatchError::ShuttingDown),
+            ) => {
+                return error(session, cid, ErrorCode::RuntimeException, e.to_string());
+            }
             // The session is closing; nobody to answer.
             Err(_) => return Ok(()),
         };

@@ -154,7 +154,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
                 let grace = config.shutdown_grace;
                 let listeners = Listeners::bind(&config).await?;
                 let node = Node::start(config, listeners).await?;
-                shutdown_signal().await;
+                // SIGTERM and an operator's drain (`POST /v2/metafi/drain`) stop the node the
+                // same way: no new matches or sockets, matches get match_terminate(grace).
+                let drain = node.drain_requested();
+                tokio::select! {
+                    () = shutdown_signal() => {}
+                    () = drain => tracing::info!("drain requested by an operator"),
+                }
                 node.stop(grace).await;
                 Ok(())
             })

@@ -131,6 +131,8 @@ pub(crate) fn debug_router(matches: Matches) -> axum::Router {
                             "max_lateness_seconds": s.max_lateness_seconds,
                             "overruns": s.overruns,
                             "skipped_ticks": s.skipped_ticks,
+                            "stretched_ticks": s.stretched_ticks,
+                            "cpu": s.cpu,
                             "dropped_inputs": s.dropped_inputs,
                             "input_queue_depth": s.input_queue_depth,
                             "create_time_ms": s.create_time_ms,

@@ -13,11 +13,14 @@ pub(crate) async fn serve(
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     let handle = telemetry::metrics_handle();
+    let scraped = matches.clone();
     let app = axum::Router::new()
         .route(
             "/metrics",
             axum::routing::get(move || {
                 let handle = handle.clone();
+                // The node's load gauges (metafi_node_full, …) are read when scraped.
+                let _ = scraped.load();
                 async move { handle.render() }
             }),
         )

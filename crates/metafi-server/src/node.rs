@@ -178,6 +178,18 @@ impl Node {
         }
     }
 
+    /// Resolves once an operator asked the node to drain (`POST /v2/metafi/drain`); the caller
+    /// then stops it with [`Node::stop`], as on SIGTERM (`docs/MATCHES.md`, "Drain").
+    pub fn drain_requested(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
+        let matches = self.started.engine.as_ref().map(|e| e.matches.clone());
+        async move {
+            match matches {
+                Some(matches) => matches.drain_requested().await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
     /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
     pub fn nk(&self) -> Option<metafi_runtime::Nk> {
         self.started
@@ -240,7 +252,8 @@ impl Node {
     }
 }
 
-/// Runs a node until `shutdown` completes, then stops it with `shutdown.grace_period_sec`.
+/// Runs a node until `shutdown` completes or an operator asks it to drain, then stops it with
+/// `shutdown.grace_period_sec`.
 pub async fn run(
     config: Config,
     listeners: Listeners,
@@ -248,7 +261,11 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let grace = config.shutdown_grace;
     let node = Node::start(config, listeners).await?;
-    shutdown.await;
+    let drain = node.drain_requested();
+    tokio::select! {
+        () = shutdown => {}
+        () = drain => tracing::info!("drain requested"),
+    }
     node.stop(grace).await;
     Ok(())
 }

@@ -5,6 +5,7 @@ mod account_links;
 mod authenticate;
 mod channel;
 mod event;
+mod fleet;
 mod friend;
 mod friend_import;
 mod group;
@@ -72,4 +73,5 @@ pub(crate) fn routes() -> Router<ApiState> {
         .merge(party::routes())
         .merge(matchmaker::routes())
         .merge(event::routes())
+        .merge(fleet::routes())
 }

@@ -1,6 +1,8 @@
 //! The `[match]` keys, checked and turned into the match engine's settings.
 
-use metafi_match::{MAX_TICK_RATE, MatchConfig, default_threads};
+use std::time::Duration;
+
+use metafi_match::{MAX_TICK_RATE, MatchConfig, Objective, Placement, default_threads};
 use metafi_runtime::MatchVms;
 
 use super::check::{Checker, HOUR_MS};
@@ -54,6 +56,7 @@ pub(super) fn validate(m: &RawMatch, check: &mut Checker) -> (MatchConfig, Match
         ),
         handler_budget: check.millis("match.handler_budget_ms", m.handler_budget_ms, 1, 60_000),
         reply_timeout: check.millis("match.reply_timeout_ms", m.reply_timeout_ms, 1, HOUR_MS),
+        objective: objective(m, check),
     };
     let vms = if m.vm_per_match {
         MatchVms::PerMatch
@@ -61,4 +64,50 @@ pub(super) fn validate(m: &RawMatch, check: &mut Checker) -> (MatchConfig, Match
         MatchVms::PerThread
     };
     (matches, vms)
+}
+
+/// The latency objective and the rules that keep it (`docs/MATCHES.md`, "Objective, placement,
+/// admission").
+fn objective(m: &RawMatch, check: &mut Checker) -> Objective {
+    let lateness = check.range(
+        "match.objective_lateness_us",
+        m.objective_lateness_us,
+        1,
+        10_000_000,
+    );
+    let placement = match m.placement.as_str() {
+        "cost" => Placement::Cost,
+        "count" => Placement::Count,
+        other => {
+            check.problem(format!(
+                "match.placement = \"{other}\": must be \"cost\" or \"count\""
+            ));
+            Placement::Cost
+        }
+    };
+    Objective {
+        max_lateness: Duration::from_micros(u64::try_from(lateness).unwrap_or(1)),
+        max_cpu_percent: check.count_u32(
+            "match.objective_cpu_percent",
+            m.objective_cpu_percent,
+            1,
+            100,
+        ),
+        window: check.millis(
+            "match.objective_window_ms",
+            m.objective_window_ms,
+            100,
+            HOUR_MS,
+        ),
+        new_match_cpu_us: u64::try_from(check.range(
+            "match.new_match_cpu_us",
+            m.new_match_cpu_us,
+            0,
+            1_000_000,
+        ))
+        .unwrap_or(0),
+        placement,
+        admission: m.admission,
+        stretch_overloaded: m.stretch_overloaded,
+    }
 }

@@ -373,6 +373,20 @@ pub struct RawMatch {
     pub reply_timeout_ms: i64,
     /// Script match handlers: one VM per match (true) or one per executor thread (false).
     pub vm_per_match: bool,
+    /// Latency objective: tick lateness p99 at most this, microseconds.
+    pub objective_lateness_us: i64,
+    /// Latency objective: executor CPU at most this share of its cores, percent.
+    pub objective_cpu_percent: i64,
+    /// Window the lateness p99 is judged over, milliseconds.
+    pub objective_window_ms: i64,
+    /// CPU a new match of a handler with no measured match is assumed to cost, µs per second.
+    pub new_match_cpu_us: i64,
+    /// Where a new match goes: "cost" (most headroom) or "count" (fewest matches).
+    pub placement: String,
+    /// Refuse new matches that would break the objective.
+    pub admission: bool,
+    /// Stretch the ticks of the dearest match of a thread past the CPU objective.
+    pub stretch_overloaded: bool,
 }
 
 impl Default for RawMatch {
@@ -390,6 +404,13 @@ impl Default for RawMatch {
             handler_budget_ms: 100,
             reply_timeout_ms: 10_000,
             vm_per_match: false,
+            objective_lateness_us: 2_000,
+            objective_cpu_percent: 75,
+            objective_window_ms: 2_000,
+            new_match_cpu_us: 200,
+            placement: "cost".into(),
+            admission: true,
+            stretch_overloaded: true,
         }
     }
 }

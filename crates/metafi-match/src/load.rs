@@ -1,0 +1,377 @@
+//! The latency objective's bookkeeping: what each match costs (from its tick times), what each
+//! executor thread carries, whether its ticks are late, where a new match goes and whether the
+//! node takes it at all (`docs/MATCHES.md`, "Objective, placement, admission").
+//!
+//! Costs are CPU nanoseconds per second (1e9 = one whole core). A match's cost is a decaying
+//! average of its tick durations times the ticks it runs per second; a thread's cost is the sum
+//! of its matches' costs, kept by deltas so reading it is one atomic load. A new match counts
+//! its projected cost from the moment it is placed (so a burst of creations does not all land
+//! on the thread that looked empty) until its own ticks are measured.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::{Objective, Placement};
+use crate::error::MatchError;
+
+/// How fast a match's average tick time falls towards cheaper ticks, as a shift (1/8).
+const EWMA_SHIFT: u32 = 3;
+
+/// Lateness is judged at the 99th percentile: more than 1 % of a window's ticks late past the
+/// objective breaks it.
+const LATE_PER_HUNDRED: u64 = 1;
+
+/// A thread whose lateness breaks the objective while its matches use less than this share of
+/// the CPU objective is late because of something else on the machine (not its matches):
+/// refusing matches would not help it, so it is not counted as full for lateness.
+const LATE_LOAD_FLOOR_DIVISOR: i64 = 3;
+
+/// What an executor thread carries, shared with the registry (placement, admission, health).
+#[derive(Debug, Default)]
+pub(crate) struct ThreadLoad {
+    /// CPU its matches use, nanoseconds per second.
+    pub(crate) cost_ns: AtomicI64,
+    /// Ticks in its last complete lateness window, and how many of them were late.
+    window_ticks: AtomicU64,
+    window_late: AtomicU64,
+}
+
+impl ThreadLoad {
+    /// Whether the last complete window broke the lateness objective (p99 over it).
+    pub(crate) fn late(&self) -> bool {
+        let ticks = self.window_ticks.load(Ordering::Relaxed);
+        let late = self.window_late.load(Ordering::Relaxed);
+        ticks > 0 && late * 100 > ticks * LATE_PER_HUNDRED
+    }
+
+    pub(crate) fn cost(&self) -> i64 {
+        self.cost_ns.load(Ordering::Relaxed).max(0)
+    }
+}
+
+/// One executor thread's lateness window (owned by its scheduler).
+#[derive(Debug, Default)]
+pub(crate) struct Window {
+    start: Option<Instant>,
+    ticks: u64,
+    late: u64,
+}
+
+impl Window {
+    /// Counts one tick started at `now` with `lateness`; publishes the window to `shared` when
+    /// it is complete.
+    pub(crate) fn record(
+        &mut self,
+        objective: &Objective,
+        shared: &ThreadLoad,
+        now: Instant,
+        lateness: Duration,
+    ) {
+        let start = *self.start.get_or_insert(now);
+        if now.saturating_duration_since(start) >= objective.window {
+            shared.window_ticks.store(self.ticks, Ordering::Relaxed);
+            shared.window_late.store(self.late, Ordering::Relaxed);
+            self.start = Some(now);
+            self.ticks = 0;
+            self.late = 0;
+        }
+        self.ticks += 1;
+        if lateness > objective.max_lateness {
+            self.late += 1;
+        }
+    }
+}
+
+/// One match's measured cost (owned by its scheduler, one per slot).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SlotCost {
+    /// Decaying average of its tick durations, nanoseconds; 0 before its first tick.
+    tick_ns: u64,
+    /// What this match adds to its thread's cost now, ns per second.
+    pub(crate) applied: i64,
+    /// Slots skipped after each tick to keep its thread within the objective (0: full rate).
+    pub(crate) stretch: u32,
+}
+
+impl SlotCost {
+    /// A match placed with `projected` cost (already added to its thread).
+    pub(crate) fn placed(projected: i64) -> SlotCost {
+        SlotCost {
+            tick_ns: 0,
+            applied: projected,
+            stretch: 0,
+        }
+    }
+
+    /// Whether its ticks run after cheaper ones due at the same instant: a tick that alone
+    /// would make a neighbour due with it late, or a stretched match.
+    pub(crate) fn heavy(&self, objective: &Objective) -> bool {
+        self.stretch > 0 || self.tick_ns > (objective.max_lateness.as_nanos() as u64) / 2
+    }
+
+    /// Folds one tick that took `took` into the average and decides the stretch. `thread` is
+    /// the thread's cost now (this match's old share included), `matches` how many it runs.
+    /// Returns the change of this match's cost (to add to the thread's and handler's).
+    pub(crate) fn tick(
+        &mut self,
+        objective: &Objective,
+        took: Duration,
+        tick_rate: u32,
+        thread: i64,
+        matches: usize,
+    ) -> i64 {
+        let took = took.as_nanos().min(u128::from(u64::MAX / 2)) as u64;
+        // Fast up, slow down: a tick dearer than the average is taken at once (a match whose
+        // code suddenly costs 10x is stretched from its next tick on, before its neighbours
+        // fall behind); cheaper ticks pull the average down by an eighth of the difference.
+        self.tick_ns = if took >= self.tick_ns {
+            took
+        } else {
+            self.tick_ns - ((self.tick_ns - took) >> EWMA_SHIFT)
+        };
+        let rate = i64::from(tick_rate.max(1));
+        let demand = (self.tick_ns as i64).saturating_mul(rate);
+        self.stretch = 0;
+        if objective.stretch_overloaded {
+            let budget = objective.thread_budget_ns();
+            let others = (thread - self.applied).max(0);
+            let fair = budget / matches.max(1) as i64;
+            if others.saturating_add(demand) > budget && demand > fair {
+                // At least one tick per second.
+                let allowed = (budget - others).max(fair).max(self.tick_ns as i64).max(1);
+                let runs = ((demand + allowed - 1) / allowed).clamp(1, rate);
+                self.stretch = (runs - 1) as u32;
+            }
+        }
+        let actual = demand / (i64::from(self.stretch) + 1);
+        let delta = actual - self.applied;
+        self.applied = actual;
+        delta
+    }
+}
+
+/// A per-handler tally of its running matches' costs: a new match of a handler is projected at
+/// their average.
+#[derive(Debug, Default)]
+pub(crate) struct HandlerCost {
+    cost_ns: AtomicI64,
+    matches: AtomicI64,
+}
+
+impl HandlerCost {
+    pub(crate) fn add(&self, delta: i64) {
+        self.cost_ns.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    pub(crate) fn started(&self) {
+        self.matches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ended(&self, cost: i64) {
+        self.matches.fetch_sub(1, Ordering::Relaxed);
+        self.cost_ns.fetch_sub(cost, Ordering::Relaxed);
+    }
+
+    /// What a new match of this handler is expected to cost.
+    pub(crate) fn projection(&self, objective: &Objective) -> i64 {
+        let matches = self.matches.load(Ordering::Relaxed);
+        let cost = self.cost_ns.load(Ordering::Relaxed);
+        if matches > 0 && cost > 0 {
+            cost / matches
+        } else {
+            i64::try_from(objective.new_match_cpu_us.saturating_mul(1_000)).unwrap_or(i64::MAX)
+        }
+    }
+}
+
+/// Where a new match goes, or why the node refuses it. `threads` are the executor threads'
+/// loads with their match counts.
+pub(crate) fn place(
+    objective: &Objective,
+    threads: &[(&ThreadLoad, usize)],
+    projected: i64,
+) -> Result<usize, MatchError> {
+    let budget = objective.thread_budget_ns();
+    let count_choice = || {
+        threads
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, (_, n))| *n)
+            .map_or(0, |(i, _)| i)
+    };
+    // Threads that break the lateness objective because of their own matches take no more.
+    let usable = |load: &ThreadLoad, n: usize| {
+        !(n > 0 && load.late() && load.cost() >= budget / LATE_LOAD_FLOOR_DIVISOR)
+    };
+    let best = threads
+        .iter()
+        .enumerate()
+        .filter(|(_, (load, n))| usable(load, *n))
+        .max_by_key(|(i, (load, _))| (budget - load.cost(), std::cmp::Reverse(*i)))
+        .map(|(i, (load, _))| (i, budget - load.cost()));
+    if !objective.admission {
+        return Ok(match (objective.placement, best) {
+            (Placement::Cost, Some((i, _))) => i,
+            _ => count_choice(),
+        });
+    }
+    let Some((thread, headroom)) = best else {
+        return Err(MatchError::Full {
+            reason: format!(
+                "tick lateness p99 is over the objective of {} ms on every executor thread",
+                objective.max_lateness.as_secs_f64() * 1e3
+            ),
+        });
+    };
+    if projected > headroom {
+        let used: i64 = threads.iter().map(|(l, _)| l.cost()).sum();
+        let cores = threads.len().max(1) as f64;
+        return Err(MatchError::Full {
+            reason: format!(
+                "a new match would take executor CPU past the objective of {}% (in use: {:.1}% of {} cores, the least loaded thread has {:.1}% free, a match of this handler costs {:.1}%)",
+                objective.max_cpu_percent,
+                used as f64 / 1e7 / cores,
+                threads.len(),
+                headroom.max(0) as f64 / 1e7,
+                projected as f64 / 1e7,
+            ),
+        });
+    }
+    Ok(match objective.placement {
+        Placement::Cost => thread,
+        Placement::Count => {
+            let chosen = count_choice();
+            // By count, but never onto a thread the match does not fit.
+            let (load, n) = threads[chosen];
+            if budget - load.cost() >= projected && usable(load, n) {
+                chosen
+            } else {
+                thread
+            }
+        }
+    })
+}
+
+/// The node's load as health, metrics and operators see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeLoad {
+    /// Executor CPU in use, as a share of the executor's cores (0–1 and more).
+    pub cpu: f64,
+    /// The objective's CPU share.
+    pub cpu_objective: f64,
+    /// Executor threads whose last window broke the lateness objective.
+    pub late_threads: usize,
+    pub threads: usize,
+    /// Authoritative matches running.
+    pub matches: usize,
+    /// Whether a new match of the default projected cost would be refused now, and why.
+    pub full: Option<String>,
+    /// The node is draining: it takes no new matches or sockets.
+    pub draining: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objective() -> Objective {
+        Objective::default()
+    }
+
+    #[test]
+    fn a_match_costs_its_average_tick_times_its_rate() {
+        let o = objective();
+        let mut c = SlotCost::placed(5_000_000);
+        let delta = c.tick(&o, Duration::from_micros(100), 64, 5_000_000, 1);
+        assert_eq!(c.applied, 100_000 * 64);
+        assert_eq!(delta, 100_000 * 64 - 5_000_000);
+        // A dearer tick counts at once; cheaper ones pull the average down by an eighth.
+        c.tick(&o, Duration::from_micros(900), 64, c.applied, 1);
+        assert_eq!(c.applied, 900_000 * 64);
+        c.tick(&o, Duration::from_micros(100), 64, c.applied, 1);
+        assert_eq!(c.applied, 800_000 * 64);
+        assert_eq!(c.stretch, 0);
+    }
+
+    #[test]
+    fn an_expensive_match_on_a_full_thread_is_stretched_to_fit() {
+        let o = objective();
+        // Others use 50 % of the core; this match needs 5 ms × 100/s = 50 %: 25 % fits.
+        let mut c = SlotCost::placed(0);
+        c.tick(&o, Duration::from_millis(5), 100, 500_000_000, 10);
+        assert_eq!(c.stretch, 1, "every other slot");
+        assert_eq!(c.applied, 250_000_000);
+        // The others leave: it runs at full rate again.
+        c.tick(&o, Duration::from_millis(5), 100, c.applied, 1);
+        assert_eq!(c.stretch, 0);
+        // Stretching off: never stretched.
+        let o = Objective {
+            stretch_overloaded: false,
+            ..objective()
+        };
+        c.tick(&o, Duration::from_millis(5), 100, 900_000_000, 10);
+        assert_eq!(c.stretch, 0);
+    }
+
+    #[test]
+    fn windows_judge_lateness_at_the_99th_percentile() {
+        let o = objective();
+        let shared = ThreadLoad::default();
+        let mut w = Window::default();
+        let t0 = Instant::now();
+        for i in 0..200u64 {
+            let late = if i < 2 {
+                Duration::from_millis(3)
+            } else {
+                Duration::ZERO
+            };
+            w.record(&o, &shared, t0 + Duration::from_millis(i), late);
+        }
+        w.record(&o, &shared, t0 + Duration::from_secs(3), Duration::ZERO);
+        assert!(!shared.late(), "2 of 200 late is the 99th percentile");
+        for i in 0..200u64 {
+            let late = if i < 3 {
+                Duration::from_millis(3)
+            } else {
+                Duration::ZERO
+            };
+            w.record(
+                &o,
+                &shared,
+                t0 + Duration::from_secs(3) + Duration::from_millis(i),
+                late,
+            );
+        }
+        w.record(&o, &shared, t0 + Duration::from_secs(6), Duration::ZERO);
+        assert!(shared.late(), "3 of 201 late breaks it");
+    }
+
+    #[test]
+    fn placement_takes_the_most_headroom_and_refuses_past_the_objective() {
+        let o = objective();
+        let a = ThreadLoad::default();
+        let b = ThreadLoad::default();
+        a.cost_ns.store(100_000_000, Ordering::Relaxed);
+        b.cost_ns.store(600_000_000, Ordering::Relaxed);
+        // By cost: the thread with fewer matches but more load is not chosen.
+        assert_eq!(place(&o, &[(&a, 30), (&b, 1)], 10_000_000), Ok(0));
+        let by_count = Objective {
+            placement: Placement::Count,
+            ..objective()
+        };
+        assert_eq!(place(&by_count, &[(&a, 30), (&b, 1)], 10_000_000), Ok(1));
+        // 650 + 100 fits 750; 660 + 100 does not, anywhere.
+        a.cost_ns.store(700_000_000, Ordering::Relaxed);
+        b.cost_ns.store(650_000_000, Ordering::Relaxed);
+        assert_eq!(place(&o, &[(&a, 1), (&b, 1)], 100_000_000), Ok(1));
+        b.cost_ns.store(660_000_000, Ordering::Relaxed);
+        let err = place(&o, &[(&a, 1), (&b, 1)], 100_000_000).unwrap_err();
+        assert!(err.to_string().starts_with("Node is full"), "{err}");
+        // Without admission the match is placed anyway.
+        let open = Objective {
+            admission: false,
+            ..objective()
+        };
+        assert_eq!(place(&open, &[(&a, 1), (&b, 1)], 100_000_000), Ok(1));
+    }
+}

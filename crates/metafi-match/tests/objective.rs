@@ -1,0 +1,262 @@
+//! The latency objective with a fake clock and synthetic costs (a tick "takes" time by moving
+//! the fake clock): placement by measured cost, admission past the CPU and lateness objectives,
+//! an expensive match stretched so its neighbours keep their objective.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use metafi_match::testing::ScriptedMatch;
+use metafi_match::{FakeClock, Flow, MatchConfig, MatchError, MatchId, Objective, Placement};
+use metafi_proto::Code;
+use parking_lot::Mutex;
+use support::{Engine, spec};
+
+/// A match of `name` at `rate` ticks per second whose every tick takes `cost` (of fake time).
+fn costly(
+    engine: &mut Engine,
+    name: &str,
+    rate: u32,
+    cost: Duration,
+) -> Result<MatchId, MatchError> {
+    let clock = engine.clock.clone();
+    let (handler, _) = ScriptedMatch::new(rate, move |_, _, _, _| {
+        clock.advance(cost);
+        Ok(Flow::Continue)
+    });
+    let matches = engine.matches.clone();
+    engine.drive(matches.create(spec(name, handler)))
+}
+
+/// A match whose tick cost the test changes while it runs.
+fn variable(clock: &Arc<FakeClock>, rate: u32, cost: &Arc<Mutex<Duration>>) -> ScriptedMatch {
+    let (clock, cost) = (clock.clone(), cost.clone());
+    ScriptedMatch::new(rate, move |_, _, _, _| {
+        clock.advance(*cost.lock());
+        Ok(Flow::Continue)
+    })
+    .0
+}
+
+fn stats(engine: &Engine, id: &MatchId) -> metafi_match::MatchStatsSnapshot {
+    engine
+        .matches
+        .stats()
+        .into_iter()
+        .find(|s| s.match_id == id.to_string())
+        .unwrap()
+}
+
+fn config(threads: usize, objective: Objective) -> MatchConfig {
+    MatchConfig {
+        executor_threads: threads,
+        objective,
+        ..MatchConfig::default()
+    }
+}
+
+#[test]
+fn a_new_match_goes_to_the_thread_with_the_most_headroom_not_the_fewest_matches() {
+    for (placement, expected) in [
+        (Placement::Cost, vec![1, 4]),
+        (Placement::Count, vec![3, 2]),
+    ] {
+        let mut engine = Engine::new(config(
+            2,
+            Objective {
+                placement,
+                ..Objective::default()
+            },
+        ));
+        // 4 ms × 50 ticks/s = 20 % of a core, on thread 0 (both empty: the first).
+        let heavy = costly(&mut engine, "heavy", 50, Duration::from_millis(4)).unwrap();
+        engine.run_for(Duration::from_secs(1));
+        assert!((stats(&engine, &heavy).cpu - 0.20).abs() < 1e-9);
+        for _ in 0..4 {
+            costly(&mut engine, "cheap", 10, Duration::from_micros(100)).unwrap();
+            engine.run_for(Duration::from_millis(200));
+        }
+        let per_thread: Vec<usize> = engine.schedulers.iter().map(|s| s.len()).collect();
+        assert_eq!(per_thread, expected, "{placement:?}");
+    }
+}
+
+#[test]
+fn admission_refuses_a_match_past_the_cpu_objective_and_says_so() {
+    // Lateness is not what this test is about: a generous lateness objective.
+    let mut engine = Engine::new(config(
+        1,
+        Objective {
+            max_lateness: Duration::from_secs(1),
+            ..Objective::default()
+        },
+    ));
+    // Each match: 1 ms × 100 ticks/s = 10 % of the core; 7 fit under 75 %, the 8th does not.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let (clock, stop) = (engine.clock.clone(), stop.clone());
+        let (first, _) = ScriptedMatch::new(100, move |_, _, _, _| {
+            clock.advance(Duration::from_millis(1));
+            Ok(if stop.load(Ordering::Relaxed) {
+                Flow::End
+            } else {
+                Flow::Continue
+            })
+        });
+        let matches = engine.matches.clone();
+        engine.drive(matches.create(spec("ten", first))).unwrap();
+        engine.run_for(Duration::from_millis(100));
+    }
+    for _ in 0..6 {
+        costly(&mut engine, "ten", 100, Duration::from_millis(1)).unwrap();
+        engine.run_for(Duration::from_millis(100));
+    }
+    assert_eq!(
+        engine.matches.load().full,
+        None,
+        "a new 0.02 % match still fits"
+    );
+    let load = engine.matches.load();
+    assert!((load.cpu - 0.70).abs() < 1e-9, "{load:?}");
+    let refused = costly(&mut engine, "ten", 100, Duration::from_millis(1)).unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    let text = refused.to_string();
+    assert!(
+        text.starts_with(
+            "Node is full: a new match would take executor CPU past the objective of 75%"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("costs 10.0%"), "{text}");
+    assert_eq!(engine.matches.count(), 7);
+    // A cheaper handler's match (projected at the default 0.02 %) still fits.
+    costly(&mut engine, "tiny", 10, Duration::ZERO).unwrap();
+    // One leaves: the next one fits again.
+    stop.store(true, Ordering::Relaxed);
+    engine.run_for(Duration::from_millis(20));
+    assert_eq!(engine.matches.count(), 7);
+    costly(&mut engine, "ten", 100, Duration::from_millis(1)).unwrap();
+}
+
+#[test]
+fn admission_refuses_while_the_threads_own_matches_make_ticks_late() {
+    let mut engine = Engine::new(config(1, Objective::default()));
+    // Five 1 ms matches due at the same instants: the last runs 4 ms late every tick; they use
+    // 50 % of the core, so the lateness is theirs.
+    for _ in 0..5 {
+        costly(&mut engine, "stacked", 100, Duration::from_millis(1)).unwrap();
+    }
+    engine.run_for(Duration::from_secs(3));
+    let load = engine.matches.load();
+    assert_eq!(load.late_threads, 1, "{load:?}");
+    let refused = costly(&mut engine, "stacked", 100, Duration::from_millis(1)).unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused
+            .to_string()
+            .starts_with("Node is full: tick lateness p99 is over the objective of 2 ms"),
+        "{refused}"
+    );
+
+    // The same lateness with admission off: the match is placed.
+    let mut open = Engine::new(config(
+        1,
+        Objective {
+            admission: false,
+            ..Objective::default()
+        },
+    ));
+    for _ in 0..5 {
+        costly(&mut open, "stacked", 100, Duration::from_millis(1)).unwrap();
+    }
+    open.run_for(Duration::from_secs(3));
+    costly(&mut open, "stacked", 100, Duration::from_millis(1)).unwrap();
+}
+
+/// Ten cheap matches and one whose code goes from 1.5 ms to 15 ms a tick (10×) at 64 ticks/s:
+/// 15.625 ms per interval cannot hold 15 ms plus the others.
+fn overload(stretch: bool) -> (Engine, Vec<MatchId>, MatchId) {
+    let mut engine = Engine::new(config(
+        1,
+        Objective {
+            stretch_overloaded: stretch,
+            ..Objective::default()
+        },
+    ));
+    let mut cheap = Vec::new();
+    for _ in 0..10 {
+        cheap.push(costly(&mut engine, "cheap", 64, Duration::from_micros(100)).unwrap());
+    }
+    let cost = Arc::new(Mutex::new(Duration::from_micros(1_500)));
+    let handler = variable(&engine.clock, 64, &cost);
+    let matches = engine.matches.clone();
+    let heavy = engine
+        .drive(matches.create(spec("heavy", handler)))
+        .unwrap();
+    engine.run_for(Duration::from_secs(1));
+    *cost.lock() = Duration::from_millis(15);
+    engine.run_for(Duration::from_secs(3));
+    (engine, cheap, heavy)
+}
+
+#[test]
+fn a_match_that_suddenly_costs_ten_times_more_slows_first_and_its_neighbours_keep_time() {
+    let (engine, cheap, heavy) = overload(true);
+    let h = stats(&engine, &heavy);
+    assert!(h.stretched_ticks > 0, "{h:?}");
+    for id in &cheap {
+        let s = stats(&engine, id);
+        assert!(s.max_lateness_seconds <= 0.002, "{s:?}");
+        assert_eq!(s.skipped_ticks, 0, "{s:?}");
+        assert_eq!(s.stretched_ticks, 0, "{s:?}");
+        // 64 ticks a second for 4 seconds, every one run.
+        assert!(s.ticks >= 4 * 64 - 1, "{s:?}");
+    }
+    assert!(
+        engine.matches.load().cpu <= 0.75 + 1e-9,
+        "{:?}",
+        engine.matches.load()
+    );
+
+    // Without stretching the thread falls behind and the neighbours with it.
+    let (engine, cheap, _) = overload(false);
+    let late = cheap
+        .iter()
+        .map(|id| stats(&engine, id))
+        .filter(|s| s.max_lateness_seconds > 0.002 || s.skipped_ticks > 0)
+        .count();
+    assert!(late > 0, "without stretching the neighbours are late");
+}
+
+#[test]
+fn concurrent_creations_reserve_their_cost_so_they_spread_and_stop_at_the_objective() {
+    // Two threads, every new match projected at 10 % of a core (nothing measured yet): of 20
+    // creations racing (all queued before any is placed on its thread), 7 fit on each thread
+    // and the other 6 are refused, whatever the order.
+    let mut engine = Engine::new(config(
+        2,
+        Objective {
+            new_match_cpu_us: 100_000,
+            ..Objective::default()
+        },
+    ));
+    let matches = engine.matches.clone();
+    let creations = (0..20)
+        .map(|_| {
+            let (handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+            matches.create(spec("racer", handler))
+        })
+        .collect();
+    let results = engine.drive_all(creations);
+    let created = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(created, 14, "{results:?}");
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(refused.code(), Code::ResourceExhausted);
+    }
+    let per_thread: Vec<usize> = engine.schedulers.iter().map(|s| s.len()).collect();
+    assert_eq!(per_thread, vec![7, 7]);
+}
