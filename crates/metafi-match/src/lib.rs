@@ -62,7 +62,7 @@ pub use id::{InvalidMatchId, MatchId};
 pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
 pub use match_handler::{
-    Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
+    Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
     MatchInit, MatchSpec, Params,
 };
 pub use matchmaker_pool::{

@@ -220,6 +220,7 @@ impl Matches {
             overloaded: AtomicBool::new(false),
             stats: MatchStats::default(),
             metrics: inner.metrics.handler(&spec.handler_name, spec.runtime),
+            tap: std::sync::OnceLock::new(),
         });
         inner
             .authoritative

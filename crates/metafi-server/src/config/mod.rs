@@ -16,6 +16,7 @@ mod matchmaker;
 mod metrics;
 mod notification;
 mod party;
+mod world;
 mod quic;
 mod raw;
 mod runtime;
@@ -109,6 +110,10 @@ pub struct Config {
     pub iap: metafi_core::IapConfig,
     /// The cluster this node joins (`[cluster]`, docs/CLUSTER.md); `None`: a single node.
     pub cluster: Option<metafi_cluster::ClusterConfig>,
+    /// Worlds' settings (`[world]`, docs/WORLD.md): `nk.world_create` starts from them.
+    pub world: metafi_world_server::WorldSettings,
+    /// Whether a world is created at start (`world.enabled`).
+    pub world_at_start: bool,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -151,6 +156,7 @@ impl TryFrom<RawConfig> for Config {
             database.as_ref().map(|d| &d.backend),
             &mut check,
         );
+        let (world, world_at_start) = world::validate(&raw.world, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -192,6 +198,8 @@ impl TryFrom<RawConfig> for Config {
             social,
             iap,
             cluster,
+            world,
+            world_at_start,
             raw,
         })
     }

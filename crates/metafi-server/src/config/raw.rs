@@ -28,6 +28,7 @@ pub struct RawConfig {
     pub social: RawSocial,
     pub iap: super::iap::RawIap,
     pub cluster: super::cluster::RawCluster,
+    pub world: super::world::RawWorld,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,6 +205,7 @@ impl Default for RawConfig {
             social: RawSocial::default(),
             iap: super::iap::RawIap::default(),
             cluster: super::cluster::RawCluster::default(),
+            world: super::world::RawWorld::default(),
         }
     }
 }
