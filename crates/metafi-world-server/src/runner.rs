@@ -118,7 +118,7 @@ impl Runner {
             }
             let began = Instant::now();
             let late = began.saturating_duration_since(deadline);
-            let stats = &self.shared.stats;
+            let stats = self.shared.stats.clone();
             stats
                 .last_lateness_ns
                 .store(late.as_nanos() as u64, Ordering::Relaxed);
@@ -186,7 +186,7 @@ impl Runner {
 
     fn take_inputs(&mut self) {
         let inputs = std::mem::take(&mut *self.shared.inbox.lock());
-        let stats = &self.shared.stats;
+        let stats = self.shared.stats.clone();
         for input in inputs {
             match input {
                 Input::Join { session } => self.join(session),
