@@ -112,7 +112,8 @@ for (const format of ["json", "protobuf"]) {
     await socket.connect(session, false);
     t.after(() => socket.disconnect(false));
 
-    const created = JSON.parse((await c.rpc(session, "compat_world_create", {})).payload);
+    // nakama-js hands an RPC's JSON answer over parsed.
+    const created = (await c.rpc(session, "compat_world_create", {})).payload;
     const listed = await c.listMatches(session, 100, true);
     const world = listed.matches.find((m) => m.match_id === created.match_id);
     assert.ok(world, "the world is listed");
