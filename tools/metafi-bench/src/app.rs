@@ -301,7 +301,7 @@ async fn drive<W: Workload>(
         .map_or(0, |d| d.as_secs());
     let name = workload.name();
     let outcome = runner::run(
-        workload,
+        workload.clone(),
         client,
         RunOptions {
             load: load.clone(),
