@@ -2,8 +2,8 @@
 //! by IO threads without waking the executor), its size, its counters.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parking_lot::Mutex;

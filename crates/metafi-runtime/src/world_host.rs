@@ -10,6 +10,9 @@ pub trait WorldHost: Send + Sync + std::fmt::Debug {
     /// Creates a world on `map` (`arena`, `open`, `open:N` or a map file) with `options`
     /// (`tick_rate`, `max_players`, `seed`) over the server's `[world]` settings; answers the
     /// world's match id, or why it could not be created.
-    fn create_world(&self, map: String, options: Map<String, Value>)
-    -> BoxFuture<'_, Result<String, String>>;
+    fn create_world(
+        &self,
+        map: String,
+        options: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<String, String>>;
 }

@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use metafi_proto::realtime::{Envelope, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave, Message};
+use metafi_proto::realtime::{
+    Envelope, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave, Message,
+};
 use metafi_testkit::{Socket, TestNode, user};
 use metafi_world::delta;
 use metafi_world::snapshot::Snapshot;
@@ -95,9 +97,9 @@ impl Client {
         self.applied = applied;
         let base = delta::baseline_tick(packet).unwrap();
         let base = base.map(|t| {
-            self.history
-                .get(&t)
-                .unwrap_or_else(|| panic!("snapshot against tick {t}, which was never acknowledged"))
+            self.history.get(&t).unwrap_or_else(|| {
+                panic!("snapshot against tick {t}, which was never acknowledged")
+            })
         });
         let snap = delta::decode(base, packet).unwrap();
         self.history.insert(snap.tick, snap.clone());
@@ -216,7 +218,8 @@ async fn two_clients_join_move_and_see_themselves_in_snapshots() {
         let _ = one.snapshot().await;
         one.send_command(0).await;
         let stats: serde_json::Value =
-            serde_json::from_str(&node.nk().match_signal(&id, "stats".into()).await.unwrap()).unwrap();
+            serde_json::from_str(&node.nk().match_signal(&id, "stats".into()).await.unwrap())
+                .unwrap();
         players = stats["players"].as_u64().unwrap();
         if players == 1 {
             break;
@@ -227,7 +230,13 @@ async fn two_clients_join_move_and_see_themselves_in_snapshots() {
     // Server code creates another world.
     let other = node
         .nk()
-        .world_create("arena", serde_json::json!({ "tick_rate": 10 }).as_object().unwrap().clone())
+        .world_create(
+            "arena",
+            serde_json::json!({ "tick_rate": 10 })
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
         .await
         .unwrap();
     assert_ne!(other, id);
@@ -237,7 +246,13 @@ async fn two_clients_join_move_and_see_themselves_in_snapshots() {
     assert_eq!(info.tick_rate, Some(10));
     let bad = node
         .nk()
-        .world_create("arena", serde_json::json!({ "colour": 1 }).as_object().unwrap().clone())
+        .world_create(
+            "arena",
+            serde_json::json!({ "colour": 1 })
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
         .await;
     assert!(bad.is_err());
     node.stop().await;

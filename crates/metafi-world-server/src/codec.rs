@@ -192,10 +192,7 @@ mod tests {
         let bytes = msg.to_vec();
         assert!(bytes.len() <= MAX_COMMAND_LEN);
         assert_eq!(CommandMsg::decode(&bytes), Ok(msg));
-        let none = CommandMsg {
-            ack: None,
-            ..msg
-        };
+        let none = CommandMsg { ack: None, ..msg };
         assert_eq!(CommandMsg::decode(&none.to_vec()), Ok(none));
         let mut long = bytes.clone();
         long.push(0);

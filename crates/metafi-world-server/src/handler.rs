@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
 use metafi_match::{
-    Dispatcher, Flow, HandlerError, InputTap, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    Dispatcher, Flow, HandlerError, InputTap, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
+    MatchInit, MatchMessage, Params, Presence, PresenceReason,
 };
 
 use crate::codec::{self, CommandMsg};

@@ -362,7 +362,9 @@ impl Runner {
             .dropped_snapshots
             .fetch_add(sums.dropped, Ordering::Relaxed);
         stats.last_unacked.store(sums.unacked, Ordering::Relaxed);
-        stats.last_ack_age_max.store(sums.ack_max, Ordering::Relaxed);
+        stats
+            .last_ack_age_max
+            .store(sums.ack_max, Ordering::Relaxed);
         stats.last_ack_age_mean_milli.store(
             (sums.ack_age * 1000).checked_div(sums.acked).unwrap_or(0),
             Ordering::Relaxed,
@@ -376,7 +378,13 @@ impl Runner {
 }
 
 /// Queues one message for a session, encoded now for its format, and wakes its writer.
-fn push(session: &Session, match_id: &str, op_code: i64, data: Bytes, class: DeliveryClass) -> bool {
+fn push(
+    session: &Session,
+    match_id: &str,
+    op_code: i64,
+    data: Bytes,
+    class: DeliveryClass,
+) -> bool {
     let reliable = class.is_reliable();
     let envelope = Envelope::new(
         "",

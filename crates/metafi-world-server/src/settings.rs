@@ -131,7 +131,11 @@ mod tests {
             .expect("valid");
         assert_eq!((s.tick_rate, s.max_players, s.seed), (10, 5, 7));
         let bad = serde_json::json!({ "tick_rate": 0 });
-        assert!(base.clone().with_options(bad.as_object().expect("o")).is_err());
+        assert!(
+            base.clone()
+                .with_options(bad.as_object().expect("o"))
+                .is_err()
+        );
         let unknown = serde_json::json!({ "colour": 1 });
         assert_eq!(
             base.clone().with_options(unknown.as_object().expect("o")),

@@ -6,7 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Phases of a served tick, in order: taking the inputs, the world's four phases, then
 /// handing each client its snapshot.
 pub const PHASES: [&str; 6] = [
-    "receive", "physics", "commands", "merge", "snapshots", "send",
+    "receive",
+    "physics",
+    "commands",
+    "merge",
+    "snapshots",
+    "send",
 ];
 
 /// One world's counters. `last_*` describe the last tick; totals count since the start.

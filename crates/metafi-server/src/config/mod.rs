@@ -16,7 +16,6 @@ mod matchmaker;
 mod metrics;
 mod notification;
 mod party;
-mod world;
 mod quic;
 mod raw;
 mod runtime;
@@ -26,6 +25,7 @@ mod shutdown;
 mod signin_throttle;
 mod social;
 mod socket;
+mod world;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

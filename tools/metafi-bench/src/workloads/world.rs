@@ -279,9 +279,8 @@ impl Worlds {
             last_snapshot: None,
             joined_at: None,
         };
-        let offset = Duration::from_micros(
-            (index * 7919) % o.command_interval.as_micros().max(1) as u64,
-        );
+        let offset =
+            Duration::from_micros((index * 7919) % o.command_interval.as_micros().max(1) as u64);
         let mut next_send = Instant::now();
         let mut until = ctx.deadline;
         let mut cursor = 0usize;
