@@ -23,6 +23,7 @@ threads=${WORLD_THREADS:-$(echo "$server_cores" | tr ',' '\n' | wc -l)}
 port=${PORT:-18410}
 metrics_port=$((port + 1))
 out=${OUT:-$(mktemp -d -t metafi-bench-world.XXXXXX)}
+mkdir -p "$out"
 server=""
 data=""
 stop_server() {
@@ -71,10 +72,11 @@ rate = grab(r"snapshots received per bot per second: ([0-9.]+)")
 cmd = re.search(r"^\s*command\s+[0-9,]+\s.*$", text, re.M)
 p50 = p99 = "?"
 if cmd:
-    cols = re.findall(r"([0-9.]+) ms", cmd.group(0))
-    # mean columns: high 10s, low 10s, mean, p50, p90, p99, max
+    scale = {"µs": 0.001, "ms": 1.0, "s": 1000.0}
+    cols = [float(v) * scale[u] for v, u in re.findall(r"([0-9.]+) (µs|ms|s)\b", cmd.group(0))]
+    # time columns: high 10s mean, low 10s mean, mean, p50, p90, p99, max
     if len(cols) >= 7:
-        p50, p99 = cols[3], cols[5]
+        p50, p99 = f"{cols[3]:.1f}", f"{cols[5]:.1f}"
 worlds = json.load(open(f"{out}/worlds-{n}.json")).get("worlds", {})
 w = next(iter(worlds.values()), {})
 mean = w.get("mean_phase_seconds", {})

@@ -341,6 +341,12 @@ impl Worlds {
                             let now = Instant::now();
                             bot.joined_at = Some(now);
                             until = (now + o.hold).min(ctx.deadline);
+                            // Counted now for the planned stay (the runner aborts bots still
+                            // playing at the end); a bot that leaves early gives back the rest.
+                            self.totals.joined_us.fetch_add(
+                                until.saturating_duration_since(now).as_micros() as u64,
+                                Ordering::Relaxed,
+                            );
                             next_send = now + offset;
                             timer.as_mut().reset(next_send.min(until).into());
                         }
@@ -354,10 +360,11 @@ impl Worlds {
                 }
             }
         };
-        if let Some(at) = bot.joined_at {
+        if bot.joined_at.is_some() {
+            let unused = until.saturating_duration_since(Instant::now());
             self.totals
                 .joined_us
-                .fetch_add(at.elapsed().as_micros() as u64, Ordering::Relaxed);
+                .fetch_sub(unused.as_micros() as u64, Ordering::Relaxed);
         }
         result
     }
