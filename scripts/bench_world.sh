@@ -73,7 +73,8 @@ cmd = re.search(r"^\s*command\s+[0-9,]+\s.*$", text, re.M)
 p50 = p99 = "?"
 if cmd:
     scale = {"µs": 0.001, "ms": 1.0, "s": 1000.0}
-    cols = [float(v) * scale[u] for v, u in re.findall(r"([0-9.]+) (µs|ms|s)\b", cmd.group(0))]
+    cols = [float(v.replace(",", "")) * scale[u]
+            for v, u in re.findall(r"([0-9][0-9,]*(?:\.[0-9]+)?) (µs|ms|s)\b", cmd.group(0))]
     # time columns: high 10s mean, low 10s mean, mean, p50, p90, p99, max
     if len(cols) >= 7:
         p50, p99 = f"{cols[3]:.1f}", f"{cols[5]:.1f}"
