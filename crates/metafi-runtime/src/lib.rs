@@ -45,6 +45,7 @@ pub mod storage_indexes;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod watchdog;
+pub mod world_host;
 
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
@@ -70,3 +71,4 @@ pub use realtime_host::{
 };
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig, default_inline_vms};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;
+pub use world_host::WorldHost;

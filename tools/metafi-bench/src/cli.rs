@@ -125,6 +125,36 @@ pub enum Command {
         #[arg(long, default_value_t = 35)]
         broadcast_size: usize,
     },
+    /// Bots in a served world (docs/WORLD.md): authenticate, join the world, send generated
+    /// bot commands with acknowledgements; measures snapshots per bot per second, command →
+    /// first snapshot applying it, bytes per bot.
+    World {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// The world's match id; default: the first world in the match listing.
+        #[arg(long, default_value = "")]
+        world: String,
+        /// Map the bots' tracks are generated on (as the server's world.map: arena, open,
+        /// open:N or a file); "open" is sized for --users.
+        #[arg(long, default_value = "arena")]
+        map: String,
+        /// Seed of the generated map and tracks.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Bot behaviour: roam, hunt, camp, converge or mixed.
+        #[arg(long, default_value = "mixed")]
+        behaviour: String,
+        /// Time between two commands of one bot (one per tick at 20 ticks/s).
+        #[arg(long, value_parser = parse_duration, default_value = "50ms")]
+        command_interval: Duration,
+        /// How long each bot plays.
+        #[arg(long, value_parser = parse_duration, default_value = "180s")]
+        hold: Duration,
+    },
 }
 
 /// Target, load model, limits and output: the same on every workload.

@@ -26,6 +26,7 @@ mod shutdown;
 mod signin_throttle;
 mod social;
 mod socket;
+mod world;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -113,6 +114,10 @@ pub struct Config {
     pub cluster: Option<metafi_cluster::ClusterConfig>,
     /// The console listener (`[console]`, docs/CONSOLE.md); `None` when disabled.
     pub console: Option<ConsoleSettings>,
+    /// Worlds' settings (`[world]`, docs/WORLD.md): `nk.world_create` starts from them.
+    pub world: metafi_world_server::WorldSettings,
+    /// Whether a world is created at start (`world.enabled`).
+    pub world_at_start: bool,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -156,6 +161,7 @@ impl TryFrom<RawConfig> for Config {
             &mut check,
         );
         let console = console::validate(&raw.console, &http, &mut check);
+        let (world, world_at_start) = world::validate(&raw.world, &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -198,6 +204,8 @@ impl TryFrom<RawConfig> for Config {
             iap,
             cluster,
             console,
+            world,
+            world_at_start,
             raw,
         })
     }
