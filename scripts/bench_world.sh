@@ -42,7 +42,7 @@ echo "|---|---|---|---|---|---|---|"
 for n in $counts; do
   data=$(mktemp -d -t metafi-world-data.XXXXXX)
   taskset -c "$server_cores" "$bin" serve --port "$port" --metrics-port "$metrics_port" \
-    --quic-port $((port + 2)) --data-dir "$data" --set session.token_expiry_sec=3600 \
+    --quic-port $((port + 2)) --console-port 0 --data-dir "$data" --set session.token_expiry_sec=3600 \
     --set logger.level=warn --set world.enabled=true --set world.map=open \
     --set world.max_players="$n" --set world.threads="$threads" \
     --set world.max_outbox_messages=8 --set socket.outgoing_queue_size=100000 \
