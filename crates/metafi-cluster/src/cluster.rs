@@ -18,9 +18,10 @@ use tokio::task::JoinHandle;
 
 use crate::BoxFuture;
 use crate::calls::{self, CallHandler, Calls};
+use crate::codec::unbatch;
 use crate::matches::ClusterMatches;
 use crate::matchmaker::MatchmakerTask;
-use crate::outgoing::Outgoing;
+use crate::outgoing::{Batching, Outgoing};
 use crate::parties::ClusterParties;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
@@ -95,6 +96,7 @@ pub struct Cluster {
     directory: Arc<SessionDirectory>,
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
+    announcer: Arc<Announcer>,
     outgoing: Outgoing,
     registry: Arc<SessionRegistry>,
     /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
@@ -161,7 +163,14 @@ impl Cluster {
             .subscribe(config.matches_subject())
             .await
             .map_err(|e| nats("the match listings subject", e))?;
-        let (outgoing, outgoing_task) = Outgoing::start(client.clone(), config.outgoing_queue_size);
+        let (outgoing, outgoing_task) = Outgoing::start(
+            client.clone(),
+            config.outgoing_queue_size,
+            Batching {
+                max_bytes: config.batch_max_bytes,
+                window: config.batch_window,
+            },
+        );
         let mut tasks = vec![outgoing_task];
         let directory = Arc::new(SessionDirectory::new());
         let announcer = Arc::new(Announcer {
@@ -170,6 +179,7 @@ impl Cluster {
             local: Arc::new(LocalSessions::default()),
             outgoing: outgoing.clone(),
             clock,
+            lose_next: std::sync::atomic::AtomicUsize::new(0),
         });
         let cluster_outgoing = outgoing.clone();
         let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
@@ -230,11 +240,13 @@ impl Cluster {
         )));
         tasks.push(tokio::spawn(
             SessionsTask {
-                announcer,
+                announcer: announcer.clone(),
                 directory: directory.clone(),
                 tracker: tracker.clone(),
                 registry: registry.clone(),
                 single_socket,
+                peers: membership.peers_view(),
+                digest_interval: config.digest_interval,
             }
             .run(sessions, events),
         ));
@@ -256,6 +268,7 @@ impl Cluster {
             directory,
             router,
             tracker,
+            announcer,
             outgoing: cluster_outgoing,
             registry,
             matchmaking: None,
@@ -311,6 +324,23 @@ impl Cluster {
         &self.config
     }
 
+    /// Test seam: the next `count` session and presence announcements of this node (not its
+    /// digests) are dropped before NATS, as messages lost in transit would be. The node itself
+    /// goes on as if they were sent; its digest then tells its peers they drifted.
+    #[doc(hidden)]
+    pub fn lose_announcements(&self, count: usize) {
+        self.announcer
+            .lose_next
+            .store(count, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Test seam: the next `count` listing chunks of this node (a listing of fewer than 400
+    /// matches is one chunk; "unchanged" messages are not counted) are dropped before NATS.
+    #[doc(hidden)]
+    pub fn lose_listings(&self, count: usize) {
+        self.matches.lose_listings(count);
+    }
+
     /// The router to build the node's realtime parts with.
     pub fn router(&self) -> Arc<dyn MessageRouter> {
         self.router.clone()
@@ -349,7 +379,7 @@ impl Cluster {
     pub fn serve_matches(&self, matches: &Matches) -> bool {
         let served = self.matches.serve(matches);
         if served {
-            self.matches.publish_listing();
+            self.matches.publish_listing(true);
         }
         served
     }
@@ -424,19 +454,21 @@ impl Drop for Cluster {
 async fn deliver(mut subscriber: async_nats::Subscriber, local: LocalRouter) {
     while let Some(message) = subscriber.next().await {
         metrics::received("deliver");
-        let (session_ids, bytes) = match decode_delivery(&message.payload) {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
-                continue;
-            }
-        };
-        match Format::Protobuf.decode(bytes) {
-            Ok(envelope) => {
-                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+        for part in unbatch(&message.payload) {
+            let (session_ids, bytes) = match decode_delivery(&part) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+                    continue;
+                }
+            };
+            match Format::Protobuf.decode(bytes) {
+                Ok(envelope) => {
+                    local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+                }
             }
         }
     }

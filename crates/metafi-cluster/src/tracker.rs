@@ -16,6 +16,7 @@ use metafi_realtime::{
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::digest::{Sum, presence_hash};
 use crate::metrics;
 use crate::sessions::Announcer;
 use crate::wire::{PRESENCE_CHUNK, PresenceEntry, SessionMessage, WireStream};
@@ -42,6 +43,8 @@ struct Remote {
     /// What this node held of each node when that node's latest snapshot began: presences of
     /// the snapshot not in it are new here (members are told of them as joins).
     baselines: HashMap<Arc<str>, HashSet<(Uuid, StreamKey)>>,
+    /// Each node's presences summed as its digest sums them (`digest.rs`).
+    sums: HashMap<Arc<str>, Sum>,
 }
 
 impl Remote {
@@ -53,19 +56,31 @@ impl Remote {
         presence: Presence,
     ) -> Option<Presence> {
         let session_id = presence.session_id;
+        let hash = presence_hash(&stream, &presence);
         let previous = self
             .by_stream
             .entry(stream.clone())
             .or_default()
             .insert(session_id, presence);
-        if previous.is_none() {
-            self.by_session
-                .entry(session_id)
-                .or_insert_with(|| (node.clone(), Vec::new()))
-                .1
-                .push(stream);
-            self.count += 1;
-        }
+        let holder = match &previous {
+            Some(previous) => {
+                let holder = self.by_session.get(&session_id).map(|(n, _)| n.clone());
+                if let Some(sum) = holder.as_ref().and_then(|n| self.sums.get_mut(n)) {
+                    sum.remove(presence_hash(&stream, previous));
+                }
+                holder.unwrap_or_else(|| node.clone())
+            }
+            None => {
+                let entry = self
+                    .by_session
+                    .entry(session_id)
+                    .or_insert_with(|| (node.clone(), Vec::new()));
+                entry.1.push(stream);
+                self.count += 1;
+                entry.0.clone()
+            }
+        };
+        self.sums.entry(holder).or_default().add(hash);
         previous
     }
 
@@ -75,7 +90,10 @@ impl Remote {
         if members.is_empty() {
             self.by_stream.remove(stream);
         }
-        if let Some((_, streams)) = self.by_session.get_mut(&session_id) {
+        if let Some((node, streams)) = self.by_session.get_mut(&session_id) {
+            if let Some(sum) = self.sums.get_mut(node) {
+                sum.remove(presence_hash(stream, &removed));
+            }
             streams.retain(|s| s != stream);
             if streams.is_empty() {
                 self.by_session.remove(&session_id);
@@ -86,7 +104,7 @@ impl Remote {
     }
 
     fn remove_session(&mut self, session_id: Uuid) -> Vec<(StreamKey, Presence)> {
-        let Some((_, streams)) = self.by_session.remove(&session_id) else {
+        let Some((node, streams)) = self.by_session.remove(&session_id) else {
             return Vec::new();
         };
         let mut removed = Vec::with_capacity(streams.len());
@@ -95,6 +113,9 @@ impl Remote {
                 continue;
             };
             if let Some(presence) = members.remove(&session_id) {
+                if let Some(sum) = self.sums.get_mut(&node) {
+                    sum.remove(presence_hash(&stream, &presence));
+                }
                 self.count -= 1;
                 if members.is_empty() {
                     self.by_stream.remove(&stream);
@@ -142,6 +163,7 @@ impl Remote {
 
     fn drop_node(&mut self, node: &str) -> Vec<(StreamKey, Presence)> {
         self.baselines.remove(node);
+        self.sums.remove(node);
         let sessions: Vec<Uuid> = self
             .by_session
             .iter()
@@ -178,6 +200,28 @@ impl ClusterTracker {
 
     fn node(&self) -> String {
         self.announcer.node.clone()
+    }
+
+    /// `node`'s presences as this node holds them, summed as that node's digest sums them.
+    pub(crate) fn remote_sum(&self, node: &str) -> Sum {
+        self.remote
+            .read()
+            .sums
+            .get(node)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Queues this node's digest (`digest.rs`) behind every announcement it covers: summed
+    /// under the announcement lock (presences) and the sessions' lock (see
+    /// [`Announcer::publish_digest`]).
+    pub(crate) fn publish_digest(&self) {
+        let _order = self.announce.lock();
+        let mut presences = Sum::default();
+        for (stream, presence) in self.local.all() {
+            presences.add(presence_hash(&stream, &presence));
+        }
+        self.announcer.publish_digest(presences);
     }
 
     /// Every local presence, in chunks (the first replaces what peers knew of this node).

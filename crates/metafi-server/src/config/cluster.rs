@@ -29,6 +29,12 @@ pub struct RawCluster {
     pub max_concurrent_calls: i64,
     /// How often this node publishes its match listing to the others.
     pub match_listing_interval_ms: i64,
+    /// Largest batch of cluster messages for one subject (0: no batching).
+    pub batch_max_bytes: i64,
+    /// How long the publisher gathers a batch (0: only what is queued; nothing waits).
+    pub batch_window_ms: i64,
+    /// How often this node publishes the digest of what it announced.
+    pub digest_interval_ms: i64,
 }
 
 impl Default for RawCluster {
@@ -45,6 +51,9 @@ impl Default for RawCluster {
             call_timeout_ms: ms(d.call_timeout),
             max_concurrent_calls: i64::try_from(d.max_concurrent_calls).unwrap_or(i64::MAX),
             match_listing_interval_ms: ms(d.match_listing_interval),
+            batch_max_bytes: i64::try_from(d.batch_max_bytes).unwrap_or(i64::MAX),
+            batch_window_ms: ms(d.batch_window),
+            digest_interval_ms: ms(d.digest_interval),
         }
     }
 }
@@ -93,6 +102,15 @@ pub(super) fn validate(
         10,
         600_000,
     );
+    // Below NATS's default 1 MiB payload limit.
+    let batch_max_bytes = check.count("cluster.batch_max_bytes", c.batch_max_bytes, 0, 1 << 19);
+    let batch_window = check.millis("cluster.batch_window_ms", c.batch_window_ms, 0, 100);
+    let digest_interval = check.millis(
+        "cluster.digest_interval_ms",
+        c.digest_interval_ms,
+        10,
+        600_000,
+    );
     if peer_lost_timeout < heartbeat_interval * 2 {
         check.problem(
             "cluster.peer_lost_timeout_ms: must be at least twice cluster.heartbeat_interval_ms, or one late heartbeat loses a peer",
@@ -130,6 +148,9 @@ pub(super) fn validate(
         call_timeout,
         max_concurrent_calls,
         match_listing_interval,
+        batch_max_bytes,
+        batch_window,
+        digest_interval,
     })
 }
 
@@ -165,6 +186,9 @@ mod tests {
             raw.cluster.call_timeout_ms = 700;
             raw.cluster.max_concurrent_calls = 9;
             raw.cluster.match_listing_interval_ms = 250;
+            raw.cluster.batch_max_bytes = 0;
+            raw.cluster.batch_window_ms = 2;
+            raw.cluster.digest_interval_ms = 300;
         })
         .unwrap();
         let cluster = config.cluster.unwrap();
@@ -176,6 +200,9 @@ mod tests {
         assert_eq!(cluster.call_timeout.as_millis(), 700);
         assert_eq!(cluster.max_concurrent_calls, 9);
         assert_eq!(cluster.match_listing_interval.as_millis(), 250);
+        assert_eq!(cluster.batch_max_bytes, 0);
+        assert_eq!(cluster.batch_window.as_millis(), 2);
+        assert_eq!(cluster.digest_interval.as_millis(), 300);
         assert!(cluster.lost_bound().as_secs_f64() <= 5.0);
     }
 
