@@ -297,6 +297,36 @@ mod tests {
         assert!(directory.inner.read().by_node.is_empty());
     }
 
+    /// The kept sum equals the sum of the held sessions through opens, a hint and its
+    /// announcement, closes and a snapshot.
+    #[test]
+    fn the_kept_sum_follows_every_change() {
+        let directory = SessionDirectory::new();
+        let n1: Arc<str> = Arc::from("n1");
+        let held = |directory: &SessionDirectory| {
+            let inner = directory.inner.read();
+            let mut sum = Sum::default();
+            for s in inner.sessions.values().filter(|s| &*s.node == "n1") {
+                sum.add(session_hash(&s.session_id, &s.user_id, s.opened_ms));
+            }
+            sum
+        };
+        let (a, b) = (entry(Uuid::new_v4()), entry(Uuid::new_v4()));
+        directory.open(&n1, a);
+        directory.hint(&n1, b.session_id, b.user_id);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        directory.open(&n1, b);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        assert_eq!(directory.sum("n1").count, 2);
+        directory.close("n1", a.session_id);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        directory.snapshot(&n1, true, &[a]);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        assert_eq!(directory.sum("n1").count, 1);
+        directory.drop_node("n1");
+        assert_eq!(directory.sum("n1"), Sum::default());
+    }
+
     #[test]
     fn a_first_snapshot_chunk_replaces_the_node_and_later_chunks_add() {
         let directory = SessionDirectory::new();

@@ -40,13 +40,11 @@ pub(crate) struct LocalSessions {
 }
 
 impl LocalSessions {
-    fn of_user(&self, user_id: Uuid) -> Vec<SessionEntry> {
-        self.sessions
-            .read()
-            .values()
-            .filter(|s| s.user_id == user_id)
-            .copied()
-            .collect()
+    /// The announced entries of `ids` (a user's sessions, from the registry's index by user:
+    /// no scan of every local session per remote open).
+    fn entries(&self, ids: &[Uuid]) -> Vec<SessionEntry> {
+        let sessions = self.sessions.read();
+        ids.iter().filter_map(|id| sessions.get(id).copied()).collect()
     }
 }
 
@@ -367,7 +365,11 @@ impl SessionsTask {
         if !self.single_socket {
             return;
         }
-        for local in self.announcer.local.of_user(remote.user_id) {
+        let ids = self.registry.user_session_ids(remote.user_id);
+        if ids.is_empty() {
+            return;
+        }
+        for local in self.announcer.local.entries(&ids) {
             if (local.opened_ms, local.session_id) >= (remote.opened_ms, remote.session_id) {
                 continue;
             }

@@ -496,6 +496,55 @@ mod tests {
         }
     }
 
+    /// The sum kept entry by entry equals the sum of what is held, through inserts, updates,
+    /// removals, a session's end and a snapshot; another node's presences do not count.
+    #[test]
+    fn the_kept_sum_follows_every_change() {
+        let mut remote = Remote::default();
+        let (n1, n2): (Arc<str>, Arc<str>) = (Arc::from("n1"), Arc::from("n2"));
+        let held = |remote: &Remote, node: &str| {
+            let mut sum = Sum::default();
+            for (stream, members) in &remote.by_stream {
+                for presence in members.values() {
+                    if remote
+                        .by_session
+                        .get(&presence.session_id)
+                        .is_some_and(|(n, _)| &**n == node)
+                    {
+                        sum.add(presence_hash(stream, presence));
+                    }
+                }
+            }
+            sum
+        };
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let room = StreamKey {
+            mode: StreamMode::Room,
+            subject: Uuid::nil(),
+            subcontext: Uuid::nil(),
+            label: "r".into(),
+        };
+        let _ = remote.insert(&n1, StreamKey::status(a), presence(a));
+        let _ = remote.insert(&n1, room.clone(), presence(a));
+        let _ = remote.insert(&n1, room.clone(), presence(b));
+        let _ = remote.insert(&n2, room.clone(), presence(c));
+        let mut away = presence(b);
+        away.meta.status = Some("away".into());
+        assert!(remote.insert(&n1, room.clone(), away).is_some());
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        assert_eq!(remote.sums[&n1].count, 3);
+        let _ = remote.remove(a, &room);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        let _ = remote.remove_session(b);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        let _ = remote.snapshot(&n1, true, vec![(room.clone(), presence(b))]);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        assert_eq!(remote.sums[&n1].count, 1);
+        assert_eq!(remote.sums[&n2], held(&remote, "n2"));
+        let _ = remote.drop_node("n1");
+        assert!(!remote.sums.contains_key("n1"));
+    }
+
     #[test]
     fn a_snapshot_names_only_the_presences_new_here() {
         let mut remote = Remote::default();

@@ -20,6 +20,7 @@ use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
 use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::register::Register;
+use crate::workloads::relay::{Relay, RelayOptions};
 use crate::workloads::rpc::{Rpc, RpcOptions};
 use crate::workloads::seed_match::{MatchOptions, Matches};
 
@@ -234,6 +235,31 @@ pub async fn execute(
             )
             .await
         }
+        Command::Relay {
+            socket,
+            hold,
+            interval,
+            size,
+            join_delay,
+            ..
+        } => {
+            let workload = Relay::new(RelayOptions {
+                hold,
+                interval,
+                size,
+                join_delay,
+                socket: socket_config(&socket, &common),
+            })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(10.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
     }
 }
 
@@ -339,7 +365,8 @@ fn common(command: &Command) -> &Common {
         | Command::Auth { common, .. }
         | Command::Rpc { common, .. }
         | Command::Leaderboard { common, .. }
-        | Command::Match { common, .. } => common,
+        | Command::Match { common, .. }
+        | Command::Relay { common, .. } => common,
     }
 }
 
