@@ -44,7 +44,9 @@ impl LocalSessions {
     /// no scan of every local session per remote open).
     fn entries(&self, ids: &[Uuid]) -> Vec<SessionEntry> {
         let sessions = self.sessions.read();
-        ids.iter().filter_map(|id| sessions.get(id).copied()).collect()
+        ids.iter()
+            .filter_map(|id| sessions.get(id).copied())
+            .collect()
     }
 }
 

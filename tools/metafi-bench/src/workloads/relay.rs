@@ -103,13 +103,14 @@ impl Relay {
         ctx.stats
             .record(ctx.series("authenticate"), started.elapsed());
         let started = Instant::now();
-        let mut socket =
-            WebSocketTransport::connect(client.endpoint(), &session.token, &o.socket)
-                .await
-                .map_err(|e| e.kind().into_owned())?;
+        let mut socket = WebSocketTransport::connect(client.endpoint(), &session.token, &o.socket)
+            .await
+            .map_err(|e| e.kind().into_owned())?;
         ctx.stats.record(ctx.series("connect"), started.elapsed());
         ctx.stats.connected();
-        let result = self.in_match(ctx, index, pair, second, series, &mut socket).await;
+        let result = self
+            .in_match(ctx, index, pair, second, series, &mut socket)
+            .await;
         if result.is_ok() {
             let _ = tokio::time::timeout(o.socket.timeout, socket.close()).await;
         }
