@@ -20,6 +20,7 @@ use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
 use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::register::Register;
+use crate::workloads::relay::{Relay, RelayOptions};
 use crate::workloads::rpc::{Rpc, RpcOptions};
 use crate::workloads::seed_match::{MatchOptions, Matches};
 use crate::workloads::world::{WorldOptions, Worlds};
@@ -272,6 +273,31 @@ pub async fn execute(
             )
             .await
         }
+        Command::Relay {
+            socket,
+            hold,
+            interval,
+            size,
+            join_delay,
+            ..
+        } => {
+            let workload = Relay::new(RelayOptions {
+                hold,
+                interval,
+                size,
+                join_delay,
+                socket: socket_config(&socket, &common),
+            })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(10.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
     }
 }
 
@@ -380,6 +406,7 @@ fn common(command: &Command) -> &Common {
         | Command::Leaderboard { common, .. }
         | Command::Match { common, .. }
         | Command::World { common, .. } => common,
+        | Command::Relay { common, .. } => common,
     }
 }
 

@@ -155,6 +155,27 @@ pub enum Command {
         #[arg(long, value_parser = parse_duration, default_value = "180s")]
         hold: Duration,
     },
+    /// Pairs of players in relayed matches (no tick), half of the pairs on one node and half
+    /// across two nodes: the latency of a message between players on one node against one that
+    /// crosses nodes (series same_node and cross_node).
+    Relay {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// How long each player plays.
+        #[arg(long, value_parser = parse_duration, default_value = "30s")]
+        hold: Duration,
+        /// Time between two messages of one player.
+        #[arg(long, value_parser = parse_duration, default_value = "100ms")]
+        interval: Duration,
+        /// Payload length, in characters.
+        #[arg(long, default_value_t = 44)]
+        size: usize,
+        /// How long the second player of a pair waits before joining the pair's match.
+        #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+        join_delay: Duration,
+    },
 }
 
 /// Target, load model, limits and output: the same on every workload.

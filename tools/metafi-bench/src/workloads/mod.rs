@@ -5,6 +5,7 @@ pub mod auth;
 pub mod ccu;
 pub mod leaderboard;
 pub mod register;
+pub mod relay;
 pub mod rpc;
 pub mod seed_match;
 pub mod world;
