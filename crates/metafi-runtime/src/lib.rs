@@ -52,8 +52,8 @@ pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
 pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
-    EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
-    VmLimits, VmSetup,
+    EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
+    RpcCall, VmLimits, VmSetup,
 };
 pub use inline::{may_block, on_inline_call};
 pub use log_limit::LogLimit;
