@@ -405,7 +405,7 @@ fn common(command: &Command) -> &Common {
         | Command::Rpc { common, .. }
         | Command::Leaderboard { common, .. }
         | Command::Match { common, .. }
-        | Command::World { common, .. } => common,
+        | Command::World { common, .. }
         | Command::Relay { common, .. } => common,
     }
 }
