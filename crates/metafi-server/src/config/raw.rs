@@ -29,6 +29,7 @@ pub struct RawConfig {
     pub iap: super::iap::RawIap,
     pub cluster: super::cluster::RawCluster,
     pub console: super::console::RawConsole,
+    pub agones: super::agones::RawAgones,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,6 +207,7 @@ impl Default for RawConfig {
             iap: super::iap::RawIap::default(),
             cluster: super::cluster::RawCluster::default(),
             console: super::console::RawConsole::default(),
+            agones: super::agones::RawAgones::default(),
         }
     }
 }
