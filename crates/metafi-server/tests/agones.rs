@@ -99,7 +99,8 @@ impl Fake {
     ) {
         let path = request.uri().path().to_owned();
         assert_eq!(
-            request.headers()["content-type"], "application/grpc",
+            request.headers()["content-type"],
+            "application/grpc",
             "{path}"
         );
         let mut body = request.into_body();
@@ -262,7 +263,8 @@ async fn a_node_speaks_the_agones_sdk_from_ready_to_shutdown() {
     // Health ticks on one stream; the GameServer is watched.
     fake.wait("three Health", |calls| count(calls, &Call::Health) >= 3)
         .await;
-    fake.wait("Watch", |calls| calls.contains(&Call::Watch)).await;
+    fake.wait("Watch", |calls| calls.contains(&Call::Watch))
+        .await;
 
     // A player connects: players follows; a match starts: matches follows.
     let http = Http::new(&s.base);

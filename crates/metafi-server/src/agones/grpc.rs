@@ -93,10 +93,7 @@ impl Channel {
     }
 
     /// Starts a call on `path`; the request body is left open for the caller.
-    async fn start(
-        &self,
-        path: &str,
-    ) -> anyhow::Result<(ResponseFuture, SendStream<Bytes>)> {
+    async fn start(&self, path: &str) -> anyhow::Result<(ResponseFuture, SendStream<Bytes>)> {
         let request = http::Request::builder()
             .method(http::Method::POST)
             .uri(format!("http://{}{path}", self.authority))

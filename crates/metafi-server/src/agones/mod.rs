@@ -147,7 +147,10 @@ async fn run(
         tracing::warn!(error = %e, "Agones: SetLabel node failed");
     }
     update(&channel, &mut sent, source()).await;
-    match channel.unary::<_, Empty>(proto::path::READY, &Empty {}).await {
+    match channel
+        .unary::<_, Empty>(proto::path::READY, &Empty {})
+        .await
+    {
         Ok(_) => tracing::info!(address = %settings.sdk, "Agones: Ready"),
         Err(e) => tracing::error!(error = %e, "Agones: Ready failed"),
     }
@@ -269,10 +272,7 @@ async fn watch(channel: Channel, seen: Arc<Mutex<Option<String>>>) {
         match stream.next::<GameServer>().await {
             Ok(Some(game_server)) => {
                 let state = game_server.status.map(|s| s.state).unwrap_or_default();
-                let name = game_server
-                    .object_meta
-                    .map(|m| m.name)
-                    .unwrap_or_default();
+                let name = game_server.object_meta.map(|m| m.name).unwrap_or_default();
                 let changed = seen.lock().as_deref() != Some(state.as_str());
                 if changed {
                     if state == "Allocated" {

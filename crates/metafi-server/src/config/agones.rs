@@ -69,8 +69,18 @@ pub(super) fn validate(
         None => check.port("agones.port", a.port),
     };
     let ip = check.ip("agones.address", &a.address);
-    let health_interval = check.millis("agones.health_interval_ms", a.health_interval_ms, 10, 600_000);
-    let update_interval = check.millis("agones.update_interval_ms", a.update_interval_ms, 10, 600_000);
+    let health_interval = check.millis(
+        "agones.health_interval_ms",
+        a.health_interval_ms,
+        10,
+        600_000,
+    );
+    let update_interval = check.millis(
+        "agones.update_interval_ms",
+        a.update_interval_ms,
+        10,
+        600_000,
+    );
     if !a.enabled {
         return None;
     }
@@ -80,4 +90,36 @@ pub(super) fn validate(
         update_interval,
         counters: a.counters,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests: a panic is the failure report
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_by_default_and_the_pods_port_wins_when_on() {
+        let mut check = Checker::default();
+        assert!(validate(&RawAgones::default(), None, &mut check).is_none());
+        let on = RawAgones {
+            enabled: true,
+            ..RawAgones::default()
+        };
+        let settings = validate(&on, None, &mut check).unwrap();
+        assert_eq!(settings.sdk, "127.0.0.1:9357".parse().unwrap());
+        assert_eq!(settings.health_interval, Duration::from_secs(2));
+        let settings = validate(&on, Some("9400"), &mut check).unwrap();
+        assert_eq!(settings.sdk.port(), 9400);
+        assert!(check.problems().is_empty(), "{:?}", check.problems());
+
+        validate(&on, Some("port"), &mut check);
+        let bad = RawAgones {
+            health_interval_ms: 0,
+            ..on
+        };
+        validate(&bad, None, &mut check);
+        assert_eq!(check.problems().len(), 2, "{:?}", check.problems());
+        assert!(check.problems()[0].starts_with("AGONES_SDK_GRPC_PORT"));
+        assert!(check.problems()[1].contains("agones.health_interval_ms"));
+    }
 }
