@@ -7,7 +7,8 @@
 //! the match engine (it delivers through them) → channels → the script runtime (its `nk`
 //! creates matches through the engine, and reaches sessions, streams and channels through the
 //! realtime parts and channels: `realtime_host.rs`) → the runtime's match handlers and matchmaker hook handed to the engine →
-//! `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks.
+//! `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks → the Agones
+//! SDK task (`[agones]`, which says Ready).
 //!
 //! Runtime and engine need each other: `nk.match_create` needs the engine, and the engine's
 //! script matches need the handlers the runtime's modules register. The engine is built first

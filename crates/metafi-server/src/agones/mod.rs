@@ -160,7 +160,14 @@ async fn run(
     let mut update_tick = tokio::time::interval(settings.update_interval);
     loop {
         tokio::select! {
-            _ = &mut finished => break,
+            finish = &mut finished => {
+                if finish.is_err() {
+                    // The node was dropped without stopping: no Shutdown on its behalf.
+                    watch.abort();
+                    return;
+                }
+                break;
+            }
             _ = health_tick.tick() => {
                 if health.is_none() {
                     match channel.client_stream(proto::path::HEALTH).await {
