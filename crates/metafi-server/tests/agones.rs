@@ -41,7 +41,11 @@ struct Fake {
 
 impl Fake {
     async fn start() -> (Fake, u16) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Fake::start_on(0).await
+    }
+
+    async fn start_on(port: u16) -> (Fake, u16) {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let fake = Fake {
             calls: Arc::default(),
@@ -340,4 +344,46 @@ async fn without_agones_enabled_no_sdk_call_is_made() {
     assert_eq!(s.node().agones_game_server_state(), None);
     s.stop().await;
     assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn a_full_node_says_so_in_its_label_and_a_late_sidecar_delays_nothing() {
+    // The sidecar is not up when the node starts: the node starts anyway and the SDK calls
+    // follow once it is.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // An objective of 1 % of the core: a new match (projected at 2 %) never fits.
+    let s = TestNode::start_in(dir.path(), |raw| {
+        raw.matches.executor_threads = 1;
+        raw.matches.objective_cpu_percent = 1;
+        raw.matches.new_match_cpu_us = 20_000;
+        raw.agones.enabled = true;
+        raw.agones.port = i64::from(port);
+        raw.agones.health_interval_ms = 20;
+        raw.agones.update_interval_ms = 20;
+        raw.agones.counters = false;
+    })
+    .await;
+    let health = s.http().send(s.http().get("/healthcheck")).await;
+    assert_eq!(health.status, 200, "{:?}", health.body);
+    let (fake, _) = Fake::start_on(port).await;
+    let calls = fake
+        .wait("Ready", |calls| calls.contains(&Call::Ready))
+        .await;
+    let ready = position(&calls, &Call::Ready);
+    assert!(
+        position(&calls, &label("full", "true")) < ready,
+        "{calls:?}"
+    );
+    // agones.counters = false: no counter calls.
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::Counter(..))),
+        "{calls:?}"
+    );
+    s.stop().await;
+    let calls = fake.calls();
+    assert_eq!(calls.last(), Some(&Call::Shutdown), "{calls:?}");
 }
