@@ -19,6 +19,12 @@ flags=(--set session.token_expiry_sec=600)
 if "$bin" config default | grep -q '^\[runtime\]'; then
   flags+=(--set runtime.path=examples)
 fi
+# A served world for the world workload (docs/WORLD.md), on one thread of its own.
+has_world=false
+if "$bin" config default | grep -q '^\[world\]'; then
+  flags+=(--set world.enabled=true --set world.threads=1)
+  has_world=true
+fi
 
 trap stop_server EXIT
 start_server "$bin" "${flags[@]}"
@@ -78,6 +84,11 @@ if has_socket; then
     run match --users 20 --phase 10:2s --phase 0:2s --hold 3s
   else
     skip "match: the server has no RPC get_match (the match engine's example module)"
+  fi
+  if $has_world; then
+    run world --users 10 --phase 10:1s --phase 0:3s --hold 3s --format protobuf
+  else
+    skip "world: the server serves no worlds"
   fi
 else
   skip "ccu, rpc --socket, match: the server has no realtime socket at /ws"

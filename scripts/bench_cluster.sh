@@ -10,7 +10,10 @@
 #   scripts/bench_cluster.sh                 (RUNS=3 DURATION=8 by default)
 #
 # Environment: BIN / BENCH (default target/release/…, build them as in bench_inline.sh), RUNS,
-# DURATION (seconds per run), CLIENTS (default 64), OUT (report directory).
+# DURATION (seconds per run), CLIENTS (default 64), OUT (report directory), PORT_BASE (node n
+# listens on PORT_BASE + 10n, default 7500), WORKLOADS (a subset of "register auth rpc-rest
+# rpc-socket ccu match relay", default all). The relay rows compare a message between two
+# players on one node with one that crosses nodes (metafi-bench relay: same_node, cross_node).
 # Needs PostgreSQL (scripts/postgres.sh) and NATS (scripts/nats.sh; started here if
 # METAFI_TEST_NATS_URL is unset).
 set -euo pipefail
@@ -58,7 +61,7 @@ start_nodes() {
   db=$(METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh)
   servers=""
   for n in $(seq 1 "$count"); do
-    port=$((7500 + 10 * n))
+    port=$((${PORT_BASE:-7500} + 10 * n))
     data=$(mktemp -d -t metafi-bench-data.XXXXXX)
     datas+=("$data")
     local cluster=()
@@ -99,7 +102,7 @@ name = sys.argv[2]
 usage = report.get("server_usage") or {}
 cpu = usage.get("cpu_secs") or float("nan")
 rows = [r for r in report["requests"] if r["count"] > 0]
-main = ["echo", "broadcast"] if report["workload"] == "match" else [max(rows, key=lambda r: r["count"])["name"]]
+main = {"match": ["echo", "broadcast"], "relay": ["same_node", "cross_node"]}.get(report["workload"]) or [max(rows, key=lambda r: r["count"])["name"]]
 count = sum(r["count"] for r in rows if r["name"] in main)
 for r in rows:
     if r["name"] in main:
@@ -110,12 +113,16 @@ PY
 
 workloads() {
   local mode=$1 r=$2
-  run "register-$mode-$r" register --clients "$clients" --duration "${duration}s"
-  run "auth-$mode-$r" auth --clients "$clients" --duration "${duration}s" --users 500
-  run "rpc-rest-$mode-$r" rpc --id echo_native --clients "$clients" --duration "${duration}s" --users 100
-  run "rpc-socket-$mode-$r" rpc --socket --id echo_native --clients "$clients" --duration "${duration}s" --users 100
-  run "ccu-$mode-$r" ccu --phase "1000:5s" --hold "${duration}s"
-  run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s"
+  local want=" ${WORKLOADS:-register auth rpc-rest rpc-socket ccu match relay} "
+  [[ $want == *" register "* ]] && run "register-$mode-$r" register --clients "$clients" --duration "${duration}s"
+  [[ $want == *" auth "* ]] && run "auth-$mode-$r" auth --clients "$clients" --duration "${duration}s" --users 500
+  [[ $want == *" rpc-rest "* ]] && run "rpc-rest-$mode-$r" rpc --id echo_native --clients "$clients" --duration "${duration}s" --users 100
+  [[ $want == *" rpc-socket "* ]] && run "rpc-socket-$mode-$r" rpc --socket --id echo_native --clients "$clients" --duration "${duration}s" --users 100
+  [[ $want == *" ccu "* ]] && run "ccu-$mode-$r" ccu --phase "1000:5s" --hold "${duration}s"
+  [[ $want == *" match "* ]] && run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s"
+  # 200 pairs, 10 messages per second each way: no tick, so the latency is the path's own.
+  [[ $want == *" relay "* ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
+  return 0
 }
 
 for r in $(seq 1 "$runs"); do

@@ -256,6 +256,18 @@ impl Client {
         Ok(result.payload)
     }
 
+    /// `GET /v2/match?{query}` (e.g. `authoritative=true&limit=100`): the match listing as
+    /// JSON (`{"matches": [...]}`).
+    pub async fn list_matches(
+        &self,
+        token: &str,
+        query: &str,
+    ) -> Result<serde_json::Value, ClientError> {
+        let path = format!("/v2/match?{query}");
+        self.call(Method::GET, &path, Auth::Bearer(token), None)
+            .await
+    }
+
     /// `POST /v2/rpc/{id}?http_key=…`: a server-to-server call with no user.
     pub async fn rpc_with_http_key(
         &self,

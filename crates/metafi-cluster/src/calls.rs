@@ -5,7 +5,9 @@
 //! message on the same subject, queued behind this node's other outgoing messages, so the
 //! casts one node sends another are handled in the order they were sent (a player's match data
 //! and then its leave). Each message is a frame: the typed request as JSON (its length first,
-//! u32 big-endian), then raw bytes (match data travel as they are, not as JSON).
+//! u32 big-endian), then raw bytes (match data travel as they are, not as JSON). Match data
+//! casts, the hot path, have a binary frame of their own instead (`codec::encode_match_data`);
+//! casts may arrive batched (`codec::unbatch`).
 //!
 //! Bounded: at most `cluster.max_concurrent_calls` calls of this node wait for answers, and at
 //! most as many calls from other nodes are being answered here (past it a caller gets
@@ -25,6 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Semaphore;
 
+use crate::codec::{MATCH_DATA, decode_match_data, encode_match_data, unbatch};
 use crate::membership::Peers;
 use crate::metrics;
 use crate::outgoing::Outgoing;
@@ -139,7 +142,7 @@ impl Calls {
         let timeout = self.config.call_timeout;
         let answer = tokio::time::timeout(
             timeout,
-            self.client.request(subject, encode_frame(request, raw)),
+            self.client.request(subject, encode_request(request, raw)),
         )
         .await;
         let message = match answer {
@@ -174,9 +177,9 @@ impl Calls {
         if !self.peers.contains(node) {
             return false;
         }
-        self.outgoing.send(
+        self.outgoing.send_batched(
             self.config.call_subject(node),
-            encode_frame(request, raw),
+            encode_request(request, raw),
             "cast",
         )
     }
@@ -192,14 +195,19 @@ pub(crate) async fn serve(
 ) {
     let answering = Arc::new(Semaphore::new(limit.max(1)));
     while let Some(message) = subscriber.next().await {
-        let Some((request, raw)) = decode_frame::<CallRequest>(&message.payload) else {
-            metrics::received("call");
-            tracing::debug!("cluster: ignored a malformed call");
-            continue;
-        };
         let Some(reply_to) = message.reply else {
             metrics::received("cast");
-            handler.cast(request, raw);
+            for part in unbatch(&message.payload) {
+                match decode_request(&part) {
+                    Some((request, raw)) => handler.cast(request, raw),
+                    None => tracing::debug!("cluster: ignored a malformed cast"),
+                }
+            }
+            continue;
+        };
+        let Some((request, raw)) = decode_request(&message.payload) else {
+            metrics::received("call");
+            tracing::debug!("cluster: ignored a malformed call");
             continue;
         };
         metrics::received("call");
@@ -224,6 +232,41 @@ pub(crate) async fn serve(
 
 /// A frame: the JSON length (u32, big-endian), the JSON, then the raw bytes.
 fn encode_frame(value: &impl Serialize, raw: &[u8]) -> Bytes {
+    json_frame(value, raw)
+}
+
+/// A request's frame: match data in their binary form, anything else as JSON.
+fn encode_request(request: &CallRequest, raw: &[u8]) -> Bytes {
+    match request {
+        CallRequest::MatchData {
+            match_id,
+            session_id,
+            op_code,
+            reliable,
+            to,
+        } => encode_match_data(match_id, session_id, *op_code, *reliable, to, raw),
+        other => json_frame(other, raw),
+    }
+}
+
+fn decode_request(frame: &Bytes) -> Option<(CallRequest, Bytes)> {
+    if frame.first() == Some(&MATCH_DATA) {
+        let (data, raw) = decode_match_data(frame)?;
+        return Some((
+            CallRequest::MatchData {
+                match_id: data.match_id,
+                session_id: data.session_id,
+                op_code: data.op_code,
+                reliable: data.reliable,
+                to: data.to,
+            },
+            raw,
+        ));
+    }
+    decode_frame(frame)
+}
+
+fn json_frame(value: &impl Serialize, raw: &[u8]) -> Bytes {
     let json = serde_json::to_vec(value).unwrap_or_default();
     let mut frame = BytesMut::with_capacity(4 + json.len() + raw.len());
     frame.put_u32(u32::try_from(json.len()).unwrap_or(u32::MAX));
@@ -370,6 +413,29 @@ mod tests {
         }
         n3.halt().await;
         n1.stop().await;
+    }
+
+    #[test]
+    fn match_data_goes_binary_and_other_requests_as_json() {
+        let request = CallRequest::MatchData {
+            match_id: "m.n1".into(),
+            session_id: uuid::Uuid::new_v4(),
+            op_code: 3,
+            reliable: false,
+            to: vec![uuid::Uuid::new_v4()],
+        };
+        let frame = encode_request(&request, b"payload");
+        assert_eq!(frame[0], MATCH_DATA);
+        let (back, raw) = decode_request(&frame).expect("decodes");
+        assert_eq!(back, request);
+        assert_eq!(&raw[..], b"payload");
+        let signal = CallRequest::MatchSignal {
+            match_id: "m".into(),
+            data: "d".into(),
+        };
+        let frame = encode_request(&signal, b"");
+        assert_eq!(frame[0], 0, "a JSON frame starts with its length");
+        assert_eq!(decode_request(&frame).expect("decodes").0, signal);
     }
 
     #[test]

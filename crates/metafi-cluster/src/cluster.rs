@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 
 use crate::BoxFuture;
 use crate::calls::{self, CallHandler, Calls};
+use crate::codec::unbatch;
 use crate::matches::ClusterMatches;
 use crate::matchmaker::MatchmakerTask;
-use crate::outgoing::Outgoing;
+use crate::outgoing::{Batching, Outgoing};
 use crate::parties::ClusterParties;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
@@ -94,6 +95,7 @@ pub struct Cluster {
     directory: Arc<SessionDirectory>,
     router: Arc<ClusterRouter>,
     tracker: Arc<ClusterTracker>,
+    announcer: Arc<Announcer>,
     outgoing: Outgoing,
     /// The node's matchmaker once [`Cluster::serve_matchmaker`] made it the cluster's.
     matchmaking: Option<Arc<Matchmaking>>,
@@ -169,7 +171,14 @@ impl Cluster {
             .subscribe(config.matches_subject())
             .await
             .map_err(|e| nats("the match listings subject", e))?;
-        let (outgoing, outgoing_task) = Outgoing::start(client.clone(), config.outgoing_queue_size);
+        let (outgoing, outgoing_task) = Outgoing::start(
+            client.clone(),
+            config.outgoing_queue_size,
+            Batching {
+                max_bytes: config.batch_max_bytes,
+                window: config.batch_window,
+            },
+        );
         let mut tasks = vec![outgoing_task];
         let directory = Arc::new(SessionDirectory::new());
         let announcer = Arc::new(Announcer {
@@ -178,6 +187,7 @@ impl Cluster {
             local: Arc::new(LocalSessions::default()),
             outgoing: outgoing.clone(),
             clock,
+            lose_next: std::sync::atomic::AtomicUsize::new(0),
         });
         let cluster_outgoing = outgoing.clone();
         let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
@@ -238,11 +248,13 @@ impl Cluster {
         )));
         tasks.push(tokio::spawn(
             SessionsTask {
-                announcer,
+                announcer: announcer.clone(),
                 directory: directory.clone(),
                 tracker: tracker.clone(),
                 registry: registry.clone(),
                 single_socket,
+                peers: membership.peers_view(),
+                digest_interval: config.digest_interval,
             }
             .run(
                 sessions,
@@ -265,6 +277,7 @@ impl Cluster {
             directory,
             router,
             tracker,
+            announcer,
             outgoing: cluster_outgoing,
             matchmaking: None,
             calls,
@@ -319,6 +332,23 @@ impl Cluster {
         &self.config
     }
 
+    /// Test seam: the next `count` session and presence announcements of this node (not its
+    /// digests) are dropped before NATS, as messages lost in transit would be. The node itself
+    /// goes on as if they were sent; its digest then tells its peers they drifted.
+    #[doc(hidden)]
+    pub fn lose_announcements(&self, count: usize) {
+        self.announcer
+            .lose_next
+            .store(count, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Test seam: the next `count` listing chunks of this node (a listing of fewer than 400
+    /// matches is one chunk; "unchanged" messages are not counted) are dropped before NATS.
+    #[doc(hidden)]
+    pub fn lose_listings(&self, count: usize) {
+        self.matches.lose_listings(count);
+    }
+
     /// The router to build the node's realtime parts with.
     pub fn router(&self) -> Arc<dyn MessageRouter> {
         self.router.clone()
@@ -357,7 +387,7 @@ impl Cluster {
     pub fn serve_matches(&self, matches: &Matches) -> bool {
         let served = self.matches.serve(matches);
         if served {
-            self.matches.publish_listing();
+            self.matches.publish_listing(true);
         }
         served
     }
@@ -437,23 +467,26 @@ impl Drop for Cluster {
     }
 }
 
-/// Hands what another node sent to this node's sessions (one delivery; the sessions task
-/// calls it, in order with the announcements: see `SessionsTask::run`).
-pub(crate) fn deliver(local: &LocalRouter, payload: &[u8]) {
+/// Hands what another node sent to this node's sessions (one NATS message: a delivery or a
+/// batch of them; the sessions task calls it, in order with the announcements: see
+/// `SessionsTask::run`).
+pub(crate) fn deliver(local: &LocalRouter, payload: &bytes::Bytes) {
     metrics::received("deliver");
-    let (session_ids, bytes) = match decode_delivery(payload) {
-        Ok(frame) => frame,
-        Err(e) => {
-            tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
-            return;
-        }
-    };
-    match Format::Protobuf.decode(bytes) {
-        Ok(envelope) => {
-            local.send_to_sessions(&session_ids, &Outbound::new(envelope));
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+    for part in unbatch(payload) {
+        let (session_ids, bytes) = match decode_delivery(&part) {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+                continue;
+            }
+        };
+        match Format::Protobuf.decode(bytes) {
+            Ok(envelope) => {
+                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+            }
         }
     }
 }

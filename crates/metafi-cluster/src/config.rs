@@ -38,6 +38,18 @@ pub struct ClusterConfig {
     /// if so (`cluster.party_listing_interval_ms`): other nodes' parties in a listing are at
     /// most this old (plus the NATS transit). Sent in full every tenth check regardless.
     pub party_listing_interval: std::time::Duration,
+    /// Largest batch of messages for one subject, in bytes (`cluster.batch_max_bytes`; 0: every
+    /// message goes alone). See `outgoing.rs`.
+    pub batch_max_bytes: usize,
+    /// How long the publishing task gathers after the first message of a batch
+    /// (`cluster.batch_window_ms`): each cross-node message may wait this long (tokio's timer
+    /// rounds up to whole milliseconds). 0: only what is queued when the task wakes is
+    /// gathered, and nothing waits.
+    pub batch_window: Duration,
+    /// How often a node publishes the digest of what it announced
+    /// (`cluster.digest_interval_ms`): a peer that lost an announcement notices within this
+    /// and asks for a snapshot.
+    pub digest_interval: Duration,
 }
 
 impl ClusterConfig {
@@ -56,6 +68,9 @@ impl ClusterConfig {
             max_concurrent_calls: 1024,
             match_listing_interval: Duration::from_millis(1000),
             party_listing_interval: Duration::from_millis(1000),
+            batch_max_bytes: 65_536,
+            batch_window: Duration::ZERO,
+            digest_interval: Duration::from_millis(1000),
         }
     }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use uuid::Uuid;
 
+use crate::digest::{Sum, session_hash};
 use crate::metrics;
 use crate::wire::SessionEntry;
 
@@ -32,6 +33,8 @@ struct Inner {
     sessions: HashMap<Uuid, RemoteSession>,
     by_user: HashMap<Uuid, Vec<Uuid>>,
     by_node: HashMap<Arc<str>, HashSet<Uuid>>,
+    /// Each node's sessions summed as its digest sums them (`digest.rs`).
+    sums: HashMap<Arc<str>, Sum>,
     /// Sessions closed lately (at most [`RECENTLY_CLOSED`]), so a late hint cannot bring one
     /// back.
     closed: VecDeque<Uuid>,
@@ -44,6 +47,11 @@ const RECENTLY_CLOSED: usize = 16_384;
 impl Inner {
     fn insert(&mut self, node: &Arc<str>, entry: SessionEntry) {
         self.remove(entry.session_id);
+        self.sums.entry(node.clone()).or_default().add(session_hash(
+            &entry.session_id,
+            &entry.user_id,
+            entry.opened_ms,
+        ));
         self.sessions.insert(
             entry.session_id,
             RemoteSession {
@@ -65,6 +73,13 @@ impl Inner {
 
     fn remove(&mut self, session_id: Uuid) -> Option<RemoteSession> {
         let removed = self.sessions.remove(&session_id)?;
+        if let Some(sum) = self.sums.get_mut(&removed.node) {
+            sum.remove(session_hash(
+                &removed.session_id,
+                &removed.user_id,
+                removed.opened_ms,
+            ));
+        }
         if let Some(ids) = self.by_user.get_mut(&removed.user_id) {
             ids.retain(|id| *id != session_id);
             if ids.is_empty() {
@@ -81,6 +96,7 @@ impl Inner {
     }
 
     fn drop_node(&mut self, node: &str) -> usize {
+        self.sums.remove(node);
         let Some(ids) = self.by_node.remove(node) else {
             return 0;
         };
@@ -200,6 +216,16 @@ impl SessionDirectory {
             .unwrap_or_default()
     }
 
+    /// `node`'s sessions as this node holds them, summed as that node's digest sums them.
+    pub(crate) fn sum(&self, node: &str) -> Sum {
+        self.inner
+            .read()
+            .sums
+            .get(node)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Sessions known on `node`.
     pub fn node_len(&self, node: &str) -> usize {
         self.inner.read().by_node.get(node).map_or(0, HashSet::len)
@@ -269,6 +295,36 @@ mod tests {
         assert!(directory.is_empty());
         assert!(directory.inner.read().by_user.is_empty());
         assert!(directory.inner.read().by_node.is_empty());
+    }
+
+    /// The kept sum equals the sum of the held sessions through opens, a hint and its
+    /// announcement, closes and a snapshot.
+    #[test]
+    fn the_kept_sum_follows_every_change() {
+        let directory = SessionDirectory::new();
+        let n1: Arc<str> = Arc::from("n1");
+        let held = |directory: &SessionDirectory| {
+            let inner = directory.inner.read();
+            let mut sum = Sum::default();
+            for s in inner.sessions.values().filter(|s| &*s.node == "n1") {
+                sum.add(session_hash(&s.session_id, &s.user_id, s.opened_ms));
+            }
+            sum
+        };
+        let (a, b) = (entry(Uuid::new_v4()), entry(Uuid::new_v4()));
+        directory.open(&n1, a);
+        directory.hint(&n1, b.session_id, b.user_id);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        directory.open(&n1, b);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        assert_eq!(directory.sum("n1").count, 2);
+        directory.close("n1", a.session_id);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        directory.snapshot(&n1, true, &[a]);
+        assert_eq!(directory.sum("n1"), held(&directory));
+        assert_eq!(directory.sum("n1").count, 1);
+        directory.drop_node("n1");
+        assert_eq!(directory.sum("n1"), Sum::default());
     }
 
     #[test]

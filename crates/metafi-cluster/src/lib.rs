@@ -30,7 +30,9 @@
 
 mod calls;
 mod cluster;
+mod codec;
 mod config;
+mod digest;
 mod directory;
 mod matches;
 mod matchmaker;

@@ -8,14 +8,17 @@
 //!   to every node whose matches it joined).
 //! - The match's node sends match data and presence events to members on other nodes through
 //!   the router (`MatchOutlet`), one message per node per broadcast.
-//! - Listings: each node publishes its matches every `cluster.match_listing_interval_ms` (and
-//!   at once when a peer joins); every node keeps the others' last listing
-//!   ([`RemoteListing`]) and searches it as its own.
+//! - Listings: every `cluster.match_listing_interval_ms` each node publishes its matches if
+//!   they changed since its last listing (a new version), else a small "unchanged, still
+//!   version V"; the whole listing also goes at once when a peer joins or asks. Every node keeps
+//!   the others' last listing ([`RemoteListing`]) and searches it as its own; one that holds
+//!   another version than a peer's "unchanged" (a chunk was lost) asks for the listing again.
 //! - A lost (or departed) node: its sessions leave this node's matches (as a disconnect), its
 //!   listing is dropped, and this node's sessions that were in its matches are told, each with
 //!   a `match_presence_event` whose `leaves` holds their own presence (as if kicked).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -29,14 +32,16 @@ use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::calls::{CallError, CallHandler, Calls};
+use crate::digest::{Sum, listed_match_hash};
 use crate::membership::Peers;
 use crate::outgoing::Outgoing;
 use crate::wire::{
-    CallReply, CallRequest, LISTING_CHUNK, MatchListing, WireJoinOutcome, WireMatchError,
-    WirePresence, WireRelayedJoin,
+    CallReply, CallRequest, LISTING_CHUNK, ListingMessage, MatchListing, WireJoinOutcome,
+    WireMatchError, WirePresence, WireRelayedJoin,
 };
 use crate::{BoxFuture, ClusterConfig, MembershipEvent, SessionDirectory, metrics};
 
@@ -62,6 +67,26 @@ pub(crate) struct ClusterMatches {
     guests: Arc<Mutex<HashMap<String, HashSet<Uuid>>>>,
     /// The other nodes' published matches.
     views: RwLock<HashMap<String, View>>,
+    /// This node's last published listing; held while one is published, so listings go out
+    /// in version order.
+    published: Mutex<Published>,
+    /// Listing repairs asked and answered.
+    repairs: Mutex<ListingRepairs>,
+    /// Test seam: listing chunks (not "unchanged" messages or asks) to drop before NATS.
+    lose_listings: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Published {
+    /// The sum of the last listing's matches; `None` before the first.
+    sum: Option<Sum>,
+    version: u64,
+}
+
+#[derive(Debug, Default)]
+struct ListingRepairs {
+    asked: HashMap<String, Instant>,
+    answered: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -76,6 +101,8 @@ struct View {
     listing: RemoteListing,
     /// Chunks of a listing still arriving.
     building: Vec<ListedMatch>,
+    /// The version of `listing`; `None` until a whole listing arrived.
+    version: Option<u64>,
 }
 
 impl ClusterMatches {
@@ -98,6 +125,31 @@ impl ClusterMatches {
             joined: Mutex::new(HashMap::new()),
             guests: Arc::new(Mutex::new(HashMap::new())),
             views: RwLock::new(HashMap::new()),
+            published: Mutex::new(Published::default()),
+            repairs: Mutex::new(ListingRepairs::default()),
+            lose_listings: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn lose_listings(&self, count: usize) {
+        self.lose_listings.store(count, Ordering::Release);
+    }
+
+    fn send_listing(&self, message: &ListingMessage) {
+        if matches!(message, ListingMessage::Listing(_))
+            && self
+                .lose_listings
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return;
+        }
+        if let Ok(payload) = serde_json::to_vec(message) {
+            self.outgoing.send(
+                self.config.matches_subject(),
+                Bytes::from(payload),
+                "matches",
+            );
         }
     }
 
@@ -176,30 +228,48 @@ impl ClusterMatches {
             .map(|j| j.node.clone())
     }
 
-    /// Publishes this node's matches to the others, in chunks.
-    pub(crate) fn publish_listing(&self) {
+    /// Publishes this node's matches to the others, in chunks, if they changed since the last
+    /// listing or `whole` (a peer joined or asked); else says they did not.
+    pub(crate) fn publish_listing(&self, whole: bool) {
         let Some(matches) = self.local() else {
             return;
         };
-        let all = matches.listed();
-        let subject = self.config.matches_subject();
-        let chunks: Vec<&[ListedMatch]> = if all.is_empty() {
-            vec![&[]]
-        } else {
-            all.chunks(LISTING_CHUNK).collect()
-        };
+        // Locked before the matches are read: two publishers cannot send an older listing
+        // under a newer version.
+        let mut published = self.published.lock();
+        let mut all = matches.listed();
+        let mut sum = Sum::default();
+        for listed in &all {
+            sum.add(listed_match_hash(listed));
+        }
+        let changed = published.sum != Some(sum);
+        if changed {
+            published.sum = Some(sum);
+            published.version += 1;
+        }
+        let version = published.version;
+        if !changed && !whole {
+            self.send_listing(&ListingMessage::Unchanged {
+                node: self.config.node.clone(),
+                version,
+            });
+            return;
+        }
+        let mut chunks = Vec::with_capacity(all.len().div_ceil(LISTING_CHUNK).max(1));
+        while all.len() > LISTING_CHUNK {
+            let rest = all.split_off(LISTING_CHUNK);
+            chunks.push(std::mem::replace(&mut all, rest));
+        }
+        chunks.push(all);
         let count = chunks.len();
         for (i, chunk) in chunks.into_iter().enumerate() {
-            let message = MatchListing {
+            self.send_listing(&ListingMessage::Listing(MatchListing {
                 node: self.config.node.clone(),
                 first: i == 0,
                 last: i + 1 == count,
-                matches: chunk.to_vec(),
-            };
-            if let Ok(payload) = serde_json::to_vec(&message) {
-                self.outgoing
-                    .send(subject.clone(), Bytes::from(payload), "matches");
-            }
+                matches: chunk,
+                version,
+            }));
         }
     }
 
@@ -215,9 +285,56 @@ impl ClusterMatches {
         view.building.extend(listing.matches);
         if listing.last {
             view.listing = RemoteListing::new(std::mem::take(&mut view.building));
+            view.version = Some(listing.version);
         }
         drop(views);
         metrics::remote_matches(self.remote_len());
+    }
+
+    /// A peer's listing is still `version`: asks for it again when this node holds another
+    /// (at most once per three listing intervals per peer).
+    fn check_listing(&self, node: &str, version: u64) {
+        if node == self.config.node || !self.peers.contains(node) {
+            return;
+        }
+        let held = self.views.read().get(node).and_then(|v| v.version);
+        let mut repairs = self.repairs.lock();
+        if held == Some(version) {
+            repairs.asked.remove(node);
+            return;
+        }
+        metrics::digest_mismatch("listing");
+        let now = Instant::now();
+        if repairs.asked.get(node).is_some_and(|at| {
+            now.saturating_duration_since(*at) < self.config.match_listing_interval * 3
+        }) {
+            return;
+        }
+        repairs.asked.insert(node.to_owned(), now);
+        drop(repairs);
+        metrics::snapshot_asked("listing");
+        tracing::debug!(peer = %node, ?held, version, "cluster: a peer's listing differs from the one held; asking for it");
+        self.send_listing(&ListingMessage::Ask {
+            node: self.config.node.clone(),
+            of: node.to_owned(),
+        });
+    }
+
+    /// A peer asked for this node's listing: published whole, unless that was done for an ask
+    /// within half a listing interval (it is on its way to the asker too).
+    fn answer_listing(&self) {
+        let now = Instant::now();
+        {
+            let mut repairs = self.repairs.lock();
+            if repairs.answered.is_some_and(|at| {
+                now.saturating_duration_since(at) < self.config.match_listing_interval / 2
+            }) {
+                return;
+            }
+            repairs.answered = Some(now);
+        }
+        metrics::snapshot_sent("asked");
+        self.publish_listing(true);
     }
 
     /// A node is gone: its sessions leave this node's matches, its listing is dropped, and
@@ -640,17 +757,25 @@ pub(crate) async fn run(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = interval.tick() => this.publish_listing(),
+            _ = interval.tick() => this.publish_listing(false),
             message = listings.next() => {
                 let Some(message) = message else { break };
                 metrics::received("matches");
-                match serde_json::from_slice::<MatchListing>(&message.payload) {
-                    Ok(listing) => this.apply_listing(listing),
+                match serde_json::from_slice::<ListingMessage>(&message.payload) {
+                    Ok(ListingMessage::Listing(listing)) => this.apply_listing(listing),
+                    Ok(ListingMessage::Unchanged { node, version }) => {
+                        this.check_listing(&node, version);
+                    }
+                    Ok(ListingMessage::Ask { node, of }) => {
+                        if of == this.config.node && node != of {
+                            this.answer_listing();
+                        }
+                    }
                     Err(e) => tracing::debug!(error = %e, "cluster: ignored a malformed match listing"),
                 }
             }
             event = events.recv() => match event {
-                Ok(MembershipEvent::Joined { .. }) => this.publish_listing(),
+                Ok(MembershipEvent::Joined { .. }) => this.publish_listing(true),
                 Ok(MembershipEvent::Lost { node } | MembershipEvent::Left { node }) => {
                     this.node_gone(&node);
                 }

@@ -100,3 +100,29 @@ pub(crate) fn remote_matches(count: usize) {
 pub(crate) fn remote_parties(count: usize) {
     metrics::gauge!("metafi_cluster_remote_parties").set(count as f64);
 }
+
+/// `metafi_cluster_batches_total` and `metafi_cluster_batched_messages_total`: NATS messages
+/// that carried several cluster messages for one subject, and how many they carried.
+pub(crate) fn batch(parts: usize) {
+    metrics::counter!("metafi_cluster_batches_total").increment(1);
+    metrics::counter!("metafi_cluster_batched_messages_total").increment(parts as u64);
+}
+
+/// `metafi_cluster_digest_mismatches_total{what}`: a peer's digest (`sessions`, `presences`,
+/// `listing`) differed from what this node held of it (an announcement was lost, or crossed
+/// the digest).
+pub(crate) fn digest_mismatch(what: &'static str) {
+    metrics::counter!("metafi_cluster_digest_mismatches_total", "what" => what).increment(1);
+}
+
+/// `metafi_cluster_snapshots_asked_total{what}`: snapshots (`sessions`: sessions and
+/// presences; `listing`) this node asked a peer for after a digest mismatch.
+pub(crate) fn snapshot_asked(what: &'static str) {
+    metrics::counter!("metafi_cluster_snapshots_asked_total", "what" => what).increment(1);
+}
+
+/// `metafi_cluster_snapshots_sent_total{why}`: snapshots this node published (`joined`: a
+/// peer joined; `asked`: a peer asked).
+pub(crate) fn snapshot_sent(why: &'static str) {
+    metrics::counter!("metafi_cluster_snapshots_sent_total", "why" => why).increment(1);
+}

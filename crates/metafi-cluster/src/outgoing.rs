@@ -1,19 +1,45 @@
 //! The queue between the synchronous callers (a router delivering, the registry announcing a
 //! session) and NATS: bounded, never waited on, drained in order by one task, so what one node
 //! publishes reaches each subscriber in the order it was queued.
+//!
+//! Batching: when the task wakes it takes every message queued by then (and, with
+//! `cluster.batch_window_ms` above 0, what arrives within that window), and the batchable ones
+//! (session announcements, deliveries, casts: their receivers take batches) bound for one
+//! subject go as one NATS message (`codec::encode_batch`), up to `cluster.batch_max_bytes`.
+//! Under load this turns many small publishes — and as many wake-ups of NATS's connection task
+//! and of each receiver — into one per subject per wake-up; when idle a message goes alone at
+//! once (no wait is added unless a window is configured). Order is kept per subject, which is
+//! the only order NATS gives and receivers rely on.
+
+use std::collections::HashMap;
+use std::time::Duration;
 
 use async_nats::Client;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::codec::{BATCH_HEADER, PART_HEADER, encode_batch};
 use crate::metrics;
 
 struct Item {
     subject: String,
     payload: Bytes,
     kind: &'static str,
+    batch: bool,
 }
+
+/// How the publishing task groups messages (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Batching {
+    /// Largest batch, in bytes; 0 sends every message alone.
+    pub max_bytes: usize,
+    /// How long to gather after the first message of a batch; zero takes only what is queued.
+    pub window: Duration,
+}
+
+/// Messages taken per wake-up at most (bounds the task's time away from the runtime).
+const MAX_DRAIN: usize = 4096;
 
 /// Hands messages to the publishing task.
 #[derive(Clone)]
@@ -32,15 +58,39 @@ impl std::fmt::Debug for Outgoing {
 impl Outgoing {
     /// The queue and its task, which ends once every `Outgoing` is dropped and the queue is
     /// drained.
-    pub(crate) fn start(client: Client, capacity: usize) -> (Outgoing, JoinHandle<()>) {
+    pub(crate) fn start(
+        client: Client,
+        capacity: usize,
+        batching: Batching,
+    ) -> (Outgoing, JoinHandle<()>) {
         let (tx, mut rx) = mpsc::channel::<Item>(capacity.max(1));
         let task = tokio::spawn(async move {
-            while let Some(item) = rx.recv().await {
-                match client.publish(item.subject, item.payload).await {
-                    Ok(()) => metrics::sent(item.kind),
-                    Err(e) => {
-                        metrics::dropped(item.kind);
-                        tracing::warn!(kind = item.kind, error = %e, "cluster: NATS refused a message");
+            let mut taken = Vec::new();
+            while let Some(first) = rx.recv().await {
+                taken.push(first);
+                if batching.max_bytes > 0 {
+                    if !batching.window.is_zero() {
+                        tokio::time::sleep(batching.window).await;
+                    }
+                    while taken.len() < MAX_DRAIN {
+                        match rx.try_recv() {
+                            Ok(item) => taken.push(item),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                for (subject, payload, kind, parts) in group(&mut taken, batching.max_bytes) {
+                    match client.publish(subject, payload).await {
+                        Ok(()) => {
+                            metrics::sent(kind);
+                            if parts > 1 {
+                                metrics::batch(parts);
+                            }
+                        }
+                        Err(e) => {
+                            metrics::dropped(kind);
+                            tracing::warn!(kind, error = %e, "cluster: NATS refused a message");
+                        }
                     }
                 }
             }
@@ -48,14 +98,25 @@ impl Outgoing {
         (Outgoing { tx }, task)
     }
 
-    /// Queues a message; false (and counted) when the queue is full or closed.
+    /// Queues a message that goes alone; false (and counted) when the queue is full or
+    /// closed.
     pub(crate) fn send(&self, subject: String, payload: Bytes, kind: &'static str) -> bool {
+        self.queue(subject, payload, kind, false)
+    }
+
+    /// Queues a message its receiver also takes inside a batch (`codec::unbatch`).
+    pub(crate) fn send_batched(&self, subject: String, payload: Bytes, kind: &'static str) -> bool {
+        self.queue(subject, payload, kind, true)
+    }
+
+    fn queue(&self, subject: String, payload: Bytes, kind: &'static str, batch: bool) -> bool {
         let queued = self
             .tx
             .try_send(Item {
                 subject,
                 payload,
                 kind,
+                batch,
             })
             .is_ok();
         if !queued {
@@ -66,5 +127,134 @@ impl Outgoing {
             );
         }
         queued
+    }
+}
+
+/// What to publish for `items` (drained): per subject in order, the batchable messages of a
+/// subject gathered into batches of at most `max_bytes` (a message alone goes as it is), each
+/// with how many messages it carries. A subject's messages keep their order; a message that
+/// goes alone ends the batch before it.
+fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<(String, Bytes, &'static str, usize)> {
+    struct Pending {
+        kind: &'static str,
+        parts: Vec<Bytes>,
+        bytes: usize,
+    }
+    let flush = |subject: &str, pending: &mut Pending, out: &mut Vec<_>| {
+        match pending.parts.len() {
+            0 => {}
+            1 => out.push((
+                subject.to_owned(),
+                pending.parts.pop().unwrap_or_default(),
+                pending.kind,
+                1,
+            )),
+            n => out.push((
+                subject.to_owned(),
+                encode_batch(&pending.parts),
+                pending.kind,
+                n,
+            )),
+        }
+        pending.parts.clear();
+        pending.bytes = BATCH_HEADER;
+    };
+    let mut out = Vec::new();
+    let mut pending: HashMap<String, Pending> = HashMap::new();
+    // Subjects in the order they first appear, so output order is stable.
+    let mut order: Vec<String> = Vec::new();
+    for item in items.drain(..) {
+        if !item.batch || max_bytes == 0 {
+            if let Some(p) = pending.get_mut(&item.subject) {
+                flush(&item.subject, p, &mut out);
+            }
+            out.push((item.subject, item.payload, item.kind, 1));
+            continue;
+        }
+        let size = PART_HEADER + item.payload.len();
+        let p = match pending.get_mut(&item.subject) {
+            Some(p) => p,
+            None => {
+                order.push(item.subject.clone());
+                pending.entry(item.subject.clone()).or_insert(Pending {
+                    kind: item.kind,
+                    parts: Vec::new(),
+                    bytes: BATCH_HEADER,
+                })
+            }
+        };
+        if !p.parts.is_empty() && p.bytes + size > max_bytes {
+            flush(&item.subject, p, &mut out);
+        }
+        if p.parts.is_empty() {
+            p.kind = item.kind;
+        }
+        p.bytes += size;
+        p.parts.push(item.payload);
+    }
+    for subject in order {
+        if let Some(p) = pending.get_mut(&subject) {
+            flush(&subject, p, &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::unbatch;
+
+    fn item(subject: &str, payload: &'static [u8], batch: bool) -> Item {
+        Item {
+            subject: subject.into(),
+            payload: Bytes::from_static(payload),
+            kind: "k",
+            batch,
+        }
+    }
+
+    /// Per subject, what a receiver gets out of the published messages, in order.
+    fn received(out: &[(String, Bytes, &'static str, usize)], subject: &str) -> Vec<Bytes> {
+        out.iter()
+            .filter(|(s, ..)| s == subject)
+            .flat_map(|(_, payload, ..)| unbatch(payload))
+            .collect()
+    }
+
+    #[test]
+    fn batches_keep_each_subjects_order_and_their_bound() {
+        let mut items = vec![
+            item("a", b"1", true),
+            item("b", b"x", true),
+            item("a", b"2", true),
+            item("a", b"3", false),
+            item("a", b"4", true),
+            item("b", b"y", true),
+        ];
+        let out = group(&mut items, 1024);
+        assert_eq!(
+            received(&out, "a"),
+            vec![&b"1"[..], b"2", b"3", b"4"]
+                .into_iter()
+                .map(Bytes::from_static)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            received(&out, "b"),
+            vec![Bytes::from_static(b"x"), Bytes::from_static(b"y")]
+        );
+        // a: [1,2] batched, 3 alone, 4 alone; b: [x,y] batched.
+        let counts: Vec<(&str, usize)> = out.iter().map(|(s, .., n)| (s.as_str(), *n)).collect();
+        assert_eq!(counts, vec![("a", 2), ("a", 1), ("a", 1), ("b", 2)]);
+
+        // Bounded: 5 + 3 * (4 + 1) = 20 bytes fit in 20; a fourth part starts a new batch.
+        let mut items: Vec<Item> = (0..4).map(|_| item("a", b"z", true)).collect();
+        let out = group(&mut items, 20);
+        assert_eq!(out.iter().map(|o| o.3).collect::<Vec<_>>(), vec![3, 1]);
+        assert!(out.iter().all(|o| o.1.len() <= 20));
+        // Batching off: every message alone.
+        let mut items: Vec<Item> = (0..3).map(|_| item("a", b"z", true)).collect();
+        assert_eq!(group(&mut items, 0).len(), 3);
     }
 }

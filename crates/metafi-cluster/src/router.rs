@@ -54,7 +54,7 @@ impl ClusterRouter {
         for (node, ids) in by_node {
             let subject = self.config.delivery_subject(&node);
             for chunk in ids.chunks(DELIVERY_CHUNK) {
-                if self.outgoing.send(
+                if self.outgoing.send_batched(
                     subject.clone(),
                     encode_delivery(chunk, &envelope),
                     "deliver",

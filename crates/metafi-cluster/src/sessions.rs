@@ -2,6 +2,10 @@
 //! a snapshot whenever a peer joins), applies the other nodes' announcements to the
 //! [`SessionDirectory`], and enforces the single-socket rule across nodes.
 //!
+//! Repair: every `cluster.digest_interval_ms` a node queues a digest of what it announced
+//! (`digest.rs`) behind its announcements; a receiver whose sums for that node differ (an
+//! announcement was lost in transit) asks it for a snapshot, which replaces what it held.
+//!
 //! Single socket: every node sees every session open. A node that holds an older socket of the
 //! same user closes it (with Nakama's `single_socket` notification, as on one node); "older"
 //! compares the open times (each node's clock, milliseconds), then the session ids. Snapshots
@@ -9,6 +13,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
@@ -17,8 +23,12 @@ use metafi_realtime::{LocalRouter, Session, SessionListener, SessionRegistry};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
 
+use crate::codec::{decode_session_message, encode_session_message, unbatch};
+use crate::digest::{Sum, session_entry_hash};
+use crate::membership::Peers;
 use crate::outgoing::Outgoing;
 use crate::tracker::ClusterTracker;
 use crate::wire::{SNAPSHOT_CHUNK, SessionEntry, SessionMessage};
@@ -31,12 +41,12 @@ pub(crate) struct LocalSessions {
 }
 
 impl LocalSessions {
-    fn of_user(&self, user_id: Uuid) -> Vec<SessionEntry> {
-        self.sessions
-            .read()
-            .values()
-            .filter(|s| s.user_id == user_id)
-            .copied()
+    /// The announced entries of `ids` (a user's sessions, from the registry's index by user:
+    /// no scan of every local session per remote open).
+    fn entries(&self, ids: &[Uuid]) -> Vec<SessionEntry> {
+        let sessions = self.sessions.read();
+        ids.iter()
+            .filter_map(|id| sessions.get(id).copied())
             .collect()
     }
 }
@@ -49,14 +59,43 @@ pub(crate) struct Announcer {
     pub(crate) local: Arc<LocalSessions>,
     pub(crate) outgoing: Outgoing,
     pub(crate) clock: Arc<dyn Clock>,
+    /// Test seam: announcements (not digests) to drop as a lost NATS message would be.
+    pub(crate) lose_next: AtomicUsize,
 }
 
 impl Announcer {
     pub(crate) fn publish(&self, message: &SessionMessage) {
-        if let Ok(payload) = serde_json::to_vec(message) {
-            self.outgoing
-                .send(self.subject.clone(), Bytes::from(payload), "sessions");
+        if !matches!(
+            message,
+            SessionMessage::Digest { .. } | SessionMessage::Ask { .. }
+        ) && self
+            .lose_next
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return;
         }
+        self.outgoing.send_batched(
+            self.subject.clone(),
+            encode_session_message(message),
+            "sessions",
+        );
+    }
+
+    /// Queues the digest of what this node announced: `presences` (summed by the tracker
+    /// under its announcement lock, which is held meanwhile) and its sessions (summed here
+    /// under their lock), so it lands behind every announcement it covers.
+    pub(crate) fn publish_digest(&self, presences: Sum) {
+        let local = self.local.sessions.read();
+        let mut sessions = Sum::default();
+        for entry in local.values() {
+            sessions.add(session_entry_hash(entry));
+        }
+        self.publish(&SessionMessage::Digest {
+            node: self.node.clone(),
+            sessions,
+            presences,
+        });
     }
 
     /// Every local session, in chunks (the first replaces what peers knew of this node).
@@ -114,15 +153,12 @@ impl SessionListener for Announcer {
 }
 
 /// An announcement, or None (logged) for one that is not.
-fn parse(payload: &[u8]) -> Option<SessionMessage> {
-    metrics::received("sessions");
-    match serde_json::from_slice::<SessionMessage>(payload) {
-        Ok(message) => Some(message),
-        Err(e) => {
-            tracing::debug!(error = %e, "cluster: ignored a malformed sessions message");
-            None
-        }
+fn decode(part: &Bytes) -> Option<SessionMessage> {
+    let message = decode_session_message(part);
+    if message.is_none() {
+        tracing::debug!("cluster: ignored a malformed sessions message");
     }
+    message
 }
 
 /// What the sessions task works with.
@@ -133,6 +169,17 @@ pub(crate) struct SessionsTask {
     pub(crate) tracker: Arc<ClusterTracker>,
     pub(crate) registry: Arc<SessionRegistry>,
     pub(crate) single_socket: bool,
+    pub(crate) peers: Peers,
+    pub(crate) digest_interval: Duration,
+}
+
+/// What the sessions task remembers of the snapshots it asked for and sent.
+#[derive(Debug, Default)]
+struct Repairs {
+    /// When this node last asked each peer for a snapshot.
+    asked: HashMap<String, Instant>,
+    /// When this node last sent its snapshot because a peer asked.
+    answered: Option<Instant>,
 }
 
 impl SessionsTask {
@@ -157,12 +204,17 @@ impl SessionsTask {
         mut events: broadcast::Receiver<MembershipEvent>,
     ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
-        // An announcement taken early (looking for one behind a leave), applied next.
-        let mut waiting: Option<async_nats::Message> = None;
+        // The rest of a batch taken early (looking for an announcement behind a leave),
+        // applied next.
+        let mut waiting: Option<Bytes> = None;
+        let mut repairs = Repairs::default();
+        let mut digest =
+            tokio::time::interval_at(Instant::now() + self.digest_interval, self.digest_interval);
+        digest.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
-            if let Some(message) = waiting.take() {
-                if let Some(message) = parse(&message.payload) {
-                    self.apply(message, &mut nodes);
+            if let Some(payload) = waiting.take() {
+                for part in unbatch(&payload) {
+                    self.apply_part(&part, &mut nodes, &mut repairs);
                 }
                 continue;
             }
@@ -170,27 +222,38 @@ impl SessionsTask {
                 biased;
                 message = subscriber.next() => {
                     let Some(message) = message else { break };
-                    let Some(message) = parse(&message.payload) else { continue };
-                    if matches!(message, SessionMessage::Untrack { .. } | SessionMessage::UntrackAll { .. }) {
-                        match subscriber.next().now_or_never() {
-                            Some(Some(next)) => waiting = Some(next),
-                            Some(None) => {}
-                            None => {
-                                while let Some(Some(delivery)) = deliveries.next().now_or_never() {
-                                    crate::cluster::deliver(&local, &delivery.payload);
+                    metrics::received("sessions");
+                    let parts = unbatch(&message.payload);
+                    let last = parts.len().saturating_sub(1);
+                    for (at, part) in parts.iter().enumerate() {
+                        let Some(message) = decode(part) else { continue };
+                        // A leave with nothing behind it in its batch: look for a further
+                        // announcement; with none waiting, the deliveries already here go first.
+                        if at == last
+                            && matches!(message, SessionMessage::Untrack { .. } | SessionMessage::UntrackAll { .. })
+                        {
+                            match subscriber.next().now_or_never() {
+                                Some(Some(next)) => waiting = Some(next.payload),
+                                Some(None) => {}
+                                None => {
+                                    while let Some(Some(delivery)) = deliveries.next().now_or_never() {
+                                        crate::cluster::deliver(&local, &delivery.payload);
+                                    }
                                 }
                             }
                         }
+                        self.apply(message, &mut nodes, &mut repairs);
                     }
-                    self.apply(message, &mut nodes);
                 }
                 message = deliveries.next() => {
                     let Some(message) = message else { break };
                     crate::cluster::deliver(&local, &message.payload);
                 }
+                _ = digest.tick() => self.tracker.publish_digest(),
                 event = events.recv() => match event {
                     Ok(MembershipEvent::Joined { node }) => {
                         tracing::debug!(peer = %node, "cluster: sending this node's sessions to a new peer");
+                        metrics::snapshot_sent("joined");
                         self.announcer.publish_snapshot();
                         self.tracker.publish_snapshot();
                     }
@@ -209,7 +272,24 @@ impl SessionsTask {
         }
     }
 
-    fn apply(&self, message: SessionMessage, nodes: &mut HashMap<String, Arc<str>>) {
+    /// Applies one announcement of a batch (a malformed one is logged and skipped).
+    fn apply_part(
+        &self,
+        part: &Bytes,
+        nodes: &mut HashMap<String, Arc<str>>,
+        repairs: &mut Repairs,
+    ) {
+        if let Some(message) = decode(part) {
+            self.apply(message, nodes, repairs);
+        }
+    }
+
+    fn apply(
+        &self,
+        message: SessionMessage,
+        nodes: &mut HashMap<String, Arc<str>>,
+        repairs: &mut Repairs,
+    ) {
         let mut intern = |node: String| -> Arc<str> {
             nodes
                 .entry(node)
@@ -274,8 +354,78 @@ impl SessionsTask {
                         .remote_snapshot(&intern(node), first, presences);
                 }
             }
+            SessionMessage::Digest {
+                node,
+                sessions,
+                presences,
+            } => {
+                if node != self.announcer.node {
+                    self.check_digest(&node, sessions, presences, repairs);
+                }
+                return;
+            }
+            SessionMessage::Ask { node, of } => {
+                if of == self.announcer.node && node != of {
+                    self.answer(&node, repairs);
+                }
+                return;
+            }
         }
         metrics::remote_presences(self.tracker.remote_len());
+    }
+
+    /// Compares a peer's digest with what this node holds of it; asks for a snapshot when they
+    /// differ (at most once per three digest intervals per peer, and only of a live peer: a
+    /// lost one's late digest must not bring it back).
+    fn check_digest(&self, node: &str, sessions: Sum, presences: Sum, repairs: &mut Repairs) {
+        let sessions_ok = self.directory.sum(node) == sessions;
+        let presences_ok = self.tracker.remote_sum(node) == presences;
+        if sessions_ok && presences_ok {
+            repairs.asked.remove(node);
+            return;
+        }
+        if !sessions_ok {
+            metrics::digest_mismatch("sessions");
+        }
+        if !presences_ok {
+            metrics::digest_mismatch("presences");
+        }
+        if !self.peers.contains(node) {
+            return;
+        }
+        let now = Instant::now();
+        if repairs
+            .asked
+            .get(node)
+            .is_some_and(|at| now.saturating_duration_since(*at) < self.digest_interval * 3)
+        {
+            return;
+        }
+        repairs.asked.insert(node.to_owned(), now);
+        metrics::snapshot_asked("sessions");
+        tracing::debug!(peer = %node, sessions_ok, presences_ok, "cluster: a peer's digest differs from what this node holds of it; asking for a snapshot");
+        self.announcer.publish(&SessionMessage::Ask {
+            node: self.announcer.node.clone(),
+            of: node.to_owned(),
+        });
+    }
+
+    /// A peer asked for this node's snapshot: sent (on the shared subject, so it repairs every
+    /// peer that drifted), unless one was sent for an ask within half a digest interval (that
+    /// one is still on its way to the asker).
+    fn answer(&self, asker: &str, repairs: &mut Repairs) {
+        let now = Instant::now();
+        if repairs
+            .answered
+            .is_some_and(|at| now.saturating_duration_since(at) < self.digest_interval / 2)
+        {
+            return;
+        }
+        repairs.answered = Some(now);
+        metrics::snapshot_sent("asked");
+        tracing::debug!(peer = %asker, "cluster: a peer asked for this node's snapshot");
+        self.announcer.publish_snapshot();
+        self.tracker.publish_snapshot();
     }
 
     /// Closes this node's sockets of the user that are older than `remote`.
@@ -283,7 +433,11 @@ impl SessionsTask {
         if !self.single_socket {
             return;
         }
-        for local in self.announcer.local.of_user(remote.user_id) {
+        let ids = self.registry.user_session_ids(remote.user_id);
+        if ids.is_empty() {
+            return;
+        }
+        for local in self.announcer.local.entries(&ids) {
             if (local.opened_ms, local.session_id) >= (remote.opened_ms, remote.session_id) {
                 continue;
             }

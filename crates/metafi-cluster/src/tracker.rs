@@ -17,6 +17,7 @@ use metafi_realtime::{
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::digest::{Sum, presence_hash};
 use crate::metrics;
 use crate::sessions::Announcer;
 use crate::wire::{PRESENCE_CHUNK, PresenceEntry, SessionMessage, WireStream};
@@ -43,6 +44,8 @@ struct Remote {
     /// What this node held of each node when that node's latest snapshot began: presences of
     /// the snapshot not in it are new here (members are told of them as joins).
     baselines: HashMap<Arc<str>, HashSet<(Uuid, StreamKey)>>,
+    /// Each node's presences summed as its digest sums them (`digest.rs`).
+    sums: HashMap<Arc<str>, Sum>,
 }
 
 impl Remote {
@@ -54,19 +57,31 @@ impl Remote {
         presence: Presence,
     ) -> Option<Presence> {
         let session_id = presence.session_id;
+        let hash = presence_hash(&stream, &presence);
         let previous = self
             .by_stream
             .entry(stream.clone())
             .or_default()
             .insert(session_id, presence);
-        if previous.is_none() {
-            self.by_session
-                .entry(session_id)
-                .or_insert_with(|| (node.clone(), Vec::new()))
-                .1
-                .push(stream);
-            self.count += 1;
-        }
+        let holder = match &previous {
+            Some(previous) => {
+                let holder = self.by_session.get(&session_id).map(|(n, _)| n.clone());
+                if let Some(sum) = holder.as_ref().and_then(|n| self.sums.get_mut(n)) {
+                    sum.remove(presence_hash(&stream, previous));
+                }
+                holder.unwrap_or_else(|| node.clone())
+            }
+            None => {
+                let entry = self
+                    .by_session
+                    .entry(session_id)
+                    .or_insert_with(|| (node.clone(), Vec::new()));
+                entry.1.push(stream);
+                self.count += 1;
+                entry.0.clone()
+            }
+        };
+        self.sums.entry(holder).or_default().add(hash);
         previous
     }
 
@@ -76,7 +91,10 @@ impl Remote {
         if members.is_empty() {
             self.by_stream.remove(stream);
         }
-        if let Some((_, streams)) = self.by_session.get_mut(&session_id) {
+        if let Some((node, streams)) = self.by_session.get_mut(&session_id) {
+            if let Some(sum) = self.sums.get_mut(node) {
+                sum.remove(presence_hash(stream, &removed));
+            }
             streams.retain(|s| s != stream);
             if streams.is_empty() {
                 self.by_session.remove(&session_id);
@@ -87,7 +105,7 @@ impl Remote {
     }
 
     fn remove_session(&mut self, session_id: Uuid) -> Vec<(StreamKey, Presence)> {
-        let Some((_, streams)) = self.by_session.remove(&session_id) else {
+        let Some((node, streams)) = self.by_session.remove(&session_id) else {
             return Vec::new();
         };
         let mut removed = Vec::with_capacity(streams.len());
@@ -96,6 +114,9 @@ impl Remote {
                 continue;
             };
             if let Some(presence) = members.remove(&session_id) {
+                if let Some(sum) = self.sums.get_mut(&node) {
+                    sum.remove(presence_hash(&stream, &presence));
+                }
                 self.count -= 1;
                 if members.is_empty() {
                     self.by_stream.remove(&stream);
@@ -143,6 +164,7 @@ impl Remote {
 
     fn drop_node(&mut self, node: &str) -> Vec<(StreamKey, Presence)> {
         self.baselines.remove(node);
+        self.sums.remove(node);
         let sessions: Vec<Uuid> = self
             .by_session
             .iter()
@@ -179,6 +201,28 @@ impl ClusterTracker {
 
     fn node(&self) -> String {
         self.announcer.node.clone()
+    }
+
+    /// `node`'s presences as this node holds them, summed as that node's digest sums them.
+    pub(crate) fn remote_sum(&self, node: &str) -> Sum {
+        self.remote
+            .read()
+            .sums
+            .get(node)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Queues this node's digest (`digest.rs`) behind every announcement it covers: summed
+    /// under the announcement lock (presences) and the sessions' lock (see
+    /// [`Announcer::publish_digest`]).
+    pub(crate) fn publish_digest(&self) {
+        let _order = self.announce.lock();
+        let mut presences = Sum::default();
+        for (stream, presence) in self.local.all() {
+            presences.add(presence_hash(&stream, &presence));
+        }
+        self.announcer.publish_digest(presences);
     }
 
     /// Every local presence, in chunks (the first replaces what peers knew of this node).
@@ -459,6 +503,55 @@ mod tests {
                 status: Some(String::new()),
             },
         }
+    }
+
+    /// The sum kept entry by entry equals the sum of what is held, through inserts, updates,
+    /// removals, a session's end and a snapshot; another node's presences do not count.
+    #[test]
+    fn the_kept_sum_follows_every_change() {
+        let mut remote = Remote::default();
+        let (n1, n2): (Arc<str>, Arc<str>) = (Arc::from("n1"), Arc::from("n2"));
+        let held = |remote: &Remote, node: &str| {
+            let mut sum = Sum::default();
+            for (stream, members) in &remote.by_stream {
+                for presence in members.values() {
+                    if remote
+                        .by_session
+                        .get(&presence.session_id)
+                        .is_some_and(|(n, _)| &**n == node)
+                    {
+                        sum.add(presence_hash(stream, presence));
+                    }
+                }
+            }
+            sum
+        };
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let room = StreamKey {
+            mode: StreamMode::Room,
+            subject: Uuid::nil(),
+            subcontext: Uuid::nil(),
+            label: "r".into(),
+        };
+        let _ = remote.insert(&n1, StreamKey::status(a), presence(a));
+        let _ = remote.insert(&n1, room.clone(), presence(a));
+        let _ = remote.insert(&n1, room.clone(), presence(b));
+        let _ = remote.insert(&n2, room.clone(), presence(c));
+        let mut away = presence(b);
+        away.meta.status = Some("away".into());
+        assert!(remote.insert(&n1, room.clone(), away).is_some());
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        assert_eq!(remote.sums[&n1].count, 3);
+        let _ = remote.remove(a, &room);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        let _ = remote.remove_session(b);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        let _ = remote.snapshot(&n1, true, vec![(room.clone(), presence(b))]);
+        assert_eq!(remote.sums[&n1], held(&remote, "n1"));
+        assert_eq!(remote.sums[&n1].count, 1);
+        assert_eq!(remote.sums[&n2], held(&remote, "n2"));
+        let _ = remote.drop_node("n1");
+        assert!(!remote.sums.contains_key("n1"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! What nodes say to each other. Membership and session announcements are small JSON objects
-//! (readable with `nats sub 'metafi.cluster.>'`); deliveries are a binary frame around the
-//! envelope's protobuf encoding, made once however many nodes and sessions receive it.
+//! What nodes say to each other. Membership messages, calls and match listings are small JSON
+//! objects (readable with `nats sub 'metafi.cluster.>'`); the hot ones — session and presence
+//! announcements and match data casts — have a compact binary form (`codec.rs`); deliveries are
+//! a binary frame around the envelope's protobuf encoding, made once however many nodes and
+//! sessions receive it.
 
 use std::collections::HashMap;
 
@@ -79,6 +81,18 @@ pub(crate) enum SessionMessage {
         node: String,
         first: bool,
         presences: Vec<PresenceEntry>,
+    },
+    /// What `node` has announced so far (`digest.rs`): a receiver holding other sums for it
+    /// asks for a snapshot.
+    Digest {
+        node: String,
+        sessions: crate::digest::Sum,
+        presences: crate::digest::Sum,
+    },
+    /// `node` asks `of` for a snapshot of its sessions and presences (its digest did not match).
+    Ask {
+        node: String,
+        of: String,
     },
 }
 
@@ -296,8 +310,9 @@ pub(crate) struct WireMatchError {
     pub message: String,
 }
 
-/// On `<prefix>.cluster.matches`: a node's matches, published every
-/// `cluster.match_listing_interval_ms` in chunks (the `first` replaces what receivers knew).
+/// On `<prefix>.cluster.matches`: a node's matches, published in chunks (the `first` replaces
+/// what receivers knew) when they changed (checked every `cluster.match_listing_interval_ms`),
+/// when a peer joins and when a peer asks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MatchListing {
     pub node: String,
@@ -305,6 +320,22 @@ pub(crate) struct MatchListing {
     /// This is the last chunk: the listing is whole.
     pub last: bool,
     pub matches: Vec<metafi_match::ListedMatch>,
+    /// Counts the node's listings that differed from the one before (the same in every chunk).
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// Everything on `<prefix>.cluster.matches`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ListingMessage {
+    /// A chunk of a node's listing.
+    Listing(MatchListing),
+    /// Sent instead of an unchanged listing: `node`'s listing is still `version`. A receiver
+    /// that holds another version (a chunk was lost) asks for it.
+    Unchanged { node: String, version: u64 },
+    /// `node` asks `of` to publish its listing again.
+    Ask { node: String, of: String },
 }
 
 /// Listed matches per chunk: ≈ 300 bytes of JSON each (labels are at most 2 KiB; a chunk of

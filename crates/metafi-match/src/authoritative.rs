@@ -159,6 +159,9 @@ impl AuthoritativeMatch {
                 init.label.len()
             )));
         }
+        if let Some(tap) = handler.input_tap() {
+            let _ = shared.tap.set(tap);
+        }
         ctx.label = Arc::from(init.label.as_str());
         ctx.tick_rate = init.tick_rate;
         shared.tick_rate.store(init.tick_rate, Ordering::Relaxed);

@@ -66,8 +66,8 @@ pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
 pub use load::NodeLoad;
 pub use match_handler::{
-    Flow, HandlerError, HandlerFactory, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
-    MatchInit, MatchSpec, Params,
+    Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict, MatchContext,
+    MatchHandler, MatchInit, MatchSpec, Params,
 };
 pub use matchmaker_pool::{
     MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketCopy, TicketRequest,

@@ -197,6 +197,20 @@ pub trait MatchHandler {
         tick: i64,
         data: &str,
     ) -> Result<(Flow, String), HandlerError>;
+
+    /// MetaFi's input seam (served worlds): where this match's client data goes instead of
+    /// its input queue. Asked once, right after `init`; `None` (the default) keeps Nakama's
+    /// behaviour (messages wait for the next `match_loop`). With a tap, membership is still
+    /// checked by the engine, but `match_loop` sees no client messages.
+    fn input_tap(&self) -> Option<Arc<dyn InputTap>> {
+        None
+    }
+}
+
+/// Takes a match's client messages as they arrive (see [`MatchHandler::input_tap`]). Called on
+/// the IO thread that received each message, so it must be quick and never block.
+pub trait InputTap: Send + Sync + fmt::Debug {
+    fn input(&self, message: MatchMessage);
 }
 
 /// Builds a match's handler **on the executor thread that will run it**, so script VMs are

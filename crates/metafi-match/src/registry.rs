@@ -248,6 +248,7 @@ impl Matches {
             stats: MatchStats::default(),
             metrics,
             cost_ns: AtomicI64::new(projected),
+            tap: std::sync::OnceLock::new(),
         });
         inner
             .authoritative

@@ -2,14 +2,15 @@
 //! by IO threads without waking the executor), its size, its counters.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::id::MatchId;
+use crate::match_handler::InputTap;
 use crate::metrics::HandlerMetrics;
 use crate::presence::{MatchMessage, Presence};
 
@@ -43,6 +44,8 @@ pub(crate) struct MatchShared {
     pub(crate) metrics: Arc<HandlerMetrics>,
     /// What it adds to its thread's cost now, CPU ns per second (projected until measured).
     pub(crate) cost_ns: AtomicI64,
+    /// Set after `init` when the handler takes its input itself ([`crate::InputTap`]).
+    pub(crate) tap: OnceLock<Arc<dyn InputTap>>,
 }
 
 /// Messages waiting for the next tick, and who may send them.
@@ -84,6 +87,18 @@ impl MatchShared {
         let Some(sender) = inbox.senders.get(&session_id).cloned() else {
             return Queued::NotMember;
         };
+        if let Some(tap) = self.tap.get() {
+            drop(inbox);
+            tap.input(MatchMessage {
+                sender,
+                op_code,
+                data,
+                reliable,
+                receive_time_ms,
+            });
+            self.metrics.inputs.increment(1);
+            return Queued::Queued;
+        }
         if inbox.queue.len() >= inbox.capacity {
             drop(inbox);
             self.stats.dropped.fetch_add(1, Ordering::Relaxed);

@@ -61,7 +61,7 @@ pub(crate) fn install<'js>(
                         .clone();
                     let module = loading_module(&ctx, &on, &function)?;
                     let key = hook_key(mode, HookKind::Api, name);
-                    store(&ctx, &on, key, wrapper(&ctx, mode, f)?, module)
+                    store_hook(&ctx, &on, key, mode, f, module)
                 }
             })?
             .with_name(&function)?;
@@ -84,7 +84,7 @@ pub(crate) fn install<'js>(
                 .clone();
             let module = loading_module(&ctx, &on, function)?;
             let key = hook_key(mode, HookKind::Rt, &name);
-            store(&ctx, &on, key, wrapper(&ctx, mode, f)?, module)
+            store_hook(&ctx, &on, key, mode, f, module)
         })?
         .with_name(function)?;
         initializer.set(function, register)?;
@@ -153,6 +153,24 @@ pub(crate) fn install<'js>(
     }
     crate::storage_index::install(ctx, shared, initializer)?;
     Ok(())
+}
+
+/// Stores a hook: the function itself for the host's hook calls (values in and out,
+/// `JsVm::run_hook`), and its JSON-text wrapper as an RPC under the same reserved id.
+fn store_hook<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    key: String,
+    mode: HookMode,
+    function: Function<'js>,
+    module: String,
+) -> rquickjs::Result<()> {
+    let wrapped = wrapper(ctx, mode, function.clone())?;
+    shared
+        .hooks
+        .borrow_mut()
+        .insert(key.clone(), Persistent::save(ctx, function));
+    store(ctx, shared, key, wrapped, module)
 }
 
 fn wrapper<'js>(

@@ -9,7 +9,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use metafi_runtime::{EngineVm, LocalFuture, Registrations, RpcCall, ScriptError, VmSetup};
+use metafi_runtime::{
+    EngineVm, HookArgs, LocalFuture, Registrations, RpcCall, ScriptError, VmSetup,
+};
+use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::vm::{JsVm, Outcome};
@@ -67,6 +70,30 @@ impl RpcVm {
 impl EngineVm for RpcVm {
     fn registrations(&self) -> Registrations {
         self.current().registrations()
+    }
+
+    fn call_hook(
+        self: Rc<Self>,
+        call: RpcCall,
+        args: HookArgs,
+    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+        // As `call_rpc`: one poll, unless a returned promise never settles.
+        Box::pin(async move {
+            let outcome = self.current().run_hook(&call, args);
+            self.replace_if_poisoned();
+            match outcome {
+                Outcome::Done(result) => result,
+                Outcome::Pending => {
+                    tracing::warn!(
+                        engine = "js",
+                        hook = %call.id.trim_start_matches('\u{1}'),
+                        "hook function returned a Promise that never settles (nothing left to run could settle it); the call ends at its time budget"
+                    );
+                    tokio::time::sleep_until(call.deadline.into()).await;
+                    Err(ScriptError::Timeout)
+                }
+            }
+        })
     }
 
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {

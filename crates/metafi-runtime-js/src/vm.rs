@@ -13,11 +13,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use metafi_runtime::{
-    LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError, VmSetup,
-    code_from_number,
+    HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError,
+    VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value};
+use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::budget::Budget;
@@ -48,6 +49,9 @@ pub(crate) struct Shared {
     pub(crate) loading: RefCell<Option<String>>,
     /// Lower-case RPC id → function.
     pub(crate) rpcs: RefCell<HashMap<String, Registration<Function<'static>>>>,
+    /// The hooks' own functions by reserved id (`rpcs` holds their JSON-text wrappers under
+    /// the same ids), for [`JsVm::run_hook`].
+    pub(crate) hooks: RefCell<HashMap<String, Persistent<Function<'static>>>>,
     /// Match handler name → handler object (the seven functions, validated), run by the
     /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,
@@ -103,6 +107,7 @@ impl Shared {
     /// Releases every JavaScript value held from Rust.
     fn release(&self) {
         self.rpcs.borrow_mut().clear();
+        self.hooks.borrow_mut().clear();
         self.matches.borrow_mut().clear();
         self.cached.borrow_mut().take();
     }
@@ -167,6 +172,7 @@ impl JsVm {
                 .collect(),
             loading: RefCell::new(None),
             rpcs: RefCell::new(HashMap::new()),
+            hooks: RefCell::new(HashMap::new()),
             matches: RefCell::new(BTreeMap::new()),
             storage_indexes: RefCell::new(Vec::new()),
             cached: RefCell::new(None),
@@ -274,9 +280,84 @@ impl JsVm {
     }
 }
 
+/// Runs the hook stored under `call.id` with `args` as JavaScript values built straight from
+/// the JSON values (names in `lowerCamelCase`, as Nakama's JavaScript runtime shows them; no
+/// JSON text), and reads a before hook's result back in proto names.
+impl JsVm {
+    pub(crate) fn run_hook(&self, call: &RpcCall, args: HookArgs) -> Outcome<Option<Json>> {
+        let Some(function) = self.shared.hooks.borrow().get(&*call.id).cloned() else {
+            return Outcome::Done(Err(ScriptError::Failed {
+                message: "RPC function not found".into(),
+                detail: format!("hook '{}' is not registered on this VM", call.id),
+            }));
+        };
+        let budget = &self.shared.budget;
+        budget.start(call.deadline);
+        let after = matches!(args, HookArgs::After { .. });
+        let outcome = self.context.with(|ctx| {
+            let result = invoke_hook(&ctx, &self.shared, function, call, args);
+            run_jobs(&ctx, budget);
+            let value = match result {
+                Ok(value) => value,
+                Err(e) => return Outcome::Done(Err(classify(&ctx, &self.shared, e))),
+            };
+            if budget.expired() {
+                return Outcome::Done(Err(ScriptError::Timeout));
+            }
+            let value = match settled(&ctx, &self.shared, value) {
+                Settled::Value(value) => value,
+                Settled::Failed(e) => return Outcome::Done(Err(e)),
+                Settled::Pending => return Outcome::Pending,
+            };
+            // An after hook's result is ignored, as Nakama does.
+            if after || value.is_undefined() || value.is_null() {
+                return Outcome::Done(Ok(None));
+            }
+            match convert::to_json_text(&ctx, value) {
+                Ok(None) => Outcome::Done(Ok(None)),
+                Ok(Some(text)) => {
+                    Outcome::Done(convert::hook_result(&text).map(Some).map_err(|e| {
+                        ScriptError::BadResult {
+                            found: format!("text that is not JSON ({e})"),
+                        }
+                    }))
+                }
+                Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
+            }
+        });
+        budget.stop();
+        outcome
+    }
+}
+
+/// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
+/// input)` after.
+fn invoke_hook<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    function: Persistent<Function<'static>>,
+    call: &RpcCall,
+    args: HookArgs,
+) -> rquickjs::Result<Value<'js>> {
+    let function = function.restore(ctx)?;
+    let (nk, logger_proto, env) = cached(ctx, shared)?;
+    let call_ctx = context::rpc_object(ctx, &call.ctx, env)?;
+    let logger = logger::instance(ctx, &logger_proto, Some(("rpc_id", &call.id)))?;
+    let value = |json: Option<Json>| match json {
+        Some(json) => convert::hook_value(ctx, &json, true),
+        None => Ok(Value::new_null(ctx.clone())),
+    };
+    match args {
+        HookArgs::Before(input) => function.call((call_ctx, logger, nk, value(input)?)),
+        HookArgs::After { output, input } => {
+            function.call((call_ctx, logger, nk, value(output)?, value(input)?))
+        }
+    }
+}
+
 /// How a call left the VM.
-pub(crate) enum Outcome {
-    Done(Result<String, ScriptError>),
+pub(crate) enum Outcome<T = String> {
+    Done(Result<T, ScriptError>),
     /// The function returned a promise that is still pending although the job queue ran dry:
     /// the call is not done, and nothing in the VM can finish it (`nk` is synchronous and
     /// there are no timers), so it runs until its deadline like any other call that does not

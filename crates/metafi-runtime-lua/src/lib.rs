@@ -42,10 +42,12 @@ use std::time::Instant;
 use metafi_runtime::context::ExecutionMode;
 use metafi_runtime::error::{LoadError, ScriptError, code_from_number};
 use metafi_runtime::host::{
-    EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall, VmSetup,
+    EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
+    RpcCall, VmSetup,
 };
 use metafi_runtime::nk::Nk;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use serde_json::Value as Json;
 
 /// Instructions between two clock checks of the budget hook. Small enough that a spinning
 /// script is stopped within a fraction of a millisecond past its deadline, large enough that
@@ -115,6 +117,9 @@ struct BudgetExceeded;
 #[derive(Default)]
 pub(crate) struct Registry {
     rpcs: HashMap<String, (Function, String)>,
+    /// The hooks' own functions by reserved id, for [`LuaVm::run_hook`] (`rpcs` holds their
+    /// JSON-text wrappers under the same ids).
+    hooks: HashMap<String, (Function, metafi_runtime::hooks::HookMode)>,
     /// The module being loaded; `None` outside loading, when registering is refused.
     loading: Option<String>,
     /// `register_storage_index` calls, in order.
@@ -157,6 +162,8 @@ pub struct LuaVm {
 
 struct CtxStrings {
     rpc: mlua::LuaString,
+    before: mlua::LuaString,
+    after: mlua::LuaString,
     node: mlua::LuaString,
     version: mlua::LuaString,
 }
@@ -228,6 +235,12 @@ impl LuaVm {
         let strings = CtxStrings {
             rpc: lua
                 .create_string(ExecutionMode::Rpc.as_str())
+                .map_err(|e| engine_error(e.to_string()))?,
+            before: lua
+                .create_string(ExecutionMode::Before.as_str())
+                .map_err(|e| engine_error(e.to_string()))?,
+            after: lua
+                .create_string(ExecutionMode::After.as_str())
                 .map_err(|e| engine_error(e.to_string()))?,
             node: lua
                 .create_string(&**setup.nk.node())
@@ -372,7 +385,11 @@ impl LuaVm {
                 }
             }
         };
-        let args = self.call_args(function, &call).map_err(|e| failed(&e))?;
+        let args = self
+            .lua
+            .create_string(&call.payload)
+            .and_then(|payload| self.call_args(function, Value::String(payload), &call))
+            .map_err(|e| failed(&e))?;
         let run = self.invoke.call_async::<(bool, Value)>(args);
         let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
         let timed_out = Instant::now() >= call.deadline;
@@ -387,8 +404,75 @@ impl LuaVm {
         }
     }
 
+    /// Runs the hook stored under `call.id` with `args` turned into tables straight away (no
+    /// JSON text), and reads a before hook's result back as a value in proto names.
+    async fn run_hook(
+        self: Rc<Self>,
+        call: RpcCall,
+        args: HookArgs,
+    ) -> Result<Option<Json>, ScriptError> {
+        let function = {
+            let shared = self.shared();
+            let registry = shared.registry.borrow();
+            match registry.hooks.get(&*call.id) {
+                Some((function, _)) => function.clone(),
+                None => {
+                    return Err(ScriptError::Failed {
+                        message: "RPC function not found".into(),
+                        detail: format!("hook '{}' is not registered on this VM", call.id),
+                    });
+                }
+            }
+        };
+        let lua = &self.lua;
+        let value = |json: Option<Json>| match json {
+            Some(json) => convert::from_json(lua, &json),
+            None => Ok(Value::Nil),
+        };
+        let after = matches!(args, HookArgs::After { .. });
+        let args = match args {
+            HookArgs::Before(input) => value(input).and_then(|input| {
+                let args = self.call_args(function, input, &call)?;
+                Ok(args)
+            }),
+            HookArgs::After { output, input } => value(output).and_then(|output| {
+                let input = value(input)?;
+                let mut args = self.call_args(function, output, &call)?;
+                args.push_back(Value::Boolean(true));
+                args.push_back(input);
+                Ok(args)
+            }),
+        }
+        .map_err(|e| failed(&e))?;
+        let run = self.invoke.call_async::<(bool, Value)>(args);
+        let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
+        let timed_out = Instant::now() >= call.deadline;
+        match outcome {
+            // An after hook's result is ignored, as Nakama does.
+            Ok((true, _)) if after => Ok(None),
+            Ok((true, Value::Nil)) => Ok(None),
+            Ok((true, result)) => {
+                let mut budget = metafi_runtime::nk_api::ValueBudget::default();
+                nk_value::to_nk(&result, 0, &mut budget)
+                    .and_then(|nk| {
+                        nk.to_go_json(metafi_runtime::nk_api::Naming::Snake)
+                            .map_err(mlua::Error::runtime)
+                    })
+                    .map(Some)
+                    .map_err(|e| self.mlua_error(&e, timed_out))
+            }
+            Ok((false, error)) => Err(self.script_error(error, timed_out)),
+            Err(e) => Err(self.mlua_error(&e, timed_out)),
+        }
+    }
+
     /// The entry's arguments: the function, the payload and the fields of `ctx`.
-    fn call_args(&self, function: Function, call: &RpcCall) -> mlua::Result<MultiValue> {
+    fn call_args(
+        &self,
+        function: Function,
+        payload: Value,
+        call: &RpcCall,
+    ) -> mlua::Result<MultiValue> {
         let lua = &self.lua;
         let request = &call.ctx.request;
         let text = |s: &str| lua.create_string(s).map(Value::String);
@@ -399,14 +483,15 @@ impl LuaVm {
                 nakama::string_lists(lua, map).map(Value::Table)
             }
         };
-        let mode = if call.ctx.mode == ExecutionMode::Rpc {
-            Value::String(self.strings.rpc.clone())
-        } else {
-            text(call.ctx.mode.as_str())?
+        let mode = match call.ctx.mode {
+            ExecutionMode::Rpc => Value::String(self.strings.rpc.clone()),
+            ExecutionMode::Before => Value::String(self.strings.before.clone()),
+            ExecutionMode::After => Value::String(self.strings.after.clone()),
+            other => text(other.as_str())?,
         };
-        let mut args = Vec::with_capacity(14);
+        let mut args = Vec::with_capacity(16);
         args.push(Value::Function(function));
-        args.push(text(&call.payload)?);
+        args.push(payload);
         args.push(Value::Table(self.shared().env.clone()));
         args.push(mode);
         args.push(Value::String(self.strings.node.clone()));
@@ -513,6 +598,14 @@ impl EngineVm for LuaVm {
 
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>> {
         Box::pin(self.run(call))
+    }
+
+    fn call_hook(
+        self: Rc<Self>,
+        call: RpcCall,
+        args: HookArgs,
+    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+        Box::pin(self.run_hook(call, args))
     }
 }
 

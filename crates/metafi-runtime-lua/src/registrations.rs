@@ -4,10 +4,12 @@
 //! `register_storage_index` and `register_storage_index_filter`, with Nakama's argument
 //! errors.
 //!
-//! A hook is stored like an RPC, under a reserved id ([`hook_key`]) the host calls with the
-//! request as JSON; a small Lua wrapper decodes it into a table, calls the module's function
-//! with `(context, payload)` (after hooks: `(context, output, input)`, as Nakama) and encodes
-//! what a before hook returns (nothing: `""`, which drops the call).
+//! A hook is stored like an RPC, under a reserved id ([`hook_key`]). The host calls it with
+//! the request (and answer) as values (`EngineVm::call_hook`): they become tables straight
+//! away, the module's function is called with `(context, payload)` (after hooks: `(context,
+//! output, input)`, as Nakama) and what a before hook returns is read back as a value
+//! (nothing drops the call). Called as an RPC with JSON text, a small Lua wrapper does the same
+//! through text.
 
 use metafi_core::HookKind;
 use metafi_core::storage_index::IndexDefinition;
@@ -113,13 +115,14 @@ fn register_hook(
         }
     };
     let module = loading_module(lua, name)?;
-    let wrapper = wrap(lua, mode, function)?;
+    let wrapper = wrap(lua, mode, function.clone())?;
     let shared = shared(lua)?;
-    shared
-        .registry
-        .borrow_mut()
-        .rpcs
-        .insert(hook_key(mode, kind, &id), (wrapper, module));
+    let key = hook_key(mode, kind, &id);
+    let mut registry = shared.registry.borrow_mut();
+    // The function itself, for the host's hook calls (`LuaVm::run_hook`: values in, values
+    // out); the wrapper serves the same hook called as an RPC with JSON text.
+    registry.hooks.insert(key.clone(), (function, mode));
+    registry.rpcs.insert(key, (wrapper, module));
     Ok(())
 }
 

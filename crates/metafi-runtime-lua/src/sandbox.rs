@@ -165,15 +165,17 @@ load = function(chunk, name, mode, env)
 end
 
 -- Builds the call's ctx in Lua (one table constructor instead of a host call per field) and
--- calls the function with the original pcall, so error tables reach the host intact.
+-- calls the function with the original pcall, so error tables reach the host intact. An after
+-- hook (`after` true) is called with two values, the answer and the request.
 return function(fn, payload, env, mode, node, version, headers, query, user_id, username, vars,
-                session_exp, session_id, client_ip)
+                session_exp, session_id, client_ip, after, input)
   local ctx = {
     env = env, execution_mode = mode, node = node, version = version,
     headers = headers or {}, query_params = query or {},
     user_id = user_id, username = username, vars = vars, user_session_exp = session_exp,
     session_id = session_id, client_ip = client_ip,
   }
+  if after then return raw_pcall(fn, ctx, payload, input) end
   return raw_pcall(fn, ctx, payload)
 end
 "#;

@@ -22,6 +22,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::context::{CallContext, ExecutionMode};
 use crate::error::{RpcError, ScriptError};
+use crate::host::HookArgs;
 use crate::nk::Nk;
 use crate::pool::{DispatchError, VmPool};
 
@@ -266,6 +267,8 @@ impl HookRegistry {
             }
         }
         RuntimeHooks {
+            before_metrics: HookMetrics::new(&self.before),
+            after_metrics: HookMetrics::new(&self.after),
             before: self.before,
             after: self.after,
             shutdown: self.shutdown,
@@ -288,6 +291,8 @@ impl HookRegistry {
 pub struct RuntimeHooks {
     before: HookTable<Registered>,
     after: HookTable<Registered>,
+    before_metrics: HookMetrics,
+    after_metrics: HookMetrics,
     shutdown: Option<Registered>,
     /// The leaderboard reset function, if a module registered one.
     leaderboard_reset: Option<Registered>,
@@ -644,26 +649,13 @@ impl RuntimeHooks {
                 self.native(call).await.map(|()| None)
             }
             (HookTarget::Pool { pool, key }, payload) => {
-                let js = pool.engine() == "js";
-                let view = |value: Option<Json>| match value {
-                    None => Json::Null,
-                    Some(v) if js => to_js_names(v),
-                    Some(v) => lua_view(v),
+                // The engine converts the values straight into its own (`EngineVm::call_hook`).
+                let args = match payload {
+                    HookPayload::Before(input) => HookArgs::Before(input),
+                    HookPayload::After(output, input) => HookArgs::After { output, input },
                 };
-                let text = match payload {
-                    HookPayload::Before(input) => view(input).to_string(),
-                    HookPayload::After(output, input) => {
-                        Json::Array(vec![view(output), view(input)]).to_string()
-                    }
-                };
-                match pool.call(key.clone(), ctx, text).await {
-                    Ok(Ok(result)) if result.is_empty() => Ok(None),
-                    Ok(Ok(result)) => match serde_json::from_str::<Json>(&result) {
-                        Ok(Json::Null) => Ok(None),
-                        Ok(value) if js => Ok(Some(from_js_names(value))),
-                        Ok(value) => Ok(Some(value)),
-                        Err(e) => Err(HookFailure::BadReturn(e.to_string())),
-                    },
+                match pool.call_hook(key.clone(), ctx, args).await {
+                    Ok(Ok(result)) => Ok(result),
                     Ok(Err(error)) => Err(HookFailure::Script(error)),
                     Err(e) => Err(HookFailure::Dispatch(e)),
                 }
@@ -953,6 +945,54 @@ impl metafi_core::leaderboards::ResetListener for RuntimeHooks {
     }
 }
 
+/// The metric handles of the hooks of one mode, looked up on a hook's first call (the
+/// recorder is installed by then) instead of on every call: the duration histogram and the
+/// `ok` counter; other outcomes are rare and looked up when they happen.
+#[derive(Default)]
+struct HookMetrics {
+    handles: HookTable<std::sync::OnceLock<(metrics::Histogram, metrics::Counter)>>,
+}
+
+impl HookMetrics {
+    /// One slot per registered hook of `table`.
+    fn new(table: &HookTable<Registered>) -> HookMetrics {
+        let mut handles = HookTable::default();
+        for hook in table.hooks() {
+            handles.insert(hook, std::sync::OnceLock::new());
+        }
+        HookMetrics { handles }
+    }
+
+    fn record(
+        &self,
+        hook: Hook,
+        runtime: &'static str,
+        mode: &'static str,
+        started: Instant,
+        outcome: &Result<Option<Json>, HookFailure>,
+    ) {
+        let label = outcome_label(outcome);
+        let Some(slot) = self.handles.get(hook) else {
+            record(runtime, hook.name(), mode, started, label);
+            return;
+        };
+        let (duration, ok) = slot.get_or_init(|| {
+            let id = hook.name();
+            (
+                metrics::histogram!("metafi_runtime_hook_duration_seconds", "id" => id, "mode" => mode, "runtime" => runtime),
+                metrics::counter!("metafi_runtime_hook_calls_total", "id" => id, "mode" => mode, "runtime" => runtime, "outcome" => "ok"),
+            )
+        });
+        duration.record(started.elapsed().as_secs_f64());
+        if outcome.is_ok() {
+            ok.increment(1);
+        } else {
+            metrics::counter!("metafi_runtime_hook_calls_total", "id" => hook.name(), "mode" => mode, "runtime" => runtime, "outcome" => label)
+                .increment(1);
+        }
+    }
+}
+
 fn record(
     runtime: &'static str,
     id: &'static str,
@@ -988,13 +1028,8 @@ impl Hooks for RuntimeHooks {
             let ctx = self.context(ExecutionMode::Before, ctx);
             let started = Instant::now();
             let outcome = self.run(registered, ctx, HookPayload::Before(input)).await;
-            record(
-                registered.runtime,
-                hook.name(),
-                "before",
-                started,
-                outcome_label(&outcome),
-            );
+            self.before_metrics
+                .record(hook, registered.runtime, "before", started, &outcome);
             outcome.map_err(|failure| self.caller_error(hook, registered, failure))
         })
     }
@@ -1015,13 +1050,8 @@ impl Hooks for RuntimeHooks {
             let outcome = self
                 .run(registered, ctx, HookPayload::After(output, input))
                 .await;
-            record(
-                registered.runtime,
-                hook.name(),
-                "after",
-                started,
-                outcome_label(&outcome),
-            );
+            self.after_metrics
+                .record(hook, registered.runtime, "after", started, &outcome);
             if let Err(failure) = outcome {
                 // Nakama only logs an after hook's error: the client has its answer.
                 let error = self.caller_error(hook, registered, failure);
@@ -1032,7 +1062,7 @@ impl Hooks for RuntimeHooks {
 }
 
 /// Proto fields whose value is a map: their keys are user data, never renamed or pruned.
-const MAP_FIELDS: &[&str] = &[
+pub const MAP_FIELDS: &[&str] = &[
     "vars",
     "string_properties",
     "numeric_properties",
@@ -1075,6 +1105,94 @@ pub fn to_js_names(value: Json) -> Json {
 /// A JavaScript hook's result read back into proto names (`refreshToken` → `refresh_token`).
 pub fn from_js_names(value: Json) -> Json {
     rename(value, &camel_to_snake)
+}
+
+/// A JavaScript hook's result as `JSON.stringify` wrote it, read straight into proto names:
+/// what `from_js_names(serde_json::from_str(text)?)` gives, in one pass.
+pub fn from_js_text(text: &str) -> serde_json::Result<Json> {
+    use serde::de::DeserializeSeed;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = ProtoNames { rename: true }.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// Deserializes JSON with object keys turned from `lowerCamelCase` into proto names while
+/// `rename` holds (not inside map fields).
+#[derive(Clone, Copy)]
+struct ProtoNames {
+    rename: bool,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ProtoNames {
+    type Value = Json;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Json, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ProtoNames {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+        Ok(Json::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+        Ok(Json::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+        Ok(Json::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Json, E> {
+        Ok(Json::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Json, E> {
+        Ok(Json::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let inner = self.rename && !MAP_FIELDS.contains(&key.as_str());
+            let value = map.next_value_seed(ProtoNames { rename: inner })?;
+            let key = if self.rename {
+                camel_to_snake(&key)
+            } else {
+                key
+            };
+            out.insert(key, value);
+        }
+        Ok(Json::Object(out))
+    }
 }
 
 fn rename(value: Json, f: &dyn Fn(&str) -> String) -> Json {
@@ -1141,6 +1259,20 @@ mod tests {
             json!({"account": {"id": "d", "vars": {"my_key": "v"}}, "refreshToken": "t", "objectIds": [{"userId": "u"}]})
         );
         assert_eq!(from_js_names(js), request);
+    }
+
+    #[test]
+    fn javascript_results_read_in_one_pass_as_from_js_names_does() {
+        let text = r#"{"refreshToken":"t","objectIds":[{"userId":"u","n":1.5,"k":-3}],"vars":{"myKey":{"innerKey":1}},"stringProperties":{"aB":"c"},"x":null,"ok":true}"#;
+        let expected = from_js_names(serde_json::from_str(text).unwrap());
+        assert_eq!(from_js_text(text).unwrap(), expected);
+        assert_eq!(
+            expected["vars"],
+            json!({"myKey": {"innerKey": 1}}),
+            "map fields keep their keys"
+        );
+        assert_eq!(from_js_text("[1,\"a\"]").unwrap(), json!([1, "a"]));
+        assert!(from_js_text("{} x").is_err());
     }
 
     #[test]

@@ -18,6 +18,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::Value as Json;
+
 use crate::context::CallContext;
 use crate::error::{LoadError, ScriptError};
 use crate::nk::Nk;
@@ -157,4 +159,79 @@ pub trait EngineVm {
     /// dropped at the deadline while it awaits an `nk` call; the VM must stay usable after
     /// that, after a timeout and after an out-of-memory error.
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>>;
+
+    /// Runs the hook stored under `call.id` (a [`crate::hook_key`]) with `args`, and resolves
+    /// to what a before hook returned (`None` for nothing, and always for an after hook), as
+    /// JSON in proto field names. `call.payload` is empty. An engine converts the values
+    /// straight into its own (and back), in the naming its scripts see; the default runs the
+    /// hook through [`EngineVm::call_rpc`] with the values as JSON text in proto names
+    /// (before: the request; after: `[output, input]`) and reads the result as JSON text.
+    fn call_hook(
+        self: Rc<Self>,
+        mut call: RpcCall,
+        args: HookArgs,
+    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+        call.payload = args.into_text();
+        let call = self.call_rpc(call);
+        Box::pin(async move {
+            let result = call.await?;
+            if result.is_empty() {
+                return Ok(None);
+            }
+            match serde_json::from_str::<Json>(&result) {
+                Ok(Json::Null) => Ok(None),
+                Ok(value) => Ok(Some(value)),
+                Err(e) => Err(ScriptError::BadResult {
+                    found: format!("text that is not JSON ({e})"),
+                }),
+            }
+        })
+    }
+}
+
+/// What a hook is called with: JSON values in proto field names, `None` standing for no value
+/// (`nil` / `null`), as the edges built them ([`metafi_core::Hooks`]).
+#[derive(Debug, Clone)]
+pub enum HookArgs {
+    /// A before hook: the request (`None` for calls without input, such as `GetAccount`).
+    Before(Option<Json>),
+    /// An after hook: the answer and the request.
+    After {
+        output: Option<Json>,
+        input: Option<Json>,
+    },
+}
+
+impl HookArgs {
+    /// The arguments as one JSON text in proto names (`null` fields left out): the request,
+    /// or `[output, input]` for an after hook. What engines without [`EngineVm::call_hook`]
+    /// of their own receive as the payload.
+    pub fn into_text(self) -> String {
+        let view = |value: Option<Json>| value.map_or(Json::Null, crate::hooks::lua_view);
+        match self {
+            HookArgs::Before(input) => view(input).to_string(),
+            HookArgs::After { output, input } => {
+                Json::Array(vec![view(output), view(input)]).to_string()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn hook_arguments_as_text_are_proto_names_without_nulls() {
+        let before = HookArgs::Before(Some(json!({"account": {"id": "d"}, "create": null})));
+        assert_eq!(before.into_text(), r#"{"account":{"id":"d"}}"#);
+        assert_eq!(HookArgs::Before(None).into_text(), "null");
+        let after = HookArgs::After {
+            output: Some(json!({"token": "t", "created": false})),
+            input: None,
+        };
+        assert_eq!(after.into_text(), r#"[{"created":false,"token":"t"},null]"#);
+    }
 }

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::context::CallContext;
 use crate::error::ScriptError;
-use crate::host::{EngineFactory, EngineVm, RpcCall, VmSetup};
+use crate::host::{EngineFactory, EngineVm, VmSetup};
+use crate::pool::{Answer, Work};
 use crate::watchdog::{ThreadWatch, Watched};
 
 /// The inline path of one engine's pool.
@@ -166,8 +167,8 @@ impl Inline {
         self: &Arc<Self>,
         id: Arc<str>,
         ctx: Arc<CallContext>,
-        payload: String,
-    ) -> Result<Result<String, ScriptError>, (Arc<str>, Arc<CallContext>, String)> {
+        payload: Work,
+    ) -> Result<Result<Answer, ScriptError>, (Arc<str>, Arc<CallContext>, Work)> {
         if !self.enabled.load(Ordering::Acquire) || !on_multi_thread_worker() {
             return Err((id, ctx, payload));
         }
@@ -184,14 +185,9 @@ impl Inline {
         ACTIVE.with(|active| active.set(active.get() + 1));
         let _running = Running { inline: self };
         let deadline = Instant::now() + self.setup.limits.call_timeout;
-        let call = RpcCall {
-            id,
-            ctx,
-            payload,
-            deadline,
-        };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let future = Watched::new(vm.call_rpc(call), watch, deadline);
+            let call = payload.start(vm, id, ctx, deadline);
+            let future = Watched::new(call, watch, deadline);
             run_here(future, deadline).unwrap_or(Err(ScriptError::Timeout))
         }));
         Ok(outcome.unwrap_or_else(|panic| {

@@ -45,14 +45,15 @@ pub mod storage_indexes;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod watchdog;
+pub mod world_host;
 
 pub use block::block_on_until;
 pub use context::{CallContext, ExecutionMode};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
 pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
-    EngineFactory, EngineVm, LocalFuture, ModuleSource, Registered, Registrations, RpcCall,
-    VmLimits, VmSetup,
+    EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
+    RpcCall, VmLimits, VmSetup,
 };
 pub use inline::{may_block, on_inline_call};
 pub use log_limit::LogLimit;
@@ -70,3 +71,4 @@ pub use realtime_host::{
 };
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeConfig, default_inline_vms};
 pub use watchdog::DEFAULT_WATCHDOG_GRACE;
+pub use world_host::WorldHost;

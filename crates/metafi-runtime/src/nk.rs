@@ -25,6 +25,7 @@ use crate::log_limit::{Admit, LogLimit, LogLimiter};
 use crate::match_host::MatchHost;
 use crate::nk_api::{UtilityConfig, UtilityState};
 use crate::realtime_host::RealtimeHost;
+use crate::world_host::WorldHost;
 
 /// Most users one `users_get_id` call may ask for (Nakama has no limit; we bound the query).
 pub const MAX_USERS_PER_CALL: usize = 1000;
@@ -72,6 +73,8 @@ pub struct RuntimeServices {
     pub events: Option<Arc<Events>>,
     /// The parties of this node (`nk.party_list`); `None` where the server runs none.
     pub parties: Option<Arc<dyn PartyDirectory>>,
+    /// Served worlds (`nk.world_create`); `None` where the server serves none.
+    pub worlds: Option<Arc<dyn WorldHost>>,
 }
 
 /// The services behind the account, user, sign-in and session functions: the same ones the
@@ -108,12 +111,19 @@ impl RuntimeServices {
             purchases: None,
             events: None,
             parties: None,
+            worlds: None,
         }
     }
 
     /// The parties of this node (`nk.party_list`).
     pub fn with_parties(mut self, parties: Arc<dyn PartyDirectory>) -> RuntimeServices {
         self.parties = Some(parties);
+        self
+    }
+
+    /// Served worlds (`nk.world_create`).
+    pub fn with_worlds(mut self, worlds: Arc<dyn WorldHost>) -> RuntimeServices {
+        self.worlds = Some(worlds);
         self
     }
 
@@ -286,6 +296,11 @@ impl Nk {
     /// The parties of this node, when the server runs them.
     pub fn parties(&self) -> Option<&Arc<dyn PartyDirectory>> {
         self.inner.services.parties.as_ref()
+    }
+
+    /// The worlds of this node, when the server serves them.
+    pub fn worlds(&self) -> Option<&Arc<dyn WorldHost>> {
+        self.inner.services.worlds.as_ref()
     }
 
     /// The event queue, when the server has one.
@@ -584,6 +599,24 @@ impl Nk {
             return Err(CoreError::invalid("expects module name"));
         }
         self.inner.services.matches.create(module, params).await
+    }
+
+    /// `nk.world_create(map, options)` (MetaFi): a served world, as a match; answers its id.
+    pub async fn world_create(
+        &self,
+        map: &str,
+        options: Map<String, Value>,
+    ) -> Result<String, CoreError> {
+        if map.is_empty() {
+            return Err(CoreError::invalid("expects map name"));
+        }
+        let Some(worlds) = self.worlds() else {
+            return Err(CoreError::invalid("this server serves no worlds"));
+        };
+        worlds
+            .create_world(map.to_owned(), options)
+            .await
+            .map_err(CoreError::invalid)
     }
 
     pub async fn match_get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError> {

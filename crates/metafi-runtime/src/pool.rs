@@ -6,15 +6,22 @@
 //! busy past a call's deadline plus `runtime.watchdog_grace_ms` is replaced
 //! (`crate::watchdog`).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use serde_json::Value as Json;
 use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::context::CallContext;
 use crate::error::{LoadError, ScriptError};
-use crate::host::{EngineFactory, Registrations, RpcCall, VmSetup};
+use crate::host::{
+    EngineFactory, EngineVm, HookArgs, LocalFuture, Registrations, RpcCall, VmSetup,
+};
 use crate::inline::Inline;
 use crate::job_queue::{JobQueue, PushError};
 use crate::watchdog::{ThreadWatch, Watched};
@@ -81,11 +88,87 @@ struct Worker {
 struct Job {
     id: Arc<str>,
     ctx: Arc<CallContext>,
-    payload: String,
-    reply: oneshot::Sender<Result<String, ScriptError>>,
+    payload: Work,
+    reply: oneshot::Sender<Result<Answer, ScriptError>>,
     /// 0 while queued; once a VM thread takes the call, that thread's generation plus one
     /// (see `Worker::replaced`).
     taken: Arc<AtomicU64>,
+}
+
+/// What a call asks of a VM: an RPC with its payload text, or a hook with its values.
+pub(crate) enum Work {
+    Rpc(String),
+    Hook(HookArgs),
+}
+
+/// What a VM answered: an RPC's result text, or what a hook returned.
+pub(crate) enum Answer {
+    Rpc(String),
+    Hook(Option<Json>),
+}
+
+impl Work {
+    /// Starts the call on `vm`.
+    pub(crate) fn start(
+        self,
+        vm: Rc<dyn EngineVm>,
+        id: Arc<str>,
+        ctx: Arc<CallContext>,
+        deadline: Instant,
+    ) -> Started {
+        match self {
+            Work::Rpc(payload) => Started::Rpc(vm.call_rpc(RpcCall {
+                id,
+                ctx,
+                payload,
+                deadline,
+            })),
+            Work::Hook(args) => {
+                let call = RpcCall {
+                    id,
+                    ctx,
+                    payload: String::new(),
+                    deadline,
+                };
+                Started::Hook(vm.call_hook(call, args))
+            }
+        }
+    }
+}
+
+/// A call started on a VM (no second box around the engine's future).
+pub(crate) enum Started {
+    Rpc(LocalFuture<Result<String, ScriptError>>),
+    Hook(LocalFuture<Result<Option<Json>, ScriptError>>),
+}
+
+impl Future for Started {
+    type Output = Result<Answer, ScriptError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Started::Rpc(call) => call.as_mut().poll(cx).map(|r| r.map(Answer::Rpc)),
+            Started::Hook(call) => call.as_mut().poll(cx).map(|r| r.map(Answer::Hook)),
+        }
+    }
+}
+
+impl Answer {
+    /// An RPC's result (a hook's is never asked for as text).
+    fn into_text(self) -> String {
+        match self {
+            Answer::Rpc(text) => text,
+            Answer::Hook(value) => value.map(|v| v.to_string()).unwrap_or_default(),
+        }
+    }
+
+    /// A hook's result (an RPC's text read as JSON, `None` when empty or not JSON).
+    fn into_value(self) -> Option<Json> {
+        match self {
+            Answer::Hook(value) => value,
+            Answer::Rpc(text) => serde_json::from_str(&text).ok(),
+        }
+    }
 }
 
 impl std::fmt::Debug for VmPool {
@@ -214,6 +297,32 @@ impl VmPool {
         ctx: Arc<CallContext>,
         payload: String,
     ) -> Result<Result<String, ScriptError>, DispatchError> {
+        Ok(self
+            .dispatch(id, ctx, Work::Rpc(payload))
+            .await?
+            .map(Answer::into_text))
+    }
+
+    /// Runs the hook stored under `id` with `args` ([`EngineVm::call_hook`]), where
+    /// [`VmPool::call`] would run an RPC.
+    pub(crate) async fn call_hook(
+        &self,
+        id: Arc<str>,
+        ctx: Arc<CallContext>,
+        args: HookArgs,
+    ) -> Result<Result<Option<Json>, ScriptError>, DispatchError> {
+        Ok(self
+            .dispatch(id, ctx, Work::Hook(args))
+            .await?
+            .map(Answer::into_value))
+    }
+
+    async fn dispatch(
+        &self,
+        id: Arc<str>,
+        ctx: Arc<CallContext>,
+        payload: Work,
+    ) -> Result<Result<Answer, ScriptError>, DispatchError> {
         // Synchronous: nothing of the thread's VM is held across an await.
         let (id, ctx, payload) = match self.inner.inline.try_call(id, ctx, payload) {
             Ok(result) => return Ok(result),
@@ -535,13 +644,8 @@ impl VmThread {
             let watch = watch.clone();
             tokio::task::spawn_local(async move {
                 let deadline = Instant::now() + timeout;
-                let call = RpcCall {
-                    id: job.id,
-                    ctx: job.ctx,
-                    payload: job.payload,
-                    deadline,
-                };
-                let watched = Watched::new(vm.call_rpc(call), watch, deadline);
+                let call = job.payload.start(vm, job.id, job.ctx, deadline);
+                let watched = Watched::new(call, watch, deadline);
                 let result = tokio::time::timeout_at(deadline.into(), watched)
                     .await
                     .unwrap_or(Err(ScriptError::Timeout));

@@ -66,14 +66,14 @@ impl ThreadWatch {
 }
 
 /// A call future whose polls are recorded in its thread's [`ThreadWatch`].
-pub(crate) struct Watched<F: ?Sized> {
-    inner: Pin<Box<F>>,
+pub(crate) struct Watched<F> {
+    inner: F,
     watch: Arc<ThreadWatch>,
     deadline: Instant,
 }
 
-impl<F: ?Sized> Watched<F> {
-    pub(crate) fn new(inner: Pin<Box<F>>, watch: Arc<ThreadWatch>, deadline: Instant) -> Self {
+impl<F: Future + Unpin> Watched<F> {
+    pub(crate) fn new(inner: F, watch: Arc<ThreadWatch>, deadline: Instant) -> Self {
         Watched {
             inner,
             watch,
@@ -82,13 +82,13 @@ impl<F: ?Sized> Watched<F> {
     }
 }
 
-impl<F: Future + ?Sized> Future for Watched<F> {
+impl<F: Future + Unpin> Future for Watched<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let mark = self.watch.offset(self.deadline).saturating_add(1);
         self.watch.polling.store(mark, Ordering::Release);
-        let result = self.inner.as_mut().poll(cx);
+        let result = Pin::new(&mut self.inner).poll(cx);
         self.watch.polling.store(0, Ordering::Release);
         result
     }

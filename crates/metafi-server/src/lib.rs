@@ -21,6 +21,7 @@ mod realtime_host;
 mod started;
 mod storage;
 pub mod telemetry;
+mod worlds;
 
 pub use listeners::{Listeners, NodeAddrs};
 pub use node::{Node, run};

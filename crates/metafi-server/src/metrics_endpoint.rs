@@ -1,4 +1,4 @@
-//! The metrics listener: `/metrics` (Prometheus) and `/debug/matches`.
+//! The metrics listener: `/metrics` (Prometheus), `/debug/matches` and `/debug/worlds`.
 
 use std::future::Future;
 
@@ -10,6 +10,7 @@ use crate::{match_engine, telemetry};
 pub(crate) async fn serve(
     listener: TcpListener,
     matches: metafi_match::Matches,
+    worlds: metafi_world_server::Worlds,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
     let handle = telemetry::metrics_handle();
@@ -24,7 +25,8 @@ pub(crate) async fn serve(
                 async move { handle.render() }
             }),
         )
-        .merge(match_engine::debug_router(matches));
+        .merge(match_engine::debug_router(matches))
+        .merge(crate::worlds::debug_router(worlds));
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await

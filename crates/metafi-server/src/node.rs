@@ -70,6 +70,7 @@ struct Wired {
     sessions: Arc<Sessions>,
     realtime: Arc<Realtime>,
     matches: Matches,
+    worlds: metafi_world_server::Worlds,
     app: axum::Router,
     /// The console's router, when `[console]` is enabled.
     console: Option<axum::Router>,
@@ -105,6 +106,7 @@ impl Node {
             tokio::spawn(metrics_endpoint::serve(
                 listener,
                 wired.matches.clone(),
+                wired.worlds.clone(),
                 stopped(stop_rx.clone()),
             ))
         });
@@ -421,6 +423,15 @@ async fn wire(
             .await
             .context("joining the cluster's matchmaker")?;
     }
+    // Served worlds are matches of this engine whose players' sessions are this node's.
+    let worlds = metafi_world_server::Worlds::new(matches.clone(), parts.registry.clone());
+    if config.world_at_start {
+        let id = worlds
+            .create(config.world.clone())
+            .await
+            .context("creating the world ([world] enabled)")?;
+        tracing::info!(match_id = %id, map = %config.world.map, "world ready");
+    }
     let match_services = engine.services();
     let match_host = Arc::new(EngineMatchHost::new(matches.clone()));
     // In a cluster, matches of other nodes are reached (and listed) through it, and this node
@@ -481,7 +492,11 @@ async fn wire(
     .with_social(social.clone())
     .with_purchases(purchases.clone())
     .with_events(events.clone())
-    .with_parties(parties.clone());
+    .with_parties(parties.clone())
+    .with_worlds(Arc::new(crate::worlds::WorldHostImpl {
+        worlds: worlds.clone(),
+        defaults: config.world.clone(),
+    }));
     let runtime = modules::start_runtime(config, runtime_services).await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
     let console_runtime = runtime.clone();
@@ -592,6 +607,7 @@ async fn wire(
         sessions,
         realtime,
         matches,
+        worlds,
         app,
         console,
         quic,

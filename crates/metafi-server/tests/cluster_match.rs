@@ -438,6 +438,32 @@ async fn listings_on_one_node_show_the_other_nodes_matches() {
     n2.stop().await;
 }
 
+/// A listing lost in transit: the node publishes only changes, so nothing would resend it; its
+/// next "unchanged, version V" tells the other node it holds an older version, which asks for
+/// the listing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_listing_is_asked_for_again() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a) = player(&n1).await;
+    let (_bob, mut b) = player(&n2).await;
+    // The listing that carries the new match is dropped before NATS.
+    n1.node().cluster().unwrap().lose_listings(1);
+    let on_n1 = rpc(&mut a, "create", "").await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let listed = rpc(&mut b, "list", "").await;
+        if listed.contains(&on_n1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 2 lists {listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    n2.stop().await;
+    n1.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_stops_takes_its_matches_and_its_players_away() {
     let Some(Pair { n1, n2, _dirs }) = pair().await else {

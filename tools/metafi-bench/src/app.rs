@@ -20,8 +20,10 @@ use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
 use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::register::Register;
+use crate::workloads::relay::{Relay, RelayOptions};
 use crate::workloads::rpc::{Rpc, RpcOptions};
 use crate::workloads::seed_match::{MatchOptions, Matches};
+use crate::workloads::world::{WorldOptions, Worlds};
 
 /// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
 /// use, so `taskset -c 1` gives one: then a current-thread runtime).
@@ -234,6 +236,68 @@ pub async fn execute(
             )
             .await
         }
+        Command::World {
+            users,
+            socket,
+            world,
+            map,
+            seed,
+            behaviour,
+            command_interval,
+            hold,
+            ..
+        } => {
+            let behaviour = metafi_world::bots::Behaviour::parse(&behaviour).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--behaviour {behaviour:?}: one of roam, hunt, camp, converge, mixed"
+                )
+            })?;
+            let workload = Worlds::new(WorldOptions {
+                world,
+                map,
+                seed,
+                behaviour,
+                command_interval,
+                hold,
+                users: users.users,
+                setup_concurrency: users.setup_concurrency,
+                socket: socket_config(&socket, &common),
+            });
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(50.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
+        Command::Relay {
+            socket,
+            hold,
+            interval,
+            size,
+            join_delay,
+            ..
+        } => {
+            let workload = Relay::new(RelayOptions {
+                hold,
+                interval,
+                size,
+                join_delay,
+                socket: socket_config(&socket, &common),
+            })?;
+            drive(
+                Arc::new(workload),
+                client,
+                &common,
+                ramp(10.0, 10),
+                notes,
+                interrupt,
+            )
+            .await
+        }
     }
 }
 
@@ -263,7 +327,7 @@ async fn drive<W: Workload>(
         .map_or(0, |d| d.as_secs());
     let name = workload.name();
     let outcome = runner::run(
-        workload,
+        workload.clone(),
         client,
         RunOptions {
             load: load.clone(),
@@ -287,6 +351,7 @@ async fn drive<W: Workload>(
             interrupted: outcome.interrupted,
             notes: {
                 notes.extend(outcome.notes);
+                notes.extend(workload.after(outcome.duration));
                 notes
             },
             server_usage: outcome.server,
@@ -339,7 +404,9 @@ fn common(command: &Command) -> &Common {
         | Command::Auth { common, .. }
         | Command::Rpc { common, .. }
         | Command::Leaderboard { common, .. }
-        | Command::Match { common, .. } => common,
+        | Command::Match { common, .. }
+        | Command::World { common, .. } => common,
+        | Command::Relay { common, .. } => common,
     }
 }
 

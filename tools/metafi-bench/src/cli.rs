@@ -125,6 +125,57 @@ pub enum Command {
         #[arg(long, default_value_t = 35)]
         broadcast_size: usize,
     },
+    /// Bots in a served world (docs/WORLD.md): authenticate, join the world, send generated
+    /// bot commands with acknowledgements; measures snapshots per bot per second, command →
+    /// first snapshot applying it, bytes per bot.
+    World {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        users: UserArgs,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// The world's match id; default: the first world in the match listing.
+        #[arg(long, default_value = "")]
+        world: String,
+        /// Map the bots' tracks are generated on (as the server's world.map: arena, open,
+        /// open:N or a file); "open" is sized for --users.
+        #[arg(long, default_value = "arena")]
+        map: String,
+        /// Seed of the generated map and tracks.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Bot behaviour: roam, hunt, camp, converge or mixed.
+        #[arg(long, default_value = "mixed")]
+        behaviour: String,
+        /// Time between two commands of one bot (one per tick at 20 ticks/s).
+        #[arg(long, value_parser = parse_duration, default_value = "50ms")]
+        command_interval: Duration,
+        /// How long each bot plays.
+        #[arg(long, value_parser = parse_duration, default_value = "180s")]
+        hold: Duration,
+    },
+    /// Pairs of players in relayed matches (no tick), half of the pairs on one node and half
+    /// across two nodes: the latency of a message between players on one node against one that
+    /// crosses nodes (series same_node and cross_node).
+    Relay {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// How long each player plays.
+        #[arg(long, value_parser = parse_duration, default_value = "30s")]
+        hold: Duration,
+        /// Time between two messages of one player.
+        #[arg(long, value_parser = parse_duration, default_value = "100ms")]
+        interval: Duration,
+        /// Payload length, in characters.
+        #[arg(long, default_value_t = 44)]
+        size: usize,
+        /// How long the second player of a pair waits before joining the pair's match.
+        #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+        join_delay: Duration,
+    },
 }
 
 /// Target, load model, limits and output: the same on every workload.

@@ -51,6 +51,7 @@ mod users;
 mod utilities;
 mod value;
 mod wallets;
+mod worlds;
 
 #[cfg(test)]
 mod test_support;
@@ -98,6 +99,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         social::FUNCTIONS,
         parties::FUNCTIONS,
         purchases::FUNCTIONS,
+        worlds::FUNCTIONS,
         TEST_ROWS,
     ]
     .into_iter()

@@ -31,6 +31,12 @@ pub struct RawCluster {
     pub match_listing_interval_ms: i64,
     /// How often this node sends its party listing to the others (when it changed).
     pub party_listing_interval_ms: i64,
+    /// Largest batch of cluster messages for one subject (0: no batching).
+    pub batch_max_bytes: i64,
+    /// How long the publisher gathers a batch (0: only what is queued; nothing waits).
+    pub batch_window_ms: i64,
+    /// How often this node publishes the digest of what it announced.
+    pub digest_interval_ms: i64,
 }
 
 impl Default for RawCluster {
@@ -48,6 +54,9 @@ impl Default for RawCluster {
             max_concurrent_calls: i64::try_from(d.max_concurrent_calls).unwrap_or(i64::MAX),
             match_listing_interval_ms: ms(d.match_listing_interval),
             party_listing_interval_ms: ms(d.party_listing_interval),
+            batch_max_bytes: i64::try_from(d.batch_max_bytes).unwrap_or(i64::MAX),
+            batch_window_ms: ms(d.batch_window),
+            digest_interval_ms: ms(d.digest_interval),
         }
     }
 }
@@ -102,6 +111,15 @@ pub(super) fn validate(
         10,
         600_000,
     );
+    // Below NATS's default 1 MiB payload limit.
+    let batch_max_bytes = check.count("cluster.batch_max_bytes", c.batch_max_bytes, 0, 1 << 19);
+    let batch_window = check.millis("cluster.batch_window_ms", c.batch_window_ms, 0, 100);
+    let digest_interval = check.millis(
+        "cluster.digest_interval_ms",
+        c.digest_interval_ms,
+        10,
+        600_000,
+    );
     if peer_lost_timeout < heartbeat_interval * 2 {
         check.problem(
             "cluster.peer_lost_timeout_ms: must be at least twice cluster.heartbeat_interval_ms, or one late heartbeat loses a peer",
@@ -140,6 +158,9 @@ pub(super) fn validate(
         max_concurrent_calls,
         match_listing_interval,
         party_listing_interval,
+        batch_max_bytes,
+        batch_window,
+        digest_interval,
     })
 }
 
@@ -176,6 +197,9 @@ mod tests {
             raw.cluster.max_concurrent_calls = 9;
             raw.cluster.match_listing_interval_ms = 250;
             raw.cluster.party_listing_interval_ms = 300;
+            raw.cluster.batch_max_bytes = 0;
+            raw.cluster.batch_window_ms = 2;
+            raw.cluster.digest_interval_ms = 300;
         })
         .unwrap();
         let cluster = config.cluster.unwrap();
@@ -188,6 +212,9 @@ mod tests {
         assert_eq!(cluster.max_concurrent_calls, 9);
         assert_eq!(cluster.match_listing_interval.as_millis(), 250);
         assert_eq!(cluster.party_listing_interval.as_millis(), 300);
+        assert_eq!(cluster.batch_max_bytes, 0);
+        assert_eq!(cluster.batch_window.as_millis(), 2);
+        assert_eq!(cluster.digest_interval.as_millis(), 300);
         assert!(cluster.lost_bound().as_secs_f64() <= 5.0);
     }
 

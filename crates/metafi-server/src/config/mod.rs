@@ -27,6 +27,7 @@ mod shutdown;
 mod signin_throttle;
 mod social;
 mod socket;
+mod world;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -115,6 +116,10 @@ pub struct Config {
     pub cluster: Option<metafi_cluster::ClusterConfig>,
     /// The console listener (`[console]`, docs/CONSOLE.md); `None` when disabled.
     pub console: Option<ConsoleSettings>,
+    /// Worlds' settings (`[world]`, docs/WORLD.md): `nk.world_create` starts from them.
+    pub world: metafi_world_server::WorldSettings,
+    /// Whether a world is created at start (`world.enabled`).
+    pub world_at_start: bool,
     /// The Agones SDK (`[agones]`, docs/MATCHES.md "Agones"); `None` when disabled.
     pub agones: Option<AgonesSettings>,
     /// The raw values, for `metafi config show` and the startup log.
@@ -160,6 +165,7 @@ impl TryFrom<RawConfig> for Config {
             &mut check,
         );
         let console = console::validate(&raw.console, &http, &mut check);
+        let (world, world_at_start) = world::validate(&raw.world, &mut check);
         // The pod's AGONES_SDK_GRPC_PORT is read only when Agones is on.
         let sdk_port = if raw.agones.enabled {
             std::env::var(SDK_PORT_ENV).ok()
@@ -209,6 +215,8 @@ impl TryFrom<RawConfig> for Config {
             iap,
             cluster,
             console,
+            world,
+            world_at_start,
             agones,
             raw,
         })

@@ -29,6 +29,7 @@ pub struct RawConfig {
     pub iap: super::iap::RawIap,
     pub cluster: super::cluster::RawCluster,
     pub console: super::console::RawConsole,
+    pub world: super::world::RawWorld,
     pub agones: super::agones::RawAgones,
 }
 
@@ -207,6 +208,7 @@ impl Default for RawConfig {
             iap: super::iap::RawIap::default(),
             cluster: super::cluster::RawCluster::default(),
             console: super::console::RawConsole::default(),
+            world: super::world::RawWorld::default(),
             agones: super::agones::RawAgones::default(),
         }
     }

@@ -5,8 +5,10 @@ pub mod auth;
 pub mod ccu;
 pub mod leaderboard;
 pub mod register;
+pub mod relay;
 pub mod rpc;
 pub mod seed_match;
+pub mod world;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -88,6 +90,11 @@ pub trait Workload: Send + Sync + 'static {
         index: u64,
         repeat: bool,
     ) -> impl Future<Output = ()> + Send;
+
+    /// Notes for the report once the run is over (figures the workload counted itself).
+    fn after(&self, _duration: Duration) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Device ids unique to this run, so repeated runs against one database never collide:
