@@ -5,6 +5,7 @@
 //!
 //! Key items: [`config::Config`], [`Listeners`], [`Node`], [`run`].
 
+pub mod agones;
 pub mod config;
 mod config_view;
 mod console;

@@ -7,7 +7,8 @@
 //! the match engine (it delivers through them) → channels → the script runtime (its `nk`
 //! creates matches through the engine, and reaches sessions, streams and channels through the
 //! realtime parts and channels: `realtime_host.rs`) → the runtime's match handlers and matchmaker hook handed to the engine →
-//! `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks.
+//! `Realtime` → QUIC → the HTTP server, metrics, matchmaker and housekeeping tasks → the Agones
+//! SDK task (`[agones]`, which says Ready).
 //!
 //! Runtime and engine need each other: `nk.match_create` needs the engine, and the engine's
 //! script matches need the handlers the runtime's modules register. The engine is built first
@@ -60,6 +61,8 @@ pub struct Node {
     console_server: Option<JoinHandle<()>>,
     matchmaker: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
+    /// The Agones SDK task (`[agones]`): Shutdown once the matches have finished.
+    agones: Option<crate::agones::Agones>,
 }
 
 /// What the fallible part of the start hands to the serving part.
@@ -133,6 +136,22 @@ impl Node {
             stop_rx,
         );
 
+        // Agones last: Ready means the node takes players now.
+        let agones = config.agones.clone().map(|settings| {
+            let realtime = wired.realtime.clone();
+            let matches = wired.matches.clone();
+            let source: crate::agones::StateSource = Arc::new(move || {
+                let load = matches.load();
+                crate::agones::NodeState {
+                    players: realtime.registry().len(),
+                    matches: load.matches,
+                    full: load.full.is_some() && !load.draining,
+                    draining: load.draining,
+                }
+            });
+            crate::agones::Agones::start(settings, &config.name, source)
+        });
+
         let insecure = config.insecure_defaults();
         if !insecure.is_empty() {
             tracing::warn!(keys = ?insecure, "running with published default keys; change them before production");
@@ -157,6 +176,7 @@ impl Node {
             console_server,
             matchmaker,
             housekeeping,
+            agones,
         })
     }
 
@@ -192,6 +212,12 @@ impl Node {
         }
     }
 
+    /// The state of this node's `GameServer` as last seen on Agones' watch (`Ready`,
+    /// `Allocated`, …); `None` without `[agones]` or before the first update.
+    pub fn agones_game_server_state(&self) -> Option<String> {
+        self.agones.as_ref().and_then(|a| a.game_server_state())
+    }
+
     /// The node's `nk` API, as its server code sees it (tests drive server functions with it).
     pub fn nk(&self) -> Option<metafi_runtime::Nk> {
         self.started
@@ -220,6 +246,10 @@ impl Node {
         let _ = self.matchmaker.await;
         if let Some(engine) = self.started.engine.take() {
             engine.shutdown(grace).await;
+        }
+        // The matches have finished: Agones hears the last counts and Shutdown.
+        if let Some(agones) = self.agones.take() {
+            agones.finish().await;
         }
         let still_open = metafi_transport::close_all(&self.realtime, grace).await;
         if still_open > 0 {

@@ -3,6 +3,7 @@
 //! takes. Each component receives only its own section.
 
 mod accounts;
+mod agones;
 mod check;
 mod cluster;
 mod console;
@@ -41,6 +42,7 @@ use metafi_realtime::RealtimeConfig;
 use metafi_runtime::RuntimeConfig;
 use metafi_transport::SocketConfig;
 
+pub use agones::{AgonesSettings, RawAgones, SDK_PORT_ENV};
 pub use console::{ConsoleSettings, RawConsole, RawConsoleUser};
 pub use database::{DatabaseBackend, DatabaseConfig, redact_url};
 pub use layers::{Sources, env_name, load};
@@ -118,6 +120,8 @@ pub struct Config {
     pub world: metafi_world_server::WorldSettings,
     /// Whether a world is created at start (`world.enabled`).
     pub world_at_start: bool,
+    /// The Agones SDK (`[agones]`, docs/MATCHES.md "Agones"); `None` when disabled.
+    pub agones: Option<AgonesSettings>,
     /// The raw values, for `metafi config show` and the startup log.
     pub raw: RawConfig,
 }
@@ -162,6 +166,13 @@ impl TryFrom<RawConfig> for Config {
         );
         let console = console::validate(&raw.console, &http, &mut check);
         let (world, world_at_start) = world::validate(&raw.world, &mut check);
+        // The pod's AGONES_SDK_GRPC_PORT is read only when Agones is on.
+        let sdk_port = if raw.agones.enabled {
+            std::env::var(SDK_PORT_ENV).ok()
+        } else {
+            None
+        };
+        let agones = agones::validate(&raw.agones, sdk_port.as_deref(), &mut check);
         check.finish()?;
         // Each is `None` only with a problem recorded, which `finish` reported.
         let (Some(ip), Some(database)) = (socket.ip, database) else {
@@ -206,6 +217,7 @@ impl TryFrom<RawConfig> for Config {
             console,
             world,
             world_at_start,
+            agones,
             raw,
         })
     }

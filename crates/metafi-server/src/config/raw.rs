@@ -30,6 +30,7 @@ pub struct RawConfig {
     pub cluster: super::cluster::RawCluster,
     pub console: super::console::RawConsole,
     pub world: super::world::RawWorld,
+    pub agones: super::agones::RawAgones,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,6 +209,7 @@ impl Default for RawConfig {
             cluster: super::cluster::RawCluster::default(),
             console: super::console::RawConsole::default(),
             world: super::world::RawWorld::default(),
+            agones: super::agones::RawAgones::default(),
         }
     }
 }
