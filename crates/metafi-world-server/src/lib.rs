@@ -1,4 +1,4 @@
-//! A `metafi-world` [`World`](metafi_world::World) served as an authoritative match of
+//! A `metafi-world` [`metafi_world::World`] served as an authoritative match of
 //! `metafi serve` (docs/WORLD.md, "Serving the world").
 //!
 //! - [`Worlds`] creates worlds (from the `[world]` configuration or `nk.world_create`): each
