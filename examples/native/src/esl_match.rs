@@ -220,11 +220,7 @@ impl MatchHandler for EslMatch {
 /// `esl_create_native`: creates an ESL match with the payload's parameters (`tick_rate`,
 /// `state_size`, `work`, `expensive`; a JSON object, empty for the defaults) and answers
 /// `{"match_id": …}`. A full node's refusal (RESOURCE_EXHAUSTED, "Node is full: …") is passed on.
-pub async fn create(
-    _ctx: Arc<CallContext>,
-    nk: Nk,
-    payload: String,
-) -> Result<String, RpcError> {
+pub async fn create(_ctx: Arc<CallContext>, nk: Nk, payload: String) -> Result<String, RpcError> {
     let params = if payload.trim().is_empty() {
         serde_json::Map::new()
     } else {

@@ -270,7 +270,10 @@ pub async fn run(
         let cpu_after = server_cpu(&o.server_pids);
         let mut latencies = std::mem::take(&mut *shared.latencies.lock());
         latencies.sort_unstable();
-        let load = client.metafi_load().await.unwrap_or(serde_json::Value::Null);
+        let load = client
+            .metafi_load()
+            .await
+            .unwrap_or(serde_json::Value::Null);
         let server_cores = cpu_before
             .zip(cpu_after)
             .map(|(a, b)| (b - a) / wall.max(1e-9));
@@ -379,19 +382,16 @@ impl Player {
                 return Err(e);
             }
         };
-        let mut socket = match WebSocketTransport::connect(
-            self.client.endpoint(),
-            &session.token,
-            &o.socket,
-        )
-        .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = joined.send(false).await;
-                return Err(format!("connect: {e}"));
-            }
-        };
+        let mut socket =
+            match WebSocketTransport::connect(self.client.endpoint(), &session.token, &o.socket)
+                .await
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = joined.send(false).await;
+                    return Err(format!("connect: {e}"));
+                }
+            };
         let result = self.in_match(&mut socket, &joined).await;
         let _ = tokio::time::timeout(o.socket.timeout, socket.close()).await;
         result
