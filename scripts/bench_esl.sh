@@ -6,7 +6,8 @@
 #   scripts/bench_esl.sh [extra `metafi serve` flags...]
 #
 # Environment: TICK_RATE (64 or 128, default 64), PLACEMENT (match.placement: cost or count,
-# default cost), EXPENSIVE (matches burning 10x CPU per tick, default 0), MAX_MATCHES (default
+# default cost; it chooses between executor threads, so it only matters with THREADS > 1),
+# THREADS (match.executor_threads, default 1: the objective counts each thread as one core), EXPENSIVE (matches burning 10x CPU per tick, default 0), MAX_MATCHES (default
 # 40), STEP (measured seconds per step, default 10), WORK (rounds of simulated game logic per
 # tick, default 20000), OUT (directory for esl.json, bench.txt and the server log, default a
 # temporary one), PORT / METRICS_PORT. Prints the tool's table (one row per step) and the last
@@ -34,7 +35,7 @@ name=bench_esl
 # shellcheck source=scripts/bench_server.sh
 source scripts/bench_server.sh
 trap stop_server EXIT
-start_server "$out/server.log" --set match.executor_threads=1 \
+start_server "$out/server.log" --set "match.executor_threads=${THREADS:-1}" \
   --set "match.placement=$placement" "$@"
 
 taskset -c 1 "$bench" esl --server "http://127.0.0.1:$port" --server-pid "$server" \
