@@ -416,7 +416,7 @@ impl Player {
             .map_err(|e| format!("join: {e}"))?;
         let template = MatchDataSendJson::new(&self.match_id, OP_INPUT, true);
         let interval = Duration::from_secs(1) / o.tick_rate.max(1);
-        let mut sizes = Sizes(0x2545_f491_4f6c_dd1d ^ (self.slot as u64 + 1) * 0x9e37_79b9);
+        let mut sizes = Sizes(0x2545_f491_4f6c_dd1d ^ ((self.slot as u64 + 1) * 0x9e37_79b9));
         let mut latency = InputLatency::default();
         let mut seq = 0u32;
         let mut in_match = false;
@@ -452,14 +452,15 @@ impl Player {
                         Err(e) => break Err(format!("receive: {e}")),
                     };
                     if let Some(view) = MatchDataView::parse_json(&frame) {
-                        if view.op_code == OP_STATE && view.data_prefix(&mut head).is_some() {
-                            if let Some(applied) = applied_of(&head, self.slot) {
-                                let now = Instant::now();
-                                let mut got = Vec::new();
-                                latency.applied(applied, now, |d| got.push(d.as_micros() as u32));
-                                if !got.is_empty() {
-                                    self.shared.latencies.lock().extend(got);
-                                }
+                        if view.op_code == OP_STATE
+                            && view.data_prefix(&mut head).is_some()
+                            && let Some(applied) = applied_of(&head, self.slot)
+                        {
+                            let now = Instant::now();
+                            let mut got = Vec::new();
+                            latency.applied(applied, now, |d| got.push(d.as_micros() as u32));
+                            if !got.is_empty() {
+                                self.shared.latencies.lock().extend(got);
                             }
                         }
                         continue;
