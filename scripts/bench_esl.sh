@@ -10,7 +10,8 @@
 # THREADS (match.executor_threads, default 1: the objective counts each thread as one core), EXPENSIVE (matches burning 10x CPU per tick, default 0), MAX_MATCHES (default
 # 40), STEP (measured seconds per step, default 10), WORK (rounds of simulated game logic per
 # tick, default 20000), OUT (directory for esl.json, bench.txt and the server log, default a
-# temporary one), PORT / METRICS_PORT. Prints the tool's table (one row per step) and the last
+# temporary one), PORT / METRICS_PORT, SERVER_BIN / BENCH_BIN (default the release builds).
+# Prints the tool's table (one row per step) and the last
 # step the node accepted. Needs release builds:
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
@@ -27,7 +28,7 @@ work=${WORK:-20000}
 out=${OUT:-$(mktemp -d -t metafi-bench-esl.XXXXXX)}
 mkdir -p "$out"
 target=${CARGO_TARGET_DIR:-target}
-bin=${METAFI_BIN:-$target/release/metafi}
+bin=${SERVER_BIN:-$target/release/metafi}
 bench=${BENCH_BIN:-$target/release/metafi-bench}
 port=${PORT:-7470}
 metrics_port=${METRICS_PORT:-9170}
