@@ -80,6 +80,16 @@ if has_socket; then
   for id in "${rpcs[@]}"; do
     run rpc --socket --id "$id" --clients 4 --duration 3s --users 10
   done
+  # the ESL consolidation steps: two 12-player matches at 64 ticks/s (the first one expensive),
+  # a short step each; the tool fails on any player error or when no input was timed
+  if grep -q 'runtime ready.*esl_create_native' "$SERVER_LOG"; then
+    echo "==> metafi-bench esl --max-matches 2 --expensive 1"
+    "$bench" esl --server "$server" --server-pid "$SERVER_PID" --max-matches 2 --expensive 1 \
+      --step 2s --warmup 1s
+    passed=$((passed + 1))
+  else
+    skip "esl: the server has no RPC esl_create_native (build metafi with --features examples)"
+  fi
   if has_rpc get_match; then
     run match --users 20 --phase 10:2s --phase 0:2s --hold 3s
   else

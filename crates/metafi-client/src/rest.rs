@@ -245,6 +245,13 @@ impl Client {
             .await
     }
 
+    /// `GET /v2/metafi/load` with the server key: a MetaFi node's load against its latency
+    /// objective (`cpu`, `cpu_objective`, `late_threads`, `threads`, `matches`, `full`, …).
+    pub async fn metafi_load(&self) -> Result<serde_json::Value, ClientError> {
+        self.call(Method::GET, "/v2/metafi/load", Auth::ServerKey, None)
+            .await
+    }
+
     /// `POST /v2/rpc/{id}` as the session's user: `payload` is the function's input text, sent
     /// as a JSON string as Nakama's clients do; returns the function's output text.
     pub async fn rpc(&self, token: &str, id: &str, payload: &str) -> Result<String, ClientError> {

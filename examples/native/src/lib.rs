@@ -11,11 +11,13 @@
 //! module ([`transport_seed`]: handler `transport_seed`, RPCs `transport_seed_create` and
 //! `transport_seed_stats`), an event processor with its `event_log_native` RPC
 //! ([`event_log`]), and, when `runtime.env` has `native_hooks=on`, example before/after
-//! hooks ([`device_hooks`]).
+//! hooks ([`device_hooks`]), and the ESL consolidation benchmark's match ([`esl_match`]: handler
+//! `esl_native`, RPC `esl_create_native`).
 //!
 //! Must not depend on: the server, the transport, a storage backend. Key type: [`Examples`].
 
 pub mod device_hooks;
+pub mod esl_match;
 pub mod event_log;
 pub mod seed_match;
 pub mod transport_seed;
@@ -39,6 +41,10 @@ impl NativeModule for Examples {
         initializer.register_rpc("get_match_native", seed_match::get_match);
         initializer.register_match(seed_match::HANDLER, || {
             Box::new(seed_match::SeedMatch::default())
+        });
+        initializer.register_rpc("esl_create_native", esl_match::create);
+        initializer.register_match(esl_match::HANDLER, || {
+            Box::new(esl_match::EslMatch::default())
         });
         initializer.register_rpc("transport_seed_create", transport_seed::create);
         initializer.register_rpc("transport_seed_stats", transport_seed::stats);

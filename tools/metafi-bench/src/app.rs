@@ -18,6 +18,7 @@ use crate::servers::Servers;
 use crate::workloads::Workload;
 use crate::workloads::auth::Auth;
 use crate::workloads::ccu::Ccu;
+use crate::workloads::esl::EslOptions;
 use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::register::Register;
 use crate::workloads::relay::{Relay, RelayOptions};
@@ -49,6 +50,9 @@ pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
             .build()
     }
     .context("starting the async runtime")?;
+    if let Command::Esl { .. } = &cli.command {
+        return runtime.block_on(esl(cli.command));
+    }
     runtime.block_on(async move {
         let report = execute(cli.command, ctrl_c()).await?;
         finish(&report, &common)
@@ -201,6 +205,9 @@ pub async fn execute(
                 interrupt,
             )
             .await
+        }
+        Command::Esl { .. } => {
+            anyhow::bail!("the esl workload runs steps of its own (metafi-bench esl)")
         }
         Command::Match {
             users,
@@ -406,7 +413,8 @@ fn common(command: &Command) -> &Common {
         | Command::Leaderboard { common, .. }
         | Command::Match { common, .. }
         | Command::World { common, .. }
-        | Command::Relay { common, .. } => common,
+        | Command::Relay { common, .. }
+        | Command::Esl { common, .. } => common,
     }
 }
 
@@ -434,6 +442,84 @@ fn command_line() -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `metafi-bench esl`: the consolidation steps, their table on stdout and `esl.json` in
+/// `--out`; fails when no step was measured or the run stopped on an error rather than the
+/// node's refusal or `--max-matches`.
+#[allow(clippy::print_stderr)] // the tool's user-facing output
+async fn esl(command: Command) -> anyhow::Result<ExitCode> {
+    let Command::Esl {
+        common,
+        socket,
+        rpc,
+        tick_rate,
+        max_matches,
+        matches_per_step,
+        step,
+        warmup,
+        expensive,
+        state_size,
+        input_min,
+        input_max,
+        work,
+    } = command
+    else {
+        anyhow::bail!("not the esl command");
+    };
+    net::raise_open_files(common.nofile).context("raising the open-file limit")?;
+    let server = common
+        .servers
+        .first()
+        .context("--server is required")?
+        .clone();
+    let config = ClientConfig {
+        server: server.clone(),
+        server_key: common.server_key.clone(),
+        timeout: common.timeout,
+        sources: Vec::new(),
+        max_idle: 4,
+    };
+    let client = Client::new(&config, Arc::new(NetCounters::default()))
+        .await
+        .with_context(|| format!("preparing the client of {server}"))?;
+    let options = EslOptions {
+        rpc,
+        tick_rate,
+        max_matches,
+        matches_per_step: matches_per_step.max(1),
+        step,
+        warmup,
+        expensive,
+        state_size,
+        input_min: input_min.min(input_max),
+        input_max,
+        work,
+        server_pids: common.server_pids.clone(),
+        socket: socket_config(&socket, &common),
+    };
+    let report = crate::workloads::esl::run(client, options, ctrl_c()).await?;
+    if let Some(dir) = &common.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("esl.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let errors: u64 = report.steps.iter().map(|s| s.errors).sum();
+    let measured = report.steps.iter().any(|s| s.inputs > 0);
+    let stopped_well = report.stopped.contains("Node is full")
+        || report.stopped.contains("--max-matches")
+        || report.stopped == "interrupted";
+    if !measured || !stopped_well || errors > 0 {
+        eprintln!(
+            "FAILED: {} steps measured, {errors} errors, stopped: {}",
+            report.steps.len(),
+            report.stopped
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Resolves on Ctrl-C (never, if the signal cannot be listened to).

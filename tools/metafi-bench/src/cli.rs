@@ -176,6 +176,51 @@ pub enum Command {
         #[arg(long, value_parser = parse_duration, default_value = "500ms")]
         join_delay: Duration,
     },
+    /// The ESL consolidation benchmark: 12-player matches at 64 or 128 ticks/s (inputs of
+    /// 40–200 bytes every tick, a ~2,000-byte state update every tick), added step by step
+    /// until the node refuses ("Node is full") or --max-matches; per step players, matches,
+    /// server CPU, input → update latency and the node's load. The load-model flags (--phase,
+    /// --clients, --duration) do not apply. Needs a metafi built with `--features examples`.
+    Esl {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        socket: SocketArgs,
+        /// The RPC that creates an ESL match from its JSON parameters.
+        #[arg(long, default_value = "esl_create_native")]
+        rpc: String,
+        /// Ticks per second of every match: 64 or 128.
+        #[arg(long, default_value_t = 64, value_parser = parse_tick_rate)]
+        tick_rate: u32,
+        /// Stop after this many matches even if the node still takes more.
+        #[arg(long, default_value_t = 1000)]
+        max_matches: u64,
+        /// Matches added per step.
+        #[arg(long, default_value_t = 1)]
+        matches_per_step: u64,
+        /// Measured length of a step.
+        #[arg(long, value_parser = parse_duration, default_value = "10s")]
+        step: Duration,
+        /// Wait after a step's new matches are full before measuring.
+        #[arg(long, value_parser = parse_duration, default_value = "2s")]
+        warmup: Duration,
+        /// How many matches (the first ones) burn 10x the game logic's CPU per tick.
+        #[arg(long, default_value_t = 0)]
+        expensive: u64,
+        /// Bytes of the state update sent to every player every tick.
+        #[arg(long, default_value_t = 2000)]
+        state_size: usize,
+        /// Smallest input, bytes.
+        #[arg(long, default_value_t = 40)]
+        input_min: usize,
+        /// Largest input, bytes.
+        #[arg(long, default_value_t = 200)]
+        input_max: usize,
+        /// Rounds of simulated game logic per tick (a cheap mixing function; the match's CPU
+        /// beyond receiving inputs and sending updates).
+        #[arg(long, default_value_t = 20_000)]
+        work: u64,
+    },
 }
 
 /// Target, load model, limits and output: the same on every workload.
@@ -294,6 +339,14 @@ impl Common {
     }
 }
 
+/// `--tick-rate`: 64 or 128 (the two rates competitive shooters run at).
+fn parse_tick_rate(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(rate @ (64 | 128)) => Ok(rate),
+        _ => Err(format!("{text:?}: the tick rate is 64 or 128")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
@@ -386,5 +439,41 @@ mod tests {
         };
         assert_eq!(common.servers, ["http://127.0.0.1:7350"]);
         assert!(common.server_pids.is_empty());
+    }
+
+    #[test]
+    fn esl_takes_a_tick_rate_of_64_or_128_and_its_limits() {
+        let cli = Cli::try_parse_from([
+            "metafi-bench",
+            "esl",
+            "--tick-rate",
+            "128",
+            "--max-matches",
+            "3",
+            "--expensive",
+            "1",
+            "--step",
+            "2s",
+        ])
+        .expect("parses");
+        let Command::Esl {
+            tick_rate,
+            max_matches,
+            expensive,
+            step,
+            state_size,
+            input_min,
+            input_max,
+            ..
+        } = cli.command
+        else {
+            panic!("esl")
+        };
+        assert_eq!(
+            (tick_rate, max_matches, expensive, step),
+            (128, 3, 1, Duration::from_secs(2))
+        );
+        assert_eq!((state_size, input_min, input_max), (2000, 40, 200));
+        assert!(Cli::try_parse_from(["metafi-bench", "esl", "--tick-rate", "60"]).is_err());
     }
 }

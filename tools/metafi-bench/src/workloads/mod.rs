@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod ccu;
+pub mod esl;
 pub mod leaderboard;
 pub mod register;
 pub mod relay;
