@@ -19,13 +19,21 @@ stop_server() {
   data=""
 }
 
+# console_off BIN: the flag that keeps BIN's console listener closed (two servers on one host
+# would share its port); nothing for a build older than the console, which has no such key.
+console_off() {
+  if "$1" config default 2>/dev/null | grep -q '^\[console\]'; then
+    echo "--set console.enabled=false"
+  fi
+}
+
 start_server() {
   local log=$1
   shift
   data=$(mktemp -d -t metafi-bench-data.XXXXXX)
   taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
-    --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
-    "$@" >"$log" 2>&1 &
+    --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
+    $(console_off "$bin") "$@" >"$log" 2>&1 &
   server=$!
   for _ in $(seq 1 200); do
     curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && return 0
