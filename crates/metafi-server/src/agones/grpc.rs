@@ -28,6 +28,10 @@ pub fn frame(message: &impl Message) -> Bytes {
     buf.freeze()
 }
 
+/// The largest message accepted from the SDK server (gRPC's default receive limit): a frame
+/// header announcing more is refused rather than buffered.
+const MAX_MESSAGE_LEN: usize = 4 << 20;
+
 /// Splits a byte stream into gRPC frames' messages.
 #[derive(Debug, Default)]
 pub struct Frames {
@@ -47,6 +51,9 @@ impl Frames {
         }
         let compressed = self.buf[0];
         let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
+        if len > MAX_MESSAGE_LEN {
+            bail!("a gRPC message of {len} bytes (at most {MAX_MESSAGE_LEN} accepted)");
+        }
         if self.buf.len() < 5 + len {
             return Ok(None);
         }

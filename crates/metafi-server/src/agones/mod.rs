@@ -333,4 +333,11 @@ mod tests {
         assert_eq!(frames.next_message().unwrap().unwrap().len(), 0);
         assert!(frames.next_message().unwrap().is_none());
     }
+
+    #[test]
+    fn a_frame_announcing_a_huge_message_is_refused_not_buffered() {
+        let mut frames = grpc::Frames::default();
+        frames.push(&[0, 0xff, 0xff, 0xff, 0xff]);
+        assert!(frames.next_message().is_err());
+    }
 }
