@@ -66,13 +66,15 @@ export METAFI_REQUIRE_NATS=1
 trap 'scripts/nats.sh stop' EXIT
 
 step "cargo test"
+# Besides the tests, this builds the `metafi` (with `examples`), `metafi-bench` and
+# `metafi-linkemu` binaries into target/debug with the same features: the steps below use those,
+# because a `cargo build` with another feature set would compile the workspace again (minutes).
 cargo test --workspace --all-features --locked
 
 step "docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
 step "nakama-js compatibility: SQLite"
-cargo build --locked -p metafi-server --bin metafi --features examples
 scripts/compat.sh target/debug/metafi
 
 step "nakama-js compatibility: PostgreSQL"
@@ -88,11 +90,9 @@ scripts/console.sh target/debug/metafi
 step "nakama-js cluster suite: three nodes on PostgreSQL and NATS"
 # tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh),
 # then a metafi-bench smoke run spreading its users over the three.
-cargo build --locked -p metafi-bench
 CLUSTER_BENCH=target/debug/metafi-bench scripts/cluster.sh target/debug/metafi
 
 step "metafi-bench smoke run"
-cargo build --locked -p metafi-server --bin metafi -p metafi-bench --features examples
 scripts/bench-smoke.sh target/debug/metafi target/debug/metafi-bench
 
 step "done"
