@@ -27,6 +27,7 @@ pub mod hooks;
 pub mod iap;
 mod jwt;
 pub mod leaderboards;
+pub mod module_errors;
 pub mod notifications;
 pub mod notify;
 pub mod objects;
@@ -56,6 +57,7 @@ pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use iap::{IapConfig, Purchases};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use leaderboards::{LeaderboardError, Leaderboards};
+pub use module_errors::{ModuleError, ModuleErrors};
 pub use notifications::{
     Broadcast, NoPush, NotificationPage, NotificationPush, Notifications, NotificationsConfig,
 };

@@ -641,6 +641,7 @@ impl AuthoritativeMatch {
         match reason {
             EndReason::Failed { callback, error } => {
                 shared.metrics.errors.increment(1);
+                inner.handler_failed(&shared, callback, error);
                 tracing::warn!(
                     match_id = %shared.id_text,
                     handler = %shared.handler_name,

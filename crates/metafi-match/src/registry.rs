@@ -71,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: MetricsCache,
     /// Matches on other nodes of a cluster; unset on a single node.
     pub(crate) remote: OnceLock<Arc<dyn RemoteMatches>>,
+    /// Where a failed match handler is recorded for the console (set once at start).
+    pub(crate) errors: OnceLock<Arc<metafi_core::ModuleErrors>>,
 }
 
 impl Inner {
@@ -103,6 +105,25 @@ impl Inner {
             shared.metrics.cost.ended(cost);
         }
         self.listing.write().remove(uuid);
+    }
+
+    /// Records a handler callback's failure among its module's last errors (the handler name
+    /// stands for the module: a Lua match module is named after its file).
+    pub(crate) fn handler_failed(
+        &self,
+        shared: &MatchShared,
+        callback: &str,
+        error: &crate::match_handler::HandlerError,
+    ) {
+        if let Some(errors) = self.errors.get() {
+            errors.record(
+                &shared.handler_name,
+                shared.runtime,
+                &format!("match {} {callback}", shared.handler_name),
+                error.kind(),
+                &error.to_string(),
+            );
+        }
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
@@ -159,6 +180,7 @@ impl Matches {
             seq: AtomicU64::new(1),
             metrics: MetricsCache::default(),
             remote: OnceLock::new(),
+            errors: OnceLock::new(),
         });
         let schedulers = receivers
             .into_iter()
@@ -183,7 +205,13 @@ impl Matches {
         self.inner.remote.set(remote).is_ok()
     }
 
-    fn remote(&self) -> Option<&Arc<dyn RemoteMatches>> {
+    /// Installs where failed match handlers are recorded (the runtime's last errors per
+    /// module, shown by the console); false when one was installed already.
+    pub fn set_error_log(&self, errors: Arc<metafi_core::ModuleErrors>) -> bool {
+        self.inner.errors.set(errors).is_ok()
+    }
+
+    pub(crate) fn remote(&self) -> Option<&Arc<dyn RemoteMatches>> {
         self.inner.remote.get()
     }
 
@@ -609,7 +637,7 @@ impl Matches {
         self.stop();
     }
 
-    fn authoritative(&self, id: &MatchId) -> Option<Arc<MatchShared>> {
+    pub(crate) fn authoritative(&self, id: &MatchId) -> Option<Arc<MatchShared>> {
         if !id.is_authoritative() || id.node() != &*self.inner.node {
             return None;
         }
@@ -617,7 +645,7 @@ impl Matches {
     }
 
     /// An authoritative match of another node.
-    fn is_elsewhere(&self, id: &MatchId) -> bool {
+    pub(crate) fn is_elsewhere(&self, id: &MatchId) -> bool {
         id.is_authoritative() && id.node() != &*self.inner.node
     }
 
@@ -754,7 +782,7 @@ impl Matches {
 
     /// Waits for an executor's answer, at most `match.reply_timeout_ms` (when called outside
     /// a tokio runtime with timers, without a limit).
-    async fn wait<T>(&self, answer: oneshot::Receiver<T>) -> Option<T> {
+    pub(crate) async fn wait<T>(&self, answer: oneshot::Receiver<T>) -> Option<T> {
         if tokio::runtime::Handle::try_current().is_err() {
             return answer.await.ok();
         }

@@ -36,6 +36,16 @@ pub struct RelayedJoin {
     pub is_new: bool,
 }
 
+impl Relayed {
+    pub(crate) fn members(&self) -> &[Arc<Presence>] {
+        &self.members
+    }
+
+    pub(crate) fn id_text(&self) -> &str {
+        &self.id_text
+    }
+}
+
 impl Matches {
     /// `match_create`: a relayed match with a random id, or with the id derived from `name`
     /// (joining it if it exists, as Nakama does). Call [`Matches::complete_join`] after

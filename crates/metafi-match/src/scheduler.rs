@@ -64,6 +64,13 @@ pub(crate) enum Command {
     Terminate {
         grace: Duration,
     },
+    /// An operator ends one match (`Matches::end`): `match_terminate` with this grace; the
+    /// reply says whether the thread had the match.
+    End {
+        id: Uuid,
+        grace: Duration,
+        reply: oneshot::Sender<bool>,
+    },
     /// End every match now and stop the thread.
     Stop,
 }
@@ -321,6 +328,7 @@ impl Scheduler {
                         shared.ended.store(true, Ordering::Release);
                         self.inner.remove_authoritative(&shared);
                         tracing::warn!(match_id = %shared.id_text, handler = %shared.handler_name, runtime = shared.runtime, error = %error, "match_init failed; the match was not created");
+                        self.inner.handler_failed(&shared, "match_init", &error);
                         let _ = reply.send(Err(MatchError::Init { error }));
                     }
                 }
@@ -387,6 +395,21 @@ impl Scheduler {
                     };
                     self.after(slot, step);
                 }
+            }
+            Command::End { id, grace, reply } => {
+                let Some(slot) = self.by_id.get(&id).copied() else {
+                    let _ = reply.send(false);
+                    return;
+                };
+                let step = match self.slots[slot].as_mut() {
+                    Some(m) => m.terminate(&self.inner, now, grace),
+                    None => {
+                        let _ = reply.send(false);
+                        return;
+                    }
+                };
+                let _ = reply.send(true);
+                self.after(slot, step);
             }
             Command::Stop => {
                 let slots: Vec<usize> = self.by_id.values().copied().collect();
