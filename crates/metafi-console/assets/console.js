@@ -128,6 +128,14 @@ const pages = {
       act("Banned.", async () => { await api("POST", `${path}/ban`); location.reload(); }));
     document.getElementById("unban")?.addEventListener("click", () =>
       act("Unbanned.", async () => { await api("POST", `${path}/unban`); location.reload(); }));
+    document.querySelectorAll("#account-sessions tr[data-session-id] button.disconnect").forEach((button) => {
+      const sid = button.closest("tr").dataset.sessionId;
+      button.addEventListener("click", () =>
+        act("Disconnected.", async () => {
+          await api("POST", `${path}/session/${sid}/disconnect`);
+          button.closest("tr").remove();
+        }));
+    });
     document.getElementById("delete-account").addEventListener("click", () => {
       if (!confirm("Delete this account and everything it owns?")) return;
       act("Deleted.", async () => { await api("DELETE", path); location.href = "/accounts"; });
@@ -186,6 +194,13 @@ const pages = {
             { data: section.querySelector(".signal-data").value });
           section.querySelector(".signal-result").textContent = r.result;
         }));
+      section.querySelector("button.end-match")?.addEventListener("click", () => {
+        if (!confirm("End this match? Its handler's match_terminate runs with the configured grace.")) return;
+        act("Match told to end.", async () => {
+          await api("DELETE", `/v2/console/match/${encodeURIComponent(section.dataset.matchId)}`);
+          section.classList.add("ending");
+        });
+      });
     });
     tick();
     setInterval(tick, 1000);

@@ -18,6 +18,9 @@ pub struct ConsoleConfig {
     pub max_request_size_bytes: usize,
     /// Connection timeouts of the listener (CORS is not used: the console is same-origin).
     pub http: HttpConfig,
+    /// The grace an authoritative match ended from the console gets: its `match_terminate`
+    /// sees it, and the match ends at its end at the latest (`console.match_end_grace_sec`).
+    pub match_end_grace: Duration,
 }
 
 /// A console user from the configuration. The password is hashed before it is stored.

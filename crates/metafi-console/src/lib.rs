@@ -25,7 +25,7 @@ mod state;
 
 pub use auth::{COOKIE_NAME, CSRF_HEADER, ConsoleSession, seed_users};
 pub use config::{ConsoleConfig, Perm, Role, UserSeed};
-pub use state::{ConsoleState, NodeProbe, RuntimeInfo};
+pub use state::{ConsoleState, LiveSession, NodeProbe, RuntimeInfo};
 
 use axum::Router;
 use axum::extract::State;

@@ -202,6 +202,20 @@ async fn account(
         .unwrap_or_default();
     let user = &account.user;
     let metadata = pretty(&user.metadata);
+    let sessions = crate::api::account_sessions(&state, user_id);
+    let friends = state
+        .api
+        .friends
+        .list_for_client(user_id, None, None, "")
+        .await;
+    let groups = state
+        .api
+        .groups
+        .user_groups(user_id, None, Some(100), "")
+        .await;
+    let ledger = metafi_core::Wallets::new(state.store.clone(), state.clock.clone())
+        .ledger_list(user_id, 100, "")
+        .await;
     let body = html! {
         dl.profile data-user-id=(user.id) {
             dt { "Id" } dd.mono #account-id { (user.id) }
@@ -225,6 +239,85 @@ async fn account(
             }
             a.button #export href={ "/v2/console/account/" (user.id) "/export" } target="_blank" { "Export" }
             button #delete-account.danger type="button" { "Delete account" }
+        }
+        h2 { "Sessions" }
+        table #account-sessions {
+            thead { tr { th { "Session id" } th { "Node" } th { "Started" } th { "Client address" } th { "Format" } th {} } }
+            tbody {
+                @for s in &sessions {
+                    @let sid = s["session_id"].as_str().unwrap_or_default();
+                    tr data-session-id=(sid) {
+                        td.mono { (sid) }
+                        td { (s["node"].as_str().unwrap_or_default()) }
+                        td { (s["start_time"].as_str().unwrap_or_default()) }
+                        td.mono { (s["client_address"].as_str().unwrap_or_default()) }
+                        td { (s["format"].as_str().unwrap_or_default()) }
+                        td { @if session.role.may(Perm::Admin) { button.disconnect type="button" { "Disconnect" } } }
+                    }
+                }
+            }
+        }
+        @if sessions.is_empty() { p.empty #no-sessions { "No live session on this node." } }
+        h2 { "Friends" }
+        @match &friends {
+            Ok(list) => {
+                table #account-friends {
+                    thead { tr { th { "Username" } th { "Id" } th { "State" } th { "Since" } } }
+                    tbody {
+                        @for f in &list.friends {
+                            tr {
+                                td { a href={ "/accounts/" (f.user.id) } { (f.user.username) } }
+                                td.mono { (f.user.id) }
+                                td { (friend_state(f.state)) }
+                                td { (f.update_time) }
+                            }
+                        }
+                    }
+                }
+                @if list.friends.is_empty() { p.empty #no-friends { "No friends." } }
+            }
+            Err(e) => { p.error { (e.to_string()) } }
+        }
+        h2 { "Groups" }
+        @match &groups {
+            Ok(list) => {
+                table #account-groups {
+                    thead { tr { th { "Name" } th { "Id" } th { "State" } th { "Members" } } }
+                    tbody {
+                        @for g in &list.user_groups {
+                            tr {
+                                td { (g.group.name) }
+                                td.mono { (g.group.id) }
+                                td { (group_state(g.state)) }
+                                td { (g.group.edge_count) " / " (g.group.max_count) }
+                            }
+                        }
+                    }
+                }
+                @if list.user_groups.is_empty() { p.empty #no-groups { "No groups." } }
+            }
+            Err(e) => { p.error { (e.to_string()) } }
+        }
+        h2 { "Wallet ledger" }
+        @match &ledger {
+            Ok(page) => {
+                table #account-ledger {
+                    thead { tr { th { "When" } th { "Changeset" } th { "Metadata" } th { "Id" } } }
+                    tbody {
+                        @for item in &page.items {
+                            tr {
+                                td { (crate::api::timestamp(item.create_time_ms)) }
+                                td.mono { (serde_json::to_string(&item.changeset).unwrap_or_default()) }
+                                td.mono { (item.metadata) }
+                                td.mono { (item.id) }
+                            }
+                        }
+                    }
+                }
+                @if page.items.is_empty() { p.empty #no-ledger { "No wallet changes recorded." } }
+                @if page.cursor.is_some() { p.hint { "The 100 newest; the JSON API pages further (/v2/console/account/" (user.id) "/wallet)." } }
+            }
+            Err(e) => { p.error { (e.to_string()) } }
         }
         h2 { "Storage" }
         table #account-objects {
@@ -382,11 +475,13 @@ async fn matches(State(state): State<ConsoleState>, session: Session) -> Respons
                     p.stats {}
                     p.legend { span.tick { "■ tick time (ms)" } " " span.late { "■ lateness (ms)" } }
                     canvas.tick-chart width="640" height="140" {}
+                    (presences_table(&state, id))
                     @if session.role.may(Perm::Develop) {
                         div.actions {
                             input.signal-data placeholder="signal data";
                             button.signal type="button" { "Signal" }
                             span.signal-result {}
+                            button.end-match.danger type="button" { "End match" }
                         }
                     }
                 }
@@ -395,6 +490,30 @@ async fn matches(State(state): State<ConsoleState>, session: Session) -> Respons
         @if entries.is_empty() { p.empty #no-matches { "No matches are running." } }
     };
     page(Some(&session), "matches", "Matches", body).into_response()
+}
+
+/// Who is in a match: its joined presences (this node's matches).
+fn presences_table(state: &ConsoleState, id: &str) -> Markup {
+    match state.api.matches.presences(id) {
+        Ok(Some(found)) => html! {
+            table.presences {
+                thead { tr { th { "Username" } th { "User id" } th { "Session id" } th { "Node" } } }
+                tbody {
+                    @for p in &found.presences {
+                        tr {
+                            td { a href={ "/accounts/" (p.user_id) } { (&*p.username) } }
+                            td.mono { (p.user_id) }
+                            td.mono { (p.session_id) }
+                            td { (&*p.node) }
+                        }
+                    }
+                }
+            }
+            @if found.presences.is_empty() { p.empty.no-presences { "Nobody is in this match." } }
+        },
+        Ok(None) => html! {},
+        Err(e) => html! { p.hint { "Presences: " (e.to_string()) } },
+    }
 }
 
 async fn runtime(State(state): State<ConsoleState>, session: Session) -> Response {
@@ -419,6 +538,29 @@ async fn runtime(State(state): State<ConsoleState>, session: Session) -> Respons
         }
         p { "Time: " span #rpc-time { "–" } }
         pre #rpc-result {}
+        h2 { "Last errors" }
+        p.hint { "Failed RPCs, hooks and match handlers of each module, newest first (runtime.errors_per_module a module)." }
+        @let errors = state.module_errors.snapshot();
+        @if errors.is_empty() { p.empty #no-module-errors { "No module has failed." } }
+        @for (module, list) in &errors {
+            section.module-errors data-module=(module) {
+                h3 { code { (module) } }
+                table {
+                    thead { tr { th { "When" } th { "Runtime" } th { "Function" } th { "Kind" } th { "Message" } } }
+                    tbody {
+                        @for e in list {
+                            tr {
+                                td { (crate::api::timestamp(e.time_ms)) }
+                                td { (e.runtime) }
+                                td.mono { (e.function) }
+                                td { (e.kind) }
+                                td { pre.error-message { (e.message) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     };
     page(Some(&session), "runtime", "Runtime", body).into_response()
 }
@@ -470,6 +612,29 @@ async fn audit(State(state): State<ConsoleState>, session: Session) -> Response 
         },
     )
     .into_response()
+}
+
+/// Nakama's friend states by number.
+fn friend_state(state: i32) -> &'static str {
+    match state {
+        0 => "friend",
+        1 => "invite sent",
+        2 => "invite received",
+        3 => "blocked",
+        _ => "unknown",
+    }
+}
+
+/// Nakama's group membership states by number.
+fn group_state(state: i32) -> &'static str {
+    match state {
+        0 => "superadmin",
+        1 => "admin",
+        2 => "member",
+        3 => "join request",
+        4 => "banned",
+        _ => "unknown",
+    }
 }
 
 /// JSON text indented for an editor; the text itself when it is not JSON.

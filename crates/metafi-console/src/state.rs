@@ -20,6 +20,32 @@ pub trait NodeProbe: Send + Sync {
     /// The process's metrics in Prometheus' text format (request counts and latencies per
     /// route come from here).
     fn metrics_text(&self) -> String;
+    /// The user's live socket sessions on this node, oldest first.
+    fn sessions_of(&self, _user_id: uuid::Uuid) -> Vec<LiveSession> {
+        Vec::new()
+    }
+    /// Closes one socket session of `user_id` on this node, as a server-side disconnect (its
+    /// client is told, its matches and parties see it leave); false when this node has no
+    /// such session of that user.
+    fn disconnect(&self, _user_id: uuid::Uuid, _session_id: uuid::Uuid) -> bool {
+        false
+    }
+}
+
+/// A live socket session, as the account page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveSession {
+    pub session_id: uuid::Uuid,
+    /// The node it is connected to.
+    pub node: String,
+    /// When the socket was accepted, ms since the Unix epoch.
+    pub started_ms: i64,
+    /// The client's address as the server saw it, if known.
+    pub client_address: Option<String>,
+    /// When its session token expires, seconds since the Unix epoch.
+    pub expires_at: i64,
+    /// `json` or `protobuf`.
+    pub format: String,
 }
 
 /// What the runtime's modules registered, fixed once they have loaded.
@@ -55,6 +81,8 @@ pub struct ConsoleState {
     pub runtime: Arc<RuntimeInfo>,
     /// The effective configuration with every secret replaced (`GET /v2/console/config`).
     pub effective_config: Arc<serde_json::Value>,
+    /// The last errors of each module (the runtime's record; empty until the node sets it).
+    pub module_errors: Arc<metafi_core::ModuleErrors>,
     /// Console sessions ended by a sign-out before they expired: session id → expiry
     /// (seconds), pruned as they expire.
     pub(crate) signed_out: Arc<Mutex<HashMap<String, i64>>>,
@@ -87,6 +115,7 @@ impl ConsoleState {
         runtime: RuntimeInfo,
         effective_config: serde_json::Value,
     ) -> ConsoleState {
+        let clock_for_errors = clock.clone();
         ConsoleState {
             config: Arc::new(config),
             api,
@@ -99,8 +128,15 @@ impl ConsoleState {
             probe,
             runtime: Arc::new(runtime),
             effective_config: Arc::new(effective_config),
+            module_errors: Arc::new(metafi_core::ModuleErrors::new(0, clock_for_errors)),
             signed_out: Arc::default(),
             dummy_hash: Arc::default(),
         }
+    }
+
+    /// Shows the runtime's last errors per module (the same record the runtime writes to).
+    pub fn with_module_errors(mut self, errors: Arc<metafi_core::ModuleErrors>) -> ConsoleState {
+        self.module_errors = errors;
+        self
     }
 }

@@ -136,7 +136,13 @@ mod tests {
             clock.advance_ms(1);
             errors.record("a.lua", "lua", &format!("rpc r{i}"), "error", "boom");
         }
-        errors.record("b.js", "javascript", "before ListFriends", "timeout", "slow");
+        errors.record(
+            "b.js",
+            "javascript",
+            "before ListFriends",
+            "timeout",
+            "slow",
+        );
         let a = errors.of("a.lua");
         let names: Vec<&str> = a.iter().map(|e| e.function.as_str()).collect();
         assert_eq!(names, vec!["rpc r4", "rpc r3", "rpc r2"]);
@@ -171,7 +177,10 @@ mod tests {
         }
         let all = errors.snapshot();
         assert_eq!(all.len(), MAX_MODULES);
-        assert!(errors.of("m0").is_empty(), "the oldest module was forgotten");
+        assert!(
+            errors.of("m0").is_empty(),
+            "the oldest module was forgotten"
+        );
         assert_eq!(errors.of(&format!("m{MAX_MODULES}")).len(), 1);
     }
 }

@@ -82,11 +82,13 @@ impl Matches {
             ));
         }
         let (reply, answer) = oneshot::channel();
-        self.inner.threads[shared.thread].mailbox.send(Command::End {
-            id: id.uuid(),
-            grace,
-            reply,
-        });
+        self.inner.threads[shared.thread]
+            .mailbox
+            .send(Command::End {
+                id: id.uuid(),
+                grace,
+                reply,
+            });
         match self.wait(answer).await {
             Some(true) => Ok(()),
             Some(false) => Err(MatchError::NotFound),

@@ -63,8 +63,8 @@ pub use error::MatchError;
 pub use executor::Executor;
 pub use fields::{FieldValue, Fields};
 pub use id::{InvalidMatchId, MatchId};
-pub use inspect::MatchState;
 pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
+pub use inspect::MatchState;
 pub use listing::{ListQuery, MatchInfo};
 pub use load::NodeLoad;
 pub use match_handler::{

@@ -103,7 +103,13 @@ fn ending_a_match_runs_terminate_then_tells_its_players_after_the_grace() {
     engine.run_for(Duration::from_millis(2500));
     assert!(calls.lock().ticks.len() > ticks);
     assert!(engine.matches.get(&id.to_string()).unwrap().is_some());
-    assert!(engine.outlet.take().iter().all(|s| !matches!(s, Sent::Presences { leaves, .. } if !leaves.is_empty())));
+    assert!(
+        engine
+            .outlet
+            .take()
+            .iter()
+            .all(|s| !matches!(s, Sent::Presences { leaves, .. } if !leaves.is_empty()))
+    );
 
     engine.run_for(Duration::from_millis(600));
     assert!(
@@ -162,7 +168,9 @@ fn a_relayed_match_lists_its_members_and_ends_by_removing_them_all() {
     let a = presence("a");
     let b = presence("b");
     let created = engine.matches.create_relayed(None, a.clone()).unwrap();
-    engine.matches.complete_join(&created.match_id, a.session_id);
+    engine
+        .matches
+        .complete_join(&created.match_id, a.session_id);
     let joined = engine
         .matches
         .join_relayed(created.match_id.uuid(), b.clone(), false)
@@ -175,7 +183,9 @@ fn a_relayed_match_lists_its_members_and_ends_by_removing_them_all() {
     engine.outlet.take();
 
     let matches = engine.matches.clone();
-    engine.drive(matches.end(&text, Duration::from_secs(5))).unwrap();
+    engine
+        .drive(matches.end(&text, Duration::from_secs(5)))
+        .unwrap();
     assert!(engine.matches.get(&text).unwrap().is_none());
     assert_eq!(engine.matches.presences(&text).unwrap(), None);
     let sent = engine.outlet.take();

@@ -41,6 +41,8 @@ pub struct Session {
     expires_at: i64,
     client_ip: Option<IpAddr>,
     format: Format,
+    /// When the socket was accepted, ms since the Unix epoch (wall time; the console shows it).
+    started_ms: i64,
     outbox: Outbox,
     /// Milliseconds on the transport's clock when the last frame of any kind (including
     /// pongs) arrived: liveness, for the pong timeout.
@@ -73,6 +75,9 @@ impl Session {
             expires_at: params.expires_at,
             client_ip: params.client_ip,
             format: params.format,
+            started_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             outbox: Outbox::new(limits, params.format),
             last_frame_ms: AtomicU64::new(0),
             last_message_ms: AtomicU64::new(0),
@@ -108,6 +113,11 @@ impl Session {
 
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// When the socket was accepted, ms since the Unix epoch.
+    pub fn started_ms(&self) -> i64 {
+        self.started_ms
     }
 
     /// The queue the transport's writer drains.

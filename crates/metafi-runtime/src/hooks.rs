@@ -259,6 +259,7 @@ impl HookRegistry {
         nk: Nk,
         ctx: Arc<CallContext>,
         call_timeout: Duration,
+        errors: Arc<metafi_core::ModuleErrors>,
     ) -> RuntimeHooks {
         for (mode, table) in [("before", &self.before), ("after", &self.after)] {
             let names: Vec<&str> = table.hooks().map(Hook::name).collect();
@@ -282,6 +283,7 @@ impl HookRegistry {
             nk,
             ctx,
             call_timeout,
+            errors,
             shut_down: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -309,6 +311,8 @@ pub struct RuntimeHooks {
     /// Node, version and env, copied into each call's context.
     ctx: Arc<CallContext>,
     call_timeout: Duration,
+    /// The last errors of each module (the console).
+    errors: Arc<metafi_core::ModuleErrors>,
     /// Set when the shutdown function has run.
     shut_down: std::sync::atomic::AtomicBool,
 }
@@ -684,6 +688,34 @@ impl RuntimeHooks {
         }
     }
 
+    /// Records a failed hook among its module's last errors (the console).
+    fn record_failure<T>(
+        &self,
+        mode: &str,
+        hook: Hook,
+        registered: &Registered,
+        outcome: &Result<T, HookFailure>,
+    ) {
+        let function = || format!("{mode} {}", hook.name());
+        match outcome {
+            Err(HookFailure::Script(error)) => crate::last_errors::record(
+                &self.errors,
+                &registered.module,
+                registered.runtime,
+                &function(),
+                error,
+            ),
+            Err(HookFailure::BadReturn(detail)) => self.errors.record(
+                &registered.module,
+                registered.runtime,
+                &function(),
+                "bad_result",
+                &format!("returned something that is not the request: {detail}"),
+            ),
+            Ok(_) | Err(HookFailure::Dispatch(_)) => {}
+        }
+    }
+
     /// The client's error for a failed before hook (Nakama sends the hook's error with its
     /// code), logged with the module.
     fn caller_error(&self, hook: Hook, registered: &Registered, failure: HookFailure) -> CoreError {
@@ -1030,6 +1062,7 @@ impl Hooks for RuntimeHooks {
             let outcome = self.run(registered, ctx, HookPayload::Before(input)).await;
             self.before_metrics
                 .record(hook, registered.runtime, "before", started, &outcome);
+            self.record_failure("before", hook, registered, &outcome);
             outcome.map_err(|failure| self.caller_error(hook, registered, failure))
         })
     }
@@ -1052,6 +1085,7 @@ impl Hooks for RuntimeHooks {
                 .await;
             self.after_metrics
                 .record(hook, registered.runtime, "after", started, &outcome);
+            self.record_failure("after", hook, registered, &outcome);
             if let Err(failure) = outcome {
                 // Nakama only logs an after hook's error: the client has its answer.
                 let error = self.caller_error(hook, registered, failure);

@@ -31,6 +31,7 @@ pub mod hooks;
 pub mod host;
 mod inline;
 mod job_queue;
+mod last_errors;
 pub mod log_limit;
 pub mod match_bridge;
 pub mod match_host;

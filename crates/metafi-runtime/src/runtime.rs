@@ -74,6 +74,7 @@ pub struct RuntimeBuilder {
     watchdog_grace: Duration,
     log_limit: LogLimit,
     inline_vms: usize,
+    errors: Option<Arc<metafi_core::ModuleErrors>>,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -102,7 +103,16 @@ impl RuntimeBuilder {
             watchdog_grace: crate::DEFAULT_WATCHDOG_GRACE,
             log_limit: LogLimit::default(),
             inline_vms: default_inline_vms(),
+            errors: None,
         }
+    }
+
+    /// Where failed RPCs and hooks are recorded, per module (the console's last errors; the
+    /// node shares it with the match engine). Default: a log of its own keeping
+    /// [`metafi_core::module_errors::DEFAULT_ERRORS_PER_MODULE`] per module.
+    pub fn error_log(mut self, errors: Arc<metafi_core::ModuleErrors>) -> RuntimeBuilder {
+        self.errors = Some(errors);
+        self
     }
 
     /// Most VMs each script engine may build on IO threads to run calls there without a
@@ -157,6 +167,12 @@ impl RuntimeBuilder {
         let mut native_hook = None;
         let mut engine_matches = Vec::new();
         let mut hook_pool: Option<Arc<VmPool>> = None;
+        let errors = self.errors.clone().unwrap_or_else(|| {
+            Arc::new(metafi_core::ModuleErrors::new(
+                metafi_core::module_errors::DEFAULT_ERRORS_PER_MODULE,
+                Arc::new(metafi_core::SystemClock),
+            ))
+        });
         let mut hooks = HookRegistry::default();
         let mut storage_indexes = IndexSetup::default();
 
@@ -386,8 +402,10 @@ impl RuntimeBuilder {
             nk.clone(),
             Arc::new(CallContext::load(node.clone(), env.clone())),
             config.call_timeout,
+            errors.clone(),
         );
         Ok(Runtime {
+            errors,
             hooks: Arc::new(hooks),
             match_handlers: Arc::new(MatchHandlers::new(native_matches, engine_matches)),
             matchmaker_hook,
@@ -447,6 +465,8 @@ pub struct Runtime {
     matchmaker_hook: Option<Arc<dyn MatchmakerHook>>,
     /// Before/after hooks on client calls and the shutdown function.
     hooks: Arc<RuntimeHooks>,
+    /// The last errors of each module (the console).
+    errors: Arc<metafi_core::ModuleErrors>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -468,6 +488,11 @@ impl Runtime {
             .collect();
         ids.sort();
         ids
+    }
+
+    /// The last errors of each module: failed RPCs, hooks and match handlers.
+    pub fn errors(&self) -> &Arc<metafi_core::ModuleErrors> {
+        &self.errors
     }
 
     /// The `nk` API the runtime's functions use.
@@ -592,6 +617,10 @@ impl RpcDispatch for Runtime {
         let started = Instant::now();
         let outcome = self.run(id, route, ctx, payload).await;
         let runtime = route.runtime;
+        if let Err(RunError::Script(error)) = &outcome {
+            let function = format!("rpc {id}");
+            crate::last_errors::record(&self.errors, &route.module, runtime, &function, error);
+        }
         metrics::histogram!("metafi_runtime_rpc_duration_seconds", "id" => id.clone(), "runtime" => runtime)
             .record(started.elapsed().as_secs_f64());
         let label = match &outcome {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use metafi_console::{ConsoleState, NodeProbe, RuntimeInfo};
+use metafi_console::{ConsoleState, LiveSession, NodeProbe, RuntimeInfo};
 use metafi_realtime::SessionRegistry;
 
 use crate::config::{Config, ConsoleSettings};
@@ -13,6 +13,8 @@ use crate::telemetry;
 /// The node as the console's status page sees it.
 struct Probe {
     registry: Arc<SessionRegistry>,
+    /// This node's name (every session of the registry is connected here).
+    node: String,
     peers: Option<metafi_cluster::Calls>,
 }
 
@@ -27,6 +29,43 @@ impl NodeProbe for Probe {
 
     fn metrics_text(&self) -> String {
         telemetry::metrics_handle().render()
+    }
+
+    fn sessions_of(&self, user_id: uuid::Uuid) -> Vec<LiveSession> {
+        let mut found = Vec::new();
+        let ids = self.registry.user_session_ids(user_id);
+        self.registry.for_each_of(&ids, |s| {
+            found.push(LiveSession {
+                session_id: s.id(),
+                node: self.node.clone(),
+                started_ms: s.started_ms(),
+                client_address: s.client_ip().map(|ip| ip.to_string()),
+                expires_at: s.expires_at(),
+                format: match s.format() {
+                    metafi_proto::realtime::Format::Json => "json",
+                    metafi_proto::realtime::Format::Protobuf => "protobuf",
+                }
+                .to_owned(),
+            });
+        });
+        found.sort_by(|a, b| {
+            a.started_ms
+                .cmp(&b.started_ms)
+                .then(a.session_id.cmp(&b.session_id))
+        });
+        found
+    }
+
+    fn disconnect(&self, user_id: uuid::Uuid, session_id: uuid::Uuid) -> bool {
+        match self.registry.get(session_id) {
+            Some(session) if session.user_id() == user_id => {
+                session.close(metafi_realtime::CloseReason::ServerDisconnect {
+                    presence_reason: metafi_match::PresenceReason::Disconnect,
+                });
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -61,6 +100,7 @@ pub(crate) async fn build(
     };
     let probe = Probe {
         registry,
+        node: config.name.clone(),
         peers: cluster.map(|c| c.calls().clone()),
     };
     let hasher = metafi_core::PasswordHasher::new(
@@ -81,7 +121,8 @@ pub(crate) async fn build(
         Arc::new(probe),
         info,
         serde_json::to_value(config.raw.redacted()).unwrap_or_default(),
-    );
+    )
+    .with_module_errors(runtime.errors().clone());
     let added = metafi_console::seed_users(&state)
         .await
         .context("adding the configured console users")?;

@@ -20,6 +20,7 @@ use crate::telemetry;
 pub(crate) async fn start_runtime(
     config: &Config,
     services: RuntimeServices,
+    errors: Arc<metafi_core::ModuleErrors>,
 ) -> anyhow::Result<Runtime> {
     // Install the metrics recorder first: VM threads report queue depth from their start.
     let _ = telemetry::metrics_handle();
@@ -34,6 +35,7 @@ pub(crate) async fn start_runtime(
         .watchdog_grace(config.runtime_watchdog_grace)
         .inline_vms(config.runtime_inline_vms)
         .log_limit(config.script_log_limit)
+        .error_log(errors)
         .example_modules()
         .engine(Arc::new(LuaEngine::new().with_match_vms(config.match_vms)))
         .engine(Arc::new(

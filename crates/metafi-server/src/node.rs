@@ -415,6 +415,12 @@ async fn wire(
         .engine
         .insert(MatchEngine::start(config, &parts, clock.clone())?);
     let matches = engine.matches.clone();
+    // The last errors of each module (the console): failed RPCs and hooks, and match handlers.
+    let module_errors = Arc::new(metafi_core::ModuleErrors::new(
+        config.runtime_errors_per_module,
+        clock.clone(),
+    ));
+    matches.set_error_log(module_errors.clone());
     let matchmaking = engine.matchmaking.clone();
     // In a cluster, one matchmaker: this node's tickets go to the pool node (docs/CLUSTER.md).
     if let Some(cluster) = &mut cluster {
@@ -497,7 +503,7 @@ async fn wire(
         worlds: worlds.clone(),
         defaults: config.world.clone(),
     }));
-    let runtime = modules::start_runtime(config, runtime_services).await?;
+    let runtime = modules::start_runtime(config, runtime_services, module_errors).await?;
     let runtime = started.runtime.insert(Arc::new(runtime)).clone();
     let console_runtime = runtime.clone();
     // Every module has loaded: nk.match_create now finds their match handlers, and the

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::api::{timestamp, user_id};
-use crate::auth::{Session, empty};
+use crate::auth::{ConsoleSession, Session, empty};
 use crate::{ConsoleState, Perm, audit};
 
 const PAGE: usize = 100;
@@ -194,18 +194,43 @@ pub(crate) async fn update(
     Ok(empty())
 }
 
+/// What every change to one account shares (ban, unban, delete, export, a session's
+/// disconnect): check the role, parse the id (Nakama's message when it is not one), act, and
+/// record the change in the audit log once it succeeded.
+pub(crate) async fn on_account<T>(
+    state: &ConsoleState,
+    session: &ConsoleSession,
+    perm: Perm,
+    id: &str,
+    action: &str,
+    act: impl AsyncFnOnce(Uuid) -> Result<(T, Value), ApiError>,
+) -> Result<T, ApiError> {
+    session.require(perm)?;
+    let id = user_id(id)?;
+    let (answer, detail) = act(id).await?;
+    audit::record(state, session, action, &id.to_string(), detail).await;
+    Ok(answer)
+}
+
 /// `POST /v2/console/account/{id}/ban`: no more sign-ins; every session ends.
 pub(crate) async fn ban(
     State(state): State<ConsoleState>,
     session: Session,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    session.require(Perm::Edit)?;
-    let id = user_id(&id)?;
-    state.api.accounts.stored_account(id).await?;
-    state.api.accounts.ban(&state.api.sessions, &[id]).await?;
-    audit::record(&state, &session, "account.ban", &id.to_string(), json!({})).await;
-    Ok(empty())
+    on_account(
+        &state,
+        &session,
+        Perm::Edit,
+        &id,
+        "account.ban",
+        async |id| {
+            state.api.accounts.stored_account(id).await?;
+            state.api.accounts.ban(&state.api.sessions, &[id]).await?;
+            Ok((empty(), json!({})))
+        },
+    )
+    .await
 }
 
 /// `POST /v2/console/account/{id}/unban`.
@@ -214,19 +239,19 @@ pub(crate) async fn unban(
     session: Session,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    session.require(Perm::Edit)?;
-    let id = user_id(&id)?;
-    state.api.accounts.stored_account(id).await?;
-    state.api.accounts.unban(&[id]).await?;
-    audit::record(
+    on_account(
         &state,
         &session,
+        Perm::Edit,
+        &id,
         "account.unban",
-        &id.to_string(),
-        json!({}),
+        async |id| {
+            state.api.accounts.stored_account(id).await?;
+            state.api.accounts.unban(&[id]).await?;
+            Ok((empty(), json!({})))
+        },
     )
-    .await;
-    Ok(empty())
+    .await
 }
 
 /// `DELETE /v2/console/account/{id}`: the account and everything that goes with it, as
@@ -236,22 +261,21 @@ pub(crate) async fn delete(
     session: Session,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    session.require(Perm::Develop)?;
-    let id = user_id(&id)?;
-    state
-        .api
-        .accounts
-        .delete(&state.api.sessions, state.api.sockets.as_ref(), id)
-        .await?;
-    audit::record(
+    on_account(
         &state,
         &session,
+        Perm::Develop,
+        &id,
         "account.delete",
-        &id.to_string(),
-        json!({}),
+        async |id| {
+            let api = &state.api;
+            api.accounts
+                .delete(&api.sessions, api.sockets.as_ref(), id)
+                .await?;
+            Ok((empty(), json!({})))
+        },
     )
-    .await;
-    Ok(empty())
+    .await
 }
 
 /// `GET /v2/console/account/{id}/export`: Nakama's `AccountExport` (`account`, `objects`).
@@ -260,19 +284,20 @@ pub(crate) async fn export(
     session: Session,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    session.require(Perm::Develop)?;
-    let id = user_id(&id)?;
-    let (account, objects) = state.api.accounts.export(id).await?;
-    audit::record(
+    on_account(
         &state,
         &session,
+        Perm::Develop,
+        &id,
         "account.export",
-        &id.to_string(),
-        json!({}),
+        async |id| {
+            let (account, objects) = state.api.accounts.export(id).await?;
+            let answer = Json(json!({
+                "account": serde_json::to_value(&account).unwrap_or(Value::Null),
+                "objects": serde_json::to_value(&objects).unwrap_or(Value::Null),
+            }));
+            Ok((answer, json!({})))
+        },
     )
-    .await;
-    Ok(Json(json!({
-        "account": serde_json::to_value(&account).unwrap_or(Value::Null),
-        "objects": serde_json::to_value(&objects).unwrap_or(Value::Null),
-    })))
+    .await
 }

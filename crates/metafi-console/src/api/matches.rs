@@ -145,10 +145,69 @@ pub(crate) async fn signal(
     Ok(Json(json!({ "result": result })))
 }
 
+/// `GET /v2/console/match/{id}/state`: Nakama's `MatchState` — `presences` (realtime
+/// `UserPresence`: `user_id`, `session_id`, `username`, plus MetaFi's `node`), `tick` (loop
+/// executions so far; `"0"` for a relayed match) and `state` (always `""`: MetaFi's handlers do
+/// not expose their state as text). Unlike Nakama, a relayed match lists its members.
+pub(crate) async fn state(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    session.require(Perm::Read)?;
+    let found = state.api.matches.presences(&id).map_err(match_error)?;
+    let Some(found) = found else {
+        // Nakama's answer for a match that is not (or no longer) running.
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "Match not found, or match handler already stopped.",
+        ));
+    };
+    Ok(Json(json!({
+        "presences": found.presences.iter().map(|p| json!({
+            "user_id": p.user_id.to_string(),
+            "session_id": p.session_id.to_string(),
+            "username": &*p.username,
+            "node": &*p.node,
+        })).collect::<Vec<_>>(),
+        "tick": found.tick.unwrap_or(0).to_string(),
+        "state": "",
+    })))
+}
+
+/// `DELETE /v2/console/match/{id}` (MetaFi; Nakama's console cannot end a match): ends the
+/// match as a graceful stop does — `match_terminate` with `console.match_end_grace_sec`, then
+/// its players told they left and the listing without it; a relayed match loses every member at
+/// once. Answers once the match was told (an authoritative match may tick on during the grace).
+pub(crate) async fn end(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    session.require(Perm::Develop)?;
+    let grace = state.config.match_end_grace;
+    state
+        .api
+        .matches
+        .end(&id, grace)
+        .await
+        .map_err(match_error)?;
+    audit::record(
+        &state,
+        &session,
+        "match.end",
+        &id,
+        json!({ "grace_seconds": grace.as_secs() }),
+    )
+    .await;
+    Ok(crate::auth::empty())
+}
+
 fn match_error(e: MatchError) -> ApiError {
     match e {
         MatchError::NotFound => ApiError::new(Code::NotFound, "Match not found."),
         MatchError::InvalidId => ApiError::new(Code::InvalidArgument, "Invalid match ID."),
+        MatchError::InvalidArgument { message } => ApiError::new(Code::InvalidArgument, message),
         other => ApiError::new(Code::Internal, other.to_string()),
     }
 }

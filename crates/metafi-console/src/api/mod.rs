@@ -2,6 +2,7 @@
 //! exist (`console/console.proto`), MetaFi's own where Nakama has none (match statistics and
 //! signals, the audit log's entries). Every handler states the permission it needs.
 
+mod account_social;
 mod accounts;
 mod matches;
 mod runtime;
@@ -13,6 +14,7 @@ use axum::routing::{get, post};
 
 use crate::ConsoleState;
 
+pub(crate) use account_social::sessions_json as account_sessions;
 pub(crate) use accounts::search as search_accounts;
 pub(crate) use matches::listing as matches_listing;
 pub(crate) use status::snapshot as status_snapshot;
@@ -23,6 +25,7 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/status", get(status::get))
         .route("/v2/console/config", get(runtime::config))
         .route("/v2/console/runtime", get(runtime::get))
+        .route("/v2/console/runtime/errors", get(runtime::errors))
         .route("/v2/console/api/endpoints", get(runtime::endpoints))
         .route(
             "/v2/console/api/endpoints/rpc/{method}",
@@ -38,6 +41,26 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/account/{id}/ban", post(accounts::ban))
         .route("/v2/console/account/{id}/unban", post(accounts::unban))
         .route("/v2/console/account/{id}/export", get(accounts::export))
+        .route(
+            "/v2/console/account/{id}/friend",
+            get(account_social::friends),
+        )
+        .route(
+            "/v2/console/account/{id}/group",
+            get(account_social::groups),
+        )
+        .route(
+            "/v2/console/account/{id}/wallet",
+            get(account_social::wallet),
+        )
+        .route(
+            "/v2/console/account/{id}/session",
+            get(account_social::sessions),
+        )
+        .route(
+            "/v2/console/account/{id}/session/{session_id}/disconnect",
+            post(account_social::disconnect),
+        )
         .route("/v2/console/storage", get(storage::list))
         .route("/v2/console/storage/collections", get(storage::collections))
         .route(
@@ -51,7 +74,11 @@ pub(crate) fn routes() -> Router<ConsoleState> {
             axum::routing::delete(storage::delete_version),
         )
         .route("/v2/console/match", get(matches::list))
-        .route("/v2/console/match/{id}", get(matches::get))
+        .route(
+            "/v2/console/match/{id}",
+            get(matches::get).delete(matches::end),
+        )
+        .route("/v2/console/match/{id}/state", get(matches::state))
         .route("/v2/console/match/{id}/signal", post(matches::signal))
         .route("/v2/console/audit/log", get(crate::audit::list))
         .route("/v2/console/authenticate/logout", post(crate::auth::logout))

@@ -54,6 +54,39 @@ pub(crate) fn runtime_json(state: &ConsoleState) -> Value {
     })
 }
 
+/// `GET /v2/console/runtime/errors` (MetaFi): the last errors of each module — failed RPCs and
+/// hooks (raised, past the time budget, over the memory cap, a bad result) and match handlers
+/// that failed — newest first (`modules` of `module`, `errors` of `timestamp`, `runtime`,
+/// `function`, `kind`, `message`). At most `runtime.errors_per_module` per module.
+pub(crate) async fn errors(
+    State(state): State<ConsoleState>,
+    session: Session,
+) -> Result<Json<Value>, ApiError> {
+    session.require(Perm::Read)?;
+    Ok(Json(errors_json(&state)))
+}
+
+pub(crate) fn errors_json(state: &ConsoleState) -> Value {
+    let modules: Vec<Value> = state
+        .module_errors
+        .snapshot()
+        .into_iter()
+        .map(|(module, errors)| {
+            json!({
+                "module": module,
+                "errors": errors.iter().map(|e| json!({
+                    "timestamp": crate::api::timestamp(e.time_ms),
+                    "runtime": e.runtime,
+                    "function": e.function,
+                    "kind": e.kind,
+                    "message": e.message,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "modules": modules })
+}
+
 /// `GET /v2/console/api/endpoints`: Nakama's `ApiEndpointList`; MetaFi's explorer calls RPCs.
 pub(crate) async fn endpoints(
     State(state): State<ConsoleState>,

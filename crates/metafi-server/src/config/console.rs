@@ -23,6 +23,8 @@ pub struct RawConsole {
     pub token_expiry_sec: i64,
     /// Largest request body the console accepts, bytes.
     pub max_request_size_bytes: i64,
+    /// Grace of a match ended from the console, seconds (`match_terminate` sees it).
+    pub match_end_grace_sec: i64,
     /// Console users added at start when no console user of that name exists.
     pub users: Vec<RawConsoleUser>,
 }
@@ -46,6 +48,7 @@ impl Default for RawConsole {
             signing_key: "defaultsigningkey".into(),
             token_expiry_sec: 86_400,
             max_request_size_bytes: 4 * 1024 * 1024,
+            match_end_grace_sec: 5,
             users: vec![RawConsoleUser {
                 username: "admin".into(),
                 password: "password".into(),
@@ -85,6 +88,12 @@ pub(super) fn validate(
         1024,
         1 << 30,
     );
+    let match_end_grace = check.secs(
+        "console.match_end_grace_sec",
+        c.match_end_grace_sec,
+        0,
+        3600,
+    );
     let mut users = Vec::new();
     for (i, user) in c.users.iter().enumerate() {
         let Some(role) = Role::from_name(&user.role) else {
@@ -119,6 +128,7 @@ pub(super) fn validate(
             users,
             max_request_size_bytes,
             http: http.clone(),
+            match_end_grace,
         },
     })
 }

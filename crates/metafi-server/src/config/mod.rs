@@ -84,6 +84,8 @@ pub struct Config {
     /// `runtime.inline_calls` / `runtime.inline_vms`: most VMs per script engine on IO
     /// threads; 0 = every call takes the VM pool.
     pub runtime_inline_vms: usize,
+    /// `runtime.errors_per_module`: last errors kept per module (the console's runtime page).
+    pub runtime_errors_per_module: usize,
     /// Authoritative matches: queues, executor threads, budgets (`[match]`).
     pub matches: metafi_match::MatchConfig,
     /// The matchmaker (`[matchmaker]`).
@@ -200,6 +202,7 @@ impl TryFrom<RawConfig> for Config {
             runtime: runtime.runtime,
             runtime_watchdog_grace: runtime.watchdog_grace,
             runtime_inline_vms: runtime.inline_vms,
+            runtime_errors_per_module: runtime.errors_per_module,
             matches,
             matchmaker,
             party,

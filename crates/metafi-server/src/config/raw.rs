@@ -160,6 +160,8 @@ pub struct RawRuntime {
     pub inline_calls: bool,
     /// Most VMs each script engine builds on IO threads for inline calls; 0 means two per core.
     pub inline_vms: i64,
+    /// Last errors kept per module (failed RPCs, hooks, match handlers) for the console.
+    pub errors_per_module: i64,
     /// Script log lines one module may write per second, sustained (every runtime's logger);
     /// excess lines are dropped and counted. 0 turns the limit off.
     pub log_lines_per_second: i64,
@@ -337,6 +339,7 @@ impl Default for RawRuntime {
             js_read_only_globals: true,
             inline_calls: true,
             inline_vms: 0,
+            errors_per_module: 20,
             log_lines_per_second: 100,
             log_burst_lines: 1_000,
             local_cache_max_entries: 10_000,

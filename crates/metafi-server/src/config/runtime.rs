@@ -23,6 +23,8 @@ pub(super) struct RuntimeSettings {
     /// `runtime.inline_calls` and `runtime.inline_vms`: most VMs per engine on IO threads,
     /// 0 when calls always take the VM pool.
     pub inline_vms: usize,
+    /// `runtime.errors_per_module`: last errors kept per module for the console.
+    pub errors_per_module: usize,
     pub log_limit: LogLimit,
     /// The utility functions' limits (`runtime.local_cache_max_entries`, …); the server adds
     /// the bcrypt cost and the `get_config` view when it starts the runtime.
@@ -75,6 +77,7 @@ pub(super) fn validate(
         (true, 0) => 2 * cores(),
         (true, n) => n,
     };
+    let errors_per_module = check.count("runtime.errors_per_module", r.errors_per_module, 0, 1000);
     let log_limit = script_log::validate(r, check);
     if r.http_key.is_empty() {
         check.problem("runtime.http_key: must not be empty");
@@ -141,6 +144,7 @@ pub(super) fn validate(
         http_key: r.http_key.clone(),
         watchdog_grace,
         inline_vms,
+        errors_per_module,
         log_limit,
         utilities,
     }
