@@ -1,7 +1,8 @@
 //! The console's matches, modules' last errors and an account's social pages on a real node
 //! (docs/CONSOLE.md): a match's presences, ending a match a client made (its handler's
 //! `match_terminate` runs, the player is told, the listing drops it, the audit log has it, a
-//! read-only user is refused), the last errors of a module whose RPC and match handler failed,
+//! read-only user is refused), the last errors of a module whose RPC, hook and match handler
+//! failed,
 //! and an account's live sessions (with a disconnect), friends, groups and wallet ledger.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
@@ -34,6 +35,9 @@ nk.register_rpc(function(context, payload)
   nk.wallet_update(context.user_id, { coins = -3 }, { reason = "shop" }, true)
   return ""
 end, "earn")
+nk.register_req_before(function(context, payload)
+  error("before boom")
+end, "ListMatches")
 "#;
 
 /// Records its grace in storage when told to terminate, and ends at its next tick after.
@@ -360,7 +364,7 @@ async fn a_match_made_by_a_client_shows_its_presences_and_is_ended_from_the_cons
 }
 
 #[tokio::test]
-async fn a_modules_failed_rpc_and_match_handler_are_its_last_errors() {
+async fn a_modules_failed_rpc_hook_and_match_handler_are_its_last_errors() {
     let dir = tempfile::tempdir().unwrap();
     let node = node(&dir).await;
     let http = Http::new(&node.base);
@@ -378,6 +382,10 @@ async fn a_modules_failed_rpc_and_match_handler_are_its_last_errors() {
         matches!(failed.message, Some(Message::Error(_))),
         "{failed:?}"
     );
+    let listed = http
+        .send(http.get("/v2/match").bearer_auth(&player.token))
+        .await;
+    assert_eq!(listed.status, 500, "{:?}", listed.body);
     rpc_payload(rpc(&mut socket, "create", "crashy").await);
     let mut errors = Value::Null;
     for _ in 0..200 {
@@ -399,10 +407,21 @@ async fn a_modules_failed_rpc_and_match_handler_are_its_last_errors() {
         .iter()
         .find(|m| m["module"].as_str().unwrap().contains("rpcs"))
         .unwrap();
-    assert_eq!(rpcs["errors"][0]["function"], "rpc explode");
-    assert_eq!(rpcs["errors"][0]["kind"], "error");
+    assert_eq!(
+        rpcs["errors"][0]["function"], "before ListMatches",
+        "newest first"
+    );
     assert!(
         rpcs["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("before boom"),
+        "{rpcs}"
+    );
+    assert_eq!(rpcs["errors"][1]["function"], "rpc explode");
+    assert_eq!(rpcs["errors"][1]["kind"], "error");
+    assert!(
+        rpcs["errors"][1]["message"]
             .as_str()
             .unwrap()
             .contains("kaboom in the rpc"),
