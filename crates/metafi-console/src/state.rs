@@ -1,13 +1,11 @@
 //! What the console's handlers share.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use metafi_api::ApiState;
 use metafi_core::{Clock, PasswordHasher, SignInThrottle};
 use metafi_storage::Storage;
-use parking_lot::Mutex;
 
 use crate::ConsoleConfig;
 
@@ -55,9 +53,6 @@ pub struct ConsoleState {
     pub runtime: Arc<RuntimeInfo>,
     /// The effective configuration with every secret replaced (`GET /v2/console/config`).
     pub effective_config: Arc<serde_json::Value>,
-    /// Console sessions ended by a sign-out before they expired: session id → expiry
-    /// (seconds), pruned as they expire.
-    pub(crate) signed_out: Arc<Mutex<HashMap<String, i64>>>,
     /// A hash verified against when the username is unknown, so a sign-in takes as long
     /// whether or not the user exists.
     pub(crate) dummy_hash: Arc<tokio::sync::OnceCell<String>>,
@@ -99,7 +94,6 @@ impl ConsoleState {
             probe,
             runtime: Arc::new(runtime),
             effective_config: Arc::new(effective_config),
-            signed_out: Arc::default(),
             dummy_hash: Arc::default(),
         }
     }
