@@ -158,9 +158,11 @@ impl ConsoleStore for PostgresStorage {
                          ), target AS (
                              SELECT role FROM console_user WHERE username = $1
                          ), changed AS (
-                             UPDATE console_user SET role = $2, session_key = $3, update_time = $4
+                             UPDATE console_user
+                             SET role = $2::smallint, session_key = $3, update_time = $4
                              WHERE username = $1
-                               AND ($2 = 1 OR role <> 1 OR (SELECT count(*) FROM admins) > 1)
+                               AND ($2::smallint = 1 OR role <> 1
+                                    OR (SELECT count(*) FROM admins) > 1)
                              RETURNING 1
                          )
                          SELECT (SELECT count(*) FROM target), (SELECT count(*) FROM changed)",
