@@ -144,7 +144,7 @@ pub(crate) fn valid_username(name: &str) -> bool {
             .get(1)
             .is_some_and(|b| alnum(b) || *b == b'.' || *b == b'_')
         && bytes.last().is_some_and(alnum)
-        && !bytes[..].iter().any(|b| *b == b'\n')
+        && !bytes.contains(&b'\n')
 }
 
 /// Nakama's email rule: 3 to 254 characters, something@something.something, no space or
