@@ -565,7 +565,7 @@ async fn users(State(state): State<ConsoleState>, session: Session) -> Response 
                 label { "Username " input #new-username required minlength="3" maxlength="20"; }
                 label { "Email " input #new-email type="email" required; }
                 label { "Password " input #new-password type="password" autocomplete="new-password" required minlength="12" maxlength="128"; }
-                label { "Role " select #new-role { @for r in ROLES { option value=(r.number()) { (r.name()) } } } }
+                label { "Role " select #new-role { @for r in ROLES { option value=(r.number()) selected[r == Role::Readonly] { (r.name()) } } } }
                 label { input #new-mfa-required type="checkbox"; " MFA required" }
                 button #add-user-submit type="submit" { "Add" }
             }
