@@ -71,12 +71,63 @@ const pages = {
     document.getElementById("signin-form").addEventListener("submit", async (event) => {
       event.preventDefault();
       try {
-        await api("POST", "/v2/console/authenticate", {
+        const answer = await api("POST", "/v2/console/authenticate", {
           username: document.getElementById("username").value,
           password: document.getElementById("password").value,
+          mfa: document.getElementById("mfa").value,
         });
-        location.href = "/status";
+        if (answer.token) { location.href = "/status"; return; }
+        // MFA is required and not set up yet: the setup token carries the secret.
+        setupToken = answer.mfa_code;
+        const claims = JSON.parse(atob(setupToken.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+        document.getElementById("mfa-secret").textContent = claims.secret;
+        document.getElementById("mfa-url").textContent = claims.mfa_url;
+        document.getElementById("mfa-setup").hidden = false;
+        say("Set up two-factor authentication to sign in.");
       } catch (e) { say(e.message, true); }
+    });
+    let setupToken = "";
+    document.getElementById("mfa-form").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        const answer = await api("POST", "/v2/console/authenticate/mfa", {
+          mfa: setupToken, code: document.getElementById("mfa-setup-code").value,
+        });
+        document.getElementById("recovery-codes").textContent = answer.recovery_codes.join("\n");
+        document.getElementById("mfa-setup").hidden = true;
+        document.getElementById("mfa-recovery").hidden = false;
+        say("Two-factor authentication is set up: sign in with a code.");
+      } catch (e) { say(e.message, true); }
+    });
+  },
+
+  users() {
+    for (const row of document.querySelectorAll("#users tbody tr")) {
+      const name = row.dataset.username;
+      const path = `/v2/console/user/${encodeURIComponent(name)}`;
+      row.querySelector("select.role").addEventListener("change", (event) =>
+        act("Role changed.", () => api("PUT", path, { role: Number(event.target.value) })));
+      row.querySelector("input.mfa-required").addEventListener("change", (event) =>
+        act("Saved.", () => api("POST", `${path}/mfa/require`, { required: event.target.checked })));
+      row.querySelector("button.mfa-reset").addEventListener("click", () =>
+        act("MFA reset.", async () => { await api("POST", `${path}/mfa/reset`); location.reload(); }));
+      row.querySelector("button.delete-user").addEventListener("click", () => {
+        if (!confirm(`Delete console user ${name}?`)) return;
+        act("Deleted.", async () => { await api("DELETE", path); location.reload(); });
+      });
+    }
+    document.getElementById("add-user").addEventListener("submit", (event) => {
+      event.preventDefault();
+      act("User added.", async () => {
+        await api("POST", "/v2/console/user", {
+          username: document.getElementById("new-username").value,
+          email: document.getElementById("new-email").value,
+          password: document.getElementById("new-password").value,
+          role: Number(document.getElementById("new-role").value),
+          mfa_required: document.getElementById("new-mfa-required").checked,
+        });
+        location.reload();
+      });
     });
   },
 

@@ -22,6 +22,17 @@ pub(crate) async fn record(
     target: &str,
     detail: Value,
 ) {
+    record_as(state, &session.username, action, target, detail).await;
+}
+
+/// [`record`] for a change made before a session exists (an MFA setup).
+pub(crate) async fn record_as(
+    state: &ConsoleState,
+    username: &str,
+    action: &str,
+    target: &str,
+    detail: Value,
+) {
     let mut detail = detail.to_string();
     if detail.len() > MAX_DETAIL_BYTES {
         let mut end = MAX_DETAIL_BYTES;
@@ -34,13 +45,13 @@ pub(crate) async fn record(
     let entry = AuditEntry {
         id: 0,
         time_ms: state.clock.now_ms(),
-        username: session.username.clone(),
+        username: username.to_owned(),
         action: action.to_owned(),
         target: target.to_owned(),
         detail,
     };
     if let Err(e) = state.store.append_audit(entry).await {
-        tracing::error!(error = %e, action, target, user = %session.username, "cannot write the console audit log");
+        tracing::error!(error = %e, action, target, user = %username, "cannot write the console audit log");
     }
 }
 

@@ -17,11 +17,11 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use metafi_api::ApiError;
 use metafi_core::signin_throttle::ThrottleKey;
 use metafi_proto::Code;
-use metafi_storage::ConsoleUser;
+use metafi_storage::{ConsoleMfaUpdate, ConsoleUser};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{ConsoleState, Perm, Role, audit};
+use crate::{ConsoleState, Perm, Role, audit, mfa};
 
 /// The cookie the pages' session travels in.
 pub const COOKIE_NAME: &str = "metafi_console";
@@ -67,8 +67,27 @@ struct Claims {
     sid: String,
     /// CSRF token of this session.
     csrf: String,
+    /// The user's session key when the session began: a role change or a deletion gives the
+    /// user a new key (or none), which ends every session made before.
+    key: String,
     iat: i64,
     exp: i64,
+}
+
+/// The one-time token of an MFA setup (Nakama's `UserMFASetupToken` claims, plus the
+/// username): the secret travels in it, signed, until the user proves it with a code.
+#[derive(Debug, Serialize, Deserialize)]
+struct MfaSetupClaims {
+    user_id: String,
+    /// MetaFi: the console user (users are keyed by name).
+    usn: String,
+    user_email: String,
+    exp: i64,
+    /// Issued at, seconds.
+    crt: i64,
+    secret: String,
+    mfa_url: String,
+    mfa_required: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,6 +96,9 @@ pub(crate) struct AuthenticateRequest {
     username: String,
     #[serde(default)]
     password: String,
+    /// A TOTP or recovery code, when the user has MFA set up.
+    #[serde(default)]
+    mfa: String,
 }
 
 /// `POST /v2/console/authenticate`: `{"token": …}` (Nakama's `ConsoleSession`), the cookie set.
@@ -125,7 +147,20 @@ async fn sign_in(state: &ConsoleState, request: AuthenticateRequest) -> Result<R
     let (true, Some(role)) = (matches, role) else {
         return Err(ApiError::new(Code::Unauthenticated, INVALID_CREDENTIALS));
     };
-    let (token, session) = issue(state, &user.username, role)?;
+    let now = state.clock.now_ms() / 1000;
+    let mfa_enabled = user.mfa_secret.is_some();
+    let mfa_required = user.mfa_required || state.config.mfa_required;
+    let mut mfa_code = None;
+    if mfa_enabled {
+        check_mfa(state, &user, &request.mfa, now).await?;
+    } else {
+        mfa_code = Some(mfa_setup_token(state, &user, mfa_required, now)?);
+    }
+    if mfa_required && !mfa_enabled {
+        // No session until MFA is set up: only the setup token (Nakama's answer).
+        return Ok(Json(json!({ "token": "", "mfa_code": mfa_code })).into_response());
+    }
+    let (token, session) = issue(state, &user.username, role, &user.session_key)?;
     audit::record(
         state,
         &session,
@@ -135,7 +170,11 @@ async fn sign_in(state: &ConsoleState, request: AuthenticateRequest) -> Result<R
     )
     .await;
     let max_age = state.config.token_expiry.as_secs();
-    let mut response = Json(json!({ "token": token })).into_response();
+    let mut body = json!({ "token": token });
+    if let Some(code) = mfa_code {
+        body["mfa_code"] = Value::String(code);
+    }
+    let mut response = Json(body).into_response();
     if let Ok(cookie) = HeaderValue::from_str(&format!(
         "{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}"
     )) {
@@ -144,16 +183,214 @@ async fn sign_in(state: &ConsoleState, request: AuthenticateRequest) -> Result<R
     Ok(response)
 }
 
+/// Checks a sign-in's MFA code (Nakama's texts and codes); a recovery code is used up.
+async fn check_mfa(
+    state: &ConsoleState,
+    user: &ConsoleUser,
+    code: &str,
+    now: i64,
+) -> Result<(), ApiError> {
+    if code.trim().is_empty() {
+        return Err(ApiError::new(
+            Code::PermissionDenied,
+            "A MFA code is required.",
+        ));
+    }
+    let key = &state.config.mfa_storage_encryption_key;
+    let secret = user
+        .mfa_secret
+        .as_deref()
+        .and_then(|s| mfa::decrypt(key, s))
+        .and_then(|s| String::from_utf8(s).ok())
+        .ok_or_else(|| {
+            ApiError::new(
+                Code::Internal,
+                "Failed to decipher the MFA secret for the user.",
+            )
+        })?;
+    let stored_codes = user.mfa_recovery_codes.clone().unwrap_or_default();
+    let codes: Vec<String> = if stored_codes.is_empty() {
+        Vec::new()
+    } else {
+        let plain = mfa::decrypt(key, &stored_codes)
+            .and_then(|s| String::from_utf8(s).ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    Code::Internal,
+                    "Failed to decipher the MFA recovery codes for the user.",
+                )
+            })?;
+        plain
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    match mfa::check(&secret, &codes, code, now) {
+        Ok(mfa::Accepted::Totp) => Ok(()),
+        Ok(mfa::Accepted::Recovery(left)) => {
+            let sealed = mfa::encrypt(key, left.join(",").as_bytes()).ok_or_else(|| {
+                ApiError::new(Code::Internal, "Failed to encrypt the MFA Recovery Codes.")
+            })?;
+            // Two sign-ins racing with the same code: only the first replaces the list.
+            let replaced = state
+                .store
+                .replace_console_recovery_codes(&user.username, stored_codes, sealed)
+                .await
+                .map_err(|e| metafi_core::CoreError::storage("updating the recovery codes", e))?;
+            if replaced {
+                Ok(())
+            } else {
+                Err(ApiError::new(
+                    Code::Unauthenticated,
+                    "The MFA code is invalid.",
+                ))
+            }
+        }
+        Err(mfa::CodeError::Format) => Err(ApiError::new(
+            Code::InvalidArgument,
+            "The MFA code used is incorrectly formatted.",
+        )),
+        Err(mfa::CodeError::Invalid) => Err(ApiError::new(
+            Code::Unauthenticated,
+            "The MFA code is invalid.",
+        )),
+    }
+}
+
+/// A signed one-time token carrying a new secret and its `otpauth://` URL (Nakama's
+/// `mfa_code`), redeemed by `POST /v2/console/authenticate/mfa` with a code.
+fn mfa_setup_token(
+    state: &ConsoleState,
+    user: &ConsoleUser,
+    required: bool,
+    now: i64,
+) -> Result<String, ApiError> {
+    let secret = mfa::new_secret();
+    let claims = MfaSetupClaims {
+        user_id: user.id.clone(),
+        usn: user.username.clone(),
+        user_email: user.email.clone(),
+        exp: now + i64::try_from(state.config.token_expiry.as_secs()).unwrap_or(86_400),
+        crt: now,
+        mfa_url: mfa::otpauth_url(&secret, &user.username),
+        secret,
+        mfa_required: required,
+    };
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(state.config.signing_key.as_bytes()),
+    )
+    .map_err(|_| {
+        ApiError::new(
+            Code::Internal,
+            "Failed generate one-time code to re-configure the user's MFA mechanism.",
+        )
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MfaSetupRequest {
+    #[serde(default)]
+    mfa: String,
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /v2/console/authenticate/mfa` `{"mfa": setup token, "code"}`: the code proves the
+/// user's app has the secret; the secret is stored (encrypted) with sixteen new recovery
+/// codes, which are answered once (Nakama's `AuthenticateMFASetupResponse`).
+pub(crate) async fn mfa_setup(
+    State(state): State<ConsoleState>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let request: MfaSetupRequest = serde_json::from_slice(&body)
+        .map_err(|_| ApiError::new(Code::InvalidArgument, "Invalid request body."))?;
+    let now = state.clock.now_ms() / 1000;
+    let invalid = || ApiError::new(Code::Unauthenticated, "The code provided is invalid.");
+    let claims = decode_as::<MfaSetupClaims>(state.config.signing_key.as_bytes(), &request.mfa)
+        .ok_or_else(invalid)?;
+    if claims.exp <= now {
+        return Err(invalid());
+    }
+    match mfa::check(&claims.secret, &[], &request.code, now) {
+        Ok(mfa::Accepted::Totp) => {}
+        Ok(mfa::Accepted::Recovery(_)) | Err(mfa::CodeError::Invalid) => {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                "The MFA code is invalid.",
+            ));
+        }
+        Err(mfa::CodeError::Format) => {
+            return Err(ApiError::new(
+                Code::InvalidArgument,
+                "The MFA code used is incorrectly formatted.",
+            ));
+        }
+    }
+    let key = &state.config.mfa_storage_encryption_key;
+    let codes = mfa::new_recovery_codes();
+    let (Some(secret), Some(sealed_codes)) = (
+        mfa::encrypt(key, claims.secret.as_bytes()),
+        mfa::encrypt(key, codes.join(",").as_bytes()),
+    ) else {
+        return Err(ApiError::new(
+            Code::Internal,
+            "Failed to encrypt the MFA secret.",
+        ));
+    };
+    let stored = state
+        .store
+        .set_console_user_mfa(
+            &claims.usn,
+            ConsoleMfaUpdate {
+                secret: Some(secret),
+                recovery_codes: Some(sealed_codes),
+                // Outdated once the user changed after the token was made (a reset, a role).
+                not_updated_after_ms: Some(claims.crt.saturating_mul(1000).saturating_add(999)),
+                now_ms: state.clock.now_ms(),
+            },
+        )
+        .await
+        .map_err(|e| metafi_core::CoreError::storage("storing the MFA secret", e))?;
+    if !stored {
+        return Err(ApiError::new(
+            Code::Unauthenticated,
+            "The token is outdated.",
+        ));
+    }
+    audit::record_as(
+        &state,
+        &claims.usn,
+        "console.mfa_setup",
+        &claims.usn,
+        json!({}),
+    )
+    .await;
+    Ok(Json(json!({ "recovery_codes": codes })))
+}
+
 /// `POST /v2/console/authenticate/logout`: this session ends now; the cookie is cleared.
 pub(crate) async fn logout(
     State(state): State<ConsoleState>,
     axum::Extension(session): axum::Extension<ConsoleSession>,
 ) -> Response {
-    let now = state.clock.now_ms() / 1000;
+    let now_ms = state.clock.now_ms();
+    // Kept in the database until the token would have expired, so a restart (or another
+    // node) refuses it too.
+    if let Err(e) = state
+        .store
+        .revoke_console_session(
+            &session.session_id,
+            session.expires_at.saturating_mul(1000),
+            now_ms,
+        )
+        .await
     {
-        let mut signed_out = state.signed_out.lock();
-        signed_out.retain(|_, expires| *expires > now);
-        signed_out.insert(session.session_id.clone(), session.expires_at);
+        tracing::error!(error = %e, "cannot record a console sign-out");
+        return ApiError::from(metafi_core::CoreError::storage("recording a sign-out", e))
+            .into_response();
     }
     audit::record(
         &state,
@@ -176,6 +413,7 @@ pub(crate) fn issue(
     state: &ConsoleState,
     username: &str,
     role: Role,
+    session_key: &str,
 ) -> Result<(String, ConsoleSession), ApiError> {
     let now = state.clock.now_ms() / 1000;
     let expires_at =
@@ -185,6 +423,7 @@ pub(crate) fn issue(
         rol: role.number(),
         sid: random_token(),
         csrf: random_token(),
+        key: session_key.to_owned(),
         iat: now,
         exp: expires_at,
     };
@@ -206,19 +445,33 @@ pub(crate) fn issue(
     ))
 }
 
-/// Checks a token: signed with the console's key, not expired, not signed out.
-pub(crate) fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession> {
+/// Checks a token: signed with the console's key, not expired, not signed out, and its user
+/// still there with the same session key (not deleted, role not changed since). The role is
+/// the stored one.
+pub(crate) async fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession> {
     let claims = decode(
         state.config.signing_key.as_bytes(),
         token,
         state.clock.now_ms() / 1000,
     )?;
-    if state.signed_out.lock().contains_key(&claims.sid) {
+    let revoked = state.store.console_session_revoked(&claims.sid).await;
+    let user = state.store.console_user(&claims.usn).await;
+    let (revoked, user) = match (revoked, user) {
+        (Ok(revoked), Ok(user)) => (revoked, user?),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!(error = %e, "cannot check a console session; refused");
+            return None;
+        }
+    };
+    if revoked
+        || !constant_time_eq(user.session_key.as_bytes(), claims.key.as_bytes())
+        || user.session_key.is_empty()
+    {
         return None;
     }
     Some(ConsoleSession {
         username: claims.usn,
-        role: Role::from_number(claims.rol)?,
+        role: Role::from_number(user.role)?,
         session_id: claims.sid,
         csrf: claims.csrf,
         expires_at: claims.exp,
@@ -228,15 +481,20 @@ pub(crate) fn verify(state: &ConsoleState, token: &str) -> Option<ConsoleSession
 /// The claims of a token signed with `key` (HS256 only) that has not expired at `now`
 /// (seconds).
 fn decode(key: &[u8], token: &str, now: i64) -> Option<Claims> {
+    let claims = decode_as::<Claims>(key, token)?;
+    (claims.exp > now).then_some(claims)
+}
+
+/// The claims of an HS256 token signed with `key`, expiry left to the caller (checked against
+/// the node's clock, not the library's).
+fn decode_as<T: serde::de::DeserializeOwned>(key: &[u8], token: &str) -> Option<T> {
     let mut validation = Validation::new(Algorithm::HS256);
     validation.leeway = 0;
-    // Expiry is checked against the node's clock below, not the library's.
     validation.validate_exp = false;
     validation.set_required_spec_claims(&["exp"]);
-    let claims = jsonwebtoken::decode::<Claims>(token, &DecodingKey::from_secret(key), &validation)
-        .ok()?
-        .claims;
-    (claims.exp > now).then_some(claims)
+    jsonwebtoken::decode::<T>(token, &DecodingKey::from_secret(key), &validation)
+        .ok()
+        .map(|data| data.claims)
 }
 
 /// Where a request's session came from.
@@ -269,10 +527,13 @@ fn presented(headers: &HeaderMap) -> Presented<'_> {
 }
 
 /// The session a request presents, if it is valid (CSRF aside).
-pub(crate) fn session_of(state: &ConsoleState, headers: &HeaderMap) -> Option<ConsoleSession> {
+pub(crate) async fn session_of(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+) -> Option<ConsoleSession> {
     match presented(headers) {
-        Presented::Bearer(token) => verify(state, token),
-        Presented::Cookie(token) => verify(state, &token),
+        Presented::Bearer(token) => verify(state, token).await,
+        Presented::Cookie(token) => verify(state, &token).await,
         Presented::Nothing => None,
     }
 }
@@ -287,8 +548,8 @@ pub(crate) async fn require_session(
 ) -> Response {
     let is_api = request.uri().path().starts_with("/v2/");
     let (session, via_cookie) = match presented(request.headers()) {
-        Presented::Bearer(token) => (verify(&state, token), false),
-        Presented::Cookie(token) => (verify(&state, &token), true),
+        Presented::Bearer(token) => (verify(&state, token).await, false),
+        Presented::Cookie(token) => (verify(&state, &token).await, true),
         Presented::Nothing => {
             return refuse(is_api, REQUIRED);
         }
@@ -324,7 +585,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     use rand::Rng as _;
     let bytes: [u8; 16] = rand::rng().random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -350,11 +611,16 @@ pub async fn seed_users(state: &ConsoleState) -> Result<usize, metafi_core::Core
             continue;
         }
         let hash = state.hasher.hash(seed.password.clone()).await?;
+        let now = state.clock.now_ms();
         let user = ConsoleUser {
+            id: uuid::Uuid::new_v4().to_string(),
             username: seed.username.clone(),
             password_hash: hash,
             role: seed.role.number(),
-            create_time_ms: state.clock.now_ms(),
+            session_key: random_token(),
+            create_time_ms: now,
+            update_time_ms: now,
+            ..ConsoleUser::default()
         };
         if state
             .store
@@ -406,6 +672,7 @@ mod tests {
             rol: 3,
             sid: "s".into(),
             csrf: "c".into(),
+            key: "k".into(),
             iat: 0,
             exp,
         };

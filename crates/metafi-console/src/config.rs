@@ -16,6 +16,11 @@ pub struct ConsoleConfig {
     pub users: Vec<UserSeed>,
     /// Largest accepted request body, in bytes.
     pub max_request_size_bytes: usize,
+    /// Every console user must set up MFA before a session is issued (besides users marked
+    /// one by one).
+    pub mfa_required: bool,
+    /// Encrypts MFA secrets and recovery codes at rest (AES-256-GCM).
+    pub mfa_storage_encryption_key: [u8; 32],
     /// Connection timeouts of the listener (CORS is not used: the console is same-origin).
     pub http: HttpConfig,
     /// The grace an authoritative match ended from the console gets: its `match_terminate`

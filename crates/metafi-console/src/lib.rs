@@ -4,7 +4,8 @@
 //! log of every change. Design and role table: docs/CONSOLE.md.
 //!
 //! Nothing on this listener answers without a console session except sign-in
-//! (`POST /v2/console/authenticate`, the `/login` page and its two assets) and the store
+//! (`POST /v2/console/authenticate`, its MFA setup `POST /v2/console/authenticate/mfa`, the
+//! `/login` page and its two assets) and the store
 //! notifications Nakama serves on its console port (their signed payloads are the proof).
 //! The client API's server key and session tokens open nothing here: console tokens are signed
 //! with `console.signing_key`.
@@ -20,11 +21,15 @@ mod assets;
 mod audit;
 mod auth;
 mod config;
+mod mfa;
 mod pages;
 mod state;
+mod users;
 
 pub use auth::{COOKIE_NAME, CSRF_HEADER, ConsoleSession, seed_users};
 pub use config::{ConsoleConfig, Perm, Role, UserSeed};
+/// The TOTP code of a base32 secret at a time (seconds): what an authenticator app shows.
+pub use mfa::totp as totp_code;
 pub use state::{ConsoleState, LiveSession, NodeProbe, RuntimeInfo};
 
 use axum::Router;
@@ -46,6 +51,7 @@ pub fn router(state: ConsoleState) -> Router {
         ));
     let open = Router::new()
         .route("/v2/console/authenticate", post(auth::authenticate))
+        .route("/v2/console/authenticate/mfa", post(auth::mfa_setup))
         .route("/login", get(pages::login))
         .route("/assets/console.js", get(assets::script))
         .route("/assets/console.css", get(assets::style));
@@ -60,7 +66,7 @@ pub fn router(state: ConsoleState) -> Router {
 
 /// Unknown paths: 401 without a session (nothing is revealed), 404 with one.
 async fn unknown(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
-    if auth::session_of(&state, &headers).is_none() {
+    if auth::session_of(&state, &headers).await.is_none() {
         return ApiError::new(Code::Unauthenticated, "Console authentication required.")
             .into_response();
     }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::api::{search_accounts, status_snapshot};
 use crate::auth::{ConsoleSession, Session};
-use crate::{ConsoleState, Perm};
+use crate::{ConsoleState, Perm, Role};
 
 pub(crate) fn routes() -> Router<ConsoleState> {
     Router::new()
@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/runtime", get(runtime))
         .route("/configuration", get(configuration))
         .route("/audit", get(audit))
+        .route("/users", get(users))
 }
 
 const NAV: &[(&str, &str)] = &[
@@ -36,6 +37,7 @@ const NAV: &[(&str, &str)] = &[
     ("runtime", "Runtime"),
     ("configuration", "Configuration"),
     ("audit", "Audit log"),
+    ("users", "Users"),
 ];
 
 fn page(session: Option<&ConsoleSession>, name: &str, title: &str, body: Markup) -> Html<String> {
@@ -86,7 +88,25 @@ pub(crate) async fn login() -> Html<String> {
             form #signin-form {
                 label { "Username " input #username name="username" autocomplete="username" required; }
                 label { "Password " input #password name="password" type="password" autocomplete="current-password" required; }
+                label { "MFA code " input #mfa name="mfa" inputmode="numeric" autocomplete="one-time-code" placeholder="if set up"; }
                 button #signin type="submit" { "Sign in" }
+            }
+            // Shown when the server asks for an MFA setup: the secret for an authenticator
+            // app, then a code from it.
+            section #mfa-setup hidden {
+                h2 { "Set up two-factor authentication" }
+                p { "Add this key to an authenticator app (TOTP, 30 s, 6 digits), then enter a code from it." }
+                p { "Key: " code #mfa-secret {} }
+                p { "URL: " code #mfa-url {} }
+                form #mfa-form {
+                    label { "Code " input #mfa-setup-code inputmode="numeric" autocomplete="one-time-code" required; }
+                    button #mfa-confirm type="submit" { "Confirm" }
+                }
+            }
+            section #mfa-recovery hidden {
+                h2 { "Recovery codes" }
+                p { "Keep these somewhere safe: each signs you in once instead of a code. Then sign in with a code." }
+                pre #recovery-codes {}
             }
         },
     )
@@ -655,4 +675,66 @@ fn urlencode(text: &str) -> String {
         }
     }
     out
+}
+
+/// `/users`: console users (admins): add, change role, require or reset MFA, delete.
+async fn users(State(state): State<ConsoleState>, session: Session) -> Response {
+    if !session.role.may(Perm::Admin) {
+        return page(
+            Some(&session),
+            "users",
+            "Users",
+            html! { p.error { "Unauthorized: you do not have permissions to access this resource." } },
+        )
+        .into_response();
+    }
+    let users = state.store.console_users().await.unwrap_or_default();
+    const ROLES: [Role; 4] = [
+        Role::Admin,
+        Role::Developer,
+        Role::Maintainer,
+        Role::Readonly,
+    ];
+    page(
+        Some(&session),
+        "users",
+        "Users",
+        html! {
+            table #users {
+                thead { tr { th { "Username" } th { "Email" } th { "Role" } th { "MFA" } th { "Created" } th {} } }
+                tbody {
+                    @for u in &users {
+                        tr data-username=(u.username) {
+                            td { (u.username) }
+                            td { (u.email) }
+                            td {
+                                select.role disabled[u.username == session.username] {
+                                    @for r in ROLES {
+                                        option value=(r.number()) selected[r.number() == u.role] { (r.name()) }
+                                    }
+                                }
+                            }
+                            td {
+                                (if u.mfa_secret.is_some() { "enabled" } else { "not set up" })
+                                label { input.mfa-required type="checkbox" checked[u.mfa_required]; " required" }
+                                button.mfa-reset type="button" disabled[u.mfa_secret.is_none()] { "Reset" }
+                            }
+                            td { (crate::api::timestamp(u.create_time_ms)) }
+                            td { button.delete-user type="button" disabled[u.username == session.username] { "Delete" } }
+                        }
+                    }
+                }
+            }
+            h2 { "Add a user" }
+            form #add-user {
+                label { "Username " input #new-username required minlength="3" maxlength="20"; }
+                label { "Email " input #new-email type="email" required; }
+                label { "Password " input #new-password type="password" autocomplete="new-password" required minlength="12" maxlength="128"; }
+                label { "Role " select #new-role { @for r in ROLES { option value=(r.number()) selected[r == Role::Readonly] { (r.name()) } } } }
+                label { input #new-mfa-required type="checkbox"; " MFA required" }
+                button #add-user-submit type="submit" { "Add" }
+            }
+        },
+    )
+    .into_response()
 }

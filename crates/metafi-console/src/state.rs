@@ -1,13 +1,11 @@
 //! What the console's handlers share.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use metafi_api::ApiState;
 use metafi_core::{Clock, PasswordHasher, SignInThrottle};
 use metafi_storage::Storage;
-use parking_lot::Mutex;
 
 use crate::ConsoleConfig;
 
@@ -83,9 +81,6 @@ pub struct ConsoleState {
     pub effective_config: Arc<serde_json::Value>,
     /// The last errors of each module (the runtime's record; empty until the node sets it).
     pub module_errors: Arc<metafi_core::ModuleErrors>,
-    /// Console sessions ended by a sign-out before they expired: session id → expiry
-    /// (seconds), pruned as they expire.
-    pub(crate) signed_out: Arc<Mutex<HashMap<String, i64>>>,
     /// A hash verified against when the username is unknown, so a sign-in takes as long
     /// whether or not the user exists.
     pub(crate) dummy_hash: Arc<tokio::sync::OnceCell<String>>,
@@ -129,7 +124,6 @@ impl ConsoleState {
             runtime: Arc::new(runtime),
             effective_config: Arc::new(effective_config),
             module_errors: Arc::new(metafi_core::ModuleErrors::new(0, clock_for_errors)),
-            signed_out: Arc::default(),
             dummy_hash: Arc::default(),
         }
     }

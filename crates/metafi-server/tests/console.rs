@@ -30,6 +30,7 @@ fn users(raw: &mut RawConfig) {
         user("dev", "developer"),
         user("ops", "maintainer"),
         user("viewer", "readonly"),
+        user("mfa", "readonly"),
     ];
 }
 
@@ -677,5 +678,541 @@ async fn repeated_failed_sign_ins_are_throttled() {
     assert_eq!(refused.status, 429, "{}", refused.body);
     // Another console user is not held up.
     console.sign_in("viewer").await;
+    node.stop().await;
+}
+
+/// Signs in with a password and an MFA code (empty: none); the whole answer.
+async fn sign_in_with(console: &Console, username: &str, password: &str, mfa: &str) -> Reply {
+    console
+        .send(
+            console
+                .request(Method::POST, "/v2/console/authenticate")
+                .json(&json!({ "username": username, "password": password, "mfa": mfa })),
+        )
+        .await
+}
+
+/// Adds, lists, changes and deletes console users as an admin; everyone else is refused;
+/// Nakama's validation texts; a role change or a deletion ends the user's sessions.
+async fn manage_console_users(console: &Console) {
+    let root = console.sign_in("root").await;
+    let dev = console.sign_in("dev").await;
+    // Only admins manage console users.
+    for (method, path, body) in [
+        (Method::GET, "/v2/console/user", None),
+        (Method::POST, "/v2/console/user", Some(json!({}))),
+        (Method::DELETE, "/v2/console/user/ops", None),
+        (
+            Method::PUT,
+            "/v2/console/user/ops",
+            Some(json!({ "role": 4 })),
+        ),
+        (Method::POST, "/v2/console/user/ops/mfa/reset", None),
+    ] {
+        let reply = console.call(&dev, method.clone(), path, body).await;
+        assert_eq!(reply.status, 403, "{method} {path}: {}", reply.body);
+    }
+    let add = |body: Value| {
+        let root = root.clone();
+        async move {
+            console
+                .call(&root, Method::POST, "/v2/console/user", Some(body))
+                .await
+        }
+    };
+    let good = json!({ "username": "Newbie", "email": "New@Example.com",
+                       "password": "a long enough password", "role": 4 });
+    let with = |key: &str, value: Value| {
+        let mut body = good.clone();
+        body[key] = value;
+        body
+    };
+    for (body, message) in [
+        (with("username", json!("")), "Username is required"),
+        (
+            with("username", json!(".bad")),
+            "Username must be 3-20 long sequence of alphanumeric characters _ or . and cannot start and end with _ or .",
+        ),
+        (
+            with("username", json!("root")),
+            "Cannot change own configuration",
+        ),
+        (
+            with("username", json!("viewer")),
+            "Username cannot be the console configured username",
+        ),
+        (with("email", json!("")), "Email is required"),
+        (with("email", json!("nope")), "Not a valid email address"),
+        (
+            with("password", json!("short")),
+            "Password must be between 12 and 128 characters long.",
+        ),
+        (
+            with("role", json!(9)),
+            "Role must be admin, developer, maintainer or readonly (1-4).",
+        ),
+    ] {
+        let reply = add(body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.body);
+        assert_eq!(reply.body["message"], message, "{body}");
+    }
+    let added = add(good.clone()).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert_eq!(added.body["user"]["username"], "newbie");
+    assert_eq!(added.body["user"]["email"], "new@example.com");
+    assert_eq!(added.body["user"]["role"], 4);
+    assert_eq!(added.body["user"]["mfa_enabled"], false);
+    let again = add(with("username", json!("other"))).await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert_eq!(again.body["code"], 9);
+    assert_eq!(again.body["message"], "Username or Email already exists");
+
+    let listed = console
+        .call(&root, Method::GET, "/v2/console/user", None)
+        .await;
+    let names: Vec<&str> = listed.body["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["username"].as_str().unwrap())
+        .collect();
+    // (On PostgreSQL the database is shared: other tests' users may be listed too.)
+    for name in ["dev", "mfa", "newbie", "ops", "root", "viewer"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(
+        names.windows(2).all(|w| w[0] < w[1]),
+        "by username: {names:?}"
+    );
+
+    // The new user signs in; a role change ends that session, a new one has the new role.
+    let signed = sign_in_with(console, "newbie", "a long enough password", "").await;
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    let newbie = signed.body["token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        console
+            .call(&newbie, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        200
+    );
+    let changed = console
+        .call(
+            &root,
+            Method::PUT,
+            "/v2/console/user/newbie",
+            Some(json!({ "role": "developer" })),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    assert_eq!(changed.body["role"], 2);
+    let refused = console
+        .call(&newbie, Method::GET, "/v2/console/status", None)
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(refused.body["message"], "Token invalid.");
+    let newbie = sign_in_with(console, "newbie", "a long enough password", "")
+        .await
+        .body["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rpc = console
+        .call(
+            &newbie,
+            Method::POST,
+            "/v2/console/api/endpoints/rpc/whoami",
+            Some(json!({ "body": "" })),
+        )
+        .await;
+    assert_eq!(rpc.status, 200, "a developer may call RPCs: {}", rpc.body);
+
+    // Nobody changes or deletes their own user.
+    let own = console
+        .call(
+            &root,
+            Method::PUT,
+            "/v2/console/user/root",
+            Some(json!({ "role": 4 })),
+        )
+        .await;
+    assert_eq!(
+        (own.status, own.body["message"].as_str()),
+        (400, Some("Cannot change own configuration"))
+    );
+    let own = console
+        .call(&root, Method::DELETE, "/v2/console/user/root", None)
+        .await;
+    assert_eq!(
+        (own.status, own.body["message"].as_str()),
+        (400, Some("Cannot delete own user"))
+    );
+    let missing = console
+        .call(
+            &root,
+            Method::DELETE,
+            "/v2/console/user?username=nobody",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.body["message"].as_str()),
+        (400, Some("User not found"))
+    );
+    let missing = console
+        .call(
+            &root,
+            Method::PUT,
+            "/v2/console/user/nobody",
+            Some(json!({ "role": 2 })),
+        )
+        .await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+
+    // A deletion (Nakama's path, username in the query) ends the user's sessions.
+    let deleted = console
+        .call(
+            &root,
+            Method::DELETE,
+            "/v2/console/user?username=newbie",
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(
+        console
+            .call(&newbie, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        sign_in_with(console, "newbie", "a long enough password", "")
+            .await
+            .status,
+        401
+    );
+    let log = console
+        .call(&root, Method::GET, "/v2/console/audit/log?limit=500", None)
+        .await;
+    let actions: Vec<(&str, &str)> = log.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["username"] == "root")
+        .map(|e| (e["action"].as_str().unwrap(), e["target"].as_str().unwrap()))
+        .collect();
+    for expected in [
+        ("console_user.add", "newbie"),
+        ("console_user.update", "newbie"),
+        ("console_user.delete", "newbie"),
+    ] {
+        assert!(actions.contains(&expected), "{expected:?} in {actions:?}");
+    }
+}
+
+#[tokio::test]
+async fn console_users_are_managed_by_admins_and_changes_end_sessions() {
+    let (node, _dir) = node().await;
+    let console = Console::new(&node);
+    manage_console_users(&console).await;
+    // The users page lists them, for admins only.
+    let root = console.sign_in("root").await;
+    let page = console
+        .send(
+            console
+                .request(Method::GET, "/users")
+                .header(COOKIE, format!("metafi_console={root}")),
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    let html = page.body.as_str().unwrap();
+    assert!(
+        html.contains("data-username=\"viewer\"") && html.contains("add-user"),
+        "{html}"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_sign_out_stays_refused_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |dir: std::path::PathBuf| async move { TestNode::start_in(&dir, users).await };
+    let node = start(dir.path().to_owned()).await;
+    let console = Console::new(&node);
+    let gone = console.sign_in("ops").await;
+    let kept = console.sign_in("ops").await;
+    let out = console
+        .call(
+            &gone,
+            Method::POST,
+            "/v2/console/authenticate/logout",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(
+        console
+            .call(&gone, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        401
+    );
+    node.stop().await;
+
+    let node = start(dir.path().to_owned()).await;
+    let console = Console::new(&node);
+    let refused = console
+        .call(&gone, Method::GET, "/v2/console/status", None)
+        .await;
+    assert_eq!(
+        refused.status, 401,
+        "signed out before the restart: {}",
+        refused.body
+    );
+    assert_eq!(refused.body["message"], "Token invalid.");
+    let still = console
+        .call(&kept, Method::GET, "/v2/console/status", None)
+        .await;
+    assert_eq!(still.status, 200, "not signed out: {}", still.body);
+    node.stop().await;
+}
+
+/// The claims of a JWT (not checked: the server checks them).
+fn claims(token: &str) -> Value {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn now_secs() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// The current TOTP code of `secret` (the server accepts the steps either side of its own, so
+/// the request may take up to 30 s to arrive).
+fn code(secret: &str) -> String {
+    format!(
+        "{:06}",
+        metafi_console::totp_code(secret, now_secs()).unwrap()
+    )
+}
+
+/// A well-formed code that is none of the codes around now.
+fn wrong_code(secret: &str) -> String {
+    let now = now_secs();
+    let near: Vec<u32> = (-2..=2)
+        .map(|s| metafi_console::totp_code(secret, now + s * 30).unwrap())
+        .collect();
+    let wrong = (0..1_000_000u32).find(|c| !near.contains(c)).unwrap();
+    format!("{wrong:06}")
+}
+
+/// MFA as Nakama does it: a user required to set it up gets only a setup token; a code from
+/// the secret confirms it and answers 16 recovery codes; then sign-in needs a code; a recovery
+/// code works once; an admin's reset starts over.
+async fn mfa_flow(console: &Console) {
+    let root = console.sign_in("root").await;
+    // From a known state (the PostgreSQL database outlives a failed run).
+    let reset = console
+        .call(&root, Method::POST, "/v2/console/user/mfa/mfa/reset", None)
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let required = console
+        .call(
+            &root,
+            Method::POST,
+            "/v2/console/user/mfa/mfa/require",
+            Some(json!({ "required": true })),
+        )
+        .await;
+    assert_eq!(required.status, 200, "{}", required.body);
+    let first = sign_in_with(console, "mfa", "mfa-password", "").await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["token"], "", "no session before MFA is set up");
+    let setup = first.body["mfa_code"].as_str().unwrap().to_owned();
+    let setup_claims = claims(&setup);
+    let secret = setup_claims["secret"].as_str().unwrap().to_owned();
+    assert_eq!(setup_claims["mfa_required"], true);
+    assert_eq!(
+        setup_claims["mfa_url"],
+        format!("otpauth://totp/MetaFi:mfa?issuer=MetaFi&secret={secret}")
+    );
+    // The setup token is not a session.
+    assert_eq!(
+        console
+            .call(&setup, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        401
+    );
+    let confirm = |body: Value| async move {
+        console
+            .send(
+                console
+                    .request(Method::POST, "/v2/console/authenticate/mfa")
+                    .json(&body),
+            )
+            .await
+    };
+    let bad = confirm(json!({ "mfa": "garbage", "code": code(&secret) })).await;
+    assert_eq!(
+        (bad.status, bad.body["message"].as_str()),
+        (401, Some("The code provided is invalid."))
+    );
+    let bad = confirm(json!({ "mfa": setup, "code": "12ab" })).await;
+    assert_eq!(
+        (bad.status, bad.body["message"].as_str()),
+        (400, Some("The MFA code used is incorrectly formatted."))
+    );
+    let bad = confirm(json!({ "mfa": setup, "code": wrong_code(&secret) })).await;
+    assert_eq!(
+        (bad.status, bad.body["message"].as_str()),
+        (400, Some("The MFA code is invalid."))
+    );
+    let done = confirm(json!({ "mfa": setup, "code": code(&secret) })).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let recovery: Vec<String> = done.body["recovery_codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(recovery.len(), 16);
+    assert!(recovery.iter().all(|c| c.len() == 8));
+
+    let listed = console
+        .call(&root, Method::GET, "/v2/console/user/mfa", None)
+        .await;
+    assert_eq!(
+        (&listed.body["mfa_enabled"], &listed.body["mfa_required"]),
+        (&json!(true), &json!(true))
+    );
+
+    let no_code = sign_in_with(console, "mfa", "mfa-password", "").await;
+    assert_eq!(
+        (no_code.status, no_code.body["message"].as_str()),
+        (403, Some("A MFA code is required."))
+    );
+    let wrong = sign_in_with(console, "mfa", "mfa-password", &wrong_code(&secret)).await;
+    assert_eq!(
+        (wrong.status, wrong.body["message"].as_str()),
+        (401, Some("The MFA code is invalid."))
+    );
+    let malformed = sign_in_with(console, "mfa", "mfa-password", "1234").await;
+    assert_eq!(malformed.status, 400, "{}", malformed.body);
+    // The right code but the wrong password is still refused.
+    let wrong_password = sign_in_with(console, "mfa", "not-the-password", &code(&secret)).await;
+    assert_eq!(wrong_password.status, 401);
+    let ok = sign_in_with(console, "mfa", "mfa-password", &code(&secret)).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let session = ok.body["token"].as_str().unwrap().to_owned();
+    assert!(ok.body.get("mfa_code").is_none(), "{}", ok.body);
+    assert_eq!(
+        console
+            .call(&session, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        200
+    );
+    // A recovery code signs in once.
+    let used = sign_in_with(console, "mfa", "mfa-password", &recovery[3]).await;
+    assert_eq!(used.status, 200, "{}", used.body);
+    let reused = sign_in_with(console, "mfa", "mfa-password", &recovery[3]).await;
+    assert_eq!(reused.status, 401, "{}", reused.body);
+    let other = sign_in_with(console, "mfa", "mfa-password", &recovery[4]).await;
+    assert_eq!(other.status, 200, "{}", other.body);
+
+    // An admin's reset: the user sets MFA up again (and the old setup token is outdated).
+    let reset = console
+        .call(&root, Method::POST, "/v2/console/user/mfa/mfa/reset", None)
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let again = sign_in_with(console, "mfa", "mfa-password", "").await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body["token"], "");
+    assert!(
+        again.body["mfa_code"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+    );
+
+    // A user not required to set MFA up gets a session and an optional setup token.
+    let ops = sign_in_with(console, "ops", "ops-password", "").await;
+    assert_eq!(ops.status, 200, "{}", ops.body);
+    assert!(ops.body["token"].as_str().is_some_and(|t| !t.is_empty()));
+    assert!(ops.body["mfa_code"].as_str().is_some_and(|t| !t.is_empty()));
+}
+
+#[tokio::test]
+async fn mfa_is_set_up_with_a_code_and_then_asked_for() {
+    let (node, _dir) = node().await;
+    let console = Console::new(&node);
+    mfa_flow(&console).await;
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn mfa_required_by_configuration_holds_for_every_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = TestNode::start_in(dir.path(), |raw| {
+        users(raw);
+        raw.console.mfa_required = true;
+    })
+    .await;
+    let console = Console::new(&node);
+    for name in ["root", "viewer"] {
+        let reply = sign_in_with(&console, name, &format!("{name}-password"), "").await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.body["token"], "", "{name}");
+        assert_eq!(
+            claims(reply.body["mfa_code"].as_str().unwrap())["mfa_required"],
+            true
+        );
+    }
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn on_postgres_console_users_mfa_and_sign_outs_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = modules(&dir);
+    let Some(node) = TestNode::start_on_postgres(dir.path(), |raw| {
+        raw.runtime.path = modules;
+        users(raw);
+    })
+    .await
+    else {
+        return;
+    };
+    let console = Console::new(&node);
+    manage_console_users(&console).await;
+    mfa_flow(&console).await;
+    let gone = console.sign_in("dev").await;
+    let out = console
+        .call(
+            &gone,
+            Method::POST,
+            "/v2/console/authenticate/logout",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(
+        console
+            .call(&gone, Method::GET, "/v2/console/status", None)
+            .await
+            .status,
+        401
+    );
     node.stop().await;
 }

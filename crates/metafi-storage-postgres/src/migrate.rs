@@ -77,6 +77,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "console",
         sql: include_str!("../migrations/0014_console.sql"),
     },
+    Migration {
+        version: 15,
+        name: "console_users",
+        sql: include_str!("../migrations/0015_console_users.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations across nodes ("metafimg" in ASCII).

@@ -72,6 +72,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "console",
         sql: include_str!("../migrations/0013_console.sql"),
     },
+    Migration {
+        version: 14,
+        name: "console_users",
+        sql: include_str!("../migrations/0014_console_users.sql"),
+    },
 ];
 
 struct Migration {

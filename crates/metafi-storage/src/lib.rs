@@ -43,7 +43,7 @@ mod wallet;
 pub use account::{
     Account, AccountStore, AccountUpdate, AuthUser, IdentityRef, NewIdentity, NewUser, Unlink, User,
 };
-pub use console::{AuditEntry, ConsoleStore, ConsoleUser};
+pub use console::{AuditEntry, ConsoleMfaUpdate, ConsoleStore, ConsoleUser, ConsoleUserChange};
 pub use error::{Conflict, StorageError};
 pub use friend::{
     AddOutcome, EdgeWrite, Friend, FriendCursor, FriendOfFriend, FriendPage, FriendState,

@@ -1,6 +1,7 @@
 // The console (docs/CONSOLE.md) in a real headless Chromium: sign in, find a user made through
 // the client API, edit its metadata and see it through the client API, browse a storage object,
-// call an RPC from the explorer, watch a match's tick chart update, and a read-only user refused.
+// call an RPC from the explorer, watch a match's tick chart update, add a console user on the
+// Users page, and a read-only user refused.
 // Every page is saved as a screenshot (CONSOLE_SCREENSHOTS). Started by scripts/console.sh,
 // which passes METAFI_TEST_PORT (client API) and METAFI_TEST_CONSOLE_PORT.
 //
@@ -164,6 +165,21 @@ test("the console in headless Chromium", async (t) => {
     const echo = rows.find((r) => r[1] === "echo");
     assert.ok(echo && Number(echo[2]) >= 1, JSON.stringify(rows));
     await shot("status");
+  });
+
+  await t.test("an admin adds a console user on the Users page", async () => {
+    await go("/users");
+    const name = `aud${randomUUID().slice(0, 6)}`;
+    await tab.type("#new-username", name);
+    await tab.type("#new-email", `${name}@example.com`);
+    await tab.type("#new-password", "a long enough password");
+    await tab.select("#new-role", "4");
+    await Promise.all([tab.waitForNavigation({ waitUntil: "load", ...STEP }), tab.click("#add-user-submit")]);
+    const rows = await tab.$$eval("#users tbody tr", (trs) => trs.map((tr) => tr.dataset.username));
+    assert.ok(rows.includes(name) && rows.includes("viewer"), `${rows.join(",")}\n${logs.join("\n")}`);
+    const role = await tab.$eval(`tr[data-username="${name}"] select.role`, (el) => el.value);
+    assert.equal(role, "4");
+    await shot("users");
   });
 
   await t.test("a read-only user is refused a change", async () => {

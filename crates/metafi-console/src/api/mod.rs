@@ -82,6 +82,7 @@ pub(crate) fn routes() -> Router<ConsoleState> {
         .route("/v2/console/match/{id}/signal", post(matches::signal))
         .route("/v2/console/audit/log", get(crate::audit::list))
         .route("/v2/console/authenticate/logout", post(crate::auth::logout))
+        .merge(crate::users::routes())
 }
 
 /// RFC 3339 with milliseconds, as the client API writes timestamps.

@@ -27,7 +27,15 @@ pub struct RawConsole {
     pub match_end_grace_sec: i64,
     /// Console users added at start when no console user of that name exists.
     pub users: Vec<RawConsoleUser>,
+    /// Every console user must set up MFA (TOTP) before a session is issued.
+    pub mfa_required: bool,
+    /// Encrypts MFA secrets and recovery codes at rest (AES-256-GCM): exactly 32 bytes
+    /// (Nakama's `mfa.storage_encryption_key`).
+    pub mfa_storage_encryption_key: String,
 }
+
+/// Nakama's default `mfa.storage_encryption_key`.
+pub(super) const DEFAULT_MFA_KEY: &str = "the-key-has-to-be-32-bytes-long!";
 
 /// One `[[console.users]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +62,8 @@ impl Default for RawConsole {
                 password: "password".into(),
                 role: "admin".into(),
             }],
+            mfa_required: false,
+            mfa_storage_encryption_key: DEFAULT_MFA_KEY.into(),
         }
     }
 }
@@ -119,7 +129,15 @@ pub(super) fn validate(
             role,
         });
     }
+    let mfa_key: Option<[u8; 32]> = c.mfa_storage_encryption_key.as_bytes().try_into().ok();
+    if mfa_key.is_none() {
+        check.problem(format!(
+            "console.mfa_storage_encryption_key: exactly 32 bytes (has {})",
+            c.mfa_storage_encryption_key.len()
+        ));
+    }
     let ip = ip?;
+    let mfa_storage_encryption_key = mfa_key?;
     c.enabled.then(|| ConsoleSettings {
         listen: SocketAddr::new(ip, port.get()),
         config: ConsoleConfig {
@@ -127,6 +145,8 @@ pub(super) fn validate(
             token_expiry,
             users,
             max_request_size_bytes,
+            mfa_required: c.mfa_required,
+            mfa_storage_encryption_key,
             http: http.clone(),
             match_end_grace,
         },
@@ -175,6 +195,20 @@ mod tests {
             "{problems}"
         );
         assert!(problems.contains("console.users[1].password"), "{problems}");
+        let raw = RawConsole {
+            mfa_storage_encryption_key: "short".into(),
+            ..RawConsole::default()
+        };
+        let mut check = Checker::default();
+        assert!(validate(&raw, &HttpConfig::default(), &mut check).is_none());
+        assert!(
+            check
+                .problems()
+                .join("\n")
+                .contains("console.mfa_storage_encryption_key"),
+            "{:?}",
+            check.problems()
+        );
     }
 
     #[test]

@@ -250,6 +250,11 @@ impl Config {
             if self.raw.console.users == defaults.console.users {
                 found.push("console.users (admin/password)");
             }
+            if self.raw.console.mfa_storage_encryption_key
+                == defaults.console.mfa_storage_encryption_key
+            {
+                found.push("console.mfa_storage_encryption_key");
+            }
         }
         found
     }
@@ -270,6 +275,7 @@ impl RawConfig {
         hide(&mut raw.session.refresh_encryption_key);
         hide(&mut raw.runtime.http_key);
         hide(&mut raw.console.signing_key);
+        hide(&mut raw.console.mfa_storage_encryption_key);
         for user in &mut raw.console.users {
             hide(&mut user.password);
         }

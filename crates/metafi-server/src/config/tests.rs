@@ -67,8 +67,9 @@ fn defaults_validate_and_listen_on_nakamas_port() {
             path: PathBuf::from("./data/metafi.db")
         }
     );
-    // The four keys of the client API, and the console's signing key and default admin.
-    assert_eq!(config.insecure_defaults().len(), 6);
+    // The four keys of the client API, and the console's signing key, default admin and MFA
+    // encryption key.
+    assert_eq!(config.insecure_defaults().len(), 7);
     assert_eq!(
         config.console.as_ref().map(|c| c.listen.to_string()),
         Some("127.0.0.1:7351".to_owned())

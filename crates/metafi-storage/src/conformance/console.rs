@@ -8,10 +8,14 @@ use crate::{AuditEntry, Caller, ConsoleUser, ObjectWrite, VersionCheck};
 
 fn user(name: &str, hash: &str, role: u8) -> ConsoleUser {
     ConsoleUser {
+        id: format!("id-{name}"),
         username: name.to_owned(),
         password_hash: hash.to_owned(),
         role,
+        session_key: "k".to_owned(),
         create_time_ms: NOW,
+        update_time_ms: NOW,
+        ..ConsoleUser::default()
     }
 }
 

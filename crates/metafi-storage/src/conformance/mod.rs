@@ -16,6 +16,7 @@ mod account;
 mod account_delete;
 pub mod bench;
 mod console;
+mod console_users;
 mod durability;
 mod friend;
 mod friend_import;
@@ -44,6 +45,7 @@ use futures_util::FutureExt as _;
 pub use account::*;
 pub use account_delete::*;
 pub use console::*;
+pub use console_users::*;
 pub use durability::*;
 pub use friend::*;
 pub use friend_import::*;
@@ -170,6 +172,10 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fixture;
             friend_invite_then_accept,
             console_users_are_seeded_once,
+            console_users_are_managed_and_an_admin_is_kept,
+            console_admins_removing_each_other_at_once_keep_one,
+            console_mfa_setup_reset_and_recovery_codes,
+            console_sign_outs_are_kept_until_they_expire,
             audit_log_pages_newest_first,
             storage_collections_are_listed_once_each,
             friend_accept_merges_top_level_metadata,
