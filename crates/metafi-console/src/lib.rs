@@ -22,10 +22,12 @@ mod auth;
 mod config;
 mod pages;
 mod state;
+mod world;
 
 pub use auth::{COOKIE_NAME, CSRF_HEADER, ConsoleSession, seed_users};
 pub use config::{ConsoleConfig, Perm, Role, UserSeed};
 pub use state::{ConsoleState, NodeProbe, RuntimeInfo};
+pub use world::WorldSource;
 
 use axum::Router;
 use axum::extract::State;
@@ -40,6 +42,7 @@ use metafi_proto::Code;
 pub fn router(state: ConsoleState) -> Router {
     let gated = api::routes()
         .merge(pages::routes())
+        .merge(world::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_session,

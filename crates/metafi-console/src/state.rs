@@ -55,6 +55,8 @@ pub struct ConsoleState {
     pub runtime: Arc<RuntimeInfo>,
     /// The effective configuration with every secret replaced (`GET /v2/console/config`).
     pub effective_config: Arc<serde_json::Value>,
+    /// The node's served worlds (the Worlds pages); `None`: none can run here.
+    pub worlds: Option<Arc<dyn crate::WorldSource>>,
     /// Console sessions ended by a sign-out before they expired: session id → expiry
     /// (seconds), pruned as they expire.
     pub(crate) signed_out: Arc<Mutex<HashMap<String, i64>>>,
@@ -99,8 +101,15 @@ impl ConsoleState {
             probe,
             runtime: Arc::new(runtime),
             effective_config: Arc::new(effective_config),
+            worlds: None,
             signed_out: Arc::default(),
             dummy_hash: Arc::default(),
         }
+    }
+
+    /// The state with the node's worlds shown (the Worlds pages, `/world/{id}`).
+    pub fn with_worlds(mut self, worlds: Arc<dyn crate::WorldSource>) -> ConsoleState {
+        self.worlds = Some(worlds);
+        self
     }
 }
