@@ -57,8 +57,8 @@ if [ -z "$SERVER_CONSOLE_PORT" ]; then
 fi
 echo "world view: metafi API on port $SERVER_PORT, console on port $SERVER_CONSOLE_PORT; $bots bots"
 bench_log="$SERVER_DATA/bench.log"
-"$bench" world --server "http://127.0.0.1:$SERVER_PORT" --users "$bots" --phase "$bots:2s" \
-  --hold 120s --format protobuf --progress-every 60s >"$bench_log" 2>&1 &
+"$bench" world --server "http://127.0.0.1:$SERVER_PORT" --users "$bots" --phase "$bots:1s" --phase 0:200s \
+  --hold 200s --format protobuf --progress-every 60s >"$bench_log" 2>&1 &
 bench_pid=$!
 (cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_CONSOLE_PORT=$SERVER_CONSOLE_PORT \
   WORLD_SCREENSHOTS=$shots WORLD_VIEW_MIN_PLAYERS=$((bots / 2)) timeout "${WORLD_VIEW_TIMEOUT_SEC:-180}" \

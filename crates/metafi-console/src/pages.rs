@@ -39,7 +39,12 @@ const NAV: &[(&str, &str)] = &[
     ("audit", "Audit log"),
 ];
 
-pub(crate) fn page(session: Option<&ConsoleSession>, name: &str, title: &str, body: Markup) -> Html<String> {
+pub(crate) fn page(
+    session: Option<&ConsoleSession>,
+    name: &str,
+    title: &str,
+    body: Markup,
+) -> Html<String> {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {

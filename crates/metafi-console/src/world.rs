@@ -208,10 +208,10 @@ async fn view_page(
                 div.card { span { "Last frame" } strong #world-bytes { "–" } }
             }
             figure.world {
-                canvas #world-canvas width="900" height="900" data-world=(id) data-frames="0" {}
+                canvas #world-canvas width="900" height="900" style="max-width: 900px" data-world=(id) data-frames="0" {}
                 figcaption.legend {
-                    span.player { "● player" } " · " span.dead { "● dead" } " · "
-                    span.rocket { "● rocket" } " · " span.item { "■ item" } " · walls and crates in grey"
+                    span style="color: #2563eb" { "■ player" } " · " span style="color: #b42318" { "■ dead" } " · "
+                    span style="color: #f59e0b" { "● rocket" } " · " span style="color: #16a34a" { "■ item" } " (pale: taken) · walls, crates and platforms in grey, lighter when higher"
                 }
             }
             script src="/assets/world.js" {}

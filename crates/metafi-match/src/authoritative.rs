@@ -446,12 +446,12 @@ impl AuthoritativeMatch {
         }
         if self.presence_events == PresenceEvents::Everyone {
             inner.outlet.send_presences(
-            self.members.sessions(),
-            &PresenceEvent {
-                match_id: &self.shared.id_text,
-                joins: &[],
-                leaves: &left,
-            },
+                self.members.sessions(),
+                &PresenceEvent {
+                    match_id: &self.shared.id_text,
+                    joins: &[],
+                    leaves: &left,
+                },
             );
         }
         let tick = self.tick;

@@ -159,7 +159,11 @@ fn everyone_is_nakamas_quadratic_ramp() {
     let id = create(&mut engine, PresenceEvents::Everyone);
     engine.outlet.take();
     let (players, listed) = ramp(&mut engine, &id, 10);
-    assert_eq!(listed, (0..10).collect::<Vec<_>>(), "join answers list the members");
+    assert_eq!(
+        listed,
+        (0..10).collect::<Vec<_>>(),
+        "join answers list the members"
+    );
     let (_, joins_told, _) = presence_traffic(&engine);
     // The k-th joiner's event goes to all k members (itself included): 1 + 2 + … + 10.
     assert_eq!(joins_told, 55);

@@ -200,7 +200,10 @@ async fn a_quic_player_acknowledges_datagram_snapshots_and_moves() {
         "did not move: {start:?} -> {end:?}"
     );
     // Only its own join reached the first player (the second's was not told to it).
-    assert_eq!(one.presence_events, 1, "presence events to the first player");
+    assert_eq!(
+        one.presence_events, 1,
+        "presence events to the first player"
+    );
 
     // Snapshots went through the QUIC datagram path (the unreliable-latest class; the
     // messages themselves name no class: that would cost bytes in every snapshot).
@@ -225,7 +228,9 @@ async fn a_quic_player_acknowledges_datagram_snapshots_and_moves() {
         stats = debug_worlds(&server).await["worlds"][&match_id].clone();
         if stats["players"] == 2
             && stats["last_unacked_clients"] == 1
-            && stats["last_ack_age_max_ticks"].as_u64().is_some_and(|a| a <= 8)
+            && stats["last_ack_age_max_ticks"]
+                .as_u64()
+                .is_some_and(|a| a <= 8)
         {
             break;
         }

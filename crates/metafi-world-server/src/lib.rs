@@ -95,8 +95,8 @@ impl Worlds {
             ..WorldConfig::default()
         };
         let map = Arc::new(map);
-        let world = World::new(map.clone(), config)
-            .map_err(|e| WorldCreateError::Build(e.to_string()))?;
+        let world =
+            World::new(map.clone(), config).map_err(|e| WorldCreateError::Build(e.to_string()))?;
         let stats = Arc::new(WorldStats::default());
         let view = Arc::new(WorldView::new(map, settings.tick_rate, settings.view_rate));
         let shared = Arc::new(WorldShared {

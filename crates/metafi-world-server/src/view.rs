@@ -70,7 +70,7 @@ impl WorldView {
     /// Called by the world thread after each tick: keeps a frame of `world` when someone
     /// watched recently and the tick is due.
     pub(crate) fn after_tick(&self, world: &World) {
-        if self.every == 0 || world.current_tick() % self.every != 0 {
+        if self.every == 0 || !world.current_tick().is_multiple_of(self.every) {
             return;
         }
         let watched = self.watched_ms.load(Ordering::Relaxed);
@@ -128,9 +128,8 @@ impl WorldView {
 
 /// Every entity of the world, as clients see entities, sorted by key.
 fn frame_of(world: &World) -> Snapshot {
-    let mut entities: Vec<NetEntity> = Vec::with_capacity(
-        world.players().len() + world.projectiles().len() + world.items().len(),
-    );
+    let mut entities: Vec<NetEntity> =
+        Vec::with_capacity(world.players().len() + world.projectiles().len() + world.items().len());
     entities.extend(world.players().iter().map(NetEntity::of_player));
     entities.extend(world.projectiles().iter().map(NetEntity::of_projectile));
     entities.extend(
