@@ -105,8 +105,11 @@ fn ramp(engine: &mut Engine, id: &MatchId, n: usize) -> (Vec<Arc<Presence>>, Vec
     (joined, listed)
 }
 
-/// (recipients of join events, recipients of leave events) the outlet saw.
-fn presence_traffic(engine: &Engine) -> (Vec<(Vec<uuid::Uuid>, Vec<uuid::Uuid>)>, usize, usize) {
+/// A presence event as sent: (recipients, joined sessions).
+type Told = (Vec<uuid::Uuid>, Vec<uuid::Uuid>);
+
+/// The presence events the outlet saw, and how many recipients join and leave events had.
+fn presence_traffic(engine: &Engine) -> (Vec<Told>, usize, usize) {
     let mut events = Vec::new();
     let (mut joins_told, mut leaves_told) = (0, 0);
     for sent in engine.outlet.take() {
