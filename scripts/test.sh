@@ -87,6 +87,11 @@ step "console in headless Chromium"
 # target/console-screenshots.
 scripts/console.sh target/debug/metafi
 
+step "a world's top-down view in headless Chromium"
+# docs/CONSOLE.md "Worlds": a world with metafi-bench bots, drawn live at /world/{id}; the test
+# checks the canvas' pixels. Screenshots in target/world-screenshots.
+scripts/world_view.sh target/debug/metafi target/debug/metafi-bench
+
 step "nakama-js cluster suite: three nodes on PostgreSQL and NATS"
 # tests/compat/cluster.test.mjs with its clients spread over three nodes (scripts/cluster.sh),
 # then a metafi-bench smoke run spreading its users over the three.

@@ -25,12 +25,14 @@ mod mfa;
 mod pages;
 mod state;
 mod users;
+mod world;
 
 pub use auth::{COOKIE_NAME, CSRF_HEADER, ConsoleSession, seed_users};
 pub use config::{ConsoleConfig, Perm, Role, UserSeed};
 /// The TOTP code of a base32 secret at a time (seconds): what an authenticator app shows.
 pub use mfa::totp as totp_code;
 pub use state::{ConsoleState, LiveSession, NodeProbe, RuntimeInfo};
+pub use world::WorldSource;
 
 use axum::Router;
 use axum::extract::State;
@@ -45,6 +47,7 @@ use metafi_proto::Code;
 pub fn router(state: ConsoleState) -> Router {
     let gated = api::routes()
         .merge(pages::routes())
+        .merge(world::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_session,

@@ -34,13 +34,19 @@ const NAV: &[(&str, &str)] = &[
     ("accounts", "Accounts"),
     ("storage", "Storage"),
     ("matches", "Matches"),
+    ("worlds", "Worlds"),
     ("runtime", "Runtime"),
     ("configuration", "Configuration"),
     ("audit", "Audit log"),
     ("users", "Users"),
 ];
 
-fn page(session: Option<&ConsoleSession>, name: &str, title: &str, body: Markup) -> Html<String> {
+pub(crate) fn page(
+    session: Option<&ConsoleSession>,
+    name: &str,
+    title: &str,
+    body: Markup,
+) -> Html<String> {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {

@@ -81,6 +81,8 @@ pub struct ConsoleState {
     pub effective_config: Arc<serde_json::Value>,
     /// The last errors of each module (the runtime's record; empty until the node sets it).
     pub module_errors: Arc<metafi_core::ModuleErrors>,
+    /// The node's served worlds (the Worlds pages); `None`: none can run here.
+    pub worlds: Option<Arc<dyn crate::WorldSource>>,
     /// A hash verified against when the username is unknown, so a sign-in takes as long
     /// whether or not the user exists.
     pub(crate) dummy_hash: Arc<tokio::sync::OnceCell<String>>,
@@ -124,6 +126,7 @@ impl ConsoleState {
             runtime: Arc::new(runtime),
             effective_config: Arc::new(effective_config),
             module_errors: Arc::new(metafi_core::ModuleErrors::new(0, clock_for_errors)),
+            worlds: None,
             dummy_hash: Arc::default(),
         }
     }
@@ -131,6 +134,12 @@ impl ConsoleState {
     /// Shows the runtime's last errors per module (the same record the runtime writes to).
     pub fn with_module_errors(mut self, errors: Arc<metafi_core::ModuleErrors>) -> ConsoleState {
         self.module_errors = errors;
+        self
+    }
+
+    /// The state with the node's worlds shown (the Worlds pages, `/world/{id}`).
+    pub fn with_worlds(mut self, worlds: Arc<dyn crate::WorldSource>) -> ConsoleState {
+        self.worlds = Some(worlds);
         self
     }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::dispatcher::{Dispatcher, Effects, MAX_LABEL_BYTES, Members};
 use crate::match_handler::{
-    Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec,
+    Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec, PresenceEvents,
 };
 use crate::metrics;
 use crate::outlet::PresenceEvent;
@@ -101,6 +101,8 @@ pub(crate) struct AuthoritativeMatch {
     max_empty_ticks: Option<u64>,
     /// Set by `match_terminate` with a grace period: when the match must stop.
     terminate_at: Option<Instant>,
+    /// Who is told of joins and leaves (the handler's choice, asked once after `init`).
+    presence_events: PresenceEvents,
 }
 
 impl std::fmt::Debug for AuthoritativeMatch {
@@ -162,6 +164,7 @@ impl AuthoritativeMatch {
         if let Some(tap) = handler.input_tap() {
             let _ = shared.tap.set(tap);
         }
+        let presence_events = handler.presence_events();
         ctx.label = Arc::from(init.label.as_str());
         ctx.tick_rate = init.tick_rate;
         shared.tick_rate.store(init.tick_rate, Ordering::Relaxed);
@@ -190,7 +193,17 @@ impl AuthoritativeMatch {
             empty_ticks: 0,
             max_empty_ticks,
             terminate_at: None,
+            presence_events,
         })
+    }
+
+    /// The members a join answer lists: all of them (Nakama's), or none when the handler
+    /// tells presences only to their own sessions.
+    fn listed_presences(&self) -> Vec<Arc<Presence>> {
+        match self.presence_events {
+            PresenceEvents::Everyone => self.members.presences().to_vec(),
+            PresenceEvents::OwnJoinOnly => Vec::new(),
+        }
     }
 
     /// When the next tick is due.
@@ -305,8 +318,10 @@ impl AuthoritativeMatch {
                 .iter()
                 .any(|p| p.presence.session_id == session)
         {
-            let mut presences = self.members.presences().to_vec();
-            presences.extend(self.pending.iter().map(|p| p.presence.clone()));
+            let mut presences = self.listed_presences();
+            if self.presence_events == PresenceEvents::Everyone {
+                presences.extend(self.pending.iter().map(|p| p.presence.clone()));
+            }
             return (
                 Ok(()),
                 JoinOutcome::Accepted {
@@ -357,7 +372,7 @@ impl AuthoritativeMatch {
         self.update_counts();
         let outcome = JoinOutcome::Accepted {
             label: self.ctx.label.clone(),
-            presences: self.members.presences().to_vec(),
+            presences: self.listed_presences(),
             is_new: true,
         };
         let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::Continue));
@@ -383,8 +398,13 @@ impl AuthoritativeMatch {
             .insert(session_id, presence.clone());
         self.update_counts();
         let joins = [presence];
+        let own = [session_id];
+        let told = match self.presence_events {
+            PresenceEvents::Everyone => self.members.sessions(),
+            PresenceEvents::OwnJoinOnly => &own[..],
+        };
         inner.outlet.send_presences(
-            self.members.sessions(),
+            told,
             &PresenceEvent {
                 match_id: &self.shared.id_text,
                 joins: &joins,
@@ -424,14 +444,16 @@ impl AuthoritativeMatch {
         if left.is_empty() {
             return Ok(());
         }
-        inner.outlet.send_presences(
-            self.members.sessions(),
-            &PresenceEvent {
-                match_id: &self.shared.id_text,
-                joins: &[],
-                leaves: &left,
-            },
-        );
+        if self.presence_events == PresenceEvents::Everyone {
+            inner.outlet.send_presences(
+                self.members.sessions(),
+                &PresenceEvent {
+                    match_id: &self.shared.id_text,
+                    joins: &[],
+                    leaves: &left,
+                },
+            );
+        }
         let tick = self.tick;
         let result = self.call(inner, now, |h, ctx, d| h.leave(ctx, d, tick, &left, reason));
         self.settle(inner, now, "match_leave", result)
@@ -623,14 +645,29 @@ impl AuthoritativeMatch {
             inner.session_exited(*session, shared.id.uuid());
         }
         if !sessions.is_empty() {
-            inner.outlet.send_presences(
-                &sessions,
-                &PresenceEvent {
-                    match_id: &shared.id_text,
-                    joins: &[],
-                    leaves: &everyone,
-                },
-            );
+            match self.presence_events {
+                PresenceEvents::Everyone => inner.outlet.send_presences(
+                    &sessions,
+                    &PresenceEvent {
+                        match_id: &shared.id_text,
+                        joins: &[],
+                        leaves: &everyone,
+                    },
+                ),
+                // Each is told of its own leave only (not n events of n presences).
+                PresenceEvents::OwnJoinOnly => {
+                    for presence in &everyone {
+                        inner.outlet.send_presences(
+                            &[presence.session_id],
+                            &PresenceEvent {
+                                match_id: &shared.id_text,
+                                joins: &[],
+                                leaves: std::slice::from_ref(presence),
+                            },
+                        );
+                    }
+                }
+            }
         }
         shared.inbox.lock().senders.clear();
         shared.inbox.lock().queue.clear();

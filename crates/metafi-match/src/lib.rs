@@ -69,7 +69,7 @@ pub use listing::{ListQuery, MatchInfo};
 pub use load::NodeLoad;
 pub use match_handler::{
     Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchInit, MatchSpec, Params,
+    MatchHandler, MatchInit, MatchSpec, Params, PresenceEvents,
 };
 pub use matchmaker_pool::{
     MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketCopy, TicketRequest,

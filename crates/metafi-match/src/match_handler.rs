@@ -205,6 +205,25 @@ pub trait MatchHandler {
     fn input_tap(&self) -> Option<Arc<dyn InputTap>> {
         None
     }
+
+    /// MetaFi's presence seam (served worlds): who is told of joins and leaves. Asked once,
+    /// right after `init`; [`PresenceEvents::Everyone`] (the default) is Nakama's behaviour.
+    fn presence_events(&self) -> PresenceEvents {
+        PresenceEvents::Everyone
+    }
+}
+
+/// Who gets a match's presence events (see [`MatchHandler::presence_events`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PresenceEvents {
+    /// Nakama's: every join and leave is told to every member, and a join answer lists the
+    /// members. A ramp to n players sends n²/2 events.
+    #[default]
+    Everyone,
+    /// Only a joiner's own join is told, to the joiner (its join acknowledged); leaves are
+    /// told to nobody but the kicked, and a join answer lists no other members. For matches
+    /// whose own messages say who is near (a world's snapshots).
+    OwnJoinOnly,
 }
 
 /// Takes a match's client messages as they arrive (see [`MatchHandler::input_tap`]). Called on

@@ -80,6 +80,7 @@ pub(crate) async fn build(
     registry: Arc<SessionRegistry>,
     cluster: Option<&metafi_cluster::Cluster>,
     runtime: &metafi_runtime::Runtime,
+    worlds: metafi_world_server::Worlds,
 ) -> anyhow::Result<axum::Router> {
     let mut modules = Vec::new();
     if let Ok(found) = metafi_runtime::modules::discover(&config.runtime.path, &["lua", "js"]) {
@@ -122,7 +123,8 @@ pub(crate) async fn build(
         info,
         serde_json::to_value(config.raw.redacted()).unwrap_or_default(),
     )
-    .with_module_errors(runtime.errors().clone());
+    .with_module_errors(runtime.errors().clone())
+    .with_worlds(Arc::new(crate::worlds::ConsoleWorlds(worlds)));
     let added = metafi_console::seed_users(&state)
         .await
         .context("adding the configured console users")?;

@@ -603,6 +603,7 @@ async fn wire(
                 registry,
                 cluster.as_ref(),
                 &console_runtime,
+                worlds.clone(),
             )
             .await?,
         ),

@@ -42,3 +42,25 @@ pub(crate) fn debug_router(worlds: Worlds) -> axum::Router {
         }),
     )
 }
+
+/// The console's view of the node's worlds (the Worlds pages, `/world/{id}`).
+#[derive(Debug)]
+pub(crate) struct ConsoleWorlds(pub(crate) Worlds);
+
+impl metafi_console::WorldSource for ConsoleWorlds {
+    fn ids(&self) -> Vec<String> {
+        self.0.ids()
+    }
+
+    fn stats(&self, id: &str) -> Option<Value> {
+        self.0.stats_of(id)
+    }
+
+    fn map(&self, id: &str) -> Option<Value> {
+        self.0.view(id).map(|v| v.map_json())
+    }
+
+    fn frame(&self, id: &str, since: Option<u32>) -> Option<Option<Vec<u8>>> {
+        self.0.view(id).map(|v| v.frame(since))
+    }
+}

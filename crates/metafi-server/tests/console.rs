@@ -136,6 +136,8 @@ async fn no_console_route_answers_without_a_console_session() {
             "/v2/console/storage/c/k/00000000-0000-0000-0000-000000000000",
         ),
         (Method::GET, "/v2/console/match"),
+        (Method::GET, "/v2/console/world"),
+        (Method::GET, "/v2/console/world/w/frame"),
         (Method::GET, "/v2/console/runtime"),
         (Method::POST, "/v2/console/api/endpoints/rpc/whoami"),
         (Method::GET, "/v2/console/config"),

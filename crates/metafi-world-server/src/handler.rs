@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use metafi_match::{
     Dispatcher, Flow, HandlerError, InputTap, JoinRequest, JoinVerdict, MatchContext, MatchHandler,
-    MatchInit, MatchMessage, Params, Presence, PresenceReason,
+    MatchInit, MatchMessage, Params, Presence, PresenceEvents, PresenceReason,
 };
 
 use crate::codec::{self, CommandMsg};
@@ -21,6 +21,8 @@ pub(crate) struct WorldHandler {
     pub(crate) label: String,
     pub(crate) tick_rate: u32,
     pub(crate) max_players: usize,
+    /// `world.presence_events`: Nakama's events to every member, or only a joiner's own.
+    pub(crate) presence_events: bool,
     pub(crate) node: Arc<str>,
     pub(crate) on_end: Option<Box<dyn FnOnce() + Send>>,
 }
@@ -186,5 +188,13 @@ impl MatchHandler for WorldHandler {
 
     fn input_tap(&self) -> Option<Arc<dyn InputTap>> {
         Some(self.tap.clone())
+    }
+
+    fn presence_events(&self) -> PresenceEvents {
+        if self.presence_events {
+            PresenceEvents::Everyone
+        } else {
+            PresenceEvents::OwnJoinOnly
+        }
     }
 }

@@ -19,6 +19,7 @@ mod handler;
 mod runner;
 mod settings;
 mod stats;
+mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use parking_lot::Mutex;
 
 pub use settings::{SettingsError, WorldSettings};
 pub use stats::{PHASES, WorldStats};
+pub use view::WorldView;
 
 use handler::{WorldHandler, WorldTap};
 use runner::{Runner, WorldShared};
@@ -54,8 +56,15 @@ pub enum WorldCreateError {
 pub struct Worlds {
     matches: Matches,
     registry: Arc<SessionRegistry>,
-    /// Running worlds' counters by match id.
-    running: Arc<Mutex<BTreeMap<String, Arc<WorldStats>>>>,
+    /// Running worlds' counters and overhead views by match id.
+    running: Arc<Mutex<BTreeMap<String, RunningWorld>>>,
+}
+
+/// What the node keeps of a running world.
+#[derive(Debug, Clone)]
+struct RunningWorld {
+    stats: Arc<WorldStats>,
+    view: Arc<WorldView>,
 }
 
 impl Worlds {
@@ -85,13 +94,16 @@ impl Worlds {
             tick_ms: 1000 / settings.tick_rate,
             ..WorldConfig::default()
         };
-        let world = World::new(Arc::new(map), config)
-            .map_err(|e| WorldCreateError::Build(e.to_string()))?;
+        let map = Arc::new(map);
+        let world =
+            World::new(map.clone(), config).map_err(|e| WorldCreateError::Build(e.to_string()))?;
         let stats = Arc::new(WorldStats::default());
+        let view = Arc::new(WorldView::new(map, settings.tick_rate, settings.view_rate));
         let shared = Arc::new(WorldShared {
             inbox: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             stats: stats.clone(),
+            view: view.clone(),
         });
         let label = serde_json::json!({
             "world": true,
@@ -119,7 +131,9 @@ impl Worlds {
                 .name("metafi-world".into())
                 .spawn(move || runner.run())
                 .map_err(|e| HandlerError::failed(format!("starting the world thread: {e}")))?;
-            running.lock().insert(match_id.clone(), stats);
+            running
+                .lock()
+                .insert(match_id.clone(), RunningWorld { stats, view });
             let on_end = {
                 let running = running.clone();
                 Box::new(move || {
@@ -135,6 +149,7 @@ impl Worlds {
                 label,
                 tick_rate: settings.tick_rate,
                 max_players: settings.max_players,
+                presence_events: settings.presence_events,
                 node,
                 on_end: Some(on_end),
             }))
@@ -157,8 +172,23 @@ impl Worlds {
         serde_json::Value::Object(
             running
                 .iter()
-                .map(|(id, stats)| (id.clone(), stats.to_json()))
+                .map(|(id, w)| (id.clone(), w.stats.to_json()))
                 .collect(),
         )
+    }
+
+    /// The match ids of this node's running worlds, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        self.running.lock().keys().cloned().collect()
+    }
+
+    /// A running world's counters as JSON (`None`: no such world on this node).
+    pub fn stats_of(&self, match_id: &str) -> Option<serde_json::Value> {
+        self.running.lock().get(match_id).map(|w| w.stats.to_json())
+    }
+
+    /// A running world's top-down view (the console's `/world/{id}`).
+    pub fn view(&self, match_id: &str) -> Option<Arc<WorldView>> {
+        self.running.lock().get(match_id).map(|w| w.view.clone())
     }
 }

@@ -33,6 +33,8 @@ pub(crate) struct WorldShared {
     pub(crate) inbox: Mutex<Vec<Input>>,
     pub(crate) stop: AtomicBool,
     pub(crate) stats: Arc<WorldStats>,
+    /// The console's top-down view, fed after each tick while someone watches.
+    pub(crate) view: Arc<crate::view::WorldView>,
 }
 
 /// A player of the world and its client.
@@ -163,6 +165,7 @@ impl Runner {
         self.commands.clear();
         let t2 = Instant::now();
         self.send();
+        self.shared.view.after_tick(&self.world);
         let t3 = Instant::now();
         let at = |i: usize, or: Instant| marks[i].unwrap_or(or);
         let span = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;

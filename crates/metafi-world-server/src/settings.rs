@@ -21,6 +21,13 @@ pub struct WorldSettings {
     /// A client whose outbox holds more than this many messages is behind: its snapshot of a
     /// tick is dropped (counted) rather than queued.
     pub max_outbox_messages: usize,
+    /// Frames per second of the console's top-down view of the world (`/world/{id}`), made
+    /// only while someone watches; 0: the view is off.
+    pub view_rate: u32,
+    /// Whether the world's members get Nakama's match presence events when others join or
+    /// leave (every join is then a message to every member: O(n²) over a ramp). Off: a
+    /// joining client still gets its own join answer; who is near comes with the snapshots.
+    pub presence_events: bool,
 }
 
 impl Default for WorldSettings {
@@ -32,6 +39,8 @@ impl Default for WorldSettings {
             max_players: 1000,
             threads: 2,
             max_outbox_messages: 8,
+            view_rate: 10,
+            presence_events: false,
         }
     }
 }
@@ -45,6 +54,8 @@ pub enum SettingsError {
     MaxPlayers(usize),
     #[error("world threads {0} must be between 1 and 64")]
     Threads(usize),
+    #[error("world view rate {0} must be between 0 and 60")]
+    ViewRate(u32),
     #[error("world map {name:?}: {reason}")]
     Map { name: String, reason: String },
 }
@@ -59,6 +70,9 @@ impl WorldSettings {
         }
         if !(1..=64).contains(&self.threads) {
             return Err(SettingsError::Threads(self.threads));
+        }
+        if self.view_rate > 60 {
+            return Err(SettingsError::ViewRate(self.view_rate));
         }
         Ok(())
     }

@@ -21,6 +21,10 @@ pub struct RawWorld {
     pub threads: i64,
     /// Messages a client's outbox may hold before its snapshots are dropped.
     pub max_outbox_messages: i64,
+    /// Frames per second of the console's top-down view (0: off).
+    pub view_rate: i64,
+    /// Match presence events to every member on each join and leave.
+    pub presence_events: bool,
 }
 
 impl Default for RawWorld {
@@ -34,6 +38,8 @@ impl Default for RawWorld {
             max_players: d.max_players as i64,
             threads: 0,
             max_outbox_messages: d.max_outbox_messages as i64,
+            view_rate: i64::from(d.view_rate),
+            presence_events: d.presence_events,
         }
     }
 }
@@ -60,6 +66,8 @@ pub(super) fn validate(world: &RawWorld, check: &mut Checker) -> (WorldSettings,
             1,
             1_000_000,
         ),
+        view_rate: check.range("world.view_rate", world.view_rate, 0, 60) as u32,
+        presence_events: world.presence_events,
     };
     (settings, world.enabled)
 }
