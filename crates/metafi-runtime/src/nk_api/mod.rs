@@ -51,6 +51,7 @@ mod users;
 mod utilities;
 mod value;
 mod wallets;
+mod seats;
 mod worlds;
 
 #[cfg(test)]
@@ -99,6 +100,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         social::FUNCTIONS,
         parties::FUNCTIONS,
         purchases::FUNCTIONS,
+        seats::FUNCTIONS,
         worlds::FUNCTIONS,
         TEST_ROWS,
     ]
