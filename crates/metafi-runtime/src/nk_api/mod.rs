@@ -36,6 +36,7 @@ mod notifications;
 mod notifications_tests;
 mod parties;
 mod purchases;
+mod seats;
 mod sessions;
 mod social;
 mod status;
@@ -51,7 +52,6 @@ mod users;
 mod utilities;
 mod value;
 mod wallets;
-mod seats;
 mod worlds;
 
 #[cfg(test)]

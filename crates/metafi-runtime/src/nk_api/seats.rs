@@ -109,3 +109,52 @@ fn match_reserve_seat(nk: Nk, args: NkArgs) -> NkFuture {
         Ok(reserved.into())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nk_api::Naming;
+
+    fn args(values: Vec<NkValue>) -> NkArgs {
+        NkArgs::new(Naming::Snake, values)
+    }
+
+    #[test]
+    fn sizes_are_whole_numbers_from_one() {
+        let a = args(vec![
+            NkValue::Int(10),
+            1.5f64.into(),
+            NkValue::Int(0),
+            "x".into(),
+        ]);
+        assert_eq!(seats(a.at(1)).unwrap(), 10);
+        for position in 2..=4 {
+            let error = seats(a.at(position)).unwrap_err();
+            assert!(
+                error
+                    .lua_message("match_find_seat")
+                    .starts_with(&format!("bad argument #{position} to match_find_seat")),
+                "{error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn user_ids_must_be_uuids() {
+        let id = Uuid::new_v4();
+        let a = args(vec![id.to_string().into(), "nope".into(), NkValue::Int(1)]);
+        assert_eq!(user_id(a.at(1)).unwrap(), id);
+        assert_eq!(
+            user_id(a.at(2))
+                .unwrap_err()
+                .lua_message("match_reserve_seat"),
+            "bad argument #2 to match_reserve_seat (expects a valid user ID)"
+        );
+        assert_eq!(
+            user_id(a.at(3))
+                .unwrap_err()
+                .lua_message("match_reserve_seat"),
+            "bad argument #3 to match_reserve_seat (expects user ID string)"
+        );
+    }
+}
