@@ -4,7 +4,10 @@
 #
 #   scripts/bench_match.sh PLAYERS RPC [extra `metafi serve` flags...]
 #
-# RPC is get_match (Lua), get_match_js (JavaScript) or get_match_native. Environment: RATE
+# RPC is get_match (Lua), get_match_js (JavaScript) or get_match_native (each reserves the
+# player's seat with nk.match_find_seat), or get_match_plain, get_match_js_plain,
+# get_match_native_plain (the seed's logic with no reservation, to compare the share of players
+# seated, printed as "seats: …"; docs/MATCHES.md, "Seats"). Environment: RATE
 # (arrivals per second, default 400), HOLD (seconds of steady state after the ramp, default 60),
 # OUT (directory for the reports, default a temporary one). Prints the steady-state numbers:
 # echo / broadcast latency percentiles over the hold (from the tool's per-second histograms),
@@ -95,6 +98,9 @@ for name in ("echo", "broadcast"):
     print(f"{name}: {count / len(rows):.0f}/s; per-second p50 median {med('p50_ms'):.1f} ms, p99 median {med('p99_ms'):.1f} ms, p99 worst second {worst:.1f} ms")
 errors = report.get("errors")
 print(f"errors over the run: {errors}")
+for note in report.get("notes", []):
+    if note.startswith("seats:"):
+        print(note)
 cpu = (float(open(f"{out}/cpu.end").read()) - float(open(f"{out}/cpu.start").read())) / hz
 print(f"steady window {t0}-{t1} s: server CPU {cpu:.1f} s over {t1 - t0} s = {cpu / (t1 - t0):.2f} cores")
 for q in (0.5, 0.99):

@@ -2,7 +2,8 @@
 // 10 ticks per second, at most 10 players; a message with op code 1 is echoed to its sender,
 // op code 2 is broadcast to every player. The label says whether there is room.
 // get_match_js returns {"match_id": ...} of a seed match with a seat reserved for the caller
-// (nk.matchSignal(id, userId)), creating a match when none has room.
+// (MetaFi: nk.matchFindSeat, the engine's reservation; elsewhere nk.matchSignal(id, userId)),
+// creating a match when none has room. get_match_js_plain reserves nothing (to compare).
 //
 // Capacity: join attempts of one match run one at a time and ctx.matchPendingJoins counts joins
 // accepted but not completed yet, so "players + pending + reserved < max" admits exactly max.
@@ -119,6 +120,10 @@ function seedJsReserve(nk, matchId, userId) {
 
 function seedJsGetMatch(ctx, logger, nk, payload) {
   var userId = ctx.userId || nk.uuidv4();
+  if (typeof nk.matchFindSeat === 'function') {
+    // MetaFi: find or create, with the seat reserved in the engine (docs/MATCHES.md, "Seats").
+    return JSON.stringify({ match_id: nk.matchFindSeat('seed_js', userId, SEED_JS_MAX_PLAYERS) });
+  }
   for (var attempt = 0; attempt < SEED_JS_ATTEMPTS; attempt++) {
     // Size counts accepted joins too, so maxSize 9 means "a seat is free".
     var found = nk.matchList(5, true, null, 0, SEED_JS_MAX_PLAYERS - 1, '+handler_name:seed_js +label.open:1');
@@ -136,6 +141,15 @@ function seedJsGetMatch(ctx, logger, nk, payload) {
   throw new Error('no match had a free seat after ' + SEED_JS_ATTEMPTS + ' attempts: try again');
 }
 
+// The seed's logic with no reservation at all (list a match with room, else create), to compare.
+function seedJsGetMatchPlain(ctx, logger, nk, payload) {
+  var found = nk.matchList(1, true, null, 0, SEED_JS_MAX_PLAYERS - 1, '+handler_name:seed_js');
+  if (found.length > 0) {
+    return JSON.stringify({ match_id: found[0].matchId });
+  }
+  return JSON.stringify({ match_id: nk.matchCreate('seed_js', {}) });
+}
+
 function InitModule(ctx, logger, nk, initializer) {
   initializer.registerMatch('seed_js', {
     matchInit: seedJsInit,
@@ -147,4 +161,5 @@ function InitModule(ctx, logger, nk, initializer) {
     matchSignal: seedJsSignal,
   });
   initializer.registerRpc('get_match_js', seedJsGetMatch);
+  initializer.registerRpc('get_match_js_plain', seedJsGetMatchPlain);
 }

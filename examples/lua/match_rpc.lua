@@ -1,7 +1,11 @@
 -- get_match: the id of a seed match with a seat for the caller, creating a match when there is
--- none. The seat is reserved with match_signal, so the caller's join cannot lose a race with
--- other players. Listing reflects joins, leaves and label changes at once, so concurrent callers
--- share matches instead of each creating their own. Answer: {"match_id": "<uuid>.<node>"}.
+-- none (the seed's logic: a match with fewer than 10 players, else a new one).
+-- On MetaFi, nk.match_find_seat does that in one step and reserves the caller's seat in the
+-- engine (docs/MATCHES.md, "Seats"): listings count the seat, the handler sees it as a pending
+-- join, the caller's join uses it. Elsewhere (Nakama) the seat is reserved with match_signal,
+-- which the handler counts itself. Either way the caller's join cannot lose a race with other
+-- players. Answer: {"match_id": "<uuid>.<node>"}.
+-- get_match_plain: the seed's logic with no reservation at all (list, else create), to compare.
 local nk = require("nakama")
 
 -- The match module's name: "match" next to this file, wherever the modules directory puts
@@ -20,6 +24,9 @@ end
 
 local function get_match(context, payload)
   local user_id = context.user_id or nk.uuid_v4()
+  if nk.match_find_seat then
+    return nk.json_encode({ match_id = nk.match_find_seat(MATCH_MODULE, user_id, 10) })
+  end
   for _ = 1, ATTEMPTS do
     -- Size counts accepted joins too, so max_size 9 means "a seat is free".
     local matches = nk.match_list(5, true, nil, 0, 9, QUERY)
@@ -37,4 +44,13 @@ local function get_match(context, payload)
   error("no match had a free seat after " .. ATTEMPTS .. " attempts: try again")
 end
 
+local function get_match_plain(context, payload)
+  local matches = nk.match_list(1, true, nil, 0, 9, "+handler_name:" .. MATCH_MODULE)
+  if #matches > 0 then
+    return nk.json_encode({ match_id = matches[1].match_id })
+  end
+  return nk.json_encode({ match_id = nk.match_create(MATCH_MODULE, {}) })
+end
+
 nk.register_rpc(get_match, "get_match")
+nk.register_rpc(get_match_plain, "get_match_plain")

@@ -103,6 +103,9 @@ pub(crate) struct AuthoritativeMatch {
     terminate_at: Option<Instant>,
     /// Who is told of joins and leaves (the handler's choice, asked once after `init`).
     presence_events: PresenceEvents,
+    /// 1 while `match_join_attempt` runs for a player holding a reserved seat (not counted in
+    /// its own `pending_joins`), else 0.
+    own_seat: usize,
 }
 
 impl std::fmt::Debug for AuthoritativeMatch {
@@ -194,6 +197,7 @@ impl AuthoritativeMatch {
             max_empty_ticks,
             terminate_at: None,
             presence_events,
+            own_seat: 0,
         })
     }
 
@@ -331,6 +335,38 @@ impl AuthoritativeMatch {
                 },
             );
         }
+        // The match's seats stay locked while the handler decides: a reservation made
+        // meanwhile could otherwise take the seat the handler is giving away. Whatever the
+        // verdict, the joiner's reservation (if any) is used up: an accepted join holds the
+        // seat as a pending join, a refused or failed one frees it.
+        let shared = self.shared.clone();
+        let mut seats = shared.seats.lock();
+        if seats.prune(now) {
+            shared
+                .reserved
+                .store(seats.held.len() as u32, Ordering::Release);
+        }
+        let user = request.presence.user_id;
+        self.own_seat = usize::from(seats.held.contains_key(&user));
+        let (step, outcome) = self.join_attempt_unlocked(inner, now, request);
+        self.own_seat = 0;
+        if seats.held.remove(&user).is_some() {
+            shared
+                .reserved
+                .store(seats.held.len() as u32, Ordering::Release);
+        }
+        drop(seats);
+        self.update_counts();
+        (step, outcome)
+    }
+
+    fn join_attempt_unlocked(
+        &mut self,
+        inner: &Inner,
+        now: Instant,
+        request: &JoinRequest,
+    ) -> (Step, JoinOutcome) {
+        let session = request.presence.session_id;
         // Registered before checking the connection: a session ending concurrently either is
         // seen as gone here, or finds this match in its list and leaves it.
         inner.session_entered(session, self.shared.id.uuid());
@@ -512,6 +548,11 @@ impl AuthoritativeMatch {
     ) -> Result<T, HandlerError> {
         let budget = inner.config.handler_budget;
         self.ctx.deadline = now + budget;
+        // Seats promised to players on their way count as pending joins (`docs/MATCHES.md`,
+        // "Seats"); a joiner's own reservation is not counted against it.
+        self.ctx.pending_joins = (self.pending.len()
+            + self.shared.reserved.load(Ordering::Acquire) as usize)
+            .saturating_sub(self.own_seat);
         let mut dispatcher = Dispatcher {
             match_id: &self.shared.id_text,
             members: &self.members,
@@ -600,6 +641,15 @@ impl AuthoritativeMatch {
     }
 
     fn expire_pending(&mut self, inner: &Inner, now: Instant) {
+        if self.shared.reserved.load(Ordering::Acquire) > 0 {
+            let mut seats = self.shared.seats.lock();
+            if seats.prune(now) {
+                self.shared
+                    .reserved
+                    .store(seats.held.len() as u32, Ordering::Release);
+                tracing::debug!(match_id = %self.shared.id_text, "reserved seats lapsed: their players did not join within match.seat_reservation_ms");
+            }
+        }
         if self.pending.iter().all(|p| p.expires > now) {
             return;
         }
@@ -617,7 +667,8 @@ impl AuthoritativeMatch {
 
     fn update_counts(&mut self) {
         self.ctx.presences = self.members.len();
-        self.ctx.pending_joins = self.pending.len();
+        self.ctx.pending_joins =
+            self.pending.len() + self.shared.reserved.load(Ordering::Acquire) as usize;
         let stats = &self.shared.stats;
         stats
             .presences
@@ -672,6 +723,8 @@ impl AuthoritativeMatch {
         shared.inbox.lock().senders.clear();
         shared.inbox.lock().queue.clear();
         shared.size.store(0, Ordering::Release);
+        shared.seats.lock().held.clear();
+        shared.reserved.store(0, Ordering::Release);
         metrics::ended(&shared.handler_name, shared.runtime, reason.label());
         shared.metrics.running.decrement(1.0);
         let snapshot = shared.snapshot();

@@ -22,6 +22,9 @@ pub struct MatchConfig {
     pub deferred_queue_size: usize,
     /// How long an accepted join waits for its client to complete it before it lapses.
     pub join_marker_deadline: Duration,
+    /// How long a seat reserved for a player on its way (`Matches::find_seat`,
+    /// `Matches::reserve_seat`) is held for its join; `docs/MATCHES.md`, "Seats".
+    pub seat_reservation: Duration,
     /// Stop a match empty for this long; `None` keeps empty matches.
     pub max_empty: Option<Duration>,
     /// Executor threads; each drives many matches.
@@ -47,6 +50,7 @@ impl Default for MatchConfig {
             join_attempt_queue_size: 128,
             deferred_queue_size: 128,
             join_marker_deadline: Duration::from_millis(15_000),
+            seat_reservation: Duration::from_millis(10_000),
             max_empty: None,
             executor_threads: default_threads(),
             max_tick_rate: MAX_TICK_RATE,

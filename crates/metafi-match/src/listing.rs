@@ -179,6 +179,53 @@ impl Listing {
             .collect()
     }
 
+    /// [`Listing::search`] narrowed to one handler, as the matches themselves (to reserve
+    /// seats in).
+    pub(crate) fn search_shared(
+        &self,
+        query: &Query,
+        filters: &ListQuery,
+        handler: &str,
+    ) -> Vec<Arc<MatchShared>> {
+        let mut scored: Vec<(f64, Arc<MatchShared>)> = self
+            .postings
+            .get("handler_name")
+            .and_then(|t| t.get(handler))
+            .into_iter()
+            .flat_map(|set| set.iter().rev())
+            .filter_map(|seq| self.docs.get(seq))
+            .filter(|doc| doc.info_if(filters).is_some())
+            .filter_map(|doc| Some((query.score(&doc.fields)?, doc.shared.clone())))
+            .take(if query.is_unranked() {
+                filters.limit
+            } else {
+                usize::MAX
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.truncate(filters.limit);
+        scored.into_iter().map(|(_, shared)| shared).collect()
+    }
+
+    /// [`Listing::with_label`] narrowed to one handler, as the matches themselves.
+    pub(crate) fn with_label_shared(
+        &self,
+        label: &str,
+        filters: &ListQuery,
+        handler: &str,
+    ) -> Vec<Arc<MatchShared>> {
+        let Some(set) = self.postings.get("label_string").and_then(|t| t.get(label)) else {
+            return Vec::new();
+        };
+        set.iter()
+            .rev()
+            .filter_map(|seq| self.docs.get(seq))
+            .filter(|doc| &*doc.shared.handler_name == handler && doc.info_if(filters).is_some())
+            .take(filters.limit)
+            .map(|doc| doc.shared.clone())
+            .collect()
+    }
+
     /// Every match, as other nodes list it.
     pub(crate) fn listed(&self) -> Vec<crate::remote::ListedMatch> {
         self.docs
@@ -244,7 +291,7 @@ impl Doc {
     }
 
     fn size(&self) -> i32 {
-        self.shared.size.load(Ordering::Acquire) as i32
+        self.shared.listed_size() as i32
     }
 
     fn info_if(&self, filters: &ListQuery) -> Option<MatchInfo> {

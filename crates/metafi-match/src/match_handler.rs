@@ -108,7 +108,9 @@ pub struct MatchContext {
     /// Join attempts this match accepted whose clients have not completed the join yet. A
     /// capacity check must count them: `presences + pending_joins < max` admits exactly `max`
     /// players however many race to join. A pending join that is never completed (the client
-    /// vanished) expires after `match.join_marker_deadline_ms` without any callback.
+    /// vanished) expires after `match.join_marker_deadline_ms` without any callback. Seats
+    /// reserved for players on their way (`Matches::find_seat`, `Matches::reserve_seat`) count
+    /// here too, except the joiner's own during its `join_attempt` (`docs/MATCHES.md`, "Seats").
     pub pending_joins: usize,
     /// When the running callback must return; script engines stop code that runs past it.
     pub deadline: Instant,

@@ -31,6 +31,10 @@ use crate::remote::{ListedMatch, RemoteMatches, WeakMatches};
 use crate::scheduler::{self, Command, SchedulerSeed};
 use crate::shared::{Inbox, MatchShared, MatchStats, MatchStatsSnapshot, Queued};
 
+/// Matches [`Matches::find_seat`] tries per listing round, and rounds before it creates one.
+const FIND_CANDIDATES: usize = 8;
+const FIND_ROUNDS: usize = 2;
+
 /// An executor thread as the registry sees it.
 #[derive(Debug)]
 pub(crate) struct ThreadHandle {
@@ -68,6 +72,9 @@ pub(crate) struct Inner {
     /// Raised by [`Matches::request_drain`]; the node waits on it (`docs/MATCHES.md`, "Drain").
     pub(crate) drain: tokio::sync::watch::Sender<bool>,
     pub(crate) seq: AtomicU64,
+    /// Held by [`Matches::find_seat`] while it creates a match (concurrent finders then
+    /// reserve in it rather than each creating one).
+    pub(crate) finding: tokio::sync::Mutex<()>,
     pub(crate) metrics: MetricsCache,
     /// Matches on other nodes of a cluster; unset on a single node.
     pub(crate) remote: OnceLock<Arc<dyn RemoteMatches>>,
@@ -178,6 +185,7 @@ impl Matches {
             placement: Mutex::new(()),
             drain: tokio::sync::watch::Sender::new(false),
             seq: AtomicU64::new(1),
+            finding: tokio::sync::Mutex::new(()),
             metrics: MetricsCache::default(),
             remote: OnceLock::new(),
             errors: OnceLock::new(),
@@ -231,6 +239,16 @@ impl Matches {
     /// loaded executor thread (or, when called from handler code, on the calling thread).
     /// Returns once `match_init` succeeded.
     pub async fn create(&self, spec: MatchSpec) -> Result<MatchId, MatchError> {
+        self.create_holding(spec, None).await
+    }
+
+    /// [`Matches::create`] with a seat already reserved for `seat_for` (before the match is
+    /// listed, so no one else can take it first).
+    async fn create_holding(
+        &self,
+        spec: MatchSpec,
+        seat_for: Option<Uuid>,
+    ) -> Result<MatchId, MatchError> {
         let inner = &self.inner;
         if inner.stopping.load(Ordering::Acquire) {
             return Err(MatchError::ShuttingDown);
@@ -267,6 +285,8 @@ impl Matches {
                 capacity: inner.config.input_queue_size,
             }),
             size: AtomicU32::new(0),
+            seats: Mutex::new(crate::shared::Seats::default()),
+            reserved: AtomicU32::new(0),
             tick_rate: AtomicU32::new(0),
             ended: AtomicBool::new(false),
             join_attempts: AtomicU32::new(0),
@@ -278,6 +298,11 @@ impl Matches {
             cost_ns: AtomicI64::new(projected),
             tap: std::sync::OnceLock::new(),
         });
+        if let Some(user) = seat_for {
+            let hold = inner.clock.now() + inner.config.seat_reservation;
+            shared.seats.lock().held.insert(user, hold);
+            shared.reserved.store(1, Ordering::Release);
+        }
         inner
             .authoritative
             .write()
@@ -539,6 +564,115 @@ impl Matches {
             self.list_relayed(filters, &mut results);
         }
         Ok(results)
+    }
+
+    /// Reserves a seat in authoritative match `id` for `user` if fewer than `seats` are taken
+    /// (joined players, pending joins and reserved seats), or renews the seat `user` holds.
+    /// Listings count the seat in the match's size and its handler sees it in
+    /// `pending_joins`; `user`'s join uses it up; it lapses after `match.seat_reservation_ms`.
+    /// `Ok(false)`: the match is full or ended. Matches of other nodes cannot be reserved in
+    /// (`Ok(false)`).
+    pub fn reserve_seat(&self, id: &str, user: Uuid, seats: u32) -> Result<bool, MatchError> {
+        let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
+        let Some(shared) = self.authoritative(&id) else {
+            return Ok(false);
+        };
+        self.reserve_in(&shared, user, seats)
+    }
+
+    fn reserve_in(&self, shared: &MatchShared, user: Uuid, seats: u32) -> Result<bool, MatchError> {
+        if scheduler::current_thread() == Some(shared.thread) {
+            // The match's thread may be running a join attempt holding its seats.
+            return Err(MatchError::busy(
+                "a match handler cannot reserve a seat in a match on its own executor thread",
+            ));
+        }
+        let inner = &self.inner;
+        Ok(shared.reserve_seat(
+            user,
+            seats,
+            inner.clock.now(),
+            inner.config.seat_reservation,
+        ))
+    }
+
+    /// Finds or creates a match and reserves a seat in it for `user`, atomically: the first
+    /// match `filters` list (with `spec`'s handler name) that has fewer than `seats` seats
+    /// taken gets the reservation; when none has room, `spec` is created with the seat already
+    /// reserved. Concurrent finders never promise more than `seats` seats of one match, so
+    /// every player sent to a match finds its seat (`docs/MATCHES.md`, "Seats").
+    pub async fn find_seat(
+        &self,
+        filters: &ListQuery,
+        user: Uuid,
+        seats: u32,
+        spec: MatchSpec,
+    ) -> Result<MatchId, MatchError> {
+        if seats == 0 {
+            return Err(MatchError::InvalidArgument {
+                message: "expects max size to be at least 1".into(),
+            });
+        }
+        let query = match &filters.query {
+            Some(text) => Query::parse(text)?,
+            None => Query::all(),
+        };
+        let candidates = ListQuery {
+            limit: FIND_CANDIDATES,
+            authoritative: Some(true),
+            max_size: Some(
+                filters
+                    .max_size
+                    .map_or(seats as i32 - 1, |max| max.min(seats as i32 - 1)),
+            ),
+            ..filters.clone()
+        };
+        if let Some(id) = self.reserve_listed(&query, &candidates, filters, user, seats, &spec)? {
+            return Ok(id);
+        }
+        // No room anywhere: one finder at a time creates, and the others wait for its match
+        // instead of each creating their own. Handler code (on an executor thread) does not
+        // wait: the creation it would wait for may need its own thread.
+        let _creating = match scheduler::current_thread() {
+            None => Some(self.inner.finding.lock().await),
+            Some(_) => None,
+        };
+        if let Some(id) = self.reserve_listed(&query, &candidates, filters, user, seats, &spec)? {
+            return Ok(id);
+        }
+        self.create_holding(spec, Some(user)).await
+    }
+
+    /// The first listed match with room for one more that takes `user`'s reservation.
+    fn reserve_listed(
+        &self,
+        query: &Query,
+        candidates: &ListQuery,
+        filters: &ListQuery,
+        user: Uuid,
+        seats: u32,
+        spec: &MatchSpec,
+    ) -> Result<Option<MatchId>, MatchError> {
+        for _ in 0..FIND_ROUNDS {
+            let found = {
+                let listing = self.inner.listing.read();
+                match &candidates.label {
+                    Some(label) if filters.query.is_none() => {
+                        listing.with_label_shared(label, candidates, &spec.handler_name)
+                    }
+                    _ => listing.search_shared(query, candidates, &spec.handler_name),
+                }
+            };
+            if found.is_empty() {
+                break;
+            }
+            for shared in found {
+                if self.reserve_in(&shared, user, seats)? {
+                    return Ok(Some(shared.id.clone()));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// One match by id; `None` when there is no such match.

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -28,8 +29,14 @@ pub(crate) struct MatchShared {
     pub(crate) seq: u64,
     pub(crate) create_time_ms: i64,
     pub(crate) inbox: Mutex<Inbox>,
-    /// Joined plus pending presences: what listings show, updated as joins are accepted.
+    /// Joined plus pending presences, updated as joins are accepted.
     pub(crate) size: AtomicU32,
+    /// Seats reserved for players on their way, by user (`docs/MATCHES.md`, "Seats"). Join
+    /// attempts hold this lock while the handler decides, so a reservation and an admission
+    /// never both take the last seat.
+    pub(crate) seats: Mutex<Seats>,
+    /// `seats`' count, readable without the lock: listings show `size + reserved`.
+    pub(crate) reserved: AtomicU32,
     pub(crate) tick_rate: AtomicU32,
     pub(crate) ended: AtomicBool,
     /// Queued join attempts, bounded by `match.join_attempt_queue_size`.
@@ -46,6 +53,23 @@ pub(crate) struct MatchShared {
     pub(crate) cost_ns: AtomicI64,
     /// Set after `init` when the handler takes its input itself ([`crate::InputTap`]).
     pub(crate) tap: OnceLock<Arc<dyn InputTap>>,
+}
+
+/// Seats reserved for users who are on their way to join: user → when the reservation lapses.
+#[derive(Debug, Default)]
+pub(crate) struct Seats {
+    pub(crate) held: HashMap<Uuid, Instant>,
+}
+
+impl Seats {
+    /// Drops lapsed reservations; true if any was dropped.
+    pub(crate) fn prune(&mut self, now: Instant) -> bool {
+        let before = self.held.len();
+        if self.held.values().any(|expires| *expires <= now) {
+            self.held.retain(|_, expires| *expires > now);
+        }
+        self.held.len() != before
+    }
 }
 
 /// Messages waiting for the next tick, and who may send them.
@@ -70,6 +94,41 @@ pub enum Queued {
 }
 
 impl MatchShared {
+    /// What listings show as the match's size: joined, pending and reserved seats.
+    pub(crate) fn listed_size(&self) -> u32 {
+        self.size.load(Ordering::Acquire) + self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Reserves a seat for `user` if fewer than `seats` are taken (joined, pending, reserved),
+    /// or renews the one it holds; false when the match is full or has ended.
+    pub(crate) fn reserve_seat(
+        &self,
+        user: Uuid,
+        seats: u32,
+        now: Instant,
+        hold: Duration,
+    ) -> bool {
+        if self.ended.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut guard = self.seats.lock();
+        guard.prune(now);
+        if let Some(expires) = guard.held.get_mut(&user) {
+            *expires = now + hold;
+            return true;
+        }
+        let taken = self.size.load(Ordering::Acquire) as usize + guard.held.len();
+        if taken >= seats as usize || self.ended.load(Ordering::Acquire) {
+            self.reserved
+                .store(guard.held.len() as u32, Ordering::Release);
+            return false;
+        }
+        guard.held.insert(user, now + hold);
+        self.reserved
+            .store(guard.held.len() as u32, Ordering::Release);
+        true
+    }
+
     /// Queues a client message for the next tick. Never blocks on the executor; never wakes it
     /// (the tick picks the message up).
     pub(crate) fn push_input(

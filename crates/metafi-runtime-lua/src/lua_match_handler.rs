@@ -18,7 +18,8 @@
 //!
 //! Context: Nakama's `match_id`, `match_node`, `match_label`, `match_tick_rate`, plus
 //! `match_size` (presences that joined) and `match_pending_joins` (accepted joins not yet
-//! completed): a capacity check is `match_size + match_pending_joins < max`.
+//! completed, and seats reserved for players on their way): a capacity check is
+//! `match_size + match_pending_joins < max`.
 
 use std::collections::HashMap;
 use std::rc::Rc;

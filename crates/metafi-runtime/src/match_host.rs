@@ -37,6 +37,29 @@ pub trait MatchHost: Send + Sync + std::fmt::Debug {
     async fn get(&self, id: &str) -> Result<Option<MatchInfo>, CoreError>;
     /// Calls the match's `match_signal` handler with `data`; returns its reply.
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError>;
+    /// Finds a match of handler `module` that passes `query` with fewer than `seats` seats
+    /// taken and reserves one for `user_id`, or creates one (with `params`) holding that seat
+    /// (`docs/MATCHES.md`, "Seats"). Returns the match id.
+    async fn find_seat(
+        &self,
+        _module: &str,
+        _params: Map<String, Value>,
+        _query: ListQuery,
+        _user_id: uuid::Uuid,
+        _seats: u32,
+    ) -> Result<String, CoreError> {
+        Err(NoMatches::unavailable())
+    }
+    /// Reserves a seat for `user_id` in match `id` if fewer than `seats` are taken; false when
+    /// it is full (or not on this node).
+    async fn reserve_seat(
+        &self,
+        _id: &str,
+        _user_id: uuid::Uuid,
+        _seats: u32,
+    ) -> Result<bool, CoreError> {
+        Err(NoMatches::unavailable())
+    }
 }
 
 /// The match host of a server without the match engine: every call is Unimplemented.
@@ -281,6 +304,21 @@ impl EngineMatchHost {
         }
     }
 
+    /// What starts a match of handler `module`.
+    fn spec(&self, module: &str, params: Map<String, Value>) -> Result<MatchSpec, CoreError> {
+        let Some(handlers) = self.handlers.get() else {
+            return Err(CoreError::Status {
+                code: Code::Unavailable,
+                message: "match handlers are not available while modules load; create matches from RPCs, hooks or run_once callbacks that run later".into(),
+            });
+        };
+        handlers.spec(module, params).ok_or_else(|| {
+            CoreError::from(metafi_match::MatchError::HandlerNotFound {
+                name: module.to_owned(),
+            })
+        })
+    }
+
     /// Makes the runtimes' match handlers available to `nk.match_create`.
     pub fn install(&self, handlers: Arc<MatchHandlers>) {
         let _ = self.handlers.set(handlers);
@@ -290,17 +328,7 @@ impl EngineMatchHost {
 #[async_trait]
 impl MatchHost for EngineMatchHost {
     async fn create(&self, module: &str, params: Map<String, Value>) -> Result<String, CoreError> {
-        let Some(handlers) = self.handlers.get() else {
-            return Err(CoreError::Status {
-                code: Code::Unavailable,
-                message: "match handlers are not available while modules load; create matches from RPCs, hooks or run_once callbacks that run later".into(),
-            });
-        };
-        let spec = handlers.spec(module, params).ok_or_else(|| {
-            CoreError::from(metafi_match::MatchError::HandlerNotFound {
-                name: module.to_owned(),
-            })
-        })?;
+        let spec = self.spec(module, params)?;
         let id = self.matches.create(spec).await?;
         Ok(id.to_string())
     }
@@ -315,6 +343,28 @@ impl MatchHost for EngineMatchHost {
 
     async fn signal(&self, id: &str, data: String) -> Result<String, CoreError> {
         Ok(self.matches.signal(id, data).await?)
+    }
+
+    async fn find_seat(
+        &self,
+        module: &str,
+        params: Map<String, Value>,
+        query: ListQuery,
+        user_id: uuid::Uuid,
+        seats: u32,
+    ) -> Result<String, CoreError> {
+        let spec = self.spec(module, params)?;
+        let id = self.matches.find_seat(&query, user_id, seats, spec).await?;
+        Ok(id.to_string())
+    }
+
+    async fn reserve_seat(
+        &self,
+        id: &str,
+        user_id: uuid::Uuid,
+        seats: u32,
+    ) -> Result<bool, CoreError> {
+        Ok(self.matches.reserve_seat(id, user_id, seats)?)
     }
 }
 

@@ -630,4 +630,42 @@ impl Nk {
     pub async fn match_signal(&self, id: &str, data: String) -> Result<String, CoreError> {
         self.inner.services.matches.signal(id, data).await
     }
+
+    /// `nk.match_find_seat` (MetaFi): the id of a match of handler `module` passing `query`
+    /// (its `query`, `label`, `min_size`, `max_size`) with a seat reserved for `user_id`,
+    /// created with `params` when none of them has fewer than `seats` seats taken. The seat
+    /// is counted by listings and the handler's pending joins until `user_id` joins, or
+    /// `match.seat_reservation_ms` passes (`docs/MATCHES.md`, "Seats").
+    pub async fn match_find_seat(
+        &self,
+        module: &str,
+        params: Map<String, Value>,
+        query: ListQuery,
+        user_id: Uuid,
+        seats: u32,
+    ) -> Result<String, CoreError> {
+        if module.is_empty() {
+            return Err(CoreError::invalid("expects module name"));
+        }
+        self.inner
+            .services
+            .matches
+            .find_seat(module, params, query, user_id, seats)
+            .await
+    }
+
+    /// `nk.match_reserve_seat` (MetaFi): reserves a seat for `user_id` in match `id` if fewer
+    /// than `seats` are taken; false when it is full.
+    pub async fn match_reserve_seat(
+        &self,
+        id: &str,
+        user_id: Uuid,
+        seats: u32,
+    ) -> Result<bool, CoreError> {
+        self.inner
+            .services
+            .matches
+            .reserve_seat(id, user_id, seats)
+            .await
+    }
 }

@@ -39,6 +39,7 @@ impl NativeModule for Examples {
     fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError> {
         initializer.register_rpc("echo_native", echo);
         initializer.register_rpc("get_match_native", seed_match::get_match);
+        initializer.register_rpc("get_match_native_plain", seed_match::get_match_plain);
         initializer.register_match(seed_match::HANDLER, || {
             Box::new(seed_match::SeedMatch::default())
         });

@@ -1,8 +1,10 @@
 //! The seed benchmark's authoritative match as a native handler, and `get_match_native`, the
 //! RPC that finds one with a free seat (or creates one) and reserves the seat for the caller.
 //!
-//! 10 ticks per second, at most 10 players, counting joins accepted but not yet completed
-//! (`MatchContext::pending_joins`) and seats reserved through `nk.match_signal(id, user_id)`,
+//! 10 ticks per second, at most 10 players, counting joins accepted but not yet completed and
+//! seats the engine reserved for players on their way (both in `MatchContext::pending_joins`;
+//! `get_match_native` reserves with `Nk::match_find_seat`), and seats reserved through
+//! `nk.match_signal(id, user_id)` (the way scripts reserve on servers without the engine's seats),
 //! so a join race admits exactly 10 and a player sent to a match finds its seat free. Op code 1
 //! is echoed to its sender, op code 2 broadcast to every player. The label says whether there is
 //! room.
@@ -181,7 +183,9 @@ impl MatchHandler for SeedMatch {
 }
 
 /// `get_match_native`: `{"match_id": …}` of a seed match with a seat reserved for the caller,
-/// created if none has room.
+/// created if none has room: the seed's logic ("a match with fewer than 10 players, else a new
+/// one") as the engine's atomic find-or-create-and-reserve (`Nk::match_find_seat`,
+/// `docs/MATCHES.md`, "Seats"), so concurrent callers never promise more than 10 seats.
 pub async fn get_match(
     ctx: Arc<CallContext>,
     nk: Nk,
@@ -191,41 +195,45 @@ pub async fn get_match(
         .request
         .user
         .as_ref()
-        .map_or_else(|| nk.uuid_v4(), |u| u.user_id.to_string());
-    for _ in 0..ATTEMPTS {
-        let found = nk
-            .match_list(ListQuery {
-                limit: 5,
-                authoritative: Some(true),
-                label: None,
-                min_size: Some(0),
-                max_size: Some(MAX_PLAYERS as i32 - 1),
-                query: Some(format!("+handler_name:{HANDLER} +label.open:1")),
-            })
-            .await?;
-        for candidate in found {
-            if reserve(&nk, &candidate.match_id, &user).await {
-                return Ok(serde_json::json!({ "match_id": candidate.match_id }).to_string());
-            }
-        }
-        // Others see a new match in listings at once and may fill it before our reservation
-        // lands.
-        let match_id = nk.match_create(HANDLER, serde_json::Map::new()).await?;
-        if reserve(&nk, &match_id, &user).await {
-            return Ok(serde_json::json!({ "match_id": match_id }).to_string());
-        }
-    }
-    Err(RpcError::internal(format!(
-        "no match had a free seat after {ATTEMPTS} attempts: try again"
-    )))
+        .map_or_else(Uuid::new_v4, |u| u.user_id);
+    let query = ListQuery {
+        limit: 1,
+        authoritative: Some(true),
+        ..ListQuery::default()
+    };
+    let match_id = nk
+        .match_find_seat(
+            HANDLER,
+            serde_json::Map::new(),
+            query,
+            user,
+            MAX_PLAYERS as u32,
+        )
+        .await?;
+    Ok(serde_json::json!({ "match_id": match_id }).to_string())
 }
 
-/// Rounds of "look for a seat, else create a match" before `get_match` gives up. A round fails
-/// only when every candidate, the new match too, filled up or had too many reservations in
-/// flight (`match.signal_queue_size`).
-const ATTEMPTS: usize = 3;
-
-/// Reserves a seat for `user`; false when the match is full, busy or gone.
-async fn reserve(nk: &Nk, match_id: &str, user: &str) -> bool {
-    matches!(nk.match_signal(match_id, user.to_owned()).await, Ok(answer) if answer == "ok")
+/// `get_match_native_plain`: the seed's logic with no reservation (list a match with room,
+/// else create one), to compare with [`get_match`]: at a rush, callers between a listing and
+/// their join are all sent to the same match and the handler refuses those past 10.
+pub async fn get_match_plain(
+    _ctx: Arc<CallContext>,
+    nk: Nk,
+    _payload: String,
+) -> Result<String, RpcError> {
+    let found = nk
+        .match_list(ListQuery {
+            limit: 1,
+            authoritative: Some(true),
+            label: None,
+            min_size: Some(0),
+            max_size: Some(MAX_PLAYERS as i32 - 1),
+            query: Some(format!("+handler_name:{HANDLER}")),
+        })
+        .await?;
+    let match_id = match found.into_iter().next() {
+        Some(m) => m.match_id,
+        None => nk.match_create(HANDLER, serde_json::Map::new()).await?,
+    };
+    Ok(serde_json::json!({ "match_id": match_id }).to_string())
 }

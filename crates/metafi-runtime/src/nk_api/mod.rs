@@ -36,6 +36,7 @@ mod notifications;
 mod notifications_tests;
 mod parties;
 mod purchases;
+mod seats;
 mod sessions;
 mod social;
 mod status;
@@ -99,6 +100,7 @@ pub fn functions() -> impl Iterator<Item = &'static NkFunction> {
         social::FUNCTIONS,
         parties::FUNCTIONS,
         purchases::FUNCTIONS,
+        seats::FUNCTIONS,
         worlds::FUNCTIONS,
         TEST_ROWS,
     ]

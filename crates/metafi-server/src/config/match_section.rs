@@ -42,6 +42,12 @@ pub(super) fn validate(m: &RawMatch, check: &mut Checker) -> (MatchConfig, Match
             1,
             HOUR_MS,
         ),
+        seat_reservation: check.millis(
+            "match.seat_reservation_ms",
+            m.seat_reservation_ms,
+            1,
+            HOUR_MS,
+        ),
         max_empty: (!max_empty.is_zero()).then_some(max_empty),
         executor_threads: if threads == 0 {
             default_threads()

@@ -368,6 +368,8 @@ pub struct RawMatch {
     pub deferred_queue_size: i64,
     /// How long an accepted join waits for its client to complete it, milliseconds.
     pub join_marker_deadline_ms: i64,
+    /// How long a seat reserved for a player on its way is held for its join, milliseconds.
+    pub seat_reservation_ms: i64,
     /// Stop a match empty this long, seconds; 0 keeps empty matches.
     pub max_empty_sec: i64,
     /// Executor threads ticking matches; 0 means one per CPU core.
@@ -405,6 +407,7 @@ impl Default for RawMatch {
             join_attempt_queue_size: 128,
             deferred_queue_size: 128,
             join_marker_deadline_ms: 15_000,
+            seat_reservation_ms: 10_000,
             max_empty_sec: 0,
             executor_threads: 0,
             max_tick_rate: 128,

@@ -6,6 +6,7 @@
 //! receiver (same process, same clock).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
@@ -45,6 +46,38 @@ pub struct MatchOptions {
 pub struct Matches {
     options: MatchOptions,
     ids: Arc<DeviceIds>,
+    seats: Seats,
+}
+
+/// How many players were seated: every player that got a match id from the finder and sent its
+/// join, and what the join answered (`docs/MATCHES.md`, "Seats").
+#[derive(Debug, Default)]
+struct Seats {
+    /// Players that got a match id and sent their join.
+    joining: AtomicU64,
+    /// Joins the match accepted.
+    seated: AtomicU64,
+    /// Joins the match refused (an error answer: "match full", …).
+    refused: AtomicU64,
+}
+
+impl Seats {
+    /// The report's line: the share of players seated and the joins refused.
+    fn note(&self) -> String {
+        let joining = self.joining.load(Ordering::Relaxed);
+        let seated = self.seated.load(Ordering::Relaxed);
+        let refused = self.refused.load(Ordering::Relaxed);
+        let share = if joining == 0 {
+            0.0
+        } else {
+            100.0 * seated as f64 / joining as f64
+        };
+        format!(
+            "seats: {seated} of {joining} players seated ({share:.1} %), {refused} joins refused, \
+             {} unanswered",
+            joining.saturating_sub(seated + refused)
+        )
+    }
 }
 
 impl Matches {
@@ -58,6 +91,7 @@ impl Matches {
         Ok(Matches {
             options,
             ids: Arc::new(DeviceIds::new("match")),
+            seats: Seats::default(),
         })
     }
 }
@@ -104,6 +138,10 @@ impl Workload for Matches {
             );
         }
         Ok(vec![setup_note("created", users, took)])
+    }
+
+    fn after(&self, _duration: Duration) -> Vec<String> {
+        vec![self.seats.note()]
     }
 
     async fn user(self: Arc<Self>, ctx: Arc<Ctx>, index: u64, repeat: bool) {
@@ -182,6 +220,7 @@ impl Matches {
             .send(Bytes::from(format.encode(&join)))
             .await
             .map_err(|e| e.kind().into_owned())?;
+        self.seats.joining.fetch_add(1, Ordering::Relaxed);
 
         let user = User {
             echo: ctx.series("echo"),
@@ -247,6 +286,12 @@ impl Matches {
                     match user.on_frame(ctx, &frame) {
                         Received::Data | Received::Other => {}
                         Received::JoinAnswer(answer) if !joined => {
+                            let counter = if answer.is_ok() {
+                                &self.seats.seated
+                            } else {
+                                &self.seats.refused
+                            };
+                            counter.fetch_add(1, Ordering::Relaxed);
                             answer?;
                             let took = join_started.elapsed();
                             ctx.stats.record(ctx.series("match_join"), took);
@@ -408,6 +453,18 @@ pub fn match_id_of(answer: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_seats_note_gives_the_share_seated_and_the_refusals() {
+        let seats = Seats::default();
+        seats.joining.store(200, Ordering::Relaxed);
+        seats.seated.store(150, Ordering::Relaxed);
+        seats.refused.store(49, Ordering::Relaxed);
+        assert_eq!(
+            seats.note(),
+            "seats: 150 of 200 players seated (75.0 %), 49 joins refused, 1 unanswered"
+        );
+    }
 
     #[test]
     fn payloads_have_the_seed_sizes_and_carry_time_and_sender() {
