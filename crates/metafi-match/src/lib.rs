@@ -66,8 +66,8 @@ pub use idle::{IDLE_MARGIN, IDLE_SLICE, IdleStatus, register_idle_task};
 pub use listing::{ListQuery, MatchInfo};
 pub use load::NodeLoad;
 pub use match_handler::{
-    Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchInit, MatchSpec, Params,
+    BuiltHandler, Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict,
+    MatchContext, MatchHandler, MatchInit, MatchSpec, Movable, Params,
 };
 pub use matchmaker_pool::{
     MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketCopy, TicketRequest,
@@ -83,5 +83,5 @@ pub use query::{Query, QueryError};
 pub use registry::Matches;
 pub use relayed::RelayedJoin;
 pub use remote::{BoxFuture, ListedMatch, RemoteListing, RemoteMatches, WeakMatches, merge};
-pub use scheduler::{Scheduler, SchedulerSeed};
+pub use scheduler::{HandOffRefused, Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};
