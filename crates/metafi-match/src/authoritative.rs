@@ -250,11 +250,11 @@ impl AuthoritativeMatch {
 
     /// The match ready to travel to another executor thread, or itself back when its handler
     /// must stay where it is (a script VM).
-    pub(crate) fn into_moving(self) -> Result<MovingMatch, AuthoritativeMatch> {
+    pub(crate) fn into_moving(self) -> Result<MovingMatch, Box<AuthoritativeMatch>> {
         let (m, handler) = self.with_handler(());
         match handler {
             BuiltHandler::Movable(handler) => Ok(m.with_handler(handler).0),
-            pinned => Err(m.with_handler(pinned).0),
+            pinned => Err(Box::new(m.with_handler(pinned).0)),
         }
     }
 

@@ -635,11 +635,16 @@ impl Scheduler {
         if self.inner.stopping.load(Ordering::Acquire) {
             return Err(HandOffRefused::Stopping);
         }
+        match self.slots[slot].as_ref() {
+            None => return Err(HandOffRefused::NotHere),
+            Some(m) if !m.is_movable() => return Err(HandOffRefused::NotMovable),
+            Some(_) => {}
+        }
         let m = self.slots[slot].take().ok_or(HandOffRefused::NotHere)?;
         let m = match m.into_moving() {
             Ok(moving) => moving,
             Err(pinned) => {
-                self.slots[slot] = Some(pinned);
+                self.slots[slot] = Some(*pinned);
                 return Err(HandOffRefused::NotMovable);
             }
         };

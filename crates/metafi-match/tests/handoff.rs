@@ -113,10 +113,10 @@ fn per_thread(engine: &Engine) -> Vec<usize> {
 /// 1 ms matches at 100 ticks/s, ticking at the same instants, all go to thread 1; then the
 /// ballast ends. Thread 1 uses 50 % of its core but its fourth and fifth ticks of each instant
 /// start 3 and 4 ms late: its lateness breaks the 2 ms objective while thread 0 is idle.
-fn stacked(
-    movable_handlers: bool,
-    hand_off: bool,
-) -> (Engine, Vec<(MatchId, Arc<Mutex<Calls>>)>, Instant) {
+/// The matches a test made, with what their handlers saw.
+type Created = Vec<(MatchId, Arc<Mutex<Calls>>)>;
+
+fn stacked(movable_handlers: bool, hand_off: bool) -> (Engine, Created, Instant) {
     let mut engine = Engine::new(MatchConfig {
         executor_threads: 2,
         objective: Objective {

@@ -44,8 +44,11 @@ struct Fake {
     changed: Arc<Notify>,
     state: watch::Sender<String>,
     /// The Lists the GameServer declares: capacity and values, as Agones' SDK server keeps them.
-    lists: Arc<Mutex<std::collections::HashMap<String, (i64, Vec<String>)>>>,
+    lists: Arc<Mutex<Lists>>,
 }
+
+/// Each List's capacity and values, by name.
+type Lists = std::collections::HashMap<String, (i64, Vec<String>)>;
 
 impl Fake {
     async fn start() -> (Fake, u16) {
