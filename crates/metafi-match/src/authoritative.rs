@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use crate::dispatcher::{Dispatcher, Effects, MAX_LABEL_BYTES, Members};
 use crate::match_handler::{
-    Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec, PresenceEvents,
+    BuiltHandler, Flow, HandlerError, JoinRequest, MatchContext, MatchHandler, MatchSpec,
+    PresenceEvents,
 };
 use crate::metrics;
 use crate::outlet::PresenceEvent;
@@ -81,9 +82,11 @@ struct Pending {
 /// The result of one step of the match.
 pub(crate) type Step = Result<(), EndReason>;
 
-pub(crate) struct AuthoritativeMatch {
+/// A running match. `H` is how its handler is held: [`BuiltHandler`] while it runs; a `Send`
+/// box while it travels between executor threads ([`MovingMatch`]).
+pub(crate) struct AuthoritativeMatch<H = BuiltHandler> {
     pub(crate) shared: Arc<MatchShared>,
-    handler: Box<dyn MatchHandler>,
+    handler: H,
     ctx: MatchContext,
     /// Loop executions so far (what `match_loop` sees as `tick`).
     tick: i64,
@@ -108,7 +111,64 @@ pub(crate) struct AuthoritativeMatch {
     own_seat: usize,
 }
 
-impl std::fmt::Debug for AuthoritativeMatch {
+/// A match on its way from one executor thread to another (hand-off): everything it is, its
+/// handler included, is `Send`, which the compiler checks where it is put in a command.
+pub(crate) type MovingMatch = AuthoritativeMatch<Box<dyn MatchHandler + Send>>;
+
+impl<H> AuthoritativeMatch<H> {
+    /// The same match with its handler held as `handler`; returns the old holder.
+    fn with_handler<H2>(self, handler: H2) -> (AuthoritativeMatch<H2>, H) {
+        let AuthoritativeMatch {
+            shared,
+            handler: old,
+            ctx,
+            tick,
+            origin,
+            slot,
+            interval_ns,
+            members,
+            pending,
+            effects,
+            inputs,
+            empty_ticks,
+            max_empty_ticks,
+            terminate_at,
+            presence_events,
+            own_seat,
+        } = self;
+        (
+            AuthoritativeMatch {
+                shared,
+                handler,
+                ctx,
+                tick,
+                origin,
+                slot,
+                interval_ns,
+                members,
+                pending,
+                effects,
+                inputs,
+                empty_ticks,
+                max_empty_ticks,
+                terminate_at,
+                presence_events,
+                own_seat,
+            },
+            old,
+        )
+    }
+}
+
+impl MovingMatch {
+    /// Back to a running match on the thread that adopts it.
+    pub(crate) fn settle_in(self) -> AuthoritativeMatch {
+        let (m, handler) = self.with_handler(());
+        m.with_handler(BuiltHandler::Movable(handler)).0
+    }
+}
+
+impl<H> std::fmt::Debug for AuthoritativeMatch<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthoritativeMatch")
             .field("id", &self.shared.id_text)
@@ -141,8 +201,8 @@ impl AuthoritativeMatch {
             factory, params, ..
         } = spec;
         let started = inner.clock.now();
-        let mut handler = guarded(|| factory.create(&ctx))?;
-        let init = guarded(|| handler.init(&ctx, &params))?;
+        let mut handler = guarded(|| factory.create_handler(&ctx))?;
+        let init = guarded(|| handler.get().init(&ctx, &params))?;
         metrics::created(
             shared.runtime,
             inner
@@ -164,7 +224,7 @@ impl AuthoritativeMatch {
                 init.label.len()
             )));
         }
-        if let Some(tap) = handler.input_tap() {
+        if let Some(tap) = handler.get_ref().input_tap() {
             let _ = shared.tap.set(tap);
         }
         let presence_events = handler.presence_events();
@@ -208,6 +268,21 @@ impl AuthoritativeMatch {
             PresenceEvents::Everyone => self.members.presences().to_vec(),
             PresenceEvents::OwnJoinOnly => Vec::new(),
         }
+    }
+
+    /// The match ready to travel to another executor thread, or itself back when its handler
+    /// must stay where it is (a script VM).
+    pub(crate) fn into_moving(self) -> Result<MovingMatch, Box<AuthoritativeMatch>> {
+        let (m, handler) = self.with_handler(());
+        match handler {
+            BuiltHandler::Movable(handler) => Ok(m.with_handler(handler).0),
+            pinned => Err(Box::new(m.with_handler(pinned).0)),
+        }
+    }
+
+    /// Whether the match may move to another executor thread.
+    pub(crate) fn is_movable(&self) -> bool {
+        self.handler.is_movable()
     }
 
     /// When the next tick is due.
@@ -560,7 +635,7 @@ impl AuthoritativeMatch {
             effects: &mut self.effects,
             deferred_limit: inner.config.deferred_queue_size,
         };
-        let handler = &mut *self.handler;
+        let handler = self.handler.get();
         let ctx = &self.ctx;
         let started = inner.clock.now();
         let result = guarded(|| f(handler, ctx, &mut dispatcher));

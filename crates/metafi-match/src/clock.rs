@@ -56,6 +56,16 @@ impl FakeClock {
             .min(u128::from(u64::MAX)) as u64;
         self.offset_ns.fetch_max(target, Ordering::SeqCst);
     }
+
+    /// Sets the clock to `at`, earlier or later (not before its start). Tests that simulate
+    /// executor threads running side by side step each one from the same instant.
+    pub fn set(&self, at: Instant) {
+        let target = at
+            .saturating_duration_since(self.base)
+            .as_nanos()
+            .min(u128::from(u64::MAX)) as u64;
+        self.offset_ns.store(target, Ordering::SeqCst);
+    }
 }
 
 impl MonotonicClock for FakeClock {

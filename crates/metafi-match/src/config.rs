@@ -71,7 +71,8 @@ pub enum Placement {
 }
 
 /// The node's latency objective and what the engine does to keep it (`[match]` keys
-/// `objective_*`, `placement`, `admission`, `stretch_overloaded`, `new_match_cpu_us`).
+/// `objective_*`, `placement`, `admission`, `stretch_overloaded`, `new_match_cpu_us`,
+/// `hand_off`, `hand_off_after_ms`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Objective {
     /// Tick lateness the 99th percentile must stay under (default 2 ms).
@@ -94,6 +95,13 @@ pub struct Objective {
     /// When a thread's matches need more CPU than the objective allows, the most expensive
     /// match's ticks stretch (slots are skipped and counted) until the thread fits again.
     pub stretch_overloaded: bool,
+    /// Hand-off: an executor thread whose lateness windows break the objective for
+    /// `hand_off_after` moves one movable (native, `Send`) match to the least loaded thread at
+    /// a tick boundary. Script VM matches stay where they are.
+    pub hand_off: bool,
+    /// How long a thread's lateness must break the objective before it hands a match off
+    /// (rounded up to whole `window`s, at least one; default 4 s: two windows).
+    pub hand_off_after: Duration,
 }
 
 impl Default for Objective {
@@ -106,6 +114,8 @@ impl Default for Objective {
             placement: Placement::Cost,
             admission: true,
             stretch_overloaded: true,
+            hand_off: true,
+            hand_off_after: Duration::from_secs(4),
         }
     }
 }
@@ -114,6 +124,13 @@ impl Objective {
     /// CPU one executor thread may use, nanoseconds per second.
     pub fn thread_budget_ns(&self) -> i64 {
         i64::from(self.max_cpu_percent) * 10_000_000
+    }
+
+    /// Consecutive late windows after which a thread hands a match off (at least one).
+    pub fn hand_off_windows(&self) -> u64 {
+        let window = self.window.as_nanos().max(1);
+        let windows = self.hand_off_after.as_nanos().div_ceil(window);
+        u64::try_from(windows).unwrap_or(u64::MAX).max(1)
     }
 }
 

@@ -68,8 +68,8 @@ pub use inspect::MatchState;
 pub use listing::{ListQuery, MatchInfo};
 pub use load::NodeLoad;
 pub use match_handler::{
-    Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchInit, MatchSpec, Params, PresenceEvents,
+    BuiltHandler, Flow, HandlerError, HandlerFactory, InputTap, JoinRequest, JoinVerdict,
+    MatchContext, MatchHandler, MatchInit, MatchSpec, Movable, Params, PresenceEvents,
 };
 pub use matchmaker_pool::{
     MatchedEntry, Matchmaker, MatchmakerError, PoolStats, TicketCopy, TicketRequest,
@@ -85,5 +85,5 @@ pub use query::{Query, QueryError};
 pub use registry::Matches;
 pub use relayed::RelayedJoin;
 pub use remote::{BoxFuture, ListedMatch, RemoteListing, RemoteMatches, WeakMatches, merge};
-pub use scheduler::{Scheduler, SchedulerSeed};
+pub use scheduler::{HandOffRefused, Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};

@@ -34,6 +34,13 @@ pub(crate) struct ThreadLoad {
     /// Ticks in its last complete lateness window, and how many of them were late.
     window_ticks: AtomicU64,
     window_late: AtomicU64,
+    /// Matches this thread handed off to another thread (hand-off).
+    pub(crate) moves: AtomicU64,
+    /// Hand-offs that were due but did not happen: the matches that would fit elsewhere are
+    /// script VMs, which cannot move.
+    pub(crate) refused_not_movable: AtomicU64,
+    /// Hand-offs that were due but no other thread had room for any of its matches.
+    pub(crate) refused_no_room: AtomicU64,
 }
 
 impl ThreadLoad {
@@ -55,6 +62,8 @@ pub(crate) struct Window {
     start: Option<Instant>,
     ticks: u64,
     late: u64,
+    /// Windows published so far.
+    pub(crate) published: u64,
 }
 
 impl Window {
@@ -71,6 +80,7 @@ impl Window {
         if now.saturating_duration_since(start) >= objective.window {
             shared.window_ticks.store(self.ticks, Ordering::Relaxed);
             shared.window_late.store(self.late, Ordering::Relaxed);
+            self.published += 1;
             self.start = Some(now);
             self.ticks = 0;
             self.late = 0;
@@ -268,6 +278,12 @@ pub struct NodeLoad {
     pub full: Option<String>,
     /// The node is draining: it takes no new matches or sockets.
     pub draining: bool,
+    /// Matches handed off between executor threads since the node started (hand-off).
+    pub moves: u64,
+    /// Hand-offs refused because the matches that would have moved are script VMs (not
+    /// movable), and because no other thread had room.
+    pub moves_refused_not_movable: u64,
+    pub moves_refused_no_room: u64,
 }
 
 #[cfg(test)]

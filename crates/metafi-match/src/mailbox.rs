@@ -48,6 +48,21 @@ impl Mailbox {
         self.state.lock().queue.pop_front()
     }
 
+    /// Takes out the commands waiting for match `id`, in the order they were queued (a
+    /// hand-off carries them to the match's new thread).
+    pub(crate) fn take_for(&self, id: uuid::Uuid) -> Vec<Command> {
+        let mut state = self.state.lock();
+        if !state.queue.iter().any(|c| c.match_id() == Some(id)) {
+            return Vec::new();
+        }
+        let (taken, kept): (VecDeque<Command>, VecDeque<Command>) = state
+            .queue
+            .drain(..)
+            .partition(|c| c.match_id() == Some(id));
+        state.queue = kept;
+        taken.into()
+    }
+
     /// Whether no command waits.
     pub(crate) fn is_empty(&self) -> bool {
         self.state.lock().queue.is_empty()

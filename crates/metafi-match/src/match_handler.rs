@@ -239,6 +239,71 @@ pub trait InputTap: Send + Sync + fmt::Debug {
 /// be.
 pub trait HandlerFactory: Send + 'static {
     fn create(self: Box<Self>, ctx: &MatchContext) -> Result<Box<dyn MatchHandler>, HandlerError>;
+
+    /// What the engine calls: the handler, and whether it may move to another executor
+    /// thread (hand-off, `docs/MATCHES.md`). By default it may not (a script VM stays on the
+    /// thread that built it); [`Movable`] builds handlers that can.
+    fn create_handler(self: Box<Self>, ctx: &MatchContext) -> Result<BuiltHandler, HandlerError> {
+        self.create(ctx).map(BuiltHandler::Pinned)
+    }
+}
+
+/// A match's handler as the engine holds it.
+pub enum BuiltHandler {
+    /// Stays on the executor thread that built it for the match's life (script VMs, which are
+    /// not `Send`, and any handler whose factory did not say otherwise).
+    Pinned(Box<dyn MatchHandler>),
+    /// May be handed off to another executor thread at a tick boundary when its thread runs
+    /// late (native Rust handlers that are `Send`).
+    Movable(Box<dyn MatchHandler + Send>),
+}
+
+impl BuiltHandler {
+    pub(crate) fn get(&mut self) -> &mut dyn MatchHandler {
+        match self {
+            BuiltHandler::Pinned(h) => &mut **h,
+            BuiltHandler::Movable(h) => &mut **h,
+        }
+    }
+
+    pub(crate) fn get_ref(&self) -> &dyn MatchHandler {
+        match self {
+            BuiltHandler::Pinned(h) => &**h,
+            BuiltHandler::Movable(h) => &**h,
+        }
+    }
+
+    /// Whether the match may move between executor threads.
+    pub fn is_movable(&self) -> bool {
+        matches!(self, BuiltHandler::Movable(_))
+    }
+}
+
+impl fmt::Debug for BuiltHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BuiltHandler::Pinned(_) => "Pinned",
+            BuiltHandler::Movable(_) => "Movable",
+        })
+    }
+}
+
+/// A factory whose handler is `Send`, so its match may be handed off between executor threads
+/// (`MatchSpec { factory: Box::new(Movable(|ctx| …)), … }`).
+pub struct Movable<F>(pub F);
+
+impl<F> HandlerFactory for Movable<F>
+where
+    F: FnOnce(&MatchContext) -> Result<Box<dyn MatchHandler + Send>, HandlerError> + Send + 'static,
+{
+    fn create(self: Box<Self>, ctx: &MatchContext) -> Result<Box<dyn MatchHandler>, HandlerError> {
+        let handler: Box<dyn MatchHandler> = (self.0)(ctx)?;
+        Ok(handler)
+    }
+
+    fn create_handler(self: Box<Self>, ctx: &MatchContext) -> Result<BuiltHandler, HandlerError> {
+        (self.0)(ctx).map(BuiltHandler::Movable)
+    }
 }
 
 impl<F> HandlerFactory for F

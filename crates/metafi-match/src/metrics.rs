@@ -121,6 +121,17 @@ pub(crate) fn refused(reason: &'static str) {
     metrics::counter!("metafi_match_admission_refused_total", "reason" => reason).increment(1);
 }
 
+/// `metafi_match_moves_total`: matches handed off between executor threads.
+pub(crate) fn moved() {
+    metrics::counter!("metafi_match_moves_total").increment(1);
+}
+
+/// `metafi_match_moves_refused_total{reason}`: hand-offs that were due but did not happen
+/// (`not_movable`: the candidates are script VMs; `no_room`: no other thread had room).
+pub(crate) fn move_refused(reason: &'static str) {
+    metrics::counter!("metafi_match_moves_refused_total", "reason" => reason).increment(1);
+}
+
 /// The node's load against its objective: `metafi_match_executor_cpu_ratio` (share of the
 /// executor's cores in use), `metafi_match_executor_late_threads`, `metafi_node_full` (1 when
 /// a new match would be refused), `metafi_node_draining`.

@@ -105,7 +105,7 @@ impl Inner {
     pub(crate) fn remove_authoritative(&self, shared: &MatchShared) {
         let uuid = shared.id.uuid();
         if self.authoritative.write().remove(&uuid).is_some() {
-            let thread = &self.threads[shared.thread];
+            let thread = &self.threads[shared.thread()];
             thread.load.fetch_sub(1, Ordering::Relaxed);
             let cost = shared.cost_ns.swap(0, Ordering::Relaxed);
             thread.cost.cost_ns.fetch_sub(cost, Ordering::Relaxed);
@@ -131,6 +131,13 @@ impl Inner {
                 &error.to_string(),
             );
         }
+    }
+
+    /// Queues a command on the mailbox of the thread that owns the match now (see
+    /// `MatchShared::route`).
+    pub(crate) fn route(&self, shared: &MatchShared, command: Command) {
+        let route = shared.route.lock();
+        self.threads[*route].mailbox.send(command);
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
@@ -276,7 +283,7 @@ impl Matches {
             id: id.clone(),
             handler_name: spec.handler_name.clone(),
             runtime: spec.runtime,
-            thread,
+            route: Mutex::new(thread),
             seq: inner.next_seq(),
             create_time_ms: inner.wall.now_ms(),
             inbox: Mutex::new(Inbox {
@@ -371,20 +378,21 @@ impl Matches {
                 reason: "Match is not currently accepting join requests".into(),
             });
         }
-        if scheduler::current_thread() == Some(shared.thread) {
+        if scheduler::current_thread() == Some(shared.thread()) {
             shared.join_attempts.fetch_sub(1, Ordering::AcqRel);
             return Err(MatchError::busy(
                 "a match handler cannot join a client to a match on its own executor thread",
             ));
         }
         let (reply, answer) = oneshot::channel();
-        self.inner.threads[shared.thread]
-            .mailbox
-            .send(Command::JoinAttempt {
+        self.inner.route(
+            &shared,
+            Command::JoinAttempt {
                 id: id.uuid(),
                 request,
                 reply,
-            });
+            },
+        );
         let outcome = self.wait(answer).await.unwrap_or(JoinOutcome::Rejected {
             reason: "Match join rejected".into(),
         });
@@ -704,20 +712,21 @@ impl Matches {
                 "Match is busy: too many signals waiting (match.signal_queue_size)",
             ));
         }
-        if scheduler::current_thread() == Some(shared.thread) {
+        if scheduler::current_thread() == Some(shared.thread()) {
             shared.signals.fetch_sub(1, Ordering::AcqRel);
             return Err(MatchError::busy(
                 "a match handler cannot signal a match on its own executor thread",
             ));
         }
         let (reply, answer) = oneshot::channel();
-        self.inner.threads[shared.thread]
-            .mailbox
-            .send(Command::Signal {
+        self.inner.route(
+            &shared,
+            Command::Signal {
                 id: id.uuid(),
                 data,
                 reply,
-            });
+            },
+        );
         self.wait(answer).await.unwrap_or(Err(MatchError::TimedOut))
     }
 
@@ -736,6 +745,19 @@ impl Matches {
                 .then(a.match_id.cmp(&b.match_id))
         });
         all
+    }
+
+    /// Ids of the running authoritative matches, oldest first (Agones' matches List).
+    pub fn authoritative_ids(&self) -> Vec<String> {
+        let mut all: Vec<(u64, String)> = self
+            .inner
+            .authoritative
+            .read()
+            .values()
+            .map(|s| (s.seq, s.id_text.to_string()))
+            .collect();
+        all.sort_unstable();
+        all.into_iter().map(|(_, id)| id).collect()
     }
 
     /// Running authoritative matches.
@@ -869,6 +891,21 @@ impl Matches {
             matches: self.count(),
             full,
             draining,
+            moves: inner
+                .threads
+                .iter()
+                .map(|t| t.cost.moves.load(Ordering::Relaxed))
+                .sum(),
+            moves_refused_not_movable: inner
+                .threads
+                .iter()
+                .map(|t| t.cost.refused_not_movable.load(Ordering::Relaxed))
+                .sum(),
+            moves_refused_no_room: inner
+                .threads
+                .iter()
+                .map(|t| t.cost.refused_no_room.load(Ordering::Relaxed))
+                .sum(),
         };
         crate::metrics::node_load(&load);
         load
@@ -903,15 +940,16 @@ impl Matches {
             shared.calls.fetch_sub(1, Ordering::AcqRel);
             if !shared.overloaded.swap(true, Ordering::AcqRel) {
                 tracing::warn!(match_id = %shared.id_text, handler = %shared.handler_name, limit, "match call queue full (match.call_queue_size); stopping the match");
-                self.inner.threads[shared.thread]
-                    .mailbox
-                    .send(Command::Overloaded {
+                self.inner.route(
+                    shared,
+                    Command::Overloaded {
                         id: shared.id.uuid(),
-                    });
+                    },
+                );
             }
             return;
         }
-        self.inner.threads[shared.thread].mailbox.send(command);
+        self.inner.route(shared, command);
     }
 
     /// Waits for an executor's answer, at most `match.reply_timeout_ms` (when called outside

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, Step};
+use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, MovingMatch, Step};
 use crate::error::MatchError;
 use crate::load::{SlotCost, Window};
 use crate::mailbox::Mailbox;
@@ -73,6 +73,49 @@ pub(crate) enum Command {
     },
     /// End every match now and stop the thread.
     Stop,
+    /// A match handed off by another executor thread (hand-off), with the commands that were
+    /// waiting for it there.
+    Adopt {
+        moving: Box<Moving>,
+    },
+}
+
+/// A match travelling between executor threads.
+pub(crate) struct Moving {
+    m: MovingMatch,
+    cost: SlotCost,
+    /// Commands for the match queued on its old thread before the move, in their order.
+    carried: Vec<Command>,
+}
+
+impl Command {
+    /// The match a command is for (`None`: thread-wide commands, starts and adoptions).
+    pub(crate) fn match_id(&self) -> Option<Uuid> {
+        match self {
+            Command::JoinAttempt { id, .. }
+            | Command::CompleteJoin { id, .. }
+            | Command::Leave { id, .. }
+            | Command::Signal { id, .. }
+            | Command::Overloaded { id } => Some(*id),
+            Command::Start { .. }
+            | Command::Terminate { .. }
+            | Command::Stop
+            | Command::Adopt { .. } => None,
+        }
+    }
+}
+
+/// Why [`Scheduler::hand_off`] did not move a match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandOffRefused {
+    /// This thread does not run that match.
+    NotHere,
+    /// Its handler must stay on its thread (a script VM).
+    NotMovable,
+    /// The target is this thread or does not exist.
+    BadTarget,
+    /// The node is stopping: matches stay where they are.
+    Stopping,
 }
 
 thread_local! {
@@ -151,6 +194,11 @@ pub struct Scheduler {
     costs: Vec<SlotCost>,
     /// This thread's lateness window.
     window: Window,
+    /// Lateness windows seen by the hand-off rule, and how many in a row broke the objective.
+    seen_windows: u64,
+    late_windows: u64,
+    /// The grace of the `Terminate` this thread handled (a match adopted later gets it too).
+    terminated: Option<Duration>,
     stopped: bool,
 }
 
@@ -177,6 +225,9 @@ impl Scheduler {
             timers: BinaryHeap::new(),
             costs: Vec::new(),
             window: Window::default(),
+            seen_windows: 0,
+            late_windows: 0,
+            terminated: None,
             stopped: false,
         }
     }
@@ -203,6 +254,7 @@ impl Scheduler {
         }
         self.run_due();
         self.inner.outlet.flush();
+        self.consider_hand_off();
         self.next_deadline()
     }
 
@@ -387,6 +439,7 @@ impl Scheduler {
                 }
             }
             Command::Terminate { grace } => {
+                self.terminated = Some(grace);
                 let slots: Vec<usize> = self.by_id.values().copied().collect();
                 for slot in slots {
                     let step = match self.slots[slot].as_mut() {
@@ -417,6 +470,25 @@ impl Scheduler {
                     self.after(slot, Err(EndReason::Stopped));
                 }
                 self.stopped = true;
+            }
+            Command::Adopt { moving } => {
+                let Moving { m, cost, carried } = *moving;
+                let m = m.settle_in();
+                let id = m.shared.id.uuid();
+                let slot = self.insert_slot(m, cost);
+                // The node began stopping while the match travelled: it gets the
+                // `match_terminate` its old thread may not have given it.
+                if let Some(grace) = self.terminated {
+                    let step = match self.slots[slot].as_mut() {
+                        Some(m) => m.terminate(&self.inner, now, grace),
+                        None => Ok(()),
+                    };
+                    self.after(slot, step);
+                }
+                tracing::debug!(match_id = %id, thread = self.index, carried = carried.len(), "match adopted from another executor thread");
+                for command in carried {
+                    self.handle(command);
+                }
             }
         }
         self.adopt_inline_starts();
@@ -461,6 +533,12 @@ impl Scheduler {
     }
 
     fn insert(&mut self, m: AuthoritativeMatch) {
+        m.shared.metrics.running.increment(1.0);
+        let cost = SlotCost::placed(m.shared.cost_ns.load(Ordering::Relaxed));
+        self.insert_slot(m, cost);
+    }
+
+    fn insert_slot(&mut self, m: AuthoritativeMatch, cost: SlotCost) -> usize {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -472,12 +550,163 @@ impl Scheduler {
             }
         };
         self.by_id.insert(m.shared.id.uuid(), slot);
-        m.shared.metrics.running.increment(1.0);
-        self.costs[slot] = SlotCost::placed(m.shared.cost_ns.load(Ordering::Relaxed));
+        self.costs[slot] = cost;
         let timer = self.timer(m.next_tick(), slot);
         self.timers.push(timer);
         self.queued[slot] = true;
         self.slots[slot] = Some(m);
+        slot
+    }
+
+    /// The hand-off rule, after each step's ticks: when this thread's lateness windows have
+    /// broken the objective for `hand_off_after` in a row, it moves one movable match to the
+    /// least loaded thread that is keeping its objective — the most expensive match that fits
+    /// there within the CPU objective and leaves the two threads closer to even. A match whose
+    /// handler cannot move (a script VM) is never chosen; that the one that would have moved
+    /// was such a match is counted (`moves refused: not movable`).
+    fn consider_hand_off(&mut self) {
+        let objective = &self.inner.config.objective;
+        if !objective.hand_off || self.inner.threads.len() < 2 {
+            return;
+        }
+        if self.window.published == self.seen_windows {
+            return;
+        }
+        self.seen_windows = self.window.published;
+        let own = &self.inner.threads[self.index].cost;
+        if !own.late() {
+            self.late_windows = 0;
+            return;
+        }
+        self.late_windows += 1;
+        if self.late_windows < objective.hand_off_windows() {
+            return;
+        }
+        // Whatever happens now, the next hand-off waits for as many late windows again (a
+        // moved match's lateness has to leave the window first).
+        self.late_windows = 0;
+        if self.by_id.len() < 2 || self.inner.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let budget = objective.thread_budget_ns();
+        let own_cost = own.cost();
+        let target = self
+            .inner
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| {
+                *i != self.index && !(t.load.load(Ordering::Relaxed) > 0 && t.cost.late())
+            })
+            .min_by_key(|(i, t)| (t.cost.cost(), *i))
+            .map(|(i, t)| (i, t.cost.cost()));
+        let mut best: Option<(i64, usize)> = None;
+        let mut pinned_fits = false;
+        if let Some((_, target_cost)) = target {
+            for (slot, m) in self.slots.iter().enumerate() {
+                let Some(m) = m else { continue };
+                let cost = m.shared.cost_ns.load(Ordering::Relaxed).max(0);
+                if target_cost + cost > budget || target_cost + cost >= own_cost {
+                    continue;
+                }
+                if !m.is_movable() {
+                    pinned_fits = true;
+                } else if best.is_none_or(|(c, _)| cost > c) {
+                    best = Some((cost, slot));
+                }
+            }
+        }
+        match (target, best) {
+            (Some((to, _)), Some((_, slot))) => {
+                let _ = self.hand_off_slot(slot, to);
+            }
+            _ if pinned_fits => {
+                own.refused_not_movable.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::move_refused("not_movable");
+                tracing::debug!(
+                    thread = self.index,
+                    "executor thread late, but the matches that would fit elsewhere are script VMs, which stay on their thread"
+                );
+            }
+            _ => {
+                own.refused_no_room.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::move_refused("no_room");
+            }
+        }
+    }
+
+    /// Hands match `id` off to executor thread `to` now, between ticks (the hand-off rule does
+    /// this by itself; tests and tools may call it). Its state stays in its handler, its tick
+    /// schedule keeps its grid, and commands waiting for it here travel with it in order.
+    pub fn hand_off(&mut self, id: Uuid, to: usize) -> Result<(), HandOffRefused> {
+        let slot = *self.by_id.get(&id).ok_or(HandOffRefused::NotHere)?;
+        let result = self.hand_off_slot(slot, to);
+        if result == Err(HandOffRefused::NotMovable) {
+            self.inner.threads[self.index]
+                .cost
+                .refused_not_movable
+                .fetch_add(1, Ordering::Relaxed);
+            crate::metrics::move_refused("not_movable");
+        }
+        result
+    }
+
+    fn hand_off_slot(&mut self, slot: usize, to: usize) -> Result<(), HandOffRefused> {
+        if to == self.index || to >= self.inner.threads.len() {
+            return Err(HandOffRefused::BadTarget);
+        }
+        if self.inner.stopping.load(Ordering::Acquire) {
+            return Err(HandOffRefused::Stopping);
+        }
+        match self.slots[slot].as_ref() {
+            None => return Err(HandOffRefused::NotHere),
+            Some(m) if !m.is_movable() => return Err(HandOffRefused::NotMovable),
+            Some(_) => {}
+        }
+        let m = self.slots[slot].take().ok_or(HandOffRefused::NotHere)?;
+        let m = match m.into_moving() {
+            Ok(moving) => moving,
+            Err(pinned) => {
+                self.slots[slot] = Some(*pinned);
+                return Err(HandOffRefused::NotMovable);
+            }
+        };
+        let id = m.shared.id.uuid();
+        self.generations[slot] += 1;
+        self.queued[slot] = false;
+        self.free.push(slot);
+        self.by_id.remove(&id);
+        let cost = std::mem::take(&mut self.costs[slot]);
+        let shared = m.shared.clone();
+        let threads = &self.inner.threads;
+        let applied = shared.cost_ns.load(Ordering::Relaxed);
+        threads[self.index].load.fetch_sub(1, Ordering::Relaxed);
+        threads[self.index]
+            .cost
+            .cost_ns
+            .fetch_sub(applied, Ordering::Relaxed);
+        threads[to].load.fetch_add(1, Ordering::Relaxed);
+        threads[to]
+            .cost
+            .cost_ns
+            .fetch_add(applied, Ordering::Relaxed);
+        {
+            // Under the route lock: a command for the match is queued here before this point
+            // (and is taken along) or on the new thread after the match.
+            let mut route = shared.route.lock();
+            *route = to;
+            let carried = self.rx.take_for(id);
+            threads[to].mailbox.send(Command::Adopt {
+                moving: Box::new(Moving { m, cost, carried }),
+            });
+        }
+        threads[self.index]
+            .cost
+            .moves
+            .fetch_add(1, Ordering::Relaxed);
+        crate::metrics::moved();
+        tracing::info!(match_id = %shared.id_text, handler = %shared.handler_name, from = self.index, to, cpu = applied as f64 / 1e9, "match handed off to a less loaded executor thread");
+        Ok(())
     }
 
     fn adopt_inline_starts(&mut self) {

@@ -23,8 +23,11 @@ pub(crate) struct MatchShared {
     pub(crate) id_text: Arc<str>,
     pub(crate) handler_name: Arc<str>,
     pub(crate) runtime: &'static str,
-    /// Executor thread that owns the match.
-    pub(crate) thread: usize,
+    /// Executor thread that owns the match. Commands to the match are queued on that thread's
+    /// mailbox while this lock is held, and a hand-off changes it under the same lock, so a
+    /// command is either queued before the move (and travels with the match) or after it (on
+    /// the new thread, behind the match).
+    pub(crate) route: Mutex<usize>,
     /// Creation order; listings show newest first.
     pub(crate) seq: u64,
     pub(crate) create_time_ms: i64,
@@ -127,6 +130,11 @@ impl MatchShared {
         self.reserved
             .store(guard.held.len() as u32, Ordering::Release);
         true
+    }
+
+    /// Executor thread that owns the match now.
+    pub(crate) fn thread(&self) -> usize {
+        *self.route.lock()
     }
 
     /// Queues a client message for the next tick. Never blocks on the executor; never wakes it
@@ -232,7 +240,7 @@ impl MatchShared {
             match_id: self.id_text.to_string(),
             handler_name: self.handler_name.to_string(),
             runtime: self.runtime,
-            executor_thread: self.thread,
+            executor_thread: self.thread(),
             label: s.label.lock().to_string(),
             tick_rate: self.tick_rate.load(Ordering::Relaxed),
             presences: s.presences.load(Ordering::Relaxed),

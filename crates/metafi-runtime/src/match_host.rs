@@ -16,7 +16,7 @@ use metafi_core::CoreError;
 use metafi_match::{
     Dispatcher, Flow, HandlerError, HookResult, JoinRequest, JoinVerdict, ListQuery, MatchContext,
     MatchHandler, MatchInfo, MatchInit, MatchMessage, MatchSpec, MatchedEntry, Matches,
-    MatchmakerHook, Params, Presence, PresenceReason,
+    MatchmakerHook, Movable, Params, Presence, PresenceReason,
 };
 use metafi_proto::Code;
 use serde_json::{Map, Value, json};
@@ -170,11 +170,13 @@ impl MatchHandlers {
             return Some(MatchSpec {
                 handler_name: Arc::from(name),
                 runtime: "native",
-                factory: Box::new(
-                    move |_: &MatchContext| -> Result<Box<dyn MatchHandler>, HandlerError> {
-                        Ok(InRuntime::wrap(handle, factory()))
+                // Native handlers are `Send`: their matches may be handed off between
+                // executor threads when one runs late (`docs/MATCHES.md`, "Hand-off").
+                factory: Box::new(Movable(
+                    move |_: &MatchContext| -> Result<Box<dyn MatchHandler + Send>, HandlerError> {
+                        Ok(InRuntime::wrap_movable(handle, factory()))
                     },
-                ),
+                )),
                 params,
             });
         }
@@ -202,18 +204,33 @@ impl MatchHandlers {
 
 /// Enters the server's tokio context around each callback, so handler code calling `nk`
 /// functions can use timers and IO from an executor thread.
-struct InRuntime {
+/// Generic over the handler so a native (`Send`) handler stays `Send` and its match can be
+/// handed off between executor threads; a script VM's is not and stays on its thread.
+struct InRuntime<H: ?Sized> {
     handle: Option<Handle>,
-    inner: Box<dyn MatchHandler>,
+    inner: Box<H>,
 }
 
-impl InRuntime {
+impl InRuntime<dyn MatchHandler> {
     fn wrap(handle: Option<Handle>, inner: Box<dyn MatchHandler>) -> Box<dyn MatchHandler> {
         Box::new(InRuntime { handle, inner })
     }
 }
 
-impl MatchHandler for InRuntime {
+impl InRuntime<dyn MatchHandler + Send> {
+    fn wrap_movable(
+        handle: Option<Handle>,
+        inner: Box<dyn MatchHandler + Send>,
+    ) -> Box<dyn MatchHandler + Send> {
+        Box::new(InRuntime { handle, inner })
+    }
+}
+
+impl<H: MatchHandler + ?Sized> MatchHandler for InRuntime<H> {
+    fn input_tap(&self) -> Option<Arc<dyn metafi_match::InputTap>> {
+        self.inner.input_tap()
+    }
+
     fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
         let _entered = self.handle.as_ref().map(Handle::enter);
         self.inner.init(ctx, params)

@@ -149,7 +149,23 @@ impl Node {
                     draining: load.draining,
                 }
             });
-            crate::agones::Agones::start(settings, &config.name, source)
+            let realtime = wired.realtime.clone();
+            let matches = wired.matches.clone();
+            let lists: crate::agones::ListsSource = Arc::new(move || {
+                let mut players: Vec<String> = realtime
+                    .registry()
+                    .all()
+                    .iter()
+                    .map(|s| s.user_id().to_string())
+                    .collect();
+                players.sort_unstable();
+                players.dedup();
+                crate::agones::NodeLists {
+                    players,
+                    matches: matches.authoritative_ids(),
+                }
+            });
+            crate::agones::Agones::start(settings, &config.name, source, lists)
         });
 
         let insecure = config.insecure_defaults();

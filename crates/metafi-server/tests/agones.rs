@@ -1,7 +1,8 @@
 //! A node under Agones, against a fake SDK server written from Agones' public `sdk.proto` and
 //! `beta.proto` (gRPC over HTTP/2, recording every call): labels and counters then `Ready` at
 //! start, `Health` ticks, the Counters `players` and `matches` follow a socket and a match, an
-//! `Allocated` GameServer is seen, and after a drain `Shutdown` comes once the match has ended.
+//! `Allocated` GameServer is seen, and after a drain `Shutdown` comes once the match has ended;
+//! the Lists of players and matches follow sockets and matches up to their capacity.
 //! (Agones' own SDK server is a Go program that cannot be built here: its module is not
 //! served by the Go proxy this machine reaches.)
 
@@ -16,7 +17,8 @@ use metafi_proto::api::Rpc;
 use metafi_proto::realtime::Message;
 use metafi_server::agones::grpc::{Frames, frame};
 use metafi_server::agones::proto::{
-    self, Counter, Empty, GameServer, GameServerStatus, KeyValue, ObjectMeta, UpdateCounterRequest,
+    self, Counter, Empty, GameServer, GameServerStatus, GetListRequest, KeyValue, List,
+    ListValueRequest, ObjectMeta, UpdateCounterRequest, UpdateListRequest,
 };
 use metafi_testkit::{Http, Socket, TestNode, user};
 use tokio::net::TcpListener;
@@ -30,6 +32,10 @@ enum Call {
     Label(String, String),
     Counter(String, i64),
     Watch,
+    GetList(String),
+    ListCapacity(String, i64),
+    ListAdd(String, String),
+    ListRemove(String, String),
 }
 
 #[derive(Clone)]
@@ -37,7 +43,12 @@ struct Fake {
     calls: Arc<Mutex<Vec<Call>>>,
     changed: Arc<Notify>,
     state: watch::Sender<String>,
+    /// The Lists the GameServer declares: capacity and values, as Agones' SDK server keeps them.
+    lists: Arc<Mutex<Lists>>,
 }
+
+/// Each List's capacity and values, by name.
+type Lists = std::collections::HashMap<String, (i64, Vec<String>)>;
 
 impl Fake {
     async fn start() -> (Fake, u16) {
@@ -51,6 +62,7 @@ impl Fake {
             calls: Arc::default(),
             changed: Arc::default(),
             state: watch::channel("Scheduled".to_owned()).0,
+            lists: Arc::default(),
         };
         let serving = fake.clone();
         tokio::spawn(async move {
@@ -169,6 +181,70 @@ impl Fake {
                     }
                 }
             }
+            proto::path::GET_LIST => {
+                let get: GetListRequest = prost::Message::decode(messages[0].clone()).unwrap();
+                self.record(Call::GetList(get.name.clone()));
+                match self.list(&get.name) {
+                    Some(list) => frame(&list),
+                    None => return refuse(respond, 5, "not found"),
+                }
+            }
+            proto::path::UPDATE_LIST => {
+                let update: UpdateListRequest =
+                    prost::Message::decode(messages[0].clone()).unwrap();
+                let list = update.list.unwrap();
+                assert_eq!(update.update_mask.unwrap().paths, vec!["capacity"]);
+                self.record(Call::ListCapacity(list.name.clone(), list.capacity));
+                let updated = {
+                    let mut lists = self.lists.lock().unwrap();
+                    lists.get_mut(&list.name).map(|(capacity, values)| {
+                        *capacity = list.capacity;
+                        values.truncate(list.capacity as usize);
+                    })
+                };
+                match updated.and_then(|()| self.list(&list.name)) {
+                    Some(list) => frame(&list),
+                    None => return refuse(respond, 5, "not found"),
+                }
+            }
+            proto::path::ADD_LIST_VALUE | proto::path::REMOVE_LIST_VALUE => {
+                let request: ListValueRequest =
+                    prost::Message::decode(messages[0].clone()).unwrap();
+                let adding = path == proto::path::ADD_LIST_VALUE;
+                // Agones' answers: NOT_FOUND (no such List, or removing a value it lacks),
+                // ALREADY_EXISTS, OUT_OF_RANGE (at capacity).
+                let refused = {
+                    let mut lists = self.lists.lock().unwrap();
+                    match lists.get_mut(&request.name) {
+                        None => Some(5),
+                        Some((capacity, values)) => {
+                            let at = values.iter().position(|v| *v == request.value);
+                            match (adding, at) {
+                                (true, Some(_)) => Some(6),
+                                (true, None) if values.len() as i64 >= *capacity => Some(11),
+                                (true, None) => {
+                                    values.push(request.value.clone());
+                                    None
+                                }
+                                (false, Some(at)) => {
+                                    values.remove(at);
+                                    None
+                                }
+                                (false, None) => Some(5),
+                            }
+                        }
+                    }
+                };
+                if let Some(code) = refused {
+                    return refuse(respond, code, "refused");
+                }
+                self.record(if adding {
+                    Call::ListAdd(request.name.clone(), request.value)
+                } else {
+                    Call::ListRemove(request.name.clone(), request.value)
+                });
+                frame(&self.list(&request.name).unwrap())
+            }
             other => panic!("unexpected call {other}"),
         };
         let mut send = respond.send_response(ok_headers(), false).unwrap();
@@ -177,6 +253,40 @@ impl Fake {
         trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
         send.send_trailers(trailers).unwrap();
     }
+}
+
+impl Fake {
+    fn declare(&self, name: &str, capacity: i64) {
+        self.lists
+            .lock()
+            .unwrap()
+            .insert(name.into(), (capacity, Vec::new()));
+    }
+
+    fn list(&self, name: &str) -> Option<List> {
+        let lists = self.lists.lock().unwrap();
+        lists.get(name).map(|(capacity, values)| List {
+            name: name.into(),
+            capacity: *capacity,
+            values: values.clone(),
+        })
+    }
+
+    fn values(&self, name: &str) -> Vec<String> {
+        self.list(name).map(|l| l.values).unwrap_or_default()
+    }
+}
+
+/// A trailers-only gRPC answer with status `code`.
+fn refuse(mut respond: h2::server::SendResponse<Bytes>, code: u32, message: &str) {
+    let response = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/grpc")
+        .header("grpc-status", code.to_string())
+        .header("grpc-message", message)
+        .body(())
+        .unwrap();
+    let _ = respond.send_response(response, true);
 }
 
 fn ok_headers() -> http::Response<()> {
@@ -386,4 +496,158 @@ async fn a_full_node_says_so_in_its_label_and_a_late_sidecar_delays_nothing() {
     s.stop().await;
     let calls = fake.calls();
     assert_eq!(calls.last(), Some(&Call::Shutdown), "{calls:?}");
+}
+
+const LIST_MODULES: &str = r#"
+local nk = require("nakama")
+nk.register_rpc(function(context, payload)
+  return nk.json_encode({ match_id = nk.match_create("room", {}) })
+end, "create")
+nk.register_rpc(function(context, payload)
+  -- The handler ends the match, so the signal has no result (an error, as Nakama's).
+  pcall(nk.match_signal, payload, "end")
+  return "{}"
+end, "end")
+"#;
+
+const ROOM: &str = r#"
+return {
+  match_init = function(context, params) return {}, 10, "room" end,
+  match_join_attempt = function(context, d, tick, state, presence, metadata) return state, true end,
+  match_join = function(context, d, tick, state, presences) return state end,
+  match_leave = function(context, d, tick, state, presences) return state end,
+  match_loop = function(context, d, tick, state, messages) return state end,
+  match_terminate = function(context, d, tick, state, grace) return nil end,
+  match_signal = function(context, d, tick, state, data) return nil, "" end,
+}
+"#;
+
+async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
+    let answer = socket
+        .request(Message::Rpc(Rpc {
+            id: id.into(),
+            payload: payload.into(),
+            http_key: String::new(),
+        }))
+        .await;
+    match answer.message {
+        Some(Message::Rpc(rpc)) => rpc.payload,
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_lists_of_players_and_matches_follow_the_node_up_to_their_capacity() {
+    let (fake, port) = Fake::start().await;
+    fake.declare("players", 10);
+    fake.declare("rooms", 5);
+    let dir = tempfile::tempdir().unwrap();
+    let modules = dir.path().join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("rpcs.lua"), LIST_MODULES).unwrap();
+    std::fs::write(modules.join("room.lua"), ROOM).unwrap();
+    let s = TestNode::start_in(dir.path(), |raw| {
+        raw.runtime.path = modules.display().to_string();
+        raw.shutdown.grace_period_sec = 1;
+        raw.agones.enabled = true;
+        raw.agones.port = i64::from(port);
+        raw.agones.health_interval_ms = 20;
+        raw.agones.update_interval_ms = 20;
+        raw.agones.counters = false;
+        raw.agones.players_list = "players".into();
+        raw.agones.matches_list = "rooms".into();
+        // Room for one match in the List (the GameServer declared 5).
+        raw.agones.matches_list_capacity = 1;
+    })
+    .await;
+    // Before Ready: the players List is read, the rooms List gets its capacity.
+    let calls = fake
+        .wait("Ready", |calls| calls.contains(&Call::Ready))
+        .await;
+    let ready = position(&calls, &Call::Ready);
+    assert!(position(&calls, &Call::GetList("players".into())) < ready);
+    assert!(position(&calls, &Call::ListCapacity("rooms".into(), 1)) < ready);
+
+    // A player connects: its user id joins the players List.
+    let http = Http::new(&s.base);
+    let who = user(&http).await;
+    let mut socket = Socket::connect(&s.base, &who.token, "").await;
+    let added = Call::ListAdd("players".into(), who.id.clone());
+    fake.wait("player listed", |calls| calls.contains(&added))
+        .await;
+
+    // Two matches: the List holds the first (its capacity is 1); the second waits for room.
+    let first: serde_json::Value =
+        serde_json::from_str(&rpc(&mut socket, "create", "").await).unwrap();
+    let first = first["match_id"].as_str().unwrap().to_owned();
+    let listed = Call::ListAdd("rooms".into(), first.clone());
+    fake.wait("first match listed", |calls| calls.contains(&listed))
+        .await;
+    let second: serde_json::Value =
+        serde_json::from_str(&rpc(&mut socket, "create", "").await).unwrap();
+    let second = second["match_id"].as_str().unwrap().to_owned();
+    // A few updates later it is still the first alone.
+    let health = count(&fake.calls(), &Call::Health);
+    fake.wait("updates", |calls| count(calls, &Call::Health) >= health + 5)
+        .await;
+    assert_eq!(fake.values("rooms"), vec![first.clone()]);
+
+    // The first ends: it leaves the List and the second takes its place.
+    rpc(&mut socket, "end", &first).await;
+    let second_listed = Call::ListAdd("rooms".into(), second.clone());
+    let calls = fake
+        .wait("second match listed", |calls| {
+            calls.contains(&second_listed)
+        })
+        .await;
+    assert!(
+        position(&calls, &Call::ListRemove("rooms".into(), first.clone()))
+            < position(&calls, &second_listed)
+    );
+    assert_eq!(fake.values("rooms"), vec![second.clone()]);
+    // Each value was added once: only changes are sent.
+    assert_eq!(count(&calls, &added), 1);
+
+    // The player leaves: it leaves the List.
+    drop(socket);
+    let removed = Call::ListRemove("players".into(), who.id.clone());
+    fake.wait("player unlisted", |calls| calls.contains(&removed))
+        .await;
+    assert!(fake.values("players").is_empty());
+    s.stop().await;
+    assert!(fake.values("rooms").is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn a_list_the_game_server_does_not_declare_is_read_once_and_left_alone() {
+    let (fake, port) = Fake::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestNode::start_in(dir.path(), |raw| {
+        raw.agones.enabled = true;
+        raw.agones.port = i64::from(port);
+        raw.agones.health_interval_ms = 20;
+        raw.agones.update_interval_ms = 20;
+        raw.agones.counters = false;
+        raw.agones.players_list = "undeclared".into();
+    })
+    .await;
+    fake.wait("Ready", |calls| calls.contains(&Call::Ready))
+        .await;
+    let http = Http::new(&s.base);
+    let who = user(&http).await;
+    let _socket = Socket::connect(&s.base, &who.token, "").await;
+    let health = count(&fake.calls(), &Call::Health);
+    fake.wait("updates", |calls| count(calls, &Call::Health) >= health + 5)
+        .await;
+    let calls = fake.calls();
+    assert_eq!(
+        count(&calls, &Call::GetList("undeclared".into())),
+        1,
+        "{calls:?}"
+    );
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::ListAdd(..))),
+        "{calls:?}"
+    );
+    s.stop().await;
 }

@@ -195,6 +195,10 @@ async fn a_full_node_says_so_and_refuses_new_matches_with_a_clear_error() {
     assert_eq!(load.body["full"], serde_json::json!(full));
     assert_eq!(load.body["draining"], false);
     assert_eq!(load.body["threads"], 1);
+    // Hand-off counters (one thread: nothing to hand off to).
+    assert_eq!(load.body["moves"], 0);
+    assert_eq!(load.body["moves_refused_not_movable"], 0);
+    assert_eq!(load.body["moves_refused_no_room"], 0);
 
     let who = user(&http).await;
     let mut socket = Socket::connect(&s.base, &who.token, "").await;

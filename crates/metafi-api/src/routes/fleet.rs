@@ -49,5 +49,8 @@ async fn load(_key: ServerKeyAuth, State(state): State<ApiState>) -> Json<serde_
         "relayed": state.matches.relayed_count(),
         "full": load.full,
         "draining": load.draining,
+        "moves": load.moves,
+        "moves_refused_not_movable": load.moves_refused_not_movable,
+        "moves_refused_no_room": load.moves_refused_no_room,
     }))
 }

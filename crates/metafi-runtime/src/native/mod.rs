@@ -31,8 +31,9 @@ pub type NativeRpc = Arc<
 
 /// Builds a native match handler; called on the match executor thread that runs the match
 /// (`nk.match_create(name, params)` with a name given to
-/// [`NativeInitializer::register_match`]).
-pub type NativeMatch = Arc<dyn Fn() -> Box<dyn metafi_match::MatchHandler> + Send + Sync>;
+/// [`NativeInitializer::register_match`]). The handler is `Send`: when its executor thread runs
+/// late the match may be handed off to another thread at a tick boundary.
+pub type NativeMatch = Arc<dyn Fn() -> Box<dyn metafi_match::MatchHandler + Send> + Send + Sync>;
 
 /// A native `matchmaker_matched` hook: the matched players in, the id of the authoritative
 /// match they should join out (`None`: the server hands out a token for a relayed match).
@@ -162,10 +163,12 @@ impl NativeInitializer {
 
     /// Registers an authoritative match handler: `nk.match_create(name, params)` (from any
     /// runtime) starts a match whose handler `factory` builds, on the match's executor thread.
-    /// Registering a name twice keeps the later factory.
+    /// Registering a name twice keeps the later factory. The handler must be `Send`: when its
+    /// executor thread runs late the match may be handed off to another thread at a tick
+    /// boundary (`docs/MATCHES.md`, "Hand-off").
     pub fn register_match<F>(&mut self, name: &str, factory: F)
     where
-        F: Fn() -> Box<dyn metafi_match::MatchHandler> + Send + Sync + 'static,
+        F: Fn() -> Box<dyn metafi_match::MatchHandler + Send> + Send + Sync + 'static,
     {
         if name.is_empty() {
             self.problems

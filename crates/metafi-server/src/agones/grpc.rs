@@ -226,6 +226,34 @@ impl ServerStream {
     }
 }
 
+/// A call the SDK server answered with a gRPC status other than OK (inside the
+/// `anyhow::Error` the calls return; [`status_code`] reads it back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrpcStatus {
+    pub path: String,
+    /// The gRPC code (5 NOT_FOUND, 6 ALREADY_EXISTS, 11 OUT_OF_RANGE, …).
+    pub code: u32,
+    pub message: String,
+}
+
+impl std::fmt::Display for GrpcStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: gRPC status {}: {}",
+            self.path, self.code, self.message
+        )
+    }
+}
+
+impl std::error::Error for GrpcStatus {}
+
+/// The gRPC code of a call's error, when the SDK server answered with one (not a transport
+/// failure).
+pub fn status_code(error: &anyhow::Error) -> Option<u32> {
+    error.downcast_ref::<GrpcStatus>().map(|s| s.code)
+}
+
 /// The call's gRPC status from headers or trailers: an error unless absent or 0 (OK).
 fn status(headers: &http::HeaderMap, path: &str) -> anyhow::Result<()> {
     let Some(code) = headers.get("grpc-status") else {
@@ -238,8 +266,19 @@ fn status(headers: &http::HeaderMap, path: &str) -> anyhow::Result<()> {
         .get("grpc-message")
         .and_then(|m| m.to_str().ok())
         .unwrap_or("");
-    bail!(
-        "{path}: gRPC status {}: {message}",
-        String::from_utf8_lossy(code.as_bytes())
-    )
+    let Some(code) = std::str::from_utf8(code.as_bytes())
+        .ok()
+        .and_then(|c| c.parse::<u32>().ok())
+    else {
+        bail!(
+            "{path}: gRPC status {}: {message}",
+            String::from_utf8_lossy(code.as_bytes())
+        )
+    };
+    Err(GrpcStatus {
+        path: path.to_owned(),
+        code,
+        message: message.to_owned(),
+    }
+    .into())
 }

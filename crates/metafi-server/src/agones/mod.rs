@@ -4,12 +4,14 @@
 //! it keeps the labels (`full`, `draining`) and the beta Counters `players` (realtime sessions)
 //! and `matches` (authoritative matches) current; it watches its `GameServer` and logs when
 //! Agones allocates it; when the node stops (SIGTERM or `POST /v2/metafi/drain`) it sends the
-//! last counts and calls `Shutdown` once the matches have finished.
+//! last counts and calls `Shutdown` once the matches have finished. When configured it also
+//! keeps the beta Lists of its players and matches (`lists.rs`).
 //!
 //! Everything runs in one background task, so a sidecar that is not up yet delays nothing:
 //! the task connects with retries and then does the above.
 
 pub mod grpc;
+mod lists;
 pub mod proto;
 
 use std::sync::Arc;
@@ -42,6 +44,18 @@ pub struct NodeState {
 /// Reads the node's state when an update is due.
 pub type StateSource = Arc<dyn Fn() -> NodeState + Send + Sync>;
 
+/// What the node's Lists should hold (`[agones] players_list`, `matches_list`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeLists {
+    /// User ids of the node's realtime sessions, each once.
+    pub players: Vec<String>,
+    /// Ids of the node's authoritative matches.
+    pub matches: Vec<String>,
+}
+
+/// Reads what the Lists should hold when an update is due (only when a List is configured).
+pub type ListsSource = Arc<dyn Fn() -> NodeLists + Send + Sync>;
+
 /// The running Agones task.
 #[derive(Debug)]
 pub struct Agones {
@@ -52,13 +66,18 @@ pub struct Agones {
 
 impl Agones {
     /// Starts the task for the node named `node`.
-    pub fn start(settings: AgonesSettings, node: &str, source: StateSource) -> Agones {
+    pub fn start(
+        settings: AgonesSettings,
+        node: &str,
+        source: StateSource,
+        lists: ListsSource,
+    ) -> Agones {
         let (finish, finished) = oneshot::channel();
         let seen = Arc::new(Mutex::new(None));
         let task = tokio::spawn(run(
             settings,
             label_value(node),
-            source,
+            (source, lists),
             finished,
             seen.clone(),
         ));
@@ -117,13 +136,48 @@ struct Sent {
     counters: bool,
 }
 
+/// The Lists the node keeps, and where their values come from.
+struct Lists {
+    source: ListsSource,
+    players: Option<lists::ListKeeper>,
+    matches: Option<lists::ListKeeper>,
+}
+
+impl Lists {
+    fn new(settings: &AgonesSettings, source: ListsSource) -> Lists {
+        let keeper = |kind, list: &Option<(String, Option<i64>)>| {
+            list.as_ref()
+                .map(|(name, capacity)| lists::ListKeeper::new(kind, name.clone(), *capacity))
+        };
+        Lists {
+            source,
+            players: keeper("players", &settings.players_list),
+            matches: keeper("matches", &settings.matches_list),
+        }
+    }
+
+    async fn sync(&mut self, channel: &Channel) {
+        if self.players.is_none() && self.matches.is_none() {
+            return;
+        }
+        let now = (self.source)();
+        if let Some(players) = &mut self.players {
+            players.sync(channel, &now.players).await;
+        }
+        if let Some(matches) = &mut self.matches {
+            matches.sync(channel, &now.matches).await;
+        }
+    }
+}
+
 async fn run(
     settings: AgonesSettings,
     node: String,
-    source: StateSource,
+    (source, lists): (StateSource, ListsSource),
     mut finished: oneshot::Receiver<()>,
     seen: Arc<Mutex<Option<String>>>,
 ) {
+    let mut lists = Lists::new(&settings, lists);
     // Connect, retrying, until the node stops.
     let mut delay = Duration::from_millis(100);
     let channel = loop {
@@ -147,6 +201,7 @@ async fn run(
         tracing::warn!(error = %e, "Agones: SetLabel node failed");
     }
     update(&channel, &mut sent, source()).await;
+    lists.sync(&channel).await;
     match channel
         .unary::<_, Empty>(proto::path::READY, &Empty {})
         .await
@@ -182,13 +237,17 @@ async fn run(
                     health = None;
                 }
             }
-            _ = update_tick.tick() => update(&channel, &mut sent, source()).await,
+            _ = update_tick.tick() => {
+                update(&channel, &mut sent, source()).await;
+                lists.sync(&channel).await;
+            }
         }
     }
     // The node stopped and its matches finished: the last counts, then Shutdown.
     let mut last = source();
     last.draining = true;
     update(&channel, &mut sent, last).await;
+    lists.sync(&channel).await;
     match channel
         .unary::<_, Empty>(proto::path::SHUTDOWN, &Empty {})
         .await

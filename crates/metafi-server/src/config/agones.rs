@@ -27,6 +27,13 @@ pub struct RawAgones {
     pub update_interval_ms: i64,
     /// Keep the beta Counters `players` and `matches` current.
     pub counters: bool,
+    /// A List (beta) kept holding the user ids of the node's realtime sessions; "" for none.
+    pub players_list: String,
+    /// A List kept holding the ids of the node's authoritative matches; "" for none.
+    pub matches_list: String,
+    /// Capacities given to those Lists at start (1 .. 1000); 0 keeps the GameServer's.
+    pub players_list_capacity: i64,
+    pub matches_list_capacity: i64,
 }
 
 impl Default for RawAgones {
@@ -38,6 +45,10 @@ impl Default for RawAgones {
             health_interval_ms: 2000,
             update_interval_ms: 1000,
             counters: true,
+            players_list: String::new(),
+            matches_list: String::new(),
+            players_list_capacity: 0,
+            matches_list_capacity: 0,
         }
     }
 }
@@ -49,6 +60,32 @@ pub struct AgonesSettings {
     pub health_interval: Duration,
     pub update_interval: Duration,
     pub counters: bool,
+    /// The players List and its capacity to set (`None`: the GameServer's).
+    pub players_list: Option<(String, Option<i64>)>,
+    /// The matches List and its capacity to set.
+    pub matches_list: Option<(String, Option<i64>)>,
+}
+
+/// Agones' largest List capacity.
+const MAX_LIST_CAPACITY: i64 = 1000;
+
+fn list(
+    check: &mut Checker,
+    key: &str,
+    name: &str,
+    capacity: i64,
+) -> Option<(String, Option<i64>)> {
+    let capacity = check.range(
+        &format!("agones.{key}_capacity"),
+        capacity,
+        0,
+        MAX_LIST_CAPACITY,
+    );
+    let name = name.trim();
+    if name.is_empty() {
+        return None;
+    }
+    Some((name.to_owned(), (capacity > 0).then_some(capacity)))
 }
 
 /// `None` when disabled or a value is wrong (then a problem is recorded). `env_port` is
@@ -81,6 +118,18 @@ pub(super) fn validate(
         10,
         600_000,
     );
+    let players_list = list(
+        check,
+        "players_list",
+        &a.players_list,
+        a.players_list_capacity,
+    );
+    let matches_list = list(
+        check,
+        "matches_list",
+        &a.matches_list,
+        a.matches_list_capacity,
+    );
     if !a.enabled {
         return None;
     }
@@ -89,6 +138,8 @@ pub(super) fn validate(
         health_interval,
         update_interval,
         counters: a.counters,
+        players_list,
+        matches_list,
     })
 }
 
@@ -121,5 +172,35 @@ mod tests {
         assert_eq!(check.problems().len(), 2, "{:?}", check.problems());
         assert!(check.problems()[0].starts_with("AGONES_SDK_GRPC_PORT"));
         assert!(check.problems()[1].contains("agones.health_interval_ms"));
+    }
+
+    #[test]
+    fn lists_are_kept_only_when_named_with_a_capacity_up_to_agones_limit() {
+        let mut check = Checker::default();
+        let on = RawAgones {
+            enabled: true,
+            ..RawAgones::default()
+        };
+        let settings = validate(&on, None, &mut check).unwrap();
+        assert_eq!(settings.players_list, None);
+        assert_eq!(settings.matches_list, None);
+        let lists = RawAgones {
+            players_list: "players".into(),
+            matches_list: " rooms ".into(),
+            matches_list_capacity: 1000,
+            ..on.clone()
+        };
+        let settings = validate(&lists, None, &mut check).unwrap();
+        assert_eq!(settings.players_list, Some(("players".into(), None)));
+        assert_eq!(settings.matches_list, Some(("rooms".into(), Some(1000))));
+        assert!(check.problems().is_empty(), "{:?}", check.problems());
+        let over = RawAgones {
+            players_list: "players".into(),
+            players_list_capacity: 1001,
+            ..on
+        };
+        validate(&over, None, &mut check);
+        assert_eq!(check.problems().len(), 1, "{:?}", check.problems());
+        assert!(check.problems()[0].contains("agones.players_list_capacity"));
     }
 }

@@ -115,5 +115,7 @@ fn objective(m: &RawMatch, check: &mut Checker) -> Objective {
         placement,
         admission: m.admission,
         stretch_overloaded: m.stretch_overloaded,
+        hand_off: m.hand_off,
+        hand_off_after: check.millis("match.hand_off_after_ms", m.hand_off_after_ms, 0, HOUR_MS),
     }
 }

@@ -396,6 +396,11 @@ pub struct RawMatch {
     pub admission: bool,
     /// Stretch the ticks of the dearest match of a thread past the CPU objective.
     pub stretch_overloaded: bool,
+    /// Hand a movable (native) match off from a thread whose ticks run late to the least
+    /// loaded thread.
+    pub hand_off: bool,
+    /// How long a thread's lateness must break the objective before it hands a match off.
+    pub hand_off_after_ms: i64,
 }
 
 impl Default for RawMatch {
@@ -421,6 +426,8 @@ impl Default for RawMatch {
             placement: "cost".into(),
             admission: true,
             stretch_overloaded: true,
+            hand_off: true,
+            hand_off_after_ms: 4_000,
         }
     }
 }
