@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# What hooks cost (docs/BENCHMARKS.md, "Hooks"): device authentication of existing users with
-# no hook, then with a before+after hook pair on AuthenticateDevice in Lua, JavaScript and
-# native Rust; and the hook-free RPC echo (`echo_native`, REST and socket) of a server built
-# before hooks existed (BASE_BIN) and of this tree. Server on core 0, metafi-bench on core 1, a
-# fresh server and data directory per run.
+# What hooks cost (docs/BENCHMARKS.md, "Hooks"): device authentication of 1,000 existing users
+# with no hook, then with a pass-through before+after hook pair on AuthenticateDevice in Lua,
+# JavaScript and native Rust; and the hook-free RPC echo in Lua, JavaScript and native Rust
+# over REST and the socket (what a call pays for hooks existing). Server on core 0,
+# metafi-bench on core 1, a fresh server and data directory per run. Prints the median server
+# CPU per call of every row.
 #
-#   scripts/bench_hooks.sh [auth] [rpc]        (default: both)
+#   [BASE_BIN=/path/to/old/metafi] scripts/bench_hooks.sh [auth] [rpc]   (default: both)
+#
+# With BASE_BIN, every row runs on both servers, alternating run by run (base, this, base, …),
+# so a before/after comparison is measured in one session on the same machine state.
 #
 # Environment: BIN / BENCH (the binaries, default target/release/…), RUNS (default 3),
-# DURATION (seconds per run, default 10), CLIENTS (default 64),
-# BASE_BIN (the metafi binary of the commit before hooks, for the rpc rows; skipped if unset),
-# OUT (report directory, default a temporary one), PORT / METRICS_PORT (default 7490 / 9190).
+# DURATION (seconds per run, default 10), CLIENTS (default 64), OUT (report directory, default
+# a temporary one), PORT / METRICS_PORT (default 7490 / 9190).
 # Needs release builds:
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
 # The hook pairs do nothing but pass the request on (the before hook returns it, the after hook
 # returns nothing), so the difference to the no-hook row is the cost of the hook calls
-# themselves: building the request and answer as JSON, the VM call, reading the result back.
+# themselves: handing the request and answer to the engine, the VM call, reading the result
+# back.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -28,14 +32,17 @@ port=${PORT:-7490}
 metrics_port=${METRICS_PORT:-9190}
 out=${OUT:-$(mktemp -d -t metafi-bench-hooks.XXXXXX)}
 mkdir -p "$out"
-bin=${BIN:-target/release/metafi}
+this_bin=${BIN:-target/release/metafi}
+base_bin=${BASE_BIN:-}
 bench=${BENCH:-target/release/metafi-bench}
-for b in "$bin" "$bench"; do
+for b in "$this_bin" "$bench" ${base_bin:+"$base_bin"}; do
   [ -x "$b" ] || { echo "bench_hooks: $b is missing: build it first (see the header)" >&2; exit 1; }
 done
-this_bin=$bin
+builds=this
+[ -z "$base_bin" ] || builds="base this"
 
 name=bench_hooks
+bin=$this_bin
 # shellcheck source=scripts/bench_server.sh
 source scripts/bench_server.sh
 trap stop_server EXIT
@@ -43,36 +50,41 @@ trap stop_server EXIT
 modules=$out/modules
 write_hook_modules "$modules"
 
+# use BUILD: the server binary of BUILD (base or this) for the next start_server.
+use() {
+  if [ "$1" = base ]; then bin=$base_bin; else bin=$this_bin; fi
+}
+
 auth_rows() {
   for r in $(seq 1 "$runs"); do
     for hooks in none lua js native; do
-      local env='[]'
-      [ "$hooks" = native ] && env='["native_hooks=on"]'
-      start_server "$out/server.log" --set "runtime.path=$modules/$hooks" --set "runtime.env=$env"
-      run "auth-$hooks-$r" auth --users 1000
-      stop_server
+      for build in $builds; do
+        use "$build"
+        local env='[]'
+        [ "$hooks" = native ] && env='["native_hooks=on"]'
+        start_server "$out/server.log" --set "runtime.path=$modules/$hooks" --set "runtime.env=$env"
+        run "auth-$hooks-$build-$r" auth --users 1000
+        stop_server
+      done
     done
   done
 }
 
 rpc_rows() {
-  if [ -z "${BASE_BIN:-}" ]; then
-    echo "bench_hooks: BASE_BIN is not set; skipping the rpc rows" >&2
-    return
-  fi
   for r in $(seq 1 "$runs"); do
-    for build in base this; do
-      if [ "$build" = base ]; then bin=$BASE_BIN; else bin=$this_bin; fi
+    for build in $builds; do
+      use "$build"
       start_server "$out/server.log"
-      run "rpc-$build-rest-$r" rpc --id echo_native --users "$clients"
-      run "rpc-$build-socket-$r" rpc --id echo_native --socket --users "$clients"
+      for id in echo echo_js echo_native; do
+        run "rpc-$id-rest-$build-$r" rpc --id "$id" --users "$clients"
+        run "rpc-$id-socket-$build-$r" rpc --id "$id" --socket --users "$clients"
+      done
       stop_server
     done
   done
-  bin=$this_bin
 }
 
-echo "bench_hooks: $runs run(s) of ${duration}s, $clients clients; reports in $out"
+echo "bench_hooks: $runs run(s) of ${duration}s, $clients clients, builds: $builds; reports in $out"
 uptime
 for part in "${@:-auth rpc}"; do
   for p in $part; do
@@ -86,7 +98,7 @@ done
 uptime
 echo
 sed -E 's/-[0-9]+\t.*//' "$out/summary.txt" | sort -u | while read -r row; do
-  # Names are NAME-RUN; the median is over a row's runs (by mean rate).
+  # Names are NAME-BUILD-RUN; the median is over a row's runs (by mean rate).
   grep -P "^$row-[0-9]+\t" "$out/summary.txt" | sort -t$'\t' -k2 -g |
     awk -v n="$runs" 'NR == int((n + 1) / 2)' | sed 's/^/median: /'
 done

@@ -5,38 +5,31 @@
 use mlua::{Lua, Table, Value};
 use serde_json::{Map, Value as Json};
 
+use crate::raw_push;
+
 /// Deepest table nesting converted; deeper (or cyclic) tables are an error, not a stack overflow.
 pub(crate) const MAX_DEPTH: usize = 128;
 
-/// JSON → Lua.
+/// JSON → Lua, with Nakama's rules: numbers are Lua 5.1 doubles (integers beyond 2^53 lose
+/// precision, as in Nakama's float64), `null` is nil (a `null` field is absent), arrays count
+/// from 1. Tables are built in one protected call ([`raw_push`]); a value nested deeper than
+/// [`MAX_DEPTH`] is an error.
 pub(crate) fn from_json(lua: &Lua, json: &Json) -> mlua::Result<Value> {
     Ok(match json {
         Json::Null => Value::Nil,
         Json::Bool(b) => Value::Boolean(*b),
         Json::Number(n) => match n.as_i64() {
-            // Integers beyond 2^53 lose precision in Lua 5.1 numbers, as in Nakama (float64).
             Some(i) if i.unsigned_abs() < (1 << 53) => Value::Integer(i),
-            _ => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
+            _ => Value::Number(raw_push::number(n)),
         },
         Json::String(s) => Value::String(lua.create_string(s)?),
-        Json::Array(items) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, from_json(lua, item)?)?;
-            }
-            Value::Table(table)
-        }
-        Json::Object(map) => Value::Table(object_to_table(lua, map)?),
+        Json::Array(_) | Json::Object(_) => raw_push::container(lua, json)?,
     })
 }
 
 /// A JSON object as a Lua table.
 pub(crate) fn object_to_table(lua: &Lua, map: &Map<String, Json>) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(0, map.len())?;
-    for (key, item) in map {
-        table.raw_set(key.as_str(), from_json(lua, item)?)?;
-    }
-    Ok(table)
+    raw_push::object(lua, map)
 }
 
 /// A stored JSON text (object values, metadata) as a Lua table; `{}` when it is empty.

@@ -25,6 +25,7 @@ mod nakama;
 mod nk_binding;
 mod nk_value;
 mod pattern;
+mod raw_push;
 mod registrations;
 mod sandbox;
 mod storage_retry;

@@ -7,6 +7,15 @@ use clap::{Args, Parser, Subcommand};
 use metafi_server::config::{self, Config, DEFAULT_TOML, Sources};
 use metafi_server::{Listeners, Node, telemetry};
 
+/// The server's allocator: mimalloc instead of the system's. Every request allocates (JSON,
+/// hyper buffers, script values; LuaJIT's memory comes through Rust's allocator too) and
+/// glibc's malloc was 15–20 % of the server's CPU on device sign-in with script hooks (perf,
+/// docs/BENCHMARKS.md "Allocator"). mimalloc is small (one C file, seconds to build), widely
+/// used and kept up; C libraries that call `malloc` themselves (SQLite, QuickJS) still use
+/// the system's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "metafi", version, about = "MetaFi multiplayer game server")]
 struct Cli {

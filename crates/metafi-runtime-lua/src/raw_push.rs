@@ -1,0 +1,223 @@
+//! JSON → Lua tables built in one protected call through the Lua C API.
+//!
+//! Building a table through mlua's safe API costs a protected call per field (`raw_set`) and a
+//! registry reference per table and string held on the Rust side; a hook's request and answer
+//! (a dozen fields) paid that three times per hook pair, a third of the Lua side of a hook
+//! call (`docs/RUNTIME.md`, "The hook call path and its cost"). Here the whole value is pushed
+//! onto the stack inside one `Lua::exec_raw` and only the finished table comes back as a
+//! `Value`. The rules (numbers, `null`, arrays from 1) are stated at `convert::from_json`; the
+//! tests compare the tables with those the safe API builds.
+
+// Every unsafe block pushes onto the stack of the state `exec_raw` hands over, after
+// reserving room for it; errors (memory) are Lua errors raised inside that protected call.
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+
+use mlua::{Lua, Table, Value, ffi};
+use serde_json::{Map, Value as Json};
+
+use crate::convert::MAX_DEPTH;
+
+/// An array or object as a table ([`crate::convert::from_json`]'s rules).
+pub(crate) fn container(lua: &Lua, json: &Json) -> mlua::Result<Value> {
+    too_deep(json)?;
+    // SAFETY: `push` leaves exactly one value on the stack of `state` (the closure's state,
+    // valid for its duration) and reserves stack room before each push.
+    unsafe { lua.exec_raw::<Value>((), |state| push(state, json)) }
+}
+
+/// An object as a table.
+pub(crate) fn object(lua: &Lua, map: &Map<String, Json>) -> mlua::Result<Table> {
+    if map.values().any(|v| depth(v, 1) > MAX_DEPTH) {
+        return Err(deep());
+    }
+    // SAFETY: as in `container`.
+    unsafe { lua.exec_raw::<Table>((), |state| push_object(state, map)) }
+}
+
+fn too_deep(json: &Json) -> mlua::Result<()> {
+    if depth(json, 0) > MAX_DEPTH {
+        return Err(deep());
+    }
+    Ok(())
+}
+
+fn deep() -> mlua::Error {
+    mlua::Error::runtime(format!("value nested deeper than {MAX_DEPTH} levels"))
+}
+
+/// How deep `json` nests (a scalar is 0 deep, `[]` is 1), stopping once past the limit.
+fn depth(json: &Json, at: usize) -> usize {
+    if at > MAX_DEPTH {
+        return at;
+    }
+    match json {
+        Json::Array(items) => items
+            .iter()
+            .map(|v| depth(v, at + 1))
+            .max()
+            .unwrap_or(at + 1),
+        Json::Object(map) => map
+            .values()
+            .map(|v| depth(v, at + 1))
+            .max()
+            .unwrap_or(at + 1),
+        _ => at,
+    }
+}
+
+/// Pushes `json` onto the stack of `state`.
+///
+/// # Safety
+/// `state` is a live Lua state inside a protected call.
+unsafe fn push(state: *mut ffi::lua_State, json: &Json) {
+    unsafe {
+        // Room for a table, a key and a value at every level (raises "stack overflow").
+        ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
+        match json {
+            Json::Null => ffi::lua_pushnil(state),
+            Json::Bool(b) => ffi::lua_pushboolean(state, c_int::from(*b)),
+            Json::Number(n) => ffi::lua_pushnumber(state, number(n)),
+            Json::String(s) => push_str(state, s),
+            Json::Array(items) => {
+                ffi::lua_createtable(state, len(items.len()), 0);
+                for (i, item) in items.iter().enumerate() {
+                    push(state, item);
+                    ffi::lua_rawseti(state, -2, index(i + 1));
+                }
+            }
+            Json::Object(map) => push_object(state, map),
+        }
+    }
+}
+
+/// # Safety
+/// As [`push`].
+unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>) {
+    unsafe {
+        ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
+        ffi::lua_createtable(state, 0, len(map.len()));
+        for (key, item) in map {
+            // A `null` field is absent, as a Lua table cannot hold nil.
+            if item.is_null() {
+                continue;
+            }
+            push_str(state, key);
+            push(state, item);
+            ffi::lua_rawset(state, -3);
+        }
+    }
+}
+
+/// # Safety
+/// As [`push`].
+unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
+    unsafe {
+        ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len());
+    }
+}
+
+/// A JSON number as Lua 5.1's double: integers beyond 2^53 lose precision, as in Nakama.
+pub(crate) fn number(n: &serde_json::Number) -> f64 {
+    match n.as_i64() {
+        Some(i) => i as f64,
+        None => n.as_f64().unwrap_or(f64::NAN),
+    }
+}
+
+/// A size hint for `lua_createtable` (saturating: a hint).
+fn len(n: usize) -> c_int {
+    c_int::try_from(n).unwrap_or(c_int::MAX)
+}
+
+/// An array index (a table of more than 2^31 items does not fit in a Lua 5.1 VM's memory).
+fn index(i: usize) -> ffi::lua_Integer {
+    ffi::lua_Integer::try_from(i).unwrap_or(ffi::lua_Integer::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The conversion through mlua's safe API that this module replaced: the reference.
+    fn reference(lua: &Lua, json: &Json) -> mlua::Result<Value> {
+        Ok(match json {
+            Json::Null => Value::Nil,
+            Json::Bool(b) => Value::Boolean(*b),
+            Json::Number(n) => Value::Number(number(n)),
+            Json::String(s) => Value::String(lua.create_string(s)?),
+            Json::Array(items) => {
+                let table = lua.create_table()?;
+                for (i, item) in items.iter().enumerate() {
+                    table.raw_set(i + 1, reference(lua, item)?)?;
+                }
+                Value::Table(table)
+            }
+            Json::Object(map) => {
+                let table = lua.create_table()?;
+                for (key, item) in map {
+                    table.raw_set(key.as_str(), reference(lua, item)?)?;
+                }
+                Value::Table(table)
+            }
+        })
+    }
+
+    /// Both conversions give values that print the same (sorted keys, same numbers).
+    fn same(text: &str) {
+        let lua = Lua::new();
+        let json: Json = serde_json::from_str(text).unwrap();
+        let show: mlua::Function = lua
+            .load(
+                r#"
+                local function show(v)
+                  if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
+                  local keys = {}
+                  for k in pairs(v) do keys[#keys + 1] = k end
+                  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+                  local out = {}
+                  for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. "=" .. show(v[k]) end
+                  return "{" .. table.concat(out, ",") .. "}"
+                end
+                return show
+                "#,
+            )
+            .eval()
+            .unwrap();
+        let ours: String = show
+            .call(crate::convert::from_json(&lua, &json).unwrap())
+            .unwrap();
+        let theirs: String = show.call(reference(&lua, &json).unwrap()).unwrap();
+        assert_eq!(ours, theirs, "{text}");
+        if let Json::Object(map) = &json {
+            let table: String = show.call(object(&lua, map).unwrap()).unwrap();
+            assert_eq!(table, theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn tables_match_the_safe_api_conversion() {
+        same(r#"{"a":[1,2,{"b":null}],"n":1.25,"s":"x\u0000y","t":true,"f":false}"#);
+        same(r#"{"account":{"id":"d","vars":{}},"create":true,"username":""}"#);
+        same(r#"[[],{},[null,1],{"k":[{"deep":[1,[2,[3]]]}]}]"#);
+        same(r#"{"big":9007199254740993,"neg":-3,"float":-0.5,"huge":1e300}"#);
+        same(r#""text""#);
+        same("null");
+    }
+
+    #[test]
+    fn values_nested_past_the_limit_are_an_error() {
+        let lua = Lua::new();
+        let nest = |levels: usize| {
+            let mut json = Json::Bool(true);
+            for _ in 0..levels {
+                json = Json::Array(vec![json]);
+            }
+            json
+        };
+        assert!(crate::convert::from_json(&lua, &nest(MAX_DEPTH)).is_ok());
+        let error = crate::convert::from_json(&lua, &nest(MAX_DEPTH + 1)).unwrap_err();
+        assert!(error.to_string().contains("deeper than 128"), "{error}");
+    }
+}
