@@ -227,7 +227,7 @@ impl AuthoritativeMatch {
         if let Some(tap) = handler.get_ref().input_tap() {
             let _ = shared.tap.set(tap);
         }
-        let presence_events = handler.presence_events();
+        let presence_events = handler.get_ref().presence_events();
         ctx.label = Arc::from(init.label.as_str());
         ctx.tick_rate = init.tick_rate;
         shared.tick_rate.store(init.tick_rate, Ordering::Relaxed);

@@ -76,19 +76,20 @@ impl Matches {
         let Some(shared) = self.authoritative(&id) else {
             return Err(MatchError::NotFound);
         };
-        if scheduler::current_thread() == Some(shared.thread) {
+        if scheduler::current_thread() == Some(shared.thread()) {
             return Err(MatchError::busy(
                 "a match handler cannot end a match on its own executor thread",
             ));
         }
         let (reply, answer) = oneshot::channel();
-        self.inner.threads[shared.thread]
-            .mailbox
-            .send(Command::End {
+        self.inner.route(
+            &shared,
+            Command::End {
                 id: id.uuid(),
                 grace,
                 reply,
-            });
+            },
+        );
         match self.wait(answer).await {
             Some(true) => Ok(()),
             Some(false) => Err(MatchError::NotFound),

@@ -589,7 +589,7 @@ impl Matches {
     }
 
     fn reserve_in(&self, shared: &MatchShared, user: Uuid, seats: u32) -> Result<bool, MatchError> {
-        if scheduler::current_thread() == Some(shared.thread) {
+        if scheduler::current_thread() == Some(shared.thread()) {
             // The match's thread may be running a join attempt holding its seats.
             return Err(MatchError::busy(
                 "a match handler cannot reserve a seat in a match on its own executor thread",

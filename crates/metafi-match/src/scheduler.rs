@@ -96,6 +96,7 @@ impl Command {
             | Command::CompleteJoin { id, .. }
             | Command::Leave { id, .. }
             | Command::Signal { id, .. }
+            | Command::End { id, .. }
             | Command::Overloaded { id } => Some(*id),
             Command::Start { .. }
             | Command::Terminate { .. }
