@@ -16,6 +16,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/lib/server.sh
 . scripts/lib/server.sh
+# shellcheck source=scripts/lib/node_test.sh
+. scripts/lib/node_test.sh
 
 bin=${1:-target/debug/metafi}
 shift || true
@@ -92,7 +94,7 @@ list=$(IFS=,; echo "${nodes_ports[*]}")
 echo "cluster: three nodes ready (ports $list)"
 status=0
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=${nodes_ports[0]} METAFI_TEST_PORTS=$list \
-  timeout "${COMPAT_TIMEOUT_SEC:-300}" node --test --test-concurrency=1 --test-reporter=spec \
+  timeout "${COMPAT_TIMEOUT_SEC:-300}" node --test --test-concurrency=1 $force_exit --test-reporter=spec \
   cluster.test.mjs) || status=$?
 if [ "$status" = 0 ] && [ -n "${CLUSTER_BENCH:-}" ]; then
   servers=$(printf 'http://127.0.0.1:%s,' "${nodes_ports[@]}")

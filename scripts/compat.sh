@@ -15,6 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/lib/server.sh
 . scripts/lib/server.sh
+# shellcheck source=scripts/lib/node_test.sh
+. scripts/lib/node_test.sh
 
 token_ttl=3
 
@@ -33,7 +35,7 @@ if [ "${1:-}" = "--nakama" ]; then
   port=$(NAKAMA_TOKEN_EXPIRY_SEC=$token_ttl scripts/nakama.sh start "${2:-}")
   echo "compat: Nakama on port $port"
   (cd tests/compat && METAFI_TEST_SERVER=nakama METAFI_TEST_PORT=$port \
-    METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- ${COMPAT_FILES:-})
+    METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- $force_exit ${COMPAT_FILES:-})
   exit
 fi
 
@@ -57,4 +59,4 @@ start_server "$bin" --set session.token_expiry_sec=$token_ttl --set runtime.path
 require_examples compat
 echo "compat: metafi on port $SERVER_PORT ($*)"
 (cd tests/compat && METAFI_TEST_SERVER=metafi METAFI_TEST_PORT=$SERVER_PORT \
-  METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- ${COMPAT_FILES:-})
+  METAFI_TEST_TOKEN_EXPIRY_SEC=$token_ttl timeout "$suite_timeout" npm test -- $force_exit ${COMPAT_FILES:-})

@@ -15,6 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/lib/server.sh
 . scripts/lib/server.sh
+# shellcheck source=scripts/lib/node_test.sh
+. scripts/lib/node_test.sh
 
 bin=${1:-target/debug/metafi}
 shift || true
@@ -48,5 +50,5 @@ fi
 echo "console: metafi API on port $SERVER_PORT, console on port $SERVER_CONSOLE_PORT"
 (cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_CONSOLE_PORT=$SERVER_CONSOLE_PORT \
   CONSOLE_SCREENSHOTS=$shots timeout "${CONSOLE_TIMEOUT_SEC:-300}" \
-  node --test --test-reporter=spec console/console_browser.mjs)
+  node --test $force_exit --test-reporter=spec console/console_browser.mjs)
 echo "console: screenshots in $shots"

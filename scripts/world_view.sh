@@ -15,6 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=scripts/lib/server.sh
 . scripts/lib/server.sh
+# shellcheck source=scripts/lib/node_test.sh
+. scripts/lib/node_test.sh
 
 bin=${1:-target/debug/metafi}
 bench=${2:-target/debug/metafi-bench}
@@ -62,7 +64,7 @@ bench_log="$SERVER_DATA/bench.log"
 bench_pid=$!
 (cd tests/compat && METAFI_TEST_PORT=$SERVER_PORT METAFI_TEST_CONSOLE_PORT=$SERVER_CONSOLE_PORT \
   WORLD_SCREENSHOTS=$shots WORLD_VIEW_MIN_PLAYERS=$((bots / 2)) timeout "${WORLD_VIEW_TIMEOUT_SEC:-180}" \
-  node --test --test-reporter=spec console/world_browser.mjs) || {
+  node --test $force_exit --test-reporter=spec console/world_browser.mjs) || {
   echo "world view: failed; the bots' log:" >&2
   tail -20 "$bench_log" >&2
   exit 1
