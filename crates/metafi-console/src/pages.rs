@@ -228,6 +228,7 @@ async fn account(
         .unwrap_or_default();
     let user = &account.user;
     let metadata = pretty(&user.metadata);
+    let wallet = pretty(&user.wallet);
     let sessions = crate::api::account_sessions(&state, user_id);
     let friends = state
         .api
@@ -256,8 +257,12 @@ async fn account(
         }
         h2 { "Metadata" }
         textarea #metadata rows="8" spellcheck="false" { (metadata) }
+        h2 { "Wallet" }
+        p.hint { "Integer balances, none below zero. Saving replaces the whole wallet (as Nakama's console does); no ledger item is recorded." }
+        textarea #wallet rows="4" spellcheck="false" { (wallet) }
         div.actions {
             button #save-metadata type="button" { "Save metadata" }
+            button #save-wallet type="button" { "Save wallet" }
             @if user.disable_time_ms.is_some() {
                 button #unban type="button" { "Unban" }
             } @else {

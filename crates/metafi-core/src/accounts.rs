@@ -204,6 +204,7 @@ impl Accounts {
             location: request.location,
             timezone: request.timezone,
             metadata: None,
+            wallet: None,
         };
         match self.apply_update(user_id, update).await {
             // Nakama 3.40 answers InvalidArgument here, its message the wrapped gRPC status of
@@ -730,6 +731,9 @@ pub(crate) fn check_update(update: &AccountUpdate) -> Result<(), CoreError> {
         && !serde_json::from_str::<serde_json::Value>(metadata).is_ok_and(|v| v.is_object())
     {
         return Err(CoreError::invalid("Metadata must be a JSON object."));
+    }
+    if let Some(wallet) = &update.wallet {
+        crate::wallets::check_wallet(wallet)?;
     }
     if update.is_empty() {
         return Err(CoreError::invalid("No fields to update."));

@@ -16,6 +16,10 @@ local nk = require("nakama")
 nk.register_rpc(function(context, payload)
   return nk.json_encode({ user = context.user_id or "", echo = payload })
 end, "whoami")
+nk.register_rpc(function(context, payload)
+  nk.wallet_update(context.user_id, { gold = 5 }, { why = "rpc" }, true)
+  return "{}"
+end, "wallet_add")
 "#;
 
 fn users(raw: &mut RawConfig) {
@@ -602,6 +606,166 @@ async fn runtime_and_configuration_are_shown_without_secrets() {
     ] {
         assert!(!text.contains(secret), "{secret} shown");
     }
+    node.stop().await;
+}
+
+/// The console's wallet edit (Nakama's `UpdateAccount`): the wallet replaced outright with
+/// no ledger row, seen through `GET /v2/account`; Nakama's refusals, each changing nothing
+/// (not even the profile field sent with it); Nakama's other `UpdateAccount` rules; the
+/// audit entry; a read-only user refused; `nk.wallet_update` carries on from the new wallet.
+async fn wallet_edit(node: &TestNode) {
+    let console = Console::new(node);
+    let http = Http::new(&node.base);
+    let (token, _) = http.new_session().await;
+    let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+    let id = me.body["user"]["id"].as_str().unwrap().to_owned();
+    let before = me.body["user"]["display_name"].clone();
+    let ops = console.sign_in("ops").await;
+    let path = format!("/v2/console/account/{id}");
+    let update = |body: Value| console.call(&ops, Method::POST, &path, Some(body));
+    let wallet = async || {
+        let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+        serde_json::from_str::<Value>(me.body["wallet"].as_str().unwrap()).unwrap()
+    };
+
+    let edited = update(json!({ "wallet": "{\"gold\": 100, \"gems\": 2}" })).await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(wallet().await, json!({ "gems": 2, "gold": 100 }));
+    let edited = update(json!({ "wallet": "{\"gold\": 7}", "location": "Oslo" })).await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(wallet().await, json!({ "gold": 7 }), "replaced, not merged");
+    // Empty text leaves the wallet (and the metadata) alone, as in Nakama.
+    let edited = update(json!({ "wallet": "", "metadata": "", "timezone": "UTC" })).await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(wallet().await, json!({ "gold": 7 }));
+
+    let refused = [
+        (
+            json!({ "wallet": "{\"gold\": -1}", "display_name": "X" }),
+            "Wallet rejected negative value at path 'gold'.",
+        ),
+        (
+            json!({ "wallet": "{\"gold\": 1.5}", "display_name": "X" }),
+            "Wallet must be a valid JSON object with only string keys and integer values.",
+        ),
+        (
+            json!({ "wallet": "{\"gold\": {\"bars\": 1}}" }),
+            "Wallet must be a valid JSON object with only string keys and integer values.",
+        ),
+        (
+            json!({ "wallet": "[1]" }),
+            "Wallet must be a valid JSON object with only string keys and integer values.",
+        ),
+        (
+            json!({ "username": "", "wallet": "{}" }),
+            "Username cannot be empty.",
+        ),
+        (
+            json!({ "metadata": "[1]", "wallet": "{}" }),
+            "Metadata must be a valid JSON object.",
+        ),
+    ];
+    for (body, message) in refused {
+        let reply = update(body.clone()).await;
+        assert_eq!(
+            (reply.status, reply.body["code"].as_i64()),
+            (400, Some(3)),
+            "{body}"
+        );
+        assert_eq!(reply.body["message"], message, "{body}");
+    }
+    let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
+    assert_eq!(
+        me.body["user"]["display_name"], before,
+        "a refused update changes nothing"
+    );
+    assert_eq!(wallet().await, json!({ "gold": 7 }));
+    let bad_id = console
+        .call(
+            &ops,
+            Method::POST,
+            "/v2/console/account/nope",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(bad_id.body["message"], "Requires a valid user ID.");
+    let system = console
+        .call(
+            &ops,
+            Method::POST,
+            "/v2/console/account/00000000-0000-0000-0000-000000000000",
+            Some(json!({ "wallet": "{}" })),
+        )
+        .await;
+    assert_eq!(system.body["message"], "Cannot update the system user.");
+    // Not served fields are refused as a whole.
+    let email = update(json!({ "email": "ada@example.com", "wallet": "{}" })).await;
+    assert_eq!(email.status, 400);
+    assert_eq!(wallet().await, json!({ "gold": 7 }));
+
+    // A read-only user is refused; the change is audited with its wallet.
+    let viewer = console.sign_in("viewer").await;
+    let reply = console
+        .call(
+            &viewer,
+            Method::POST,
+            &path,
+            Some(json!({ "wallet": "{\"gold\": 9}" })),
+        )
+        .await;
+    assert_eq!(reply.status, 403);
+    assert_eq!(wallet().await, json!({ "gold": 7 }));
+    let root = console.sign_in("root").await;
+    let log = console
+        .call(&root, Method::GET, "/v2/console/audit/log?limit=500", None)
+        .await;
+    let entries = log.body["entries"].as_array().unwrap();
+    assert!(
+        entries.iter().any(|e| e["action"] == "account.update"
+            && e["username"] == "ops"
+            && e["target"] == id
+            && e["detail"].to_string().contains("gold")),
+        "{entries:?}"
+    );
+
+    // Server code's wallet changes carry on from the replaced wallet; only they are recorded.
+    let rpc = http
+        .send(
+            http.post("/v2/rpc/wallet_add")
+                .bearer_auth(&token)
+                .json(&json!("{}")),
+        )
+        .await;
+    assert_eq!(rpc.status, 200, "{}", rpc.body);
+    assert_eq!(wallet().await, json!({ "gold": 12 }));
+    let ledger = console
+        .call(&ops, Method::GET, &format!("{path}/wallet?limit=10"), None)
+        .await;
+    let items = ledger.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["changeset"], "{\"gold\":5}");
+}
+
+#[tokio::test]
+async fn the_wallet_is_edited_with_nakamas_rules() {
+    let (node, _dir) = node().await;
+    wallet_edit(&node).await;
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn on_postgres_the_wallet_is_edited_with_nakamas_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = modules(&dir);
+    let Some(node) = TestNode::start_on_postgres(dir.path(), |raw| {
+        raw.runtime.path = modules;
+        users(raw);
+    })
+    .await
+    else {
+        return;
+    };
+    wallet_edit(&node).await;
     node.stop().await;
 }
 

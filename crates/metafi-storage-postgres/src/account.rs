@@ -111,7 +111,8 @@ WITH taken AS (
         location = coalesce($6::text, location),
         timezone = coalesce($7::text, timezone),
         metadata = coalesce($8::text, metadata),
-        update_time = $9::bigint
+        update_time = $9::bigint,
+        wallet = coalesce($10::text, wallet)
     WHERE id = $1::uuid AND NOT (SELECT taken FROM taken)
     RETURNING 1
 )
@@ -124,6 +125,7 @@ pub(crate) async fn update_account(
     now_ms: i64,
 ) -> Outcome<()> {
     let statement = client.prepare_cached(UPDATE_ACCOUNT).await?;
+    let wallet = update.wallet.as_ref().map(metafi_storage::balances_text);
     let row = client
         .query_one(
             &statement,
@@ -137,6 +139,7 @@ pub(crate) async fn update_account(
                 &update.timezone,
                 &update.metadata,
                 &now_ms,
+                &wallet,
             ],
         )
         .await?;

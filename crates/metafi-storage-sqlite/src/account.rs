@@ -306,7 +306,8 @@ pub(crate) fn update_account(
                  location = coalesce(?6, location),
                  timezone = coalesce(?7, timezone),
                  metadata = coalesce(?8, metadata),
-                 update_time = ?9
+                 update_time = ?9,
+                 wallet = coalesce(?10, wallet)
              WHERE id = ?1",
         )
         .and_then(|mut s| {
@@ -319,7 +320,8 @@ pub(crate) fn update_account(
                 update.location,
                 update.timezone,
                 update.metadata,
-                now_ms
+                now_ms,
+                update.wallet.as_ref().map(metafi_storage::balances_text),
             ])
         })
         .map_err(fail)?;

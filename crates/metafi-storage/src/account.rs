@@ -104,6 +104,10 @@ pub struct AccountUpdate {
     pub timezone: Option<String>,
     /// Server code only; the REST API never sets it.
     pub metadata: Option<String>,
+    /// The console only (Nakama's console `UpdateAccount`): the whole wallet, replaced in the
+    /// same statement as the other fields, with no ledger row. Neither the REST API nor server
+    /// code sets it; their wallet changes are `WalletStore::update_wallets`.
+    pub wallet: Option<crate::Balances>,
 }
 
 impl AccountUpdate {
@@ -188,7 +192,9 @@ pub trait AccountStore: Send + Sync {
     /// gives a random sample, as Nakama's `users_get_random`).
     async fn users_after(&self, after: Uuid, limit: usize) -> Result<Vec<User>, StorageError>;
 
-    /// Applies a partial update and bumps `update_time`. Errors with `NotFound` for an unknown
+    /// Applies a partial update and bumps `update_time`, in one statement (a `wallet` given
+    /// replaces the stored one there, so a concurrent `update_wallets` is applied either
+    /// wholly before it or wholly on top of it). Errors with `NotFound` for an unknown
     /// user and `Conflict { what: Username }` when the new username is taken.
     async fn update_account(
         &self,

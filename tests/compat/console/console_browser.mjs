@@ -1,5 +1,5 @@
 // The console (docs/CONSOLE.md) in a real headless Chromium: sign in, find a user made through
-// the client API, edit its metadata and see it through the client API, browse a storage object,
+// the client API, edit its metadata and wallet and see them through the client API, browse a storage object,
 // call an RPC from the explorer, watch a match's tick chart update, add a console user on the
 // Users page, and a read-only user refused.
 // Every page is saved as a screenshot (CONSOLE_SCREENSHOTS). Started by scripts/console.sh,
@@ -98,7 +98,27 @@ test("the console in headless Chromium", async (t) => {
     assert.equal(await message(), "Metadata saved.");
     const account = await nakama.getAccount(session);
     assert.deepEqual(JSON.parse(account.user.metadata), { vip: true, from: "console" });
+  });
+
+  await t.test("edit its wallet: replaced outright, seen by the client; a negative balance refused", async () => {
+    const save = async (wallet) => {
+      await tab.$eval("#message", (el) => { el.hidden = true; el.textContent = ""; });
+      await tab.$eval("#wallet", (el, w) => { el.value = w; }, wallet);
+      await tab.click("#save-wallet");
+      return message();
+    };
+    assert.equal(await save(JSON.stringify({ gold: 250, gems: 3 })), "Wallet saved.");
+    let account = await nakama.getAccount(session);
+    assert.deepEqual(JSON.parse(account.wallet), { gold: 250, gems: 3 });
+    // Replaced, not merged: gems go.
+    assert.equal(await save('{"gold": 300}'), "Wallet saved.");
+    assert.equal(await save('{"gold": 1, "silver": -5}'), "Wallet rejected negative value at path 'silver'.");
+    assert.equal(await save('{"gold": 1.5}'),
+      "Wallet must be a valid JSON object with only string keys and integer values.");
+    account = await nakama.getAccount(session);
+    assert.deepEqual(JSON.parse(account.wallet), { gold: 300 });
     await tab.reload({ waitUntil: "load" });
+    assert.deepEqual(JSON.parse(await tab.$eval("#wallet", (el) => el.value)), { gold: 300 });
     await shot("account");
   });
 
@@ -190,8 +210,13 @@ test("the console in headless Chromium", async (t) => {
     await tab.$eval("#metadata", (el) => { el.value = '{"hacked":true}'; });
     await tab.click("#save-metadata");
     assert.equal(await message(), "Unauthorized: you do not have permissions to access this resource.");
+    await tab.$eval("#message", (el) => { el.hidden = true; el.textContent = ""; });
+    await tab.$eval("#wallet", (el) => { el.value = '{"gold":999999}'; });
+    await tab.click("#save-wallet");
+    assert.equal(await message(), "Unauthorized: you do not have permissions to access this resource.");
     const account = await nakama.getAccount(session);
     assert.deepEqual(JSON.parse(account.user.metadata), { vip: true, from: "console" });
+    assert.deepEqual(JSON.parse(account.wallet), { gold: 300 });
     await shot("refused");
   });
 });

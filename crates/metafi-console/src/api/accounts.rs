@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::api::{timestamp, user_id};
+use crate::api::{not_the_system_user, timestamp, user_id};
 use crate::auth::{ConsoleSession, Session, empty};
 use crate::{ConsoleState, Perm, audit};
 
@@ -127,7 +127,8 @@ pub(crate) async fn account_json(state: &ConsoleState, id: Uuid) -> Result<Value
     }))
 }
 
-/// Nakama's `UpdateAccountRequest` fields MetaFi's console serves.
+/// Nakama's `UpdateAccountRequest` fields MetaFi's console serves. Its `email`, `custom_id`,
+/// `password` and `device_ids` are not served: an unknown field refuses the request.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpdateAccount {
@@ -139,11 +140,15 @@ pub(crate) struct UpdateAccount {
     lang_tag: Option<String>,
     location: Option<String>,
     timezone: Option<String>,
-    /// JSON object text.
+    /// JSON object text; empty leaves the metadata as it is (Nakama's).
     metadata: Option<String>,
+    /// JSON object text of integer balances, replacing the wallet outright (no ledger row);
+    /// empty leaves it as it is (Nakama's).
+    wallet: Option<String>,
 }
 
-/// `POST /v2/console/account/{id}`: profile fields and metadata (a JSON object).
+/// `POST /v2/console/account/{id}`: profile fields, metadata (a JSON object) and the wallet,
+/// with Nakama's console rules, in one update (a refused field changes nothing).
 pub(crate) async fn update(
     State(state): State<ConsoleState>,
     session: Session,
@@ -152,36 +157,49 @@ pub(crate) async fn update(
 ) -> Result<Json<Value>, ApiError> {
     session.require(Perm::Edit)?;
     let id = user_id(&id)?;
+    not_the_system_user(id, "update")?;
     let request: UpdateAccount = serde_json::from_slice(if bytes.is_empty() { b"{}" } else { &bytes })
         .map_err(|e| {
             ApiError::new(
                 Code::InvalidArgument,
-                format!("Invalid request body: {e} (the console edits username, display_name, avatar_url, lang_tag, location, timezone and metadata)."),
+                format!("Invalid request body: {e} (the console edits username, display_name, avatar_url, lang_tag, location, timezone, metadata and wallet)."),
             )
         })?;
     let _ = request.id;
-    if let Some(metadata) = &request.metadata {
-        let parsed: Result<serde_json::Map<String, Value>, _> = serde_json::from_str(metadata);
-        if parsed.is_err() {
-            return Err(ApiError::new(
-                Code::InvalidArgument,
-                "Metadata must be a valid JSON object.",
-            ));
-        }
+    if request.username.as_deref() == Some("") {
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "Username cannot be empty.",
+        ));
     }
+    let metadata = request.metadata.filter(|m| !m.is_empty());
+    if let Some(metadata) = &metadata
+        && serde_json::from_str::<serde_json::Map<String, Value>>(metadata).is_err()
+    {
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            "Metadata must be a valid JSON object.",
+        ));
+    }
+    let wallet = match request.wallet.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(metafi_core::wallets::parse_wallet(text)?),
+    };
     let update = AccountUpdate {
-        username: request.username.filter(|u| !u.is_empty()),
+        username: request.username,
         display_name: request.display_name,
         avatar_url: request.avatar_url,
         lang_tag: request.lang_tag,
         location: request.location,
         timezone: request.timezone,
-        metadata: request.metadata,
+        metadata,
+        wallet,
     };
     let detail = json!({
         "username": update.username, "display_name": update.display_name,
         "avatar_url": update.avatar_url, "lang_tag": update.lang_tag,
         "location": update.location, "timezone": update.timezone, "metadata": update.metadata,
+        "wallet": update.wallet,
     });
     if !update.is_empty() {
         state
@@ -225,6 +243,7 @@ pub(crate) async fn ban(
         &id,
         "account.ban",
         async |id| {
+            not_the_system_user(id, "ban")?;
             state.api.accounts.stored_account(id).await?;
             state.api.accounts.ban(&state.api.sessions, &[id]).await?;
             Ok((empty(), json!({})))
@@ -246,6 +265,7 @@ pub(crate) async fn unban(
         &id,
         "account.unban",
         async |id| {
+            not_the_system_user(id, "unban")?;
             state.api.accounts.stored_account(id).await?;
             state.api.accounts.unban(&[id]).await?;
             Ok((empty(), json!({})))

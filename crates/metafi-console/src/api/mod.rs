@@ -93,8 +93,22 @@ pub(crate) fn timestamp(ms: i64) -> String {
 /// A user id from a path, Nakama's message when it is not one.
 pub(crate) fn user_id(text: &str) -> Result<uuid::Uuid, metafi_api::ApiError> {
     uuid::Uuid::parse_str(text).map_err(|_| {
-        metafi_api::ApiError::new(metafi_proto::Code::InvalidArgument, "Invalid user ID.")
+        metafi_api::ApiError::new(
+            metafi_proto::Code::InvalidArgument,
+            "Requires a valid user ID.",
+        )
     })
+}
+
+/// Nakama refuses to change the system user (the nil id): `Cannot <verb> the system user.`
+pub(crate) fn not_the_system_user(id: uuid::Uuid, verb: &str) -> Result<(), metafi_api::ApiError> {
+    if id.is_nil() {
+        return Err(metafi_api::ApiError::new(
+            metafi_proto::Code::InvalidArgument,
+            format!("Cannot {verb} the system user."),
+        ));
+    }
+    Ok(())
 }
 
 /// A JSON body, Nakama's message when it does not parse.

@@ -12,6 +12,7 @@ use metafi_proto::Code;
 use metafi_storage::{Caller, ObjectId, StorageObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 use crate::api::{body, timestamp, user_id};
 use crate::auth::{Session, empty};
@@ -54,7 +55,12 @@ pub(crate) async fn list(
     session.require(Perm::Read)?;
     let owner = match query.user_id.as_str() {
         "" => None,
-        text => Some(user_id(text)?),
+        text => Some(Uuid::parse_str(text).map_err(|_| {
+            ApiError::new(
+                Code::InvalidArgument,
+                "Requires a valid user ID when provided.",
+            )
+        })?),
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 100);
     let (objects, cursor) = if query.collection.is_empty() {

@@ -6,6 +6,7 @@
 
 mod ledger_cursor;
 mod multi;
+mod replace;
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use crate::storage_index::StorageIndexes;
 use crate::{Clock, CoreError};
 
 pub use multi::MultiUpdateInput;
+pub use replace::{NOT_A_WALLET, check_wallet, parse_wallet};
 
 /// Most ledger items one page may hold (Nakama's runtime bound).
 pub const MAX_LEDGER_LIMIT: usize = 100;

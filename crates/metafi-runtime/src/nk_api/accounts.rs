@@ -232,6 +232,7 @@ fn account_update_id(nk: Nk, args: NkArgs) -> NkFuture {
             lang_tag: text(4)?,
             avatar_url: text(5)?,
             metadata: metadata_text(&args.at(metadata_at), js)?,
+            wallet: None,
         };
         let services = nk.account_services("account_update_id")?;
         services

@@ -364,6 +364,7 @@ fn account_update(entry: &MapArg<'_>) -> Result<(Uuid, AccountUpdate), NkError> 
             lang_tag: text("lang_tag", "lang tag")?,
             avatar_url: text("avatar_url", "avatar url")?,
             metadata,
+            wallet: None,
         },
     ))
 }

@@ -34,6 +34,7 @@ mod social;
 mod text;
 mod tournament;
 mod wallet;
+mod wallet_replace;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -63,6 +64,7 @@ pub use social::*;
 pub use text::*;
 pub use tournament::*;
 pub use wallet::*;
+pub use wallet_replace::*;
 
 use crate::Storage;
 
@@ -224,6 +226,12 @@ macro_rules! conformance_tests {
             friend_import_reset_keeps_blocks,
             friend_import_respects_the_edge_limit,
             friend_import_concurrent_mutual_imports_end_as_friends,
+        );
+        // The console's wallet edit: a wallet replaced with an account update.
+        $crate::conformance_tests!(@cases $fixture;
+            account_update_replaces_the_wallet_without_a_ledger_row,
+            account_update_with_a_wallet_is_all_or_nothing,
+            wallet_replace_and_concurrent_changes_lose_nothing,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {
