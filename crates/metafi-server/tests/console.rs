@@ -702,6 +702,28 @@ async fn wallet_edit(node: &TestNode) {
     let email = update(json!({ "email": "ada@example.com", "wallet": "{}" })).await;
     assert_eq!(email.status, 400);
     assert_eq!(wallet().await, json!({ "gold": 7 }));
+    // Unknown fields are ignored, as Nakama's gateway ignores them.
+    assert_eq!(update(json!({ "colour": "red" })).await.status, 200);
+    // Nakama's shapes: an unset timestamp is null; empty lists and cursors are written.
+    let got = console.call(&ops, Method::GET, &path, None).await;
+    assert_eq!(got.body["disable_time"], Value::Null, "{}", got.body);
+    assert_eq!(got.body["account"]["wallet"], "{\"gold\":7}");
+    let friends = console
+        .call(&ops, Method::GET, &format!("{path}/friend"), None)
+        .await;
+    assert_eq!(friends.body, json!({ "friends": [], "cursor": "" }));
+    let missing = console
+        .call(
+            &ops,
+            Method::GET,
+            &format!("/v2/console/storage/c/k/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.body["message"].as_str()),
+        (404, Some("Storage object not found."))
+    );
 
     // A read-only user is refused; the change is audited with its wallet.
     let viewer = console.sign_in("viewer").await;

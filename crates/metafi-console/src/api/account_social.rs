@@ -45,7 +45,10 @@ pub(crate) async fn friends(
         .friends
         .list_for_client(id, None, None, &query.cursor)
         .await?;
-    Ok(Json(serde_json::to_value(&list).unwrap_or(Value::Null)))
+    Ok(Json(with_empty(
+        serde_json::to_value(&list).unwrap_or(Value::Null),
+        &["friends"],
+    )))
 }
 
 /// `GET /v2/console/account/{id}/group`: `api.UserGroupList` (`user_groups` of `group` and
@@ -63,7 +66,23 @@ pub(crate) async fn groups(
         .groups
         .user_groups(id, None, Some(100), &query.cursor)
         .await?;
-    Ok(Json(serde_json::to_value(&list).unwrap_or(Value::Null)))
+    Ok(Json(with_empty(
+        serde_json::to_value(&list).unwrap_or(Value::Null),
+        &["user_groups"],
+    )))
+}
+
+/// Nakama's console writes empty lists and cursors (`"friends": [], "cursor": ""`) where the
+/// client API's encoding leaves them out; a console tool may read them without a check.
+fn with_empty(mut value: Value, lists: &[&str]) -> Value {
+    if let Value::Object(map) = &mut value {
+        for list in lists {
+            map.entry(*list).or_insert_with(|| Value::Array(Vec::new()));
+        }
+        map.entry("cursor")
+            .or_insert_with(|| Value::String(String::new()));
+    }
+    value
 }
 
 #[derive(Debug, Default, Deserialize)]

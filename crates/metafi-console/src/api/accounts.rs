@@ -120,18 +120,26 @@ pub(crate) async fn get(
 
 pub(crate) async fn account_json(state: &ConsoleState, id: Uuid) -> Result<Value, ApiError> {
     let account = state.api.accounts.account(id).await?;
-    let disable_time = account.disable_time.clone();
+    // Nakama writes an unset timestamp as `null`, not as empty text.
+    let disable_time = match account.disable_time.as_str() {
+        "" => Value::Null,
+        time => Value::String(time.to_owned()),
+    };
     Ok(json!({
         "account": serde_json::to_value(&account).unwrap_or(Value::Null),
         "disable_time": disable_time,
     }))
 }
 
-/// Nakama's `UpdateAccountRequest` fields MetaFi's console serves. Its `email`, `custom_id`,
-/// `password` and `device_ids` are not served: an unknown field refuses the request.
+/// Nakama's `UpdateAccountRequest`. Its `email`, `custom_id`, `password` and `device_ids` are
+/// not served: given, they refuse the request (nothing changes). Other unknown fields are
+/// ignored, as Nakama's gateway ignores them.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct UpdateAccount {
+    email: Option<Value>,
+    custom_id: Option<Value>,
+    password: Option<Value>,
+    device_ids: Option<Value>,
     #[serde(default)]
     id: Option<String>,
     username: Option<String>,
@@ -158,14 +166,25 @@ pub(crate) async fn update(
     session.require(Perm::Edit)?;
     let id = user_id(&id)?;
     not_the_system_user(id, "update")?;
-    let request: UpdateAccount = serde_json::from_slice(if bytes.is_empty() { b"{}" } else { &bytes })
-        .map_err(|e| {
-            ApiError::new(
-                Code::InvalidArgument,
-                format!("Invalid request body: {e} (the console edits username, display_name, avatar_url, lang_tag, location, timezone, metadata and wallet)."),
-            )
+    let request: UpdateAccount =
+        serde_json::from_slice(if bytes.is_empty() { b"{}" } else { &bytes }).map_err(|e| {
+            ApiError::new(Code::InvalidArgument, format!("Invalid request body: {e}."))
         })?;
     let _ = request.id;
+    let unserved = [
+        ("email", &request.email),
+        ("custom_id", &request.custom_id),
+        ("password", &request.password),
+        ("device_ids", &request.device_ids),
+    ];
+    if let Some((field, _)) = unserved.iter().find(|(_, v)| v.is_some()) {
+        return Err(ApiError::new(
+            Code::InvalidArgument,
+            format!(
+                "The console does not change `{field}` (it edits username, display_name, avatar_url, lang_tag, location, timezone, metadata and wallet); nothing was changed."
+            ),
+        ));
+    }
     if request.username.as_deref() == Some("") {
         return Err(ApiError::new(
             Code::InvalidArgument,

@@ -40,7 +40,7 @@ pub(crate) fn runtime_json(state: &ConsoleState) -> Value {
         info.modules
             .iter()
             .filter(|(_, r)| r == runtime)
-            .map(|(path, _)| json!({ "path": path }))
+            .map(|(path, _)| json!({ "path": path, "mod_time": mod_time(path) }))
             .collect()
     };
     json!({
@@ -52,6 +52,17 @@ pub(crate) fn runtime_json(state: &ConsoleState) -> Value {
         "go_modules": modules("native"),
         "match_handlers": info.match_handlers,
     })
+}
+
+/// A module file's modification time as Nakama's `RuntimeInfo` gives it (`null` when the file
+/// cannot be read now).
+fn mod_time(path: &str) -> Value {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+        .map_or(Value::Null, |ms| Value::String(crate::api::timestamp(ms)))
 }
 
 /// `GET /v2/console/runtime/errors` (MetaFi): the last errors of each module — failed RPCs and

@@ -34,7 +34,9 @@ pub(crate) fn snapshot(state: &ConsoleState) -> Value {
     json!({
         "nodes": [{
             "name": &*state.node,
-            "health": "HEALTHY",
+            // Nakama's `StatusHealth` as its number: 0 is STATUS_HEALTH_OK.
+            "health": 0,
+            "create_time": crate::api::timestamp(state.started_ms),
             "session_count": sockets,
             "presence_count": sockets,
             "match_count": matches,

@@ -129,7 +129,7 @@ pub(crate) async fn get(
         .await?;
     let object = objects
         .first()
-        .ok_or_else(|| ApiError::new(Code::NotFound, "Storage not found."))?;
+        .ok_or_else(|| ApiError::new(Code::NotFound, "Storage object not found."))?;
     Ok(Json(object_json(object)))
 }
 
