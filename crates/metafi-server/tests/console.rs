@@ -589,6 +589,18 @@ async fn runtime_and_configuration_are_shown_without_secrets() {
             .unwrap()
             .ends_with("whoami.lua")
     );
+    // Nakama's `RuntimeInfo` gives each module's modification time; `StatusList` a node's
+    // health as its number (0: OK) and start time.
+    let mod_time = runtime.body["lua_modules"][0]["mod_time"].as_str().unwrap();
+    assert!(
+        mod_time.ends_with('Z') && mod_time.contains('T'),
+        "{mod_time}"
+    );
+    let status = console
+        .call(&root, Method::GET, "/v2/console/status", None)
+        .await;
+    assert_eq!(status.body["nodes"][0]["health"], 0, "{}", status.body);
+    assert!(status.body["nodes"][0]["create_time"].is_string());
     let config = console
         .call(&root, Method::GET, "/v2/console/config", None)
         .await;
