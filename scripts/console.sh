@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Drives the console (docs/CONSOLE.md) in headless Chromium: signs in, finds a user made
-# through the client API, edits its metadata and reads it back through the client API, browses
+# through the client API, edits its metadata and wallet and reads them back through the client API, browses
 # a storage object, calls an RPC from the explorer, watches a match's tick chart move, and checks
 # that a read-only user is refused. Saves a screenshot of every page and prints where.
 #
