@@ -7,12 +7,23 @@
 #
 # Environment: TICK_RATE (64 or 128, default 64), PLACEMENT (match.placement: cost or count,
 # default cost; it chooses between executor threads, so it only matters with THREADS > 1),
-# THREADS (match.executor_threads, default 1: the objective counts each thread as one core), EXPENSIVE (matches burning 10x CPU per tick, default 0), MAX_MATCHES (default
-# 40), STEP (measured seconds per step, default 10), WORK (rounds of simulated game logic per
-# tick, default 20000), OUT (directory for esl.json, bench.txt and the server log, default a
-# temporary one), PORT / METRICS_PORT, SERVER_BIN / BENCH_BIN (default the release builds).
-# Prints the tool's table (one row per step) and the last
-# step the node accepted. Needs release builds:
+# THREADS (match.executor_threads, default 1: the objective counts each thread as one core),
+# EXPENSIVE (the first N matches burn 10x CPU per tick, default 0), MAX_MATCHES (default 40),
+# STEP (measured seconds per step, default 10), WORK (rounds of simulated game logic per tick,
+# default 20000), OUT (directory for esl.json, the charts esl-latency.svg and esl-cpu.svg,
+# bench.txt and the server log, default a temporary one), PORT / METRICS_PORT, SERVER_BIN /
+# BENCH_BIN (default the release builds), SERVER_CPUS / BENCH_CPUS (the cores of the server
+# and of the tool, default 0 and 1).
+# Prints the tool's table (one row per step) and the last step the node accepted.
+#
+# Placement by cost against by count: MIX (a share of the matches, spread evenly, that burn 10x:
+# 0.25 is every fourth match) runs the same load once per placement in PLACEMENTS (default
+# "cost count"), alternated RUNS times (default 1), with THREADS default 2, each run in
+# OUT/<placement>-<run>/; then prints one row per run with the players' input → update latency
+# of cheap and of expensive matches apart (p50/p99, at the run's last step):
+#   MIX=0.25 MAX_MATCHES=12 RUNS=2 scripts/bench_esl.sh
+#
+# Needs release builds:
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
 set -euo pipefail
@@ -20,8 +31,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 tick_rate=${TICK_RATE:-64}
-placement=${PLACEMENT:-cost}
 expensive=${EXPENSIVE:-0}
+mix=${MIX:-0}
 max_matches=${MAX_MATCHES:-40}
 step=${STEP:-10}
 work=${WORK:-20000}
@@ -32,21 +43,33 @@ bin=${SERVER_BIN:-$target/release/metafi}
 bench=${BENCH_BIN:-$target/release/metafi-bench}
 port=${PORT:-7470}
 metrics_port=${METRICS_PORT:-9170}
+server_cpus=${SERVER_CPUS:-0}
+bench_cpus=${BENCH_CPUS:-1}
 name=bench_esl
 # shellcheck source=scripts/bench_server.sh
 source scripts/bench_server.sh
 trap stop_server EXIT
-start_server "$out/server.log" --set "match.executor_threads=${THREADS:-1}" \
-  --set "match.placement=$placement" "$@"
 
-taskset -c 1 "$bench" esl --server "http://127.0.0.1:$port" --server-pid "$server" \
-  --tick-rate "$tick_rate" --expensive "$expensive" --max-matches "$max_matches" \
-  --step "${step}s" --work "$work" --out "$out" | tee "$out/bench.txt" || true
+# run_one DIR PLACEMENT THREADS [extra serve flags...]: one run, its table and summary printed,
+# its files in DIR.
+run_one() {
+  local dir=$1 placement=$2 threads=$3
+  shift 3
+  mkdir -p "$dir"
+  start_server "$dir/server.log" --set "match.executor_threads=$threads" \
+    --set "match.placement=$placement" "$@"
+  [ "$server_cpus" = 0 ] || taskset -a -cp "$server_cpus" "$server" >/dev/null
+  taskset -c "$bench_cpus" "$bench" esl --server "http://127.0.0.1:$port" --server-pid "$server" \
+    --tick-rate "$tick_rate" --expensive "$expensive" --mix "$mix" \
+    --max-matches "$max_matches" --step "${step}s" --work "$work" --out "$dir" |
+    tee "$dir/bench.txt" || true
+  stop_server
 
-python3 - "$out/esl.json" "$tick_rate" "$placement" "$expensive" <<'PY'
+  python3 - "$dir/esl.json" "$tick_rate" "$placement" "$expensive" "$mix" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
-print(f"tick rate {sys.argv[2]}, placement {sys.argv[3]}, expensive {sys.argv[4]}: stopped: {report['stopped']}")
+mix = "" if float(sys.argv[5]) == 0 else f", mix {sys.argv[5]}"
+print(f"tick rate {sys.argv[2]}, placement {sys.argv[3]}, expensive {sys.argv[4]}{mix}: stopped: {report['stopped']}")
 steps = report["steps"]
 if steps:
     last = steps[-1]
@@ -54,5 +77,55 @@ if steps:
           f"server {last['server_cores']:.2f} cores, {last['players_per_core']:.1f} players per core used, "
           f"input->update p50 {last['latency_p50_ms']} ms p99 {last['latency_p99_ms']} ms, "
           f"node cpu {last['load'].get('cpu')} of {last['load'].get('cpu_objective')}")
+    if last.get("expensive_matches"):
+        print(f"by class: {last['expensive_matches']} expensive matches; "
+              f"cheap p50 {last['cheap_p50_ms']} ms p99 {last['cheap_p99_ms']} ms, "
+              f"expensive p50 {last['expensive_p50_ms']} ms p99 {last['expensive_p99_ms']} ms")
+PY
+}
+
+if ! awk -v mix="$mix" 'BEGIN { exit !(mix > 0) }'; then
+  run_one "$out" "${PLACEMENT:-cost}" "${THREADS:-1}" "$@"
+  echo "reports in $out"
+  exit 0
+fi
+
+runs=${RUNS:-1}
+placements=${PLACEMENTS:-cost count}
+threads=${THREADS:-2}
+dirs=()
+for run in $(seq 1 "$runs"); do
+  for placement in $placements; do
+    echo "== run $run, placement $placement, $threads executor threads, mix $mix"
+    run_one "$out/$placement-$run" "$placement" "$threads" "$@"
+    dirs+=("$out/$placement-$run")
+  done
+done
+
+python3 - "$mix" "$threads" "${dirs[@]}" <<'PY'
+import json, os, sys
+mix, threads, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
+def ms(v):
+    return "-" if v is None else f"{v:.2f}"
+print(f"\nplacement by cost against by count: mix {mix}, {threads} executor threads "
+      "(input -> update latency at each run's last step, ms)")
+print(f"{'placement':<10} {'run':>3} {'matches':>7} {'expensive':>9} {'cheap p50':>9} {'cheap p99':>9} "
+      f"{'exp. p50':>9} {'exp. p99':>9} {'all p99':>9}  stopped")
+for d in dirs:
+    placement, run = os.path.basename(d).rsplit("-", 1)
+    try:
+        report = json.load(open(os.path.join(d, "esl.json")))
+    except (OSError, ValueError):
+        print(f"{placement:<10} {run:>3}  no esl.json")
+        continue
+    steps = report["steps"]
+    if not steps:
+        print(f"{placement:<10} {run:>3}  no step measured; stopped: {report['stopped']}")
+        continue
+    s = steps[-1]
+    print(f"{placement:<10} {run:>3} {s['matches']:>7} {s.get('expensive_matches', 0):>9} "
+          f"{ms(s.get('cheap_p50_ms')):>9} {ms(s.get('cheap_p99_ms')):>9} "
+          f"{ms(s.get('expensive_p50_ms')):>9} {ms(s.get('expensive_p99_ms')):>9} "
+          f"{ms(s.get('latency_p99_ms')):>9}  {report['stopped']}")
 PY
 echo "reports in $out"
