@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
 use metafi_match::{
-    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, MatchId, PresenceReason, Queued,
+    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, PresenceReason, Queued,
 };
 use support::Engine;
 use uuid::Uuid;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
-use metafi_match::{Flow, JoinOutcome, MatchError, MatchId, Presence};
+use metafi_match::{Flow, MatchError};
 use support::Engine;
 use uuid::Uuid;
 
