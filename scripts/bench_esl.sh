@@ -51,18 +51,35 @@ source scripts/bench_server.sh
 trap stop_server EXIT
 
 # run_one DIR PLACEMENT THREADS [extra serve flags...]: one run, its table and summary printed,
-# its files in DIR.
+# its files in DIR (matches.json: the node's GET /debug/matches, read every 2 s, the last one
+# with the most matches: each match's executor thread and tick lateness; matches end when their
+# players leave, so the run's end is not the last read).
 run_one() {
-  local dir=$1 placement=$2 threads=$3
+  local dir=$1 placement=$2 threads=$3 poller
   shift 3
   mkdir -p "$dir"
   start_server "$dir/server.log" --set "match.executor_threads=$threads" \
     --set "match.placement=$placement" "$@"
   [ "$server_cpus" = 0 ] || taskset -a -cp "$server_cpus" "$server" >/dev/null
+  (
+    most=0
+    while sleep 2; do
+      curl -sf "http://127.0.0.1:$metrics_port/debug/matches" >"$dir/matches.tmp" || continue
+      n=$(grep -o '"match_id"' "$dir/matches.tmp" | wc -l)
+      if [ "$n" -ge "$most" ]; then
+        most=$n
+        mv "$dir/matches.tmp" "$dir/matches.json"
+      fi
+    done
+  ) &
+  poller=$!
   taskset -c "$bench_cpus" "$bench" esl --server "http://127.0.0.1:$port" --server-pid "$server" \
     --tick-rate "$tick_rate" --expensive "$expensive" --mix "$mix" \
     --max-matches "$max_matches" --step "${step}s" --work "$work" --out "$dir" |
     tee "$dir/bench.txt" || true
+  kill "$poller" 2>/dev/null || true
+  wait "$poller" 2>/dev/null || true
+  rm -f "$dir/matches.tmp"
   stop_server
 
   python3 - "$dir/esl.json" "$tick_rate" "$placement" "$expensive" "$mix" <<'PY'
@@ -107,10 +124,29 @@ import json, os, sys
 mix, threads, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
 def ms(v):
     return "-" if v is None else f"{v:.2f}"
+def by_class(d, report):
+    """Expensive matches per executor thread, and the highest tick lateness (ms) of cheap and
+    of expensive matches, from the node's last /debug/matches of the run."""
+    try:
+        listed = json.load(open(os.path.join(d, "matches.json")))["matches"]
+    except (OSError, ValueError, KeyError):
+        return "-", "-", "-"
+    dear = set(report.get("expensive_ids", []))
+    per_thread = [0] * int(threads)
+    late = {True: None, False: None}
+    for m in listed:
+        e = m["match_id"] in dear
+        if e and 0 <= m["executor_thread"] < len(per_thread):
+            per_thread[m["executor_thread"]] += 1
+        v = m["max_lateness_seconds"] * 1000
+        late[e] = v if late[e] is None else max(late[e], v)
+    return "/".join(map(str, per_thread)), ms(late[False]), ms(late[True])
 print(f"\nplacement by cost against by count: mix {mix}, {threads} executor threads "
-      "(input -> update latency at each run's last step, ms)")
+      "(players' input -> update latency at each run's last step; expensive matches per thread "
+      "and the highest tick lateness of cheap and expensive matches from /debug/matches; ms)")
 print(f"{'placement':<10} {'run':>3} {'matches':>7} {'expensive':>9} {'cheap p50':>9} {'cheap p99':>9} "
-      f"{'exp. p50':>9} {'exp. p99':>9} {'all p99':>9}  stopped")
+      f"{'exp. p50':>9} {'exp. p99':>9} {'all p99':>9} {'exp./thread':>11} {'cheap late':>10} "
+      f"{'exp. late':>9}  stopped")
 for d in dirs:
     placement, run = os.path.basename(d).rsplit("-", 1)
     try:
@@ -123,9 +159,11 @@ for d in dirs:
         print(f"{placement:<10} {run:>3}  no step measured; stopped: {report['stopped']}")
         continue
     s = steps[-1]
+    threads_of, cheap_late, dear_late = by_class(d, report)
     print(f"{placement:<10} {run:>3} {s['matches']:>7} {s.get('expensive_matches', 0):>9} "
           f"{ms(s.get('cheap_p50_ms')):>9} {ms(s.get('cheap_p99_ms')):>9} "
           f"{ms(s.get('expensive_p50_ms')):>9} {ms(s.get('expensive_p99_ms')):>9} "
-          f"{ms(s.get('latency_p99_ms')):>9}  {report['stopped']}")
+          f"{ms(s.get('latency_p99_ms')):>9} {threads_of:>11} {cheap_late:>10} {dear_late:>9}  "
+          f"{report['stopped']}")
 PY
 echo "reports in $out"

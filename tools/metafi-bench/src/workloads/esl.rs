@@ -207,6 +207,8 @@ pub struct EslReport {
     pub tick_rate: u32,
     pub expensive: u64,
     pub mix: f64,
+    /// Ids of the expensive matches (to tell them apart in the node's `GET /debug/matches`).
+    pub expensive_ids: Vec<String>,
     pub steps: Vec<Step>,
     /// Why the run stopped: the node's refusal, `--max-matches`, or an error.
     pub stopped: String,
@@ -231,7 +233,7 @@ pub async fn run(
     let mut interrupt = std::pin::pin!(interrupt);
     let mut steps = Vec::new();
     let mut matches = 0u64;
-    let mut expensive_matches = 0u64;
+    let mut expensive_ids = Vec::new();
     let mut players = 0u64;
     let mut tasks = tokio::task::JoinSet::new();
     println!(
@@ -287,7 +289,9 @@ pub async fn run(
                 in_match += u64::from(ok);
             }
             matches += 1;
-            expensive_matches += u64::from(expensive);
+            if expensive {
+                expensive_ids.push(match_id.clone());
+            }
             players += in_match;
         }
         // let the new matches settle, then measure one step
@@ -328,7 +332,7 @@ pub async fn run(
             inputs: latencies.len() as u64,
             latency_p50_ms: ms(&latencies, 0.5),
             latency_p99_ms: ms(&latencies, 0.99),
-            expensive_matches,
+            expensive_matches: expensive_ids.len() as u64,
             cheap_p50_ms: ms(&cheap, 0.5),
             cheap_p99_ms: ms(&cheap, 0.99),
             expensive_p50_ms: ms(&dear, 0.5),
@@ -369,6 +373,7 @@ pub async fn run(
         tick_rate: o.tick_rate,
         expensive: o.expensive,
         mix: o.mix,
+        expensive_ids,
         steps,
         stopped,
         lost_inputs: shared.lost.load(Ordering::Relaxed),
@@ -693,6 +698,7 @@ mod tests {
             tick_rate: 64,
             expensive: 0,
             mix: 0.0,
+            expensive_ids: Vec::new(),
             steps: vec![step(1, Some(100.0), false), step(2, Some(180.0), false)],
             stopped: "--max-matches 2 reached".into(),
             lost_inputs: 0,
