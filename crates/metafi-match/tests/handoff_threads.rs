@@ -178,9 +178,11 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
     let probe = Arc::new(Probe::default());
     let (handler, calls) = expensive(matches.clone(), probe.clone());
     let id = matches.create(movable("expensive", handler)).await.unwrap();
-    until(Duration::from_secs(60), "the first tick did not run", || {
-        probe.neighbour.lock().is_some()
-    })
+    until(
+        Duration::from_secs(60),
+        "the first tick did not run",
+        || probe.neighbour.lock().is_some(),
+    )
     .await;
     let (neighbour, neighbour_threads) = probe.neighbour.lock().clone().unwrap();
     let thread_of = |id: &MatchId| {
@@ -192,7 +194,11 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
             .executor_thread
     };
     let first = thread_of(&id);
-    assert_eq!(thread_of(&neighbour), first, "created on its creator's thread");
+    assert_eq!(
+        thread_of(&neighbour),
+        first,
+        "created on its creator's thread"
+    );
     assert_eq!(matches.load().moves, 0);
 
     // Clients: one sends numbered messages, never more than 32 ahead of what the match has
@@ -202,9 +208,11 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
     let stop = Arc::new(AtomicBool::new(false));
     let sender = presence("sender");
     join(&matches, &id, &sender).await;
-    until(Duration::from_secs(60), "the sender's join did not complete", || {
-        calls.lock().joins.contains(&sender.session_id)
-    })
+    until(
+        Duration::from_secs(60),
+        "the sender's join did not complete",
+        || calls.lock().joins.contains(&sender.session_id),
+    )
     .await;
     let sending = {
         let session = sender.session_id;
@@ -219,14 +227,8 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
             while !stop.load(Ordering::Acquire) {
                 let n = traffic.sent.load(Ordering::Acquire);
                 if n - probe.seen.load(Ordering::Acquire) < 32 {
-                    let queued = matches.send(
-                        &id,
-                        session,
-                        1,
-                        Bytes::from(n.to_string()),
-                        true,
-                        &[],
-                    );
+                    let queued =
+                        matches.send(&id, session, 1, Bytes::from(n.to_string()), true, &[]);
                     assert_eq!(queued, Queued::Queued, "message {n}");
                     traffic.sent.store(n + 1, Ordering::Release);
                 }
@@ -258,7 +260,13 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
     until(
         Duration::from_secs(60),
         "the late executor thread never handed its expensive match off",
-        || matches.load().moves > 0,
+        || {
+            assert!(
+                !sending.is_finished() && !visiting.is_finished(),
+                "a client failed"
+            );
+            matches.load().moves > 0
+        },
     )
     .await;
     let moved_at_visitors = traffic.visitors.lock().len();
@@ -266,7 +274,14 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
     until(
         Duration::from_secs(60),
         "the moved match did not run with traffic on its new thread",
-        || probe.busy_ticks_on(second) >= 5 && traffic.visitors.lock().len() >= moved_at_visitors + 3,
+        || {
+            assert!(
+                !sending.is_finished() && !visiting.is_finished(),
+                "a client failed"
+            );
+            probe.busy_ticks_on(second) >= 5
+                && traffic.visitors.lock().len() >= moved_at_visitors + 3
+        },
     )
     .await;
     stop.store(true, Ordering::Release);

@@ -12,7 +12,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use metafi_core::ManualClock;
-use metafi_match::testing::{Calls, RecordingOutlet, ScriptedMatch, SeedMatch, join_request, presence};
+use metafi_match::testing::{
+    Calls, RecordingOutlet, ScriptedMatch, SeedMatch, join_request, presence,
+};
 use metafi_match::{
     FakeClock, Flow, HandlerError, JoinOutcome, MatchConfig, MatchError, MatchHandler, MatchId,
     MatchSpec, MatchStatsSnapshot, Matches, Params, Presence, Scheduler,
@@ -125,8 +127,7 @@ impl Engine {
 
     /// Creates an authoritative match run by `handler`.
     pub fn create(&mut self, name: &str, handler: impl MatchHandler + Send + 'static) -> MatchId {
-        self.try_create(spec(name, handler))
-            .expect("match created")
+        self.try_create(spec(name, handler)).expect("match created")
     }
 
     /// Creates the match `spec` describes, or says why the node refused it.

@@ -120,14 +120,7 @@ pub fn charts(report: &Report) -> Vec<(String, String)> {
     out
 }
 
-fn chart(
-    title: &str,
-    x_unit: &str,
-    unit: &str,
-    xs: &[f64],
-    lines: &[Line],
-    dots: bool,
-) -> String {
+fn chart(title: &str, x_unit: &str, unit: &str, xs: &[f64], lines: &[Line], dots: bool) -> String {
     let x_max = xs.iter().copied().fold(1.0_f64, f64::max);
     let y_top = lines
         .iter()

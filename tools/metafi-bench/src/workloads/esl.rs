@@ -617,7 +617,9 @@ pub fn charts(report: &EslReport) -> Vec<(String, String)> {
         // The node reports shares of the executor's cores; drawn in cores like the server's.
         let executor = |s: &Step, key: &str| -> f64 {
             let threads = s.load["threads"].as_f64().unwrap_or(1.0);
-            s.load[key].as_f64().map_or(f64::NAN, |share| share * threads)
+            s.load[key]
+                .as_f64()
+                .map_or(f64::NAN, |share| share * threads)
         };
         let lines = vec![
             Line {
@@ -656,9 +658,8 @@ mod tests {
 
     #[test]
     fn expensive_matches_are_the_first_ones_and_a_share_spread_evenly() {
-        let pick = |first, mix| -> Vec<u64> {
-            (0..12).filter(|i| is_expensive(*i, first, mix)).collect()
-        };
+        let pick =
+            |first, mix| -> Vec<u64> { (0..12).filter(|i| is_expensive(*i, first, mix)).collect() };
         assert_eq!(pick(0, 0.0), Vec::<u64>::new());
         assert_eq!(pick(2, 0.0), vec![0, 1]);
         assert_eq!(pick(0, 0.25), vec![3, 7, 11]);
@@ -707,7 +708,10 @@ mod tests {
         let names: Vec<&str> = drawn.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["esl-latency.svg", "esl-cpu.svg"]);
         let latency = &drawn[0].1;
-        assert!(latency.contains("players per server core used"), "{latency}");
+        assert!(
+            latency.contains("players per server core used"),
+            "{latency}"
+        );
         assert_eq!(latency.matches("<polyline").count(), 2, "p50 and p99");
         assert_eq!(drawn[1].1.matches("<polyline").count(), 3);
         assert!(drawn[1].1.contains(">matches</text>"));
