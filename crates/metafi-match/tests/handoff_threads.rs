@@ -256,15 +256,18 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
             }
         })
     };
+    let clients_alive = || {
+        assert!(
+            !sending.is_finished() && !visiting.is_finished(),
+            "a client failed"
+        );
+    };
     // The hand-off: the only timeout that can fail the test, and only if nothing moves at all.
     until(
         Duration::from_secs(60),
         "the late executor thread never handed its expensive match off",
         || {
-            assert!(
-                !sending.is_finished() && !visiting.is_finished(),
-                "a client failed"
-            );
+            clients_alive();
             matches.load().moves > 0
         },
     )
@@ -275,10 +278,7 @@ async fn a_match_moves_between_running_executor_threads_with_its_state_and_traff
         Duration::from_secs(60),
         "the moved match did not run with traffic on its new thread",
         || {
-            assert!(
-                !sending.is_finished() && !visiting.is_finished(),
-                "a client failed"
-            );
+            clients_alive();
             probe.busy_ticks_on(second) >= 5
                 && traffic.visitors.lock().len() >= moved_at_visitors + 3
         },
