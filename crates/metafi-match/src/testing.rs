@@ -1,5 +1,8 @@
 //! Test support (feature `test-util`): an outlet that records what the engine sends, the
-//! seed benchmark's match as a native handler, and a handler whose callbacks a test scripts.
+//! seed benchmark's match as a native handler, a handler whose callbacks a test scripts (and
+//! that records them in order, with the thread each ran on; optionally with an input tap or
+//! quiet presence events), and the engine on its real executor threads ([`running`]). The match
+//! crate's own tests add a hand-stepped engine on top (`tests/support`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
