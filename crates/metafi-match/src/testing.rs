@@ -1,5 +1,8 @@
 //! Test support (feature `test-util`): an outlet that records what the engine sends, the
-//! seed benchmark's match as a native handler, and a handler whose callbacks a test scripts.
+//! seed benchmark's match as a native handler, a handler whose callbacks a test scripts (and
+//! that records them in order, with the thread each ran on; optionally with an input tap or
+//! quiet presence events), and the engine on its real executor threads ([`running`]). The match
+//! crate's own tests add a hand-stepped engine on top (`tests/support`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -8,12 +11,17 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
+use crate::clock::SystemMonotonic;
+use crate::config::MatchConfig;
 use crate::dispatcher::Dispatcher;
+use crate::executor::Executor;
 use crate::match_handler::{
-    Flow, HandlerError, JoinRequest, JoinVerdict, MatchContext, MatchHandler, MatchInit, Params,
+    Flow, HandlerError, InputTap, JoinRequest, JoinVerdict, MatchContext, MatchHandler, MatchInit,
+    Params, PresenceEvents,
 };
 use crate::outlet::{OutgoingData, Outlet, PresenceEvent};
 use crate::presence::{MatchMessage, Presence, PresenceReason};
+use crate::registry::Matches;
 
 /// Something the engine handed to the outlet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +100,22 @@ impl Outlet for RecordingOutlet {
     fn is_connected(&self, session_id: Uuid) -> bool {
         !self.gone.lock().contains(&session_id)
     }
+}
+
+/// The engine as the server runs it, for tests on real threads: node `node1`, the system
+/// clocks, `config`'s executor threads started, and an outlet that records. End it with
+/// [`Matches::stop`] and [`Executor::join`].
+pub fn running(config: MatchConfig) -> std::io::Result<(Matches, Executor, Arc<RecordingOutlet>)> {
+    let outlet = RecordingOutlet::new();
+    let (matches, seeds) = Matches::new(
+        config,
+        "node1",
+        outlet.clone(),
+        Arc::new(SystemMonotonic),
+        Arc::new(metafi_core::SystemClock),
+    );
+    let executor = Executor::spawn(seeds)?;
+    Ok((matches, executor, outlet))
 }
 
 /// A presence for tests.
@@ -231,12 +255,17 @@ type TickFn = dyn FnMut(&MatchContext, &mut Dispatcher<'_>, i64, &[MatchMessage]
     + Send;
 
 /// A handler whose `match_loop` a test provides; every other callback accepts and goes on,
-/// and records what it was called with in [`Calls`].
+/// and records what it was called with in [`Calls`]. Its served-world seams are chosen with
+/// [`ScriptedMatch::with_tap`] and [`ScriptedMatch::with_presence_events`].
 pub struct ScriptedMatch {
     pub tick_rate: u32,
     pub label: String,
     pub on_tick: Box<TickFn>,
     pub calls: Arc<Mutex<Calls>>,
+    /// Where its members' match data goes as it arrives (`MatchHandler::input_tap`).
+    pub tap: Option<Arc<dyn InputTap>>,
+    /// Who hears its presence events (`MatchHandler::presence_events`).
+    pub presence_events: PresenceEvents,
 }
 
 /// What a [`ScriptedMatch`] saw.
@@ -247,6 +276,34 @@ pub struct Calls {
     pub leaves: Vec<(Uuid, PresenceReason)>,
     pub terminated_with: Option<u32>,
     pub signals: Vec<String>,
+    /// Every callback above in the order they ran, with the thread each ran on.
+    pub order: Vec<Seen>,
+}
+
+/// One callback of a [`ScriptedMatch`] and the name of the thread it ran on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub call: Call,
+    pub thread: Option<String>,
+}
+
+/// A callback of a [`ScriptedMatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Tick(i64),
+    Join(Uuid),
+    Leave(Uuid, PresenceReason),
+    Terminate(u32),
+    Signal(String),
+}
+
+impl Calls {
+    fn seen(&mut self, call: Call) {
+        self.order.push(Seen {
+            call,
+            thread: std::thread::current().name().map(str::to_owned),
+        });
+    }
 }
 
 impl ScriptedMatch {
@@ -268,9 +325,27 @@ impl ScriptedMatch {
                 label: String::new(),
                 on_tick: Box::new(on_tick),
                 calls: calls.clone(),
+                tap: None,
+                presence_events: PresenceEvents::default(),
             },
             calls,
         )
+    }
+
+    /// The same handler, with its members' data going to `tap` instead of `match_loop`.
+    pub fn with_tap(self, tap: Arc<dyn InputTap>) -> ScriptedMatch {
+        ScriptedMatch {
+            tap: Some(tap),
+            ..self
+        }
+    }
+
+    /// The same handler, with presence events told as `events` says.
+    pub fn with_presence_events(self, events: PresenceEvents) -> ScriptedMatch {
+        ScriptedMatch {
+            presence_events: events,
+            ..self
+        }
     }
 }
 
@@ -303,10 +378,11 @@ impl MatchHandler for ScriptedMatch {
         _tick: i64,
         presences: &[Arc<Presence>],
     ) -> Result<Flow, HandlerError> {
-        self.calls
-            .lock()
-            .joins
-            .extend(presences.iter().map(|p| p.session_id));
+        let mut calls = self.calls.lock();
+        for p in presences {
+            calls.joins.push(p.session_id);
+            calls.seen(Call::Join(p.session_id));
+        }
         Ok(Flow::Continue)
     }
 
@@ -318,10 +394,11 @@ impl MatchHandler for ScriptedMatch {
         presences: &[Arc<Presence>],
         reason: PresenceReason,
     ) -> Result<Flow, HandlerError> {
-        self.calls
-            .lock()
-            .leaves
-            .extend(presences.iter().map(|p| (p.session_id, reason)));
+        let mut calls = self.calls.lock();
+        for p in presences {
+            calls.leaves.push((p.session_id, reason));
+            calls.seen(Call::Leave(p.session_id, reason));
+        }
         Ok(Flow::Continue)
     }
 
@@ -332,7 +409,11 @@ impl MatchHandler for ScriptedMatch {
         tick: i64,
         messages: &[MatchMessage],
     ) -> Result<Flow, HandlerError> {
-        self.calls.lock().ticks.push(tick);
+        {
+            let mut calls = self.calls.lock();
+            calls.ticks.push(tick);
+            calls.seen(Call::Tick(tick));
+        }
         (self.on_tick)(ctx, d, tick, messages)
     }
 
@@ -343,7 +424,9 @@ impl MatchHandler for ScriptedMatch {
         _tick: i64,
         grace_seconds: u32,
     ) -> Result<Flow, HandlerError> {
-        self.calls.lock().terminated_with = Some(grace_seconds);
+        let mut calls = self.calls.lock();
+        calls.terminated_with = Some(grace_seconds);
+        calls.seen(Call::Terminate(grace_seconds));
         Ok(Flow::Continue)
     }
 
@@ -354,7 +437,17 @@ impl MatchHandler for ScriptedMatch {
         _tick: i64,
         data: &str,
     ) -> Result<(Flow, String), HandlerError> {
-        self.calls.lock().signals.push(data.to_owned());
+        let mut calls = self.calls.lock();
+        calls.signals.push(data.to_owned());
+        calls.seen(Call::Signal(data.to_owned()));
         Ok((Flow::Continue, format!("got {data}")))
+    }
+
+    fn input_tap(&self) -> Option<Arc<dyn InputTap>> {
+        self.tap.clone()
+    }
+
+    fn presence_events(&self) -> PresenceEvents {
+        self.presence_events
     }
 }

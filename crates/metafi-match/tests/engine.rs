@@ -12,34 +12,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
 use metafi_match::{
-    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, MatchId, PresenceReason, Queued,
+    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, PresenceReason, Queued,
 };
 use support::Engine;
 use uuid::Uuid;
 
 const TICK: Duration = Duration::from_millis(100);
-
-fn join(engine: &mut Engine, id: &MatchId, name: &str) -> Arc<metafi_match::Presence> {
-    let p = presence(name);
-    let matches = engine.matches.clone();
-    let outcome = engine.drive(matches.join(id, join_request(&p))).unwrap();
-    assert!(
-        matches!(outcome, JoinOutcome::Accepted { is_new: true, .. }),
-        "{outcome:?}"
-    );
-    engine.matches.complete_join(id, p.session_id);
-    engine.step();
-    p
-}
-
-fn stats(engine: &Engine, id: &MatchId) -> metafi_match::MatchStatsSnapshot {
-    engine
-        .matches
-        .stats()
-        .into_iter()
-        .find(|s| s.match_id == id.to_string())
-        .unwrap()
-}
 
 #[test]
 fn ticks_follow_the_schedule_and_lateness_is_measured() {
@@ -54,14 +32,14 @@ fn ticks_follow_the_schedule_and_lateness_is_measured() {
     engine.clock.advance(Duration::from_millis(1));
     engine.step();
     assert_eq!(calls.lock().ticks, vec![0]);
-    assert_eq!(stats(&engine, &id).last_lateness_seconds, 0.0);
+    assert_eq!(engine.stats(&id).last_lateness_seconds, 0.0);
 
     // Woken 30 ms late: the tick runs then, the lateness is recorded, the schedule keeps its
     // phase (the next tick is still due at 200 ms, not 230 ms).
     engine.clock.advance(Duration::from_millis(130));
     engine.step();
     assert_eq!(calls.lock().ticks, vec![0, 1]);
-    let s = stats(&engine, &id);
+    let s = engine.stats(&id);
     assert!((s.last_lateness_seconds - 0.030).abs() < 1e-9, "{s:?}");
     assert_eq!(
         engine.schedulers[0].next_deadline(),
@@ -85,7 +63,7 @@ fn a_match_more_than_an_interval_behind_skips_ticks() {
         vec![0],
         "one tick, not four back to back"
     );
-    assert_eq!(stats(&engine, &id).skipped_ticks, 3);
+    assert_eq!(engine.stats(&id).skipped_ticks, 3);
     engine.run_for(Duration::from_millis(50));
     assert_eq!(
         calls.lock().ticks,
@@ -128,7 +106,7 @@ fn exactly_max_players_win_a_join_race() {
         engine.matches.complete_join(&id, p.session_id);
     }
     engine.step();
-    let s = stats(&engine, &id);
+    let s = engine.stats(&id);
     assert_eq!((s.presences, s.pending_joins), (10, 0));
     // And one more still cannot get in.
     let late = presence("late");
@@ -154,9 +132,9 @@ fn listing_follows_joins_leaves_and_labels_at_once() {
         ..ListQuery::default()
     };
     assert_eq!(engine.matches.list(&open).unwrap().len(), 1);
-    let a = join(&mut engine, &id, "a");
+    let a = engine.join(&id, "a");
     assert_eq!(engine.matches.list(&not_full).unwrap().len(), 1);
-    let _b = join(&mut engine, &id, "b");
+    let _b = engine.join(&id, "b");
     // The second join filled the match: the handler relabelled it in match_join, and both
     // filters see it without waiting for anything.
     assert!(engine.matches.list(&open).unwrap().is_empty());
@@ -265,8 +243,8 @@ fn listing_orders_filters_and_queries() {
 fn seed_match_echoes_op_1_and_broadcasts_op_2() {
     let mut engine = Engine::single();
     let id = engine.create_seed(10);
-    let a = join(&mut engine, &id, "a");
-    let b = join(&mut engine, &id, "b");
+    let a = engine.join(&id, "a");
+    let b = engine.join(&id, "b");
     engine.outlet.take();
     let now = Bytes::from_static(b"echo me");
     assert_eq!(
@@ -327,7 +305,7 @@ fn joins_and_leaves_are_announced_in_order() {
     let mut engine = Engine::single();
     let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
     let id = engine.create("scripted", handler);
-    let a = join(&mut engine, &id, "a");
+    let a = engine.join(&id, "a");
     let sent = engine.outlet.take();
     assert_eq!(
         sent,
@@ -339,7 +317,7 @@ fn joins_and_leaves_are_announced_in_order() {
         }],
         "the joiner hears its own join, as with Nakama"
     );
-    let b = join(&mut engine, &id, "b");
+    let b = engine.join(&id, "b");
     engine.outlet.take();
     engine.matches.leave(&id, a.session_id);
     engine.step();
@@ -370,7 +348,7 @@ fn a_session_ended_by_server_code_leaves_with_the_reason_it_named() {
     let mut engine = Engine::single();
     let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
     let id = engine.create("scripted", handler);
-    let a = join(&mut engine, &id, "a");
+    let a = engine.join(&id, "a");
     engine.outlet.take();
     // nk.session_disconnect(session, 3): the match sees a Leave, not a Disconnect.
     engine
@@ -395,7 +373,7 @@ fn a_failing_handler_ends_only_its_match() {
         Ok(Flow::Continue)
     });
     let crashing_id = engine.create("crashing", crashing);
-    let player = join(&mut engine, &crashing_id, "victim");
+    let player = engine.join(&crashing_id, "victim");
     let (failing, _) = ScriptedMatch::new(10, |_, _, tick, _| {
         if tick == 3 {
             return Err(HandlerError::failed("attempt to index a nil value"));
@@ -423,7 +401,7 @@ fn a_failing_handler_ends_only_its_match() {
     );
     // The healthy match kept its 10 ticks per second, on time.
     assert_eq!(healthy_calls.lock().ticks.len(), 20);
-    let s = stats(&engine, &healthy_id);
+    let s = engine.stats(&healthy_id);
     assert_eq!(s.max_lateness_seconds, 0.0);
     // The crashed match's player was told it left.
     let sent = engine.outlet.take();
@@ -462,7 +440,7 @@ fn a_callback_over_its_budget_ends_its_match_and_others_keep_time() {
     assert!(engine.matches.get(&slow_id.to_string()).unwrap().is_none());
     assert_eq!(healthy_calls.lock().ticks.len(), 10);
     // The healthy match ran after the slow callback once, 60 ms late; then on time.
-    let s = stats(&engine, &healthy_id);
+    let s = engine.stats(&healthy_id);
     assert!((s.max_lateness_seconds - 0.060).abs() < 1e-9, "{s:?}");
     assert_eq!(s.last_lateness_seconds, 0.0);
 }
@@ -474,7 +452,7 @@ fn nil_state_ends_the_match() {
         Ok(if tick == 2 { Flow::End } else { Flow::Continue })
     });
     let id = engine.create("ender", handler);
-    let p = join(&mut engine, &id, "p");
+    let p = engine.join(&id, "p");
     engine.run_for(Duration::from_secs(1));
     assert_eq!(calls.lock().ticks, vec![0, 1, 2]);
     assert!(engine.matches.get(&id.to_string()).unwrap().is_none());
@@ -538,7 +516,7 @@ fn input_queues_are_bounded_and_drops_counted() {
         Ok(Flow::Continue)
     });
     let id = engine.create("scripted", handler);
-    let p = join(&mut engine, &id, "p");
+    let p = engine.join(&id, "p");
     let results: Vec<Queued> = (0..10)
         .map(|i| {
             engine
@@ -550,7 +528,7 @@ fn input_queues_are_bounded_and_drops_counted() {
     assert_eq!(results.iter().filter(|r| **r == Queued::Dropped).count(), 6);
     engine.run_for(TICK);
     assert_eq!(*seen.lock(), vec![4]);
-    let s = stats(&engine, &id);
+    let s = engine.stats(&id);
     assert_eq!((s.dropped_inputs, s.input_queue_depth), (6, 4));
 }
 
@@ -577,7 +555,7 @@ fn pending_joins_lapse_when_never_completed() {
         "the pending join holds the seat"
     );
     engine.run_for(Duration::from_millis(600));
-    assert_eq!(stats(&engine, &id).pending_joins, 0);
+    assert_eq!(engine.stats(&id).pending_joins, 0);
     let outcome = engine
         .drive(matches.join(&id, join_request(&other)))
         .unwrap();
@@ -596,7 +574,7 @@ fn a_disconnected_session_cannot_join() {
     let matches = engine.matches.clone();
     let outcome = engine.drive(matches.join(&id, join_request(&p))).unwrap();
     assert!(matches!(outcome, JoinOutcome::Rejected { .. }));
-    assert_eq!(stats(&engine, &id).pending_joins, 0);
+    assert_eq!(engine.stats(&id).pending_joins, 0);
 }
 
 #[test]
@@ -611,8 +589,8 @@ fn kicks_tell_everyone_and_call_match_leave() {
         Ok(Flow::Continue)
     });
     let id = engine.create("kicker", handler);
-    let a = join(&mut engine, &id, "a");
-    let b = join(&mut engine, &id, "b");
+    let a = engine.join(&id, "a");
+    let b = engine.join(&id, "b");
     engine.outlet.take();
     *victim.lock() = Some(a.session_id);
     engine.run_for(TICK);
@@ -653,7 +631,7 @@ fn deferred_broadcasts_follow_direct_ones() {
         Ok(Flow::Continue)
     });
     let id = engine.create("deferring", handler);
-    let p = join(&mut engine, &id, "p");
+    let p = engine.join(&id, "p");
     engine.outlet.take();
     engine.run_for(TICK);
     assert_eq!(

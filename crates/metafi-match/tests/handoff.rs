@@ -9,35 +9,15 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use metafi_match::testing::{Calls, ScriptedMatch, join_request, presence};
-use metafi_match::{
-    Flow, HandOffRefused, HandlerError, JoinOutcome, MatchConfig, MatchContext, MatchHandler,
-    MatchId, MatchSpec, Movable, Objective, Params, Queued,
-};
+use metafi_match::testing::{Calls, ScriptedMatch};
+use metafi_match::{Flow, HandOffRefused, MatchConfig, MatchId, Objective, Queued};
 use parking_lot::Mutex;
-use support::{Engine, spec};
-
-/// A spec whose handler may move between threads (a native, `Send` handler).
-fn movable(name: &str, handler: impl MatchHandler + Send + 'static) -> MatchSpec {
-    let handler: Box<dyn MatchHandler + Send> = Box::new(handler);
-    MatchSpec {
-        handler_name: Arc::from(name),
-        runtime: "native",
-        factory: Box::new(Movable(
-            move |_: &MatchContext| -> Result<Box<dyn MatchHandler + Send>, HandlerError> {
-                Ok(handler)
-            },
-        )),
-        params: Params::new(),
-    }
-}
+use support::{Engine, costing, movable, spec, start};
 
 /// Steps every scheduler once from the same instant (threads run side by side); the clock ends
 /// at the latest of their ends.
@@ -86,36 +66,13 @@ fn align(engine: &Engine, epoch: Instant, every: Duration) {
         .advance_to(epoch + Duration::from_nanos(u64::try_from(next).unwrap()));
 }
 
-fn thread_of(engine: &Engine, id: &MatchId) -> usize {
-    engine
-        .matches
-        .stats()
-        .into_iter()
-        .find(|s| s.match_id == id.to_string())
-        .unwrap()
-        .executor_thread
-}
-
-fn stats(engine: &Engine, id: &MatchId) -> metafi_match::MatchStatsSnapshot {
-    engine
-        .matches
-        .stats()
-        .into_iter()
-        .find(|s| s.match_id == id.to_string())
-        .unwrap()
-}
-
-fn per_thread(engine: &Engine) -> Vec<usize> {
-    engine.schedulers.iter().map(|s| s.len()).collect()
-}
+/// The matches a test made, with what their handlers saw.
+type Created = Vec<(MatchId, Arc<Mutex<Calls>>)>;
 
 /// Two threads. A ballast match (7 ms × 100 ticks/s = 70 % of a core) takes thread 0, so five
 /// 1 ms matches at 100 ticks/s, ticking at the same instants, all go to thread 1; then the
 /// ballast ends. Thread 1 uses 50 % of its core but its fourth and fifth ticks of each instant
 /// start 3 and 4 ms late: its lateness breaks the 2 ms objective while thread 0 is idle.
-/// The matches a test made, with what their handlers saw.
-type Created = Vec<(MatchId, Arc<Mutex<Calls>>)>;
-
 fn stacked(movable_handlers: bool, hand_off: bool) -> (Engine, Created, Instant) {
     let mut engine = Engine::new(MatchConfig {
         executor_threads: 2,
@@ -128,48 +85,35 @@ fn stacked(movable_handlers: bool, hand_off: bool) -> (Engine, Created, Instant)
     let epoch = engine.now();
     let tick = Duration::from_millis(10);
     let stop = Arc::new(AtomicBool::new(false));
-    let ballast = {
-        let (clock, stop) = (engine.clock.clone(), stop.clone());
-        ScriptedMatch::new(100, move |_, _, _, _| {
-            clock.advance(Duration::from_millis(7));
-            Ok(if stop.load(Ordering::Relaxed) {
-                Flow::End
-            } else {
-                Flow::Continue
-            })
-        })
-        .0
-    };
-    let matches = engine.matches.clone();
-    let ballast = engine
-        .drive(matches.create(movable("ballast", ballast)))
-        .unwrap();
+    let (ballast, _) = costing(
+        &engine.clock,
+        100,
+        Duration::from_millis(7),
+        Some(stop.clone()),
+    );
+    let ballast = engine.try_create(movable("ballast", ballast)).unwrap();
     run_parallel_for(&mut engine, Duration::from_millis(100));
-    assert_eq!(thread_of(&engine, &ballast), 0);
+    assert_eq!(engine.thread_of(&ballast), 0);
 
     let mut created = Vec::new();
     for _ in 0..5 {
-        let clock = engine.clock.clone();
-        let (handler, calls) = ScriptedMatch::new(100, move |_, _, _, _| {
-            clock.advance(Duration::from_millis(1));
-            Ok(Flow::Continue)
-        });
+        let (handler, calls) = costing(&engine.clock, 100, Duration::from_millis(1), None);
         align(&engine, epoch, tick);
         let s = if movable_handlers {
             movable("stacked", handler)
         } else {
             spec("stacked", handler)
         };
-        let id = engine.drive(matches.create(s)).unwrap();
+        let id = engine.try_create(s).unwrap();
         created.push((id, calls));
         run_parallel_for(&mut engine, Duration::from_millis(95));
     }
     for (id, _) in &created {
-        assert_eq!(thread_of(&engine, id), 1, "placed on the thread with room");
+        assert_eq!(engine.thread_of(id), 1, "placed on the thread with room");
     }
     stop.store(true, Ordering::Relaxed);
     run_parallel_for(&mut engine, Duration::from_millis(50));
-    assert_eq!(per_thread(&engine), vec![0, 5]);
+    assert_eq!(engine.per_thread(), vec![0, 5]);
     (engine, created, epoch)
 }
 
@@ -181,18 +125,18 @@ fn a_late_thread_hands_native_matches_off_until_it_keeps_its_objective() {
     // skipped tick; from here on the threads run side by side.)
     let skipped_before: Vec<u64> = created
         .iter()
-        .map(|(id, _)| stats(&engine, id).skipped_ticks)
+        .map(|(id, _)| engine.stats(id).skipped_ticks)
         .collect();
     let ticks_before: Vec<u64> = created
         .iter()
-        .map(|(id, _)| stats(&engine, id).ticks)
+        .map(|(id, _)| engine.stats(id).ticks)
         .collect();
     run_parallel_for(&mut engine, Duration::from_secs(20));
     let load = engine.matches.load();
     // Two moves: with four matches the fourth still starts 3 ms late, with three the third
     // starts 2 ms late, which keeps the objective. The threads are then both on time.
     assert_eq!(load.moves, 2, "{load:?}");
-    assert_eq!(per_thread(&engine), vec![2, 3]);
+    assert_eq!(engine.per_thread(), vec![2, 3]);
     assert_eq!(load.late_threads, 0, "{load:?}");
     assert_eq!(load.moves_refused_not_movable, 0, "{load:?}");
     // Ten more seconds: nothing moves back and forth.
@@ -202,7 +146,7 @@ fn a_late_thread_hands_native_matches_off_until_it_keeps_its_objective() {
     let elapsed = engine.now().saturating_duration_since(started);
     let moved: Vec<_> = created
         .iter()
-        .filter(|(id, _)| thread_of(&engine, id) == 0)
+        .filter(|(id, _)| engine.thread_of(id) == 0)
         .collect();
     assert_eq!(moved.len(), 2);
     for (i, (id, calls)) in created.iter().enumerate() {
@@ -210,7 +154,7 @@ fn a_late_thread_hands_native_matches_off_until_it_keeps_its_objective() {
         // The state is the handler's and went with it: every tick number once, in order.
         assert_eq!(ticks, (0..ticks.len() as i64).collect::<Vec<_>>(), "{id}");
         // The cadence is kept: 100 ticks a second throughout, none skipped across the move.
-        let s = stats(&engine, id);
+        let s = engine.stats(id);
         assert_eq!(s.skipped_ticks, skipped_before[i], "{s:?}");
         assert!(
             s.ticks - ticks_before[i] >= (elapsed.as_millis() / 10) as u64,
@@ -227,9 +171,9 @@ fn a_match_whose_handler_cannot_move_is_never_moved() {
     assert_eq!(load.moves, 0, "{load:?}");
     assert!(load.moves_refused_not_movable >= 1, "{load:?}");
     assert_eq!(load.late_threads, 1, "{load:?}");
-    assert_eq!(per_thread(&engine), vec![0, 5]);
+    assert_eq!(engine.per_thread(), vec![0, 5]);
     for (id, _) in &created {
-        assert_eq!(thread_of(&engine, id), 1);
+        assert_eq!(engine.thread_of(id), 1);
     }
     // Asked directly, the thread refuses too.
     let id = created[0].0.uuid();
@@ -237,7 +181,7 @@ fn a_match_whose_handler_cannot_move_is_never_moved() {
         engine.schedulers[1].hand_off(id, 0),
         Err(HandOffRefused::NotMovable)
     );
-    assert_eq!(per_thread(&engine), vec![0, 5]);
+    assert_eq!(engine.per_thread(), vec![0, 5]);
 }
 
 #[test]
@@ -247,15 +191,7 @@ fn with_hand_off_switched_off_every_match_stays_where_it_was_placed() {
     let load = engine.matches.load();
     assert_eq!(load.moves, 0, "{load:?}");
     assert_eq!(load.late_threads, 1, "{load:?}");
-    assert_eq!(per_thread(&engine), vec![0, 5]);
-}
-
-/// Polls a future once (its command is queued) and gives it back to finish later.
-fn start<F: Future>(future: F) -> std::pin::Pin<Box<F>> {
-    let mut future = Box::pin(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    assert!(future.as_mut().poll(&mut cx).is_pending());
-    future
+    assert_eq!(engine.per_thread(), vec![0, 5]);
 }
 
 #[test]
@@ -274,22 +210,12 @@ fn commands_and_data_sent_around_a_move_reach_the_match_in_order() {
         })
     };
     let matches = engine.matches.clone();
-    let id = engine
-        .drive(matches.create(movable("ordered", handler)))
-        .unwrap();
-    assert_eq!(thread_of(&engine, &id), 0);
-    let mut members = Vec::new();
-    for name in ["a", "b", "c"] {
-        let p = presence(name);
-        let outcome = engine.drive(matches.join(&id, join_request(&p))).unwrap();
-        assert!(matches!(
-            outcome,
-            JoinOutcome::Accepted { is_new: true, .. }
-        ));
-        matches.complete_join(&id, p.session_id);
-        engine.step();
-        members.push(p);
-    }
+    let id = engine.try_create(movable("ordered", handler)).unwrap();
+    assert_eq!(engine.thread_of(&id), 0);
+    let members: Vec<_> = ["a", "b", "c"]
+        .into_iter()
+        .map(|name| engine.join(&id, name))
+        .collect();
     engine.run_for(Duration::from_millis(150));
     let ticks_before = calls.lock().ticks.len();
     let (a, b, c) = (&members[0], &members[1], &members[2]);
@@ -316,7 +242,7 @@ fn commands_and_data_sent_around_a_move_reach_the_match_in_order() {
 
     // The move, at a tick boundary (between steps).
     engine.schedulers[0].hand_off(id.uuid(), 1).unwrap();
-    assert_eq!(per_thread(&engine), vec![0, 0], "on its way");
+    assert_eq!(engine.per_thread(), vec![0, 0], "on its way");
     assert_eq!(engine.matches.load().moves, 1);
 
     // After the move: routed to thread 1, behind the match and what it carried.
@@ -327,8 +253,8 @@ fn commands_and_data_sent_around_a_move_reach_the_match_in_order() {
     // Thread 0 has nothing left to do for it; thread 1 adopts it and runs everything in order.
     engine.schedulers[0].step();
     engine.schedulers[1].step();
-    assert_eq!(per_thread(&engine), vec![0, 1]);
-    assert_eq!(thread_of(&engine, &id), 1);
+    assert_eq!(engine.per_thread(), vec![0, 1]);
+    assert_eq!(engine.thread_of(&id), 1);
     assert_eq!(engine.drive(first).unwrap(), "got s1");
     assert_eq!(engine.drive(second).unwrap(), "got s2");
     engine.run_for(Duration::from_millis(100));

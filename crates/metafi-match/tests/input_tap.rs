@@ -9,11 +9,8 @@ mod support;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use metafi_match::testing::{ScriptedMatch, join_request, presence};
-use metafi_match::{
-    Dispatcher, Flow, HandlerError, InputTap, JoinOutcome, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchId, MatchInit, MatchMessage, Params, Presence, PresenceReason, Queued,
-};
+use metafi_match::testing::ScriptedMatch;
+use metafi_match::{Flow, InputTap, MatchMessage, Queued};
 use parking_lot::Mutex;
 use support::Engine;
 use uuid::Uuid;
@@ -31,89 +28,6 @@ impl InputTap for Tap {
     }
 }
 
-/// A scripted match that hands its input to a tap.
-struct Tapped {
-    inner: ScriptedMatch,
-    tap: Arc<Tap>,
-}
-
-impl MatchHandler for Tapped {
-    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
-        self.inner.init(ctx, params)
-    }
-    fn join_attempt(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        r: &JoinRequest,
-    ) -> Result<JoinVerdict, HandlerError> {
-        self.inner.join_attempt(ctx, d, tick, r)
-    }
-    fn join(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        p: &[Arc<Presence>],
-    ) -> Result<Flow, HandlerError> {
-        self.inner.join(ctx, d, tick, p)
-    }
-    fn leave(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        p: &[Arc<Presence>],
-        reason: PresenceReason,
-    ) -> Result<Flow, HandlerError> {
-        self.inner.leave(ctx, d, tick, p, reason)
-    }
-    fn tick(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        m: &[MatchMessage],
-    ) -> Result<Flow, HandlerError> {
-        self.inner.tick(ctx, d, tick, m)
-    }
-    fn terminate(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        grace: u32,
-    ) -> Result<Flow, HandlerError> {
-        self.inner.terminate(ctx, d, tick, grace)
-    }
-    fn signal(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        data: &str,
-    ) -> Result<(Flow, String), HandlerError> {
-        self.inner.signal(ctx, d, tick, data)
-    }
-    fn input_tap(&self) -> Option<Arc<dyn InputTap>> {
-        Some(self.tap.clone())
-    }
-}
-
-fn join(engine: &mut Engine, id: &MatchId, name: &str) -> Arc<Presence> {
-    let p = presence(name);
-    let matches = engine.matches.clone();
-    let outcome = engine.drive(matches.join(id, join_request(&p))).unwrap();
-    assert!(matches!(
-        outcome,
-        JoinOutcome::Accepted { is_new: true, .. }
-    ));
-    engine.matches.complete_join(id, p.session_id);
-    engine.step();
-    p
-}
-
 #[test]
 fn a_tapped_match_gets_member_data_at_once_and_its_loop_sees_none() {
     let mut engine = Engine::single();
@@ -124,14 +38,8 @@ fn a_tapped_match_gets_member_data_at_once_and_its_loop_sees_none() {
         Ok(Flow::Continue)
     });
     let tap = Arc::new(Tap::default());
-    let id = engine.create(
-        "tapped",
-        Tapped {
-            inner,
-            tap: tap.clone(),
-        },
-    );
-    let a = join(&mut engine, &id, "a");
+    let id = engine.create("tapped", inner.with_tap(tap.clone()));
+    let a = engine.join(&id, "a");
     let queued = engine
         .matches
         .send(&id, a.session_id, 1, Bytes::from_static(b"cmd"), true, &[]);
@@ -161,7 +69,7 @@ fn an_untapped_match_keeps_its_messages_for_match_loop() {
         Ok(Flow::Continue)
     });
     let id = engine.create("plain", inner);
-    let a = join(&mut engine, &id, "a");
+    let a = engine.join(&id, "a");
     engine
         .matches
         .send(&id, a.session_id, 1, Bytes::from_static(b"x"), true, &[]);

@@ -14,7 +14,7 @@ use metafi_match::testing::ScriptedMatch;
 use metafi_match::{FakeClock, Flow, MatchConfig, MatchError, MatchId, Objective, Placement};
 use metafi_proto::Code;
 use parking_lot::Mutex;
-use support::{Engine, spec};
+use support::{Engine, costing, spec};
 
 /// A match of `name` at `rate` ticks per second whose every tick takes `cost` (of fake time).
 fn costly(
@@ -23,13 +23,8 @@ fn costly(
     rate: u32,
     cost: Duration,
 ) -> Result<MatchId, MatchError> {
-    let clock = engine.clock.clone();
-    let (handler, _) = ScriptedMatch::new(rate, move |_, _, _, _| {
-        clock.advance(cost);
-        Ok(Flow::Continue)
-    });
-    let matches = engine.matches.clone();
-    engine.drive(matches.create(spec(name, handler)))
+    let (handler, _) = costing(&engine.clock, rate, cost, None);
+    engine.try_create(spec(name, handler))
 }
 
 /// A match whose tick cost the test changes while it runs.
@@ -40,15 +35,6 @@ fn variable(clock: &Arc<FakeClock>, rate: u32, cost: &Arc<Mutex<Duration>>) -> S
         Ok(Flow::Continue)
     })
     .0
-}
-
-fn stats(engine: &Engine, id: &MatchId) -> metafi_match::MatchStatsSnapshot {
-    engine
-        .matches
-        .stats()
-        .into_iter()
-        .find(|s| s.match_id == id.to_string())
-        .unwrap()
 }
 
 fn config(threads: usize, objective: Objective) -> MatchConfig {
@@ -75,7 +61,7 @@ fn a_new_match_goes_to_the_thread_with_the_most_headroom_not_the_fewest_matches(
         // 4 ms × 50 ticks/s = 20 % of a core, on thread 0 (both empty: the first).
         let heavy = costly(&mut engine, "heavy", 50, Duration::from_millis(4)).unwrap();
         engine.run_for(Duration::from_secs(1));
-        assert!((stats(&engine, &heavy).cpu - 0.20).abs() < 1e-9);
+        assert!((engine.stats(&heavy).cpu - 0.20).abs() < 1e-9);
         for _ in 0..4 {
             costly(&mut engine, "cheap", 10, Duration::from_micros(100)).unwrap();
             engine.run_for(Duration::from_millis(200));
@@ -97,20 +83,14 @@ fn admission_refuses_a_match_past_the_cpu_objective_and_says_so() {
     ));
     // Each match: 1 ms × 100 ticks/s = 10 % of the core; 7 fit under 75 %, the 8th does not.
     let stop = Arc::new(AtomicBool::new(false));
-    {
-        let (clock, stop) = (engine.clock.clone(), stop.clone());
-        let (first, _) = ScriptedMatch::new(100, move |_, _, _, _| {
-            clock.advance(Duration::from_millis(1));
-            Ok(if stop.load(Ordering::Relaxed) {
-                Flow::End
-            } else {
-                Flow::Continue
-            })
-        });
-        let matches = engine.matches.clone();
-        engine.drive(matches.create(spec("ten", first))).unwrap();
-        engine.run_for(Duration::from_millis(100));
-    }
+    let (first, _) = costing(
+        &engine.clock,
+        100,
+        Duration::from_millis(1),
+        Some(stop.clone()),
+    );
+    engine.try_create(spec("ten", first)).unwrap();
+    engine.run_for(Duration::from_millis(100));
     for _ in 0..6 {
         costly(&mut engine, "ten", 100, Duration::from_millis(1)).unwrap();
         engine.run_for(Duration::from_millis(100));
@@ -193,10 +173,7 @@ fn overload(stretch: bool) -> (Engine, Vec<MatchId>, MatchId) {
     }
     let cost = Arc::new(Mutex::new(Duration::from_micros(1_500)));
     let handler = variable(&engine.clock, 64, &cost);
-    let matches = engine.matches.clone();
-    let heavy = engine
-        .drive(matches.create(spec("heavy", handler)))
-        .unwrap();
+    let heavy = engine.try_create(spec("heavy", handler)).unwrap();
     engine.run_for(Duration::from_secs(1));
     *cost.lock() = Duration::from_millis(15);
     engine.run_for(Duration::from_secs(3));
@@ -206,10 +183,10 @@ fn overload(stretch: bool) -> (Engine, Vec<MatchId>, MatchId) {
 #[test]
 fn a_match_that_suddenly_costs_ten_times_more_slows_first_and_its_neighbours_keep_time() {
     let (engine, cheap, heavy) = overload(true);
-    let h = stats(&engine, &heavy);
+    let h = engine.stats(&heavy);
     assert!(h.stretched_ticks > 0, "{h:?}");
     for id in &cheap {
-        let s = stats(&engine, id);
+        let s = engine.stats(id);
         assert!(s.max_lateness_seconds <= 0.002, "{s:?}");
         assert_eq!(s.skipped_ticks, 0, "{s:?}");
         assert_eq!(s.stretched_ticks, 0, "{s:?}");
@@ -226,7 +203,7 @@ fn a_match_that_suddenly_costs_ten_times_more_slows_first_and_its_neighbours_kee
     let (engine, cheap, _) = overload(false);
     let late = cheap
         .iter()
-        .map(|id| stats(&engine, id))
+        .map(|id| engine.stats(id))
         .filter(|s| s.max_lateness_seconds > 0.002 || s.skipped_ticks > 0)
         .count();
     assert!(late > 0, "without stretching the neighbours are late");

@@ -9,22 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
-use metafi_match::{Flow, JoinOutcome, MatchError, MatchId, Presence};
+use metafi_match::{Flow, MatchError};
 use support::Engine;
 use uuid::Uuid;
-
-fn join(engine: &mut Engine, id: &MatchId, name: &str) -> Arc<Presence> {
-    let p = presence(name);
-    let matches = engine.matches.clone();
-    let outcome = engine.drive(matches.join(id, join_request(&p))).unwrap();
-    assert!(
-        matches!(outcome, JoinOutcome::Accepted { is_new: true, .. }),
-        "{outcome:?}"
-    );
-    engine.matches.complete_join(id, p.session_id);
-    engine.step();
-    p
-}
 
 fn sessions(state: &metafi_match::MatchState) -> Vec<Uuid> {
     state.presences.iter().map(|p| p.session_id).collect()
@@ -39,8 +26,8 @@ fn an_authoritative_match_lists_its_joined_presences() {
     let empty = engine.matches.presences(&text).unwrap().unwrap();
     assert!(empty.presences.is_empty());
 
-    let bob = join(&mut engine, &id, "bob");
-    let alice = join(&mut engine, &id, "alice");
+    let bob = engine.join(&id, "bob");
+    let alice = engine.join(&id, "alice");
     // A pending join (accepted, not completed) is not in the match yet.
     let pending = presence("carol");
     let matches = engine.matches.clone();
@@ -89,8 +76,8 @@ fn ending_a_match_runs_terminate_then_tells_its_players_after_the_grace() {
     let id = engine.create("scripted", handler);
     let (other, other_calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
     let other = engine.create("scripted", other);
-    let a = join(&mut engine, &id, "a");
-    let b = join(&mut engine, &id, "b");
+    let a = engine.join(&id, "a");
+    let b = engine.join(&id, "b");
     engine.outlet.take();
 
     let matches = engine.matches.clone();
@@ -148,7 +135,7 @@ fn ending_with_no_grace_ends_at_once() {
     let mut engine = Engine::single();
     let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
     let id = engine.create("scripted", handler);
-    let a = join(&mut engine, &id, "a");
+    let a = engine.join(&id, "a");
     engine.outlet.take();
     let matches = engine.matches.clone();
     engine

@@ -10,82 +10,8 @@ mod support;
 use std::sync::Arc;
 
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
-use metafi_match::{
-    Dispatcher, Flow, HandlerError, JoinOutcome, JoinRequest, JoinVerdict, MatchContext,
-    MatchHandler, MatchId, MatchInit, MatchMessage, Params, Presence, PresenceEvents,
-    PresenceReason,
-};
+use metafi_match::{Flow, JoinOutcome, MatchId, Presence, PresenceEvents};
 use support::Engine;
-
-/// A scripted match that chooses who hears presence events.
-struct Quiet {
-    inner: ScriptedMatch,
-    events: PresenceEvents,
-}
-
-impl MatchHandler for Quiet {
-    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
-        self.inner.init(ctx, params)
-    }
-    fn join_attempt(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        r: &JoinRequest,
-    ) -> Result<JoinVerdict, HandlerError> {
-        self.inner.join_attempt(ctx, d, tick, r)
-    }
-    fn join(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        p: &[Arc<Presence>],
-    ) -> Result<Flow, HandlerError> {
-        self.inner.join(ctx, d, tick, p)
-    }
-    fn leave(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        p: &[Arc<Presence>],
-        reason: PresenceReason,
-    ) -> Result<Flow, HandlerError> {
-        self.inner.leave(ctx, d, tick, p, reason)
-    }
-    fn tick(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        m: &[MatchMessage],
-    ) -> Result<Flow, HandlerError> {
-        self.inner.tick(ctx, d, tick, m)
-    }
-    fn terminate(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        grace: u32,
-    ) -> Result<Flow, HandlerError> {
-        self.inner.terminate(ctx, d, tick, grace)
-    }
-    fn signal(
-        &mut self,
-        ctx: &MatchContext,
-        d: &mut Dispatcher<'_>,
-        tick: i64,
-        data: &str,
-    ) -> Result<(Flow, String), HandlerError> {
-        self.inner.signal(ctx, d, tick, data)
-    }
-    fn presence_events(&self) -> PresenceEvents {
-        self.events
-    }
-}
 
 /// Joins `n` players one after another; returns them and the members each join answer listed.
 fn ramp(engine: &mut Engine, id: &MatchId, n: usize) -> (Vec<Arc<Presence>>, Vec<usize>) {
@@ -131,7 +57,7 @@ fn presence_traffic(engine: &Engine) -> (Vec<Told>, usize, usize) {
 
 fn create(engine: &mut Engine, events: PresenceEvents) -> MatchId {
     let (inner, _calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    engine.create("quiet", Quiet { inner, events })
+    engine.create("quiet", inner.with_presence_events(events))
 }
 
 #[test]

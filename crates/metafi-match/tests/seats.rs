@@ -97,13 +97,7 @@ fn seats_freed_by_leaves_are_found_again() {
         let id = engine
             .drive(matches.find_seat(&open(), p.user_id, SEATS, seed()))
             .unwrap();
-        let outcome = engine.drive(matches.join(&id, join_request(&p))).unwrap();
-        assert!(matches!(
-            outcome,
-            JoinOutcome::Accepted { is_new: true, .. }
-        ));
-        matches.complete_join(&id, p.session_id);
-        engine.step();
+        engine.join_as(&id, &p);
         seated.push((id, p));
     }
     let distinct: std::collections::HashSet<_> = seated.iter().map(|(id, _)| id).collect();

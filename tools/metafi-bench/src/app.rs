@@ -444,8 +444,8 @@ fn command_line() -> String {
         .join(" ")
 }
 
-/// `metafi-bench esl`: the consolidation steps, their table on stdout and `esl.json` in
-/// `--out`; fails when no step was measured or the run stopped on an error rather than the
+/// `metafi-bench esl`: the consolidation steps, their table on stdout, and `esl.json` with
+/// the SVG charts (`esl-latency.svg`, `esl-cpu.svg`) in `--out`; fails when no step was measured or the run stopped on an error rather than the
 /// node's refusal or `--max-matches`.
 #[allow(clippy::print_stderr)] // the tool's user-facing output
 async fn esl(command: Command) -> anyhow::Result<ExitCode> {
@@ -459,6 +459,7 @@ async fn esl(command: Command) -> anyhow::Result<ExitCode> {
         step,
         warmup,
         expensive,
+        mix,
         state_size,
         input_min,
         input_max,
@@ -491,6 +492,7 @@ async fn esl(command: Command) -> anyhow::Result<ExitCode> {
         step,
         warmup,
         expensive,
+        mix,
         state_size,
         input_min: input_min.min(input_max),
         input_max,
@@ -505,6 +507,11 @@ async fn esl(command: Command) -> anyhow::Result<ExitCode> {
         std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("wrote {}", path.display());
+        for (name, svg) in crate::workloads::esl::charts(&report) {
+            let path = dir.join(name);
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
     }
     let errors: u64 = report.steps.iter().map(|s| s.errors).sum();
     let measured = report.steps.iter().any(|s| s.inputs > 0);

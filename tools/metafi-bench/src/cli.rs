@@ -207,6 +207,10 @@ pub enum Command {
         /// How many matches (the first ones) burn 10x the game logic's CPU per tick.
         #[arg(long, default_value_t = 0)]
         expensive: u64,
+        /// Share of the matches, spread evenly over the run, that burn 10x (0 to 1; 0.25:
+        /// every fourth match). Latency is also reported for cheap and expensive matches apart.
+        #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+        mix: f64,
         /// Bytes of the state update sent to every player every tick.
         #[arg(long, default_value_t = 2000)]
         state_size: usize,
@@ -347,6 +351,13 @@ fn parse_tick_rate(text: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?}: a share from 0 to 1")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
@@ -475,5 +486,19 @@ mod tests {
         );
         assert_eq!((state_size, input_min, input_max), (2000, 40, 200));
         assert!(Cli::try_parse_from(["metafi-bench", "esl", "--tick-rate", "60"]).is_err());
+        let Command::Esl { mix, .. } =
+            Cli::try_parse_from(["metafi-bench", "esl", "--mix", "0.25"])
+                .expect("parses")
+                .command
+        else {
+            panic!("esl")
+        };
+        assert_eq!(mix, 0.25);
+        for bad in ["1.5", "-0.1", "NaN", "x"] {
+            assert!(
+                Cli::try_parse_from(["metafi-bench", "esl", "--mix", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

@@ -1,19 +1,25 @@
-//! A match engine driven by hand: schedulers stepped on the test thread, time from a fake clock.
+//! The match tests' shared harness: a match engine driven by hand (schedulers stepped on the
+//! test thread, time from a fake clock), joins that must be accepted, a match's counters and
+//! thread, specs for pinned and movable handlers, and handlers whose ticks "take" fake time.
 
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use metafi_core::ManualClock;
-use metafi_match::testing::{RecordingOutlet, SeedMatch};
-use metafi_match::{
-    FakeClock, HandlerError, MatchConfig, MatchHandler, MatchId, MatchSpec, Matches, Params,
-    Scheduler,
+use metafi_match::testing::{
+    Calls, RecordingOutlet, ScriptedMatch, SeedMatch, join_request, presence,
 };
+use metafi_match::{
+    FakeClock, Flow, HandlerError, JoinOutcome, MatchConfig, MatchError, MatchHandler, MatchId,
+    MatchSpec, MatchStatsSnapshot, Matches, Params, Presence, Scheduler,
+};
+use parking_lot::Mutex;
 
 pub struct Engine {
     pub matches: Matches,
@@ -121,9 +127,53 @@ impl Engine {
 
     /// Creates an authoritative match run by `handler`.
     pub fn create(&mut self, name: &str, handler: impl MatchHandler + Send + 'static) -> MatchId {
+        self.try_create(spec(name, handler)).expect("match created")
+    }
+
+    /// Creates the match `spec` describes, or says why the node refused it.
+    pub fn try_create(&mut self, spec: MatchSpec) -> Result<MatchId, MatchError> {
         let matches = self.matches.clone();
-        self.drive(matches.create(spec(name, handler)))
-            .expect("match created")
+        self.drive(matches.create(spec))
+    }
+
+    /// A new player `name` joins match `id`: its join is accepted and completed.
+    pub fn join(&mut self, id: &MatchId, name: &str) -> Arc<Presence> {
+        let p = presence(name);
+        self.join_as(id, &p);
+        p
+    }
+
+    /// `p` joins match `id`: its join is accepted and completed.
+    pub fn join_as(&mut self, id: &MatchId, p: &Arc<Presence>) {
+        let matches = self.matches.clone();
+        let outcome = self
+            .drive(matches.join(id, join_request(p)))
+            .expect("join answered");
+        assert!(
+            matches!(outcome, JoinOutcome::Accepted { is_new: true, .. }),
+            "{outcome:?}"
+        );
+        self.matches.complete_join(id, p.session_id);
+        self.step();
+    }
+
+    /// Match `id`'s counters.
+    pub fn stats(&self, id: &MatchId) -> MatchStatsSnapshot {
+        self.matches
+            .stats()
+            .into_iter()
+            .find(|s| s.match_id == id.to_string())
+            .expect("the match runs")
+    }
+
+    /// The executor thread running match `id`.
+    pub fn thread_of(&self, id: &MatchId) -> usize {
+        self.stats(id).executor_thread
+    }
+
+    /// How many matches each executor thread runs.
+    pub fn per_thread(&self) -> Vec<usize> {
+        self.schedulers.iter().map(|s| s.len()).collect()
     }
 
     pub fn create_seed(&mut self, max_players: usize) -> MatchId {
@@ -149,4 +199,46 @@ pub fn spec(name: &str, handler: impl MatchHandler + Send + 'static) -> MatchSpe
         ),
         params: Params::new(),
     }
+}
+
+/// A spec whose handler may move between executor threads (a native, `Send` handler; the
+/// hand-off moves only these).
+pub fn movable(name: &str, handler: impl MatchHandler + Send + 'static) -> MatchSpec {
+    let handler: Box<dyn MatchHandler + Send> = Box::new(handler);
+    MatchSpec {
+        handler_name: Arc::from(name),
+        runtime: "native",
+        factory: Box::new(metafi_match::Movable(
+            move |_: &metafi_match::MatchContext| -> Result<Box<dyn MatchHandler + Send>, HandlerError> {
+                Ok(handler)
+            },
+        )),
+        params: Params::new(),
+    }
+}
+
+/// A match at `rate` ticks per second whose every tick takes `cost` of the fake `clock`'s
+/// time, and ends the match once `stop` is set.
+pub fn costing(
+    clock: &Arc<FakeClock>,
+    rate: u32,
+    cost: Duration,
+    stop: Option<Arc<AtomicBool>>,
+) -> (ScriptedMatch, Arc<Mutex<Calls>>) {
+    let clock = clock.clone();
+    ScriptedMatch::new(rate, move |_, _, _, _| {
+        clock.advance(cost);
+        Ok(match &stop {
+            Some(stop) if stop.load(Ordering::Relaxed) => Flow::End,
+            _ => Flow::Continue,
+        })
+    })
+}
+
+/// Polls a future once (its command is queued) and gives it back to finish later.
+pub fn start<F: Future>(future: F) -> Pin<Box<F>> {
+    let mut future = Box::pin(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(future.as_mut().poll(&mut cx).is_pending());
+    future
 }

@@ -3,7 +3,7 @@
 
 mod json;
 mod markdown;
-mod svg;
+pub(crate) mod svg;
 mod table;
 
 use std::collections::BTreeMap;

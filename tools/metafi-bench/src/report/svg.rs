@@ -1,5 +1,6 @@
-//! SVG line charts over time, drawn by hand: connected users, rate per series and latency
-//! percentiles per series.
+//! SVG line charts, drawn by hand: over time (connected users, rate per series and latency
+//! percentiles per series) and of one measure against another ([`xy_chart`], the ESL
+//! consolidation's steps).
 
 use std::fmt::Write as _;
 
@@ -17,10 +18,16 @@ const COLOURS: [&str; 8] = [
 ];
 
 /// A named line of y values, one per x.
-struct Line {
-    name: String,
-    values: Vec<f64>,
-    dashed: bool,
+pub struct Line {
+    pub name: String,
+    pub values: Vec<f64>,
+    pub dashed: bool,
+}
+
+/// A chart of `lines` against `xs` (in the order given, a dot at every point), the x axis
+/// labelled `x_unit` and the y axis `y_unit`.
+pub fn xy_chart(title: &str, x_unit: &str, y_unit: &str, xs: &[f64], lines: &[Line]) -> String {
+    chart(title, x_unit, y_unit, xs, lines, true)
 }
 
 /// `(file name, SVG text)` of every chart the report has data for.
@@ -39,7 +46,14 @@ pub fn charts(report: &Report) -> Vec<(String, String)> {
         }];
         out.push((
             format!("{stem}-connected.svg"),
-            chart(&format!("{stem}: connected users"), "users", &xs, &lines),
+            chart(
+                &format!("{stem}: connected users"),
+                "seconds",
+                "users",
+                &xs,
+                &lines,
+                false,
+            ),
         ));
     }
     let mut rates = Vec::new();
@@ -84,25 +98,29 @@ pub fn charts(report: &Report) -> Vec<(String, String)> {
             format!("{stem}-rate.svg"),
             chart(
                 &format!("{stem}: successes per second"),
+                "seconds",
                 "per second",
                 &xs,
                 &rates,
+                false,
             ),
         ));
         out.push((
             format!("{stem}-latency.svg"),
             chart(
                 &format!("{stem}: latency percentiles per second"),
+                "seconds",
                 "ms",
                 &xs,
                 &latencies,
+                false,
             ),
         ));
     }
     out
 }
 
-fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
+fn chart(title: &str, x_unit: &str, unit: &str, xs: &[f64], lines: &[Line], dots: bool) -> String {
     let x_max = xs.iter().copied().fold(1.0_f64, f64::max);
     let y_top = lines
         .iter()
@@ -158,9 +176,10 @@ fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
     }
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">seconds</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
         LEFT + plot_w / 2.0,
         HEIGHT - 8.0,
+        escape(x_unit),
         TOP + plot_h / 2.0,
         TOP + plot_h / 2.0,
         escape(unit)
@@ -171,9 +190,11 @@ fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
     );
     for (i, line) in lines.iter().enumerate() {
         let colour = COLOURS[(i / if lines.len() > COLOURS.len() { 3 } else { 1 }) % COLOURS.len()];
+        // A missing value (not finite) leaves its point out.
         let points: Vec<String> = xs
             .iter()
             .zip(&line.values)
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
             .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
             .collect();
         let dash = if line.dashed {
@@ -186,6 +207,16 @@ fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
             r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5"{dash} points="{}"/>"#,
             points.join(" ")
         );
+        if dots {
+            for point in &points {
+                if let Some((x, y)) = point.split_once(',') {
+                    let _ = writeln!(
+                        svg,
+                        r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>"#
+                    );
+                }
+            }
+        }
         let ly = TOP + 12.0 + 14.0 * i as f64;
         let _ = writeln!(
             svg,
@@ -245,6 +276,43 @@ mod tests {
         assert_eq!(nice_scale(0.0), (1.0, 0.2));
         assert_eq!(label(20000.0), "20k");
         assert_eq!(label(0.5), "0.5");
+    }
+
+    #[test]
+    fn xy_charts_name_both_axes_and_mark_every_point() {
+        let lines = [
+            Line {
+                name: "p50".into(),
+                values: vec![5.0, 6.0, 9.0],
+                dashed: true,
+            },
+            Line {
+                name: "p99".into(),
+                values: vec![12.0, 15.0, 30.0],
+                dashed: false,
+            },
+        ];
+        let svg = xy_chart(
+            "esl: latency",
+            "players per core",
+            "ms",
+            &[100.0, 200.0, 310.0],
+            &lines,
+        );
+        assert!(svg.contains(">players per core</text>"), "{svg}");
+        assert!(svg.contains(">ms</text>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 6);
+        assert!(!svg.contains(">seconds</text>"));
+        // A missing value leaves its point out.
+        let gap = [Line {
+            name: "p99".into(),
+            values: vec![12.0, f64::NAN, 30.0],
+            dashed: false,
+        }];
+        let svg = xy_chart("t", "x", "y", &[1.0, 2.0, 3.0], &gap);
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(!svg.contains("NaN"), "{svg}");
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! /v2/metafi/load`). It stops when the node refuses a match (RESOURCE_EXHAUSTED "Node is
 //! full: …") or at `--max-matches`.
 //!
+//! Some matches can be expensive (10× the game logic): the first `--expensive` ones, and a
+//! share `--mix` spread evenly over the run; each player knows its match's class, so the
+//! latency is also reported per class (the placement comparison: a cheap match's players must
+//! not pay for an expensive neighbour). [`charts`] draws the steps as SVG.
+//!
 //! Wire protocol (shared with `examples/native/src/esl_match.rs`): input, op code 1 = slot (2
 //! hex digits), sequence (8 hex digits), padding; update, op code 2 = tick (8 hex digits), then
 //! 12 sequences (8 hex digits each), padding.
@@ -54,12 +59,27 @@ pub struct EslOptions {
     pub step: Duration,
     pub warmup: Duration,
     pub expensive: u64,
+    /// Share of the matches (spread evenly) that are expensive, besides the first `expensive`.
+    pub mix: f64,
     pub state_size: usize,
     pub input_min: usize,
     pub input_max: usize,
     pub work: u64,
     pub server_pids: Vec<u32>,
     pub socket: SocketConfig,
+}
+
+/// Whether match number `index` (from 0) is expensive: one of the `first`, or one of the
+/// share `mix` spread evenly (with 0.25, every fourth match: numbers 3, 7, 11, …).
+pub fn is_expensive(index: u64, first: u64, mix: f64) -> bool {
+    if index < first {
+        return true;
+    }
+    if mix.is_nan() || mix <= 0.0 {
+        return false;
+    }
+    let mix = mix.min(1.0);
+    ((index + 1) as f64 * mix).floor() > (index as f64 * mix).floor()
 }
 
 /// One input's payload: slot, sequence, then padding to `size` (at least the 10-character head).
@@ -140,8 +160,10 @@ impl Sizes {
 /// What every player shares.
 #[derive(Debug, Default)]
 struct Shared {
-    /// Input → update latencies in µs since the last step read them.
+    /// Input → update latencies in µs since the last step read them, of players in cheap
+    /// matches and in expensive ones.
     latencies: Mutex<Vec<u32>>,
+    latencies_expensive: Mutex<Vec<u32>>,
     errors: AtomicU64,
     last_error: Mutex<Option<String>>,
     lost: AtomicU64,
@@ -167,6 +189,13 @@ pub struct Step {
     pub inputs: u64,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
+    /// Expensive matches so far, and the latency of the players in cheap and in expensive
+    /// matches apart.
+    pub expensive_matches: u64,
+    pub cheap_p50_ms: Option<f64>,
+    pub cheap_p99_ms: Option<f64>,
+    pub expensive_p50_ms: Option<f64>,
+    pub expensive_p99_ms: Option<f64>,
     pub errors: u64,
     /// The node's `GET /v2/metafi/load` at the end of the step (null on other servers).
     pub load: serde_json::Value,
@@ -177,6 +206,9 @@ pub struct Step {
 pub struct EslReport {
     pub tick_rate: u32,
     pub expensive: u64,
+    pub mix: f64,
+    /// Ids of the expensive matches (to tell them apart in the node's `GET /debug/matches`).
+    pub expensive_ids: Vec<String>,
     pub steps: Vec<Step>,
     /// Why the run stopped: the node's refusal, `--max-matches`, or an error.
     pub stopped: String,
@@ -201,6 +233,7 @@ pub async fn run(
     let mut interrupt = std::pin::pin!(interrupt);
     let mut steps = Vec::new();
     let mut matches = 0u64;
+    let mut expensive_ids = Vec::new();
     let mut players = 0u64;
     let mut tasks = tokio::task::JoinSet::new();
     println!(
@@ -212,11 +245,12 @@ pub async fn run(
             if matches >= o.max_matches {
                 break 'steps format!("--max-matches {} reached", o.max_matches);
             }
+            let expensive = is_expensive(matches, o.expensive, o.mix);
             let params = serde_json::json!({
                 "tick_rate": o.tick_rate,
                 "state_size": o.state_size,
                 "work": o.work,
-                "expensive": matches < o.expensive,
+                "expensive": expensive,
             });
             let answer = client.rpc(&host.token, &o.rpc, &params.to_string()).await;
             let match_id = match answer {
@@ -235,6 +269,7 @@ pub async fn run(
                     client: client.with_own_connections(),
                     device: ids.next(),
                     match_id: match_id.clone(),
+                    expensive,
                     slot,
                     options: o.clone(),
                     shared: shared.clone(),
@@ -254,11 +289,15 @@ pub async fn run(
                 in_match += u64::from(ok);
             }
             matches += 1;
+            if expensive {
+                expensive_ids.push(match_id.clone());
+            }
             players += in_match;
         }
         // let the new matches settle, then measure one step
         tokio::time::sleep(o.warmup).await;
         shared.latencies.lock().clear();
+        shared.latencies_expensive.lock().clear();
         let errors_before = shared.errors.load(Ordering::Relaxed);
         let cpu_before = server_cpu(&o.server_pids);
         let started = Instant::now();
@@ -268,8 +307,13 @@ pub async fn run(
         }
         let wall = started.elapsed().as_secs_f64();
         let cpu_after = server_cpu(&o.server_pids);
-        let mut latencies = std::mem::take(&mut *shared.latencies.lock());
+        let mut cheap = std::mem::take(&mut *shared.latencies.lock());
+        let mut dear = std::mem::take(&mut *shared.latencies_expensive.lock());
+        cheap.sort_unstable();
+        dear.sort_unstable();
+        let mut latencies = [cheap.as_slice(), dear.as_slice()].concat();
         latencies.sort_unstable();
+        let ms = |sorted: &[u32], q: f64| quantile(sorted, q).map(|us| f64::from(us) / 1000.0);
         let load = client
             .metafi_load()
             .await
@@ -286,8 +330,13 @@ pub async fn run(
                 .filter(|c| *c > 0.0)
                 .map(|c| players as f64 / c),
             inputs: latencies.len() as u64,
-            latency_p50_ms: quantile(&latencies, 0.5).map(|us| f64::from(us) / 1000.0),
-            latency_p99_ms: quantile(&latencies, 0.99).map(|us| f64::from(us) / 1000.0),
+            latency_p50_ms: ms(&latencies, 0.5),
+            latency_p99_ms: ms(&latencies, 0.99),
+            expensive_matches: expensive_ids.len() as u64,
+            cheap_p50_ms: ms(&cheap, 0.5),
+            cheap_p99_ms: ms(&cheap, 0.99),
+            expensive_p50_ms: ms(&dear, 0.5),
+            expensive_p99_ms: ms(&dear, 0.99),
             errors: shared.errors.load(Ordering::Relaxed) - errors_before,
             load,
         };
@@ -323,6 +372,8 @@ pub async fn run(
     Ok(EslReport {
         tick_rate: o.tick_rate,
         expensive: o.expensive,
+        mix: o.mix,
+        expensive_ids,
         steps,
         stopped,
         lost_inputs: shared.lost.load(Ordering::Relaxed),
@@ -358,6 +409,8 @@ struct Player {
     client: Client,
     device: String,
     match_id: String,
+    /// Whether its match is an expensive one (its latencies are counted apart).
+    expensive: bool,
     slot: usize,
     options: Arc<EslOptions>,
     shared: Arc<Shared>,
@@ -460,7 +513,12 @@ impl Player {
                             let mut got = Vec::new();
                             latency.applied(applied, now, |d| got.push(d.as_micros() as u32));
                             if !got.is_empty() {
-                                self.shared.latencies.lock().extend(got);
+                                let into = if self.expensive {
+                                    &self.shared.latencies_expensive
+                                } else {
+                                    &self.shared.latencies
+                                };
+                                into.lock().extend(got);
                             }
                         }
                         continue;
@@ -491,9 +549,186 @@ impl Player {
     }
 }
 
+/// The run's SVG charts, `(file name, SVG text)`: players per core used against input →
+/// update latency (p50 and p99; and p99 of cheap and of expensive matches when there were
+/// both), and CPU against matches (the server's, the executor's as the node measures it, and
+/// the objective's share). Steps without a measurement leave their point out.
+pub fn charts(report: &EslReport) -> Vec<(String, String)> {
+    use crate::report::svg::{Line, xy_chart};
+    let title = |what: &str| {
+        format!(
+            "esl, {} ticks/s{}: {what}",
+            report.tick_rate,
+            if report.expensive > 0 || report.mix > 0.0 {
+                ", with expensive matches"
+            } else {
+                ""
+            }
+        )
+    };
+    let mut out = Vec::new();
+    let measured: Vec<&Step> = report
+        .steps
+        .iter()
+        .filter(|s| s.players_per_core.is_some() && s.latency_p99_ms.is_some())
+        .collect();
+    if !measured.is_empty() {
+        let xs: Vec<f64> = measured
+            .iter()
+            .map(|s| s.players_per_core.unwrap_or_default())
+            .collect();
+        let line = |name: &str, dashed: bool, value: fn(&Step) -> Option<f64>| Line {
+            name: name.into(),
+            values: measured
+                .iter()
+                .map(|s| value(s).unwrap_or(f64::NAN))
+                .collect(),
+            dashed,
+        };
+        let mut lines = vec![
+            line("p50", true, |s| s.latency_p50_ms),
+            line("p99", false, |s| s.latency_p99_ms),
+        ];
+        let classes = measured
+            .iter()
+            .any(|s| s.cheap_p99_ms.is_some() && s.expensive_p99_ms.is_some());
+        if classes {
+            lines.push(line("cheap matches p99", false, |s| s.cheap_p99_ms));
+            lines.push(line("expensive matches p99", false, |s| s.expensive_p99_ms));
+        }
+        out.push((
+            "esl-latency.svg".to_owned(),
+            xy_chart(
+                &title("input → update latency"),
+                "players per server core used",
+                "ms",
+                &xs,
+                &lines,
+            ),
+        ));
+    }
+    let with_cpu: Vec<&Step> = report
+        .steps
+        .iter()
+        .filter(|s| s.server_cores.is_some() || s.load.get("cpu").is_some())
+        .collect();
+    if !with_cpu.is_empty() {
+        let xs: Vec<f64> = with_cpu.iter().map(|s| s.matches as f64).collect();
+        // The node reports shares of the executor's cores; drawn in cores like the server's.
+        let executor = |s: &Step, key: &str| -> f64 {
+            let threads = s.load["threads"].as_f64().unwrap_or(1.0);
+            s.load[key]
+                .as_f64()
+                .map_or(f64::NAN, |share| share * threads)
+        };
+        let lines = vec![
+            Line {
+                name: "server, all threads".into(),
+                values: with_cpu
+                    .iter()
+                    .map(|s| s.server_cores.unwrap_or(f64::NAN))
+                    .collect(),
+                dashed: false,
+            },
+            Line {
+                name: "executor (node's own)".into(),
+                values: with_cpu.iter().map(|s| executor(s, "cpu")).collect(),
+                dashed: false,
+            },
+            Line {
+                name: "objective".into(),
+                values: with_cpu
+                    .iter()
+                    .map(|s| executor(s, "cpu_objective"))
+                    .collect(),
+                dashed: true,
+            },
+        ];
+        out.push((
+            "esl-cpu.svg".to_owned(),
+            xy_chart(&title("CPU"), "matches", "cores", &xs, &lines),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expensive_matches_are_the_first_ones_and_a_share_spread_evenly() {
+        let pick =
+            |first, mix| -> Vec<u64> { (0..12).filter(|i| is_expensive(*i, first, mix)).collect() };
+        assert_eq!(pick(0, 0.0), Vec::<u64>::new());
+        assert_eq!(pick(2, 0.0), vec![0, 1]);
+        assert_eq!(pick(0, 0.25), vec![3, 7, 11]);
+        assert_eq!(pick(0, 0.5), vec![1, 3, 5, 7, 9, 11]);
+        assert_eq!(pick(1, 0.25), vec![0, 3, 7, 11]);
+        assert_eq!(pick(0, 1.0).len(), 12);
+        assert_eq!(pick(0, f64::NAN), Vec::<u64>::new());
+    }
+
+    fn step(matches: u64, ppc: Option<f64>, classes: bool) -> Step {
+        Step {
+            step: matches,
+            matches,
+            players: matches * 12,
+            server_cores: ppc.map(|p| (matches * 12) as f64 / p),
+            players_per_core: ppc,
+            inputs: 100,
+            latency_p50_ms: Some(8.0),
+            latency_p99_ms: Some(16.0 + matches as f64),
+            expensive_matches: u64::from(classes),
+            cheap_p50_ms: Some(8.0),
+            cheap_p99_ms: Some(15.0),
+            expensive_p50_ms: classes.then_some(9.0),
+            expensive_p99_ms: classes.then_some(40.0),
+            errors: 0,
+            load: serde_json::json!({
+                "cpu": 0.1 * matches as f64,
+                "cpu_objective": 0.75,
+                "threads": 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn charts_plot_latency_against_players_per_core_and_cpu_against_matches() {
+        let mut report = EslReport {
+            tick_rate: 64,
+            expensive: 0,
+            mix: 0.0,
+            expensive_ids: Vec::new(),
+            steps: vec![step(1, Some(100.0), false), step(2, Some(180.0), false)],
+            stopped: "--max-matches 2 reached".into(),
+            lost_inputs: 0,
+        };
+        let drawn = charts(&report);
+        let names: Vec<&str> = drawn.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["esl-latency.svg", "esl-cpu.svg"]);
+        let latency = &drawn[0].1;
+        assert!(
+            latency.contains("players per server core used"),
+            "{latency}"
+        );
+        assert_eq!(latency.matches("<polyline").count(), 2, "p50 and p99");
+        assert_eq!(drawn[1].1.matches("<polyline").count(), 3);
+        assert!(drawn[1].1.contains(">matches</text>"));
+
+        // With cheap and expensive matches measured, their p99s are drawn apart.
+        report.mix = 0.5;
+        report.steps = vec![step(2, Some(100.0), true), step(4, Some(150.0), true)];
+        let drawn = charts(&report);
+        assert_eq!(drawn[0].1.matches("<polyline").count(), 4);
+        assert!(drawn[0].1.contains("expensive matches p99"));
+
+        // Without the server's pid there is no players-per-core axis: only the node's CPU.
+        report.steps = vec![step(1, None, false)];
+        let drawn = charts(&report);
+        let names: Vec<&str> = drawn.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["esl-cpu.svg"]);
+    }
 
     #[test]
     fn inputs_have_the_size_asked_and_carry_slot_and_sequence() {
