@@ -17,10 +17,10 @@ const COLOURS: [&str; 8] = [
 ];
 
 /// A named line of y values, one per x.
-struct Line {
-    name: String,
-    values: Vec<f64>,
-    dashed: bool,
+pub(super) struct Line {
+    pub(super) name: String,
+    pub(super) values: Vec<f64>,
+    pub(super) dashed: bool,
 }
 
 /// `(file name, SVG text)` of every chart the report has data for.
@@ -103,6 +103,19 @@ pub fn charts(report: &Report) -> Vec<(String, String)> {
 }
 
 fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
+    chart_with(title, "seconds", unit, xs, lines, false)
+}
+
+/// A chart over any x (`x_unit` names it); `markers` puts a dot on every point (a sweep of a
+/// few runs rather than a per-second timeline).
+pub(super) fn chart_with(
+    title: &str,
+    x_unit: &str,
+    unit: &str,
+    xs: &[f64],
+    lines: &[Line],
+    markers: bool,
+) -> String {
     let x_max = xs.iter().copied().fold(1.0_f64, f64::max);
     let y_top = lines
         .iter()
@@ -158,9 +171,10 @@ fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
     }
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">seconds</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="14" y="{:.1}" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
         LEFT + plot_w / 2.0,
         HEIGHT - 8.0,
+        escape(x_unit),
         TOP + plot_h / 2.0,
         TOP + plot_h / 2.0,
         escape(unit)
@@ -186,6 +200,16 @@ fn chart(title: &str, unit: &str, xs: &[f64], lines: &[Line]) -> String {
             r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5"{dash} points="{}"/>"#,
             points.join(" ")
         );
+        if markers {
+            for (x, y) in xs.iter().zip(&line.values) {
+                let _ = writeln!(
+                    svg,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"/>"#,
+                    px(*x),
+                    py(*y)
+                );
+            }
+        }
         let ly = TOP + 12.0 + 14.0 * i as f64;
         let _ = writeln!(
             svg,
