@@ -1,7 +1,8 @@
 // One screenshot of a world's live top-down view (docs/WORLD.md, "Watching a large run") in
 // headless Chromium, taken during a benchmark run: signs in to the console, opens the first
 // world of the Worlds list, waits for live frames with at least WORLD_VIEW_MIN_PLAYERS players,
-// saves the page to WORLD_VIEW_SHOT and prints what the canvas drew as one JSON line. Not a
+// then WORLD_VIEW_DELAY_MS more (the picture mid-run, not at the end of the ramp), saves the
+// page to WORLD_VIEW_SHOT and prints what the canvas drew as one JSON line. Not a
 // test: scripts/bench_world.sh runs it with VIEW_SCREENSHOT=1 (not in scripts/test.sh; the
 // view's checks are world_browser.mjs).
 //
@@ -15,6 +16,7 @@ const minPlayers = Number(process.env.WORLD_VIEW_MIN_PLAYERS ?? 1);
 const username = process.env.METAFI_CONSOLE_USER ?? "admin";
 const password = process.env.METAFI_CONSOLE_PASSWORD ?? "console-admin-pw";
 const timeout = Number(process.env.WORLD_VIEW_TIMEOUT_MS ?? 60_000);
+const delay = Number(process.env.WORLD_VIEW_DELAY_MS ?? 0);
 const base = `http://127.0.0.1:${port}`;
 
 if (!port) throw new Error("METAFI_CONSOLE_PORT is not set");
@@ -50,6 +52,8 @@ try {
     },
     { timeout, polling: 250 }, minPlayers,
   ).catch((e) => { throw new Error(`${e.message}\n${logs.join("\n")}`); });
+  const reached = Date.now() - started;
+  await new Promise((resolve) => setTimeout(resolve, delay));
   // A few more frames, so the picture is a live delta-fed one, not the first full frame.
   const frames = await tab.$eval("#world-canvas", (c) => Number(c.dataset.frames));
   await tab.waitForFunction(
@@ -59,7 +63,7 @@ try {
   await tab.screenshot({ path: shot, fullPage: true });
   const drawn = await tab.$eval("#world-canvas", (c) => ({ ...c.dataset }));
   console.log(JSON.stringify({
-    shot, world: link.slice("/world/".length), waited_ms: Date.now() - started,
+    shot, world: link.slice("/world/".length), players_reached_after_ms: reached, delay_ms: delay,
     frames: Number(drawn.frames), players: Number(drawn.players), rockets: Number(drawn.rockets),
     tick: Number(drawn.tick),
   }));

@@ -426,8 +426,8 @@ fn world_charts(
 ) -> anyhow::Result<ExitCode> {
     let mut runs = Vec::new();
     for path in reports {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let value: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         match report::world_run(&value) {

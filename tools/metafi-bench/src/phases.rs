@@ -68,10 +68,9 @@ impl LoadModel {
     /// --phase 0:20s`; zero with one phase or a closed loop.
     pub fn last_phase_start(&self) -> Duration {
         match self {
-            LoadModel::Arrival(phases) if phases.len() > 1 => phases[..phases.len() - 1]
-                .iter()
-                .map(|p| p.duration)
-                .sum(),
+            LoadModel::Arrival(phases) if phases.len() > 1 => {
+                phases[..phases.len() - 1].iter().map(|p| p.duration).sum()
+            }
             _ => Duration::ZERO,
         }
     }

@@ -286,7 +286,10 @@ async fn the_world_workload_measures_the_server_in_its_last_phase_and_charts_a_s
     let bots = figures["bots"].as_f64().unwrap();
     assert!(bots > 0.0 && bots <= 6.0, "{figures:#}");
     assert!(figures["snapshots_per_bot_per_sec"].as_f64().unwrap() > 0.0);
-    assert!(figures["commands_measured"].as_u64().unwrap() > 0, "{figures:#}");
+    assert!(
+        figures["commands_measured"].as_u64().unwrap() > 0,
+        "{figures:#}"
+    );
     assert_eq!(figures["problems"], serde_json::json!([]), "{figures:#}");
     // The server's side, read while the bots were in: six players, the window's ticks only.
     let s = &figures["server"];
@@ -299,7 +302,10 @@ async fn the_world_workload_measures_the_server_in_its_last_phase_and_charts_a_s
     );
     let phases = s["phase_ms"].as_object().unwrap();
     assert_eq!(phases.len(), 6);
-    assert!(phases.values().any(|v| v.as_f64().unwrap() > 0.0), "{figures:#}");
+    assert!(
+        phases.values().any(|v| v.as_f64().unwrap() > 0.0),
+        "{figures:#}"
+    );
     assert!(s["snapshots_sent"].as_u64().unwrap() > 0);
     // The CPU by thread group: the world's threads are found by name.
     let c = &figures["cpu"];
@@ -313,7 +319,10 @@ async fn the_world_workload_measures_the_server_in_its_last_phase_and_charts_a_s
     let share = c["simulation_share"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&share), "{figures:#}");
     assert!(
-        report.notes.iter().any(|n| n.starts_with("server, measured phase: 6 players")),
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("server, measured phase: 6 players")),
         "{:#?}",
         report.notes
     );

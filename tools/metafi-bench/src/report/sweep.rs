@@ -81,9 +81,8 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
         .iter()
         .all(|r| r.figures.cpu.is_some() && r.figures.server.is_some())
     {
-        let cpu = |f: fn(&CpuFigures) -> f64| {
-            move |r: &WorldRun| r.figures.cpu.as_ref().map_or(0.0, f)
-        };
+        let cpu =
+            |f: fn(&CpuFigures) -> f64| move |r: &WorldRun| r.figures.cpu.as_ref().map_or(0.0, f);
         out.push((
             "world-cpu-split.svg".to_owned(),
             chart_with(
@@ -102,18 +101,25 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
         ));
     }
     if runs.iter().all(|r| r.figures.server.is_some()) {
-        let lines: Vec<Line> = ["receive", "physics", "commands", "merge", "snapshots", "send"]
-            .iter()
-            .map(|phase| {
-                line(phase, false, &|r| {
-                    r.figures
-                        .server
-                        .as_ref()
-                        .and_then(|s| s.phase_ms.get(*phase).copied())
-                        .unwrap_or(0.0)
-                })
+        let lines: Vec<Line> = [
+            "receive",
+            "physics",
+            "commands",
+            "merge",
+            "snapshots",
+            "send",
+        ]
+        .iter()
+        .map(|&phase| {
+            line(phase, false, &|r| {
+                r.figures
+                    .server
+                    .as_ref()
+                    .and_then(|s| s.phase_ms.get(phase).copied())
+                    .unwrap_or(0.0)
             })
-            .collect();
+        })
+        .collect();
         out.push((
             "world-tick-phases.svg".to_owned(),
             chart_with(
@@ -175,7 +181,10 @@ mod tests {
             ]
         );
         let (_, rate) = &charts[0];
-        assert!(rate.contains("(server on core 0)") && rate.contains(">bots<"), "{rate}");
+        assert!(
+            rate.contains("(server on core 0)") && rate.contains(">bots<"),
+            "{rate}"
+        );
         assert_eq!(rate.matches("<polyline").count(), 3);
         assert_eq!(rate.matches("<circle").count(), 6);
         // 500 bots first: the received line falls from 19.9 to 18 (y grows downwards).

@@ -480,7 +480,8 @@ impl Worlds {
             connected: ctx.stats.connected_now().max(0) as f64,
         };
         let first_tool = tool(Instant::now());
-        let first_threads = (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
+        let first_threads =
+            (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
         let first_world = read_world(metrics.as_ref(), &world).await;
         let mut seen = WorldSeen::default();
         if let Some(Ok(w)) = &first_world {
@@ -496,7 +497,8 @@ impl Worlds {
         }
         tokio::time::sleep_until(to.into()).await;
         let last_tool = tool(Instant::now());
-        let last_threads = (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
+        let last_threads =
+            (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
         let last_world = read_world(metrics.as_ref(), &world).await;
         if let Some(Ok(w)) = &last_world {
             seen.observe(w);

@@ -161,8 +161,7 @@ impl ThreadsReading {
             let process =
                 procfs::read(pid).map_err(|e| format!("reading /proc/{pid}/stat: {e}"))?;
             reading.process_cpu_secs += process.cpu_secs;
-            for t in procfs::threads(pid).map_err(|e| format!("reading /proc/{pid}/task: {e}"))?
-            {
+            for t in procfs::threads(pid).map_err(|e| format!("reading /proc/{pid}/task: {e}"))? {
                 reading.threads.insert(t.tid, (t.name, t.cpu_secs));
             }
         }
@@ -252,7 +251,10 @@ pub fn cpu_split(
 }
 
 /// The entry of `world` in a `/debug/worlds` answer (the first world when it is not there).
-pub fn world_entry<'a>(answer: &'a serde_json::Value, world: &str) -> Option<&'a serde_json::Value> {
+pub fn world_entry<'a>(
+    answer: &'a serde_json::Value,
+    world: &str,
+) -> Option<&'a serde_json::Value> {
     let worlds = answer["worlds"].as_object()?;
     worlds.get(world).or_else(|| worlds.values().next())
 }
@@ -295,14 +297,14 @@ pub fn server_figures(
     };
     let phase_ms = PHASES
         .iter()
-        .map(|(name, _)| {
+        .map(|&(name, _)| {
             let secs = (total(last, name) - total(first, name)).max(0.0);
             let ms = if ticks > 0 {
                 secs * 1000.0 / ticks as f64
             } else {
                 0.0
             };
-            ((*name).to_owned(), ms)
+            (name.to_owned(), ms)
         })
         .collect();
     ServerFigures {
@@ -461,7 +463,11 @@ mod tests {
         seen.observe(&last);
         let s = server_figures(&first, &last, &seen);
         assert_eq!(s.ticks, 100);
-        assert!((s.phase_ms["physics"] - 3.0).abs() < 1e-9, "{:?}", s.phase_ms);
+        assert!(
+            (s.phase_ms["physics"] - 3.0).abs() < 1e-9,
+            "{:?}",
+            s.phase_ms
+        );
         assert!((s.phase_ms["snapshots"] - 2.0).abs() < 1e-9);
         assert!((s.phase_ms["receive"] - 0.1).abs() < 1e-9);
         assert_eq!(s.dropped_snapshots, 3);
@@ -503,10 +509,18 @@ mod tests {
         assert!((c.world_cores - 0.6).abs() < 1e-9);
         assert!((c.io_cores - 0.3).abs() < 1e-9);
         assert!((c.other_cores - 0.1).abs() < 1e-9);
-        let world = c.groups.iter().find(|g| g.name == "metafi-world").expect("world");
+        let world = c
+            .groups
+            .iter()
+            .find(|g| g.name == "metafi-world")
+            .expect("world");
         assert_eq!(world.threads, 3);
         assert_eq!(c.groups[0].name, "metafi-world");
-        let exited = c.groups.iter().find(|g| g.name == "exited threads").expect("exited");
+        let exited = c
+            .groups
+            .iter()
+            .find(|g| g.name == "exited threads")
+            .expect("exited");
         assert!((exited.cores - 0.08).abs() < 1e-9);
         // Simulation phases 3 ms of 4.5: two thirds of the world's 0.6 cores.
         assert!((c.simulation_cores - 0.4).abs() < 1e-9);
@@ -519,7 +533,8 @@ mod tests {
 
     #[test]
     fn the_world_is_found_in_the_debug_answer() {
-        let answer = serde_json::json!({ "worlds": { "a.n": { "ticks": 1 }, "b.n": { "ticks": 2 } } });
+        let answer =
+            serde_json::json!({ "worlds": { "a.n": { "ticks": 1 }, "b.n": { "ticks": 2 } } });
         assert_eq!(world_entry(&answer, "b.n").expect("b")["ticks"], 2);
         assert_eq!(world_entry(&answer, "x.n").expect("first")["ticks"], 1);
         assert!(world_entry(&serde_json::json!({ "worlds": {} }), "a.n").is_none());
@@ -544,8 +559,16 @@ mod tests {
         };
         let notes = notes(&f);
         assert_eq!(notes.len(), 5, "{notes:?}");
-        assert!(notes[0].contains("500 bots") && notes[0].contains("97.5%"), "{}", notes[0]);
-        assert!(notes[3].contains("simulation 25% / network 75%"), "{}", notes[3]);
+        assert!(
+            notes[0].contains("500 bots") && notes[0].contains("97.5%"),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[3].contains("simulation 25% / network 75%"),
+            "{}",
+            notes[3]
+        );
         assert!(notes[4].ends_with("no readings"));
     }
 }
