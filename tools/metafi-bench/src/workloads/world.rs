@@ -487,9 +487,13 @@ impl Worlds {
         if let Some(Ok(w)) = &first_world {
             seen.observe(w);
         }
+        // Bots connected at every reading: their mean is the per-bot figures' denominator
+        // (bots whose --hold ends inside the window leave it).
+        let mut connected = vec![first_tool.connected];
         let mut next = Instant::now() + Duration::from_secs(1);
         while next < to {
             tokio::time::sleep_until(next.into()).await;
+            connected.push(ctx.stats.connected_now().max(0) as f64);
             if let Some(Ok(w)) = read_world(metrics.as_ref(), &world).await {
                 seen.observe(&w);
             }
@@ -505,7 +509,8 @@ impl Worlds {
         }
 
         let seconds = (last_tool.at - first_tool.at).max(1e-9);
-        let bots = (first_tool.connected + last_tool.connected) / 2.0;
+        connected.push(last_tool.connected);
+        let bots = connected.iter().sum::<f64>() / connected.len() as f64;
         let per_bot_s = |a: u64, b: u64| b.saturating_sub(a) as f64 / bots.max(1.0) / seconds;
         let tick_rate = self.tick_rate.load(Ordering::Relaxed) as f64;
         let (p50, p99, measured) = world_window::command_quantiles(
@@ -524,7 +529,7 @@ impl Worlds {
         };
         let cpu = match (first_threads, last_threads) {
             (Some(Ok(a)), Some(Ok(b))) => {
-                let players = server.as_ref().map_or(bots, |s| s.players as f64);
+                let players = server.as_ref().map_or(bots, |s| s.players_mean);
                 Some(world_window::cpu_split(
                     &a,
                     &b,

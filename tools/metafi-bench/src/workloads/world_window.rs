@@ -43,7 +43,7 @@ pub struct WindowFigures {
     /// Seconds from the run's start at the first and the last reading.
     pub from_secs: f64,
     pub to_secs: f64,
-    /// Bots connected (mean of the first and last reading).
+    /// Bots connected: the mean of the once-a-second readings.
     pub bots: f64,
     pub tick_rate: f64,
     /// Snapshots the bots received per bot per second.
@@ -69,6 +69,9 @@ pub struct WindowFigures {
 pub struct ServerFigures {
     /// Players in the world at the last reading.
     pub players: u64,
+    /// Mean players over the readings (the per-player figures' denominator).
+    #[serde(default)]
+    pub players_mean: f64,
     pub ticks: u64,
     /// Mean milliseconds per tick of each phase, in tick order (receive, physics, commands,
     /// merge, snapshots, send).
@@ -266,6 +269,7 @@ pub struct WorldSeen {
     pub lateness_max: f64,
     pub ack_mean_sum: f64,
     pub ack_max: u64,
+    pub players_sum: f64,
     pub readings: u32,
 }
 
@@ -275,6 +279,7 @@ impl WorldSeen {
         self.tick_max = self.tick_max.max(f("last_tick_seconds"));
         self.lateness_max = self.lateness_max.max(f("last_lateness_seconds"));
         self.ack_mean_sum += f("last_ack_age_mean_ticks");
+        self.players_sum += f("players");
         self.ack_max = self
             .ack_max
             .max(w["last_ack_age_max_ticks"].as_u64().unwrap_or(0));
@@ -309,6 +314,11 @@ pub fn server_figures(
         .collect();
     ServerFigures {
         players: u(last, "players"),
+        players_mean: if seen.readings > 0 {
+            seen.players_sum / f64::from(seen.readings)
+        } else {
+            u(last, "players") as f64
+        },
         ticks,
         phase_ms,
         tick_ms_max_seen: seen.tick_max * 1000.0,
@@ -374,7 +384,7 @@ pub fn command_quantiles(ctx: &Ctx, series: SeriesId, from: f64, to: f64) -> (f6
 /// The report's lines for the measured phase.
 pub fn notes(f: &WindowFigures) -> Vec<String> {
     let mut out = vec![format!(
-        "measured phase ({:.1}–{:.1} s, {:.0} bots): {:.2} snapshots per bot per second of {} ({:.1}%); command → snapshot p50 {:.1} ms, p99 {:.1} ms ({} measured); per bot {}/s in, {}/s out",
+        "measured phase ({:.1}–{:.1} s, {:.1} bots on average): {:.2} snapshots per bot per second of {} ({:.1}%); command → snapshot p50 {:.1} ms, p99 {:.1} ms ({} measured); per bot {}/s in, {}/s out",
         f.from_secs,
         f.to_secs,
         f.bots,
@@ -389,8 +399,9 @@ pub fn notes(f: &WindowFigures) -> Vec<String> {
     )];
     if let Some(s) = &f.server {
         out.push(format!(
-            "server, measured phase: {} players, {} ticks; ms per tick receive / physics / commands / merge / snapshots / send {}; tick max {:.2} ms, lateness max {:.2} ms (at the readings); {} ticks skipped; {} snapshots sent, {} dropped; acknowledgement age mean {:.2} ticks, max {}; {} clients never acknowledged",
+            "server, measured phase: {} players ({:.1} on average), {} ticks; ms per tick receive / physics / commands / merge / snapshots / send {}; tick max {:.2} ms, lateness max {:.2} ms (at the readings); {} ticks skipped; {} snapshots sent, {} dropped; acknowledgement age mean {:.2} ticks, max {}; {} clients never acknowledged",
             thousands(s.players),
+            s.players_mean,
             thousands(s.ticks),
             s.phases_line(),
             s.tick_ms_max_seen,
@@ -475,6 +486,7 @@ mod tests {
         assert!((s.tick_ms_max_seen - 4.0).abs() < 1e-9);
         assert!((s.ack_age_mean_ticks - 1.5).abs() < 1e-9);
         assert_eq!(s.ack_age_max_ticks, 3);
+        assert!((s.players_mean - 100.0).abs() < 1e-9);
         assert_eq!(s.phases_line(), "0.10 / 3.00 / 0.50 / 0.20 / 2.00 / 1.00");
         let (sim, net) = s.split_ms();
         assert!((sim - 3.7).abs() < 1e-9 && (net - 3.1).abs() < 1e-9);
@@ -560,7 +572,7 @@ mod tests {
         let notes = notes(&f);
         assert_eq!(notes.len(), 5, "{notes:?}");
         assert!(
-            notes[0].contains("500 bots") && notes[0].contains("97.5%"),
+            notes[0].contains("500.0 bots on average") && notes[0].contains("97.5%"),
             "{}",
             notes[0]
         );
