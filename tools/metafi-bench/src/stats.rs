@@ -241,11 +241,6 @@ impl Stats {
         self.messages_received.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Sockets connected now.
-    pub fn connected_now(&self) -> i64 {
-        self.connected.load(Ordering::Relaxed)
-    }
-
     pub fn active_users(&self) -> i64 {
         self.active_users.load(Ordering::Relaxed)
     }

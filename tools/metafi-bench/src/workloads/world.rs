@@ -75,6 +75,33 @@ pub struct Worlds {
     totals: Totals,
     /// What the measured phase gave (`watch`), once it is over.
     window: parking_lot::Mutex<Option<WindowFigures>>,
+    /// Bots in the world now and the bot-seconds spent in it so far (exact, at every join
+    /// and leave): the measured phase's per-bot denominator.
+    presence: parking_lot::Mutex<Presence>,
+}
+
+/// Bots in the world and the integral of that count over time.
+#[derive(Debug, Clone, Copy)]
+struct Presence {
+    bots: i64,
+    since: Instant,
+    bot_secs: f64,
+}
+
+impl Presence {
+    /// Adds `delta` bots now.
+    fn change(&mut self, delta: i64) {
+        let now = Instant::now();
+        self.bot_secs += self.bots.max(0) as f64 * now.duration_since(self.since).as_secs_f64();
+        self.since = now;
+        self.bots += delta;
+    }
+
+    /// The bot-seconds up to `at` (not before the last change).
+    fn bot_secs_at(&self, at: Instant) -> f64 {
+        self.bot_secs
+            + self.bots.max(0) as f64 * at.saturating_duration_since(self.since).as_secs_f64()
+    }
 }
 
 impl Worlds {
@@ -87,6 +114,11 @@ impl Worlds {
             tick_rate: AtomicU64::new(20),
             totals: Totals::default(),
             window: parking_lot::Mutex::new(None),
+            presence: parking_lot::Mutex::new(Presence {
+                bots: 0,
+                since: Instant::now(),
+                bot_secs: 0.0,
+            }),
         }
     }
 }
@@ -370,6 +402,7 @@ impl Worlds {
                             ctx.stats.record(ctx.series("world_join"), join_started.elapsed());
                             let now = Instant::now();
                             bot.joined_at = Some(now);
+                            self.presence.lock().change(1);
                             until = (now + o.hold).min(ctx.deadline);
                             // Counted now for the planned stay (the runner aborts bots still
                             // playing at the end); a bot that leaves early gives back the rest.
@@ -391,6 +424,7 @@ impl Worlds {
             }
         };
         if bot.joined_at.is_some() {
+            self.presence.lock().change(-1);
             let unused = until.saturating_duration_since(Instant::now());
             self.totals
                 .joined_us
@@ -477,7 +511,7 @@ impl Worlds {
             snapshots: self.totals.snapshots.load(Ordering::Relaxed),
             received: ctx.stats.net().received(),
             sent: ctx.stats.net().sent(),
-            connected: ctx.stats.connected_now().max(0) as f64,
+            bot_secs: self.presence.lock().bot_secs_at(at),
         };
         let first_tool = tool(Instant::now());
         let first_threads =
@@ -487,13 +521,9 @@ impl Worlds {
         if let Some(Ok(w)) = &first_world {
             seen.observe(w);
         }
-        // Bots connected at every reading: their mean is the per-bot figures' denominator
-        // (bots whose --hold ends inside the window leave it).
-        let mut connected = vec![first_tool.connected];
         let mut next = Instant::now() + Duration::from_secs(1);
         while next < to {
             tokio::time::sleep_until(next.into()).await;
-            connected.push(ctx.stats.connected_now().max(0) as f64);
             if let Some(Ok(w)) = read_world(metrics.as_ref(), &world).await {
                 seen.observe(&w);
             }
@@ -509,9 +539,17 @@ impl Worlds {
         }
 
         let seconds = (last_tool.at - first_tool.at).max(1e-9);
-        connected.push(last_tool.connected);
-        let bots = connected.iter().sum::<f64>() / connected.len() as f64;
-        let per_bot_s = |a: u64, b: u64| b.saturating_sub(a) as f64 / bots.max(1.0) / seconds;
+        // Bot-seconds in the world over the window, exactly (bots whose --hold ends inside it
+        // count for the time they were in).
+        let bot_secs = (last_tool.bot_secs - first_tool.bot_secs).max(0.0);
+        let bots = bot_secs / seconds;
+        let per_bot_s = |a: u64, b: u64| {
+            if bot_secs > 0.0 {
+                b.saturating_sub(a) as f64 / bot_secs
+            } else {
+                0.0
+            }
+        };
         let tick_rate = self.tick_rate.load(Ordering::Relaxed) as f64;
         let (p50, p99, measured) = world_window::command_quantiles(
             ctx,
@@ -529,7 +567,12 @@ impl Worlds {
         };
         let cpu = match (first_threads, last_threads) {
             (Some(Ok(a)), Some(Ok(b))) => {
-                let players = server.as_ref().map_or(bots, |s| s.players_mean);
+                // The bots are the players: their exact mean, else the server's sampled one.
+                let players = if bots > 0.0 {
+                    bots
+                } else {
+                    server.as_ref().map_or(0.0, |s| s.players_mean)
+                };
                 Some(world_window::cpu_split(
                     &a,
                     &b,
@@ -584,7 +627,8 @@ struct Tool {
     snapshots: u64,
     received: u64,
     sent: u64,
-    connected: f64,
+    /// Bot-seconds in the world since the start.
+    bot_secs: f64,
 }
 
 struct Bot {

@@ -43,7 +43,7 @@ pub struct WindowFigures {
     /// Seconds from the run's start at the first and the last reading.
     pub from_secs: f64,
     pub to_secs: f64,
-    /// Bots connected: the mean of the once-a-second readings.
+    /// Bots in the world on average (bot-seconds in it over the window's seconds).
     pub bots: f64,
     pub tick_rate: f64,
     /// Snapshots the bots received per bot per second.
