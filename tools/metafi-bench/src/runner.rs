@@ -138,9 +138,10 @@ pub async fn run<W: Workload>(
     let wall = start.elapsed();
     let duration = wall.min(total);
     let server = probe.and_then(|probe| probe.finish(wall));
-    // The watcher's last reading is taken before the deadline; give it a moment to finish.
+    // The watcher's last reading is taken before the deadline; give it a moment to finish
+    // (not after a Ctrl-C).
     let abort = watcher.abort_handle();
-    if tokio::time::timeout(WATCH_GRACE, watcher).await.is_err() {
+    if interrupted || tokio::time::timeout(WATCH_GRACE, watcher).await.is_err() {
         abort.abort();
     }
     ctx.stats.close();
