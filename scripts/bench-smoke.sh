@@ -96,7 +96,10 @@ if has_socket; then
     skip "match: the server has no RPC get_match (the match engine's example module)"
   fi
   if $has_world; then
-    run world --users 10 --phase 10:1s --phase 0:3s --hold 3s --format protobuf
+    # with the metrics listener: the world's figures read in the measured phase (docs/BENCH.md)
+    metrics_args=()
+    [ -z "${SERVER_METRICS_PORT:-}" ] || metrics_args=(--server-metrics "http://127.0.0.1:$SERVER_METRICS_PORT")
+    run world --users 10 --phase 10:1s --phase 0:3s --hold 3s --format protobuf "${metrics_args[@]}"
   else
     skip "world: the server serves no worlds"
   fi

@@ -252,6 +252,12 @@ impl Client {
             .await
     }
 
+    /// `GET {path}` with no credentials, the answer as JSON: e.g. a MetaFi metrics listener's
+    /// `/debug/worlds` (a client made for that listener's address).
+    pub async fn get_json(&self, path: &str) -> Result<serde_json::Value, ClientError> {
+        self.call_with(Method::GET, path, None, None).await
+    }
+
     /// `POST /v2/rpc/{id}` as the session's user: `payload` is the function's input text, sent
     /// as a JSON string as Nakama's clients do; returns the function's output text.
     pub async fn rpc(&self, token: &str, id: &str, payload: &str) -> Result<String, ClientError> {

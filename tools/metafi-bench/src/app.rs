@@ -29,7 +29,15 @@ use crate::workloads::world::{WorldOptions, Worlds};
 /// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
 /// use, so `taskset -c 1` gives one: then a current-thread runtime).
 pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
-    let common = common(&cli.command).clone();
+    if let Command::WorldCharts {
+        out,
+        label,
+        reports,
+    } = &cli.command
+    {
+        return world_charts(out, label, reports);
+    }
+    let common = common(&cli.command)?.clone();
     let threads = common
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
@@ -64,7 +72,7 @@ pub async fn execute(
     command: Command,
     interrupt: impl std::future::Future<Output = ()> + Send,
 ) -> anyhow::Result<Report> {
-    let common = common(&command).clone();
+    let common = common(&command)?.clone();
     let limit = net::raise_open_files(common.nofile).context("raising the open-file limit")?;
     let mut notes = Vec::new();
     if limit < common.nofile {
@@ -209,6 +217,7 @@ pub async fn execute(
         Command::Esl { .. } => {
             anyhow::bail!("the esl workload runs steps of its own (metafi-bench esl)")
         }
+        Command::WorldCharts { .. } => anyhow::bail!("world-charts runs no workload"),
         Command::Match {
             users,
             socket,
@@ -252,6 +261,7 @@ pub async fn execute(
             behaviour,
             command_interval,
             hold,
+            server_metrics,
             ..
         } => {
             let behaviour = metafi_world::bots::Behaviour::parse(&behaviour).ok_or_else(|| {
@@ -269,6 +279,8 @@ pub async fn execute(
                 users: users.users,
                 setup_concurrency: users.setup_concurrency,
                 socket: socket_config(&socket, &common),
+                metrics: server_metrics,
+                server_pids: common.server_pids.clone(),
             });
             drive(
                 Arc::new(workload),
@@ -362,6 +374,7 @@ async fn drive<W: Workload>(
                 notes
             },
             server_usage: outcome.server,
+            figures: workload.figures(),
         },
         &outcome.snapshot,
     ))
@@ -404,8 +417,39 @@ fn finish(report: &Report, common: &Common) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn common(command: &Command) -> &Common {
-    match command {
+/// `metafi-bench world-charts`: the sweep's charts into `out`.
+#[allow(clippy::print_stderr)] // the tool's user-facing output
+fn world_charts(
+    out: &std::path::Path,
+    label: &str,
+    reports: &[std::path::PathBuf],
+) -> anyhow::Result<ExitCode> {
+    let mut runs = Vec::new();
+    for path in reports {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        match report::world_run(&value) {
+            Some(run) => runs.push(run),
+            None => eprintln!(
+                "{}: no measured-phase figures (a world run with this version of the tool?); left out",
+                path.display()
+            ),
+        }
+    }
+    anyhow::ensure!(!runs.is_empty(), "no report has measured-phase figures");
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    for (name, svg) in report::world_sweep_charts(&runs, label) {
+        let path = out.join(name);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn common(command: &Command) -> anyhow::Result<&Common> {
+    Ok(match command {
         Command::Ccu { common, .. }
         | Command::Register { common }
         | Command::Auth { common, .. }
@@ -415,7 +459,8 @@ fn common(command: &Command) -> &Common {
         | Command::World { common, .. }
         | Command::Relay { common, .. }
         | Command::Esl { common, .. } => common,
-    }
+        Command::WorldCharts { .. } => anyhow::bail!("world-charts runs no workload"),
+    })
 }
 
 /// The command as typed, quoted for a shell, for the report.

@@ -154,6 +154,27 @@ pub enum Command {
         /// How long each bot plays.
         #[arg(long, value_parser = parse_duration, default_value = "180s")]
         hold: Duration,
+        /// The server's metrics listener (metafi's --metrics-port, e.g. http://127.0.0.1:9100):
+        /// its GET /debug/worlds is read once a second in the measured phase (the load model's
+        /// last phase), while the bots are in; the report gives the world's tick phases,
+        /// dropped snapshots and acknowledgement age over that phase. With --server-pid, the
+        /// server's CPU by thread and its simulation / network split too.
+        #[arg(long, value_name = "URL")]
+        server_metrics: Option<String>,
+    },
+    /// SVG charts of a bot-count sweep from the report.json files of `world` runs (their
+    /// measured-phase figures): response rate, command → snapshot p50/p99 and the server's CPU
+    /// split against the number of bots (scripts/bench_world.sh writes them).
+    WorldCharts {
+        /// Directory the charts are written to.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Title suffix, e.g. "server on core 0, bots on core 1".
+        #[arg(long, default_value = "")]
+        label: String,
+        /// The runs' report.json files, any order.
+        #[arg(required = true, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
     },
     /// Pairs of players in relayed matches (no tick), half of the pairs on one node and half
     /// across two nodes: the latency of a message between players on one node against one that

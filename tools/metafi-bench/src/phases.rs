@@ -64,6 +64,17 @@ impl LoadModel {
         }
     }
 
+    /// When the last phase starts, from the run's start: the ramp's end in `--phase R:10s
+    /// --phase 0:20s`; zero with one phase or a closed loop.
+    pub fn last_phase_start(&self) -> Duration {
+        match self {
+            LoadModel::Arrival(phases) if phases.len() > 1 => {
+                phases[..phases.len() - 1].iter().map(|p| p.duration).sum()
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
     /// One line for reports, e.g. `arrival: 100/s for 10 s, then 500/s for 30 s`.
     pub fn describe(&self) -> String {
         match self {
@@ -194,6 +205,7 @@ mod tests {
             },
         ]);
         assert_eq!(model.total(), secs(40.0));
+        assert_eq!(model.last_phase_start(), secs(10.0));
         assert_eq!(
             model.describe(),
             "arrival: 100/s for 10 s, then 500/s for 30 s"
@@ -203,6 +215,12 @@ mod tests {
             duration: secs(5.0),
         };
         assert_eq!(closed.total(), secs(5.0));
+        assert_eq!(closed.last_phase_start(), Duration::ZERO);
+        let one = LoadModel::Arrival(vec![Phase {
+            rate: 1.0,
+            duration: secs(3.0),
+        }]);
+        assert_eq!(one.last_phase_start(), Duration::ZERO);
         assert_eq!(closed.describe(), "closed loop: 64 clients for 5 s");
     }
 }

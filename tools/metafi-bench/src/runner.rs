@@ -74,6 +74,7 @@ pub async fn run<W: Workload>(
         stats,
         servers: Arc::new(servers),
         deadline: start + total,
+        last_phase: start + options.load.last_phase_start(),
         stop: CancellationToken::new(),
     });
     ctx.stats.sample();
@@ -96,6 +97,7 @@ pub async fn run<W: Workload>(
         options.progress_every,
         probe.clone(),
     ));
+    let watcher = tokio::spawn(workload.clone().watch(ctx.clone()));
     let mut users = JoinSet::new();
     let mut skipped = 0u64;
     let interrupted = match &options.load {
@@ -136,6 +138,12 @@ pub async fn run<W: Workload>(
     let wall = start.elapsed();
     let duration = wall.min(total);
     let server = probe.and_then(|probe| probe.finish(wall));
+    // The watcher's last reading is taken before the deadline; give it a moment to finish
+    // (not after a Ctrl-C).
+    let abort = watcher.abort_handle();
+    if interrupted || tokio::time::timeout(WATCH_GRACE, watcher).await.is_err() {
+        abort.abort();
+    }
     ctx.stats.close();
     ctx.stop.cancel();
     sampler.abort();
@@ -156,6 +164,9 @@ pub async fn run<W: Workload>(
         server,
     })
 }
+
+/// How long the runner waits after the deadline for a workload's watcher to finish.
+const WATCH_GRACE: Duration = Duration::from_secs(3);
 
 /// The servers' counters at the start, and their peak memory since (summed over the
 /// processes at each sample).

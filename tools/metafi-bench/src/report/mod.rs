@@ -4,6 +4,7 @@
 mod json;
 mod markdown;
 pub(crate) mod svg;
+mod sweep;
 mod table;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::servers::ServerCount;
 use crate::stats::{NetSummary, SeriesKind, Snapshot, Summary, ToolUsage};
 
 pub use markdown::render as markdown;
+pub use sweep::{WorldRun, world_run, world_sweep_charts};
 pub use table::render as table;
 
 /// Everything a run measured, ready to render.
@@ -49,6 +51,9 @@ pub struct Report {
     /// The tool's own CPU over the run (a run is valid only while it stays well under the
     /// tool's cores), when `/proc` could be read.
     pub tool_usage: Option<ToolUsage>,
+    /// The workload's own figures (the world's: the server over the measured phase), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures: Option<serde_json::Value>,
     /// Names of the series of each timeline point, in order.
     pub timeline_series: Vec<String>,
     pub timeline: Vec<TimelinePoint>,
@@ -91,6 +96,7 @@ pub struct Meta {
     pub interrupted: bool,
     pub notes: Vec<String>,
     pub server_usage: Option<ServerUsage>,
+    pub figures: Option<serde_json::Value>,
 }
 
 impl Report {
@@ -154,6 +160,7 @@ impl Report {
             server_usage: meta.server_usage,
             per_server: snapshot.per_server.clone(),
             tool_usage: ToolUsage::from_samples(&snapshot.samples),
+            figures: meta.figures,
             timeline_series: snapshot.series.iter().map(|s| s.name.clone()).collect(),
             timeline,
         }
@@ -263,6 +270,7 @@ pub(crate) mod fixture {
                     cores_used: 0.5,
                     peak_rss_bytes: 50_000_000,
                 }),
+                figures: None,
             },
             &snapshot,
         )

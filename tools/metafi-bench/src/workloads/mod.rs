@@ -10,6 +10,7 @@ pub mod relay;
 pub mod rpc;
 pub mod seed_match;
 pub mod world;
+pub mod world_window;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub struct Ctx {
     pub servers: Arc<Servers>,
     /// End of the measured run.
     pub deadline: Instant,
+    /// Start of the load model's last phase (the whole run's start when it has one phase, or
+    /// in a closed loop): with a ramp then a hold, where the full count is in.
+    pub last_phase: Instant,
     /// Fires at the end of the run (deadline or Ctrl-C).
     pub stop: CancellationToken,
 }
@@ -95,6 +99,18 @@ pub trait Workload: Send + Sync + 'static {
     /// Notes for the report once the run is over (figures the workload counted itself).
     fn after(&self, _duration: Duration) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Runs beside the users from the start of the measured run; the runner waits for it a
+    /// moment after the deadline, then aborts it. A workload samples the server here while
+    /// its users are in (the world reads `/debug/worlds` and the server's threads).
+    fn watch(self: Arc<Self>, _ctx: Arc<Ctx>) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// The workload's own figures for `report.json` (`figures`), once the run is over.
+    fn figures(&self) -> Option<serde_json::Value> {
+        None
     }
 }
 

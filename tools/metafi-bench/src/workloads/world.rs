@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use metafi_client::{ClientError, Format, SocketConfig, Transport as _, WebSocketTransport};
+use metafi_client::net::NetCounters;
+use metafi_client::{
+    Client, ClientConfig, ClientError, Format, SocketConfig, Transport as _, WebSocketTransport,
+};
 use metafi_proto::realtime::{Envelope, MatchDataSend, MatchJoin, MatchJoinId, Message};
 use metafi_world::bots::{self, Behaviour, BotSpec};
 use metafi_world::{Map, UserCmd};
@@ -22,6 +25,7 @@ use metafi_world_server::codec::{self, CommandMsg};
 
 use crate::servers::Servers;
 use crate::stats::{SeriesId, SeriesKind};
+use crate::workloads::world_window::{self, ThreadsReading, WindowFigures, WorldSeen};
 use crate::workloads::{Ctx, DeviceIds, Workload, create_users, setup_note};
 
 /// What the world workload does.
@@ -39,6 +43,11 @@ pub struct WorldOptions {
     pub users: u64,
     pub setup_concurrency: u64,
     pub socket: SocketConfig,
+    /// The server's metrics listener (`http://host:port`): its `/debug/worlds` is read during
+    /// the measured phase. `None`: the server's side is not reported.
+    pub metrics: Option<String>,
+    /// The server's processes (`--server-pid`): their threads' CPU over the measured phase.
+    pub server_pids: Vec<u32>,
 }
 
 /// Counters of the whole run (the report's notes).
@@ -64,6 +73,35 @@ pub struct Worlds {
     world: parking_lot::Mutex<String>,
     tick_rate: AtomicU64,
     totals: Totals,
+    /// What the measured phase gave (`watch`), once it is over.
+    window: parking_lot::Mutex<Option<WindowFigures>>,
+    /// Bots in the world now and the bot-seconds spent in it so far (exact, at every join
+    /// and leave): the measured phase's per-bot denominator.
+    presence: parking_lot::Mutex<Presence>,
+}
+
+/// Bots in the world and the integral of that count over time.
+#[derive(Debug, Clone, Copy)]
+struct Presence {
+    bots: i64,
+    since: Instant,
+    bot_secs: f64,
+}
+
+impl Presence {
+    /// Adds `delta` bots now.
+    fn change(&mut self, delta: i64) {
+        let now = Instant::now();
+        self.bot_secs += self.bots.max(0) as f64 * now.duration_since(self.since).as_secs_f64();
+        self.since = now;
+        self.bots += delta;
+    }
+
+    /// The bot-seconds up to `at` (not before the last change).
+    fn bot_secs_at(&self, at: Instant) -> f64 {
+        self.bot_secs
+            + self.bots.max(0) as f64 * at.saturating_duration_since(self.since).as_secs_f64()
+    }
 }
 
 impl Worlds {
@@ -75,6 +113,12 @@ impl Worlds {
             world: parking_lot::Mutex::new(String::new()),
             tick_rate: AtomicU64::new(20),
             totals: Totals::default(),
+            window: parking_lot::Mutex::new(None),
+            presence: parking_lot::Mutex::new(Presence {
+                bots: 0,
+                since: Instant::now(),
+                bot_secs: 0.0,
+            }),
         }
     }
 }
@@ -191,13 +235,24 @@ impl Workload for Worlds {
         }
     }
 
+    async fn watch(self: Arc<Self>, ctx: Arc<Ctx>) {
+        let figures = self.measure_window(&ctx).await;
+        *self.window.lock() = figures;
+    }
+
+    fn figures(&self) -> Option<serde_json::Value> {
+        let window = self.window.lock().clone()?;
+        serde_json::to_value(window).ok()
+    }
+
     fn after(&self, _duration: Duration) -> Vec<String> {
         let t = &self.totals;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let joined_s = get(&t.joined_us) as f64 / 1e6;
         let rate = get(&t.snapshots) as f64 / joined_s.max(1e-9);
         let tick_rate = get(&self.tick_rate) as f64;
-        vec![
+        let window = self.window.lock().as_ref().map(world_window::notes);
+        let mut notes = vec![
             format!(
                 "snapshots received per bot per second: {rate:.2} of {tick_rate} ticks/s ({:.1}%), over {joined_s:.0} bot-seconds in the world",
                 100.0 * rate / tick_rate.max(1.0)
@@ -210,7 +265,14 @@ impl Workload for Worlds {
                 get(&t.superseded),
                 get(&t.skipped_ticks),
             ),
-        ]
+        ];
+        notes.extend(window.unwrap_or_else(|| {
+            vec![
+                "measured phase: not read (too short, or the run ended before its last reading)"
+                    .into(),
+            ]
+        }));
+        notes
     }
 }
 
@@ -340,6 +402,7 @@ impl Worlds {
                             ctx.stats.record(ctx.series("world_join"), join_started.elapsed());
                             let now = Instant::now();
                             bot.joined_at = Some(now);
+                            self.presence.lock().change(1);
                             until = (now + o.hold).min(ctx.deadline);
                             // Counted now for the planned stay (the runner aborts bots still
                             // playing at the end); a bot that leaves early gives back the rest.
@@ -361,6 +424,7 @@ impl Worlds {
             }
         };
         if bot.joined_at.is_some() {
+            self.presence.lock().change(-1);
             let unused = until.saturating_duration_since(Instant::now());
             self.totals
                 .joined_us
@@ -411,6 +475,160 @@ impl Worlds {
             }
         }
     }
+}
+
+impl Worlds {
+    /// Reads the server and the bots' counters over the measured phase (`world_window`).
+    async fn measure_window(&self, ctx: &Ctx) -> Option<WindowFigures> {
+        let o = &self.options;
+        let (from, to) = world_window::window(ctx)?;
+        let metrics = match &o.metrics {
+            Some(url) => {
+                let config = ClientConfig {
+                    server: url.clone(),
+                    // Short: the last reading must be in before the runner stops waiting for it.
+                    timeout: Duration::from_secs(2),
+                    max_idle: 1,
+                    ..ClientConfig::default()
+                };
+                Client::new(&config, Arc::new(NetCounters::default()))
+                    .await
+                    .map_err(|e| format!("the metrics listener {url}: {e}"))
+                    .map(Some)
+            }
+            None => Ok(None),
+        };
+        let world = self.world.lock().clone();
+        let mut problems = Vec::new();
+        let metrics = metrics.unwrap_or_else(|e| {
+            problems.push(e);
+            None
+        });
+        tokio::time::sleep_until(from.into()).await;
+        let start = ctx.stats.start();
+        let tool = |at: Instant| Tool {
+            at: at.saturating_duration_since(start).as_secs_f64(),
+            snapshots: self.totals.snapshots.load(Ordering::Relaxed),
+            received: ctx.stats.net().received(),
+            sent: ctx.stats.net().sent(),
+            bot_secs: self.presence.lock().bot_secs_at(at),
+        };
+        let first_tool = tool(Instant::now());
+        let first_threads =
+            (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
+        let first_world = read_world(metrics.as_ref(), &world).await;
+        let mut seen = WorldSeen::default();
+        if let Some(Ok(w)) = &first_world {
+            seen.observe(w);
+        }
+        let mut next = Instant::now() + Duration::from_secs(1);
+        while next < to {
+            tokio::time::sleep_until(next.into()).await;
+            if let Some(Ok(w)) = read_world(metrics.as_ref(), &world).await {
+                seen.observe(&w);
+            }
+            next += Duration::from_secs(1);
+        }
+        tokio::time::sleep_until(to.into()).await;
+        let last_tool = tool(Instant::now());
+        let last_threads =
+            (!o.server_pids.is_empty()).then(|| ThreadsReading::take(&o.server_pids));
+        let last_world = read_world(metrics.as_ref(), &world).await;
+        if let Some(Ok(w)) = &last_world {
+            seen.observe(w);
+        }
+
+        let seconds = (last_tool.at - first_tool.at).max(1e-9);
+        // Bot-seconds in the world over the window, exactly (bots whose --hold ends inside it
+        // count for the time they were in).
+        let bot_secs = (last_tool.bot_secs - first_tool.bot_secs).max(0.0);
+        let bots = bot_secs / seconds;
+        let per_bot_s = |a: u64, b: u64| {
+            if bot_secs > 0.0 {
+                b.saturating_sub(a) as f64 / bot_secs
+            } else {
+                0.0
+            }
+        };
+        let tick_rate = self.tick_rate.load(Ordering::Relaxed) as f64;
+        let (p50, p99, measured) = world_window::command_quantiles(
+            ctx,
+            ctx.series("command"),
+            first_tool.at,
+            last_tool.at,
+        );
+        let server = match (first_world, last_world) {
+            (Some(Ok(a)), Some(Ok(b))) => Some(world_window::server_figures(&a, &b, &seen)),
+            (Some(Err(e)), _) | (_, Some(Err(e))) => {
+                problems.push(e);
+                None
+            }
+            _ => None,
+        };
+        let cpu = match (first_threads, last_threads) {
+            (Some(Ok(a)), Some(Ok(b))) => {
+                // The bots are the players: their exact mean, else the server's sampled one.
+                let players = if bots > 0.0 {
+                    bots
+                } else {
+                    server.as_ref().map_or(0.0, |s| s.players_mean)
+                };
+                Some(world_window::cpu_split(
+                    &a,
+                    &b,
+                    seconds,
+                    server.as_ref(),
+                    players,
+                    tick_rate,
+                ))
+            }
+            (Some(Err(e)), _) | (_, Some(Err(e))) => {
+                problems.push(e);
+                None
+            }
+            _ => None,
+        };
+        Some(WindowFigures {
+            from_secs: first_tool.at,
+            to_secs: last_tool.at,
+            bots,
+            tick_rate,
+            snapshots_per_bot_per_sec: per_bot_s(first_tool.snapshots, last_tool.snapshots),
+            command_p50_ms: p50,
+            command_p99_ms: p99,
+            commands_measured: measured,
+            bytes_in_per_bot_per_sec: per_bot_s(first_tool.received, last_tool.received),
+            bytes_out_per_bot_per_sec: per_bot_s(first_tool.sent, last_tool.sent),
+            server,
+            cpu,
+            problems,
+        })
+    }
+}
+
+/// The world's entry of the server's `/debug/worlds` (`None`: no metrics listener given).
+async fn read_world(
+    client: Option<&Client>,
+    world: &str,
+) -> Option<Result<serde_json::Value, String>> {
+    let client = client?;
+    Some(match client.get_json("/debug/worlds").await {
+        Ok(answer) => world_window::world_entry(&answer, world)
+            .cloned()
+            .ok_or_else(|| "/debug/worlds lists no world (it had ended?)".to_owned()),
+        Err(e) => Err(format!("GET /debug/worlds: {e}")),
+    })
+}
+
+/// The bots' counters at one instant of the measured phase.
+struct Tool {
+    /// Seconds since the run's start.
+    at: f64,
+    snapshots: u64,
+    received: u64,
+    sent: u64,
+    /// Bot-seconds in the world since the start.
+    bot_secs: f64,
 }
 
 struct Bot {
