@@ -679,7 +679,7 @@ impl Matches {
             ));
         };
         let filters = request.filters();
-        let spec = specs(&request.handler_name, request.params).ok_or_else(|| {
+        let spec = (**specs)(&request.handler_name, request.params).ok_or_else(|| {
             MatchError::HandlerNotFound {
                 name: request.handler_name.clone(),
             }
