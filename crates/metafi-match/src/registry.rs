@@ -39,6 +39,15 @@ const FIND_ROUNDS: usize = 2;
 /// handler): the runtimes' handlers, for seats other nodes ask this node to find.
 pub type SpecSource = dyn Fn(&str, crate::match_handler::Params) -> Option<MatchSpec> + Send + Sync;
 
+/// The installed [`SpecSource`].
+pub(crate) struct Specs(Arc<SpecSource>);
+
+impl std::fmt::Debug for Specs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Specs")
+    }
+}
+
 /// An executor thread as the registry sees it.
 #[derive(Debug)]
 pub(crate) struct ThreadHandle {
@@ -84,7 +93,7 @@ pub(crate) struct Inner {
     pub(crate) remote: OnceLock<Arc<dyn RemoteMatches>>,
     /// How to start a match of a handler name, for other nodes' seat requests (set once the
     /// runtimes' handlers are known).
-    pub(crate) specs: OnceLock<Arc<SpecSource>>,
+    pub(crate) specs: OnceLock<Specs>,
     /// Where a failed match handler is recorded for the console (set once at start).
     pub(crate) errors: OnceLock<Arc<metafi_core::ModuleErrors>>,
 }
@@ -232,7 +241,7 @@ impl Matches {
     /// other nodes of a cluster can ask it for a seat ([`Matches::find_seat_here`]); false
     /// when it was installed already.
     pub fn set_specs(&self, specs: Arc<SpecSource>) -> bool {
-        self.inner.specs.set(specs).is_ok()
+        self.inner.specs.set(Specs(specs)).is_ok()
     }
 
     /// Installs where failed match handlers are recorded (the runtime's last errors per
@@ -679,7 +688,7 @@ impl Matches {
             ));
         };
         let filters = request.filters();
-        let spec = (**specs)(&request.handler_name, request.params).ok_or_else(|| {
+        let spec = (*specs.0)(&request.handler_name, request.params).ok_or_else(|| {
             MatchError::HandlerNotFound {
                 name: request.handler_name.clone(),
             }
@@ -720,8 +729,9 @@ impl Matches {
         }
         if let Some(remote) = &remote {
             let query = (filters.query.is_some() || candidates.label.is_none()).then_some(&query);
+            let handler_name = spec.handler_name.clone();
             if let Some(id) = self
-                .reserve_elsewhere(remote.as_ref(), query, &candidates, user, seats, &spec)
+                .reserve_elsewhere(remote.as_ref(), query, &candidates, user, seats, &handler_name)
                 .await
             {
                 return Ok(id);
@@ -780,7 +790,7 @@ impl Matches {
         candidates: &ListQuery,
         user: Uuid,
         seats: u32,
-        spec: &MatchSpec,
+        handler_name: &str,
     ) -> Option<MatchId> {
         // Other handlers' matches are filtered out after the search: look further than the
         // candidates tried.
@@ -791,7 +801,7 @@ impl Matches {
         let listed: Vec<_> = remote
             .list(query, &wide)
             .into_iter()
-            .filter(|(_, _, m)| m.handler_name.as_deref() == Some(&*spec.handler_name))
+            .filter(|(_, _, m)| m.handler_name.as_deref() == Some(handler_name))
             .collect();
         for info in crate::remote::merge(listed, FIND_CANDIDATES) {
             let Ok(id) = MatchId::parse(&info.match_id) else {
