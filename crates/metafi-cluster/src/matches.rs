@@ -1079,3 +1079,36 @@ impl WireMatchError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer's refusal reaches the finder as the same error: "Node is full" stays a full
+    /// node (so the finder marks it and asks the next), a missing handler stays one.
+    #[test]
+    fn match_errors_cross_nodes_unchanged() {
+        for error in [
+            MatchError::Full {
+                reason: "tick lateness p99 is over the objective".into(),
+            },
+            MatchError::HandlerNotFound {
+                name: "seat".into(),
+            },
+            MatchError::ShuttingDown,
+            MatchError::NotFound,
+            MatchError::InvalidId,
+            MatchError::TimedOut,
+        ] {
+            let back = WireMatchError::from(&error).into_error();
+            assert_eq!(back.to_string(), error.to_string());
+            assert_eq!(back.code(), error.code());
+        }
+        let invalid = MatchError::InvalidArgument {
+            message: "expects max size to be at least 1".into(),
+        };
+        let back = WireMatchError::from(&invalid).into_error();
+        assert_eq!(back.to_string(), invalid.to_string());
+        assert_eq!(back.code(), invalid.code());
+    }
+}
