@@ -491,6 +491,9 @@ mod tests {
             }),
         };
         let frame = encode_frame(&refused, b"");
-        assert_eq!(decode_frame::<CallReply>(&frame).expect("decodes").0, refused);
+        assert_eq!(
+            decode_frame::<CallReply>(&frame).expect("decodes").0,
+            refused
+        );
     }
 }

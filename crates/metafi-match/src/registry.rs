@@ -731,7 +731,14 @@ impl Matches {
             let query = (filters.query.is_some() || candidates.label.is_none()).then_some(&query);
             let handler_name = spec.handler_name.clone();
             if let Some(id) = self
-                .reserve_elsewhere(remote.as_ref(), query, &candidates, user, seats, &handler_name)
+                .reserve_elsewhere(
+                    remote.as_ref(),
+                    query,
+                    &candidates,
+                    user,
+                    seats,
+                    &handler_name,
+                )
                 .await
             {
                 return Ok(id);
@@ -763,19 +770,21 @@ impl Matches {
             self.create_holding(spec, Some(user)).await
         };
         match (created, remote, spill) {
-            (Err(error @ (MatchError::Full { .. } | MatchError::ShuttingDown)), Some(remote), Some(spill)) => {
-                match remote.find_seat_elsewhere(spill).await {
-                    Ok(id) => {
-                        crate::metrics::seat_spilled("found");
-                        Ok(id)
-                    }
-                    Err(elsewhere) => {
-                        crate::metrics::seat_spilled("refused");
-                        tracing::debug!(error = %error, elsewhere = %elsewhere, "no node had a seat");
-                        Err(error)
-                    }
+            (
+                Err(error @ (MatchError::Full { .. } | MatchError::ShuttingDown)),
+                Some(remote),
+                Some(spill),
+            ) => match remote.find_seat_elsewhere(spill).await {
+                Ok(id) => {
+                    crate::metrics::seat_spilled("found");
+                    Ok(id)
                 }
-            }
+                Err(elsewhere) => {
+                    crate::metrics::seat_spilled("refused");
+                    tracing::debug!(error = %error, elsewhere = %elsewhere, "no node had a seat");
+                    Err(error)
+                }
+            },
             (created, ..) => created,
         }
     }

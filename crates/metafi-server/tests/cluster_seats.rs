@@ -159,11 +159,7 @@ async fn find(node: &TestNode, user: Uuid) -> Result<String, metafi_core::CoreEr
 
 /// The size `node` lists for match `id` (`None`: not listed).
 async fn listed_size(node: &TestNode, id: &str) -> Option<i32> {
-    node.nk()
-        .match_get(id)
-        .await
-        .unwrap()
-        .map(|info| info.size)
+    node.nk().match_get(id).await.unwrap().map(|info| info.size)
 }
 
 async fn join_answer(socket: &mut Socket, id: &str) -> Message {
@@ -184,12 +180,11 @@ async fn join_answer(socket: &mut Socket, id: &str) -> Message {
 async fn a_full_node_seats_its_players_on_a_peer() {
     let Some(p) = pair(true).await else { return };
     // Node 1 really is full.
-    let refused = p
-        .n1
-        .nk()
-        .match_create("seat", Map::new())
-        .await
-        .unwrap_err();
+    let refused =
+        p.n1.nk()
+            .match_create("seat", Map::new())
+            .await
+            .unwrap_err();
     assert!(refused.to_string().contains("Node is full"), "{refused}");
 
     let http = Http::new(&p.n1.base);
@@ -276,7 +271,10 @@ async fn finders_on_both_nodes_never_overfill_a_match() {
         }
     }
     let granted = join_all(races).await.into_iter().filter(|r| *r).count();
-    assert_eq!(granted, SEATS as usize, "exactly the match's seats are promised");
+    assert_eq!(
+        granted, SEATS as usize,
+        "exactly the match's seats are promised"
+    );
     assert_eq!(listed_size(&p.n2, &id).await, Some(10));
     // A full match refuses another reservation from either node.
     assert!(!reserve(&p.n1).await);
@@ -299,7 +297,10 @@ async fn finders_on_both_nodes_never_overfill_a_match() {
         let home = if seat.ends_with(".n1") { &p.n1 } else { &p.n2 };
         let size = listed_size(home, seat).await.unwrap();
         assert!(size <= 10, "{seat} lists {size}");
-        assert_eq!(size as usize, *promised, "{seat}: its node counts each seat once");
+        assert_eq!(
+            size as usize, *promised,
+            "{seat}: its node counts each seat once"
+        );
     }
     p.n1.stop().await;
     p.n2.stop().await;
