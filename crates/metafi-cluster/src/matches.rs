@@ -623,7 +623,18 @@ impl RemoteMatches for MatchSeam {
             };
             match this.calls.call(id.node(), &call, &[]).await {
                 Ok((CallReply::SeatReserved { error: Some(e), .. }, _)) => Err(e.into_error()),
-                Ok((CallReply::SeatReserved { reserved, .. }, _)) => Ok(reserved),
+                Ok((CallReply::SeatReserved { reserved, .. }, _)) => {
+                    if !reserved {
+                        // Finders here stop trying it until its node's next listing.
+                        if let Some(view) = this.views.write().get_mut(id.node()) {
+                            view.listing.mark_taken(
+                                &id.to_string(),
+                                i32::try_from(seats).unwrap_or(i32::MAX),
+                            );
+                        }
+                    }
+                    Ok(reserved)
+                }
                 Ok((other, _)) => Err(refused(other)),
                 // A node that is gone has no seats.
                 Err(CallError::UnknownNode { .. } | CallError::NoResponders { .. }) => Ok(false),

@@ -198,6 +198,19 @@ impl RemoteListing {
         self.docs.is_empty()
     }
 
+    /// Raises a listed match's size to at least `size` until the node's next listing replaces
+    /// it: its node just refused a seat in it, so finders here stop trying it (a seat freed
+    /// meanwhile shows again with that listing). False when the match is not listed.
+    pub fn mark_taken(&mut self, match_id: &str, size: i32) -> bool {
+        match self.docs.iter_mut().find(|(m, _)| m.match_id == match_id) {
+            Some((m, _)) => {
+                m.size = m.size.max(size);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// One match by id.
     pub fn get(&self, match_id: &str) -> Option<&ListedMatch> {
         self.docs
@@ -289,6 +302,24 @@ impl WeakMatches {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_match_is_listed_as_taken_until_the_next_listing() {
+        let mut listing = RemoteListing::new(vec![listed("m1.n2", "{}", 3, 1)]);
+        let open = ListQuery {
+            limit: 10,
+            max_size: Some(9),
+            ..ListQuery::default()
+        };
+        assert_eq!(listing.search(None, &open).len(), 1);
+        assert!(listing.mark_taken("m1.n2", 10));
+        assert!(listing.search(None, &open).is_empty());
+        assert_eq!(listing.get("m1.n2").map(|m| m.size), Some(10));
+        // Never lowered; an unknown match is not listed.
+        assert!(listing.mark_taken("m1.n2", 5));
+        assert_eq!(listing.get("m1.n2").map(|m| m.size), Some(10));
+        assert!(!listing.mark_taken("m9.n2", 10));
+    }
 
     fn listed(id: &str, label: &str, size: i32, created: i64) -> ListedMatch {
         ListedMatch {
