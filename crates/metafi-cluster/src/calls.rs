@@ -457,4 +457,43 @@ mod tests {
             assert!(decode_frame::<CallRequest>(&Bytes::copy_from_slice(garbage)).is_none());
         }
     }
+
+    #[test]
+    fn seat_requests_and_answers_round_trip() {
+        let mut params = serde_json::Map::new();
+        params.insert("mode".into(), serde_json::json!({"ranked": true, "n": 3}));
+        let find = CallRequest::MatchFindSeat {
+            request: metafi_match::SeatRequest {
+                handler_name: "seat".into(),
+                params,
+                query: Some("+label.kind:seat".into()),
+                label: None,
+                min_size: None,
+                max_size: Some(9),
+                user: uuid::Uuid::new_v4(),
+                seats: 10,
+            },
+        };
+        let reserve = CallRequest::MatchReserveSeat {
+            match_id: "m.n2".into(),
+            user_id: uuid::Uuid::new_v4(),
+            seats: 10,
+        };
+        for request in [find, reserve] {
+            let frame = encode_request(&request, b"");
+            assert_eq!(decode_request(&frame).expect("decodes").0, request);
+        }
+        let refused = CallReply::SeatFound {
+            match_id: None,
+            error: Some(crate::wire::WireMatchError {
+                kind: "full".into(),
+                message: "tick lateness".into(),
+            }),
+        };
+        let frame = encode_frame(&refused, b"");
+        assert_eq!(
+            decode_frame::<CallReply>(&frame).expect("decodes").0,
+            refused
+        );
+    }
 }

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_match::{
     JoinOutcome, JoinRequest, ListQuery, ListedMatch, MatchError, MatchId, MatchInfo, Matches,
-    Presence, Query, Queued, RelayedJoin, RemoteListing, RemoteMatches, WeakMatches,
+    Presence, Query, Queued, RelayedJoin, RemoteListing, RemoteMatches, SeatRequest, WeakMatches,
 };
 use metafi_proto::realtime::{Envelope, MatchPresenceEvent, Message, UserPresence};
 use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
@@ -74,6 +74,8 @@ pub(crate) struct ClusterMatches {
     repairs: Mutex<ListingRepairs>,
     /// Test seam: listing chunks (not "unchanged" messages or asks) to drop before NATS.
     lose_listings: AtomicUsize,
+    /// Turns the order in which a full node's finders ask the others, so a rush spreads.
+    spill_turn: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +105,9 @@ struct View {
     building: Vec<ListedMatch>,
     /// The version of `listing`; `None` until a whole listing arrived.
     version: Option<u64>,
+    /// The node said it refuses new matches (with its last listing or "unchanged"), or
+    /// refused this node's seat request since.
+    full: bool,
 }
 
 impl ClusterMatches {
@@ -128,6 +133,7 @@ impl ClusterMatches {
             published: Mutex::new(Published::default()),
             repairs: Mutex::new(ListingRepairs::default()),
             lose_listings: AtomicUsize::new(0),
+            spill_turn: AtomicUsize::new(0),
         }
     }
 
@@ -237,6 +243,7 @@ impl ClusterMatches {
         // Locked before the matches are read: two publishers cannot send an older listing
         // under a newer version.
         let mut published = self.published.lock();
+        let full = matches.refuses_new_matches();
         let mut all = matches.listed();
         let mut sum = Sum::default();
         for listed in &all {
@@ -252,6 +259,7 @@ impl ClusterMatches {
             self.send_listing(&ListingMessage::Unchanged {
                 node: self.config.node.clone(),
                 version,
+                full,
             });
             return;
         }
@@ -269,6 +277,7 @@ impl ClusterMatches {
                 last: i + 1 == count,
                 matches: chunk,
                 version,
+                full,
             }));
         }
     }
@@ -282,6 +291,7 @@ impl ClusterMatches {
         if listing.first {
             view.building.clear();
         }
+        view.full = listing.full;
         view.building.extend(listing.matches);
         if listing.last {
             view.listing = RemoteListing::new(std::mem::take(&mut view.building));
@@ -293,11 +303,16 @@ impl ClusterMatches {
 
     /// A peer's listing is still `version`: asks for it again when this node holds another
     /// (at most once per three listing intervals per peer).
-    fn check_listing(&self, node: &str, version: u64) {
+    fn check_listing(&self, node: &str, version: u64, full: bool) {
         if node == self.config.node || !self.peers.contains(node) {
             return;
         }
-        let held = self.views.read().get(node).and_then(|v| v.version);
+        let held = {
+            let mut views = self.views.write();
+            let view = views.entry(node.to_owned()).or_default();
+            view.full = full;
+            view.version
+        };
         let mut repairs = self.repairs.lock();
         if held == Some(version) {
             repairs.asked.remove(node);
@@ -335,6 +350,31 @@ impl ClusterMatches {
         }
         metrics::snapshot_sent("asked");
         self.publish_listing(true);
+    }
+
+    /// The peers a full node's finder asks for a seat, in the order to ask them: the live
+    /// peers that did not say they are full (with their last listing or "unchanged", at most
+    /// `match_listing_interval_ms` old, or by refusing a seat request since), by name, turned
+    /// one further for each finder so a rush spreads over them.
+    fn seat_peers(&self) -> Vec<String> {
+        let mut peers = self.calls.peers();
+        {
+            let views = self.views.read();
+            peers.retain(|peer| !views.get(peer).is_some_and(|v| v.full));
+        }
+        peers.sort();
+        if !peers.is_empty() {
+            let turn = self.spill_turn.fetch_add(1, Ordering::Relaxed) % peers.len();
+            peers.rotate_left(turn);
+        }
+        peers
+    }
+
+    /// `node` refused to start a match: not asked again until its listing says otherwise.
+    fn mark_full(&self, node: &str) {
+        if let Some(view) = self.views.write().get_mut(node) {
+            view.full = true;
+        }
     }
 
     /// A node is gone: its sessions leave this node's matches, its listing is dropped, and
@@ -567,6 +607,87 @@ impl RemoteMatches for MatchSeam {
             .collect()
     }
 
+    fn reserve_seat(
+        &self,
+        id: &MatchId,
+        user: Uuid,
+        seats: u32,
+    ) -> BoxFuture<'static, Result<bool, MatchError>> {
+        let this = self.0.clone();
+        let id = id.clone();
+        Box::pin(async move {
+            let call = CallRequest::MatchReserveSeat {
+                match_id: id.to_string(),
+                user_id: user,
+                seats,
+            };
+            match this.calls.call(id.node(), &call, &[]).await {
+                Ok((CallReply::SeatReserved { error: Some(e), .. }, _)) => Err(e.into_error()),
+                Ok((CallReply::SeatReserved { reserved, .. }, _)) => {
+                    if !reserved {
+                        // Finders here stop trying it until its node's next listing.
+                        if let Some(view) = this.views.write().get_mut(id.node()) {
+                            view.listing.mark_taken(
+                                &id.to_string(),
+                                i32::try_from(seats).unwrap_or(i32::MAX),
+                            );
+                        }
+                    }
+                    Ok(reserved)
+                }
+                Ok((other, _)) => Err(refused(other)),
+                // A node that is gone has no seats.
+                Err(CallError::UnknownNode { .. } | CallError::NoResponders { .. }) => Ok(false),
+                Err(e) => Err(signal_failed(e)),
+            }
+        })
+    }
+
+    fn find_seat_elsewhere(
+        &self,
+        request: SeatRequest,
+    ) -> BoxFuture<'static, Result<MatchId, MatchError>> {
+        let this = self.0.clone();
+        Box::pin(async move {
+            let peers = this.seat_peers();
+            let mut last = MatchError::Full {
+                reason: "no other node of the cluster has room".into(),
+            };
+            let call = CallRequest::MatchFindSeat { request };
+            for peer in peers {
+                let error = match this.calls.call(&peer, &call, &[]).await {
+                    Ok((
+                        CallReply::SeatFound {
+                            match_id: Some(text),
+                            ..
+                        },
+                        _,
+                    )) => match MatchId::parse(&text) {
+                        Ok(id) if id.is_authoritative() && id.node() == peer => return Ok(id),
+                        _ => MatchError::InvalidId,
+                    },
+                    Ok((
+                        CallReply::SeatFound {
+                            error: Some(error), ..
+                        },
+                        _,
+                    )) => {
+                        let error = error.into_error();
+                        if matches!(error, MatchError::Full { .. } | MatchError::ShuttingDown) {
+                            this.mark_full(&peer);
+                        }
+                        error
+                    }
+                    Ok((other, _)) => refused(other),
+                    Err(e) => signal_failed(e),
+                };
+                tracing::debug!(peer = %peer, error = %error, "cluster: a peer found no seat");
+                last = error;
+            }
+            Err(last)
+        })
+    }
+
     fn session_ended(&self, session_id: Uuid) {
         let Some(list) = self.0.joined.lock().remove(&session_id) else {
             return;
@@ -690,6 +811,41 @@ impl CallHandler for ClusterMatches {
                         },
                     }
                 }
+                CallRequest::MatchReserveSeat {
+                    match_id,
+                    user_id,
+                    seats,
+                } => {
+                    let result = match MatchId::parse(&match_id) {
+                        Ok(id) if id.is_authoritative() && id.node() == node => {
+                            matches.reserve_seat(&match_id, user_id, seats)
+                        }
+                        Ok(_) => Ok(false),
+                        Err(_) => Err(MatchError::InvalidId),
+                    };
+                    match result {
+                        Ok(reserved) => CallReply::SeatReserved {
+                            reserved,
+                            error: None,
+                        },
+                        Err(e) => CallReply::SeatReserved {
+                            reserved: false,
+                            error: Some(WireMatchError::from(&e)),
+                        },
+                    }
+                }
+                CallRequest::MatchFindSeat { request } => {
+                    match matches.find_seat_here(request).await {
+                        Ok(id) => CallReply::SeatFound {
+                            match_id: Some(id.to_string()),
+                            error: None,
+                        },
+                        Err(e) => CallReply::SeatFound {
+                            match_id: None,
+                            error: Some(WireMatchError::from(&e)),
+                        },
+                    }
+                }
                 other => CallReply::Refused {
                     message: format!("{} is not a call", other.kind()),
                 },
@@ -763,8 +919,8 @@ pub(crate) async fn run(
                 metrics::received("matches");
                 match serde_json::from_slice::<ListingMessage>(&message.payload) {
                     Ok(ListingMessage::Listing(listing)) => this.apply_listing(listing),
-                    Ok(ListingMessage::Unchanged { node, version }) => {
-                        this.check_listing(&node, version);
+                    Ok(ListingMessage::Unchanged { node, version, full }) => {
+                        this.check_listing(&node, version, full);
                     }
                     Ok(ListingMessage::Ask { node, of }) => {
                         if of == this.config.node && node != of {
@@ -895,11 +1051,21 @@ impl From<&MatchError> for WireMatchError {
             MatchError::InvalidId => "invalid_id",
             MatchError::Busy { .. } => "busy",
             MatchError::TimedOut => "timed_out",
+            MatchError::Full { .. } => "full",
+            MatchError::ShuttingDown => "shutting_down",
+            MatchError::HandlerNotFound { .. } => "handler_not_found",
+            MatchError::InvalidArgument { .. } | MatchError::Query(_) => "invalid_argument",
             _ => "other",
+        };
+        let message = match error {
+            // The variant's own text, so the receiving side shows it unchanged.
+            MatchError::Full { reason } => reason.clone(),
+            MatchError::HandlerNotFound { name } => name.clone(),
+            other => other.to_string(),
         };
         WireMatchError {
             kind: kind.into(),
-            message: error.to_string(),
+            message,
         }
     }
 }
@@ -910,9 +1076,50 @@ impl WireMatchError {
             "not_found" => MatchError::NotFound,
             "invalid_id" => MatchError::InvalidId,
             "timed_out" => MatchError::TimedOut,
+            "full" => MatchError::Full {
+                reason: self.message,
+            },
+            "shutting_down" => MatchError::ShuttingDown,
+            "handler_not_found" => MatchError::HandlerNotFound { name: self.message },
+            "invalid_argument" => MatchError::InvalidArgument {
+                message: self.message.into(),
+            },
             _ => MatchError::Busy {
                 message: self.message.into(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer's refusal reaches the finder as the same error: "Node is full" stays a full
+    /// node (so the finder marks it and asks the next), a missing handler stays one.
+    #[test]
+    fn match_errors_cross_nodes_unchanged() {
+        for error in [
+            MatchError::Full {
+                reason: "tick lateness p99 is over the objective".into(),
+            },
+            MatchError::HandlerNotFound {
+                name: "seat".into(),
+            },
+            MatchError::ShuttingDown,
+            MatchError::NotFound,
+            MatchError::InvalidId,
+            MatchError::TimedOut,
+        ] {
+            let back = WireMatchError::from(&error).into_error();
+            assert_eq!(back.to_string(), error.to_string());
+            assert_eq!(back.code(), error.code());
+        }
+        let invalid = MatchError::InvalidArgument {
+            message: "expects max size to be at least 1".into(),
+        };
+        let back = WireMatchError::from(&invalid).into_error();
+        assert_eq!(back.to_string(), invalid.to_string());
+        assert_eq!(back.code(), invalid.code());
     }
 }

@@ -207,6 +207,16 @@ pub(crate) enum CallRequest {
     MatchSessionEnded { session_id: Uuid },
     /// Call: `match_signal`.
     MatchSignal { match_id: String, data: String },
+    /// Call: reserve a seat for `user_id` in an authoritative match of the receiving node
+    /// (`match_reserve_seat`, or a finder trying another node's listed match).
+    MatchReserveSeat {
+        match_id: String,
+        user_id: Uuid,
+        seats: u32,
+    },
+    /// Call: the sending node cannot start a match (full, draining); the receiving node finds
+    /// or creates the seat among its own matches (`match_find_seat`).
+    MatchFindSeat { request: metafi_match::SeatRequest },
     /// Cast: a party message (the raw bytes: its envelope, protobuf) from a member on `from`
     /// for a party of the receiving node.
     PartyMessage { from: String, member: WireMember },
@@ -236,6 +246,8 @@ impl CallRequest {
             CallRequest::MatchData { .. } => "match_data",
             CallRequest::MatchSessionEnded { .. } => "match_session_ended",
             CallRequest::MatchSignal { .. } => "match_signal",
+            CallRequest::MatchReserveSeat { .. } => "match_reserve_seat",
+            CallRequest::MatchFindSeat { .. } => "match_find_seat",
             CallRequest::PartyMessage { .. } => "party_message",
             CallRequest::PartySessionEnded { .. } => "party_session_ended",
             CallRequest::PartyListing { .. } => "party_listing",
@@ -256,6 +268,20 @@ pub(crate) enum CallReply {
     Signalled {
         #[serde(default)]
         result: Option<String>,
+        #[serde(default)]
+        error: Option<WireMatchError>,
+    },
+    /// A seat reservation's outcome, or the match engine's error.
+    SeatReserved {
+        #[serde(default)]
+        reserved: bool,
+        #[serde(default)]
+        error: Option<WireMatchError>,
+    },
+    /// The match where a seat was found or made, or why none was.
+    SeatFound {
+        #[serde(default)]
+        match_id: Option<String>,
         #[serde(default)]
         error: Option<WireMatchError>,
     },
@@ -323,6 +349,10 @@ pub(crate) struct MatchListing {
     /// Counts the node's listings that differed from the one before (the same in every chunk).
     #[serde(default)]
     pub version: u64,
+    /// The node refuses new matches now (admission: "Node is full"; draining): finders of
+    /// other nodes do not ask it to start one.
+    #[serde(default)]
+    pub full: bool,
 }
 
 /// Everything on `<prefix>.cluster.matches`.
@@ -333,7 +363,13 @@ pub(crate) enum ListingMessage {
     Listing(MatchListing),
     /// Sent instead of an unchanged listing: `node`'s listing is still `version`. A receiver
     /// that holds another version (a chunk was lost) asks for it.
-    Unchanged { node: String, version: u64 },
+    Unchanged {
+        node: String,
+        version: u64,
+        /// As [`MatchListing::full`], now.
+        #[serde(default)]
+        full: bool,
+    },
     /// `node` asks `of` to publish its listing again.
     Ask { node: String, of: String },
 }

@@ -84,6 +84,8 @@ pub use presence::{MatchMessage, Presence, PresenceReason};
 pub use query::{Query, QueryError};
 pub use registry::Matches;
 pub use relayed::RelayedJoin;
-pub use remote::{BoxFuture, ListedMatch, RemoteListing, RemoteMatches, WeakMatches, merge};
+pub use remote::{
+    BoxFuture, ListedMatch, RemoteListing, RemoteMatches, SeatRequest, WeakMatches, merge,
+};
 pub use scheduler::{HandOffRefused, Scheduler, SchedulerSeed};
 pub use shared::{MatchStatsSnapshot, Queued};

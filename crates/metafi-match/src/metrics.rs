@@ -141,3 +141,15 @@ pub(crate) fn node_load(load: &crate::load::NodeLoad) {
     metrics::gauge!("metafi_node_full").set(if load.full.is_some() { 1.0 } else { 0.0 });
     metrics::gauge!("metafi_node_draining").set(if load.draining { 1.0 } else { 0.0 });
 }
+
+/// `metafi_match_seats_elsewhere_total{result}`: seats `find_seat` tried to reserve in another
+/// node's listed match (`reserved`, `full`, `failed`: its node did not answer).
+pub(crate) fn seat_elsewhere(result: &'static str) {
+    metrics::counter!("metafi_match_seats_elsewhere_total", "result" => result).increment(1);
+}
+
+/// `metafi_match_seats_spilled_total{result}`: finders this node could not start a match for
+/// (full, draining) that asked the other nodes (`found`: one found or made a seat; `refused`).
+pub(crate) fn seat_spilled(result: &'static str) {
+    metrics::counter!("metafi_match_seats_spilled_total", "result" => result).increment(1);
+}

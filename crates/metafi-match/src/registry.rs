@@ -27,13 +27,26 @@ use crate::outlet::Outlet;
 use crate::presence::PresenceReason;
 use crate::query::Query;
 use crate::relayed::Relayed;
-use crate::remote::{ListedMatch, RemoteMatches, WeakMatches};
+use crate::remote::{ListedMatch, RemoteMatches, SeatRequest, WeakMatches};
 use crate::scheduler::{self, Command, SchedulerSeed};
 use crate::shared::{Inbox, MatchShared, MatchStats, MatchStatsSnapshot, Queued};
 
 /// Matches [`Matches::find_seat`] tries per listing round, and rounds before it creates one.
 const FIND_CANDIDATES: usize = 8;
 const FIND_ROUNDS: usize = 2;
+
+/// How a node starts a match of a handler name with params (`None`: no runtime has that
+/// handler): the runtimes' handlers, for seats other nodes ask this node to find.
+pub type SpecSource = dyn Fn(&str, crate::match_handler::Params) -> Option<MatchSpec> + Send + Sync;
+
+/// The installed [`SpecSource`].
+pub(crate) struct Specs(Arc<SpecSource>);
+
+impl std::fmt::Debug for Specs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Specs")
+    }
+}
 
 /// An executor thread as the registry sees it.
 #[derive(Debug)]
@@ -78,6 +91,9 @@ pub(crate) struct Inner {
     pub(crate) metrics: MetricsCache,
     /// Matches on other nodes of a cluster; unset on a single node.
     pub(crate) remote: OnceLock<Arc<dyn RemoteMatches>>,
+    /// How to start a match of a handler name, for other nodes' seat requests (set once the
+    /// runtimes' handlers are known).
+    pub(crate) specs: OnceLock<Specs>,
     /// Where a failed match handler is recorded for the console (set once at start).
     pub(crate) errors: OnceLock<Arc<metafi_core::ModuleErrors>>,
 }
@@ -195,6 +211,7 @@ impl Matches {
             finding: tokio::sync::Mutex::new(()),
             metrics: MetricsCache::default(),
             remote: OnceLock::new(),
+            specs: OnceLock::new(),
             errors: OnceLock::new(),
         });
         let schedulers = receivers
@@ -218,6 +235,13 @@ impl Matches {
     /// was installed already.
     pub fn set_remote(&self, remote: Arc<dyn RemoteMatches>) -> bool {
         self.inner.remote.set(remote).is_ok()
+    }
+
+    /// Installs how this node starts a match of a handler name (the runtimes' handlers), so
+    /// other nodes of a cluster can ask it for a seat ([`Matches::find_seat_here`]); false
+    /// when it was installed already.
+    pub fn set_specs(&self, specs: Arc<SpecSource>) -> bool {
+        self.inner.specs.set(Specs(specs)).is_ok()
     }
 
     /// Installs where failed match handlers are recorded (the runtime's last errors per
@@ -578,14 +602,40 @@ impl Matches {
     /// (joined players, pending joins and reserved seats), or renews the seat `user` holds.
     /// Listings count the seat in the match's size and its handler sees it in
     /// `pending_joins`; `user`'s join uses it up; it lapses after `match.seat_reservation_ms`.
-    /// `Ok(false)`: the match is full or ended. Matches of other nodes cannot be reserved in
-    /// (`Ok(false)`).
+    /// `Ok(false)`: the match is full or ended. This node's matches only (`Ok(false)` for a
+    /// match of another node; [`Matches::reserve_seat_anywhere`] reaches those).
     pub fn reserve_seat(&self, id: &str, user: Uuid, seats: u32) -> Result<bool, MatchError> {
         let id = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
         let Some(shared) = self.authoritative(&id) else {
             return Ok(false);
         };
         self.reserve_in(&shared, user, seats)
+    }
+
+    /// [`Matches::reserve_seat`] in a match on any node of a cluster: one of another node is
+    /// asked of that node (the same atomic check there; `Ok(false)` when its node is gone).
+    pub async fn reserve_seat_anywhere(
+        &self,
+        id: &str,
+        user: Uuid,
+        seats: u32,
+    ) -> Result<bool, MatchError> {
+        let parsed = MatchId::parse(id).map_err(|_| MatchError::InvalidId)?;
+        if seats == 0 {
+            return Err(MatchError::InvalidArgument {
+                message: "expects max size to be at least 1".into(),
+            });
+        }
+        match self.remote().filter(|_| self.is_elsewhere(&parsed)) {
+            Some(remote) => remote.reserve_seat(&parsed, user, seats).await,
+            None => self.reserve_seat(id, user, seats),
+        }
+    }
+
+    /// Whether a new match would be refused now: the node drains, or admission says it is
+    /// full. Other nodes of a cluster learn it with this node's listing.
+    pub fn refuses_new_matches(&self) -> bool {
+        self.is_draining() || self.admission_refusal().is_some()
     }
 
     fn reserve_in(&self, shared: &MatchShared, user: Uuid, seats: u32) -> Result<bool, MatchError> {
@@ -609,12 +659,51 @@ impl Matches {
     /// taken gets the reservation; when none has room, `spec` is created with the seat already
     /// reserved. Concurrent finders never promise more than `seats` seats of one match, so
     /// every player sent to a match finds its seat (`docs/MATCHES.md`, "Seats").
+    ///
+    /// In a cluster (not from handler code): when none of this node's matches has room, the
+    /// other nodes' listed matches are tried next (reserved on their node, in listing order);
+    /// and when this node refuses to start the match (admission: "Node is full"; draining),
+    /// the nodes that are not full are asked to find or create the seat among theirs.
     pub async fn find_seat(
         &self,
         filters: &ListQuery,
         user: Uuid,
         seats: u32,
         spec: MatchSpec,
+    ) -> Result<MatchId, MatchError> {
+        // Handler code does not wait on other nodes: its executor thread runs other matches.
+        let remote = self
+            .remote()
+            .filter(|_| scheduler::current_thread().is_none())
+            .cloned();
+        self.find_seat_in(filters, user, seats, spec, remote).await
+    }
+
+    /// Another node's seat request: [`Matches::find_seat`] among this node's matches only
+    /// (never passed on), starting the handler with the request's params when none has room.
+    pub async fn find_seat_here(&self, request: SeatRequest) -> Result<MatchId, MatchError> {
+        let Some(specs) = self.inner.specs.get() else {
+            return Err(MatchError::busy(
+                "this node's match handlers are not loaded yet",
+            ));
+        };
+        let filters = request.filters();
+        let spec = (*specs.0)(&request.handler_name, request.params).ok_or_else(|| {
+            MatchError::HandlerNotFound {
+                name: request.handler_name.clone(),
+            }
+        })?;
+        self.find_seat_in(&filters, request.user, request.seats, spec, None)
+            .await
+    }
+
+    async fn find_seat_in(
+        &self,
+        filters: &ListQuery,
+        user: Uuid,
+        seats: u32,
+        spec: MatchSpec,
+        remote: Option<Arc<dyn RemoteMatches>>,
     ) -> Result<MatchId, MatchError> {
         if seats == 0 {
             return Err(MatchError::InvalidArgument {
@@ -638,17 +727,108 @@ impl Matches {
         if let Some(id) = self.reserve_listed(&query, &candidates, filters, user, seats, &spec)? {
             return Ok(id);
         }
-        // No room anywhere: one finder at a time creates, and the others wait for its match
-        // instead of each creating their own. Handler code (on an executor thread) does not
-        // wait: the creation it would wait for may need its own thread.
-        let _creating = match scheduler::current_thread() {
-            None => Some(self.inner.finding.lock().await),
-            Some(_) => None,
-        };
-        if let Some(id) = self.reserve_listed(&query, &candidates, filters, user, seats, &spec)? {
-            return Ok(id);
+        if let Some(remote) = &remote {
+            let query = (filters.query.is_some() || candidates.label.is_none()).then_some(&query);
+            let handler_name = spec.handler_name.clone();
+            if let Some(id) = self
+                .reserve_elsewhere(
+                    remote.as_ref(),
+                    query,
+                    &candidates,
+                    user,
+                    seats,
+                    &handler_name,
+                )
+                .await
+            {
+                return Ok(id);
+            }
         }
-        self.create_holding(spec, Some(user)).await
+        let spill = remote.as_ref().map(|_| SeatRequest {
+            handler_name: spec.handler_name.to_string(),
+            params: spec.params.clone(),
+            query: filters.query.clone(),
+            label: filters.label.clone(),
+            min_size: filters.min_size,
+            max_size: filters.max_size,
+            user,
+            seats,
+        });
+        let created = {
+            // No room anywhere: one finder at a time creates, and the others wait for its
+            // match instead of each creating their own. Handler code (on an executor thread)
+            // does not wait: the creation it would wait for may need its own thread.
+            let _creating = match scheduler::current_thread() {
+                None => Some(self.inner.finding.lock().await),
+                Some(_) => None,
+            };
+            if let Some(id) =
+                self.reserve_listed(&query, &candidates, filters, user, seats, &spec)?
+            {
+                return Ok(id);
+            }
+            self.create_holding(spec, Some(user)).await
+        };
+        match (created, remote, spill) {
+            (
+                Err(error @ (MatchError::Full { .. } | MatchError::ShuttingDown)),
+                Some(remote),
+                Some(spill),
+            ) => match remote.find_seat_elsewhere(spill).await {
+                Ok(id) => {
+                    crate::metrics::seat_spilled("found");
+                    Ok(id)
+                }
+                Err(elsewhere) => {
+                    crate::metrics::seat_spilled("refused");
+                    tracing::debug!(error = %error, elsewhere = %elsewhere, "no node had a seat");
+                    Err(error)
+                }
+            },
+            (created, ..) => created,
+        }
+    }
+
+    /// The first of the other nodes' listed matches (as last published) with room for one
+    /// more that takes `user`'s reservation on its node; a node that is gone or does not
+    /// answer is skipped.
+    async fn reserve_elsewhere(
+        &self,
+        remote: &dyn RemoteMatches,
+        query: Option<&Query>,
+        candidates: &ListQuery,
+        user: Uuid,
+        seats: u32,
+        handler_name: &str,
+    ) -> Option<MatchId> {
+        // Other handlers' matches are filtered out after the search: look further than the
+        // candidates tried.
+        let wide = ListQuery {
+            limit: FIND_CANDIDATES * 8,
+            ..candidates.clone()
+        };
+        let listed: Vec<_> = remote
+            .list(query, &wide)
+            .into_iter()
+            .filter(|(_, _, m)| m.handler_name.as_deref() == Some(handler_name))
+            .collect();
+        for info in crate::remote::merge(listed, FIND_CANDIDATES) {
+            let Ok(id) = MatchId::parse(&info.match_id) else {
+                continue;
+            };
+            match remote.reserve_seat(&id, user, seats).await {
+                Ok(true) => {
+                    crate::metrics::seat_elsewhere("reserved");
+                    return Some(id);
+                }
+                Ok(false) => crate::metrics::seat_elsewhere("full"),
+                Err(error) => {
+                    crate::metrics::seat_elsewhere("failed");
+                    tracing::debug!(match_id = %id, error = %error, "a seat on another node could not be reserved");
+                }
+            }
+        }
+        None
     }
 
     /// The first listed match with room for one more that takes `user`'s reservation.

@@ -83,6 +83,58 @@ pub trait RemoteMatches: Send + Sync + fmt::Debug {
 
     /// A session of this node ended: it leaves the matches it joined on other nodes.
     fn session_ended(&self, session_id: Uuid);
+
+    /// Reserves a seat for `user` in authoritative match `id` of another node: the same
+    /// atomic check-and-reserve there ([`Matches::reserve_seat`]). `Ok(false)`: the match is
+    /// full or ended, or its node is gone.
+    fn reserve_seat(
+        &self,
+        id: &MatchId,
+        user: Uuid,
+        seats: u32,
+    ) -> BoxFuture<'static, Result<bool, MatchError>>;
+
+    /// This node cannot start a match ("Node is full", draining): asks the other nodes that
+    /// are not full, one after another, to find or create a seat among their own matches
+    /// ([`Matches::find_seat_here`]). The first seat one of them reserved, or why none did.
+    fn find_seat_elsewhere(
+        &self,
+        request: SeatRequest,
+    ) -> BoxFuture<'static, Result<MatchId, MatchError>>;
+}
+
+/// A seat asked of another node: `match_find_seat`'s arguments (`docs/MATCHES.md`, "Seats").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatRequest {
+    /// The match handler (module) to find, or start with `params`.
+    pub handler_name: String,
+    #[serde(default)]
+    pub params: crate::match_handler::Params,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// An exact label (used when there is no query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<i32>,
+    pub user: Uuid,
+    pub seats: u32,
+}
+
+impl SeatRequest {
+    /// The listing filters of the request (`limit` and `authoritative` are the finder's own).
+    pub fn filters(&self) -> ListQuery {
+        ListQuery {
+            limit: 1,
+            authoritative: Some(true),
+            label: self.label.clone(),
+            min_size: self.min_size,
+            max_size: self.max_size,
+            query: self.query.clone(),
+        }
+    }
 }
 
 /// One match as a node publishes it to the others.
@@ -144,6 +196,19 @@ impl RemoteListing {
 
     pub fn is_empty(&self) -> bool {
         self.docs.is_empty()
+    }
+
+    /// Raises a listed match's size to at least `size` until the node's next listing replaces
+    /// it: its node just refused a seat in it, so finders here stop trying it (a seat freed
+    /// meanwhile shows again with that listing). False when the match is not listed.
+    pub fn mark_taken(&mut self, match_id: &str, size: i32) -> bool {
+        match self.docs.iter_mut().find(|(m, _)| m.match_id == match_id) {
+            Some((m, _)) => {
+                m.size = m.size.max(size);
+                true
+            }
+            None => false,
+        }
     }
 
     /// One match by id.
@@ -237,6 +302,24 @@ impl WeakMatches {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_match_is_listed_as_taken_until_the_next_listing() {
+        let mut listing = RemoteListing::new(vec![listed("m1.n2", "{}", 3, 1)]);
+        let open = ListQuery {
+            limit: 10,
+            max_size: Some(9),
+            ..ListQuery::default()
+        };
+        assert_eq!(listing.search(None, &open).len(), 1);
+        assert!(listing.mark_taken("m1.n2", 10));
+        assert!(listing.search(None, &open).is_empty());
+        assert_eq!(listing.get("m1.n2").map(|m| m.size), Some(10));
+        // Never lowered; an unknown match is not listed.
+        assert!(listing.mark_taken("m1.n2", 5));
+        assert_eq!(listing.get("m1.n2").map(|m| m.size), Some(10));
+        assert!(!listing.mark_taken("m9.n2", 10));
+    }
 
     fn listed(id: &str, label: &str, size: i32, created: i64) -> ListedMatch {
         ListedMatch {

@@ -50,8 +50,8 @@ pub trait MatchHost: Send + Sync + std::fmt::Debug {
     ) -> Result<String, CoreError> {
         Err(NoMatches::unavailable())
     }
-    /// Reserves a seat for `user_id` in match `id` if fewer than `seats` are taken; false when
-    /// it is full (or not on this node).
+    /// Reserves a seat for `user_id` in match `id` (on any node of a cluster) if fewer than
+    /// `seats` are taken; false when it is full, ended or its node is gone.
     async fn reserve_seat(
         &self,
         _id: &str,
@@ -336,8 +336,14 @@ impl EngineMatchHost {
         })
     }
 
-    /// Makes the runtimes' match handlers available to `nk.match_create`.
+    /// Makes the runtimes' match handlers available to `nk.match_create`, and to other nodes
+    /// of a cluster that ask this one for a seat (`Matches::find_seat_here`).
     pub fn install(&self, handlers: Arc<MatchHandlers>) {
+        let specs = handlers.clone();
+        self.matches
+            .set_specs(Arc::new(move |name: &str, params: Params| {
+                specs.spec(name, params)
+            }));
         let _ = self.handlers.set(handlers);
     }
 }
@@ -381,7 +387,10 @@ impl MatchHost for EngineMatchHost {
         user_id: uuid::Uuid,
         seats: u32,
     ) -> Result<bool, CoreError> {
-        Ok(self.matches.reserve_seat(id, user_id, seats)?)
+        Ok(self
+            .matches
+            .reserve_seat_anywhere(id, user_id, seats)
+            .await?)
     }
 }
 

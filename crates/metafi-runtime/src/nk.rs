@@ -654,8 +654,9 @@ impl Nk {
             .await
     }
 
-    /// `nk.match_reserve_seat` (MetaFi): reserves a seat for `user_id` in match `id` if fewer
-    /// than `seats` are taken; false when it is full.
+    /// `nk.match_reserve_seat` (MetaFi): reserves a seat for `user_id` in match `id` (on any
+    /// node of a cluster) if fewer than `seats` are taken; false when it is full, ended, or its
+    /// node is gone.
     pub async fn match_reserve_seat(
         &self,
         id: &str,
