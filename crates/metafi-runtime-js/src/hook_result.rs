@@ -113,7 +113,10 @@ fn member<'js>(
     depth: usize,
 ) -> rquickjs::Result<Member> {
     Ok(match item.type_of() {
-        Type::Undefined | Type::Uninitialized | Type::Function | Type::Constructor
+        Type::Undefined
+        | Type::Uninitialized
+        | Type::Function
+        | Type::Constructor
         | Type::Symbol => Member::Skipped,
         _ => match walk(ctx, item, rename, depth + 1)? {
             Some(json) => Member::Value(json),

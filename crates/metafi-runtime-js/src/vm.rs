@@ -23,8 +23,8 @@ use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::budget::Budget;
-use crate::io::{self, WaitError};
 use crate::hook_result::{self, Walk};
+use crate::io::{self, WaitError};
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it

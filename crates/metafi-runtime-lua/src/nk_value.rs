@@ -170,7 +170,9 @@ mod tests {
     fn positive_integer(key: &Value) -> Option<i64> {
         match key {
             Value::Integer(i) if *i > 0 => Some(*i),
-            Value::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n < i64::MAX as f64 => Some(*n as i64),
+            Value::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n < i64::MAX as f64 => {
+                Some(*n as i64)
+            }
             _ => None,
         }
     }

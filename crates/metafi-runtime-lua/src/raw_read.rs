@@ -102,7 +102,9 @@ unsafe fn walk_table(
         }
         if maxn > 0 {
             if maxn > 1 << 24 {
-                return Err("array too sparse to convert: its largest index is over 16777216".into());
+                return Err(
+                    "array too sparse to convert: its largest index is over 16777216".into(),
+                );
             }
             budget.take(maxn as usize)?;
             let mut items = Vec::with_capacity(maxn as usize);
