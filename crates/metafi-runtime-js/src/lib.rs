@@ -31,6 +31,7 @@ mod budget;
 mod context;
 mod convert;
 mod freeze;
+mod hook_result;
 mod hooks;
 mod initializer;
 mod io;

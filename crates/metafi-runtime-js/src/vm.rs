@@ -17,11 +17,13 @@ use metafi_runtime::{
     VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
+use rquickjs::function::Args;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value};
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::budget::Budget;
+use crate::hook_result::{self, Walk};
 use crate::io::{self, WaitError};
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
@@ -70,6 +72,8 @@ pub(crate) struct Cached {
     pub(crate) nk: Persistent<Object<'static>>,
     pub(crate) logger: Persistent<Object<'static>>,
     pub(crate) env: Persistent<Object<'static>>,
+    /// Calls a hook with the `ctx` and logger built in JavaScript ([`HOOK_ENTRY`]).
+    pub(crate) hook_entry: Persistent<Function<'static>>,
 }
 
 impl Shared {
@@ -313,6 +317,12 @@ impl JsVm {
             if after || value.is_undefined() || value.is_null() {
                 return Outcome::Done(Ok(None));
             }
+            // Plain data straight into proto names; anything else through JSON.stringify.
+            match hook_result::read(&ctx, &value) {
+                Ok(Walk::Plain(json)) => return Outcome::Done(Ok(Some(json))),
+                Ok(Walk::Unplain) => {}
+                Err(e) => return Outcome::Done(Err(classify(&ctx, &self.shared, e))),
+            }
             match convert::to_json_text(&ctx, value) {
                 Ok(None) => Outcome::Done(Ok(None)),
                 Ok(Some(text)) => {
@@ -330,8 +340,31 @@ impl JsVm {
     }
 }
 
+/// Builds a hook call's `ctx` (the fields and order of `context::rpc_object`) and its logger
+/// (`logger::instance` with `rpc_id`) in JavaScript and calls the hook: one call from Rust
+/// instead of a property set per field, each of which made and looked up an atom. `nk`, the
+/// logger prototype, `env` and `Object.create` are bound when the VM is built, so a module
+/// that replaces `Object.create` changes nothing here.
+const HOOK_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
+  return function (fn, after, data, input, rpcId, node, version, mode, headers, query, uid, \
+                   uname, vars, exp, sid, ip) { \
+    var ctx = { node: node, version: version, env: env, executionMode: mode, \
+                headers: headers === undefined ? {} : headers, \
+                queryParams: query === undefined ? {} : query }; \
+    if (uid !== undefined) { \
+      if (exp !== undefined) ctx.userSessionExp = exp; \
+      ctx.userId = uid; ctx.username = uname; ctx.vars = vars; \
+      if (sid !== undefined) ctx.sessionId = sid; \
+    } \
+    if (ip !== undefined) ctx.clientIp = ip; \
+    var logger = create(loggerProto); \
+    logger.fields = { rpc_id: rpcId }; \
+    return after ? fn(ctx, logger, nk, data, input) : fn(ctx, logger, nk, data); \
+  }; \
+})";
+
 /// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
-/// input)` after.
+/// input)` after, through [`HOOK_ENTRY`].
 fn invoke_hook<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
@@ -340,19 +373,59 @@ fn invoke_hook<'js>(
     args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
     let function = function.restore(ctx)?;
-    let (nk, logger_proto, env) = cached(ctx, shared)?;
-    let call_ctx = context::rpc_object(ctx, &call.ctx, env)?;
-    let logger = logger::instance(ctx, &logger_proto, Some(("rpc_id", &call.id)))?;
+    let entry = {
+        let cached = shared.cached.borrow();
+        let Some(cached) = cached.as_ref() else {
+            return Err(Exception::throw_internal(
+                ctx,
+                "the nk API is not bound to this VM",
+            ));
+        };
+        cached.hook_entry.clone().restore(ctx)?
+    };
     let value = |json: Option<Json>| match json {
         Some(json) => convert::hook_value(ctx, &json, true),
         None => Ok(Value::new_null(ctx.clone())),
     };
-    match args {
-        HookArgs::Before(input) => function.call((call_ctx, logger, nk, value(input)?)),
-        HookArgs::After { output, input } => {
-            function.call((call_ctx, logger, nk, value(output)?, value(input)?))
+    let (after, data, input) = match args {
+        HookArgs::Before(input) => (false, value(input)?, Value::new_undefined(ctx.clone())),
+        HookArgs::After { output, input } => (true, value(output)?, value(input)?),
+    };
+    let request = &call.ctx.request;
+    let lists = |map: &std::collections::HashMap<String, Vec<String>>| {
+        if map.is_empty() {
+            Ok(None)
+        } else {
+            convert::string_lists(ctx, map).map(Some)
+        }
+    };
+    let mut params = Args::new(ctx.clone(), 16);
+    params.push_arg(function)?;
+    params.push_arg(after)?;
+    params.push_arg(data)?;
+    params.push_arg(input)?;
+    params.push_arg(&*call.id)?;
+    params.push_arg(&*call.ctx.node)?;
+    params.push_arg(call.ctx.version)?;
+    params.push_arg(call.ctx.mode.as_str())?;
+    params.push_arg(lists(&request.headers)?)?;
+    params.push_arg(lists(&request.query)?)?;
+    match &request.user {
+        Some(user) => {
+            params.push_arg(user.user_id.to_string())?;
+            params.push_arg(user.username.as_str())?;
+            params.push_arg(convert::string_map(ctx, user.vars.iter())?)?;
+            params.push_arg((user.expires_at != 0).then_some(user.expires_at as f64))?;
+            params.push_arg((!user.session_id.is_nil()).then(|| user.session_id.to_string()))?;
+        }
+        None => {
+            for _ in 0..5 {
+                params.push_arg(Value::new_undefined(ctx.clone()))?;
+            }
         }
     }
+    params.push_arg(request.client_ip.map(|ip| ip.to_string()))?;
+    entry.call_arg(params)
 }
 
 /// How a call left the VM.
@@ -370,10 +443,16 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let nk = nakama::object(ctx, shared)?;
     let logger = logger::prototype(ctx, shared)?;
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
+    let object: Object<'js> = ctx.globals().get("Object")?;
+    let create: Function<'js> = object.get("create")?;
+    let make_entry: Function<'js> = ctx.eval(HOOK_ENTRY)?;
+    let hook_entry: Function<'js> =
+        make_entry.call((nk.clone(), logger.clone(), env.clone(), create))?;
     *shared.cached.borrow_mut() = Some(Cached {
         nk: Persistent::save(ctx, nk),
         logger: Persistent::save(ctx, logger),
         env: Persistent::save(ctx, env),
+        hook_entry: Persistent::save(ctx, hook_entry),
     });
     Ok(())
 }

@@ -26,6 +26,7 @@ mod nk_binding;
 mod nk_value;
 mod pattern;
 mod raw_push;
+mod raw_read;
 mod registrations;
 mod sandbox;
 mod storage_retry;

@@ -10,10 +10,8 @@
 //! Back to Lua: lists are sequences, maps tables with snake_case field names, binary data a
 //! Lua string, and several results (`NkValue::Multi`) several return values.
 
-use metafi_runtime::nk_api::{NkKey, NkMap, NkValue, ValueBudget};
-use mlua::{Lua, MultiValue, Table, Value};
-
-use crate::convert::MAX_DEPTH;
+use metafi_runtime::nk_api::{NkKey, NkValue, ValueBudget};
+use mlua::{Lua, MultiValue, Value};
 
 /// The arguments of a call. A function passed as an argument is nil (no `nk` function takes
 /// one; those that do are bound by the engine), so it is refused where a value is expected
@@ -48,7 +46,7 @@ pub(crate) fn to_nk(
                 Err(_) => NkValue::Bytes(bytes.to_vec()),
             }
         }
-        Value::Table(t) => table(t, depth, budget)?,
+        Value::Table(t) => crate::raw_read::table(&t.weak_lua().upgrade(), t, depth, budget)?,
         Value::Function(f) => NkValue::Str(format!("function: {:p}", f.to_pointer())),
         _ => NkValue::Nil,
     })
@@ -59,59 +57,6 @@ fn number(n: f64) -> NkValue {
         NkValue::Int(n as i64)
     } else {
         NkValue::Float(n)
-    }
-}
-
-fn table(table: &Table, depth: usize, budget: &mut ValueBudget) -> mlua::Result<NkValue> {
-    if depth >= MAX_DEPTH {
-        return Err(mlua::Error::runtime(format!(
-            "table nesting deeper than {MAX_DEPTH} levels (a table that contains itself?)"
-        )));
-    }
-    let mut maxn: i64 = 0;
-    for pair in table.pairs::<Value, Value>() {
-        let (key, _) = pair?;
-        if let Some(i) = positive_integer(&key)
-            && i > maxn
-        {
-            maxn = i;
-        }
-    }
-    if maxn > 0 {
-        if maxn > 1 << 24 {
-            return Err(mlua::Error::runtime(
-                "array too sparse to convert: its largest index is over 16777216",
-            ));
-        }
-        budget.take(maxn as usize).map_err(mlua::Error::runtime)?;
-        let mut items = Vec::with_capacity(maxn as usize);
-        for i in 1..=maxn {
-            let item: Value = table.raw_get(i)?;
-            items.push(to_nk(&item, depth + 1, budget)?);
-        }
-        return Ok(NkValue::List(items));
-    }
-    let mut map = NkMap::new();
-    for pair in table.pairs::<Value, Value>() {
-        let (key, item) = pair?;
-        let key = match &key {
-            Value::String(s) => s.to_string_lossy(),
-            Value::Integer(i) => i.to_string(),
-            Value::Number(n) => n.to_string(),
-            Value::Boolean(b) => b.to_string(),
-            other => other.type_name().to_owned(),
-        };
-        budget.take(1).map_err(mlua::Error::runtime)?;
-        map.insert_data(key, to_nk(&item, depth + 1, budget)?);
-    }
-    Ok(NkValue::Map(map))
-}
-
-fn positive_integer(key: &Value) -> Option<i64> {
-    match key {
-        Value::Integer(i) if *i > 0 => Some(*i),
-        Value::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n < i64::MAX as f64 => Some(*n as i64),
-        _ => None,
     }
 }
 
@@ -157,11 +102,114 @@ pub(crate) fn to_lua(lua: &Lua, value: NkValue) -> mlua::Result<Value> {
 
 #[cfg(test)]
 mod tests {
+    use metafi_runtime::nk_api::NkMap;
+    use mlua::Table;
+
     use super::*;
+    use crate::convert::MAX_DEPTH;
 
     fn nk(lua: &Lua, code: &str) -> NkValue {
         let value: Value = lua.load(code).eval().unwrap();
         to_nk(&value, 0, &mut ValueBudget::default()).unwrap()
+    }
+
+    /// `to_nk` with tables walked through mlua's safe API, as before `raw_read`.
+    fn safe_to_nk(value: &Value, depth: usize, budget: &mut ValueBudget) -> mlua::Result<NkValue> {
+        match value {
+            Value::Table(t) => safe_table(t, depth, budget),
+            other => to_nk(other, depth, budget),
+        }
+    }
+
+    /// The walk through mlua's safe API that `raw_read` replaced: the tests' reference.
+    fn safe_table(table: &Table, depth: usize, budget: &mut ValueBudget) -> mlua::Result<NkValue> {
+        if depth >= MAX_DEPTH {
+            return Err(mlua::Error::runtime(format!(
+                "table nesting deeper than {MAX_DEPTH} levels (a table that contains itself?)"
+            )));
+        }
+        let mut maxn: i64 = 0;
+        for pair in table.pairs::<Value, Value>() {
+            let (key, _) = pair?;
+            if let Some(i) = positive_integer(&key)
+                && i > maxn
+            {
+                maxn = i;
+            }
+        }
+        if maxn > 0 {
+            if maxn > 1 << 24 {
+                return Err(mlua::Error::runtime(
+                    "array too sparse to convert: its largest index is over 16777216",
+                ));
+            }
+            budget.take(maxn as usize).map_err(mlua::Error::runtime)?;
+            let mut items = Vec::with_capacity(maxn as usize);
+            for i in 1..=maxn {
+                let item: Value = table.raw_get(i)?;
+                items.push(safe_to_nk(&item, depth + 1, budget)?);
+            }
+            return Ok(NkValue::List(items));
+        }
+        let mut map = NkMap::new();
+        for pair in table.pairs::<Value, Value>() {
+            let (key, item) = pair?;
+            let key = match &key {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Integer(i) => i.to_string(),
+                Value::Number(n) => n.to_string(),
+                Value::Boolean(b) => b.to_string(),
+                other => other.type_name().to_owned(),
+            };
+            budget.take(1).map_err(mlua::Error::runtime)?;
+            map.insert_data(key, safe_to_nk(&item, depth + 1, budget)?);
+        }
+        Ok(NkValue::Map(map))
+    }
+
+    fn positive_integer(key: &Value) -> Option<i64> {
+        match key {
+            Value::Integer(i) if *i > 0 => Some(*i),
+            Value::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n < i64::MAX as f64 => {
+                Some(*n as i64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The raw walk reads every table as the safe API's walk did.
+    #[test]
+    fn the_raw_walk_matches_the_safe_walk() {
+        let lua = Lua::new();
+        for code in [
+            "return {1, 'x', {a = {b = {true, false}}}}",
+            "return {[1] = 'a', [3] = 'c', x = 'ignored'}",
+            "return {a = 1, [-2] = true, [2.5] = 'f', [-0.0] = 'z', [true] = 1, [{}] = 2}",
+            "return {n = 1e300, m = -3, f = -0.5, big = 2^53 + 2, huge = 2^63, nan = 0/0}",
+            "return {s = '\\255\\0', e = '', u = 'héllo', fn = print}",
+            "return {[print] = 1, [coroutine.create(print)] = 2}",
+            "return {{}, {{}}, {k = {}}}",
+            "return {}",
+        ] {
+            let value: Value = lua.load(code).eval().unwrap();
+            let raw = to_nk(&value, 0, &mut ValueBudget::default()).unwrap();
+            let safe = safe_to_nk(&value, 0, &mut ValueBudget::default()).unwrap();
+            assert_eq!(format!("{raw:?}"), format!("{safe:?}"), "{code}");
+        }
+        for code in [
+            "local t = {} t.t = t return t",
+            "local t = {} for i = 1, 40 do t = {a = t, b = t} end return t",
+            "return {[5000000] = 1}",
+            "return {[2^30] = 1}",
+        ] {
+            let value: Value = lua.load(code).eval().unwrap();
+            let raw = to_nk(&value, 0, &mut ValueBudget::default()).unwrap_err();
+            let safe = safe_to_nk(&value, 0, &mut ValueBudget::default()).unwrap_err();
+            assert_eq!(raw.to_string(), safe.to_string(), "{code}");
+        }
+        // The stack is left as found, errors included: the VM keeps working.
+        let after: i64 = lua.load("return 1 + 1").eval().unwrap();
+        assert_eq!(after, 2);
     }
 
     #[test]

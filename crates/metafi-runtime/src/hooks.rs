@@ -1248,6 +1248,12 @@ fn rename(value: Json, f: &dyn Fn(&str) -> String) -> Json {
     }
 }
 
+/// A `lowerCamelCase` JSON name as its proto name (`refreshToken` → `refresh_token`), as a
+/// JavaScript hook's result is read back.
+pub fn proto_name(name: &str) -> String {
+    camel_to_snake(name)
+}
+
 fn camel_to_snake(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     for c in name.chars() {

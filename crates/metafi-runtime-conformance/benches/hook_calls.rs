@@ -1,0 +1,178 @@
+//! Instruction counts of a before+after hook pair on `AuthenticateDevice`, in each runtime, for
+//! comparing two builds on a shared machine where wall-clock time is noise (the method of
+//! `metafi-runtime-lua/benches/echo_calls.rs`): runs `METAFI_BENCH_PAIRS` (default 1,000)
+//! pairs one after another through the runtime's hooks, as the REST edge calls them (the
+//! request and the session as JSON values in proto names), then exits. Run it under
+//! callgrind with two counts; the difference of the totals divided by the difference of the
+//! counts is the cost of one pair, start-up excluded:
+//!
+//! ```text
+//! cargo bench -p metafi-runtime-conformance --bench hook_calls --no-run
+//! METAFI_BENCH_ENGINE=lua METAFI_BENCH_PAIRS=1000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
+//! METAFI_BENCH_ENGINE=lua METAFI_BENCH_PAIRS=3000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
+//! ```
+//!
+//! `METAFI_BENCH_ENGINE` is `lua`, `js` or `native` (pass-through hooks, as
+//! `scripts/bench_hooks.sh` registers them). The calls run on a tokio worker thread, so script
+//! hooks take the inline path the server's IO workers take. Results: `docs/RUNTIME.md`,
+//! "The hook call path and its cost".
+
+#![allow(clippy::unwrap_used)] // bench setup: a panic is the failure report
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metafi_core::{Hook, Hooks, Objects, RpcContext, SystemClock};
+use metafi_runtime::native::InitError;
+use metafi_runtime::{
+    CallContext, EngineFactory, NativeInitializer, NativeModule, Nk, NoMatches, PoolConfig,
+    RpcError, RuntimeBuilder, RuntimeConfig, RuntimeServices,
+};
+use metafi_runtime_js::JsEngine;
+use metafi_runtime_lua::LuaEngine;
+use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
+use serde_json::{Value, json};
+
+/// The server's allocator (`metafi-server/src/main.rs`), so the counts are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const LUA: &str = r#"
+local nk = require("nakama")
+nk.register_req_before(function(context, payload) return payload end, "AuthenticateDevice")
+nk.register_req_after(function(context, output, input) end, "AuthenticateDevice")
+"#;
+
+const JS: &str = r#"
+function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerBeforeAuthenticateDevice(function (ctx, logger, nk, data) { return data; });
+  initializer.registerAfterAuthenticateDevice(function (ctx, logger, nk, data, request) {});
+}
+"#;
+
+/// Pass-through native hooks.
+struct PassThrough;
+
+impl NativeModule for PassThrough {
+    fn name(&self) -> &'static str {
+        "bench"
+    }
+
+    fn init(&self, initializer: &mut NativeInitializer) -> Result<(), InitError> {
+        initializer.register_before(
+            Hook::AuthenticateDevice,
+            |_: Arc<CallContext>, _: Nk, request: Option<Value>| async move {
+                Ok::<_, RpcError>(request)
+            },
+        );
+        initializer.register_after(
+            Hook::AuthenticateDevice,
+            |_: Arc<CallContext>, _: Nk, _: Option<Value>, _: Option<Value>| async move {
+                Ok::<_, RpcError>(())
+            },
+        );
+        Ok(())
+    }
+}
+
+fn main() {
+    let pairs: u64 = std::env::var("METAFI_BENCH_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let engine = std::env::var("METAFI_BENCH_ENGINE").unwrap_or_else(|_| "lua".to_owned());
+    let io = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    io.block_on(async {
+        let runtime = runtime(dir.path(), &engine).await;
+        let hooks = runtime.hooks();
+        assert!(hooks.has_before(Hook::AuthenticateDevice), "no before hook registered");
+        // On a worker thread, as the server's IO workers call hooks (the inline path).
+        tokio::spawn(async move {
+            // What the REST edge hands the hooks for a device sign-in (proto names).
+            let request = json!({
+                "account": {"id": "device-0123456789abcdef", "vars": {}},
+                "create": true,
+                "username": "",
+            });
+            let session = json!({
+                "created": false,
+                "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.c2lnbmF0dXJl",
+                "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.cmVmcmVzaA",
+            });
+            for _ in 0..pairs {
+                let input = hooks
+                    .before(
+                        Hook::AuthenticateDevice,
+                        RpcContext::default(),
+                        Some(request.clone()),
+                    )
+                    .await
+                    .unwrap()
+                    .unwrap();
+                hooks
+                    .after(
+                        Hook::AuthenticateDevice,
+                        RpcContext::default(),
+                        Some(session.clone()),
+                        Some(input),
+                    )
+                    .await;
+            }
+        })
+        .await
+        .unwrap();
+        runtime.shutdown(Duration::from_secs(5)).await;
+    });
+}
+
+async fn runtime(dir: &Path, engine: &str) -> Arc<metafi_runtime::Runtime> {
+    let store = Arc::new(
+        SqliteStorage::open(SqliteConfig {
+            path: dir.join("bench.db"),
+            ..SqliteConfig::default()
+        })
+        .unwrap(),
+    );
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    match engine {
+        "lua" => std::fs::write(modules.join("hooks.lua"), LUA).unwrap(),
+        "js" => std::fs::write(modules.join("hooks.js"), JS).unwrap(),
+        "native" => {}
+        other => panic!("METAFI_BENCH_ENGINE is lua, js or native, not {other:?}"),
+    }
+    let services = RuntimeServices::new(
+        Arc::new(Objects::new(store.clone(), Arc::new(SystemClock))),
+        store,
+        Arc::new(NoMatches),
+        Arc::new(SystemClock),
+    );
+    let pool = PoolConfig {
+        vms: 1,
+        max_calls_per_vm: 64,
+        queue_capacity: 4096,
+    };
+    let config = RuntimeConfig {
+        path: modules,
+        node: "bench".into(),
+        env: HashMap::new(),
+        call_timeout: Duration::from_secs(5),
+        load_timeout: Duration::from_secs(5),
+        memory_limit_bytes: 64 << 20,
+        pools: HashMap::from([("lua".to_owned(), pool), ("js".to_owned(), pool)]),
+    };
+    let mut builder = RuntimeBuilder::new(config, services)
+        .engine(Arc::new(LuaEngine::new()) as Arc<dyn EngineFactory>)
+        .engine(Arc::new(JsEngine::new()) as Arc<dyn EngineFactory>);
+    if engine == "native" {
+        builder = builder.native(Arc::new(PassThrough));
+    }
+    Arc::new(builder.start().await.unwrap())
+}
