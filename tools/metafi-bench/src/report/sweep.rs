@@ -57,7 +57,7 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
                 line("tick rate", true, &|r| r.figures.tick_rate),
                 line("95 % of it", true, &|r| r.figures.tick_rate * 0.95),
             ],
-),
+        ),
     ));
     out.push((
         "world-command-latency.svg".to_owned(),
@@ -73,7 +73,7 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
                     2000.0 / r.figures.tick_rate.max(1.0) + 20.0
                 }),
             ],
-),
+        ),
     ));
     if runs
         .iter()
@@ -94,7 +94,7 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
                     line("other threads", false, &cpu(|c| c.other_cores)),
                     line("whole server", true, &cpu(|c| c.cores)),
                 ],
-),
+            ),
         ));
     }
     if runs.iter().all(|r| r.figures.server.is_some()) {
@@ -125,7 +125,7 @@ pub fn world_sweep_charts(runs: &[WorldRun], label: &str) -> Vec<(String, String
                 "ms per tick",
                 &xs,
                 &lines,
-),
+            ),
         ));
     }
     out
