@@ -1112,10 +1112,14 @@ impl Matches {
         }
     }
 
-    /// Sends a leave or join completion, bounded by `match.call_queue_size`: a match that
-    /// falls that far behind is stopped.
+    /// Sends a leave or join completion, bounded by `match.call_queue_size` beyond the match's
+    /// own presences: a match that falls that far behind is stopped. Every joined or pending
+    /// presence may leave (or complete its join) at once — a mass disconnect of a 5,000-player
+    /// world queued 5,000 leaves and stopped it with the bare limit of 128 — so those always
+    /// fit, and the queue stays bounded by the match's size plus the limit.
     fn call(&self, shared: &MatchShared, command: Command) {
-        let limit = self.inner.config.call_queue_size as u32;
+        let limit = (self.inner.config.call_queue_size as u32)
+            .saturating_add(shared.size.load(Ordering::Acquire));
         if shared.calls.fetch_add(1, Ordering::AcqRel) >= limit {
             shared.calls.fetch_sub(1, Ordering::AcqRel);
             if !shared.overloaded.swap(true, Ordering::AcqRel) {

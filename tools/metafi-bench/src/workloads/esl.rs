@@ -283,10 +283,15 @@ pub async fn run(
                 });
             }
             drop(joined_tx);
+            // Every player answers once (joined or not) and keeps its sender while it plays:
+            // count the answers instead of waiting for the channel to close.
             let mut in_match = 0;
             let deadline = tokio::time::Instant::now() + o.socket.timeout * 2;
-            while let Ok(Some(ok)) = tokio::time::timeout_at(deadline, joined_rx.recv()).await {
-                in_match += u64::from(ok);
+            for _ in 0..SLOTS {
+                match tokio::time::timeout_at(deadline, joined_rx.recv()).await {
+                    Ok(Some(ok)) => in_match += u64::from(ok),
+                    _ => break,
+                }
             }
             matches += 1;
             if expensive {
