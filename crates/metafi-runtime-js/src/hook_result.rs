@@ -23,7 +23,7 @@
 //! stringify would have thrown it.
 
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
-use rquickjs::{Ctx, Object, Type, Value};
+use rquickjs::{Object, Type, Value};
 use serde_json::{Map, Number, Value as Json};
 
 /// Deeper than this is read by the text path (the limit `JSON.stringify` has none of; a
@@ -38,20 +38,15 @@ pub(crate) enum Walk {
 }
 
 /// Reads `value` (not `undefined` or `null`: the caller has handled those) in proto names.
-pub(crate) fn read<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Walk> {
-    Ok(match walk(ctx, value, true, 0)? {
+pub(crate) fn read<'js>(value: &Value<'js>) -> rquickjs::Result<Walk> {
+    Ok(match walk(value, true, 0)? {
         Some(json) => Walk::Plain(json),
         None => Walk::Unplain,
     })
 }
 
 /// `None`: not plain data. `Some(None)` marks a value an object leaves out.
-fn walk<'js>(
-    ctx: &Ctx<'js>,
-    value: &Value<'js>,
-    rename: bool,
-    depth: usize,
-) -> rquickjs::Result<Option<Json>> {
+fn walk<'js>(value: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result<Option<Json>> {
     Ok(match value.type_of() {
         Type::Null => Some(Json::Null),
         Type::Bool => value.as_bool().map(Json::Bool),
@@ -66,7 +61,7 @@ fn walk<'js>(
                 let mut items = Vec::with_capacity(array.len());
                 for i in 0..array.len() {
                     let item: Value<'js> = array.get(i)?;
-                    match member(ctx, &item, rename, depth)? {
+                    match member(&item, rename, depth)? {
                         Member::Value(json) => items.push(json),
                         Member::Skipped => items.push(Json::Null),
                         Member::Unplain => return Ok(None),
@@ -82,7 +77,7 @@ fn walk<'js>(
                 for prop in object.props::<String, Value<'js>>() {
                     let (key, item) = prop?;
                     let inner = rename && !MAP_FIELDS.contains(&key.as_str());
-                    match member(ctx, &item, inner, depth)? {
+                    match member(&item, inner, depth)? {
                         Member::Value(json) => {
                             let key = if rename { proto_name(&key) } else { key };
                             map.insert(key, json);
@@ -106,19 +101,14 @@ enum Member {
     Unplain,
 }
 
-fn member<'js>(
-    ctx: &Ctx<'js>,
-    item: &Value<'js>,
-    rename: bool,
-    depth: usize,
-) -> rquickjs::Result<Member> {
+fn member<'js>(item: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result<Member> {
     Ok(match item.type_of() {
         Type::Undefined
         | Type::Uninitialized
         | Type::Function
         | Type::Constructor
         | Type::Symbol => Member::Skipped,
-        _ => match walk(ctx, item, rename, depth + 1)? {
+        _ => match walk(item, rename, depth + 1)? {
             Some(json) => Member::Value(json),
             None => Member::Unplain,
         },
@@ -160,7 +150,7 @@ fn number(n: f64) -> Option<Json> {
 
 #[cfg(test)]
 mod tests {
-    use rquickjs::{Context, Runtime};
+    use rquickjs::{Context, Ctx, Runtime};
 
     use super::*;
 
@@ -192,7 +182,7 @@ mod tests {
                 "({})",
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
-                let Walk::Plain(walked) = read(&ctx, &value).unwrap() else {
+                let Walk::Plain(walked) = read(&value).unwrap() else {
                     panic!("{code}: read as not plain");
                 };
                 assert_eq!(Some(walked), text_path(&ctx, value), "{code}");
@@ -222,7 +212,7 @@ mod tests {
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
                 assert!(
-                    matches!(read(&ctx, &value).unwrap(), Walk::Unplain),
+                    matches!(read(&value).unwrap(), Walk::Unplain),
                     "{code}: read as plain"
                 );
             }
@@ -237,7 +227,7 @@ mod tests {
             let value: Value<'_> = ctx
                 .eval("({get bad() { throw new Error('no'); }})")
                 .unwrap();
-            assert!(read(&ctx, &value).is_err());
+            assert!(read(&value).is_err());
         });
     }
 }

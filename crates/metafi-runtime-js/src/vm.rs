@@ -72,8 +72,8 @@ pub(crate) struct Cached {
     pub(crate) nk: Persistent<Object<'static>>,
     pub(crate) logger: Persistent<Object<'static>>,
     pub(crate) env: Persistent<Object<'static>>,
-    /// Calls a hook with the `ctx` and logger built in JavaScript ([`HOOK_ENTRY`]).
-    pub(crate) hook_entry: Persistent<Function<'static>>,
+    /// Calls a hook with the `ctx` and logger built in JavaScript ([`CALL_ENTRY`]).
+    pub(crate) call_entry: Persistent<Function<'static>>,
 }
 
 impl Shared {
@@ -318,7 +318,7 @@ impl JsVm {
                 return Outcome::Done(Ok(None));
             }
             // Plain data straight into proto names; anything else through JSON.stringify.
-            match hook_result::read(&ctx, &value) {
+            match hook_result::read(&value) {
                 Ok(Walk::Plain(json)) => return Outcome::Done(Ok(Some(json))),
                 Ok(Walk::Unplain) => {}
                 Err(e) => return Outcome::Done(Err(classify(&ctx, &self.shared, e))),
@@ -340,12 +340,14 @@ impl JsVm {
     }
 }
 
-/// Builds a hook call's `ctx` (the fields and order of `context::rpc_object`) and its logger
-/// (`logger::instance` with `rpc_id`) in JavaScript and calls the hook: one call from Rust
-/// instead of a property set per field, each of which made and looked up an atom. `nk`, the
-/// logger prototype, `env` and `Object.create` are bound when the VM is built, so a module
-/// that replaces `Object.create` changes nothing here.
-const HOOK_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
+/// Builds an RPC's or hook's `ctx` (Nakama's JavaScript context: `node`, `version`, `env`,
+/// `executionMode`, `headers`, `queryParams`, then the caller's `userSessionExp`, `userId`,
+/// `username`, `vars`, `sessionId`, and `clientIp`, in that order) and its logger (fields
+/// `{rpc_id}`) in JavaScript and calls the function: the one place that shape is written, and
+/// one call from Rust instead of a property set per field, each of which made and looked up an
+/// atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
+/// so a module that replaces `Object.create` changes nothing here.
+const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
   return function (fn, after, data, input, rpcId, node, version, mode, headers, query, uid, \
                    uname, vars, exp, sid, ip) { \
     var ctx = { node: node, version: version, env: env, executionMode: mode, \
@@ -364,7 +366,7 @@ const HOOK_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
 })";
 
 /// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
-/// input)` after, through [`HOOK_ENTRY`].
+/// input)` after, through [`CALL_ENTRY`].
 fn invoke_hook<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
@@ -373,6 +375,27 @@ fn invoke_hook<'js>(
     args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
     let function = function.restore(ctx)?;
+    let value = |json: Option<Json>| match json {
+        Some(json) => convert::hook_value(ctx, &json, true),
+        None => Ok(Value::new_null(ctx.clone())),
+    };
+    let (after, data, input) = match args {
+        HookArgs::Before(input) => (false, value(input)?, Value::new_undefined(ctx.clone())),
+        HookArgs::After { output, input } => (true, value(output)?, value(input)?),
+    };
+    call_through_entry(ctx, shared, function, call, after, data, input)
+}
+
+/// `function(ctx, logger, nk, data[, input])` through [`CALL_ENTRY`], with `call`'s context.
+fn call_through_entry<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    function: Function<'js>,
+    call: &RpcCall,
+    after: bool,
+    data: Value<'js>,
+    input: Value<'js>,
+) -> rquickjs::Result<Value<'js>> {
     let entry = {
         let cached = shared.cached.borrow();
         let Some(cached) = cached.as_ref() else {
@@ -381,15 +404,7 @@ fn invoke_hook<'js>(
                 "the nk API is not bound to this VM",
             ));
         };
-        cached.hook_entry.clone().restore(ctx)?
-    };
-    let value = |json: Option<Json>| match json {
-        Some(json) => convert::hook_value(ctx, &json, true),
-        None => Ok(Value::new_null(ctx.clone())),
-    };
-    let (after, data, input) = match args {
-        HookArgs::Before(input) => (false, value(input)?, Value::new_undefined(ctx.clone())),
-        HookArgs::After { output, input } => (true, value(output)?, value(input)?),
+        cached.call_entry.clone().restore(ctx)?
     };
     let request = &call.ctx.request;
     let lists = |map: &std::collections::HashMap<String, Vec<String>>| {
@@ -445,14 +460,14 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
     let object: Object<'js> = ctx.globals().get("Object")?;
     let create: Function<'js> = object.get("create")?;
-    let make_entry: Function<'js> = ctx.eval(HOOK_ENTRY)?;
-    let hook_entry: Function<'js> =
+    let make_entry: Function<'js> = ctx.eval(CALL_ENTRY)?;
+    let call_entry: Function<'js> =
         make_entry.call((nk.clone(), logger.clone(), env.clone(), create))?;
     *shared.cached.borrow_mut() = Some(Cached {
         nk: Persistent::save(ctx, nk),
         logger: Persistent::save(ctx, logger),
         env: Persistent::save(ctx, env),
-        hook_entry: Persistent::save(ctx, hook_entry),
+        call_entry: Persistent::save(ctx, call_entry),
     });
     Ok(())
 }
@@ -565,11 +580,9 @@ fn invoke<'js>(
     call: &RpcCall,
 ) -> rquickjs::Result<Value<'js>> {
     let function = rpc.value.clone().restore(ctx)?;
-    let (nk, logger_proto, env) = cached(ctx, shared)?;
-    let call_ctx = context::rpc_object(ctx, &call.ctx, env)?;
-    let logger = logger::instance(ctx, &logger_proto, Some(("rpc_id", &call.id)))?;
-    let payload = rquickjs::String::from_str(ctx.clone(), &call.payload)?;
-    function.call((call_ctx, logger, nk, payload))
+    let payload = rquickjs::String::from_str(ctx.clone(), &call.payload)?.into_value();
+    let none = Value::new_undefined(ctx.clone());
+    call_through_entry(ctx, shared, function, call, false, payload, none)
 }
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript

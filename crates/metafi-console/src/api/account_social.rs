@@ -45,10 +45,7 @@ pub(crate) async fn friends(
         .friends
         .list_for_client(id, None, None, &query.cursor)
         .await?;
-    Ok(Json(with_empty(
-        serde_json::to_value(&list).unwrap_or(Value::Null),
-        &["friends"],
-    )))
+    Ok(page(&list, "friends"))
 }
 
 /// `GET /v2/console/account/{id}/group`: `api.UserGroupList` (`user_groups` of `group` and
@@ -66,23 +63,20 @@ pub(crate) async fn groups(
         .groups
         .user_groups(id, None, Some(100), &query.cursor)
         .await?;
-    Ok(Json(with_empty(
-        serde_json::to_value(&list).unwrap_or(Value::Null),
-        &["user_groups"],
-    )))
+    Ok(page(&list, "user_groups"))
 }
 
-/// Nakama's console writes empty lists and cursors (`"friends": [], "cursor": ""`) where the
-/// client API's encoding leaves them out; a console tool may read them without a check.
-fn with_empty(mut value: Value, lists: &[&str]) -> Value {
+/// A page of `list` as Nakama's console writes it: empty lists and cursors present
+/// (`"friends": [], "cursor": ""`) where the client API's encoding leaves them out, so a
+/// console tool may read them without a check.
+fn page(list: &impl serde::Serialize, items: &str) -> Json<Value> {
+    let mut value = serde_json::to_value(list).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut value {
-        for list in lists {
-            map.entry(*list).or_insert_with(|| Value::Array(Vec::new()));
-        }
+        map.entry(items).or_insert_with(|| Value::Array(Vec::new()));
         map.entry("cursor")
             .or_insert_with(|| Value::String(String::new()));
     }
-    value
+    Json(value)
 }
 
 #[derive(Debug, Default, Deserialize)]
