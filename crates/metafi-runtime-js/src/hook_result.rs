@@ -15,7 +15,8 @@
 //!   below 1e21 are integers (when they fit 64 bits), other finite ones floats, `NaN` and
 //!   infinities `null`.
 //!
-//! Anything else — a `toJSON` on any object or its prototypes, an object that is not a plain object or array (a
+//! Anything else — more than `nk_api::MAX_CONVERTED_VALUES` items (a sparse array's length
+//! counts), a `toJSON` on any object or its prototypes, an object that is not a plain object or array (a
 //! `Date`, a boxed primitive, a class instance, a proxy), a `BigInt`, nesting past
 //! [`MAX_DEPTH`] (which may be a cycle), a string that is not valid UTF-16 — answers
 //! [`Walk::Unplain`], and the caller takes the text path, which gives `JSON.stringify`'s
@@ -23,6 +24,7 @@
 //! stringify would have thrown it.
 
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
+use metafi_runtime::nk_api::ValueBudget;
 use rquickjs::{Object, Type, Value};
 use serde_json::{Map, Number, Value as Json};
 
@@ -39,14 +41,19 @@ pub(crate) enum Walk {
 
 /// Reads `value` (not `undefined` or `null`: the caller has handled those) in proto names.
 pub(crate) fn read<'js>(value: &Value<'js>) -> rquickjs::Result<Walk> {
-    Ok(match walk(value, true, 0)? {
+    Ok(match walk(value, true, 0, &mut ValueBudget::default())? {
         Some(json) => Walk::Plain(json),
         None => Walk::Unplain,
     })
 }
 
 /// `None`: not plain data. `Some(None)` marks a value an object leaves out.
-fn walk<'js>(value: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result<Option<Json>> {
+fn walk<'js>(
+    value: &Value<'js>,
+    rename: bool,
+    depth: usize,
+    budget: &mut ValueBudget,
+) -> rquickjs::Result<Option<Json>> {
     Ok(match value.type_of() {
         Type::Null => Some(Json::Null),
         Type::Bool => value.as_bool().map(Json::Bool),
@@ -57,11 +64,13 @@ fn walk<'js>(value: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result
             _ => None,
         },
         Type::Array if depth < MAX_DEPTH => match value.as_array() {
-            Some(array) if plain(array.as_object(), true)? => {
+            // A sparse array's length is not its size (`a[1e9] = 1`): past the item budget
+            // the text path reads it, within the VM's memory cap.
+            Some(array) if plain(array.as_object(), true)? && budget.take(array.len()).is_ok() => {
                 let mut items = Vec::with_capacity(array.len());
                 for i in 0..array.len() {
                     let item: Value<'js> = array.get(i)?;
-                    match member(&item, rename, depth)? {
+                    match member(&item, rename, depth, budget)? {
                         Member::Value(json) => items.push(json),
                         Member::Skipped => items.push(Json::Null),
                         Member::Unplain => return Ok(None),
@@ -76,8 +85,11 @@ fn walk<'js>(value: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result
                 let mut map = Map::new();
                 for prop in object.props::<String, Value<'js>>() {
                     let (key, item) = prop?;
+                    if budget.take(1).is_err() {
+                        return Ok(None);
+                    }
                     let inner = rename && !MAP_FIELDS.contains(&key.as_str());
-                    match member(&item, inner, depth)? {
+                    match member(&item, inner, depth, budget)? {
                         Member::Value(json) => {
                             let key = if rename { proto_name(&key) } else { key };
                             map.insert(key, json);
@@ -101,14 +113,19 @@ enum Member {
     Unplain,
 }
 
-fn member<'js>(item: &Value<'js>, rename: bool, depth: usize) -> rquickjs::Result<Member> {
+fn member<'js>(
+    item: &Value<'js>,
+    rename: bool,
+    depth: usize,
+    budget: &mut ValueBudget,
+) -> rquickjs::Result<Member> {
     Ok(match item.type_of() {
         Type::Undefined
         | Type::Uninitialized
         | Type::Function
         | Type::Constructor
         | Type::Symbol => Member::Skipped,
-        _ => match walk(item, rename, depth + 1)? {
+        _ => match walk(item, rename, depth + 1, budget)? {
             Some(json) => Member::Value(json),
             None => Member::Unplain,
         },
@@ -208,6 +225,7 @@ mod tests {
                 "({big: 2 ** 53 + 2})",
                 "({u: 18446744073709551615})",
                 "[-9223372036854775808]",
+                "(function () { var a = []; a[2000000] = 1; return {a: a}; })()",
                 "(function () { class P { constructor() { this.x = 1; } } return new P(); })()",
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
