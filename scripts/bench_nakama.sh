@@ -3,7 +3,8 @@
 # side"; issue 21): the same metafi-bench workloads against each server, alternating server by
 # server within every run, and a table with both, the ratio of their rates and of their server
 # CPU per request. Rows: device registration, device authentication (1,000 users), and the
-# echo RPC in each runtime (Go/native, Lua, JavaScript) over REST and the socket.
+# echo RPC in each runtime (Go/native, Lua, JavaScript) over REST and the socket, and for the
+# RPC rows the floor: `metafi-bench floor`, the same network stack with no server logic.
 #
 #   scripts/bench_nakama.sh [register] [auth] [rpc]          (default: all three)
 #
@@ -41,6 +42,9 @@ source scripts/bench_server.sh
 nakama_pid=""
 stop_all() {
   stop_server
+  if [ -n "$floor_pid" ]; then
+    stop_target floor
+  fi
   if [ -n "$nakama_pid" ]; then
     scripts/nakama.sh stop >/dev/null 2>&1 || true
     nakama_pid=""
@@ -78,8 +82,26 @@ start_nakama() {
   target_pid=$nakama_pid
 }
 
+# The floor of the RPC rows (docs/BENCHMARKS.md, "The floor of the RPC rows"): metafi-bench's
+# floor server, MetaFi's network stack with no server logic, on core 0 like the servers.
+floor_pid=""
+start_floor() {
+  target_port=$((port + 60))
+  taskset -c 0 "$bench" floor --listen "127.0.0.1:$target_port" >"$out/floor.log" 2>&1 &
+  floor_pid=$!
+  for _ in $(seq 1 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$target_port/ws" && break
+    sleep 0.1
+  done
+  target_pid=$floor_pid
+}
+
 stop_target() {
-  if [ "$1" = metafi ]; then stop_server; else scripts/nakama.sh stop >/dev/null 2>&1 || true; nakama_pid=""; fi
+  case "$1" in
+    metafi) stop_server ;;
+    nakama) scripts/nakama.sh stop >/dev/null 2>&1 || true; nakama_pid="" ;;
+    floor) kill "$floor_pid" 2>/dev/null || true; wait "$floor_pid" 2>/dev/null || true; floor_pid="" ;;
+  esac
 }
 
 # measure NAME WORKLOAD-ARGS...: one metafi-bench run against the started target.
@@ -105,13 +127,17 @@ EOF
   tail -n 1 "$out/summary.tsv"
 }
 
-servers="metafi${have_nakama:+ nakama}"
 parts=${*:-register auth rpc}
+# The floor answers only the RPC rows; FLOOR=0 leaves it out.
+floor=""
+if [ "${FLOOR:-1}" = 1 ] && [[ " $parts " == *" rpc "* ]]; then floor=1; fi
+servers="metafi${have_nakama:+ nakama}${floor:+ floor}"
 echo "bench_nakama: $runs run(s) of ${duration}s, $clients clients; servers: $servers; reports in $out"
 uptime
 for r in $(seq 1 "$runs"); do
   for target in $servers; do
     for part in $parts; do
+      if [ "$target" = floor ] && [ "$part" != rpc ]; then continue; fi
       "start_$target"
       case "$part" in
         register) measure "$target:register:$r" register ;;
@@ -139,13 +165,18 @@ for line in open(sys.argv[1]):
     rows.setdefault(row, {}).setdefault(target, []).append((float(rate), float(p99), float(cpu)))
 def med(v, i):
     return statistics.median(x[i] for x in v)
-print("| workload | MetaFi rate / p99 / server CPU per request | Nakama rate / p99 / server CPU per request | rate ratio | CPU ratio |")
-print("|---|---|---|---:|---:|")
+# The floor's columns: its server CPU per call, and MetaFi's and Nakama's as multiples of it
+# (the floor row of an RPC is the same whatever the runtime: it runs no script).
+print("| workload | MetaFi rate / p99 / server CPU per request | Nakama rate / p99 / server CPU per request | rate ratio | CPU ratio | floor CPU per request | MetaFi ÷ floor | Nakama ÷ floor |")
+print("|---|---|---|---:|---:|---:|---:|---:|")
 for row, by in rows.items():
     m = by.get("metafi")
     n = by.get("nakama")
+    f = by.get("floor")
     cell = lambda v: f"{med(v, 0):,.0f}/s, {med(v, 1):.2f} ms, {med(v, 2):.1f} µs" if v else "not run"
     rate = f"{med(m, 0) / med(n, 0):.1f}×" if m and n else "—"
     cpu = f"{med(n, 2) / med(m, 2):.1f}×" if m and n else "—"
-    print(f"| {row} | {cell(m)} | {cell(n)} | {rate} | {cpu} |")
+    floor = f"{med(f, 2):.1f} µs" if f else "—"
+    of_floor = lambda v: f"{med(v, 2) / med(f, 2):.2f}×" if v and f else "—"
+    print(f"| {row} | {cell(m)} | {cell(n)} | {rate} | {cpu} | {floor} | {of_floor(m)} | {of_floor(n)} |")
 EOF

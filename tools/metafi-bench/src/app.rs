@@ -10,6 +10,7 @@ use metafi_client::net::NetCounters;
 use metafi_client::{Client, ClientConfig, SocketConfig};
 
 use crate::cli::{Cli, Command, Common, Format, SocketArgs};
+use crate::floor;
 use crate::net;
 use crate::phases::{LoadModel, Phase};
 use crate::report::{self, Meta, Report};
@@ -36,6 +37,9 @@ pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
     } = &cli.command
     {
         return world_charts(out, label, reports);
+    }
+    if let Command::Floor { listen } = &cli.command {
+        return floor::run(*listen).map(|()| ExitCode::SUCCESS);
     }
     let common = common(&cli.command)?.clone();
     let threads = common
@@ -218,6 +222,7 @@ pub async fn execute(
             anyhow::bail!("the esl workload runs steps of its own (metafi-bench esl)")
         }
         Command::WorldCharts { .. } => anyhow::bail!("world-charts runs no workload"),
+        Command::Floor { .. } => anyhow::bail!("floor runs no workload: it is a server"),
         Command::Match {
             users,
             socket,
@@ -460,6 +465,7 @@ fn common(command: &Command) -> anyhow::Result<&Common> {
         | Command::Relay { common, .. }
         | Command::Esl { common, .. } => common,
         Command::WorldCharts { .. } => anyhow::bail!("world-charts runs no workload"),
+        Command::Floor { .. } => anyhow::bail!("floor runs no workload: it is a server"),
     })
 }
 

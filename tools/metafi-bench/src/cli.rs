@@ -162,6 +162,15 @@ pub enum Command {
         #[arg(long, value_name = "URL")]
         server_metrics: Option<String>,
     },
+    /// Serve the floor of the `rpc` workload: device sign-in, `POST /v2/rpc/{id}` and the
+    /// socket's RPC answered by MetaFi's network stack (tokio, hyper, tungstenite) with no server
+    /// logic, so a run against it measures what any server on this stack pays per call
+    /// (docs/BENCHMARKS.md, "The floor of the RPC rows"). Runs until Ctrl-C.
+    Floor {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7390")]
+        listen: std::net::SocketAddr,
+    },
     /// SVG charts of a bot-count sweep from the report.json files of `world` runs (their
     /// measured-phase figures): response rate, command → snapshot p50/p99 and the server's CPU
     /// split against the number of bots (scripts/bench_world.sh writes them).

@@ -7,11 +7,14 @@
 //! thread per client) because on the project's machine it shares two cores with the server.
 //!
 //! Must not depend on: any server crate (only `metafi-client` and the wire protocol), so it
-//! measures a peer the same way. Key types: [`phases::LoadModel`], [`runner::run`],
-//! [`stats::Stats`], [`report::Report`], [`workloads::Workload`].
+//! measures a peer the same way. (`floor` is the one server inside: the bare network stack, as
+//! the floor of the RPC rows; it uses axum directly, not MetaFi's edge.) Key types:
+//! [`phases::LoadModel`], [`runner::run`], [`stats::Stats`], [`report::Report`],
+//! [`workloads::Workload`].
 
 pub mod app;
 pub mod cli;
+pub mod floor;
 pub mod net;
 pub mod phases;
 pub mod procfs;
