@@ -84,8 +84,14 @@ if has_socket; then
   # a short step each; the tool fails on any player error or when no input was timed
   if grep -q 'runtime ready.*esl_create_native' "$SERVER_LOG"; then
     echo "==> metafi-bench esl --max-matches 2 --expensive 1"
+    # with --out, so the run also draws its two charts (a chart that cannot be drawn fails it)
+    esl_out=$(mktemp -d -t metafi-smoke-esl.XXXXXX)
     "$bench" esl --server "$server" --server-pid "$SERVER_PID" --max-matches 2 --expensive 1 \
-      --step 2s --warmup 1s
+      --step 2s --warmup 1s --out "$esl_out"
+    for chart in esl-latency.svg esl-cpu.svg; do
+      [ -s "$esl_out/$chart" ] || { echo "bench smoke: esl drew no $chart in $esl_out" >&2; exit 1; }
+    done
+    rm -rf "$esl_out"
     passed=$((passed + 1))
   else
     skip "esl: the server has no RPC esl_create_native (build metafi with --features examples)"
