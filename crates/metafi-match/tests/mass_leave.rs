@@ -8,8 +8,11 @@
 
 mod support;
 
-use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
-use metafi_match::{Flow, MatchConfig, PresenceReason};
+use std::sync::Arc;
+
+use metafi_match::testing::{Calls, ScriptedMatch, Sent, join_request, presence};
+use metafi_match::{Flow, MatchConfig, MatchId, PresenceReason};
+use parking_lot::Mutex;
 use support::Engine;
 
 fn engine(call_queue_size: usize) -> Engine {
@@ -20,11 +23,20 @@ fn engine(call_queue_size: usize) -> Engine {
     })
 }
 
+/// A match whose loop does nothing, and what its handler saw.
+fn idle_match(engine: &mut Engine, name: &str) -> (MatchId, Arc<Mutex<Calls>>) {
+    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+    (engine.create(name, handler), calls)
+}
+
+fn is_running(engine: &Engine, id: &MatchId) -> bool {
+    engine.matches.get(&id.to_string()).unwrap().is_some()
+}
+
 #[test]
 fn every_player_leaving_at_once_does_not_stop_the_match() {
     let mut engine = engine(4);
-    let (handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    let id = engine.create("m", handler);
+    let (id, _) = idle_match(&mut engine, "m");
     let players: Vec<_> = (0..40)
         .map(|i| engine.join(&id, &format!("p{i}")))
         .collect();
@@ -34,39 +46,28 @@ fn every_player_leaving_at_once_does_not_stop_the_match() {
         engine.matches.leave(&id, p.session_id);
     }
     engine.step();
-    assert!(
-        engine.matches.get(&id.to_string()).unwrap().is_some(),
-        "the match was stopped"
-    );
+    assert!(is_running(&engine, &id), "the match was stopped");
     assert_eq!(engine.stats(&id).presences, 0);
 }
 
 #[test]
 fn join_completions_past_the_presences_and_the_limit_still_stop_the_match() {
     let mut engine = engine(4);
-    let (handler, _) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    let id = engine.create("m", handler);
+    let (id, _) = idle_match(&mut engine, "m");
     let p = engine.join(&id, "only");
     // One presence and a limit of 4: the sixth queued call overflows.
     for _ in 0..6 {
         engine.matches.complete_join(&id, p.session_id);
     }
     engine.run_for(std::time::Duration::from_millis(300));
-    assert!(
-        engine.matches.get(&id.to_string()).unwrap().is_none(),
-        "the match still runs"
-    );
+    assert!(!is_running(&engine, &id), "the match still runs");
 }
 
 #[test]
 fn leaves_from_sessions_not_in_the_match_neither_stop_it_nor_reach_its_handler() {
     let mut engine = engine(4);
-    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    let id = engine.create("m", handler);
-    let other = engine.create(
-        "other",
-        ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue)).0,
-    );
+    let (id, calls) = idle_match(&mut engine, "m");
+    let (other, _) = idle_match(&mut engine, "other");
     let member = engine.join(&id, "member");
     // In another match of this node, and never in this one.
     let elsewhere = engine.join(&other, "elsewhere");
@@ -78,10 +79,7 @@ fn leaves_from_sessions_not_in_the_match_neither_stop_it_nor_reach_its_handler()
         engine.matches.leave(&id, elsewhere.session_id);
     }
     engine.run_for(std::time::Duration::from_millis(300));
-    assert!(
-        engine.matches.get(&id.to_string()).unwrap().is_some(),
-        "the match was stopped"
-    );
+    assert!(is_running(&engine, &id), "the match was stopped");
     assert!(calls.lock().leaves.is_empty(), "{:?}", calls.lock().leaves);
     assert!(engine.outlet.take().is_empty(), "presence events were sent");
     assert_eq!(engine.stats(&id).presences, 1);
@@ -100,17 +98,13 @@ fn leaves_from_sessions_not_in_the_match_neither_stop_it_nor_reach_its_handler()
 #[test]
 fn a_members_repeated_leaves_reach_its_handler_once() {
     let mut engine = engine(4);
-    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    let id = engine.create("m", handler);
+    let (id, calls) = idle_match(&mut engine, "m");
     let p = engine.join(&id, "player");
     for _ in 0..40 {
         engine.matches.leave(&id, p.session_id);
     }
     engine.step();
-    assert!(
-        engine.matches.get(&id.to_string()).unwrap().is_some(),
-        "the match was stopped"
-    );
+    assert!(is_running(&engine, &id), "the match was stopped");
     assert_eq!(calls.lock().leaves, [(p.session_id, PresenceReason::Leave)]);
 
     // Back in, it may leave again; and a session's end after its leave leaves nothing more.
@@ -130,8 +124,7 @@ fn a_members_repeated_leaves_reach_its_handler_once() {
 #[test]
 fn a_pending_joins_leave_is_queued() {
     let mut engine = engine(4);
-    let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
-    let id = engine.create("m", handler);
+    let (id, calls) = idle_match(&mut engine, "m");
     let p = presence("pending");
     let matches = engine.matches.clone();
     engine.drive(matches.join(&id, join_request(&p))).unwrap();

@@ -281,12 +281,7 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
     assert_eq!(rpc(&mut b, "get", &id).await, r#"{"kind":"cluster","n":1}"#);
 
     // bob leaves and rejoins (alice sees both), then asks to be kicked.
-    let ack = b
-        .request(Message::MatchLeave(MatchLeave {
-            match_id: id.clone(),
-        }))
-        .await;
-    assert!(ack.message.is_none(), "{ack:?}");
+    leave(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, false)).await;
     joined(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, true)).await;
@@ -303,8 +298,21 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
     n1.stop().await;
 }
 
-fn left(e: &Envelope, who: &User) -> bool {
+/// The handler's `match_leave` ran for `who`.
+fn handler_saw_leave(e: &Envelope, who: &User) -> bool {
     matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 7 && d.data == who.id.as_bytes())
+}
+
+fn leave_request(id: &str) -> Message {
+    Message::MatchLeave(MatchLeave {
+        match_id: id.into(),
+    })
+}
+
+/// Leaves match `id`: the answer is an empty acknowledgement, member or not (as Nakama's).
+async fn leave(socket: &mut Socket, id: &str) {
+    let ack = socket.request(leave_request(id)).await;
+    assert!(ack.message.is_none(), "{ack:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,43 +333,26 @@ async fn only_members_leave_a_match_on_another_node() {
 
     // carol (node 2) never joined: her leaves are answered as Nakama answers them (an empty
     // acknowledgement), cast to node 1 and dropped there.
-    let leave = |cid: usize| {
-        Envelope::new(
-            cid.to_string(),
-            Message::MatchLeave(MatchLeave {
-                match_id: id.clone(),
-            }),
-        )
-    };
     for cid in 1000..1300 {
-        c.send(&leave(cid)).await;
+        c.send(&Envelope::new(cid.to_string(), leave_request(&id)))
+            .await;
     }
-    let ack = c
-        .request(Message::MatchLeave(MatchLeave {
-            match_id: id.clone(),
-        }))
-        .await;
-    assert!(ack.message.is_none(), "{ack:?}");
+    leave(&mut c, &id).await;
     // bob's data follow carol's leaves from node 2: the echo says the match still runs.
     b.send(&send(&id, 1, b"after the leaves")).await;
     a.event(|e| data_from(e, 2, b"after the leaves", &bob))
         .await;
     a.assert_no_event(Duration::from_millis(300), |e| {
-        left(e, &carol)
+        handler_saw_leave(e, &carol)
             || matches!(&e.message, Some(Message::MatchPresenceEvent(ev)) if !ev.leaves.is_empty())
     })
     .await;
 
     // bob's own leave from node 2 still reaches the match: alice sees him go and the handler
     // ran match_leave for him; the match goes on.
-    let ack = b
-        .request(Message::MatchLeave(MatchLeave {
-            match_id: id.clone(),
-        }))
-        .await;
-    assert!(ack.message.is_none(), "{ack:?}");
+    leave(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, false)).await;
-    a.event(|e| left(e, &bob)).await;
+    a.event(|e| handler_saw_leave(e, &bob)).await;
     a.send(&send(&id, 1, b"still here")).await;
     a.event(|e| data_from(e, 2, b"still here", &alice)).await;
 
