@@ -85,8 +85,15 @@ pub(crate) type Step = Result<(), EndReason>;
 /// A running match. `H` is how its handler is held: [`BuiltHandler`] while it runs; a `Send`
 /// box while it travels between executor threads ([`MovingMatch`]).
 pub(crate) struct AuthoritativeMatch<H = BuiltHandler> {
-    pub(crate) shared: Arc<MatchShared>,
     handler: H,
+    /// Everything else, carried over unchanged when the handler changes hands.
+    core: MatchCore,
+}
+
+/// An authoritative match apart from its handler.
+struct MatchCore {
+    /// What the registry and the IO threads see of the match (id, inbox, counters, seats).
+    shared: Arc<MatchShared>,
     ctx: MatchContext,
     /// Loop executions so far (what `match_loop` sees as `tick`).
     tick: i64,
@@ -118,45 +125,18 @@ pub(crate) type MovingMatch = AuthoritativeMatch<Box<dyn MatchHandler + Send>>;
 impl<H> AuthoritativeMatch<H> {
     /// The same match with its handler held as `handler`; returns the old holder.
     fn with_handler<H2>(self, handler: H2) -> (AuthoritativeMatch<H2>, H) {
-        let AuthoritativeMatch {
-            shared,
-            handler: old,
-            ctx,
-            tick,
-            origin,
-            slot,
-            interval_ns,
-            members,
-            pending,
-            effects,
-            inputs,
-            empty_ticks,
-            max_empty_ticks,
-            terminate_at,
-            presence_events,
-            own_seat,
-        } = self;
         (
             AuthoritativeMatch {
-                shared,
                 handler,
-                ctx,
-                tick,
-                origin,
-                slot,
-                interval_ns,
-                members,
-                pending,
-                effects,
-                inputs,
-                empty_ticks,
-                max_empty_ticks,
-                terminate_at,
-                presence_events,
-                own_seat,
+                core: self.core,
             },
-            old,
+            self.handler,
         )
+    }
+
+    /// The match's state shared with the registry.
+    pub(crate) fn shared(&self) -> &Arc<MatchShared> {
+        &self.core.shared
     }
 }
 
@@ -171,9 +151,9 @@ impl MovingMatch {
 impl<H> std::fmt::Debug for AuthoritativeMatch<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthoritativeMatch")
-            .field("id", &self.shared.id_text)
-            .field("tick", &self.tick)
-            .field("members", &self.members.len())
+            .field("id", &self.core.shared.id_text)
+            .field("tick", &self.core.tick)
+            .field("members", &self.core.members.len())
             .finish_non_exhaustive()
     }
 }
@@ -242,30 +222,32 @@ impl AuthoritativeMatch {
                 .max(1.0) as u64
         });
         Ok(AuthoritativeMatch {
-            shared,
             handler,
-            ctx,
-            tick: 0,
-            origin: grid(inner.epoch, now),
-            slot: 1,
-            interval_ns: 1_000_000_000 / u64::from(init.tick_rate),
-            members: Members::default(),
-            pending: Vec::new(),
-            effects: Effects::default(),
-            inputs: VecDeque::new(),
-            empty_ticks: 0,
-            max_empty_ticks,
-            terminate_at: None,
-            presence_events,
-            own_seat: 0,
+            core: MatchCore {
+                shared,
+                ctx,
+                tick: 0,
+                origin: grid(inner.epoch, now),
+                slot: 1,
+                interval_ns: 1_000_000_000 / u64::from(init.tick_rate),
+                members: Members::default(),
+                pending: Vec::new(),
+                effects: Effects::default(),
+                inputs: VecDeque::new(),
+                empty_ticks: 0,
+                max_empty_ticks,
+                terminate_at: None,
+                presence_events,
+                own_seat: 0,
+            },
         })
     }
 
     /// The members a join answer lists: all of them (Nakama's), or none when the handler
     /// tells presences only to their own sessions.
     fn listed_presences(&self) -> Vec<Arc<Presence>> {
-        match self.presence_events {
-            PresenceEvents::Everyone => self.members.presences().to_vec(),
+        match self.core.presence_events {
+            PresenceEvents::Everyone => self.core.members.presences().to_vec(),
             PresenceEvents::OwnJoinOnly => Vec::new(),
         }
     }
@@ -287,12 +269,12 @@ impl AuthoritativeMatch {
 
     /// When the next tick is due.
     pub(crate) fn next_tick(&self) -> Instant {
-        self.origin + Duration::from_nanos(self.slot * self.interval_ns)
+        self.core.origin + Duration::from_nanos(self.core.slot * self.core.interval_ns)
     }
 
     /// Ticks per second `match_init` asked for.
     pub(crate) fn tick_rate(&self) -> u32 {
-        self.ctx.tick_rate
+        self.core.ctx.tick_rate
     }
 
     /// Skips the next `slots` tick slots: the match is stretched to keep its thread within the
@@ -301,46 +283,51 @@ impl AuthoritativeMatch {
         if slots == 0 {
             return;
         }
-        self.slot += u64::from(slots);
-        self.shared
+        self.core.slot += u64::from(slots);
+        self.core
+            .shared
             .stats
             .stretched
             .fetch_add(u64::from(slots), Ordering::Relaxed);
-        self.shared.metrics.stretched.increment(u64::from(slots));
+        self.core
+            .shared
+            .metrics
+            .stretched
+            .increment(u64::from(slots));
     }
 
     fn interval(&self) -> Duration {
-        Duration::from_nanos(self.interval_ns)
+        Duration::from_nanos(self.core.interval_ns)
     }
 
     /// Runs one `match_loop` tick. `now` is when it starts.
     pub(crate) fn run_tick(&mut self, inner: &Inner, now: Instant) -> Step {
         let scheduled = self.next_tick();
         let lateness = now.saturating_duration_since(scheduled);
-        let shared = self.shared.clone();
+        let shared = self.core.shared.clone();
         let stats = &shared.stats;
         // Several ticks due at once (the thread was held up): run one, for the latest due
         // slot, and drop the others rather than running them back to back, as a Go ticker
         // drops ticks for a slow receiver.
-        let due = (now.saturating_duration_since(self.origin).as_nanos()
-            / u128::from(self.interval_ns)) as u64;
-        if due > self.slot {
-            let missed = due - self.slot;
-            self.slot = due;
+        let due = (now.saturating_duration_since(self.core.origin).as_nanos()
+            / u128::from(self.core.interval_ns)) as u64;
+        if due > self.core.slot {
+            let missed = due - self.core.slot;
+            self.core.slot = due;
             stats.skipped.fetch_add(missed, Ordering::Relaxed);
             shared.metrics.skipped.increment(missed);
         }
-        let mut inputs = std::mem::take(&mut self.inputs);
+        let mut inputs = std::mem::take(&mut self.core.inputs);
         {
-            let mut inbox = self.shared.inbox.lock();
+            let mut inbox = self.core.shared.inbox.lock();
             std::mem::swap(&mut inbox.queue, &mut inputs);
         }
         let depth = inputs.len();
-        let tick = self.tick;
+        let tick = self.core.tick;
         let messages = inputs.make_contiguous();
         let result = self.call(inner, now, |h, ctx, d| h.tick(ctx, d, tick, messages));
         inputs.clear();
-        self.inputs = inputs;
+        self.core.inputs = inputs;
         self.settle(inner, now, "match_loop", result)?;
 
         let finished = inner.clock.now();
@@ -363,21 +350,21 @@ impl AuthoritativeMatch {
             m.overruns.increment(1);
         }
 
-        self.tick += 1;
-        self.slot += 1;
+        self.core.tick += 1;
+        self.core.slot += 1;
 
         self.expire_pending(inner, now);
-        if let Some(max) = self.max_empty_ticks {
-            if self.members.len() == 0 && self.pending.is_empty() {
-                self.empty_ticks += 1;
-                if self.empty_ticks >= max {
+        if let Some(max) = self.core.max_empty_ticks {
+            if self.core.members.len() == 0 && self.core.pending.is_empty() {
+                self.core.empty_ticks += 1;
+                if self.core.empty_ticks >= max {
                     return Err(EndReason::Empty);
                 }
             } else {
-                self.empty_ticks = 0;
+                self.core.empty_ticks = 0;
             }
         }
-        if self.terminate_at.is_some_and(|at| now >= at) {
+        if self.core.terminate_at.is_some_and(|at| now >= at) {
             return Err(EndReason::GraceOver);
         }
         Ok(())
@@ -391,20 +378,21 @@ impl AuthoritativeMatch {
         request: &JoinRequest,
     ) -> (Step, JoinOutcome) {
         let session = request.presence.session_id;
-        if self.members.contains(session)
+        if self.core.members.contains(session)
             || self
+                .core
                 .pending
                 .iter()
                 .any(|p| p.presence.session_id == session)
         {
             let mut presences = self.listed_presences();
-            if self.presence_events == PresenceEvents::Everyone {
-                presences.extend(self.pending.iter().map(|p| p.presence.clone()));
+            if self.core.presence_events == PresenceEvents::Everyone {
+                presences.extend(self.core.pending.iter().map(|p| p.presence.clone()));
             }
             return (
                 Ok(()),
                 JoinOutcome::Accepted {
-                    label: self.ctx.label.clone(),
+                    label: self.core.ctx.label.clone(),
                     presences,
                     is_new: false,
                 },
@@ -414,7 +402,7 @@ impl AuthoritativeMatch {
         // meanwhile could otherwise take the seat the handler is giving away. Whatever the
         // verdict, the joiner's reservation (if any) is used up: an accepted join holds the
         // seat as a pending join, a refused or failed one frees it.
-        let shared = self.shared.clone();
+        let shared = self.core.shared.clone();
         let mut seats = shared.seats.lock();
         if seats.prune(now) {
             shared
@@ -422,9 +410,9 @@ impl AuthoritativeMatch {
                 .store(seats.held.len() as u32, Ordering::Release);
         }
         let user = request.presence.user_id;
-        self.own_seat = usize::from(seats.held.contains_key(&user));
+        self.core.own_seat = usize::from(seats.held.contains_key(&user));
         let (step, outcome) = self.join_attempt_unlocked(inner, now, request);
-        self.own_seat = 0;
+        self.core.own_seat = 0;
         if seats.held.remove(&user).is_some() {
             shared
                 .reserved
@@ -444,9 +432,9 @@ impl AuthoritativeMatch {
         let session = request.presence.session_id;
         // Registered before checking the connection: a session ending concurrently either is
         // seen as gone here, or finds this match in its list and leaves it.
-        inner.session_entered(session, self.shared.id.uuid());
+        inner.session_entered(session, self.core.shared.id.uuid());
         if !inner.outlet.is_connected(session) {
-            inner.session_exited(session, self.shared.id.uuid());
+            inner.session_exited(session, self.core.shared.id.uuid());
             return (
                 Ok(()),
                 JoinOutcome::Rejected {
@@ -454,35 +442,35 @@ impl AuthoritativeMatch {
                 },
             );
         }
-        let tick = self.tick;
+        let tick = self.core.tick;
         let result = self.call(inner, now, |h, ctx, d| {
             h.join_attempt(ctx, d, tick, request)
         });
         let verdict = match result {
             Ok(verdict) => verdict,
             Err(error) => {
-                inner.session_exited(session, self.shared.id.uuid());
+                inner.session_exited(session, self.core.shared.id.uuid());
                 let step = self.settle::<()>(inner, now, "match_join_attempt", Err(error));
                 return (step, rejected(None));
             }
         };
         if verdict.flow == Flow::End {
-            inner.session_exited(session, self.shared.id.uuid());
+            inner.session_exited(session, self.core.shared.id.uuid());
             let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::End));
             return (step, rejected(None));
         }
         if !verdict.allow {
-            inner.session_exited(session, self.shared.id.uuid());
+            inner.session_exited(session, self.core.shared.id.uuid());
             let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::Continue));
             return (step, rejected(verdict.reason));
         }
-        self.pending.push(Pending {
+        self.core.pending.push(Pending {
             presence: request.presence.clone(),
             expires: now + inner.config.join_marker_deadline,
         });
         self.update_counts();
         let outcome = JoinOutcome::Accepted {
-            label: self.ctx.label.clone(),
+            label: self.core.ctx.label.clone(),
             presences: self.listed_presences(),
             is_new: true,
         };
@@ -494,15 +482,17 @@ impl AuthoritativeMatch {
     /// (the joiner included) gets the presence event, then `match_join` runs.
     pub(crate) fn complete_join(&mut self, inner: &Inner, now: Instant, session_id: Uuid) -> Step {
         let Some(at) = self
+            .core
             .pending
             .iter()
             .position(|p| p.presence.session_id == session_id)
         else {
             return Ok(());
         };
-        let presence = self.pending.swap_remove(at).presence;
-        self.members.insert(presence.clone());
-        self.shared
+        let presence = self.core.pending.swap_remove(at).presence;
+        self.core.members.insert(presence.clone());
+        self.core
+            .shared
             .inbox
             .lock()
             .senders
@@ -510,19 +500,19 @@ impl AuthoritativeMatch {
         self.update_counts();
         let joins = [presence];
         let own = [session_id];
-        let told = match self.presence_events {
-            PresenceEvents::Everyone => self.members.sessions(),
+        let told = match self.core.presence_events {
+            PresenceEvents::Everyone => self.core.members.sessions(),
             PresenceEvents::OwnJoinOnly => &own[..],
         };
         inner.outlet.send_presences(
             told,
             &PresenceEvent {
-                match_id: &self.shared.id_text,
+                match_id: &self.core.shared.id_text,
                 joins: &joins,
                 leaves: &[],
             },
         );
-        let tick = self.tick;
+        let tick = self.core.tick;
         let result = self.call(inner, now, |h, ctx, d| h.join(ctx, d, tick, &joins));
         self.settle(inner, now, "match_join", result)
     }
@@ -539,15 +529,16 @@ impl AuthoritativeMatch {
         let mut left = Vec::new();
         for session in sessions {
             if let Some(at) = self
+                .core
                 .pending
                 .iter()
                 .position(|p| p.presence.session_id == *session)
             {
-                self.pending.swap_remove(at);
-                inner.session_exited(*session, self.shared.id.uuid());
-            } else if let Some(presence) = self.members.remove(*session) {
-                self.shared.inbox.lock().senders.remove(session);
-                inner.session_exited(*session, self.shared.id.uuid());
+                self.core.pending.swap_remove(at);
+                inner.session_exited(*session, self.core.shared.id.uuid());
+            } else if let Some(presence) = self.core.members.remove(*session) {
+                self.core.shared.inbox.lock().senders.remove(session);
+                inner.session_exited(*session, self.core.shared.id.uuid());
                 left.push(presence);
             }
         }
@@ -555,17 +546,17 @@ impl AuthoritativeMatch {
         if left.is_empty() {
             return Ok(());
         }
-        if self.presence_events == PresenceEvents::Everyone {
+        if self.core.presence_events == PresenceEvents::Everyone {
             inner.outlet.send_presences(
-                self.members.sessions(),
+                self.core.members.sessions(),
                 &PresenceEvent {
-                    match_id: &self.shared.id_text,
+                    match_id: &self.core.shared.id_text,
                     joins: &[],
                     leaves: &left,
                 },
             );
         }
-        let tick = self.tick;
+        let tick = self.core.tick;
         let result = self.call(inner, now, |h, ctx, d| h.leave(ctx, d, tick, &left, reason));
         self.settle(inner, now, "match_leave", result)
     }
@@ -577,7 +568,7 @@ impl AuthoritativeMatch {
         now: Instant,
         data: &str,
     ) -> (Step, Option<String>) {
-        let tick = self.tick;
+        let tick = self.core.tick;
         let result = self.call(inner, now, |h, ctx, d| h.signal(ctx, d, tick, data));
         match result {
             Ok((flow, reply)) => {
@@ -595,17 +586,17 @@ impl AuthoritativeMatch {
 
     /// `match_terminate`: the server is stopping. With no grace the match ends right after.
     pub(crate) fn terminate(&mut self, inner: &Inner, now: Instant, grace: Duration) -> Step {
-        if self.terminate_at.is_some() {
+        if self.core.terminate_at.is_some() {
             return Ok(());
         }
         let seconds = grace.as_secs().min(u64::from(u32::MAX)) as u32;
-        let tick = self.tick;
+        let tick = self.core.tick;
         let result = self.call(inner, now, |h, ctx, d| h.terminate(ctx, d, tick, seconds));
         self.settle(inner, now, "match_terminate", result)?;
         if grace.is_zero() {
             return Err(EndReason::GraceOver);
         }
-        self.terminate_at = Some(now + grace);
+        self.core.terminate_at = Some(now + grace);
         Ok(())
     }
 
@@ -622,21 +613,21 @@ impl AuthoritativeMatch {
         ) -> Result<T, HandlerError>,
     ) -> Result<T, HandlerError> {
         let budget = inner.config.handler_budget;
-        self.ctx.deadline = now + budget;
+        self.core.ctx.deadline = now + budget;
         // Seats promised to players on their way count as pending joins (`docs/MATCHES.md`,
         // "Seats"); a joiner's own reservation is not counted against it.
-        self.ctx.pending_joins = (self.pending.len()
-            + self.shared.reserved.load(Ordering::Acquire) as usize)
-            .saturating_sub(self.own_seat);
+        self.core.ctx.pending_joins = (self.core.pending.len()
+            + self.core.shared.reserved.load(Ordering::Acquire) as usize)
+            .saturating_sub(self.core.own_seat);
         let mut dispatcher = Dispatcher {
-            match_id: &self.shared.id_text,
-            members: &self.members,
+            match_id: &self.core.shared.id_text,
+            members: &self.core.members,
             outlet: &*inner.outlet,
-            effects: &mut self.effects,
+            effects: &mut self.core.effects,
             deferred_limit: inner.config.deferred_queue_size,
         };
         let handler = self.handler.get();
-        let ctx = &self.ctx;
+        let ctx = &self.core.ctx;
         let started = inner.clock.now();
         let result = guarded(|| f(handler, ctx, &mut dispatcher));
         if result.is_ok() && inner.clock.now().saturating_duration_since(started) > budget {
@@ -664,13 +655,13 @@ impl AuthoritativeMatch {
                 return Err(EndReason::Failed { callback, error });
             }
         };
-        if let Some(label) = self.effects.label.take() {
-            self.ctx.label = label.clone();
-            *self.shared.stats.label.lock() = label.clone();
+        if let Some(label) = self.core.effects.label.take() {
+            self.core.ctx.label = label.clone();
+            *self.core.shared.stats.label.lock() = label.clone();
             inner
                 .listing
                 .write()
-                .upsert(&self.shared, label, self.ctx.tick_rate);
+                .upsert(&self.core.shared, label, self.core.ctx.tick_rate);
         }
         self.flush(inner);
         if flow == Flow::End {
@@ -678,11 +669,12 @@ impl AuthoritativeMatch {
         }
         // Kicks run `match_leave`, which may kick again; bounded by the number of members.
         let mut rounds = 0;
-        while !self.effects.kicks.is_empty() && rounds <= self.members.len() + 1 {
+        while !self.core.effects.kicks.is_empty() && rounds <= self.core.members.len() + 1 {
             rounds += 1;
-            let kicked = std::mem::take(&mut self.effects.kicks);
+            let kicked = std::mem::take(&mut self.core.effects.kicks);
             // Kicked players are told too (Nakama only tells the others).
             let presences: Vec<Arc<Presence>> = self
+                .core
                 .members
                 .presences()
                 .iter()
@@ -693,7 +685,7 @@ impl AuthoritativeMatch {
                 inner.outlet.send_presences(
                     &kicked,
                     &PresenceEvent {
-                        match_id: &self.shared.id_text,
+                        match_id: &self.core.shared.id_text,
                         joins: &[],
                         leaves: &presences,
                     },
@@ -705,35 +697,41 @@ impl AuthoritativeMatch {
     }
 
     fn flush(&mut self, inner: &Inner) {
-        if !self.effects.deferred.is_empty() {
-            self.effects
-                .flush_deferred(&self.shared.id_text, &*inner.outlet);
+        if !self.core.effects.deferred.is_empty() {
+            self.core
+                .effects
+                .flush_deferred(&self.core.shared.id_text, &*inner.outlet);
         }
-        if self.effects.delivered > 0 {
-            self.shared.metrics.sent.increment(self.effects.delivered);
-            self.effects.delivered = 0;
+        if self.core.effects.delivered > 0 {
+            self.core
+                .shared
+                .metrics
+                .sent
+                .increment(self.core.effects.delivered);
+            self.core.effects.delivered = 0;
         }
     }
 
     fn expire_pending(&mut self, inner: &Inner, now: Instant) {
-        if self.shared.reserved.load(Ordering::Acquire) > 0 {
-            let mut seats = self.shared.seats.lock();
+        if self.core.shared.reserved.load(Ordering::Acquire) > 0 {
+            let mut seats = self.core.shared.seats.lock();
             if seats.prune(now) {
-                self.shared
+                self.core
+                    .shared
                     .reserved
                     .store(seats.held.len() as u32, Ordering::Release);
-                tracing::debug!(match_id = %self.shared.id_text, "reserved seats lapsed: their players did not join within match.seat_reservation_ms");
+                tracing::debug!(match_id = %self.core.shared.id_text, "reserved seats lapsed: their players did not join within match.seat_reservation_ms");
             }
         }
-        if self.pending.iter().all(|p| p.expires > now) {
+        if self.core.pending.iter().all(|p| p.expires > now) {
             return;
         }
-        let uuid = self.shared.id.uuid();
-        self.pending.retain(|p| {
+        let uuid = self.core.shared.id.uuid();
+        self.core.pending.retain(|p| {
             let keep = p.expires > now;
             if !keep {
                 inner.session_exited(p.presence.session_id, uuid);
-                tracing::debug!(match_id = %self.shared.id_text, sid = %p.presence.session_id, "accepted join lapsed: the client did not complete it within match.join_marker_deadline_ms");
+                tracing::debug!(match_id = %self.core.shared.id_text, sid = %p.presence.session_id, "accepted join lapsed: the client did not complete it within match.join_marker_deadline_ms");
             }
             keep
         });
@@ -741,18 +739,18 @@ impl AuthoritativeMatch {
     }
 
     fn update_counts(&mut self) {
-        self.ctx.presences = self.members.len();
-        self.ctx.pending_joins =
-            self.pending.len() + self.shared.reserved.load(Ordering::Acquire) as usize;
-        let stats = &self.shared.stats;
+        self.core.ctx.presences = self.core.members.len();
+        self.core.ctx.pending_joins =
+            self.core.pending.len() + self.core.shared.reserved.load(Ordering::Acquire) as usize;
+        let stats = &self.core.shared.stats;
         stats
             .presences
-            .store(self.members.len() as u32, Ordering::Relaxed);
+            .store(self.core.members.len() as u32, Ordering::Relaxed);
         stats
             .pending
-            .store(self.pending.len() as u32, Ordering::Relaxed);
-        self.shared.size.store(
-            (self.members.len() + self.pending.len()) as u32,
+            .store(self.core.pending.len() as u32, Ordering::Relaxed);
+        self.core.shared.size.store(
+            (self.core.members.len() + self.core.pending.len()) as u32,
             Ordering::Release,
         );
     }
@@ -761,17 +759,17 @@ impl AuthoritativeMatch {
     /// pending) is told they left. Returns the presences it had.
     pub(crate) fn finish(mut self, inner: &Inner, reason: &EndReason) {
         self.flush(inner);
-        let shared = self.shared.clone();
+        let shared = self.core.shared.clone();
         shared.ended.store(true, Ordering::Release);
         inner.remove_authoritative(&shared);
-        let mut everyone = self.members.take_all();
-        everyone.extend(self.pending.drain(..).map(|p| p.presence));
+        let mut everyone = self.core.members.take_all();
+        everyone.extend(self.core.pending.drain(..).map(|p| p.presence));
         let sessions: Vec<Uuid> = everyone.iter().map(|p| p.session_id).collect();
         for session in &sessions {
             inner.session_exited(*session, shared.id.uuid());
         }
         if !sessions.is_empty() {
-            match self.presence_events {
+            match self.core.presence_events {
                 PresenceEvents::Everyone => inner.outlet.send_presences(
                     &sessions,
                     &PresenceEvent {

@@ -75,7 +75,9 @@ pub(crate) struct Inner {
     pub(crate) authoritative: RwLock<HashMap<Uuid, Arc<MatchShared>>>,
     pub(crate) relayed: RwLock<HashMap<Uuid, Relayed>>,
     pub(crate) listing: RwLock<Listing>,
-    /// The matches (both kinds) each session is in or has a pending join to.
+    /// The matches (both kinds) each session is in or has a pending join to, and has not
+    /// asked to leave yet; sessions of other nodes too (a join attempt enters them here on the
+    /// match's node). [`Matches::leave`] checks membership here.
     pub(crate) sessions: Mutex<HashMap<Uuid, Vec<Uuid>>>,
     pub(crate) threads: Vec<ThreadHandle>,
     pub(crate) stopping: AtomicBool,
@@ -107,14 +109,21 @@ impl Inner {
         }
     }
 
-    pub(crate) fn session_exited(&self, session: Uuid, id: Uuid) {
+    /// Takes match `id` out of `session`'s matches; false when it was not among them.
+    pub(crate) fn session_exited(&self, session: Uuid, id: Uuid) -> bool {
         let mut sessions = self.sessions.lock();
-        if let Some(list) = sessions.get_mut(&session) {
-            list.retain(|m| *m != id);
-            if list.is_empty() {
-                sessions.remove(&session);
-            }
+        let Some(list) = sessions.get_mut(&session) else {
+            return false;
+        };
+        let Some(at) = list.iter().position(|m| *m == id) else {
+            return false;
+        };
+        // In order: a session's end leaves its matches in the order it entered them.
+        list.remove(at);
+        if list.is_empty() {
+            sessions.remove(&session);
         }
+        true
     }
 
     /// Forgets an authoritative match (it ended or never started).
@@ -454,7 +463,8 @@ impl Matches {
         }
     }
 
-    /// A client leaves a match (`match_leave`). Unknown matches are ignored, as Nakama does.
+    /// A client leaves a match (`match_leave`). A match it is not in, or an unknown one, is
+    /// ignored, as Nakama does.
     pub fn leave(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
             if !self.relayed_leave(id.uuid(), session_id, PresenceReason::Leave)
@@ -465,14 +475,21 @@ impl Matches {
             return;
         }
         if let Some(shared) = self.authoritative(id) {
-            self.call(
-                &shared,
-                Command::Leave {
-                    id: id.uuid(),
-                    sessions: vec![session_id],
-                    reason: PresenceReason::Leave,
-                },
-            );
+            // Anyone can name any match, and each queued leave takes a place in the match's
+            // call queue: only a member (or pending join) queues one, and only once — the
+            // match leaves its list now — so neither strangers nor a member repeating itself
+            // can fill the queue and stop the match. A leave cast by another node lands here
+            // too, on the match's node, where its sessions are listed.
+            if self.inner.session_exited(session_id, id.uuid()) {
+                self.call(
+                    &shared,
+                    Command::Leave {
+                        id: id.uuid(),
+                        sessions: vec![session_id],
+                        reason: PresenceReason::Leave,
+                    },
+                );
+            }
         } else if let Some(remote) = self.remote().filter(|_| self.is_elsewhere(id)) {
             remote.leave(id, session_id);
         }

@@ -352,8 +352,8 @@ impl Scheduler {
         );
         if delta != 0 {
             thread.cost_ns.fetch_add(delta, Ordering::Relaxed);
-            m.shared.cost_ns.fetch_add(delta, Ordering::Relaxed);
-            m.shared.metrics.cost.add(delta);
+            m.shared().cost_ns.fetch_add(delta, Ordering::Relaxed);
+            m.shared().metrics.cost.add(delta);
         }
         m.stretch(cost.stretch);
     }
@@ -392,7 +392,7 @@ impl Scheduler {
                     return;
                 };
                 if let Some(m) = self.slots[slot].as_ref() {
-                    m.shared.join_attempts.fetch_sub(1, Ordering::AcqRel);
+                    m.shared().join_attempts.fetch_sub(1, Ordering::AcqRel);
                 }
                 let Some(m) = self.slots[slot].as_mut() else {
                     let _ = reply.send(JoinOutcome::NotFound);
@@ -428,7 +428,7 @@ impl Scheduler {
                     let _ = reply.send(Err(MatchError::NotFound));
                     return;
                 };
-                m.shared.signals.fetch_sub(1, Ordering::AcqRel);
+                m.shared().signals.fetch_sub(1, Ordering::AcqRel);
                 let (step, result) = m.signal(&self.inner, now, &data);
                 let _ = reply
                     .send(result.ok_or_else(|| MatchError::busy("Match is busy or has ended")));
@@ -475,7 +475,7 @@ impl Scheduler {
             Command::Adopt { moving } => {
                 let Moving { m, cost, carried } = *moving;
                 let m = m.settle_in();
-                let id = m.shared.id.uuid();
+                let id = m.shared().id.uuid();
                 let slot = self.insert_slot(m, cost);
                 // The node began stopping while the match travelled: it gets the
                 // `match_terminate` its old thread may not have given it.
@@ -503,7 +503,7 @@ impl Scheduler {
         let Some(m) = self.slots[slot].as_mut() else {
             return;
         };
-        m.shared.calls.fetch_sub(1, Ordering::AcqRel);
+        m.shared().calls.fetch_sub(1, Ordering::AcqRel);
         let step = f(m, &self.inner);
         self.after(slot, step);
     }
@@ -527,15 +527,15 @@ impl Scheduler {
                 self.generations[slot] += 1;
                 self.queued[slot] = false;
                 self.free.push(slot);
-                self.by_id.remove(&m.shared.id.uuid());
+                self.by_id.remove(&m.shared().id.uuid());
                 m.finish(&self.inner, &reason);
             }
         }
     }
 
     fn insert(&mut self, m: AuthoritativeMatch) {
-        m.shared.metrics.running.increment(1.0);
-        let cost = SlotCost::placed(m.shared.cost_ns.load(Ordering::Relaxed));
+        m.shared().metrics.running.increment(1.0);
+        let cost = SlotCost::placed(m.shared().cost_ns.load(Ordering::Relaxed));
         self.insert_slot(m, cost);
     }
 
@@ -550,7 +550,7 @@ impl Scheduler {
                 self.slots.len() - 1
             }
         };
-        self.by_id.insert(m.shared.id.uuid(), slot);
+        self.by_id.insert(m.shared().id.uuid(), slot);
         self.costs[slot] = cost;
         let timer = self.timer(m.next_tick(), slot);
         self.timers.push(timer);
@@ -606,7 +606,7 @@ impl Scheduler {
         if let Some((_, target_cost)) = target {
             for (slot, m) in self.slots.iter().enumerate() {
                 let Some(m) = m else { continue };
-                let cost = m.shared.cost_ns.load(Ordering::Relaxed).max(0);
+                let cost = m.shared().cost_ns.load(Ordering::Relaxed).max(0);
                 if target_cost + cost > budget || target_cost + cost >= own_cost {
                     continue;
                 }
@@ -672,13 +672,13 @@ impl Scheduler {
                 return Err(HandOffRefused::NotMovable);
             }
         };
-        let id = m.shared.id.uuid();
+        let id = m.shared().id.uuid();
         self.generations[slot] += 1;
         self.queued[slot] = false;
         self.free.push(slot);
         self.by_id.remove(&id);
         let cost = std::mem::take(&mut self.costs[slot]);
-        let shared = m.shared.clone();
+        let shared = m.shared().clone();
         let threads = &self.inner.threads;
         let applied = shared.cost_ns.load(Ordering::Relaxed);
         threads[self.index].load.fetch_sub(1, Ordering::Relaxed);

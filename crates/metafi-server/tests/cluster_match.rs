@@ -1,12 +1,14 @@
 //! Matches across two nodes in one process, one PostgreSQL (`METAFI_TEST_POSTGRES_URL`) and one
 //! NATS (`METAFI_TEST_NATS_URL`): a client on node 2 joins an authoritative match of node 1,
 //! sends it data and gets the broadcasts, sees a node-1 player's presence events, is refused
-//! with the handler's reason, signals it and is kicked; a relayed match with members on both
-//! nodes; node 2's listings (REST and `nk.match_list`) show node 1's matches; a node that stops
-//! takes its matches away from the other node's players (they are told), and its players leave
-//! the other node's matches; a party of node 1 with a member on node 2 (join, data, refusals,
-//! promotion, close, a socket that closes), closed for that member when node 1 goes. Without both variables the tests skip, unless
-//! `METAFI_REQUIRE_NATS=1` / `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
+//! with the handler's reason, signals it and is kicked; a stranger's burst of `match_leave`s
+//! for that match is dropped on its node while a member's leave still goes through; a relayed
+//! match with members on both nodes; node 2's listings (REST and `nk.match_list`) show node 1's
+//! matches; a node that stops takes its matches away from the other node's players (they are
+//! told), and its players leave the other node's matches; a party of node 1 with a member on
+//! node 2 (join, data, refusals, promotion, close, a socket that closes), closed for that member
+//! when node 1 goes. Without both variables the tests skip, unless `METAFI_REQUIRE_NATS=1` /
+//! `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -25,7 +27,8 @@ use metafi_testkit::{Http, Socket, TestNode, User, user};
 use tokio::time::Instant;
 
 /// A match that echoes op 1 to everyone as op 2 (with the sender), kicks the sender of op 9,
-/// refuses joiners whose metadata says `deny`, and answers signals.
+/// refuses joiners whose metadata says `deny`, tells everyone who left (op 7, the user id),
+/// and answers signals.
 const CMATCH: &str = r#"
 return {
   match_init = function(context, params) return {}, 10, '{"kind":"cluster","n":1}' end,
@@ -34,7 +37,10 @@ return {
     return state, true
   end,
   match_join = function(context, d, tick, state, presences) return state end,
-  match_leave = function(context, d, tick, state, presences) return state end,
+  match_leave = function(context, d, tick, state, presences)
+    for _, p in ipairs(presences) do d.broadcast_message(7, p.user_id, nil, nil, true) end
+    return state
+  end,
   match_loop = function(context, d, tick, state, messages)
     for _, m in ipairs(messages) do
       if m.op_code == 1 then d.broadcast_message(2, m.data, nil, m.sender, true) end
@@ -82,7 +88,13 @@ fn nats_url() -> Option<String> {
     }
 }
 
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
+async fn node(
+    dir: &Path,
+    nats: &str,
+    prefix: &str,
+    name: &str,
+    tweak: fn(&mut RawConfig),
+) -> Option<TestNode> {
     let modules = dir.join("modules");
     std::fs::create_dir_all(&modules).unwrap();
     std::fs::write(modules.join("cmatch.lua"), CMATCH).unwrap();
@@ -99,6 +111,7 @@ async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNo
         raw.runtime.lua_vms = 1;
         raw.matches.executor_threads = 1;
         raw.shutdown.grace_period_sec = 0;
+        tweak(raw);
     })
     .await
 }
@@ -110,11 +123,16 @@ struct Pair {
 }
 
 async fn pair() -> Option<Pair> {
+    pair_with(|_| {}).await
+}
+
+/// Two nodes whose configuration `tweak` changes too.
+async fn pair_with(tweak: fn(&mut RawConfig)) -> Option<Pair> {
     let nats = nats_url()?;
     let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
-    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
+    let n1 = node(d1.path(), &nats, &prefix, "n1", tweak).await?;
+    let n2 = node(d2.path(), &nats, &prefix, "n2", tweak).await?;
     eventually("the nodes see each other", || {
         n1.node().cluster().unwrap().peers() == ["n2"]
             && n2.node().cluster().unwrap().peers() == ["n1"]
@@ -263,12 +281,7 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
     assert_eq!(rpc(&mut b, "get", &id).await, r#"{"kind":"cluster","n":1}"#);
 
     // bob leaves and rejoins (alice sees both), then asks to be kicked.
-    let ack = b
-        .request(Message::MatchLeave(MatchLeave {
-            match_id: id.clone(),
-        }))
-        .await;
-    assert!(ack.message.is_none(), "{ack:?}");
+    leave(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, false)).await;
     joined(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, true)).await;
@@ -280,6 +293,68 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
         data_from(e, 2, b"after kick", &bob)
     })
     .await;
+
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// The handler's `match_leave` ran for `who`.
+fn handler_saw_leave(e: &Envelope, who: &User) -> bool {
+    matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 7 && d.data == who.id.as_bytes())
+}
+
+fn leave_request(id: &str) -> Message {
+    Message::MatchLeave(MatchLeave {
+        match_id: id.into(),
+    })
+}
+
+/// Leaves match `id`: the answer is an empty acknowledgement, member or not (as Nakama's).
+async fn leave(socket: &mut Socket, id: &str) {
+    let ack = socket.request(leave_request(id)).await;
+    assert!(ack.message.is_none(), "{ack:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_members_leave_a_match_on_another_node() {
+    // A call queue of 1 past the match's presences: without the membership check a burst of a
+    // stranger's leaves fills it and stops the match.
+    let Some(Pair { n1, n2, _dirs }) = pair_with(|raw| raw.matches.call_queue_size = 1).await
+    else {
+        return;
+    };
+    let (alice, mut a) = player(&n1).await;
+    let (bob, mut b) = player(&n2).await;
+    let (carol, mut c) = player(&n2).await;
+    let id = rpc(&mut a, "create", "").await;
+    joined(&mut a, &id).await;
+    joined(&mut b, &id).await;
+    a.event(|e| presence_of(e, &id, &bob, true)).await;
+
+    // carol (node 2) never joined: her leaves are answered as Nakama answers them (an empty
+    // acknowledgement), cast to node 1 and dropped there.
+    for cid in 1000..1300 {
+        c.send(&Envelope::new(cid.to_string(), leave_request(&id)))
+            .await;
+    }
+    leave(&mut c, &id).await;
+    // bob's data follow carol's leaves from node 2: the echo says the match still runs.
+    b.send(&send(&id, 1, b"after the leaves")).await;
+    a.event(|e| data_from(e, 2, b"after the leaves", &bob))
+        .await;
+    a.assert_no_event(Duration::from_millis(300), |e| {
+        handler_saw_leave(e, &carol)
+            || matches!(&e.message, Some(Message::MatchPresenceEvent(ev)) if !ev.leaves.is_empty())
+    })
+    .await;
+
+    // bob's own leave from node 2 still reaches the match: alice sees him go and the handler
+    // ran match_leave for him; the match goes on.
+    leave(&mut b, &id).await;
+    a.event(|e| presence_of(e, &id, &bob, false)).await;
+    a.event(|e| handler_saw_leave(e, &bob)).await;
+    a.send(&send(&id, 1, b"still here")).await;
+    a.event(|e| data_from(e, 2, b"still here", &alice)).await;
 
     n2.stop().await;
     n1.stop().await;
