@@ -28,7 +28,7 @@ pub use auth::{ServerKeyAuth, SessionAuth};
 pub use error::ApiError;
 pub use http_config::{CorsConfig, HttpConfig};
 pub use serve::serve;
-pub use state::{ApiConfig, ApiState};
+pub use state::{ApiConfig, ApiServices, ApiState};
 
 use axum::Router;
 

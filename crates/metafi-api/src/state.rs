@@ -22,9 +22,38 @@ pub struct ApiConfig {
     pub http: HttpConfig,
 }
 
-/// Shared state of every handler; cheap to clone.
+/// Shared state of every handler: the services behind one `Arc`.
+///
+/// axum clones the state for every extractor and layer that takes it, several times per
+/// request. As a struct of twenty `Arc`s each clone and drop was twenty atomic counts: 13 % of
+/// the server's CPU on a REST echo (`perf`, docs/BENCHMARKS.md "The floor of the RPC rows").
+/// Now a clone is one count; fields read through `Deref` as before.
 #[derive(Debug, Clone)]
-pub struct ApiState {
+pub struct ApiState(Arc<ApiServices>);
+
+impl ApiState {
+    pub fn new(services: ApiServices) -> ApiState {
+        ApiState(Arc::new(services))
+    }
+
+    /// The services to change, copied first if another clone shares them (tests swap hooks
+    /// or sockets in a clone of a running API's state).
+    pub fn services_mut(&mut self) -> &mut ApiServices {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiServices;
+
+    fn deref(&self) -> &ApiServices {
+        &self.0
+    }
+}
+
+/// The services REST handlers act through (see [`ApiState`]).
+#[derive(Debug, Clone)]
+pub struct ApiServices {
     pub config: Arc<ApiConfig>,
     pub accounts: Arc<Accounts>,
     pub sessions: Arc<Sessions>,

@@ -233,7 +233,7 @@ async fn link_and_delete_run_their_hooks_under_nakamas_names() {
     let test = support::TestApi::start(config, None).await;
     let hooks = Arc::new(TestHooks::default());
     let mut state = test.state.clone();
-    state.hooks = hooks.clone();
+    state.services_mut().hooks = hooks.clone();
     let router = metafi_api::router(state);
     let request = |method: Method, uri: &str, auth: &str, body: Option<Value>| {
         axum::http::Request::builder()

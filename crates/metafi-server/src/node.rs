@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use metafi_api::ApiState;
+use metafi_api::{ApiServices, ApiState};
 use metafi_core::{
     Accounts, Channels, Clock, Groups, Notifications, Notifier, Objects, Revocations, RpcDispatch,
     Sessions, SignInThrottle, SocialSignIn, SystemClock, TokenKeys, Users,
@@ -584,7 +584,7 @@ async fn wire(
         sessions: sessions.clone(),
         config: Arc::new(config.socket.clone()),
     };
-    let api_state = ApiState {
+    let api_state = ApiState::new(ApiServices {
         config: Arc::new(config.api.clone()),
         accounts,
         sessions: sessions.clone(),
@@ -604,7 +604,7 @@ async fn wire(
         matchmaking: matchmaking.clone(),
         parties,
         events,
-    };
+    });
     // The realtime socket shares the API port (`/ws`), as with Nakama, and its edge: CORS,
     // limits and connection deadlines (docs/HTTP.md).
     // The console (docs/CONSOLE.md): its own listener, acting through the same services.

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response};
 use http_body_util::BodyExt;
-use metafi_api::{ApiConfig, ApiState, HttpConfig};
+use metafi_api::{ApiConfig, ApiServices, ApiState, HttpConfig};
 use metafi_core::{
     Accounts, AccountsConfig, Channels, Clock, Groups, NoRpcs, NobodyOnline, Objects, OnlineUsers,
     Revocations, Sessions, SessionsConfig, SignInThrottle, SignInThrottleConfig, SystemClock,
@@ -141,7 +141,7 @@ impl TestApi {
             Arc::new(NobodyOnline),
             clock.clone(),
         ));
-        let state = ApiState {
+        let state = ApiState::new(ApiServices {
             config: Arc::new(config),
             accounts: Arc::new(accounts),
             sessions,
@@ -181,7 +181,7 @@ impl TestApi {
             )),
             parties: Arc::new(metafi_core::NoParties),
             events: metafi_core::Events::start(metafi_core::EventConfig::default()),
-        };
+        });
         TestApi {
             state,
             store,
@@ -333,17 +333,18 @@ impl Api {
         let online = Arc::new(Online::default());
         let sockets = Arc::new(ClosedSockets::default());
         let mut state = api.state.clone();
-        state.hooks = hooks;
-        state.users = Arc::new(Users::new(api.store.clone(), online.clone()));
-        state.friends = Arc::new(metafi_core::Friends::new(
+        let services = state.services_mut();
+        services.hooks = hooks;
+        services.users = Arc::new(Users::new(api.store.clone(), online.clone()));
+        services.friends = Arc::new(metafi_core::Friends::new(
             api.store.clone(),
             api.notified.clone(),
             online.clone(),
             Arc::new(SystemClock),
             metafi_core::FriendsConfig::default(),
         ));
-        state.sockets = sockets.clone();
-        state.purchases = Arc::new(
+        services.sockets = sockets.clone();
+        services.purchases = Arc::new(
             metafi_core::Purchases::new(api.store.clone(), Arc::new(metafi_core::SystemClock), iap)
                 .unwrap(),
         );
