@@ -246,4 +246,8 @@ impl RemoteSessions for SessionRequests {
             .map(|node| self.directory.node_len(node))
             .sum()
     }
+
+    fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
+        self.directory.node_of(session_id)
+    }
 }

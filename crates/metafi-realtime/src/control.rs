@@ -94,6 +94,12 @@ impl RealtimeControl {
         presences
     }
 
+    /// The node holding `session_id` when it is another node; `None` for this node's own
+    /// sessions (and sessions no node has).
+    pub fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
+        self.parts.remote.node_of(session_id)
+    }
+
     /// The meta of `session_id`'s presence in a stream, if it is there as `user_id`.
     pub fn stream_get(
         &self,

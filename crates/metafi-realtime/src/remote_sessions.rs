@@ -11,6 +11,7 @@
 //! [`NodeSessions`]: crate::NodeSessions
 
 use std::fmt;
+use std::sync::Arc;
 
 use metafi_match::PresenceReason;
 use uuid::Uuid;
@@ -48,6 +49,10 @@ pub trait RemoteSessions: Send + Sync + fmt::Debug {
     /// Sends `outbound` to every session of every other node (one request per node); how
     /// many sessions this node knows there.
     fn push_all(&self, outbound: &Outbound) -> usize;
+
+    /// The node holding `session_id`, when it is another node (presences listed to server
+    /// code name their node).
+    fn node_of(&self, session_id: Uuid) -> Option<Arc<str>>;
 }
 
 /// A single node: no session lives elsewhere.
@@ -75,5 +80,9 @@ impl RemoteSessions for NoRemoteSessions {
 
     fn push_all(&self, _: &Outbound) -> usize {
         0
+    }
+
+    fn node_of(&self, _: Uuid) -> Option<Arc<str>> {
+        None
     }
 }

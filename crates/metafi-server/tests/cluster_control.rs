@@ -73,7 +73,7 @@ nk.register_rpc(function(context, payload) return tostring(nk.stream_count(strea
 nk.register_rpc(function(context, payload)
   local status = ""
   for _, p in ipairs(nk.stream_user_list(stream)) do
-    if p.session_id == payload then status = p.status end
+    if p.session_id == payload then status = p.status .. "@" .. p.node end
   end
   return status
 end, "status")
@@ -315,7 +315,8 @@ async fn a_ban_and_an_account_deletion_close_sockets_on_another_node() {
 
 /// Server code on node 1 puts bob (node 2) in a stream, updates his status, takes him out,
 /// kicks him and closes the stream: alice, in the stream on node 1, sees each join and leave,
-/// and node 2 (which holds his presence) counts what she sees.
+/// and node 2 (which holds his presence) counts what she sees; node 1's `nk.stream_user_list`
+/// names his node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_operations_act_on_a_session_of_another_node() {
     let Some(Pair { n1, n2, _dirs }) = pair().await else {
@@ -344,7 +345,8 @@ async fn stream_operations_act_on_a_session_of_another_node() {
         "node 2 holds his presence"
     );
     rpc(&mut a, "update", &bob_ids).await;
-    rpc_until(&mut a, "status", &bob_session, "updated").await;
+    // Node 1 lists his new status, and names his node.
+    rpc_until(&mut a, "status", &bob_session, "updated@n2").await;
 
     rpc(&mut a, "leave", &bob_ids).await;
     a.event(|e| stream_event_of(e, &bob, false)).await;
