@@ -10,8 +10,8 @@ use metafi_core::Clock;
 use metafi_match::{Matches, Matchmaking};
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
-    LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, RealtimeParts, SessionRegistry,
-    Tracker,
+    LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, RealtimeParts, RemoteSessions,
+    SessionRegistry, Tracker,
 };
 use tokio::task::JoinHandle;
 
@@ -22,6 +22,7 @@ use crate::matches::ClusterMatches;
 use crate::matchmaker::MatchmakerTask;
 use crate::outgoing::{Batching, Outgoing};
 use crate::parties::ClusterParties;
+use crate::session_requests::SessionRequests;
 use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
 use crate::wire::decode_delivery;
@@ -102,6 +103,7 @@ pub struct Cluster {
     calls: Calls,
     matches: Arc<ClusterMatches>,
     parties: Arc<ClusterParties>,
+    session_requests: Arc<SessionRequests>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -110,6 +112,7 @@ pub struct Cluster {
 struct Handlers {
     matches: Arc<ClusterMatches>,
     parties: Arc<ClusterParties>,
+    session_requests: Arc<SessionRequests>,
 }
 
 impl CallHandler for Handlers {
@@ -131,6 +134,11 @@ impl CallHandler for Handlers {
                 last,
                 parties,
             } => self.parties.apply_listing(from, first, last, parties),
+            request @ (CallRequest::SessionDisconnect { .. }
+            | CallRequest::StreamJoin { .. }
+            | CallRequest::StreamLeave { .. }
+            | CallRequest::StreamClose { .. }
+            | CallRequest::PushAll) => self.session_requests.handle(request, &raw),
             other => self.matches.cast(other, raw),
         }
     }
@@ -228,12 +236,18 @@ impl Cluster {
             directory.clone(),
             membership.peers_view(),
         ));
+        let session_requests = Arc::new(SessionRequests::new(
+            calls.clone(),
+            directory.clone(),
+            membership.peers_view(),
+        ));
         tasks.push(tokio::spawn(calls::serve(
             calls_in,
             client.clone(),
             Arc::new(Handlers {
                 matches: matches.clone(),
                 parties: parties.clone(),
+                session_requests: session_requests.clone(),
             }),
             config.max_concurrent_calls,
         )));
@@ -283,6 +297,7 @@ impl Cluster {
             calls,
             matches,
             parties,
+            session_requests,
             tasks,
         })
     }
@@ -359,15 +374,24 @@ impl Cluster {
         self.tracker.clone()
     }
 
+    /// Server code's requests for sessions of other nodes (closes, stream changes, pushes to
+    /// every socket), to build the node's realtime parts with.
+    pub fn remote_sessions(&self) -> Arc<dyn RemoteSessions> {
+        self.session_requests.clone()
+    }
+
     /// Presences of other nodes' sessions this node knows.
     pub fn remote_presences(&self) -> usize {
         self.tracker.remote_len()
     }
 
-    /// Hands the cluster the node's realtime parts, built with [`Cluster::router`] and
-    /// [`Cluster::tracker`]: a lost node's leaves are told to this node's members through them.
+    /// Hands the cluster the node's realtime parts, built with [`Cluster::router`],
+    /// [`Cluster::tracker`] and [`Cluster::remote_sessions`]: a lost node's leaves are told to
+    /// this node's members through them, and other nodes' requests for this node's sessions
+    /// are carried out with them.
     pub fn set_parts(&self, parts: &RealtimeParts) {
         self.tracker.set_parts(parts.clone());
+        self.session_requests.set_parts(parts);
     }
 
     /// Whether this node runs the cluster's matchmaker pool now (it has the lowest name among

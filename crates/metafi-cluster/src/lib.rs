@@ -22,6 +22,9 @@
 //! - [`Calls`]: request/reply (and one-way casts) to a named node, bounded and timed out; the
 //!   match seam (`matches.rs`) forwards joins, leaves, data and signals for matches of other
 //!   nodes through it, and keeps the other nodes' match listings.
+//! - Server code's closes, stream changes and pushes to every socket reach sessions on any
+//!   node (`session_requests.rs`, the second [`metafi_realtime::RemoteSessions`]): each is
+//!   sent to the session's node, which does what its own server code would.
 //! - [`Cluster`]: the parts wired together for a node (`metafi serve --cluster …`).
 //!
 //! Must not depend on: storage backends, HTTP, script engines. Key types: [`Cluster`],
@@ -41,6 +44,7 @@ mod metrics;
 mod outgoing;
 mod parties;
 mod router;
+mod session_requests;
 mod sessions;
 mod tracker;
 mod wire;

@@ -25,7 +25,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_match::{
     JoinOutcome, JoinRequest, ListQuery, ListedMatch, MatchError, MatchId, MatchInfo, Matches,
-    Presence, Query, Queued, RelayedJoin, RemoteListing, RemoteMatches, SeatRequest, WeakMatches,
+    Presence, PresenceReason, Query, Queued, RelayedJoin, RemoteListing, RemoteMatches,
+    SeatRequest, WeakMatches,
 };
 use metafi_proto::realtime::{Envelope, MatchPresenceEvent, Message, UserPresence};
 use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
@@ -41,7 +42,7 @@ use crate::membership::Peers;
 use crate::outgoing::Outgoing;
 use crate::wire::{
     CallReply, CallRequest, LISTING_CHUNK, ListingMessage, MatchListing, WireJoinOutcome,
-    WireMatchError, WirePresence, WireRelayedJoin,
+    WireMatchError, WirePresence, WireRelayedJoin, presence_reason,
 };
 use crate::{BoxFuture, ClusterConfig, MembershipEvent, SessionDirectory, metrics};
 
@@ -688,15 +689,17 @@ impl RemoteMatches for MatchSeam {
         })
     }
 
-    fn session_ended(&self, session_id: Uuid) {
+    fn session_ended(&self, session_id: Uuid, reason: PresenceReason) {
         let Some(list) = self.0.joined.lock().remove(&session_id) else {
             return;
         };
         let nodes: HashSet<Arc<str>> = list.into_iter().map(|j| j.node).collect();
+        let request = CallRequest::MatchSessionEnded {
+            session_id,
+            reason: Some(reason as u8),
+        };
         for node in nodes {
-            self.0
-                .calls
-                .cast(&node, &CallRequest::MatchSessionEnded { session_id }, &[]);
+            self.0.calls.cast(&node, &request, &[]);
         }
     }
 }
@@ -887,11 +890,14 @@ impl CallHandler for ClusterMatches {
                     matches.send(&id, session_id, op_code, raw, reliable, &to);
                 }
             }
-            CallRequest::MatchSessionEnded { session_id } => {
+            CallRequest::MatchSessionEnded { session_id, reason } => {
                 for sessions in self.guests.lock().values_mut() {
                     sessions.remove(&session_id);
                 }
-                matches.session_ended(session_id);
+                matches.session_ended_because(
+                    session_id,
+                    reason.map_or(PresenceReason::Disconnect, presence_reason),
+                );
             }
             other => {
                 tracing::debug!(

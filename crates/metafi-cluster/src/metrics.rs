@@ -91,6 +91,15 @@ pub(crate) fn call(kind: &'static str, result: &'static str, took: std::time::Du
     metrics::histogram!("metafi_cluster_call_seconds", "kind" => kind).record(took.as_secs_f64());
 }
 
+/// `metafi_cluster_session_requests_total{kind, result}`: server code's requests for sessions
+/// of other nodes (closes, stream changes, push to all), sent by this node (`sent`,
+/// `not_sent`: the node is not a peer or the outgoing queue is full) and received by it
+/// (`done`, `gone`: the session is no longer here).
+pub(crate) fn session_request(kind: &'static str, result: &'static str) {
+    metrics::counter!("metafi_cluster_session_requests_total", "kind" => kind, "result" => result)
+        .increment(1);
+}
+
 /// `metafi_cluster_remote_matches`: other nodes' matches this node lists.
 pub(crate) fn remote_matches(count: usize) {
     metrics::gauge!("metafi_cluster_remote_matches").set(count as f64);

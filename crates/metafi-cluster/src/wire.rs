@@ -203,8 +203,13 @@ pub(crate) enum CallRequest {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         to: Vec<Uuid>,
     },
-    /// Cast: a session of the sending node ended; it leaves the receiver's matches.
-    MatchSessionEnded { session_id: Uuid },
+    /// Cast: a session of the sending node ended; it leaves the receiver's matches with
+    /// `reason` (`metafi_match::PresenceReason` as a number; none: a disconnect).
+    MatchSessionEnded {
+        session_id: Uuid,
+        #[serde(default)]
+        reason: Option<u8>,
+    },
     /// Call: `match_signal`.
     MatchSignal { match_id: String, data: String },
     /// Call: reserve a seat for `user_id` in an authoritative match of the receiving node
@@ -233,6 +238,34 @@ pub(crate) enum CallRequest {
         last: bool,
         parties: Vec<metafi_realtime::party::ListedParty>,
     },
+    /// Cast: server code of the sending node closes these sessions of the receiving node
+    /// (`nk.session_disconnect`, a ban, an account deletion); `reason` is the presence reason
+    /// their matches see (`metafi_match::PresenceReason` as a number).
+    SessionDisconnect { session_ids: Vec<Uuid>, reason: u8 },
+    /// Cast: server code of the sending node puts a session of the receiving node in a stream
+    /// (`update`: replaces its meta; `nk.stream_user_join`, `stream_user_update`).
+    StreamJoin {
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: WireStream,
+        hidden: bool,
+        persistence: bool,
+        status: String,
+        update: bool,
+    },
+    /// Cast: server code of the sending node takes a session of the receiving node out of a
+    /// stream (`nk.stream_user_leave`, `stream_user_kick`).
+    StreamLeave {
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: WireStream,
+    },
+    /// Cast: server code of the sending node closes a stream; the receiving node takes its
+    /// sessions out of it (`nk.stream_close`).
+    StreamClose { stream: WireStream },
+    /// Cast: a notification for every socket (the raw bytes: its envelope, protobuf); the
+    /// receiving node hands it to each of its sessions (`nk.notification_send_all`).
+    PushAll,
 }
 
 impl CallRequest {
@@ -252,7 +285,24 @@ impl CallRequest {
             CallRequest::PartySessionEnded { .. } => "party_session_ended",
             CallRequest::PartyListing { .. } => "party_listing",
             CallRequest::PartyMemberLeft { .. } => "party_member_left",
+            CallRequest::SessionDisconnect { .. } => "session_disconnect",
+            CallRequest::StreamJoin { .. } => "stream_join",
+            CallRequest::StreamLeave { .. } => "stream_leave",
+            CallRequest::StreamClose { .. } => "stream_close",
+            CallRequest::PushAll => "push_all",
         }
+    }
+}
+
+/// A presence reason from its number (Nakama's); an unknown one is a disconnect.
+pub(crate) fn presence_reason(number: u8) -> metafi_match::PresenceReason {
+    use metafi_match::PresenceReason;
+    match number {
+        0 => PresenceReason::Unknown,
+        1 => PresenceReason::Join,
+        2 => PresenceReason::Update,
+        3 => PresenceReason::Leave,
+        _ => PresenceReason::Disconnect,
     }
 }
 

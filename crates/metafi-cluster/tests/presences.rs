@@ -55,6 +55,7 @@ async fn node(url: &str, prefix: &str, name: &str) -> Cluster {
         tracker: cluster.tracker(),
         status: Arc::new(LocalStatusRegistry::new()),
         router: cluster.router(),
+        remote: cluster.remote_sessions(),
     });
     cluster
 }

@@ -384,15 +384,22 @@ impl Accounts {
         Ok(())
     }
 
-    /// Bans users: they can no longer sign in or refresh, and every session they have ends.
-    /// Unknown ids are skipped.
-    pub async fn ban(&self, sessions: &Sessions, user_ids: &[Uuid]) -> Result<(), CoreError> {
+    /// Bans users: they can no longer sign in or refresh, every session they have ends and
+    /// their open sockets are closed (on every node of a cluster: `sockets` reaches them).
+    /// Unknown ids are skipped. The console and `nk.users_ban_id` both come here.
+    pub async fn ban(
+        &self,
+        sessions: &Sessions,
+        sockets: &dyn UserSockets,
+        user_ids: &[Uuid],
+    ) -> Result<(), CoreError> {
         self.store
             .set_disable_time(user_ids, Some(self.clock.now_ms()))
             .await
             .map_err(|e| CoreError::storage("banning users", e))?;
         for user_id in user_ids {
             sessions.end_all(*user_id).await?;
+            sockets.disconnect_user(*user_id);
         }
         Ok(())
     }
@@ -407,7 +414,7 @@ impl Accounts {
 
     /// Deletes an account with everything that goes with it (identities, storage objects,
     /// wallet ledger, leaderboard records: removed with the user row) and ends its sessions: its tokens stop
-    /// working and its open sockets on this node are closed. REST `DELETE /v2/account` and
+    /// working and its open sockets are closed (on every node of a cluster). REST `DELETE /v2/account` and
     /// `nk.account_delete_id` both come here. An unknown user is not an error (Nakama).
     /// MetaFi keeps no tombstones of deleted users.
     pub async fn delete(

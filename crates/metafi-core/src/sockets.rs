@@ -6,9 +6,11 @@ use std::fmt;
 
 use uuid::Uuid;
 
-/// Closes users' open sockets on this node.
+/// Closes users' open sockets, wherever they are: in a cluster the realtime layer sends the
+/// close to the node holding each socket.
 pub trait UserSockets: Send + Sync + fmt::Debug {
-    /// Closes every socket of `user_id` on this node; how many it closed.
+    /// Closes every socket of `user_id`; how many it closed here plus how many on other nodes
+    /// the close was sent towards (docs/CLUSTER.md).
     fn disconnect_user(&self, user_id: Uuid) -> usize;
 }
 

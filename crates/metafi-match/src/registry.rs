@@ -578,7 +578,7 @@ impl Matches {
             }
         }
         if let Some(remote) = self.remote() {
-            remote.session_ended(session_id);
+            remote.session_ended(session_id, reason);
         }
     }
 

@@ -24,7 +24,7 @@ use crate::fields::Fields;
 use crate::id::MatchId;
 use crate::listing::{ListQuery, MatchInfo};
 use crate::match_handler::JoinRequest;
-use crate::presence::Presence;
+use crate::presence::{Presence, PresenceReason};
 use crate::query::Query;
 use crate::registry::{Inner, Matches};
 use crate::relayed::RelayedJoin;
@@ -81,8 +81,9 @@ pub trait RemoteMatches: Send + Sync + fmt::Debug {
     /// Each with its score and create time (see [`RemoteListing::search`]).
     fn list(&self, query: Option<&Query>, filters: &ListQuery) -> Vec<(f64, i64, MatchInfo)>;
 
-    /// A session of this node ended: it leaves the matches it joined on other nodes.
-    fn session_ended(&self, session_id: Uuid);
+    /// A session of this node ended: it leaves the matches it joined on other nodes, with
+    /// `reason` (server code's `nk.session_disconnect` may name one; else `Disconnect`).
+    fn session_ended(&self, session_id: Uuid, reason: PresenceReason);
 
     /// Reserves a seat for `user` in authoritative match `id` of another node: the same
     /// atomic check-and-reserve there ([`Matches::reserve_seat`]). `Ok(false)`: the match is

@@ -5,6 +5,10 @@
 //! It is built from the [`RealtimeParts`] and [`Channels`] alone, not from [`crate::Realtime`]:
 //! the script runtime needs it before `Realtime` exists (`Realtime` dispatches RPCs to the
 //! runtime), and the parts are what both share, so there is no late binding to get wrong.
+//!
+//! A session of this node is acted on here ([`NodeSessions`]); a session of another node is
+//! sent to its node through [`crate::RemoteSessions`] (`parts.remote`), which does the same
+//! there, so server code never asks where a session is.
 
 use std::sync::Arc;
 
@@ -14,12 +18,14 @@ use metafi_proto::api::ChannelMessage;
 use metafi_proto::realtime::{Envelope, Message};
 use uuid::Uuid;
 
-use crate::{CloseReason, Outbound, Presence, PresenceMeta, RealtimeParts, StreamKey};
+use crate::{NodeSessions, Outbound, Presence, PresenceMeta, RealtimeParts, StreamKey};
 
 /// Sessions, streams, channels and follows as server code drives them.
 #[derive(Debug, Clone)]
 pub struct RealtimeControl {
     parts: RealtimeParts,
+    /// What is done to this node's own sessions (the rest goes to `parts.remote`).
+    node: NodeSessions,
     channels: Arc<Channels>,
     /// `socket.max_followed_users`: server code's follows count against the socket's limit.
     max_followed_users: usize,
@@ -59,6 +65,7 @@ impl RealtimeControl {
         max_followed_users: usize,
     ) -> RealtimeControl {
         RealtimeControl {
+            node: NodeSessions::new(parts.clone()),
             parts,
             channels,
             max_followed_users,
@@ -87,6 +94,12 @@ impl RealtimeControl {
         presences
     }
 
+    /// The node holding `session_id` when it is another node; `None` for this node's own
+    /// sessions (and sessions no node has).
+    pub fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
+        self.parts.remote.node_of(session_id)
+    }
+
     /// The meta of `session_id`'s presence in a stream, if it is there as `user_id`.
     pub fn stream_get(
         &self,
@@ -102,7 +115,8 @@ impl RealtimeControl {
     }
 
     /// Puts a session in a stream as `user_id`; true when it was not there before. Others in
-    /// the stream see it join (unless hidden).
+    /// the stream see it join (unless hidden). A session of another node is put there by its
+    /// node (one-way: the answer is whether this node's books held it already).
     pub fn stream_join(
         &self,
         user_id: Uuid,
@@ -110,15 +124,21 @@ impl RealtimeControl {
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<bool, JoinRefused> {
-        let presence = self.presence(user_id, session_id, join)?;
-        let change = self.parts.tracker.track(stream, presence);
-        let newly = change.is_some();
-        self.parts.deliver(change.into_iter().collect());
-        self.forget_if_ended(session_id, stream)?;
-        Ok(newly)
+        if !self.node.has(session_id) {
+            let newly = self.parts.tracker.presence(session_id, stream).is_none();
+            if self
+                .parts
+                .remote
+                .stream_join(user_id, session_id, stream, &join, false)
+            {
+                return Ok(newly);
+            }
+        }
+        self.node
+            .stream_join(user_id, session_id, stream, join, false)
     }
 
-    /// Replaces a session's presence meta in a stream (joining it if absent).
+    /// Replaces a session's presence meta in a stream (joining it if absent), on its node.
     pub fn stream_update(
         &self,
         user_id: Uuid,
@@ -126,24 +146,25 @@ impl RealtimeControl {
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<(), JoinRefused> {
-        let presence = self.presence(user_id, session_id, join)?;
-        let change = self.parts.tracker.update(stream, presence);
-        self.parts.deliver(vec![change]);
-        self.forget_if_ended(session_id, stream)
+        if !self.node.has(session_id)
+            && self
+                .parts
+                .remote
+                .stream_join(user_id, session_id, stream, &join, true)
+        {
+            return Ok(());
+        }
+        self.node
+            .stream_join(user_id, session_id, stream, join, true)
+            .map(|_| ())
     }
 
-    /// Takes a session out of a stream; nothing happens when it is not there (as `user_id`).
+    /// Takes a session out of a stream, on its node; nothing happens when it is not there (as
+    /// `user_id`).
     pub fn stream_leave(&self, user_id: Uuid, session_id: Uuid, stream: &StreamKey) {
-        let tracked_as_user = self
-            .parts
-            .tracker
-            .presence(session_id, stream)
-            .is_some_and(|p| p.user_id == user_id);
-        if !tracked_as_user {
-            return;
+        if !self.node.stream_leave(user_id, session_id, stream) && !self.node.has(session_id) {
+            self.parts.remote.stream_leave(user_id, session_id, stream);
         }
-        let change = self.parts.tracker.untrack(session_id, stream);
-        self.parts.deliver(change.into_iter().collect());
     }
 
     /// Presences in a stream, hidden ones included.
@@ -151,16 +172,12 @@ impl RealtimeControl {
         self.parts.tracker.session_ids(stream).len()
     }
 
-    /// Takes every session out of a stream; they see each other leave.
+    /// Takes every session out of a stream, on every node; they see each other leave.
     pub fn stream_close(&self, stream: &StreamKey) {
-        let changes = self
-            .parts
-            .tracker
-            .session_ids(stream)
-            .into_iter()
-            .filter_map(|session_id| self.parts.tracker.untrack(session_id, stream))
-            .collect();
-        self.parts.deliver(changes);
+        let elsewhere = self.node.stream_close(stream);
+        if !elsewhere.is_empty() {
+            self.parts.remote.stream_close(stream, &elsewhere);
+        }
     }
 
     /// Sends an envelope to a stream's sessions, or to `only` of them (session ids; sessions
@@ -183,27 +200,20 @@ impl RealtimeControl {
             .send_to_sessions(&sessions, &Outbound::new(envelope))
     }
 
-    /// Closes a session (its client is told "server-side session disconnect"; its matches see
-    /// it leave with `reason`); false when no such session is on this node.
+    /// Closes a session on whichever node holds it (its client is told "server-side session
+    /// disconnect"; its matches and streams see it leave with `reason`); false when no node
+    /// has it. For a session of another node, true means the close was sent (see
+    /// [`crate::RemoteSessions`]).
     pub fn disconnect(&self, session_id: Uuid, reason: PresenceReason) -> bool {
-        let Some(session) = self.parts.registry.get(session_id) else {
-            return false;
-        };
-        session.close(CloseReason::ServerDisconnect {
-            presence_reason: reason,
-        });
-        true
+        self.node.disconnect(session_id, reason) || self.parts.remote.disconnect(session_id, reason)
     }
 
-    /// Closes every session of `user_id` on this node, as [`RealtimeControl::disconnect`] does
-    /// one (a ban or an account deletion from server code); returns how many were closed.
+    /// Closes every session of `user_id` on every node, as [`RealtimeControl::disconnect`]
+    /// does one (a ban or an account deletion); returns how many were closed here plus how
+    /// many the close was sent towards on other nodes.
     pub fn disconnect_user(&self, user_id: Uuid, reason: PresenceReason) -> usize {
-        self.parts
-            .registry
-            .user_session_ids(user_id)
-            .into_iter()
-            .filter(|session_id| self.disconnect(*session_id, reason))
-            .count()
+        self.node.disconnect_user(user_id, reason)
+            + self.parts.remote.disconnect_user(user_id, reason)
     }
 
     /// Makes a session follow users' status. Nothing for an unknown session (as with Nakama,
@@ -301,44 +311,5 @@ impl RealtimeControl {
             );
         }
         message
-    }
-
-    /// A session that ended while it was being tracked has already left every stream: its new
-    /// presence would stay forever. (`Realtime::end` unregisters a session before it untracks
-    /// it, so a session still registered now will be untracked later.)
-    fn forget_if_ended(&self, session_id: Uuid, stream: &StreamKey) -> Result<(), JoinRefused> {
-        if self.parts.registry.get(session_id).is_some() {
-            return Ok(());
-        }
-        let change = self.parts.tracker.untrack(session_id, stream);
-        self.parts.deliver(change.into_iter().collect());
-        Err(JoinRefused::Closing)
-    }
-
-    /// The presence `session_id` would have, if it may join streams.
-    fn presence(
-        &self,
-        user_id: Uuid,
-        session_id: Uuid,
-        join: StreamJoin,
-    ) -> Result<Presence, JoinRefused> {
-        let session = self
-            .parts
-            .registry
-            .get(session_id)
-            .ok_or(JoinRefused::NoSession)?;
-        if session.outbox().close_reason().is_some() {
-            return Err(JoinRefused::Closing);
-        }
-        Ok(Presence {
-            session_id,
-            user_id,
-            meta: PresenceMeta {
-                username: session.username().to_owned(),
-                persistence: join.persistence,
-                hidden: join.hidden,
-                status: Some(join.status),
-            },
-        })
     }
 }

@@ -19,7 +19,8 @@
 //! built from the same [`RealtimeParts`] before [`Realtime`] exists.
 //!
 //! Cross-node concerns are traits whose first implementation is local: [`Tracker`]
-//! (presences), [`StatusRegistry`] (follows) and [`MessageRouter`] (delivery).
+//! (presences), [`StatusRegistry`] (follows), [`MessageRouter`] (delivery) and
+//! [`RemoteSessions`] (server code's closes and stream changes of other nodes' sessions).
 //!
 //! Must not depend on: HTTP or WebSocket libraries, script engines, storage backends. Key
 //! types: [`Realtime`], [`Session`], [`Outbox`], [`Tracker`], [`StreamKey`], [`CloseReason`].
@@ -33,12 +34,14 @@ mod match_requests;
 mod message_hooks;
 mod message_router;
 mod metrics;
+mod node_sessions;
 mod notification_push;
 mod online;
 mod outbound;
 mod outbox;
 pub mod party;
 mod realtime;
+mod remote_sessions;
 mod session_registry;
 mod socket_session;
 mod status;
@@ -52,6 +55,7 @@ pub use control::{JoinRefused, RealtimeControl, ServerMessage, StreamJoin};
 pub use match_outlet::MatchOutlet;
 pub use match_requests::{MatchServices, send_matched};
 pub use message_router::{LocalRouter, MessageRouter};
+pub use node_sessions::NodeSessions;
 pub use notification_push::SessionPush;
 pub use online::StatusOnline;
 pub use outbound::{MergeKey, Outbound};
@@ -61,6 +65,7 @@ pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices, replace_session,
 };
+pub use remote_sessions::{NoRemoteSessions, RemoteSessions};
 pub use session_registry::{SessionListener, SessionRegistry};
 pub use socket_session::{Session, SessionParams};
 pub use status::{FollowLimitExceeded, LocalStatusRegistry, StatusRegistry};

@@ -1,6 +1,7 @@
 //! [`SessionPush`]: the realtime side of `metafi_core::NotificationPush`. A notification reaches
-//! every open socket of its receiver through the session registry and the message router, as
-//! one `notifications` envelope encoded once per wire format.
+//! every open socket of its receiver (on any node) through the message router, and one for
+//! everyone every socket of every node, as one `notifications` envelope encoded once per wire
+//! format.
 
 use std::sync::Arc;
 
@@ -9,20 +10,22 @@ use metafi_proto::api::Notification;
 use metafi_proto::realtime::{Envelope, Message, Notifications};
 use uuid::Uuid;
 
-use crate::{MessageRouter, Outbound, RealtimeParts, SessionRegistry};
+use crate::{MessageRouter, NodeSessions, Outbound, RealtimeParts, RemoteSessions};
 
 /// Pushes notifications to the sessions of this node's registry, through its router.
 #[derive(Debug, Clone)]
 pub struct SessionPush {
-    registry: Arc<SessionRegistry>,
     router: Arc<dyn MessageRouter>,
+    node: NodeSessions,
+    remote: Arc<dyn RemoteSessions>,
 }
 
 impl SessionPush {
     pub fn new(parts: &RealtimeParts) -> SessionPush {
         SessionPush {
-            registry: parts.registry.clone(),
             router: parts.router.clone(),
+            node: NodeSessions::new(parts.clone()),
+            remote: parts.remote.clone(),
         }
     }
 }
@@ -43,12 +46,10 @@ impl NotificationPush for SessionPush {
         self.router.send_to_user(user_id, &envelope(notifications))
     }
 
+    /// Every socket of this node, and (one message per node) every socket of the others: the
+    /// count adds the sessions this node knows there (whether they accepted it is known there).
     fn push_all(&self, notification: Notification) -> usize {
-        let sessions: Vec<Uuid> = self.registry.all().iter().map(|s| s.id()).collect();
-        if sessions.is_empty() {
-            return 0;
-        }
-        self.router
-            .send_to_sessions(&sessions, &envelope(vec![notification]))
+        let outbound = envelope(vec![notification]);
+        self.node.push_all(&outbound) + self.remote.push_all(&outbound)
     }
 }

@@ -29,8 +29,9 @@ use uuid::Uuid;
 
 use crate::{
     CloseReason, LocalRouter, LocalStatusRegistry, LocalTracker, MatchServices, MessageRouter,
-    Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta, Session,
-    SessionParams, SessionRegistry, StatusRegistry, StreamKey, StreamMode, Tracker, metrics,
+    NoRemoteSessions, Outbound, OutboxLimits, Parties, Presence, PresenceChange, PresenceMeta,
+    RemoteSessions, Session, SessionParams, SessionRegistry, StatusRegistry, StreamKey, StreamMode,
+    Tracker, metrics,
 };
 
 /// Nakama's notification code telling a socket it was replaced under `session.single_socket`.
@@ -80,6 +81,8 @@ pub struct RealtimeParts {
     pub tracker: Arc<dyn Tracker>,
     pub status: Arc<dyn StatusRegistry>,
     pub router: Arc<dyn MessageRouter>,
+    /// Server code's requests for sessions of other nodes (closes, streams, push to all).
+    pub remote: Arc<dyn RemoteSessions>,
 }
 
 impl RealtimeParts {
@@ -90,6 +93,7 @@ impl RealtimeParts {
             registry,
             tracker: Arc::new(LocalTracker::new()),
             status: Arc::new(LocalStatusRegistry::new()),
+            remote: Arc::new(NoRemoteSessions),
         }
     }
 

@@ -313,8 +313,9 @@ impl Nk {
         self.inner.services.realtime.as_ref()
     }
 
-    /// Closes every live socket of `user_id` on this node (a ban or an account deletion ends
-    /// what the user has open, not only their tokens); nothing without a realtime layer.
+    /// Closes every live socket of `user_id`, on every node of a cluster (a ban or an account
+    /// deletion ends what the user has open, not only their tokens); nothing without a
+    /// realtime layer.
     pub fn disconnect_user(&self, user_id: Uuid) -> usize {
         self.realtime().map_or(0, |realtime| {
             realtime.user_disconnect(user_id, metafi_match::PresenceReason::Disconnect)

@@ -144,8 +144,8 @@ pub trait RealtimeHost: Send + Sync + std::fmt::Debug {
     /// `Disconnect`). False when no such session is connected.
     fn session_disconnect(&self, session_id: Uuid, reason: Option<PresenceReason>) -> bool;
 
-    /// Disconnects every session of a user on this node (after a ban or an account deletion);
-    /// returns how many were connected.
+    /// Disconnects every session of a user, on any node (after a ban or an account deletion);
+    /// returns how many were connected here plus how many elsewhere the close was sent to.
     fn user_disconnect(&self, user_id: Uuid, reason: PresenceReason) -> usize;
 
     /// Makes a session follow users' status (an unknown session: no effect, as in Nakama).

@@ -390,6 +390,7 @@ async fn wire(
             .context("joining the cluster")?;
             parts.router = cluster.router();
             parts.tracker = cluster.tracker();
+            parts.remote = cluster.remote_sessions();
             cluster.set_parts(&parts);
             Some(cluster)
         }

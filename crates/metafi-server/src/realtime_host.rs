@@ -49,7 +49,11 @@ impl RealtimeHost for NodeRealtimeHost {
             .map(|p| StreamPresence {
                 user_id: p.user_id,
                 session_id: p.session_id,
-                node: self.node.to_string(),
+                // In a cluster a presence may be another node's session: name that node.
+                node: self
+                    .control
+                    .node_of(p.session_id)
+                    .map_or_else(|| self.node.to_string(), |node| node.to_string()),
                 meta: meta(p.meta),
             })
             .collect()

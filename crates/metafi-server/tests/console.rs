@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use metafi_server::config::RawConfig;
-use metafi_testkit::{Http, TestNode};
+use metafi_testkit::{Http, Socket, TestNode};
 use reqwest::Method;
 use reqwest::header::{COOKIE, SET_COOKIE};
 use serde_json::{Value, json};
@@ -477,7 +477,13 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
         .await;
     assert_eq!(bad.status, 400);
 
-    // A ban ends sign-ins; an unban restores them.
+    // A ban ends sign-ins and closes the user's open sockets; an unban restores sign-ins.
+    let mut socket = Socket::connect(&node.base, &token, "").await;
+    socket
+        .request(metafi_proto::realtime::Message::Ping(
+            metafi_proto::realtime::Ping {},
+        ))
+        .await;
     let ban = console
         .call(
             &root,
@@ -488,9 +494,17 @@ async fn accounts_and_storage_are_found_edited_and_seen_through_the_client_api()
         .await;
     assert_eq!(ban.status, 200);
     assert_ne!(http.auth_device(&device, false).await.status, 200);
-    // The ban ended the session too.
+    // The ban ended the session too, and closed its socket.
     let me = http.send(http.get("/v2/account").bearer_auth(&token)).await;
     assert_eq!(me.status, 401);
+    let frame = socket
+        .closed(std::time::Duration::from_secs(5))
+        .await
+        .expect("the ban closes the socket");
+    assert!(
+        frame.reason.contains("server-side session disconnect"),
+        "{frame:?}"
+    );
     console
         .call(
             &root,

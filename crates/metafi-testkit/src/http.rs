@@ -48,6 +48,10 @@ impl Http {
         self.client.put(format!("{}{}", self.base, path))
     }
 
+    pub fn delete(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.delete(format!("{}{}", self.base, path))
+    }
+
     /// Device authentication with the default server key.
     pub async fn auth_device(&self, device_id: &str, create: bool) -> Reply {
         self.send(

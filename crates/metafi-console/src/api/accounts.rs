@@ -249,7 +249,8 @@ pub(crate) async fn on_account<T>(
     Ok(answer)
 }
 
-/// `POST /v2/console/account/{id}/ban`: no more sign-ins; every session ends.
+/// `POST /v2/console/account/{id}/ban`: no more sign-ins; every session ends, every socket
+/// closes.
 pub(crate) async fn ban(
     State(state): State<ConsoleState>,
     session: Session,
@@ -264,7 +265,11 @@ pub(crate) async fn ban(
         async |id| {
             not_the_system_user(id, "ban")?;
             state.api.accounts.stored_account(id).await?;
-            state.api.accounts.ban(&state.api.sessions, &[id]).await?;
+            state
+                .api
+                .accounts
+                .ban(&state.api.sessions, state.api.sockets.as_ref(), &[id])
+                .await?;
             Ok((empty(), json!({})))
         },
     )

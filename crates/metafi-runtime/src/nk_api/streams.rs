@@ -189,10 +189,10 @@ fn stream_user_kick(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
     }
     let stream = stream_arg(&args, 2)?;
     let host = realtime(nk, &args, "stream_user_kick", "streamUserKick")?;
-    // A presence on another node is not here to kick (single node: nothing happens).
-    if node == **nk.node() {
-        host.stream_user_leave(user_id, session_id, &stream);
-    }
+    // The session's own node takes it out, wherever the call is made (in a cluster the
+    // realtime layer sends it there); `node` only has to name one.
+    let _ = node;
+    host.stream_user_leave(user_id, session_id, &stream);
     Ok(NkValue::Nil)
 }
 

@@ -466,9 +466,11 @@ async fn leave_kick_and_close_reach_the_host_and_kick_checks_the_presence() {
         vec![
             Asked::Leave(user, session, id.clone()),
             Asked::Leave(user, session, id.clone()),
+            Asked::Leave(user, session, id.clone()),
             Asked::Close(id),
         ],
-        "a presence on another node is not kicked here"
+        "a kick of a presence that names another node reaches the host too (it finds the \
+         session's node)"
     );
     let no_session = call(
         &h.nk,

@@ -210,12 +210,9 @@ fn users_ban_id(nk: Nk, args: NkArgs) -> NkFuture {
         let services = nk.account_services("users_ban_id")?;
         services
             .accounts
-            .ban(&services.sessions, &ids)
+            .ban(&services.sessions, &nk, &ids)
             .await
             .map_err(|e| NkError::core("failed to ban users", e))?;
-        for id in &ids {
-            nk.disconnect_user(*id);
-        }
         Ok(NkValue::Nil)
     })
 }

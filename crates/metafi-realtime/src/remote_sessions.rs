@@ -1,0 +1,88 @@
+//! [`RemoteSessions`]: what server code does to sessions that live on other nodes — close
+//! them, put them in streams or take them out, push to every socket — sent to the node that
+//! holds them. A single node has none ([`NoRemoteSessions`]); a cluster sends each request to
+//! the session's node (`metafi-cluster`), which does there what [`NodeSessions`] does here.
+//!
+//! Every method is one-way and never waits: the request is queued for the other node and the
+//! answer is what was *sent* (a session the cluster knows on a live peer), not what the other
+//! node did with it. Callers ([`crate::RealtimeControl`]) are synchronous, as the `nk`
+//! functions and services above them are.
+//!
+//! [`NodeSessions`]: crate::NodeSessions
+
+use std::fmt;
+use std::sync::Arc;
+
+use metafi_match::PresenceReason;
+use uuid::Uuid;
+
+use crate::{Outbound, StreamJoin, StreamKey};
+
+/// Requests for sessions of other nodes (see the module docs: one-way, counted as sent).
+pub trait RemoteSessions: Send + Sync + fmt::Debug {
+    /// Closes `session_id` on its node, as [`crate::NodeSessions::disconnect`] closes a local
+    /// one; false when no other (live) node holds it.
+    fn disconnect(&self, session_id: Uuid, reason: PresenceReason) -> bool;
+
+    /// Closes every session of `user_id` on other nodes; how many the close was sent towards.
+    fn disconnect_user(&self, user_id: Uuid, reason: PresenceReason) -> usize;
+
+    /// Puts `session_id` in a stream as `user_id` (or replaces its meta, `update`) on its
+    /// node; false when no other (live) node holds it.
+    fn stream_join(
+        &self,
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: &StreamKey,
+        join: &StreamJoin,
+        update: bool,
+    ) -> bool;
+
+    /// Takes `session_id` out of a stream on its node (if it is there as `user_id`); false
+    /// when no other (live) node holds it.
+    fn stream_leave(&self, user_id: Uuid, session_id: Uuid, stream: &StreamKey) -> bool;
+
+    /// Takes every session of a stream out of it on the nodes holding `members` (the
+    /// stream's sessions this node does not have): one request per node.
+    fn stream_close(&self, stream: &StreamKey, members: &[Uuid]);
+
+    /// Sends `outbound` to every session of every other node (one request per node); how
+    /// many sessions this node knows there.
+    fn push_all(&self, outbound: &Outbound) -> usize;
+
+    /// The node holding `session_id`, when it is another node (presences listed to server
+    /// code name their node).
+    fn node_of(&self, session_id: Uuid) -> Option<Arc<str>>;
+}
+
+/// A single node: no session lives elsewhere.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoRemoteSessions;
+
+impl RemoteSessions for NoRemoteSessions {
+    fn disconnect(&self, _: Uuid, _: PresenceReason) -> bool {
+        false
+    }
+
+    fn disconnect_user(&self, _: Uuid, _: PresenceReason) -> usize {
+        0
+    }
+
+    fn stream_join(&self, _: Uuid, _: Uuid, _: &StreamKey, _: &StreamJoin, _: bool) -> bool {
+        false
+    }
+
+    fn stream_leave(&self, _: Uuid, _: Uuid, _: &StreamKey) -> bool {
+        false
+    }
+
+    fn stream_close(&self, _: &StreamKey, _: &[Uuid]) {}
+
+    fn push_all(&self, _: &Outbound) -> usize {
+        0
+    }
+
+    fn node_of(&self, _: Uuid) -> Option<Arc<str>> {
+        None
+    }
+}

@@ -1,0 +1,408 @@
+//! Server code on one node acting on sessions of another (two nodes in one process, one
+//! PostgreSQL `METAFI_TEST_POSTGRES_URL`, one NATS `METAFI_TEST_NATS_URL`): alice's RPCs run
+//! on node 1, bob's socket sits on node 2. `nk.session_disconnect` (with a reason), a ban
+//! (`nk.users_ban_id`) and an account deletion (`DELETE /v2/account` made on node 1) close
+//! his socket as on one node; `nk.stream_user_join`, `stream_user_update`,
+//! `stream_user_leave`, `stream_user_kick` and `stream_close` act on his presence;
+//! `nk.notification_send_all` reaches his socket. Without both variables the tests skip,
+//! unless `METAFI_REQUIRE_NATS=1` / `METAFI_REQUIRE_POSTGRES=1` (as in `scripts/test.sh`).
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use metafi_proto::api::Rpc;
+use metafi_proto::realtime::{ChannelJoin, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping};
+use metafi_proto::wkt::bool_value;
+use metafi_server::config::RawConfig;
+use metafi_testkit::{Http, Socket, TestNode, User, user};
+use tokio::time::Instant;
+
+/// A match that tells its players each leave's reason (op 7, the reason's number).
+const LMATCH: &str = r#"
+return {
+  match_init = function(context, params) return {}, 10, "" end,
+  match_join_attempt = function(context, d, tick, state, presence, metadata) return state, true end,
+  match_join = function(context, d, tick, state, presences) return state end,
+  match_leave = function(context, d, tick, state, presences)
+    for _, p in ipairs(presences) do d.broadcast_message(7, tostring(p.reason)) end
+    return state
+  end,
+  match_loop = function(context, d, tick, state, messages) return state end,
+  match_terminate = function(context, d, tick, state, grace) return state end,
+  match_signal = function(context, d, tick, state, data) return state, data end,
+}
+"#;
+
+/// RPCs taking "user_id,session_id" (or one id) as payload.
+const RPCS: &str = r#"
+local nk = require("nakama")
+local stream = { mode = 120, label = "control" }
+local function two(payload) return payload:match("([^,]*),([^,]*)") end
+nk.register_rpc(function(context, payload) return context.session_id end, "me")
+nk.register_rpc(function(context, payload) return nk.match_create("lmatch", {}) end, "create")
+nk.register_rpc(function(context, payload)
+  local sid, reason = two(payload)
+  nk.session_disconnect(sid, tonumber(reason))
+  return ""
+end, "disconnect")
+nk.register_rpc(function(context, payload) nk.users_ban_id({ payload }) return "" end, "ban")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
+  return tostring(nk.stream_user_join(uid, sid, stream, false, false, "in"))
+end, "join")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
+  nk.stream_user_update(uid, sid, stream, false, false, "updated")
+  return ""
+end, "update")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
+  nk.stream_user_leave(uid, sid, stream)
+  return ""
+end, "leave")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
+  nk.stream_user_kick({ user_id = uid, session_id = sid, node = "n2" }, stream)
+  return ""
+end, "kick")
+nk.register_rpc(function(context, payload) nk.stream_close(stream) return "" end, "close")
+nk.register_rpc(function(context, payload) return tostring(nk.stream_count(stream)) end, "count")
+nk.register_rpc(function(context, payload)
+  local status = ""
+  for _, p in ipairs(nk.stream_user_list(stream)) do
+    if p.session_id == payload then status = p.status .. "@" .. p.node end
+  end
+  return status
+end, "status")
+nk.register_rpc(function(context, payload)
+  nk.notification_send_all("to everyone", { n = 1 }, 101, false)
+  return ""
+end, "all")
+"#;
+
+fn nats_url() -> Option<String> {
+    match std::env::var("METAFI_TEST_NATS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
+                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
+            );
+            None
+        }
+    }
+}
+
+async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("lmatch.lua"), LMATCH).unwrap();
+    std::fs::write(modules.join("rpcs.lua"), RPCS).unwrap();
+    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
+    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
+        raw.name = name;
+        raw.cluster.url = nats;
+        // A prefix of this test's own: tests running at once form separate clusters.
+        raw.cluster.subject_prefix = prefix;
+        raw.cluster.heartbeat_interval_ms = 100;
+        raw.cluster.peer_lost_timeout_ms = 500;
+        raw.runtime.path = modules.display().to_string();
+        raw.runtime.lua_vms = 1;
+        raw.matches.executor_threads = 1;
+        raw.shutdown.grace_period_sec = 0;
+    })
+    .await
+}
+
+struct Pair {
+    n1: TestNode,
+    n2: TestNode,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+async fn pair() -> Option<Pair> {
+    let nats = nats_url()?;
+    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
+    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
+    eventually("the nodes see each other", || {
+        n1.node().cluster().unwrap().peers() == ["n2"]
+            && n2.node().cluster().unwrap().peers() == ["n1"]
+    })
+    .await;
+    Some(Pair {
+        n1,
+        n2,
+        _dirs: (d1, d2),
+    })
+}
+
+/// Polls `done` every 10 ms for up to 5 s (generous for a loaded machine).
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A user with a socket on `node`, and the socket's session id.
+async fn player(node: &TestNode) -> (User, Socket, String) {
+    let who = user(&Http::new(&node.base)).await;
+    let mut socket = Socket::connect(&node.base, &who.token, "").await;
+    let session = rpc(&mut socket, "me", "").await;
+    (who, socket, session)
+}
+
+async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
+    let answer = socket
+        .request(Message::Rpc(Rpc {
+            id: id.into(),
+            payload: payload.into(),
+            http_key: String::new(),
+        }))
+        .await;
+    match answer.message {
+        Some(Message::Rpc(rpc)) => rpc.payload,
+        other => panic!("rpc {id} failed: {other:?}"),
+    }
+}
+
+/// Waits until node 1 knows `session` of node 2 (its directory), so a request can find it.
+async fn known_on_n1(n1: &TestNode, session: &str) {
+    let id = uuid::Uuid::parse_str(session).unwrap();
+    eventually("node 1 knows the session of node 2", || {
+        n1.node()
+            .cluster()
+            .unwrap()
+            .directory()
+            .node_of(id)
+            .as_deref()
+            == Some("n2")
+    })
+    .await;
+}
+
+async fn join_room(socket: &mut Socket, room: &str) {
+    let answer = socket
+        .request(Message::ChannelJoin(ChannelJoin {
+            target: room.into(),
+            r#type: 1,
+            persistence: bool_value(false),
+            hidden: None,
+        }))
+        .await;
+    assert!(
+        matches!(answer.message, Some(Message::Channel(_))),
+        "{answer:?}"
+    );
+}
+
+fn channel_leave_of(e: &Envelope, who: &User) -> bool {
+    matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+        if ev.leaves.iter().any(|p| p.user_id == who.id))
+}
+
+/// A join (or a leave) of `who` alone: an update is a join and a leave in one event.
+fn stream_event_of(e: &Envelope, who: &User, join: bool) -> bool {
+    matches!(&e.message, Some(Message::StreamPresenceEvent(ev))
+    if {
+        let (these, others) = if join { (&ev.joins, &ev.leaves) } else { (&ev.leaves, &ev.joins) };
+        others.is_empty() && these.iter().any(|p| p.user_id == who.id)
+    })
+}
+
+/// The client on node 2 sees exactly what a local one sees: the close (1000, "server-side
+/// session disconnect"); alice's room on node 1 sees him leave; the match on node 1 he
+/// played in sees his leave with the reason server code gave (3, leave; not 4, disconnect).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_disconnect_closes_a_socket_on_another_node_with_its_reason() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (bob, mut b, bob_session) = player(&n2).await;
+    join_room(&mut a, "control-room").await;
+    join_room(&mut b, "control-room").await;
+    let match_id = rpc(&mut a, "create", "").await;
+    for socket in [&mut a, &mut b] {
+        let answer = socket
+            .request(Message::MatchJoin(MatchJoin {
+                id: Some(MatchJoinId::MatchId(match_id.clone())),
+                metadata: HashMap::new(),
+            }))
+            .await;
+        assert!(
+            matches!(answer.message, Some(Message::Match(Match { .. }))),
+            "{answer:?}"
+        );
+    }
+    known_on_n1(&n1, &bob_session).await;
+
+    rpc(&mut a, "disconnect", &format!("{bob_session},3")).await;
+    let frame = b
+        .closed(Duration::from_secs(5))
+        .await
+        .expect("bob's socket closes");
+    assert_eq!(u16::from(frame.code), 1000);
+    assert!(
+        frame.reason.contains("server-side session disconnect"),
+        "{frame:?}"
+    );
+    a.event(|e| channel_leave_of(e, &bob)).await;
+    let reason = a
+        .event(|e| matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == 7))
+        .await;
+    let Some(Message::MatchData(data)) = reason.message else {
+        unreachable!()
+    };
+    assert_eq!(
+        data.data.as_ref(),
+        b"3",
+        "the match sees the reason server code gave"
+    );
+    eventually("node 1 forgets bob's session", || {
+        n1.node().cluster().unwrap().directory().is_empty()
+    })
+    .await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// A ban made on node 1 closes the banned user's socket on node 2; so does an account deletion
+/// asked of node 1 (`DELETE /v2/account`) for a user whose socket is on node 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_and_an_account_deletion_close_sockets_on_another_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (bob, mut b, bob_session) = player(&n2).await;
+    let (carol, mut c, carol_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    known_on_n1(&n1, &carol_session).await;
+
+    rpc(&mut a, "ban", &bob.id).await;
+    let frame = b
+        .closed(Duration::from_secs(5))
+        .await
+        .expect("the ban closes bob's socket");
+    assert!(
+        frame.reason.contains("server-side session disconnect"),
+        "{frame:?}"
+    );
+
+    let http1 = Http::new(&n1.base);
+    let deleted = http1
+        .send(http1.delete("/v2/account").bearer_auth(&carol.token))
+        .await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    c.closed(Duration::from_secs(5))
+        .await
+        .expect("the deletion closes carol's socket");
+    a.request(Message::Ping(Ping {})).await;
+    eventually("node 1 forgets both sessions", || {
+        n1.node().cluster().unwrap().directory().is_empty()
+    })
+    .await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// Server code on node 1 puts bob (node 2) in a stream, updates his status, takes him out,
+/// kicks him and closes the stream: alice, in the stream on node 1, sees each join and leave,
+/// and node 2 (which holds his presence) counts what she sees; node 1's `nk.stream_user_list`
+/// names his node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_operations_act_on_a_session_of_another_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a, alice_session) = player(&n1).await;
+    let (bob, mut b, bob_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    let bob_ids = format!("{},{bob_session}", bob.id);
+    assert_eq!(
+        rpc(&mut a, "join", &format!("{},{alice_session}", alice.id)).await,
+        "true"
+    );
+
+    assert_eq!(
+        rpc(&mut a, "join", &bob_ids).await,
+        "true",
+        "bob was not in it"
+    );
+    a.event(|e| stream_event_of(e, &bob, true)).await;
+    // Node 2 tells its own members (bob himself) of the join it made.
+    b.event(|e| stream_event_of(e, &bob, true)).await;
+    assert_eq!(
+        rpc(&mut b, "count", "").await,
+        "2",
+        "node 2 holds his presence"
+    );
+    rpc(&mut a, "update", &bob_ids).await;
+    // Node 1 lists his new status, and names his node.
+    rpc_until(&mut a, "status", &bob_session, "updated@n2").await;
+
+    rpc(&mut a, "leave", &bob_ids).await;
+    a.event(|e| stream_event_of(e, &bob, false)).await;
+    rpc_until(&mut b, "count", "", "1").await;
+
+    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    a.event(|e| stream_event_of(e, &bob, true)).await;
+    rpc(&mut a, "kick", &bob_ids).await;
+    a.event(|e| stream_event_of(e, &bob, false)).await;
+    rpc_until(&mut b, "count", "", "1").await;
+
+    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    a.event(|e| stream_event_of(e, &bob, true)).await;
+    rpc_until(&mut b, "count", "", "2").await;
+    // Every presence leaves, on both nodes (nobody is left in the stream to be told).
+    rpc(&mut a, "close", "").await;
+    rpc_until(&mut b, "count", "", "0").await;
+    rpc_until(&mut a, "count", "", "0").await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// `nk.notification_send_all` on node 1 reaches the sockets of node 2 as well as its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_to_everyone_reaches_every_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (_bob, mut b, bob_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    rpc(&mut a, "all", "").await;
+    for socket in [&mut a, &mut b] {
+        socket
+            .event(|e| {
+                matches!(&e.message, Some(Message::Notifications(n))
+                if n.notifications.iter().any(|n| n.subject == "to everyone" && n.code == 101))
+            })
+            .await;
+    }
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// Calls RPC `id` until it answers `expected` (what another node does arrives one hop later).
+async fn rpc_until(socket: &mut Socket, id: &str, payload: &str, expected: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = rpc(socket, id, payload).await;
+        if got == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rpc {id}({payload}) answers {got:?}, not {expected:?}, after 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
