@@ -30,6 +30,9 @@ use metafi_runtime::nk_api::camel_case;
 use rquickjs::{Ctx, Value, qjs};
 use serde_json::Value as Json;
 
+/// How many objects a VM keeps for their shapes ([`FieldNames::keep_shapes`]).
+pub(crate) const MAX_KEPT_SHAPES: usize = 4096;
+
 /// How many field names a VM keeps atoms for. Nakama's messages have a few hundred field
 /// names in all; the bound keeps a message type with unforeseen keys from growing the cache.
 pub(crate) const MAX_NAMES: usize = 1024;
@@ -45,6 +48,21 @@ pub(crate) struct FieldNames {
     /// back as (`hooks::proto_name` of the spelling, which is the key it came from for every
     /// snake_case name).
     protos: RefCell<HashMap<qjs::JSAtom, Box<str>, Fnv>>,
+    /// Objects kept only for their shapes, and the key sequences they were kept for.
+    shapes: RefCell<Shapes>,
+}
+
+/// QuickJS shares an object's shape (its property names, in order) through a hash of live
+/// shapes, and frees a shape with the last object that has it. A hook's objects all die when
+/// the call ends, so every call made each shape again, one property at a time: a new shape
+/// cloned and hashed per property added, and freed at the end. One empty object and one
+/// object per prefix of each key sequence, kept for the VM's life, keep those shapes alive, so
+/// adding a property finds its next shape in the hash.
+#[derive(Default)]
+struct Shapes {
+    /// Signatures (a hash of the key atoms in order) of the key sequences kept.
+    seen: std::collections::HashSet<u64, Fnv>,
+    kept: Vec<qjs::JSValue>,
 }
 
 impl FieldNames {
@@ -60,6 +78,12 @@ impl FieldNames {
     /// Frees the atoms this cache holds. Called while the VM's context is alive.
     pub(crate) fn release(&self, ctx: &Ctx<'_>) {
         let raw = ctx.as_raw().as_ptr();
+        let mut shapes = self.shapes.borrow_mut();
+        shapes.seen.clear();
+        for value in shapes.kept.drain(..) {
+            // SAFETY: each kept object holds one reference, taken in `keep_shapes`.
+            unsafe { qjs::JS_FreeValue(raw, value) };
+        }
         self.protos.borrow_mut().clear();
         for (_, atom) in self.atoms.borrow_mut().drain() {
             // SAFETY: each cached atom holds one reference, taken in `atom`.
@@ -97,6 +121,62 @@ impl FieldNames {
             .borrow_mut()
             .insert(atom, proto_name(&spelled).into_boxed_str());
         (atom, false)
+    }
+}
+
+impl FieldNames {
+    /// Keeps the shapes of an object with the keys of `keys` in order (all cached field names)
+    /// alive, the first time that sequence is seen and while fewer than [`MAX_KEPT_SHAPES`]
+    /// objects are kept ([`Shapes`]).
+    unsafe fn keep_shapes(
+        &self,
+        ctx: *mut qjs::JSContext,
+        signature: u64,
+        keys: &serde_json::Map<String, Json>,
+    ) {
+        let mut shapes = self.shapes.borrow_mut();
+        if shapes.seen.contains(&signature) || shapes.kept.len() + keys.len() >= MAX_KEPT_SHAPES {
+            return;
+        }
+        let atoms = self.atoms.borrow();
+        let Some(atoms) = keys
+            .keys()
+            .map(|key| atoms.get(key.as_str()).copied())
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        shapes.seen.insert(signature);
+        for len in 0..=atoms.len() {
+            // SAFETY: `ctx` is live; the object is kept (one reference) or freed.
+            let skeleton = unsafe { qjs::JS_NewObject(ctx) };
+            if unsafe { qjs::JS_IsException(skeleton) } {
+                // Out of memory: the shapes are only an optimisation; leave the call's own
+                // allocations to report it.
+                unsafe { qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx)) };
+                return;
+            }
+            for &atom in &atoms[..len] {
+                // SAFETY: `atom` is held by the cache; `undefined` needs no reference.
+                let defined = unsafe {
+                    qjs::JS_DefinePropertyValue(
+                        ctx,
+                        skeleton,
+                        atom,
+                        qjs::JS_UNDEFINED,
+                        qjs::JS_PROP_C_W_E as _,
+                    )
+                };
+                if defined < 0 {
+                    unsafe {
+                        qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                        qjs::JS_FreeValue(ctx, skeleton);
+                    }
+                    return;
+                }
+            }
+            shapes.kept.push(skeleton);
+        }
     }
 }
 
@@ -167,6 +247,8 @@ unsafe fn new_value(
             if unsafe { qjs::JS_IsException(object) } {
                 return object;
             }
+            // The key sequence's signature, while every key is a cached field name.
+            let mut signature = Some(FNV_OFFSET);
             for (key, item) in map {
                 let keep = !rename || MAP_FIELDS.contains(&key.as_str());
                 // SAFETY: the caller's contract.
@@ -176,6 +258,9 @@ unsafe fn new_value(
                     return value;
                 }
                 let (atom, owned) = unsafe { names.atom(ctx, key, rename) };
+                signature = signature
+                    .filter(|_| !owned)
+                    .map(|s| (s ^ u64::from(atom)).wrapping_mul(FNV_PRIME));
                 if atom == qjs::JS_ATOM_NULL {
                     unsafe {
                         qjs::JS_FreeValue(ctx, value);
@@ -195,6 +280,10 @@ unsafe fn new_value(
                     return qjs::JS_EXCEPTION;
                 }
             }
+            if let Some(signature) = signature.filter(|_| rename) {
+                // SAFETY: `ctx` is live.
+                unsafe { names.keep_shapes(ctx, signature, map) };
+            }
             object
         }
     }
@@ -206,6 +295,9 @@ unsafe fn new_value(
 struct FnvHasher(u64);
 
 type Fnv = BuildHasherDefault<FnvHasher>;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
 impl Hasher for FnvHasher {
     fn finish(&self) -> u64 {
@@ -309,6 +401,34 @@ mod tests {
                 .unwrap();
             assert_eq!(seen, "0|userId|u");
             names.release(&ctx);
+        });
+    }
+
+    #[test]
+    fn the_shapes_of_a_key_sequence_are_kept_once() {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        let names = FieldNames::default();
+        context.with(|ctx| {
+            let request = json!({"account": {"id": "d", "vars": {"k": "v"}}, "create": true});
+            let first = build(&ctx, &names, &request, true).unwrap();
+            // {} and {account}, {account, create}; {} and {id}, {id, vars}. Not the map
+            // field's own keys: they are user data.
+            assert_eq!(names.shapes.borrow().kept.len(), 6);
+            drop(first);
+            let again = build(&ctx, &names, &request, true).unwrap();
+            assert_eq!(names.shapes.borrow().kept.len(), 6);
+            // The kept objects are nowhere a script can reach, and change nothing it sees.
+            ctx.globals().set("v", again).unwrap();
+            let seen: String = ctx
+                .eval("JSON.stringify(v) + '|' + Object.keys(v.account).join()")
+                .unwrap();
+            assert_eq!(
+                seen,
+                r#"{"account":{"id":"d","vars":{"k":"v"}},"create":true}|id,vars"#
+            );
+            names.release(&ctx);
+            assert!(names.shapes.borrow().kept.is_empty());
         });
     }
 

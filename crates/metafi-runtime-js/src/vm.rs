@@ -358,12 +358,31 @@ impl JsVm {
 /// atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
 /// so a module that replaces `Object.create` changes nothing here.
 ///
+/// QuickJS frees an object's shape with the last object that has it, so the `ctx`, logger and
+/// `fields` of one call would make their shapes again, one property at a time, in the next:
+/// the first call of each kind of `ctx` (with or without a user, session expiry, session id,
+/// address) keeps one object per prefix of each of those key sequences (`shapes`; see
+/// `hook_value.rs`, `Shapes`). They are built with the `Object.keys` and
+/// `Object.defineProperty` of VM start and a descriptor without a prototype, so no script
+/// code runs for them.
+///
 /// Answers `[call, prepare]`. `call(fn, after, data, input, rpcId, mode, node, version,
 /// …request)` is the general entry; `prepare(fn, rpcId, mode, after, node, version)` binds the
 /// parts of a hook's call that never change (the function, its id, its mode and the node) into
 /// `function (data, input, …request)`, so a hook call from Rust passes two values, and the
 /// request's only when it has some ([`PreparedHook`]).
-const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
+const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define, objectProto) { \
+  var shapes = create(null), slot = create(null); \
+  slot.value = undefined; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
+  function prefixes(o, proto) { \
+    var names = keys(o), all = [], i, j, p; \
+    for (i = 0; i <= names.length; i++) { \
+      p = create(proto); \
+      for (j = 0; j < i; j++) define(p, names[j], slot); \
+      all.push(p); \
+    } \
+    return all; \
+  } \
   function call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
                 uname, vars, exp, sid, ip) { \
     var ctx = { node: node, version: version, env: env, executionMode: mode, \
@@ -377,6 +396,12 @@ const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
     if (ip !== undefined) ctx.clientIp = ip; \
     var logger = create(loggerProto); \
     logger.fields = { rpc_id: rpcId }; \
+    var variant = (uid === undefined ? 0 : 1) + (exp === undefined ? 0 : 2) + \
+                  (sid === undefined ? 0 : 4) + (ip === undefined ? 0 : 8); \
+    if (shapes[variant] === undefined) { \
+      shapes[variant] = [prefixes(ctx, objectProto), prefixes(logger, loggerProto), \
+                         prefixes(logger.fields, objectProto)]; \
+    } \
     return after ? fn(ctx, logger, nk, data, input) : fn(ctx, logger, nk, data); \
   } \
   function prepare(fn, rpcId, mode, after, node, version) { \
@@ -625,9 +650,19 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
     let object: Object<'js> = ctx.globals().get("Object")?;
     let create: Function<'js> = object.get("create")?;
+    let keys: Function<'js> = object.get("keys")?;
+    let define: Function<'js> = object.get("defineProperty")?;
+    let object_proto: Object<'js> = object.get("prototype")?;
     let make_entry: Function<'js> = ctx.eval(CALL_ENTRY)?;
-    let entries: rquickjs::Array<'js> =
-        make_entry.call((nk.clone(), logger.clone(), env.clone(), create))?;
+    let entries: rquickjs::Array<'js> = make_entry.call((
+        nk.clone(),
+        logger.clone(),
+        env.clone(),
+        create,
+        keys,
+        define,
+        object_proto,
+    ))?;
     let call_entry: Function<'js> = entries.get(0)?;
     let prepare: Function<'js> = entries.get(1)?;
     *shared.cached.borrow_mut() = Some(Cached {

@@ -48,6 +48,7 @@ async fn a_hook_that_keeps_and_changes_its_ctx_and_request_changes_nothing_for_t
                 "reused": false,
                 "accountId": "device-1",
                 "vars": "otherKey,some_key",
+                "setterCalls": 0,
             }),
             "call {call}"
         );
