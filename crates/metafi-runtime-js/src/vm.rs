@@ -363,8 +363,9 @@ impl JsVm {
 /// the first call of each kind of `ctx` (with or without a user, session expiry, session id,
 /// address) keeps one object per prefix of each of those key sequences (`shapes`; see
 /// `hook_value.rs`, `Shapes`). They are built with the `Object.keys` and
-/// `Object.defineProperty` of VM start and a descriptor without a prototype, so no script
-/// code runs for them.
+/// `Object.defineProperty` of VM start, and held in objects without a prototype, so no script
+/// code runs for them even where the intrinsics are not frozen (`Array.prototype.push`
+/// replaced, a setter on `Object.prototype`).
 ///
 /// Answers `[call, prepare]`. `call(fn, after, data, input, rpcId, mode, node, version,
 /// …request)` is the general entry; `prepare(fn, rpcId, mode, after, node, version)` binds the
@@ -375,11 +376,11 @@ const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define,
   var shapes = create(null), slot = create(null); \
   slot.value = undefined; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
   function prefixes(o, proto) { \
-    var names = keys(o), all = [], i, j, p; \
+    var names = keys(o), all = create(null), i, j, p; \
     for (i = 0; i <= names.length; i++) { \
       p = create(proto); \
       for (j = 0; j < i; j++) define(p, names[j], slot); \
-      all.push(p); \
+      all[i] = p; \
     } \
     return all; \
   } \
