@@ -131,47 +131,6 @@ pub(crate) fn string_map<'js, 'a>(
     Ok(object)
 }
 
-/// A hook's request or answer (JSON in proto names) as the JavaScript value Nakama's runtime
-/// shows: object keys in `lowerCamelCase` when `rename`, except inside map fields
-/// (`vars`, …) whose keys are user data ([`metafi_runtime::hooks::MAP_FIELDS`]). Built straight
-/// from the value, without JSON text; numbers as `JSON.parse` makes them.
-pub(crate) fn hook_value<'js>(
-    ctx: &Ctx<'js>,
-    json: &serde_json::Value,
-    rename: bool,
-) -> rquickjs::Result<Value<'js>> {
-    use serde_json::Value as Json;
-    Ok(match json {
-        Json::Null => Value::new_null(ctx.clone()),
-        Json::Bool(b) => Value::new_bool(ctx.clone(), *b),
-        Json::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
-            Some(i) => Value::new_int(ctx.clone(), i),
-            None => Value::new_float(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Json::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
-        Json::Array(items) => {
-            let array = Array::new(ctx.clone())?;
-            for (i, item) in items.iter().enumerate() {
-                array.set(i, hook_value(ctx, item, rename)?)?;
-            }
-            array.into_value()
-        }
-        Json::Object(map) => {
-            let object = Object::new(ctx.clone())?;
-            for (key, item) in map {
-                let keep = !rename || metafi_runtime::hooks::MAP_FIELDS.contains(&key.as_str());
-                let item = hook_value(ctx, item, rename && !keep)?;
-                if rename {
-                    object.set(metafi_runtime::nk_api::camel_case(key), item)?;
-                } else {
-                    object.set(key.as_str(), item)?;
-                }
-            }
-            object.into_value()
-        }
-    })
-}
-
 /// What a before hook returned, as `JSON.stringify` wrote it, read back into proto names
 /// (`refreshToken` → `refresh_token`; map fields' keys unchanged).
 pub(crate) fn hook_result(text: &str) -> serde_json::Result<serde_json::Value> {

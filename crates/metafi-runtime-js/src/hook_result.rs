@@ -23,10 +23,18 @@
 //! answer or error. An exception thrown while reading (a getter) is the call's error, as
 //! stringify would have thrown it.
 
+// Object keys are read through QuickJS's C API (`OwnKeys`, `JS_GetProperty` with the key's
+// atom): rquickjs offers keys only as text, and a key's atom is what the field-name cache
+// knows. Each unsafe block uses values of the live context the reader was given.
+#![allow(unsafe_code)]
+
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
 use metafi_runtime::nk_api::ValueBudget;
-use rquickjs::{Object, Type, Value};
+use rquickjs::atom::PredefinedAtom;
+use rquickjs::{Atom, Ctx, Object, Type, Value, qjs};
 use serde_json::{Map, Number, Value as Json};
+
+use crate::hook_value::FieldNames;
 
 /// Deeper than this is read by the text path (the limit `JSON.stringify` has none of; a
 /// request is a few levels deep).
@@ -39,71 +47,133 @@ pub(crate) enum Walk {
     Unplain,
 }
 
-/// Reads `value` (not `undefined` or `null`: the caller has handled those) in proto names.
-pub(crate) fn read<'js>(value: &Value<'js>) -> rquickjs::Result<Walk> {
-    Ok(match walk(value, true, 0, &mut ValueBudget::default())? {
+/// Reads `value` (not `undefined` or `null`: the caller has handled those) in proto names;
+/// keys whose atom `names` holds are not read from QuickJS as text.
+pub(crate) fn read<'js>(value: &Value<'js>, names: &FieldNames) -> rquickjs::Result<Walk> {
+    let mut reader = Reader {
+        names,
+        budget: ValueBudget::default(),
+    };
+    Ok(match reader.walk(value, true, 0)? {
         Some(json) => Walk::Plain(json),
         None => Walk::Unplain,
     })
 }
 
-/// `None`: not plain data. `Some(None)` marks a value an object leaves out.
-fn walk<'js>(
-    value: &Value<'js>,
-    rename: bool,
-    depth: usize,
-    budget: &mut ValueBudget,
-) -> rquickjs::Result<Option<Json>> {
-    Ok(match value.type_of() {
-        Type::Null => Some(Json::Null),
-        Type::Bool => value.as_bool().map(Json::Bool),
-        Type::Int => value.as_int().map(Json::from),
-        Type::Float => value.as_float().and_then(number),
-        Type::String => match value.as_string().map(|s| s.to_string()) {
-            Some(Ok(text)) => Some(Json::String(text)),
-            _ => None,
-        },
-        Type::Array if depth < MAX_DEPTH => match value.as_array() {
-            // A sparse array's length is not its size (`a[1e9] = 1`): past the item budget
-            // the text path reads it, within the VM's memory cap.
-            Some(array) if plain(array.as_object(), true)? && budget.take(array.len()).is_ok() => {
-                let mut items = Vec::with_capacity(array.len());
-                for i in 0..array.len() {
-                    let item: Value<'js> = array.get(i)?;
-                    match member(&item, rename, depth, budget)? {
-                        Member::Value(json) => items.push(json),
-                        Member::Skipped => items.push(Json::Null),
-                        Member::Unplain => return Ok(None),
-                    }
-                }
-                Some(Json::Array(items))
-            }
-            _ => None,
-        },
-        Type::Object if depth < MAX_DEPTH => match value.as_object() {
-            Some(object) if plain(object, false)? => {
-                let mut map = Map::new();
-                for prop in object.props::<String, Value<'js>>() {
-                    let (key, item) = prop?;
-                    if budget.take(1).is_err() {
-                        return Ok(None);
-                    }
-                    let inner = rename && !MAP_FIELDS.contains(&key.as_str());
-                    match member(&item, inner, depth, budget)? {
-                        Member::Value(json) => {
-                            let key = if rename { proto_name(&key) } else { key };
-                            map.insert(key, json);
+struct Reader<'a> {
+    names: &'a FieldNames,
+    budget: ValueBudget,
+}
+
+impl Reader<'_> {
+    /// `None`: not plain data.
+    fn walk<'js>(
+        &mut self,
+        value: &Value<'js>,
+        rename: bool,
+        depth: usize,
+    ) -> rquickjs::Result<Option<Json>> {
+        Ok(match value.type_of() {
+            Type::Null => Some(Json::Null),
+            Type::Bool => value.as_bool().map(Json::Bool),
+            Type::Int => value.as_int().map(Json::from),
+            Type::Float => value.as_float().and_then(number),
+            Type::String => match value.as_string().map(|s| s.to_string()) {
+                Some(Ok(text)) => Some(Json::String(text)),
+                _ => None,
+            },
+            Type::Array if depth < MAX_DEPTH => match value.as_array() {
+                // A sparse array's length is not its size (`a[1e9] = 1`): past the item
+                // budget the text path reads it, within the VM's memory cap.
+                Some(array)
+                    if plain(array.as_object(), true)? && self.budget.take(array.len()).is_ok() =>
+                {
+                    let mut items = Vec::with_capacity(array.len());
+                    for i in 0..array.len() {
+                        let item: Value<'js> = array.get(i)?;
+                        match self.member(&item, rename, depth)? {
+                            Member::Value(json) => items.push(json),
+                            Member::Skipped => items.push(Json::Null),
+                            Member::Unplain => return Ok(None),
                         }
-                        Member::Skipped => {}
-                        Member::Unplain => return Ok(None),
                     }
+                    Some(Json::Array(items))
                 }
-                Some(Json::Object(map))
-            }
+                _ => None,
+            },
+            Type::Object if depth < MAX_DEPTH => match value.as_object() {
+                Some(object) if plain(object, false)? => self.object(object, rename, depth)?,
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
-    })
+        })
+    }
+
+    /// A plain object's own enumerable string-keyed properties, in property order.
+    fn object<'js>(
+        &mut self,
+        object: &Object<'js>,
+        rename: bool,
+        depth: usize,
+    ) -> rquickjs::Result<Option<Json>> {
+        let ctx = object.ctx();
+        let keys = OwnKeys::of(object)?;
+        let mut map = Map::new();
+        for &atom in keys.atoms() {
+            if self.budget.take(1).is_err() {
+                return Ok(None);
+            }
+            // SAFETY: `object` and `atom` are live in `ctx`; the answer is owned (or
+            // JS_EXCEPTION, with the exception pending: a getter threw).
+            let item = unsafe { qjs::JS_GetProperty(ctx.as_raw().as_ptr(), object.as_raw(), atom) };
+            if unsafe { qjs::JS_IsException(item) } {
+                return Err(rquickjs::Error::Exception);
+            }
+            // SAFETY: owned, from `ctx`'s runtime.
+            let item = unsafe { Value::from_raw(ctx.clone(), item) };
+            let cached = if rename {
+                self.names.proto_name(atom)
+            } else {
+                None
+            };
+            let key = match cached {
+                Some(key) => key,
+                None => match atom_text(ctx, atom) {
+                    Some(text) if rename => proto_name(&text),
+                    Some(text) => text,
+                    None => return Ok(None),
+                },
+            };
+            let inner = rename && !MAP_FIELDS.contains(&key.as_str());
+            match self.member(&item, inner, depth)? {
+                Member::Value(json) => {
+                    map.insert(key, json);
+                }
+                Member::Skipped => {}
+                Member::Unplain => return Ok(None),
+            }
+        }
+        Ok(Some(Json::Object(map)))
+    }
+
+    fn member<'js>(
+        &mut self,
+        item: &Value<'js>,
+        rename: bool,
+        depth: usize,
+    ) -> rquickjs::Result<Member> {
+        Ok(match item.type_of() {
+            Type::Undefined
+            | Type::Uninitialized
+            | Type::Function
+            | Type::Constructor
+            | Type::Symbol => Member::Skipped,
+            _ => match self.walk(item, rename, depth + 1)? {
+                Some(json) => Member::Value(json),
+                None => Member::Unplain,
+            },
+        })
+    }
 }
 
 enum Member {
@@ -113,23 +183,69 @@ enum Member {
     Unplain,
 }
 
-fn member<'js>(
-    item: &Value<'js>,
-    rename: bool,
-    depth: usize,
-    budget: &mut ValueBudget,
-) -> rquickjs::Result<Member> {
-    Ok(match item.type_of() {
-        Type::Undefined
-        | Type::Uninitialized
-        | Type::Function
-        | Type::Constructor
-        | Type::Symbol => Member::Skipped,
-        _ => match walk(item, rename, depth + 1, budget)? {
-            Some(json) => Member::Value(json),
-            None => Member::Unplain,
-        },
-    })
+/// The own enumerable string keys of an object (`JSON.stringify`'s list), freed on drop.
+struct OwnKeys<'js> {
+    ctx: Ctx<'js>,
+    table: *mut qjs::JSPropertyEnum,
+    len: u32,
+}
+
+impl<'js> OwnKeys<'js> {
+    fn of(object: &Object<'js>) -> rquickjs::Result<OwnKeys<'js>> {
+        let ctx = object.ctx().clone();
+        let mut table = std::ptr::null_mut();
+        let mut len = 0;
+        let flags = (qjs::JS_GPN_STRING_MASK | qjs::JS_GPN_ENUM_ONLY) as _;
+        // SAFETY: `object` is live in `ctx`; on success QuickJS hands over `table`.
+        let status = unsafe {
+            qjs::JS_GetOwnPropertyNames(
+                ctx.as_raw().as_ptr(),
+                &mut table,
+                &mut len,
+                object.as_raw(),
+                flags,
+            )
+        };
+        if status < 0 {
+            return Err(rquickjs::Error::Exception);
+        }
+        Ok(OwnKeys { ctx, table, len })
+    }
+
+    fn atoms(&self) -> impl Iterator<Item = &qjs::JSAtom> + '_ {
+        (0..self.len as usize).map(|i| {
+            // SAFETY: `table` has `len` entries until drop.
+            unsafe { &(*self.table.add(i)).atom }
+        })
+    }
+}
+
+impl Drop for OwnKeys<'_> {
+    fn drop(&mut self) {
+        if !self.table.is_null() {
+            // SAFETY: the table and its atoms, as `JS_GetOwnPropertyNames` gave them.
+            unsafe { qjs::JS_FreePropertyEnum(self.ctx.as_raw().as_ptr(), self.table, self.len) };
+        }
+    }
+}
+
+/// An atom's text; `None` if it is not valid UTF-8 (a lone surrogate), which the text path
+/// then reads.
+fn atom_text(ctx: &Ctx<'_>, atom: qjs::JSAtom) -> Option<String> {
+    let raw = ctx.as_raw().as_ptr();
+    let mut len = 0;
+    // SAFETY: `atom` is live in `ctx`; the C string is freed below.
+    let text = unsafe { qjs::JS_AtomToCStringLen(raw, &mut len, atom) };
+    if text.is_null() {
+        // Out of memory: the exception QuickJS left pending is not this reader's; the text
+        // path meets the same condition and reports it.
+        return None;
+    }
+    // SAFETY: QuickJS wrote `len` bytes at `text`.
+    let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len as usize) };
+    let owned = std::str::from_utf8(bytes).ok().map(str::to_owned);
+    unsafe { qjs::JS_FreeCString(raw, text) };
+    owned
 }
 
 /// Whether `JSON.stringify` would read `object` as plain data: no `toJSON` (own or
@@ -138,7 +254,9 @@ fn member<'js>(
 /// length, so boxed primitives, dates, maps and class instances are not plain (class
 /// instances are read by the text path, which gives the same answer).
 fn plain<'js>(object: &Object<'js>, array: bool) -> rquickjs::Result<bool> {
-    if !object.get::<_, Value<'js>>("toJSON")?.is_undefined() {
+    // The predefined atom: no text to look up.
+    let to_json = Atom::from_predefined(object.ctx().clone(), PredefinedAtom::ToJSON);
+    if !object.get::<_, Value<'js>>(to_json)?.is_undefined() {
         return Ok(false);
     }
     Ok(match object.get_prototype() {
@@ -199,7 +317,7 @@ mod tests {
                 "({})",
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
-                let Walk::Plain(walked) = read(&value).unwrap() else {
+                let Walk::Plain(walked) = read(&value, &FieldNames::default()).unwrap() else {
                     panic!("{code}: read as not plain");
                 };
                 assert_eq!(Some(walked), text_path(&ctx, value), "{code}");
@@ -230,7 +348,7 @@ mod tests {
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
                 assert!(
-                    matches!(read(&value).unwrap(), Walk::Unplain),
+                    matches!(read(&value, &FieldNames::default()).unwrap(), Walk::Unplain),
                     "{code}: read as plain"
                 );
             }
@@ -245,7 +363,7 @@ mod tests {
             let value: Value<'_> = ctx
                 .eval("({get bad() { throw new Error('no'); }})")
                 .unwrap();
-            assert!(read(&value).is_err());
+            assert!(read(&value, &FieldNames::default()).is_err());
         });
     }
 }

@@ -32,6 +32,7 @@ mod context;
 mod convert;
 mod freeze;
 mod hook_result;
+mod hook_value;
 mod hooks;
 mod initializer;
 mod io;

@@ -10,20 +10,24 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use metafi_core::RpcContext;
 use metafi_runtime::{
-    HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError,
-    VmSetup, code_from_number,
+    ExecutionMode, HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall,
+    ScriptError, VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
-use rquickjs::function::Args;
-use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value};
+use rquickjs::{
+    Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value, qjs,
+};
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::budget::Budget;
 use crate::hook_result::{self, Walk};
+use crate::hook_value::{self, FieldNames};
 use crate::io::{self, WaitError};
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
@@ -53,7 +57,7 @@ pub(crate) struct Shared {
     pub(crate) rpcs: RefCell<HashMap<String, Registration<Function<'static>>>>,
     /// The hooks' own functions by reserved id (`rpcs` holds their JSON-text wrappers under
     /// the same ids), for [`JsVm::run_hook`].
-    pub(crate) hooks: RefCell<HashMap<String, Persistent<Function<'static>>>>,
+    pub(crate) hooks: RefCell<HashMap<String, HookFunction>>,
     /// Match handler name → handler object (the seven functions, validated), run by the
     /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,
@@ -61,6 +65,8 @@ pub(crate) struct Shared {
     pub(crate) storage_indexes: RefCell<Vec<metafi_runtime::host::RegisteredIndex>>,
     /// Per-VM objects built once: `nk`, the logger prototype, `ctx.env`.
     pub(crate) cached: RefCell<Option<Cached>>,
+    /// The atoms of proto field names, for hook values in and out.
+    pub(crate) names: FieldNames,
 }
 
 pub(crate) struct Registration<T> {
@@ -72,8 +78,10 @@ pub(crate) struct Cached {
     pub(crate) nk: Persistent<Object<'static>>,
     pub(crate) logger: Persistent<Object<'static>>,
     pub(crate) env: Persistent<Object<'static>>,
-    /// Calls a hook with the `ctx` and logger built in JavaScript ([`CALL_ENTRY`]).
+    /// Calls an RPC or hook with the `ctx` and logger built in JavaScript ([`CALL_ENTRY`]).
     pub(crate) call_entry: Persistent<Function<'static>>,
+    /// Binds a hook's fixed arguments into an entry of its own ([`CALL_ENTRY`]).
+    pub(crate) prepare: Persistent<Function<'static>>,
 }
 
 impl Shared {
@@ -140,6 +148,7 @@ pub struct JsVm {
 impl Drop for JsVm {
     fn drop(&mut self) {
         self.shared.release();
+        self.context.with(|ctx| self.shared.names.release(&ctx));
         // Collect cycles that went through the released values before the context goes.
         self.runtime.run_gc();
     }
@@ -180,6 +189,7 @@ impl JsVm {
             matches: RefCell::new(BTreeMap::new()),
             storage_indexes: RefCell::new(Vec::new()),
             cached: RefCell::new(None),
+            names: FieldNames::default(),
         });
         let vm = JsVm {
             shared,
@@ -289,7 +299,7 @@ impl JsVm {
 /// JSON text), and reads a before hook's result back in proto names.
 impl JsVm {
     pub(crate) fn run_hook(&self, call: &RpcCall, args: HookArgs) -> Outcome<Option<Json>> {
-        let Some(function) = self.shared.hooks.borrow().get(&*call.id).cloned() else {
+        if !self.shared.hooks.borrow().contains_key(&*call.id) {
             return Outcome::Done(Err(ScriptError::Failed {
                 message: "RPC function not found".into(),
                 detail: format!("hook '{}' is not registered on this VM", call.id),
@@ -299,7 +309,7 @@ impl JsVm {
         budget.start(call.deadline);
         let after = matches!(args, HookArgs::After { .. });
         let outcome = self.context.with(|ctx| {
-            let result = invoke_hook(&ctx, &self.shared, function, call, args);
+            let result = invoke_hook(&ctx, &self.shared, call, args);
             run_jobs(&ctx, budget);
             let value = match result {
                 Ok(value) => value,
@@ -318,7 +328,7 @@ impl JsVm {
                 return Outcome::Done(Ok(None));
             }
             // Plain data straight into proto names; anything else through JSON.stringify.
-            match hook_result::read(&value) {
+            match hook_result::read(&value, &self.shared.names) {
                 Ok(Walk::Plain(json)) => return Outcome::Done(Ok(Some(json))),
                 Ok(Walk::Unplain) => {}
                 Err(e) => return Outcome::Done(Err(classify(&ctx, &self.shared, e))),
@@ -347,9 +357,35 @@ impl JsVm {
 /// one call from Rust instead of a property set per field, each of which made and looked up an
 /// atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
 /// so a module that replaces `Object.create` changes nothing here.
-const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
-  return function (fn, after, data, input, rpcId, node, version, mode, headers, query, uid, \
-                   uname, vars, exp, sid, ip) { \
+///
+/// QuickJS frees an object's shape with the last object that has it, so the `ctx`, logger and
+/// `fields` of one call would make their shapes again, one property at a time, in the next:
+/// the first call of each kind of `ctx` (with or without a user, session expiry, session id,
+/// address) keeps one object per prefix of each of those key sequences (`shapes`; see
+/// `hook_value.rs`, `Shapes`). They are built with the `Object.keys` and
+/// `Object.defineProperty` of VM start, and held in objects without a prototype, so no script
+/// code runs for them even where the intrinsics are not frozen (`Array.prototype.push`
+/// replaced, a setter on `Object.prototype`).
+///
+/// Answers `[call, prepare]`. `call(fn, after, data, input, rpcId, mode, node, version,
+/// …request)` is the general entry; `prepare(fn, rpcId, mode, after, node, version)` binds the
+/// parts of a hook's call that never change (the function, its id, its mode and the node) into
+/// `function (data, input, …request)`, so a hook call from Rust passes two values, and the
+/// request's only when it has some ([`PreparedHook`]).
+const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define, objectProto) { \
+  var shapes = create(null), slot = create(null); \
+  slot.value = undefined; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
+  function prefixes(o, proto) { \
+    var names = keys(o), all = create(null), i, j, p; \
+    for (i = 0; i <= names.length; i++) { \
+      p = create(proto); \
+      for (j = 0; j < i; j++) define(p, names[j], slot); \
+      all[i] = p; \
+    } \
+    return all; \
+  } \
+  function call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
+                uname, vars, exp, sid, ip) { \
     var ctx = { node: node, version: version, env: env, executionMode: mode, \
                 headers: headers === undefined ? {} : headers, \
                 queryParams: query === undefined ? {} : query }; \
@@ -361,40 +397,144 @@ const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create) { \
     if (ip !== undefined) ctx.clientIp = ip; \
     var logger = create(loggerProto); \
     logger.fields = { rpc_id: rpcId }; \
+    var variant = (uid === undefined ? 0 : 1) + (exp === undefined ? 0 : 2) + \
+                  (sid === undefined ? 0 : 4) + (ip === undefined ? 0 : 8); \
+    if (shapes[variant] === undefined) { \
+      shapes[variant] = [prefixes(ctx, objectProto), prefixes(logger, loggerProto), \
+                         prefixes(logger.fields, objectProto)]; \
+    } \
     return after ? fn(ctx, logger, nk, data, input) : fn(ctx, logger, nk, data); \
-  }; \
+  } \
+  function prepare(fn, rpcId, mode, after, node, version) { \
+    return function (data, input, headers, query, uid, uname, vars, exp, sid, ip) { \
+      return call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
+                  uname, vars, exp, sid, ip); \
+    }; \
+  } \
+  return [call, prepare]; \
 })";
 
+/// A registered hook: the module's function, and the entry [`CALL_ENTRY`]'s `prepare` bound
+/// for it on its first call.
+pub(crate) struct HookFunction {
+    function: Persistent<Function<'static>>,
+    prepared: Option<PreparedHook>,
+}
+
+/// A hook's prepared entry and the call context it was bound with: a call whose node, version
+/// and mode differ (none does: the host gives every hook call of a process the same node and
+/// version, and a hook's mode is its kind) takes the general entry.
+struct PreparedHook {
+    entry: Persistent<Function<'static>>,
+    node: Arc<str>,
+    version: &'static str,
+    mode: ExecutionMode,
+}
+
+impl HookFunction {
+    pub(crate) fn new(function: Persistent<Function<'static>>) -> HookFunction {
+        HookFunction {
+            function,
+            prepared: None,
+        }
+    }
+}
+
 /// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
-/// input)` after, through [`CALL_ENTRY`].
+/// input)` after, through its prepared entry.
 fn invoke_hook<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
-    function: Persistent<Function<'static>>,
     call: &RpcCall,
     args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
-    let function = function.restore(ctx)?;
     let value = |json: Option<Json>| match json {
-        Some(json) => convert::hook_value(ctx, &json, true),
+        Some(json) => hook_value::build(ctx, &shared.names, &json, true),
         None => Ok(Value::new_null(ctx.clone())),
     };
     let (after, data, input) = match args {
         HookArgs::Before(input) => (false, value(input)?, Value::new_undefined(ctx.clone())),
         HookArgs::After { output, input } => (true, value(output)?, value(input)?),
     };
-    call_through_entry(ctx, shared, function, call, after, data, input)
+    let entry = prepared_entry(ctx, shared, call, after)?;
+    let request = request_args(ctx, &call.ctx.request)?;
+    let mut argv = [qjs::JS_UNDEFINED; 10];
+    argv[0] = data.as_raw();
+    argv[1] = input.as_raw();
+    // Trailing `undefined`s are left out: JavaScript fills missing arguments with them.
+    let mut argc = 2;
+    for (i, value) in request.iter().enumerate() {
+        if let Some(value) = value {
+            argv[2 + i] = value.as_raw();
+            argc = 3 + i;
+        }
+    }
+    call_raw(ctx, &entry, &argv[..argc])
 }
 
-/// `function(ctx, logger, nk, data[, input])` through [`CALL_ENTRY`], with `call`'s context.
+/// The hook's entry prepared for `call`'s node, version and mode, or the general entry with
+/// the hook bound in when they differ from what it was prepared with.
+fn prepared_entry<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    call: &RpcCall,
+    after: bool,
+) -> rquickjs::Result<Function<'js>> {
+    let (function, prepared) = {
+        let hooks = shared.hooks.borrow();
+        let Some(hook) = hooks.get(&*call.id) else {
+            return Err(Exception::throw_internal(
+                ctx,
+                "the hook is not registered on this VM",
+            ));
+        };
+        let prepared = hook.prepared.as_ref().and_then(|p| {
+            (*p.node == *call.ctx.node && p.version == call.ctx.version && p.mode == call.ctx.mode)
+                .then(|| p.entry.clone())
+        });
+        (hook.function.clone(), prepared)
+    };
+    if let Some(entry) = prepared {
+        return entry.restore(ctx);
+    }
+    let function = function.restore(ctx)?;
+    let prepare = {
+        let cached = shared.cached.borrow();
+        let Some(cached) = cached.as_ref() else {
+            return Err(Exception::throw_internal(
+                ctx,
+                "the nk API is not bound to this VM",
+            ));
+        };
+        cached.prepare.clone().restore(ctx)?
+    };
+    let entry: Function<'js> = prepare.call((
+        function,
+        &*call.id,
+        call.ctx.mode.as_str(),
+        after,
+        &*call.ctx.node,
+        call.ctx.version,
+    ))?;
+    if let Some(hook) = shared.hooks.borrow_mut().get_mut(&*call.id) {
+        hook.prepared = Some(PreparedHook {
+            entry: Persistent::save(ctx, entry.clone()),
+            node: call.ctx.node.clone(),
+            version: call.ctx.version,
+            mode: call.ctx.mode,
+        });
+    }
+    Ok(entry)
+}
+
+/// `function(ctx, logger, nk, data[, input])` through [`CALL_ENTRY`]'s general entry, with
+/// `call`'s context.
 fn call_through_entry<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
     function: Function<'js>,
     call: &RpcCall,
-    after: bool,
     data: Value<'js>,
-    input: Value<'js>,
 ) -> rquickjs::Result<Value<'js>> {
     let entry = {
         let cached = shared.cached.borrow();
@@ -406,41 +546,92 @@ fn call_through_entry<'js>(
         };
         cached.call_entry.clone().restore(ctx)?
     };
-    let request = &call.ctx.request;
-    let lists = |map: &std::collections::HashMap<String, Vec<String>>| {
+    let fixed: [Value<'js>; 8] = [
+        function.into_value(),
+        Value::new_bool(ctx.clone(), false),
+        data,
+        Value::new_undefined(ctx.clone()),
+        rquickjs::String::from_str(ctx.clone(), &call.id)?.into_value(),
+        rquickjs::String::from_str(ctx.clone(), call.ctx.mode.as_str())?.into_value(),
+        rquickjs::String::from_str(ctx.clone(), &call.ctx.node)?.into_value(),
+        rquickjs::String::from_str(ctx.clone(), call.ctx.version)?.into_value(),
+    ];
+    let request = request_args(ctx, &call.ctx.request)?;
+    let mut argv = [qjs::JS_UNDEFINED; 16];
+    for (slot, value) in argv.iter_mut().zip(&fixed) {
+        *slot = value.as_raw();
+    }
+    for (slot, value) in argv[8..].iter_mut().zip(&request) {
+        if let Some(value) = value {
+            *slot = value.as_raw();
+        }
+    }
+    call_raw(ctx, &entry, &argv)
+}
+
+/// The request's part of a call's `ctx`, as [`CALL_ENTRY`] takes it: `headers`, `query`,
+/// then the user's id, name, vars, session expiry and session id, then the client address;
+/// `None` is `undefined`.
+fn request_args<'js>(
+    ctx: &Ctx<'js>,
+    request: &RpcContext,
+) -> rquickjs::Result<[Option<Value<'js>>; 8]> {
+    let lists = |map: &HashMap<String, Vec<String>>| {
         if map.is_empty() {
             Ok(None)
         } else {
-            convert::string_lists(ctx, map).map(Some)
+            convert::string_lists(ctx, map).map(|o| Some(o.into_value()))
         }
     };
-    let mut params = Args::new(ctx.clone(), 16);
-    params.push_arg(function)?;
-    params.push_arg(after)?;
-    params.push_arg(data)?;
-    params.push_arg(input)?;
-    params.push_arg(&*call.id)?;
-    params.push_arg(&*call.ctx.node)?;
-    params.push_arg(call.ctx.version)?;
-    params.push_arg(call.ctx.mode.as_str())?;
-    params.push_arg(lists(&request.headers)?)?;
-    params.push_arg(lists(&request.query)?)?;
-    match &request.user {
-        Some(user) => {
-            params.push_arg(user.user_id.to_string())?;
-            params.push_arg(user.username.as_str())?;
-            params.push_arg(convert::string_map(ctx, user.vars.iter())?)?;
-            params.push_arg((user.expires_at != 0).then_some(user.expires_at as f64))?;
-            params.push_arg((!user.session_id.is_nil()).then(|| user.session_id.to_string()))?;
+    let text = |s: &str| rquickjs::String::from_str(ctx.clone(), s).map(|s| Some(s.into_value()));
+    let mut args: [Option<Value<'js>>; 8] = Default::default();
+    args[0] = lists(&request.headers)?;
+    args[1] = lists(&request.query)?;
+    if let Some(user) = &request.user {
+        args[2] = text(&user.user_id.to_string())?;
+        args[3] = text(user.username.as_str())?;
+        args[4] = Some(convert::string_map(ctx, user.vars.iter())?.into_value());
+        if user.expires_at != 0 {
+            args[5] = Some(Value::new_float(ctx.clone(), user.expires_at as f64));
         }
-        None => {
-            for _ in 0..5 {
-                params.push_arg(Value::new_undefined(ctx.clone()))?;
-            }
+        if !user.session_id.is_nil() {
+            args[6] = text(&user.session_id.to_string())?;
         }
     }
-    params.push_arg(request.client_ip.map(|ip| ip.to_string()))?;
-    entry.call_arg(params)
+    if let Some(ip) = request.client_ip {
+        args[7] = text(&ip.to_string())?;
+    }
+    Ok(args)
+}
+
+/// `function(...argv)` with `this` undefined, through QuickJS's C API: rquickjs's argument
+/// list allocates and converts per value.
+#[allow(unsafe_code)] // the one raw call of this module; see the SAFETY notes
+fn call_raw<'js>(
+    ctx: &Ctx<'js>,
+    function: &Function<'js>,
+    args: &[qjs::JSValue],
+) -> rquickjs::Result<Value<'js>> {
+    let raw = ctx.as_raw().as_ptr();
+    let mut argv = [qjs::JS_UNDEFINED; 16];
+    let argv = &mut argv[..args.len()];
+    argv.copy_from_slice(args);
+    // SAFETY: the function and every argument are live values of `ctx` (borrowed: `JS_Call`
+    // does not take ownership of them); the answer is owned or `JS_EXCEPTION`.
+    let result = unsafe {
+        qjs::JS_Call(
+            raw,
+            function.as_raw(),
+            qjs::JS_UNDEFINED,
+            argv.len() as _,
+            argv.as_mut_ptr(),
+        )
+    };
+    if unsafe { qjs::JS_IsException(result) } {
+        return Err(rquickjs::Error::Exception);
+    }
+    // SAFETY: owned, from `ctx`'s runtime.
+    Ok(unsafe { Value::from_raw(ctx.clone(), result) })
 }
 
 /// How a call left the VM.
@@ -460,14 +651,27 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
     let object: Object<'js> = ctx.globals().get("Object")?;
     let create: Function<'js> = object.get("create")?;
+    let keys: Function<'js> = object.get("keys")?;
+    let define: Function<'js> = object.get("defineProperty")?;
+    let object_proto: Object<'js> = object.get("prototype")?;
     let make_entry: Function<'js> = ctx.eval(CALL_ENTRY)?;
-    let call_entry: Function<'js> =
-        make_entry.call((nk.clone(), logger.clone(), env.clone(), create))?;
+    let entries: rquickjs::Array<'js> = make_entry.call((
+        nk.clone(),
+        logger.clone(),
+        env.clone(),
+        create,
+        keys,
+        define,
+        object_proto,
+    ))?;
+    let call_entry: Function<'js> = entries.get(0)?;
+    let prepare: Function<'js> = entries.get(1)?;
     *shared.cached.borrow_mut() = Some(Cached {
         nk: Persistent::save(ctx, nk),
         logger: Persistent::save(ctx, logger),
         env: Persistent::save(ctx, env),
         call_entry: Persistent::save(ctx, call_entry),
+        prepare: Persistent::save(ctx, prepare),
     });
     Ok(())
 }
@@ -581,8 +785,7 @@ fn invoke<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let function = rpc.value.clone().restore(ctx)?;
     let payload = rquickjs::String::from_str(ctx.clone(), &call.payload)?.into_value();
-    let none = Value::new_undefined(ctx.clone());
-    call_through_entry(ctx, shared, function, call, false, payload, none)
+    call_through_entry(ctx, shared, function, call, payload)
 }
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript
