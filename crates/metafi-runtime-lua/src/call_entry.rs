@@ -115,7 +115,11 @@ impl CallEntry {
 unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &CallContext) {
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
-        ffi::luaL_checkstack(state, ARGS + 1, c"no room for the call's arguments".as_ptr());
+        ffi::luaL_checkstack(
+            state,
+            ARGS + 1,
+            c"no room for the call's arguments".as_ptr(),
+        );
         let base = ffi::lua_gettop(state);
         ffi::lua_pushvalue(state, 1);
         ffi::lua_pushvalue(state, 2);
@@ -164,10 +168,7 @@ unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &Ca
                 if user.session_id.is_nil() {
                     ffi::lua_pushnil(state);
                 } else {
-                    raw_push::push_str(
-                        state,
-                        user.session_id.hyphenated().encode_lower(&mut uuid),
-                    );
+                    raw_push::push_str(state, user.session_id.hyphenated().encode_lower(&mut uuid));
                 }
             }
             None => {

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metafi_core::hooks::{Hook, Hooks};
 use metafi_core::RpcContext;
+use metafi_core::hooks::{Hook, Hooks};
 use metafi_proto::Code;
 use serde_json::{Value, json};
 use support::{Harness, Options, build};
@@ -112,7 +112,11 @@ async fn a_hook_waiting_in_an_nk_call_finishes_on_the_inline_path() {
 async fn a_hook_waiting_in_an_nk_call_finishes_on_the_pool() {
     let (h, _m) = harness(Some(0)).await;
     waiting_hooks_finish(&h).await;
-    assert_eq!(h.runtime.inline_stats("lua").0, 0, "the hooks took the pool");
+    assert_eq!(
+        h.runtime.inline_stats("lua").0,
+        0,
+        "the hooks took the pool"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
@@ -157,7 +161,9 @@ async fn a_runaway_hook_ends_with_code_4_and_the_next_calls_are_served() {
     let inner = h.clone();
     tokio::spawn(async move {
         for _ in 0..2 {
-            let error = before(&inner, RpcContext::default(), "spin").await.unwrap_err();
+            let error = before(&inner, RpcContext::default(), "spin")
+                .await
+                .unwrap_err();
             assert_eq!(error.code(), Code::DeadlineExceeded, "{error:?}");
             let answer = before(&inner, RpcContext::default(), "store-after-spin")
                 .await
@@ -177,7 +183,9 @@ async fn a_hook_waiting_past_its_budget_ends_with_code_4_and_the_next_calls_are_
     let inner = h.clone();
     tokio::spawn(async move {
         for i in 0..2 {
-            let error = before(&inner, RpcContext::default(), "wait").await.unwrap_err();
+            let error = before(&inner, RpcContext::default(), "wait")
+                .await
+                .unwrap_err();
             assert_eq!(error.code(), Code::DeadlineExceeded, "{error:?}");
             let id = format!("store-after-wait{i}");
             let answer = before(&inner, RpcContext::default(), &id).await.unwrap();
