@@ -13,6 +13,11 @@
 //! `METAFI_BENCH_MODULES` (a folder of Lua modules) and `METAFI_BENCH_RPC` (an RPC id) run
 //! another RPC the same way, e.g. a loop of one library function to price it per call.
 //!
+//! `METAFI_BENCH_REST=1` gives each call the context the REST edge builds for `metafi-bench`'s
+//! `POST /v2/rpc/echo` (a signed-in user, the client address, the four headers its client
+//! sends: `host`, `authorization` with a session token, `content-type`, `content-length`)
+//! instead of an empty one, to price `ctx.headers` and the user fields (issue 21).
+//!
 //! Results are in `docs/RUNTIME.md` ("Measured").
 
 #![allow(clippy::unwrap_used)] // bench setup: a panic is the failure report
@@ -22,7 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metafi_core::{Objects, RpcContext, RpcDispatch, SystemClock};
+use metafi_core::{Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
 use metafi_runtime::{
     NoMatches, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
@@ -44,15 +49,44 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     io.block_on(async {
         let runtime = runtime(dir.path()).await;
+        let rest = std::env::var_os("METAFI_BENCH_REST").is_some();
         for _ in 0..calls {
-            let out = runtime
-                .call(&rpc, RpcContext::default(), PAYLOAD.to_owned())
-                .await
-                .unwrap();
+            let ctx = if rest {
+                rest_context()
+            } else {
+                RpcContext::default()
+            };
+            let out = runtime.call(&rpc, ctx, PAYLOAD.to_owned()).await.unwrap();
             assert!(!out.is_empty());
         }
         runtime.shutdown(Duration::from_secs(5)).await;
     });
+}
+
+/// What `metafi-api`'s RPC route builds for `metafi-bench`'s REST call (built per call, as the
+/// edge does).
+fn rest_context() -> RpcContext {
+    let header = |name: &str, value: &str| (name.to_owned(), vec![value.to_owned()]);
+    RpcContext {
+        user: Some(RpcUser {
+            user_id: uuid::Uuid::from_u128(0x8d63_5f0f_4b7e_4c1a_9f3e_2a4b_6c8d_0e1f),
+            username: "rpc-0".to_owned(),
+            session_id: uuid::Uuid::from_u128(0x1b2c_3d4e_5f60_4718_8a9b_0c1d_2e3f_4a5b),
+            vars: HashMap::new(),
+            expires_at: 1_798_761_600,
+        }),
+        client_ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        query: HashMap::new(),
+        headers: HashMap::from([
+            header("host", "127.0.0.1:7350"),
+            header(
+                "authorization",
+                "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiIxYjJjM2Q0ZS01ZjYwLTQ3MTgtOGE5Yi0wYzFkMmUzZjRhNWIiLCJ1aWQiOiI4ZDYzNWYwZi00YjdlLTRjMWEtOWYzZS0yYTRiNmM4ZDBlMWYiLCJ1c24iOiJycGMtMCIsImV4cCI6MTc5ODc2MTYwMH0.c2lnbmF0dXJlLW9mLXRoZS1zZXNzaW9uLXRva2Vu",
+            ),
+            header("content-type", "application/json"),
+            header("content-length", "84"),
+        ]),
+    }
 }
 
 async fn runtime(dir: &Path) -> Arc<Runtime> {

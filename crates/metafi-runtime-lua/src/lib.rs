@@ -9,8 +9,9 @@
 //!   `runtime.path`.
 //! - [`LuaVm`] is one Lua state per VM thread. Modules are loaded into `package.preload` under
 //!   their module names and then run in path order (skipping those another module already
-//!   `require`d), as Nakama does. Each RPC runs as its own coroutine (mlua async), so a call
-//!   that awaits an `nk` IO call lets other calls on the same VM run.
+//!   `require`d), as Nakama does. Each RPC and hook runs as its own coroutine (`call_entry`,
+//!   resumed by mlua's async machinery), so a call that awaits an `nk` IO call lets other calls
+//!   on the same VM run.
 //!
 //! Design and numbers: `docs/RUNTIME.md`, "Lua engine".
 //!
@@ -19,6 +20,7 @@
 //! Key types: [`LuaEngine`], [`LuaVm`].
 
 mod c_functions;
+mod call_entry;
 mod convert;
 mod lua_match_handler;
 mod nakama;
@@ -41,14 +43,13 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use metafi_runtime::context::ExecutionMode;
 use metafi_runtime::error::{LoadError, ScriptError, code_from_number};
 use metafi_runtime::host::{
     EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
     RpcCall, VmSetup,
 };
 use metafi_runtime::nk::Nk;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use serde_json::Value as Json;
 
 /// Instructions between two clock checks of the budget hook. Small enough that a spinning
@@ -156,18 +157,9 @@ pub struct LuaVm {
     lua: Lua,
     /// Deadline of the call whose code is running now; read by the instruction hook.
     deadline: Rc<Cell<Option<Instant>>>,
-    /// `pcall`-based entry that returns `(ok, result_or_error)` so error tables survive.
-    invoke: Function,
-    /// Strings every call's `ctx` uses, created once.
-    strings: CtxStrings,
-}
-
-struct CtxStrings {
-    rpc: mlua::LuaString,
-    before: mlua::LuaString,
-    after: mlua::LuaString,
-    node: mlua::LuaString,
-    version: mlua::LuaString,
+    /// Starts RPCs and hooks (`call_entry.rs`): a `pcall`-based entry that returns
+    /// `(ok, result_or_error)` so error tables survive.
+    entry: Rc<call_entry::CallEntry>,
 }
 
 impl LuaVm {
@@ -206,7 +198,7 @@ impl LuaVm {
             let deadline = deadline.clone();
             Rc::new(move || deadline.get().is_some_and(|at| Instant::now() >= at))
         };
-        let invoke = sandbox::apply(&lua, over_deadline.clone())
+        let make_entry = sandbox::apply(&lua, over_deadline.clone())
             .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
         lua.set_app_data(DeadlineCheck(over_deadline.clone()));
         strings::install(&lua, over_deadline, setup.limits.memory_limit_bytes)
@@ -223,7 +215,7 @@ impl LuaVm {
             .map_err(|e| engine_error(format!("cannot build ctx.env: {e}")))?;
         lua.set_app_data(VmShared {
             nk: setup.nk.clone(),
-            env,
+            env: env.clone(),
             registry: RefCell::new(Registry::default()),
             modules_by_path: setup
                 .modules
@@ -234,28 +226,13 @@ impl LuaVm {
         nakama::install(&lua)
             .map_err(|e| engine_error(format!("cannot bind the nakama module: {e}")))?;
 
-        let strings = CtxStrings {
-            rpc: lua
-                .create_string(ExecutionMode::Rpc.as_str())
-                .map_err(|e| engine_error(e.to_string()))?,
-            before: lua
-                .create_string(ExecutionMode::Before.as_str())
-                .map_err(|e| engine_error(e.to_string()))?,
-            after: lua
-                .create_string(ExecutionMode::After.as_str())
-                .map_err(|e| engine_error(e.to_string()))?,
-            node: lua
-                .create_string(&**setup.nk.node())
-                .map_err(|e| engine_error(e.to_string()))?,
-            version: lua
-                .create_string(env!("CARGO_PKG_VERSION"))
-                .map_err(|e| engine_error(e.to_string()))?,
-        };
+        let entry = make_entry
+            .call::<Function>((env, &**setup.nk.node(), env!("CARGO_PKG_VERSION")))
+            .map_err(|e| engine_error(format!("cannot make the call entry: {e}")))?;
         let vm = LuaVm {
             lua,
             deadline,
-            invoke,
-            strings,
+            entry: call_entry::CallEntry::new(entry),
         };
         let library = vm
             .lua
@@ -387,12 +364,15 @@ impl LuaVm {
                 }
             }
         };
-        let args = self
-            .lua
-            .create_string(&call.payload)
-            .and_then(|payload| self.call_args(function, Value::String(payload), &call))
+        let run = self
+            .entry
+            .start(
+                &self.lua,
+                &function,
+                call_entry::Payload::Text(&call.payload),
+                &call.ctx,
+            )
             .map_err(|e| failed(&e))?;
-        let run = self.invoke.call_async::<(bool, Value)>(args);
         let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
@@ -426,27 +406,19 @@ impl LuaVm {
                 }
             }
         };
-        let lua = &self.lua;
-        let value = |json: Option<Json>| match json {
-            Some(json) => convert::from_json(lua, &json),
-            None => Ok(Value::Nil),
-        };
         let after = matches!(args, HookArgs::After { .. });
-        let args = match args {
-            HookArgs::Before(input) => value(input).and_then(|input| {
-                let args = self.call_args(function, input, &call)?;
-                Ok(args)
-            }),
-            HookArgs::After { output, input } => value(output).and_then(|output| {
-                let input = value(input)?;
-                let mut args = self.call_args(function, output, &call)?;
-                args.push_back(Value::Boolean(true));
-                args.push_back(input);
-                Ok(args)
-            }),
-        }
-        .map_err(|e| failed(&e))?;
-        let run = self.invoke.call_async::<(bool, Value)>(args);
+        let payload = match &args {
+            HookArgs::Before(input) => call_entry::Payload::Before(input.as_ref()),
+            HookArgs::After { output, input } => call_entry::Payload::After {
+                output: output.as_ref(),
+                input: input.as_ref(),
+            },
+        };
+        let run = self
+            .entry
+            .start(&self.lua, &function, payload, &call.ctx)
+            .map_err(|e| failed(&e))?;
+        drop(args);
         let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
@@ -466,63 +438,6 @@ impl LuaVm {
             Ok((false, error)) => Err(self.script_error(error, timed_out)),
             Err(e) => Err(self.mlua_error(&e, timed_out)),
         }
-    }
-
-    /// The entry's arguments: the function, the payload and the fields of `ctx`.
-    fn call_args(
-        &self,
-        function: Function,
-        payload: Value,
-        call: &RpcCall,
-    ) -> mlua::Result<MultiValue> {
-        let lua = &self.lua;
-        let request = &call.ctx.request;
-        let text = |s: &str| lua.create_string(s).map(Value::String);
-        let lists = |map: &HashMap<String, Vec<String>>| -> mlua::Result<Value> {
-            if map.is_empty() {
-                Ok(Value::Nil)
-            } else {
-                nakama::string_lists(lua, map).map(Value::Table)
-            }
-        };
-        let mode = match call.ctx.mode {
-            ExecutionMode::Rpc => Value::String(self.strings.rpc.clone()),
-            ExecutionMode::Before => Value::String(self.strings.before.clone()),
-            ExecutionMode::After => Value::String(self.strings.after.clone()),
-            other => text(other.as_str())?,
-        };
-        let mut args = Vec::with_capacity(16);
-        args.push(Value::Function(function));
-        args.push(payload);
-        args.push(Value::Table(self.shared().env.clone()));
-        args.push(mode);
-        args.push(Value::String(self.strings.node.clone()));
-        args.push(Value::String(self.strings.version.clone()));
-        args.push(lists(&request.headers)?);
-        args.push(lists(&request.query)?);
-        match &request.user {
-            Some(user) => {
-                args.push(text(&user.user_id.to_string())?);
-                args.push(text(&user.username)?);
-                let vars = lua.create_table_with_capacity(0, user.vars.len())?;
-                for (k, v) in &user.vars {
-                    vars.raw_set(k.as_str(), v.as_str())?;
-                }
-                args.push(Value::Table(vars));
-                args.push(Value::Integer(user.expires_at));
-                args.push(if user.session_id.is_nil() {
-                    Value::Nil
-                } else {
-                    text(&user.session_id.to_string())?
-                });
-            }
-            None => args.extend([Value::Nil, Value::Nil, Value::Nil, Value::Nil, Value::Nil]),
-        }
-        args.push(match request.client_ip {
-            Some(ip) => text(&ip.to_string())?,
-            None => Value::Nil,
-        });
-        Ok(MultiValue::from_vec(args))
     }
 
     /// Classifies the error value a call raised.

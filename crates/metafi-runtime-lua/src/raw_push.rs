@@ -36,7 +36,8 @@ pub(crate) fn object(lua: &Lua, map: &Map<String, Json>) -> mlua::Result<Table> 
     unsafe { lua.exec_raw::<Table>((), |state| push_object(state, map)) }
 }
 
-fn too_deep(json: &Json) -> mlua::Result<()> {
+/// An error if `json` nests deeper than [`MAX_DEPTH`] (checked before anything is pushed).
+pub(crate) fn too_deep(json: &Json) -> mlua::Result<()> {
     if depth(json, 0) > MAX_DEPTH {
         return Err(deep());
     }
@@ -71,7 +72,7 @@ fn depth(json: &Json, at: usize) -> usize {
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call.
-unsafe fn push(state: *mut ffi::lua_State, json: &Json) {
+pub(crate) unsafe fn push(state: *mut ffi::lua_State, json: &Json) {
     unsafe {
         // Room for a table, a key and a value at every level (raises "stack overflow").
         ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
@@ -112,9 +113,32 @@ unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>) {
 
 /// # Safety
 /// As [`push`].
-unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
+pub(crate) unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
     unsafe {
         ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len());
+    }
+}
+
+/// Headers or query parameters as `ctx` shows them: a table of name → list of values.
+///
+/// # Safety
+/// As [`push`].
+pub(crate) unsafe fn push_string_lists(
+    state: *mut ffi::lua_State,
+    map: &std::collections::HashMap<String, Vec<String>>,
+) {
+    unsafe {
+        ffi::luaL_checkstack(state, 3, c"too many values".as_ptr());
+        ffi::lua_createtable(state, 0, len(map.len()));
+        for (key, values) in map {
+            push_str(state, key);
+            ffi::lua_createtable(state, len(values.len()), 0);
+            for (i, value) in values.iter().enumerate() {
+                push_str(state, value);
+                ffi::lua_rawseti(state, -2, index(i + 1));
+            }
+            ffi::lua_rawset(state, -3);
+        }
     }
 }
 
@@ -127,7 +151,7 @@ pub(crate) fn number(n: &serde_json::Number) -> f64 {
 }
 
 /// A size hint for `lua_createtable` (saturating: a hint).
-fn len(n: usize) -> c_int {
+pub(crate) fn len(n: usize) -> c_int {
     c_int::try_from(n).unwrap_or(c_int::MAX)
 }
 

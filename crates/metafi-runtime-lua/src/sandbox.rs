@@ -26,8 +26,9 @@
 
 use mlua::{Function, Lua, Table, Value};
 
-/// Applies the sandbox and returns the call entry `(fn, payload, ctx fields…) → ok, result`
-/// (see `WRAPPERS`), which calls with the original `pcall` so that error tables
+/// Applies the sandbox and returns the maker of the call entry: `(env, node, version) →
+/// entry`, the entry being `(fn, mode, payload, after, input, ctx fields…) → ok, result` (see
+/// `WRAPPERS` and `call_entry.rs`), which calls with the original `pcall` so that error tables
 /// (`error({msg, code})`) reach the host intact. `over_deadline` says whether the running call
 /// is past its deadline.
 pub(super) fn apply(
@@ -164,19 +165,23 @@ load = function(chunk, name, mode, env)
   return raw_load(chunk, name, "t", env)
 end
 
--- Builds the call's ctx in Lua (one table constructor instead of a host call per field) and
+-- Given what every call's ctx shares on this VM (env, node, version: upvalues, not arguments
+-- pushed per call), returns the call entry. It builds the call's ctx in Lua (one table
+-- constructor instead of a host call per field; a fresh table per call, as Nakama gives) and
 -- calls the function with the original pcall, so error tables reach the host intact. An after
 -- hook (`after` true) is called with two values, the answer and the request.
-return function(fn, payload, env, mode, node, version, headers, query, user_id, username, vars,
-                session_exp, session_id, client_ip, after, input)
-  local ctx = {
-    env = env, execution_mode = mode, node = node, version = version,
-    headers = headers or {}, query_params = query or {},
-    user_id = user_id, username = username, vars = vars, user_session_exp = session_exp,
-    session_id = session_id, client_ip = client_ip,
-  }
-  if after then return raw_pcall(fn, ctx, payload, input) end
-  return raw_pcall(fn, ctx, payload)
+return function(env, node, version)
+  return function(fn, mode, payload, after, input, headers, query, user_id, username, vars,
+                  session_exp, session_id, client_ip)
+    local ctx = {
+      env = env, execution_mode = mode, node = node, version = version,
+      headers = headers or {}, query_params = query or {},
+      user_id = user_id, username = username, vars = vars, user_session_exp = session_exp,
+      session_id = session_id, client_ip = client_ip,
+    }
+    if after then return raw_pcall(fn, ctx, payload, input) end
+    return raw_pcall(fn, ctx, payload)
+  end
 end
 "#;
 
