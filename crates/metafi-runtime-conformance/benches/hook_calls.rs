@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 
 /// The server's allocator (`metafi-server/src/main.rs`), so the counts are the server's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: metafi_core::ServerAllocator = metafi_core::ServerAllocator;
 
 const LUA: &str = r#"
 local nk = require("nakama")

@@ -12,9 +12,10 @@ use metafi_server::{Listeners, Node, telemetry};
 /// glibc's malloc was 15–20 % of the server's CPU on device sign-in with script hooks (perf,
 /// docs/BENCHMARKS.md "Allocator"). mimalloc is small (one C file, seconds to build), widely
 /// used and kept up; C libraries that call `malloc` themselves (SQLite, QuickJS) still use
-/// the system's.
+/// the system's. Asked through its unaligned fast path where the layout allows
+/// (`metafi_core::ServerAllocator`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: metafi_core::ServerAllocator = metafi_core::ServerAllocator;
 
 #[derive(Debug, Parser)]
 #[command(name = "metafi", version, about = "MetaFi multiplayer game server")]

@@ -168,11 +168,17 @@ fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
     Ok(params)
 }
 
+/// The request's headers as Nakama gives them to an RPC's `ctx.headers`: names as Go's
+/// `net/http` writes them (`Content-Type`), without `Host` (Go moves it to the request's own
+/// field) and `Grpc-Timeout` (Nakama drops it: `server/api_rpc.go`).
 fn headers(headers: &axum::http::HeaderMap) -> HashMap<String, Vec<String>> {
     let mut out: HashMap<String, Vec<String>> = HashMap::new();
     for (name, value) in headers {
+        if *name == axum::http::header::HOST || name.as_str() == "grpc-timeout" {
+            continue;
+        }
         if let Ok(value) = value.to_str() {
-            out.entry(name.as_str().to_owned())
+            out.entry(metafi_core::canonical_header_key(name.as_str()))
                 .or_default()
                 .push(value.to_owned());
         }
@@ -211,6 +217,21 @@ mod tests {
     fn a_query_that_is_not_utf8_is_refused() {
         let error = query_params("payload=%FF").unwrap_err();
         assert_eq!(error.code(), Code::InvalidArgument);
+    }
+
+    #[test]
+    fn headers_reach_scripts_as_nakama_gives_them() {
+        let mut map = axum::http::HeaderMap::new();
+        map.insert("host", "127.0.0.1:7350".parse().unwrap());
+        map.insert("grpc-timeout", "5S".parse().unwrap());
+        map.insert("content-type", "application/json".parse().unwrap());
+        map.append("x-game-build", "41".parse().unwrap());
+        map.append("x-game-build", "42".parse().unwrap());
+        let out = headers(&map);
+        let mut names: Vec<&str> = out.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["Content-Type", "X-Game-Build"]);
+        assert_eq!(out["X-Game-Build"], ["41", "42"]);
     }
 
     #[test]

@@ -210,25 +210,9 @@ fn response_headers(headers: &reqwest::header::HeaderMap, js: bool) -> NkValue {
         } else {
             values.into_iter().next().unwrap_or_default()
         };
-        out.insert_data(canonical_header(name.as_str()), value);
+        out.insert_data(metafi_core::canonical_header_key(name.as_str()), value);
     }
     NkValue::Map(out)
-}
-
-/// `content-type` → `Content-Type` (Go's `CanonicalMIMEHeaderKey`).
-fn canonical_header(name: &str) -> String {
-    let mut upper = true;
-    name.chars()
-        .map(|c| {
-            let out = if upper {
-                c.to_ascii_uppercase()
-            } else {
-                c.to_ascii_lowercase()
-            };
-            upper = c == '-';
-            out
-        })
-        .collect()
 }
 
 /// `Get`, `Post`, … as Go names the method in its errors.
