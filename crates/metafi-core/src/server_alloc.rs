@@ -90,7 +90,9 @@ mod tests {
     fn blocks_are_aligned_zeroed_and_kept_through_realloc() {
         let a = ServerAllocator;
         for align in [1usize, 2, 4, 8, 16, 32, 64, 4096] {
-            for size in [1usize, 7, 8, 15, 16, 24, 40, 48, 100, 144, 1000, 5000, 70_000] {
+            for size in [
+                1usize, 7, 8, 15, 16, 24, 40, 48, 100, 144, 1000, 5000, 70_000,
+            ] {
                 let size = size.next_multiple_of(align);
                 let layout = Layout::from_size_align(size, align).unwrap();
                 for new_size in [size / 2 + 1, size * 3 + align] {
