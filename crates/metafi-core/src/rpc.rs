@@ -29,7 +29,8 @@ pub struct RpcContext {
     pub client_ip: Option<IpAddr>,
     /// Query parameters of an HTTP call (empty over the socket).
     pub query: HashMap<String, Vec<String>>,
-    /// Request headers of an HTTP call (empty over the socket), lowercase names.
+    /// Request headers of an HTTP call (empty over the socket), named as Nakama's Go server
+    /// names them (`Content-Type`; `canonical_header_key`).
     pub headers: HashMap<String, Vec<String>>,
 }
 

@@ -365,7 +365,9 @@ impl JsVm {
 /// `hook_value.rs`, `Shapes`). They are built with the `Object.keys` and
 /// `Object.defineProperty` of VM start, and held in objects without a prototype, so no script
 /// code runs for them even where the intrinsics are not frozen (`Array.prototype.push`
-/// replaced, a setter on `Object.prototype`).
+/// replaced, a setter on `Object.prototype`). For the same reason the fields a call adds to
+/// `ctx` and the logger's `fields` are defined (`put`), not assigned: an assignment would call
+/// a setter of that name on `Object.prototype`, where Nakama's `ctx` is plain data.
 ///
 /// Answers `[call, prepare]`. `call(fn, after, data, input, rpcId, mode, node, version,
 /// …request)` is the general entry; `prepare(fn, rpcId, mode, after, node, version)` binds the
@@ -384,19 +386,22 @@ const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define,
     } \
     return all; \
   } \
+  function put(o, name, value) { \
+    slot.value = value; define(o, name, slot); slot.value = undefined; \
+  } \
   function call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
                 uname, vars, exp, sid, ip) { \
     var ctx = { node: node, version: version, env: env, executionMode: mode, \
                 headers: headers === undefined ? {} : headers, \
                 queryParams: query === undefined ? {} : query }; \
     if (uid !== undefined) { \
-      if (exp !== undefined) ctx.userSessionExp = exp; \
-      ctx.userId = uid; ctx.username = uname; ctx.vars = vars; \
-      if (sid !== undefined) ctx.sessionId = sid; \
+      if (exp !== undefined) put(ctx, 'userSessionExp', exp); \
+      put(ctx, 'userId', uid); put(ctx, 'username', uname); put(ctx, 'vars', vars); \
+      if (sid !== undefined) put(ctx, 'sessionId', sid); \
     } \
-    if (ip !== undefined) ctx.clientIp = ip; \
+    if (ip !== undefined) put(ctx, 'clientIp', ip); \
     var logger = create(loggerProto); \
-    logger.fields = { rpc_id: rpcId }; \
+    put(logger, 'fields', { rpc_id: rpcId }); \
     var variant = (uid === undefined ? 0 : 1) + (exp === undefined ? 0 : 2) + \
                   (sid === undefined ? 0 : 4) + (ip === undefined ? 0 : 8); \
     if (shapes[variant] === undefined) { \

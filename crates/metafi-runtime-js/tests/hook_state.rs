@@ -25,11 +25,26 @@ async fn a_hook_that_keeps_and_changes_its_ctx_and_request_changes_nothing_for_t
         "create": true,
         "username": "",
     });
+    // A signed-in caller with an address: every ctx field a call adds is defined, never
+    // assigned through a setter of that name (the fixture counts setter calls).
+    let user_id = uuid::Uuid::from_u128(7);
+    let session_id = uuid::Uuid::from_u128(9);
+    let context = RpcContext {
+        user: Some(metafi_core::RpcUser {
+            user_id,
+            username: "alice".into(),
+            session_id,
+            vars: [("k".to_owned(), "v".to_owned())].into(),
+            expires_at: 1_700_000_000,
+        }),
+        client_ip: Some([127, 0, 0, 1].into()),
+        ..RpcContext::default()
+    };
     for call in 1..=3 {
         let answer = hooks
             .before(
                 Hook::AuthenticateDevice,
-                RpcContext::default(),
+                context.clone(),
                 Some(request.clone()),
             )
             .await
@@ -44,6 +59,7 @@ async fn a_hook_that_keeps_and_changes_its_ctx_and_request_changes_nothing_for_t
                 "node": "test-node",
                 "mode": "before",
                 "rpcId": "\u{1}before:authenticatedevice",
+                "user": format!("{user_id}|alice|1700000000|{session_id}|127.0.0.1"),
                 "headers": 0,
                 "reused": false,
                 "accountId": "device-1",
