@@ -14,21 +14,8 @@ use std::time::Duration;
 use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Envelope, Message, Ping};
 use metafi_proto::wkt::bool_value;
 use metafi_server::config::RawConfig;
+use metafi_testkit::cluster::{eventually, nats_url};
 use metafi_testkit::{Http, Socket, TestNode, user};
-use tokio::time::Instant;
-
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
 
 /// A clustered node on PostgreSQL; `None` (skip) without PostgreSQL.
 async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
@@ -43,15 +30,6 @@ async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNo
         raw.session.single_socket = true;
     })
     .await
-}
-
-/// Polls `done` every 10 ms for up to 5 s (generous for a loaded machine).
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn peers(node: &TestNode) -> Vec<String> {

@@ -17,6 +17,7 @@ use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{ChannelJoin, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping};
 use metafi_proto::wkt::bool_value;
 use metafi_server::config::RawConfig;
+use metafi_testkit::cluster::{eventually, nats_url};
 use metafi_testkit::{Http, Socket, TestNode, User, user};
 use tokio::time::Instant;
 
@@ -83,19 +84,6 @@ nk.register_rpc(function(context, payload)
 end, "all")
 "#;
 
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
-
 async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
     let modules = dir.join("modules");
     std::fs::create_dir_all(&modules).unwrap();
@@ -139,15 +127,6 @@ async fn pair() -> Option<Pair> {
         n2,
         _dirs: (d1, d2),
     })
-}
-
-/// Polls `done` every 10 ms for up to 5 s (generous for a loaded machine).
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// A user with a socket on `node`, and the socket's session id.

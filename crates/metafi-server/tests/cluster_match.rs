@@ -23,6 +23,7 @@ use metafi_proto::realtime::{
     Message, PartyClose, PartyCreate, PartyDataSend, PartyJoin, PartyPromote,
 };
 use metafi_server::config::RawConfig;
+use metafi_testkit::cluster::{eventually, nats_url};
 use metafi_testkit::{Http, Socket, TestNode, User, user};
 use tokio::time::Instant;
 
@@ -74,19 +75,6 @@ nk.register_rpc(function(context, payload)
   return m.label
 end, "get")
 "#;
-
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
 
 async fn node(
     dir: &Path,
@@ -143,15 +131,6 @@ async fn pair_with(tweak: fn(&mut RawConfig)) -> Option<Pair> {
         n2,
         _dirs: (d1, d2),
     })
-}
-
-/// Polls `done` every 10 ms for up to 5 s.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 async fn player(node: &TestNode) -> (User, Socket) {

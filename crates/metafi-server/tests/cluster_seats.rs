@@ -22,6 +22,7 @@ use futures_util::future::join_all;
 use metafi_match::ListQuery;
 use metafi_proto::realtime::{MatchJoin, MatchJoinId, Message};
 use metafi_server::config::RawConfig;
+use metafi_testkit::cluster::{eventually, nats_url};
 use metafi_testkit::{Http, Socket, TestNode, user};
 use serde_json::Map;
 use tokio::time::Instant;
@@ -54,19 +55,6 @@ return {
 "#;
 
 const SEATS: u32 = 10;
-
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
 
 async fn node(dir: &Path, nats: &str, prefix: &str, name: &str, full: bool) -> Option<TestNode> {
     let modules = dir.join("modules");
@@ -120,15 +108,6 @@ async fn pair(n1_full: bool) -> Option<Pair> {
         n2,
         _dirs: (d1, d2),
     })
-}
-
-/// Polls `done` every 10 ms for up to 5 s.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(Instant::now() < deadline, "not within 5 s: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Polls an async `done` every 10 ms for up to 5 s.

@@ -8,12 +8,14 @@
 //! - [`Socket`]: a realtime client (JSON or protobuf) with request/answer correlation by `cid`;
 //!   [`raw_ws::RawWs`] for hand-built frames no client library would send.
 //! - [`user`]: a fixture user (device sign-in; token, id, username).
+//! - [`cluster`]: the test NATS server's URL and [`cluster::eventually`] for cluster tests.
 //!
 //! Depends on the server crate and the wire types only; it is a dev-dependency of whatever uses
 //! it and never ships in the binary.
 
 #![allow(clippy::unwrap_used)] // a test kit: a panic is the failure report
 
+pub mod cluster;
 mod fixtures;
 mod http;
 mod node;
