@@ -149,3 +149,24 @@ test("matchmaker: two players are matched and join with the token", async (t) =>
   await a.socket.removeMatchmaker(ticket.ticket);
   await assert.rejects(a.socket.removeMatchmaker(ticket.ticket));
 });
+
+test("a leave from a player not in the match is acknowledged and changes nothing", async (t) => {
+  const a = await player("json");
+  const stranger = await player("json");
+  t.after(() => done(a, stranger));
+  const matchId = JSON.parse((await a.socket.rpc("get_match", "{}")).payload).match_id;
+  await a.socket.joinMatch(matchId);
+  await a.events.next("onmatchpresence", (e) => e.joins?.[0]?.user_id === a.session.user_id);
+
+  // Nakama answers with an empty acknowledgement; MetaFi does too and queues nothing.
+  await stranger.socket.leaveMatch(matchId);
+  await stranger.socket.leaveMatch(`${randomUUID()}.nowhere`);
+
+  await a.socket.sendMatchState(matchId, 1, "still here");
+  const echo = await a.events.next("onmatchdata");
+  assert.equal(text(echo.data), "still here");
+  assert.ok(
+    !a.events.seen.onmatchpresence.some((e) => e.leaves?.some((p) => p.user_id === stranger.session.user_id)),
+    "no leave announced for a player who was never in the match",
+  );
+});
