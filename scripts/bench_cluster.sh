@@ -55,17 +55,21 @@ finish() {
 }
 trap finish EXIT
 
-# start_nodes N: N nodes on core 0 on a fresh database (a cluster when N > 1); sets servers/pids.
+fresh_database() { METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh; }
+
+# start_nodes LAYOUT: the layout's nodes on core 0 on fresh databases (above); sets servers/pids.
 start_nodes() {
-  local count=$1 db n port data
-  db=$(METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh)
+  local layout=$1 count=2 db n port data
+  [ "$layout" = one ] && count=1
+  db=$(fresh_database)
   servers=""
   for n in $(seq 1 "$count"); do
+    [ "$layout" = pair ] && [ "$n" -gt 1 ] && db=$(fresh_database)
     port=$((${PORT_BASE:-7500} + 10 * n))
     data=$(mktemp -d -t metafi-bench-data.XXXXXX)
     datas+=("$data")
     local cluster=()
-    if [ "$count" -gt 1 ]; then cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=bench$$"); fi
+    if [ "$layout" = cluster ]; then cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=bench$$"); fi
     taskset -c 0 "$bin" serve --port "$port" --metrics-port $((port + 1)) --quic-port $((port + 2)) \
       --data-dir "$data" --database-url "$db" "${cluster[@]}" \
       --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
@@ -79,7 +83,7 @@ start_nodes() {
     servers+="${servers:+,}http://127.0.0.1:$port"
   done
   # A cluster's nodes hear each other before the run (the matchmaker pool and listings settle).
-  [ "$count" -gt 1 ] && sleep 2
+  [ "$layout" = cluster ] && sleep 2
   return 0
 }
 
@@ -121,14 +125,18 @@ workloads() {
   [[ $want == *" ccu "* ]] && run "ccu-$mode-$r" ccu --phase "1000:5s" --hold "${duration}s"
   [[ $want == *" match "* ]] && run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s"
   # 200 pairs, 10 messages per second each way: no tick, so the latency is the path's own.
-  [[ $want == *" relay "* ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
+  [[ $want == *" relay "* && $mode != pair ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
   return 0
 }
 
 for r in $(seq 1 "$runs"); do
-  for nodes in 1 2; do
-    start_nodes "$nodes"
-    workloads "nodes$nodes" "$r"
+  for layout in ${LAYOUTS:-one cluster}; do
+    case $layout in
+      one | pair | cluster) ;;
+      *) echo "bench_cluster: unknown layout '$layout' in LAYOUTS (one, pair, cluster)" >&2; exit 2 ;;
+    esac
+    start_nodes "$layout"
+    workloads "$layout" "$r"
     stop_nodes
   done
 done
