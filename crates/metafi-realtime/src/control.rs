@@ -42,12 +42,14 @@ pub struct StreamJoin {
 }
 
 /// Why server code could not put a session in a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinRefused {
-    /// No session with that id on this node.
+    /// No session with that id (on any live node).
     NoSession,
     /// The session is closing.
     Closing,
+    /// The session's node did not answer (`why` says how: timed out, busy).
+    Unanswered { node: Arc<str>, why: String },
 }
 
 /// A chat message sent, updated or removed by server code.
@@ -118,23 +120,21 @@ impl RealtimeControl {
 
     /// Puts a session in a stream as `user_id`; true when it was not there before. Others in
     /// the stream see it join (unless hidden). A session of another node is put there by its
-    /// node (one-way: the answer is whether this node's books held it already).
-    pub fn stream_join(
+    /// node, which answers (a call bounded by `cluster.call_timeout_ms`).
+    pub async fn stream_join(
         &self,
         user_id: Uuid,
         session_id: Uuid,
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<bool, JoinRefused> {
-        if !self.node.has(session_id) {
-            let newly = self.parts.tracker.presence(session_id, stream).is_none();
-            if self
+        if !self.node.has(session_id)
+            && let Some(answer) = self
                 .parts
                 .remote
-                .stream_join(user_id, session_id, stream, &join, false)
-            {
-                return Ok(newly);
-            }
+                .stream_join_answered(user_id, session_id, stream, &join)
+        {
+            return answer.await;
         }
         self.node
             .stream_join(user_id, session_id, stream, join, false)

@@ -58,6 +58,11 @@ nk.register_rpc(function(context, payload)
 end, "join")
 nk.register_rpc(function(context, payload)
   local uid, sid = two(payload)
+  nk.stream_user_leave(uid, sid, stream)
+  return tostring(nk.stream_user_join(uid, sid, stream, false, false, "again"))
+end, "rejoin")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
   nk.stream_user_update(uid, sid, stream, false, false, "updated")
   return ""
 end, "update")
@@ -399,6 +404,36 @@ async fn a_notification_to_everyone_reaches_every_node() {
             })
             .await;
     }
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// `nk.stream_user_join` of bob's session (node 2) made on node 1 answers what node 2 did:
+/// true when he was not in the stream, false when he already was, and a leave made just before
+/// the join (one RPC) is applied first there, so the join is new again and he stays in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_user_join_of_a_session_on_another_node_answers_from_its_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (bob, mut b, bob_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    let bob_ids = format!("{},{bob_session}", bob.id);
+    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    // Node 2 holds him now (it answered): whatever node 1's books say yet.
+    assert_eq!(
+        rpc(&mut a, "join", &bob_ids).await,
+        "false",
+        "he is already in the stream"
+    );
+    assert_eq!(
+        rpc(&mut a, "rejoin", &bob_ids).await,
+        "true",
+        "the leave just before reached node 2 first"
+    );
+    assert_eq!(rpc(&mut b, "count", "").await, "1", "he is in the stream");
+    rpc_until(&mut a, "status", &bob_session, "again@n2").await;
     n2.stop().await;
     n1.stop().await;
 }
