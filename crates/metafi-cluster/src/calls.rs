@@ -102,9 +102,91 @@ impl Calls {
         request: &CallRequest,
         raw: &[u8],
     ) -> Result<(CallReply, Bytes), CallError> {
-        let kind = request.kind();
         let started = Instant::now();
         let result = self.call_inner(node, request, raw).await;
+        self.finish(node, request.kind(), started, result)
+    }
+
+    /// Like [`Calls::call`], but queued behind this node's earlier casts (through the outgoing
+    /// queue, as a cast is) so that `node` handles it after them — for a request whose answer
+    /// depends on what those casts did (a `stream_join` just after a `stream_leave` of the same
+    /// session). The receiver answers it in arrival order, without waiting
+    /// ([`CallHandler::call`] computes it before returning). Costs a subscription of its own
+    /// (an inbox) per call: for rare calls, not the hot path.
+    pub(crate) async fn call_in_order(
+        &self,
+        node: &str,
+        request: &CallRequest,
+        raw: &[u8],
+    ) -> Result<(CallReply, Bytes), CallError> {
+        let started = Instant::now();
+        let result = self.call_in_order_inner(node, request, raw).await;
+        self.finish(node, request.kind(), started, result)
+    }
+
+    async fn call_in_order_inner(
+        &self,
+        node: &str,
+        request: &CallRequest,
+        raw: &[u8],
+    ) -> Result<(CallReply, Bytes), CallError> {
+        if !self.peers.contains(node) {
+            return Err(CallError::UnknownNode {
+                node: node.to_owned(),
+            });
+        }
+        let _permit = self.waiting.try_acquire().map_err(|_| CallError::Busy)?;
+        let inbox = self.client.new_inbox();
+        // Subscribed before the request is queued: one connection, so NATS has the
+        // subscription before the request can be answered.
+        let mut answers = self
+            .client
+            .subscribe(inbox.clone())
+            .await
+            .map_err(|e| CallError::Nats(e.to_string()))?;
+        if !self.outgoing.send_request(
+            self.config.call_subject(node),
+            inbox,
+            encode_request(request, raw),
+            "call",
+        ) {
+            return Err(CallError::Nats(
+                "this node's outgoing queue is full (cluster.outgoing_queue_size)".to_owned(),
+            ));
+        }
+        let timeout = self.config.call_timeout;
+        let message = match tokio::time::timeout(timeout, answers.next()).await {
+            Err(_) => {
+                return Err(CallError::TimedOut {
+                    node: node.to_owned(),
+                    ms: timeout.as_millis(),
+                });
+            }
+            Ok(None) => {
+                return Err(CallError::Nats(
+                    "the answer's subscription ended".to_owned(),
+                ));
+            }
+            Ok(Some(message)) => message,
+        };
+        if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+            return Err(CallError::NoResponders {
+                node: node.to_owned(),
+            });
+        }
+        decode_frame::<CallReply>(&message.payload).ok_or_else(|| CallError::Malformed {
+            node: node.to_owned(),
+        })
+    }
+
+    /// Counts a call's outcome and turns the other node's "busy" into an error.
+    fn finish(
+        &self,
+        node: &str,
+        kind: &'static str,
+        started: Instant,
+        result: Result<(CallReply, Bytes), CallError>,
+    ) -> Result<(CallReply, Bytes), CallError> {
         metrics::call(
             kind,
             match &result {

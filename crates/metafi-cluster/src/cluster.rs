@@ -117,7 +117,14 @@ struct Handlers {
 
 impl CallHandler for Handlers {
     fn call(&self, request: CallRequest, raw: Bytes) -> BoxFuture<'static, (CallReply, Bytes)> {
-        self.matches.call(request, raw)
+        match request {
+            // Answered here, at once: in arrival order with the casts before it.
+            request @ CallRequest::StreamJoin { .. } => {
+                let reply = self.session_requests.answer(request);
+                Box::pin(std::future::ready((reply, Bytes::new())))
+            }
+            other => self.matches.call(other, raw),
+        }
     }
 
     fn cast(&self, request: CallRequest, raw: Bytes) {

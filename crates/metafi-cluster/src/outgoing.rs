@@ -27,7 +27,13 @@ struct Item {
     payload: Bytes,
     kind: &'static str,
     batch: bool,
+    /// Where the receiver answers (a call queued behind the casts: `Calls::call_in_order`);
+    /// such a message always goes alone.
+    reply: Option<String>,
 }
+
+/// One NATS message to publish: subject, payload, kind, how many messages it carries, reply.
+type Publish = (String, Bytes, &'static str, usize, Option<String>);
 
 /// How the publishing task groups messages (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +85,13 @@ impl Outgoing {
                         }
                     }
                 }
-                for (subject, payload, kind, parts) in group(&mut taken, batching.max_bytes) {
-                    match client.publish(subject, payload).await {
+                for (subject, payload, kind, parts, reply) in group(&mut taken, batching.max_bytes)
+                {
+                    let published = match reply {
+                        Some(reply) => client.publish_with_reply(subject, reply, payload).await,
+                        None => client.publish(subject, payload).await,
+                    };
+                    match published {
                         Ok(()) => {
                             metrics::sent(kind);
                             if parts > 1 {
@@ -109,16 +120,37 @@ impl Outgoing {
         self.queue(subject, payload, kind, true)
     }
 
+    /// Queues a request whose receiver answers on `reply`; it goes alone, after everything
+    /// queued before it for the same subject.
+    pub(crate) fn send_request(
+        &self,
+        subject: String,
+        reply: String,
+        payload: Bytes,
+        kind: &'static str,
+    ) -> bool {
+        self.push(Item {
+            subject,
+            payload,
+            kind,
+            batch: false,
+            reply: Some(reply),
+        })
+    }
+
     fn queue(&self, subject: String, payload: Bytes, kind: &'static str, batch: bool) -> bool {
-        let queued = self
-            .tx
-            .try_send(Item {
-                subject,
-                payload,
-                kind,
-                batch,
-            })
-            .is_ok();
+        self.push(Item {
+            subject,
+            payload,
+            kind,
+            batch,
+            reply: None,
+        })
+    }
+
+    fn push(&self, item: Item) -> bool {
+        let kind = item.kind;
+        let queued = self.tx.try_send(item).is_ok();
         if !queued {
             metrics::dropped(kind);
             tracing::debug!(
@@ -134,7 +166,7 @@ impl Outgoing {
 /// subject gathered into batches of at most `max_bytes` (a message alone goes as it is), each
 /// with how many messages it carries. A subject's messages keep their order; a message that
 /// goes alone ends the batch before it.
-fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<(String, Bytes, &'static str, usize)> {
+fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<Publish> {
     struct Pending {
         kind: &'static str,
         parts: Vec<Bytes>,
@@ -148,12 +180,14 @@ fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<(String, Bytes, &'stati
                 pending.parts.pop().unwrap_or_default(),
                 pending.kind,
                 1,
+                None,
             )),
             n => out.push((
                 subject.to_owned(),
                 encode_batch(&pending.parts),
                 pending.kind,
                 n,
+                None,
             )),
         }
         pending.parts.clear();
@@ -168,7 +202,7 @@ fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<(String, Bytes, &'stati
             if let Some(p) = pending.get_mut(&item.subject) {
                 flush(&item.subject, p, &mut out);
             }
-            out.push((item.subject, item.payload, item.kind, 1));
+            out.push((item.subject, item.payload, item.kind, 1, item.reply));
             continue;
         }
         let size = PART_HEADER + item.payload.len();
@@ -211,11 +245,12 @@ mod tests {
             payload: Bytes::from_static(payload),
             kind: "k",
             batch,
+            reply: None,
         }
     }
 
     /// Per subject, what a receiver gets out of the published messages, in order.
-    fn received(out: &[(String, Bytes, &'static str, usize)], subject: &str) -> Vec<Bytes> {
+    fn received(out: &[Publish], subject: &str) -> Vec<Bytes> {
         out.iter()
             .filter(|(s, ..)| s == subject)
             .flat_map(|(_, payload, ..)| unbatch(payload))
@@ -245,7 +280,8 @@ mod tests {
             vec![Bytes::from_static(b"x"), Bytes::from_static(b"y")]
         );
         // a: [1,2] batched, 3 alone, 4 alone; b: [x,y] batched.
-        let counts: Vec<(&str, usize)> = out.iter().map(|(s, .., n)| (s.as_str(), *n)).collect();
+        let counts: Vec<(&str, usize)> =
+            out.iter().map(|(s, _, _, n, _)| (s.as_str(), *n)).collect();
         assert_eq!(counts, vec![("a", 2), ("a", 1), ("a", 1), ("b", 2)]);
 
         // Bounded: 5 + 3 * (4 + 1) = 20 bytes fit in 20; a fourth part starts a new batch.

@@ -18,13 +18,14 @@ use bytes::Bytes;
 use metafi_match::PresenceReason;
 use metafi_proto::realtime::Format;
 use metafi_realtime::{
-    NodeSessions, Outbound, RealtimeParts, RemoteSessions, StreamJoin, StreamKey,
+    JoinAnswer, JoinRefused, NodeSessions, Outbound, RealtimeParts, RemoteSessions, StreamJoin,
+    StreamKey,
 };
 use uuid::Uuid;
 
-use crate::calls::Calls;
+use crate::calls::{CallError, Calls};
 use crate::membership::Peers;
-use crate::wire::{CallRequest, WireStream, presence_reason};
+use crate::wire::{CallReply, CallRequest, WireJoinRefused, WireStream, presence_reason};
 use crate::{SessionDirectory, metrics};
 
 /// Sends server code's requests for other nodes' sessions, and handles theirs for this node's.
@@ -122,6 +123,52 @@ impl SessionRequests {
         tracing::debug!(kind, done, "cluster: handled a session request");
     }
 
+    /// Answers another node's call for this node's sessions (a `stream_join` whose caller
+    /// waits), at once.
+    pub(crate) fn answer(&self, request: CallRequest) -> CallReply {
+        let kind = request.kind();
+        let CallRequest::StreamJoin {
+            user_id,
+            session_id,
+            stream,
+            hidden,
+            persistence,
+            status,
+            update,
+        } = request
+        else {
+            return CallReply::Refused {
+                message: format!("{kind} is not a call this node answers"),
+            };
+        };
+        let join = StreamJoin {
+            hidden,
+            persistence,
+            status,
+        };
+        // Before this node's parts are set no session of it exists yet.
+        let answer = match self.node.get() {
+            Some(node) => node.stream_join(user_id, session_id, &stream.key(), join, update),
+            None => Err(JoinRefused::NoSession),
+        };
+        metrics::session_request(kind, if answer.is_ok() { "done" } else { "gone" });
+        match answer {
+            Ok(newly) => CallReply::StreamJoined {
+                newly,
+                refused: None,
+            },
+            Err(refused) => CallReply::StreamJoined {
+                newly: false,
+                refused: Some(match refused {
+                    JoinRefused::Closing => WireJoinRefused::Closing,
+                    JoinRefused::NoSession | JoinRefused::Unanswered { .. } => {
+                        WireJoinRefused::NoSession
+                    }
+                }),
+            },
+        }
+    }
+
     /// Casts `request` to `node`; whether it was queued (counted either way).
     fn send(&self, node: &str, request: &CallRequest, raw: &[u8]) -> bool {
         let sent = self.calls.cast(node, request, raw);
@@ -201,6 +248,48 @@ impl RemoteSessions for SessionRequests {
             },
             &[],
         )
+    }
+
+    fn stream_join_answered(
+        &self,
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: &StreamKey,
+        join: &StreamJoin,
+    ) -> Option<JoinAnswer> {
+        let node = self.directory.node_of(session_id)?;
+        let request = CallRequest::StreamJoin {
+            user_id,
+            session_id,
+            stream: WireStream::from_key(stream),
+            hidden: join.hidden,
+            persistence: join.persistence,
+            status: join.status.clone(),
+            update: false,
+        };
+        let calls = self.calls.clone();
+        Some(Box::pin(async move {
+            // In order: behind this node's earlier casts to that node (a leave just before).
+            match calls.call_in_order(&node, &request, &[]).await {
+                Ok((CallReply::StreamJoined { newly, refused }, _)) => match refused {
+                    None => Ok(newly),
+                    Some(WireJoinRefused::NoSession) => Err(JoinRefused::NoSession),
+                    Some(WireJoinRefused::Closing) => Err(JoinRefused::Closing),
+                },
+                // The node is gone for the cluster, and its sessions with it.
+                Err(CallError::UnknownNode { .. } | CallError::NoResponders { .. }) => {
+                    Err(JoinRefused::NoSession)
+                }
+                Ok((other, _)) => Err(JoinRefused::Unanswered {
+                    node,
+                    why: format!("unexpected answer {other:?}"),
+                }),
+                Err(e) => Err(JoinRefused::Unanswered {
+                    node,
+                    why: e.to_string(),
+                }),
+            }
+        }))
     }
 
     fn stream_leave(&self, user_id: Uuid, session_id: Uuid, stream: &StreamKey) -> bool {

@@ -335,10 +335,27 @@ pub(crate) enum CallReply {
         #[serde(default)]
         error: Option<WireMatchError>,
     },
+    /// A stream join of one of the node's sessions: whether it was new in the stream, or why
+    /// the session could not join.
+    StreamJoined {
+        #[serde(default)]
+        newly: bool,
+        #[serde(default)]
+        refused: Option<WireJoinRefused>,
+    },
     /// The node answers too many calls already (`cluster.max_concurrent_calls`).
     Busy,
     /// The node cannot answer this request (its match engine is not ready).
     Refused { message: String },
+}
+
+/// Why a session of the answering node could not join a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WireJoinRefused {
+    /// The node has no such session (it ended meanwhile).
+    NoSession,
+    Closing,
 }
 
 /// A party member between nodes.

@@ -10,16 +10,17 @@ use uuid::Uuid;
 
 use crate::ChannelId;
 
-/// Reaches the sessions present in a channel (on this node).
+/// Reaches the sessions present in a channel, on whichever node (in a cluster) they are.
 pub trait ChannelPush: Send + Sync + fmt::Debug {
     /// Sends `message` to every session present in `channel`; returns how many accepted it.
     fn deliver(&self, channel: &ChannelId, message: api::ChannelMessage) -> usize;
 
     /// Takes every session of `user_id` out of `channel` (the others see it leave), so it
-    /// receives the channel's messages no more.
+    /// receives the channel's messages no more; a session on another node is taken out by its
+    /// node.
     fn remove_user(&self, channel: &ChannelId, user_id: Uuid);
 
-    /// Takes every session out of `channel` (its group was deleted).
+    /// Takes every session out of `channel`, on every node (its group was deleted).
     fn close(&self, channel: &ChannelId);
 }
 

@@ -464,6 +464,7 @@ impl AuthoritativeMatch {
             let step = self.settle(inner, now, "match_join_attempt", Ok(Flow::Continue));
             return (step, rejected(verdict.reason));
         }
+        self.core.shared.awaiting_completion.lock().insert(session);
         self.core.pending.push(Pending {
             presence: request.presence.clone(),
             expires: now + inner.config.join_marker_deadline,
@@ -535,6 +536,7 @@ impl AuthoritativeMatch {
                 .position(|p| p.presence.session_id == *session)
             {
                 self.core.pending.swap_remove(at);
+                self.core.shared.awaiting_completion.lock().remove(session);
                 inner.session_exited(*session, self.core.shared.id.uuid());
             } else if let Some(presence) = self.core.members.remove(*session) {
                 self.core.shared.inbox.lock().senders.remove(session);
@@ -727,14 +729,17 @@ impl AuthoritativeMatch {
             return;
         }
         let uuid = self.core.shared.id.uuid();
+        let mut awaiting = self.core.shared.awaiting_completion.lock();
         self.core.pending.retain(|p| {
             let keep = p.expires > now;
             if !keep {
+                awaiting.remove(&p.presence.session_id);
                 inner.session_exited(p.presence.session_id, uuid);
                 tracing::debug!(match_id = %self.core.shared.id_text, sid = %p.presence.session_id, "accepted join lapsed: the client did not complete it within match.join_marker_deadline_ms");
             }
             keep
         });
+        drop(awaiting);
         self.update_counts();
     }
 

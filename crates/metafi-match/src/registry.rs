@@ -333,6 +333,7 @@ impl Matches {
             signals: AtomicU32::new(0),
             calls: AtomicU32::new(0),
             overloaded: AtomicBool::new(false),
+            awaiting_completion: Mutex::new(std::collections::HashSet::new()),
             stats: MatchStats::default(),
             metrics,
             cost_ns: AtomicI64::new(projected),
@@ -440,7 +441,9 @@ impl Matches {
     }
 
     /// The client of an accepted join has its answer: the join completes (presence event to
-    /// everyone, then `match_join`). For a relayed match this sends the presence event.
+    /// everyone, then `match_join`). For a relayed match this sends the presence event. A
+    /// session with no accepted join waiting in the match changes nothing (as a leave of a
+    /// session that is not in it): nothing is queued.
     pub fn complete_join(&self, id: &MatchId, session_id: Uuid) {
         if !id.is_authoritative() {
             if !self.relayed_announce(id.uuid(), session_id)
@@ -451,6 +454,10 @@ impl Matches {
             return;
         }
         if let Some(shared) = self.authoritative(id) {
+            // Checked where the match lives: a completion cast by another node lands here too.
+            if !shared.awaiting_completion.lock().remove(&session_id) {
+                return;
+            }
             self.call(
                 &shared,
                 Command::CompleteJoin {

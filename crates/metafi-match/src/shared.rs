@@ -1,7 +1,7 @@
 //! What the executor thread running a match shares with everyone else: its input queue (filled
 //! by IO threads without waking the executor), its size, its counters.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -50,6 +50,12 @@ pub(crate) struct MatchShared {
     pub(crate) calls: AtomicU32,
     /// Set once the call queue overflowed and the match was told to stop.
     pub(crate) overloaded: AtomicBool,
+    /// Sessions whose join was accepted and not completed yet (the executor adds one when it
+    /// accepts a join and drops it when the pending join leaves or lapses; a completion takes
+    /// it). Only these may queue a join completion: a completion naming any other session —
+    /// a stranger, a member repeating itself, a cast from another node — would change nothing
+    /// in the match but take a place in its call queue, and enough of them stop it.
+    pub(crate) awaiting_completion: Mutex<HashSet<Uuid>>,
     pub(crate) stats: MatchStats,
     pub(crate) metrics: Arc<HandlerMetrics>,
     /// What it adds to its thread's cost now, CPU ns per second (projected until measured).

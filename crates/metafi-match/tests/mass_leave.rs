@@ -1,8 +1,9 @@
 //! A mass disconnect: every player of a match leaving at once fits the call queue, however
 //! small `match.call_queue_size` is (a 5,000-bot world was stopped when its bots all left
 //! together); the queue is still bounded past the match's own presences. Only a member's leave
-//! is queued, once: a client naming a match it is not in (or repeating its own leave) could
-//! otherwise fill the queue and stop the match.
+//! is queued, once, and only an accepted join's completion, once: a client naming a match it is
+//! not in (or repeating its own leave or completion) could otherwise fill the queue and stop
+//! the match.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -51,16 +52,65 @@ fn every_player_leaving_at_once_does_not_stop_the_match() {
 }
 
 #[test]
-fn join_completions_past_the_presences_and_the_limit_still_stop_the_match() {
+fn calls_past_the_presences_and_the_limit_still_stop_the_match() {
     let mut engine = engine(4);
     let (id, _) = idle_match(&mut engine, "m");
-    let p = engine.join(&id, "only");
-    // One presence and a limit of 4: the sixth queued call overflows.
-    for _ in 0..6 {
+    let matches = engine.matches.clone();
+    let players: Vec<_> = (0..8).map(|i| presence(&format!("p{i}"))).collect();
+    for p in &players {
+        engine.drive(matches.join(&id, join_request(p))).unwrap();
+    }
+    assert_eq!(engine.stats(&id).pending_joins, 8);
+    // Eight presences and a limit of 4: each completes and leaves before the executor runs
+    // (16 calls for a bound of 12), so the queue overflows.
+    for p in &players {
         engine.matches.complete_join(&id, p.session_id);
+        engine.matches.leave(&id, p.session_id);
     }
     engine.run_for(std::time::Duration::from_millis(300));
     assert!(!is_running(&engine, &id), "the match still runs");
+}
+
+/// Only an accepted join waiting in the match completes, once: completions naming a stranger
+/// or a member (from a client, or cast by another node) queue nothing and change nothing.
+#[test]
+fn completions_without_an_accepted_join_neither_stop_the_match_nor_reach_its_handler() {
+    let mut engine = engine(4);
+    let (id, calls) = idle_match(&mut engine, "m");
+    let member = engine.join(&id, "member");
+    let stranger = presence("stranger");
+    let pending = presence("pending");
+    let matches = engine.matches.clone();
+    engine
+        .drive(matches.join(&id, join_request(&pending)))
+        .unwrap();
+    engine.outlet.take();
+    let joins_before = calls.lock().joins.len();
+    // Ten times the limit before the executor runs again.
+    for _ in 0..40 {
+        engine.matches.complete_join(&id, stranger.session_id);
+        engine.matches.complete_join(&id, member.session_id);
+    }
+    engine.run_for(std::time::Duration::from_millis(300));
+    assert!(is_running(&engine, &id), "the match was stopped");
+    assert_eq!(
+        calls.lock().joins.len(),
+        joins_before,
+        "{:?}",
+        calls.lock().joins
+    );
+    assert!(engine.outlet.take().is_empty(), "presence events were sent");
+    assert_eq!(engine.stats(&id).presences, 1);
+
+    // The pending join completes, once.
+    for _ in 0..40 {
+        engine.matches.complete_join(&id, pending.session_id);
+    }
+    engine.step();
+    assert!(is_running(&engine, &id), "the match was stopped");
+    assert_eq!(calls.lock().joins.len(), joins_before + 1);
+    assert_eq!(calls.lock().joins.last(), Some(&pending.session_id));
+    assert_eq!(engine.stats(&id).presences, 2);
 }
 
 #[test]

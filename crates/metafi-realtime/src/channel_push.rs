@@ -1,24 +1,29 @@
 //! [`ChannelSessions`]: the realtime side of `metafi_core::ChannelPush`. Group system messages
 //! reach the sessions present in the group's channel through the tracker and the message
-//! router; a user removed from a group leaves the channel (the others see it leave).
+//! router; a user removed from a group leaves the channel (the others see it leave) on
+//! whichever node its sockets are, as server code's `stream_user_leave` takes it out.
 
 use metafi_core::{ChannelId, ChannelPush};
 use metafi_proto::api::ChannelMessage;
 use metafi_proto::realtime::{Envelope, Message};
 use uuid::Uuid;
 
-use crate::{Outbound, RealtimeParts, StreamKey};
+use crate::control::{close_anywhere, leave_anywhere};
+use crate::{NodeSessions, Outbound, RealtimeParts, StreamKey};
 
 /// Channel delivery over this node's tracker and router.
 #[derive(Debug, Clone)]
 pub struct ChannelSessions {
     parts: RealtimeParts,
+    /// This node's sessions; the others' are reached through `parts.remote`.
+    node: NodeSessions,
 }
 
 impl ChannelSessions {
     pub fn new(parts: &RealtimeParts) -> ChannelSessions {
         ChannelSessions {
             parts: parts.clone(),
+            node: NodeSessions::new(parts.clone()),
         }
     }
 }
@@ -37,26 +42,25 @@ impl ChannelPush for ChannelSessions {
 
     fn remove_user(&self, channel: &ChannelId, user_id: Uuid) {
         let stream = StreamKey::channel(channel);
-        let changes = self
-            .parts
-            .tracker
-            .list(&stream, true)
-            .into_iter()
-            .filter(|p| p.user_id == user_id)
-            .filter_map(|p| self.parts.tracker.untrack(p.session_id, &stream))
-            .collect();
-        self.parts.deliver(changes);
+        // The tracker lists the user's presences on every node; each is taken out by its own.
+        for presence in self.parts.tracker.list(&stream, true) {
+            if presence.user_id == user_id {
+                leave_anywhere(
+                    &self.node,
+                    self.parts.remote.as_ref(),
+                    user_id,
+                    presence.session_id,
+                    &stream,
+                );
+            }
+        }
     }
 
     fn close(&self, channel: &ChannelId) {
-        let stream = StreamKey::channel(channel);
-        let changes = self
-            .parts
-            .tracker
-            .session_ids(&stream)
-            .into_iter()
-            .filter_map(|session_id| self.parts.tracker.untrack(session_id, &stream))
-            .collect();
-        self.parts.deliver(changes);
+        close_anywhere(
+            &self.node,
+            self.parts.remote.as_ref(),
+            &StreamKey::channel(channel),
+        );
     }
 }

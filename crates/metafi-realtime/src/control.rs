@@ -18,7 +18,9 @@ use metafi_proto::api::ChannelMessage;
 use metafi_proto::realtime::{Envelope, Message};
 use uuid::Uuid;
 
-use crate::{NodeSessions, Outbound, Presence, PresenceMeta, RealtimeParts, StreamKey};
+use crate::{
+    NodeSessions, Outbound, Presence, PresenceMeta, RealtimeParts, RemoteSessions, StreamKey,
+};
 
 /// Sessions, streams, channels and follows as server code drives them.
 #[derive(Debug, Clone)]
@@ -40,12 +42,14 @@ pub struct StreamJoin {
 }
 
 /// Why server code could not put a session in a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinRefused {
-    /// No session with that id on this node.
+    /// No session with that id (on any live node).
     NoSession,
     /// The session is closing.
     Closing,
+    /// The session's node did not answer (`why` says how: timed out, busy).
+    Unanswered { node: Arc<str>, why: String },
 }
 
 /// A chat message sent, updated or removed by server code.
@@ -116,23 +120,21 @@ impl RealtimeControl {
 
     /// Puts a session in a stream as `user_id`; true when it was not there before. Others in
     /// the stream see it join (unless hidden). A session of another node is put there by its
-    /// node (one-way: the answer is whether this node's books held it already).
-    pub fn stream_join(
+    /// node, which answers (a call bounded by `cluster.call_timeout_ms`).
+    pub async fn stream_join(
         &self,
         user_id: Uuid,
         session_id: Uuid,
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<bool, JoinRefused> {
-        if !self.node.has(session_id) {
-            let newly = self.parts.tracker.presence(session_id, stream).is_none();
-            if self
+        if !self.node.has(session_id)
+            && let Some(answer) = self
                 .parts
                 .remote
-                .stream_join(user_id, session_id, stream, &join, false)
-            {
-                return Ok(newly);
-            }
+                .stream_join_answered(user_id, session_id, stream, &join)
+        {
+            return answer.await;
         }
         self.node
             .stream_join(user_id, session_id, stream, join, false)
@@ -162,9 +164,13 @@ impl RealtimeControl {
     /// Takes a session out of a stream, on its node; nothing happens when it is not there (as
     /// `user_id`).
     pub fn stream_leave(&self, user_id: Uuid, session_id: Uuid, stream: &StreamKey) {
-        if !self.node.stream_leave(user_id, session_id, stream) && !self.node.has(session_id) {
-            self.parts.remote.stream_leave(user_id, session_id, stream);
-        }
+        leave_anywhere(
+            &self.node,
+            self.parts.remote.as_ref(),
+            user_id,
+            session_id,
+            stream,
+        );
     }
 
     /// Presences in a stream, hidden ones included.
@@ -174,10 +180,7 @@ impl RealtimeControl {
 
     /// Takes every session out of a stream, on every node; they see each other leave.
     pub fn stream_close(&self, stream: &StreamKey) {
-        let elsewhere = self.node.stream_close(stream);
-        if !elsewhere.is_empty() {
-            self.parts.remote.stream_close(stream, &elsewhere);
-        }
+        close_anywhere(&self.node, self.parts.remote.as_ref(), stream);
     }
 
     /// Sends an envelope to a stream's sessions, or to `only` of them (session ids; sessions
@@ -311,5 +314,29 @@ impl RealtimeControl {
             );
         }
         message
+    }
+}
+
+/// Takes a session out of a stream on whichever node holds it (this node's directly, another
+/// node's through `remote`); nothing happens when it is not there as `user_id`. The one rule for
+/// server code's `stream_user_leave` and for a user removed from a group's channel.
+pub(crate) fn leave_anywhere(
+    node: &NodeSessions,
+    remote: &dyn RemoteSessions,
+    user_id: Uuid,
+    session_id: Uuid,
+    stream: &StreamKey,
+) {
+    if !node.stream_leave(user_id, session_id, stream) && !node.has(session_id) {
+        remote.stream_leave(user_id, session_id, stream);
+    }
+}
+
+/// Takes every session out of a stream, on every node holding one (each node takes its own
+/// out and tells its own members): server code's `stream_close` and a deleted group's channel.
+pub(crate) fn close_anywhere(node: &NodeSessions, remote: &dyn RemoteSessions, stream: &StreamKey) {
+    let elsewhere = node.stream_close(stream);
+    if !elsewhere.is_empty() {
+        remote.stream_close(stream, &elsewhere);
     }
 }

@@ -65,7 +65,7 @@ pub use realtime::{
     NOTIFICATION_DM_REQUEST, NOTIFICATION_SINGLE_SOCKET, Realtime, RealtimeConfig, RealtimeParts,
     RealtimeServices, replace_session,
 };
-pub use remote_sessions::{NoRemoteSessions, RemoteSessions};
+pub use remote_sessions::{JoinAnswer, NoRemoteSessions, RemoteSessions};
 pub use session_registry::{SessionListener, SessionRegistry};
 pub use socket_session::{Session, SessionParams};
 pub use status::{FollowLimitExceeded, LocalStatusRegistry, StatusRegistry};

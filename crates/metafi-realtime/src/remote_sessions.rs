@@ -3,20 +3,27 @@
 //! holds them. A single node has none ([`NoRemoteSessions`]); a cluster sends each request to
 //! the session's node (`metafi-cluster`), which does there what [`NodeSessions`] does here.
 //!
-//! Every method is one-way and never waits: the request is queued for the other node and the
-//! answer is what was *sent* (a session the cluster knows on a live peer), not what the other
-//! node did with it. Callers ([`crate::RealtimeControl`]) are synchronous, as the `nk`
-//! functions and services above them are.
+//! Every method but [`RemoteSessions::stream_join_answered`] is one-way and never waits: the
+//! request is queued for the other node and the answer is what was *sent* (a session the
+//! cluster knows on a live peer), not what the other node did with it; their callers
+//! ([`crate::RealtimeControl`]) are synchronous, as the `nk` functions and services above them
+//! are. `nk.stream_user_join` answers whether the session was new in the stream, or why it
+//! could not join, so it waits for the session's node (a bounded call).
 //!
 //! [`NodeSessions`]: crate::NodeSessions
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use metafi_match::PresenceReason;
 use uuid::Uuid;
 
-use crate::{Outbound, StreamJoin, StreamKey};
+use crate::{JoinRefused, Outbound, StreamJoin, StreamKey};
+
+/// The answer of another node to a stream join.
+pub type JoinAnswer = Pin<Box<dyn Future<Output = Result<bool, JoinRefused>> + Send>>;
 
 /// Requests for sessions of other nodes (see the module docs: one-way, counted as sent).
 pub trait RemoteSessions: Send + Sync + fmt::Debug {
@@ -37,6 +44,19 @@ pub trait RemoteSessions: Send + Sync + fmt::Debug {
         join: &StreamJoin,
         update: bool,
     ) -> bool;
+
+    /// Puts `session_id` in a stream as `user_id` on its node and waits for that node's
+    /// answer: true when it was not in the stream, or the node's refusal (no such session,
+    /// closing), or [`JoinRefused::Unanswered`] when the node does not answer in time. Made
+    /// behind this node's earlier requests to that node. `None` when no other (live) node
+    /// holds the session.
+    fn stream_join_answered(
+        &self,
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: &StreamKey,
+        join: &StreamJoin,
+    ) -> Option<JoinAnswer>;
 
     /// Takes `session_id` out of a stream on its node (if it is there as `user_id`); false
     /// when no other (live) node holds it.
@@ -70,6 +90,16 @@ impl RemoteSessions for NoRemoteSessions {
 
     fn stream_join(&self, _: Uuid, _: Uuid, _: &StreamKey, _: &StreamJoin, _: bool) -> bool {
         false
+    }
+
+    fn stream_join_answered(
+        &self,
+        _: Uuid,
+        _: Uuid,
+        _: &StreamKey,
+        _: &StreamJoin,
+    ) -> Option<JoinAnswer> {
+        None
     }
 
     fn stream_leave(&self, _: Uuid, _: Uuid, _: &StreamKey) -> bool {

@@ -115,7 +115,8 @@ async fn custom_streams_tell_members_of_joins_and_leaves_and_hidden_joins_stay_s
     let (a, b) = (f.open("a"), f.open("b"));
     assert_eq!(
         f.control
-            .stream_join(a.user_id(), a.id(), &arena(), visible()),
+            .stream_join(a.user_id(), a.id(), &arena(), visible())
+            .await,
         Ok(true)
     );
     let to_a = received(&a);
@@ -129,7 +130,9 @@ async fn custom_streams_tell_members_of_joins_and_leaves_and_hidden_joins_stay_s
         ..visible()
     };
     assert_eq!(
-        f.control.stream_join(b.user_id(), b.id(), &arena(), hidden),
+        f.control
+            .stream_join(b.user_id(), b.id(), &arena(), hidden)
+            .await,
         Ok(true)
     );
     assert!(received(&a).is_empty(), "a hidden join is no event");
@@ -167,6 +170,7 @@ async fn send_reaches_the_stream_or_only_the_named_sessions_in_it() {
     for s in [&a, &b] {
         f.control
             .stream_join(s.user_id(), s.id(), &arena(), visible())
+            .await
             .unwrap();
     }
     received(&a);
@@ -198,7 +202,8 @@ async fn joins_need_a_live_session_and_an_ended_one_leaves_nothing_behind() {
     let a = f.open("a");
     assert_eq!(
         f.control
-            .stream_join(a.user_id(), Uuid::new_v4(), &arena(), visible()),
+            .stream_join(a.user_id(), Uuid::new_v4(), &arena(), visible())
+            .await,
         Err(JoinRefused::NoSession)
     );
     assert!(f.control.disconnect(a.id(), PresenceReason::Leave));
@@ -210,7 +215,8 @@ async fn joins_need_a_live_session_and_an_ended_one_leaves_nothing_behind() {
     );
     assert_eq!(
         f.control
-            .stream_join(a.user_id(), a.id(), &arena(), visible()),
+            .stream_join(a.user_id(), a.id(), &arena(), visible())
+            .await,
         Err(JoinRefused::Closing)
     );
     f.realtime.end(&a, CloseReason::ClientClosed);
@@ -247,6 +253,7 @@ async fn server_chat_messages_reach_the_channel_members_from_any_sender() {
     // a is in the room's stream (as a channel join makes it).
     f.control
         .stream_join(a.user_id(), a.id(), &StreamKey::channel(&lobby), visible())
+        .await
         .unwrap();
     received(&a);
     let from = ServerMessage {

@@ -63,12 +63,14 @@ impl Default for StreamJoin {
 }
 
 /// Why a session could not join a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamJoinError {
-    /// No session with that id on this node.
+    /// No session with that id (on any live node).
     NoSession,
     /// The session is closing.
     Closing,
+    /// The node holding the session did not answer; the text says which and why.
+    Unanswered(String),
 }
 
 /// Who a chat message from server code comes from, and whether it is stored.
@@ -109,8 +111,9 @@ pub trait RealtimeHost: Send + Sync + std::fmt::Debug {
         stream: &StreamId,
     ) -> Option<StreamMeta>;
 
-    /// Puts a session in a stream; true when it was not there before.
-    fn stream_user_join(
+    /// Puts a session in a stream; true when it was not there before. A session of another
+    /// node is put there by that node, whose answer this waits for.
+    async fn stream_user_join(
         &self,
         user_id: Uuid,
         session_id: Uuid,

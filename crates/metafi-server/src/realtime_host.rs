@@ -70,7 +70,7 @@ impl RealtimeHost for NodeRealtimeHost {
             .map(meta)
     }
 
-    fn stream_user_join(
+    async fn stream_user_join(
         &self,
         user_id: Uuid,
         session_id: Uuid,
@@ -79,6 +79,7 @@ impl RealtimeHost for NodeRealtimeHost {
     ) -> Result<bool, StreamJoinError> {
         self.control
             .stream_join(user_id, session_id, &key(stream), stream_join(join))
+            .await
             .map_err(join_error)
     }
 
@@ -239,6 +240,9 @@ fn join_error(refused: JoinRefused) -> StreamJoinError {
     match refused {
         JoinRefused::NoSession => StreamJoinError::NoSession,
         JoinRefused::Closing => StreamJoinError::Closing,
+        JoinRefused::Unanswered { node, why } => StreamJoinError::Unanswered(format!(
+            "the session's node {node:?} did not answer the stream join ({why}); try again, or check that node"
+        )),
     }
 }
 

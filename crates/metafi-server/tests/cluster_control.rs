@@ -14,7 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use metafi_proto::api::Rpc;
-use metafi_proto::realtime::{ChannelJoin, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping};
+use metafi_proto::realtime::{
+    ChannelJoin, ChannelMessageSend, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping,
+};
 use metafi_proto::wkt::bool_value;
 use metafi_server::config::RawConfig;
 use metafi_testkit::cluster::{eventually, nats_url};
@@ -56,6 +58,11 @@ nk.register_rpc(function(context, payload)
 end, "join")
 nk.register_rpc(function(context, payload)
   local uid, sid = two(payload)
+  nk.stream_user_leave(uid, sid, stream)
+  return tostring(nk.stream_user_join(uid, sid, stream, false, false, "again"))
+end, "rejoin")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
   nk.stream_user_update(uid, sid, stream, false, false, "updated")
   return ""
 end, "update")
@@ -71,6 +78,9 @@ nk.register_rpc(function(context, payload)
 end, "kick")
 nk.register_rpc(function(context, payload) nk.stream_close(stream) return "" end, "close")
 nk.register_rpc(function(context, payload) return tostring(nk.stream_count(stream)) end, "count")
+nk.register_rpc(function(context, payload)
+  return tostring(nk.stream_count({ mode = 3, subject = payload }))
+end, "group_count")
 nk.register_rpc(function(context, payload)
   local status = ""
   for _, p in ipairs(nk.stream_user_list(stream)) do
@@ -166,19 +176,47 @@ async fn known_on_n1(n1: &TestNode, session: &str) {
     .await;
 }
 
-async fn join_room(socket: &mut Socket, room: &str) {
+async fn join_room(socket: &mut Socket, room: &str) -> String {
+    join_channel(socket, room, 1).await
+}
+
+/// Joins a channel (type 1 room, 3 group) and returns its id.
+async fn join_channel(socket: &mut Socket, target: &str, r#type: i32) -> String {
     let answer = socket
         .request(Message::ChannelJoin(ChannelJoin {
-            target: room.into(),
-            r#type: 1,
+            target: target.into(),
+            r#type,
             persistence: bool_value(false),
             hidden: None,
         }))
         .await;
+    match answer.message {
+        Some(Message::Channel(channel)) => channel.id,
+        other => panic!("channel join failed: {other:?}"),
+    }
+}
+
+/// Sends `content` (a JSON string) to a channel and waits for the acknowledgement.
+async fn say(socket: &mut Socket, channel_id: &str, content: &str) {
+    let answer = socket
+        .request(Message::ChannelMessageSend(ChannelMessageSend {
+            channel_id: channel_id.into(),
+            content: serde_json::json!({ "text": content }).to_string(),
+        }))
+        .await;
     assert!(
-        matches!(answer.message, Some(Message::Channel(_))),
+        matches!(answer.message, Some(Message::ChannelMessageAck(_))),
         "{answer:?}"
     );
+}
+
+fn message_with(e: &Envelope, text: &str) -> bool {
+    matches!(&e.message, Some(Message::ChannelMessage(m)) if m.content.contains(text))
+}
+
+fn channel_join_of(e: &Envelope, who: &User) -> bool {
+    matches!(&e.message, Some(Message::ChannelPresenceEvent(ev))
+        if ev.joins.iter().any(|p| p.user_id == who.id))
 }
 
 fn channel_leave_of(e: &Envelope, who: &User) -> bool {
@@ -366,6 +404,112 @@ async fn a_notification_to_everyone_reaches_every_node() {
             })
             .await;
     }
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// `nk.stream_user_join` of bob's session (node 2) made on node 1 answers what node 2 did:
+/// true when he was not in the stream, false when he already was, and a leave made just before
+/// the join (one RPC) is applied first there, so the join is new again and he stays in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_user_join_of_a_session_on_another_node_answers_from_its_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (bob, mut b, bob_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    let bob_ids = format!("{},{bob_session}", bob.id);
+    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    // Node 2 holds him now (it answered): whatever node 1's books say yet.
+    assert_eq!(
+        rpc(&mut a, "join", &bob_ids).await,
+        "false",
+        "he is already in the stream"
+    );
+    assert_eq!(
+        rpc(&mut a, "rejoin", &bob_ids).await,
+        "true",
+        "the leave just before reached node 2 first"
+    );
+    assert_eq!(rpc(&mut b, "count", "").await, "1", "he is in the stream");
+    rpc_until(&mut a, "status", &bob_session, "again@n2").await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// A group kick made over REST on node 1 takes the kicked member out of the group's channel on
+/// node 2, where his socket is: alice (node 1) sees him leave, and a message she sends to the
+/// channel afterwards does not reach him (a room message sent after it does). Deleting the group
+/// takes carol (node 2) out of its channel as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_kick_and_a_deletion_take_members_out_of_the_channel_on_another_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (alice, mut a, _) = player(&n1).await;
+    let (bob, mut b, _) = player(&n2).await;
+    let (carol, mut c, _) = player(&n2).await;
+    let http1 = Http::new(&n1.base);
+    let group = http1
+        .send(http1.post("/v2/group").bearer_auth(&alice.token).json(
+            &serde_json::json!({ "name": format!("guild-{}", uuid::Uuid::new_v4()), "open": true }),
+        ))
+        .await;
+    assert_eq!(group.status, 200, "{:?}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_owned();
+    for who in [&bob, &carol] {
+        let joined = http1
+            .send(
+                http1
+                    .post(&format!("/v2/group/{group_id}/join"))
+                    .bearer_auth(&who.token),
+            )
+            .await;
+        assert_eq!(joined.status, 200, "{:?}", joined.body);
+    }
+    let channel_id = join_channel(&mut a, &group_id, 3).await;
+    join_channel(&mut b, &group_id, 3).await;
+    a.event(|e| channel_join_of(e, &bob)).await;
+    join_channel(&mut c, &group_id, 3).await;
+    a.event(|e| channel_join_of(e, &carol)).await;
+    let room_id = join_room(&mut a, "after-kick").await;
+    join_room(&mut b, "after-kick").await;
+    // Node 1 holds him in the room: the room's messages reach him.
+    a.event(|e| channel_join_of(e, &bob)).await;
+
+    let kicked = http1
+        .send(
+            http1
+                .post(&format!("/v2/group/{group_id}/kick?user_ids={}", bob.id))
+                .bearer_auth(&alice.token),
+        )
+        .await;
+    assert_eq!(kicked.status, 200, "{:?}", kicked.body);
+    a.event(|e| channel_leave_of(e, &bob)).await;
+    c.event(|e| channel_leave_of(e, &bob)).await;
+    say(&mut a, &channel_id, "after the kick").await;
+    say(&mut a, &room_id, "marker").await;
+    // Both travel from node 1 to node 2 in order: the room's message comes second.
+    b.event(|e| message_with(e, "marker")).await;
+    assert!(
+        !b.backlog()
+            .iter()
+            .any(|e| message_with(e, "after the kick")),
+        "the kicked member still receives the group channel: {:?}",
+        b.backlog()
+    );
+
+    let deleted = http1
+        .send(
+            http1
+                .delete(&format!("/v2/group/{group_id}"))
+                .bearer_auth(&alice.token),
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    // Every member leaves the channel; carol (node 2) is taken out by her node.
+    rpc_until(&mut c, "group_count", &group_id, "0").await;
     n2.stop().await;
     n1.stop().await;
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use metafi_proto::realtime::{Envelope, Message, Stream, StreamData};
 use uuid::Uuid;
 
-use super::{Arg, NkArgs, NkCall, NkError, NkFunction, NkMap, NkValue};
+use super::{Arg, NkArgs, NkCall, NkError, NkFunction, NkFuture, NkMap, NkValue};
 use crate::nk::Nk;
 use crate::realtime_host::{
     RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta, StreamPresence,
@@ -32,7 +32,8 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     NkFunction {
         lua: Some("stream_user_join"),
         js: Some("streamUserJoin"),
-        call: NkCall::Sync(stream_user_join),
+        // Async: a session of another node joins there, and that node answers.
+        call: NkCall::Async(stream_user_join),
     },
     NkFunction {
         lua: Some("stream_user_update"),
@@ -104,14 +105,24 @@ fn stream_user_get(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
 
 /// `(user_id, session_id, stream, hidden = false, persistence = true, status = "")` → true when
 /// the session was not in the stream before.
-fn stream_user_join(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
-    let (user_id, session_id) = user_and_session(&args)?;
-    let stream = stream_arg(&args, 3)?;
-    let join = join_args(&args)?;
-    let host = realtime(nk, &args, "stream_user_join", "streamUserJoin")?;
-    host.stream_user_join(user_id, session_id, &stream, join)
-        .map(NkValue::Bool)
-        .map_err(|e| join_error(&args, e, "new"))
+fn stream_user_join(nk: Nk, args: NkArgs) -> NkFuture {
+    let parsed = (|| {
+        let (user_id, session_id) = user_and_session(&args)?;
+        let stream = stream_arg(&args, 3)?;
+        let join = join_args(&args)?;
+        let host = realtime(&nk, &args, "stream_user_join", "streamUserJoin")?.clone();
+        Ok((user_id, session_id, stream, join, host))
+    })();
+    let (user_id, session_id, stream, join, host) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return Box::pin(std::future::ready(Err(e))),
+    };
+    Box::pin(async move {
+        host.stream_user_join(user_id, session_id, &stream, join)
+            .await
+            .map(NkValue::Bool)
+            .map_err(|e| join_error(&args, e, "new"))
+    })
 }
 
 /// Same arguments as `stream_user_join`; returns nothing.
@@ -405,6 +416,7 @@ fn join_error(args: &NkArgs, error: StreamJoinError, which: &str) -> NkError {
         StreamJoinError::Closing => NkError::failed(format!(
             "tracker rejected {which} presence, session is closing"
         )),
+        StreamJoinError::Unanswered(why) => NkError::failed(why),
     }
 }
 

@@ -192,6 +192,16 @@ async fn join_errors_are_nakamas_in_each_language() {
     )
     .await;
     assert_eq!(js, Err(NkError::failed("session id does not exist")));
+    // The session's node did not answer (a cluster): the host's text, as it is.
+    let why = "the session's node \"n2\" did not answer the stream join (timed out)";
+    *h.realtime.join.lock() = Some(StreamJoinError::Unanswered(why.into()));
+    assert_eq!(
+        lua_error(
+            lua(vec![s(&user), s(&session), stream.clone()]).await,
+            "stream_user_join"
+        ),
+        why
+    );
     *h.realtime.join.lock() = Some(StreamJoinError::Closing);
     assert_eq!(
         lua_error(

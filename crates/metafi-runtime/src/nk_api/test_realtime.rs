@@ -91,7 +91,7 @@ impl RealtimeHost for FakeRealtime {
         self.meta.lock().clone()
     }
 
-    fn stream_user_join(
+    async fn stream_user_join(
         &self,
         user_id: Uuid,
         session_id: Uuid,
@@ -99,7 +99,7 @@ impl RealtimeHost for FakeRealtime {
         join: StreamJoin,
     ) -> Result<bool, StreamJoinError> {
         self.ask(Asked::Join(user_id, session_id, stream.clone(), join));
-        match *self.join.lock() {
+        match self.join.lock().clone() {
             Some(error) => Err(error),
             None => Ok(true),
         }
@@ -113,7 +113,7 @@ impl RealtimeHost for FakeRealtime {
         join: StreamJoin,
     ) -> Result<(), StreamJoinError> {
         self.ask(Asked::Update(user_id, session_id, stream.clone(), join));
-        match *self.join.lock() {
+        match self.join.lock().clone() {
             Some(error) => Err(error),
             None => Ok(()),
         }
