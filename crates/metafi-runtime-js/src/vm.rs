@@ -25,6 +25,7 @@ use rquickjs::{
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
+use crate::alloc::QuickJsAllocator;
 use crate::budget::Budget;
 use crate::hook_result::{self, Walk};
 use crate::hook_value::{self, FieldNames};
@@ -162,7 +163,7 @@ impl JsVm {
             engine: "js",
             message,
         };
-        let runtime = Runtime::new()
+        let runtime = Runtime::new_with_alloc(QuickJsAllocator)
             .map_err(|e| engine_error(format!("cannot create a QuickJS runtime: {e}")))?;
         runtime.set_memory_limit(setup.limits.memory_limit_bytes);
         runtime.set_max_stack_size(MAX_STACK_BYTES);
