@@ -26,6 +26,7 @@
 //! Lua engine's internals (only `metafi_runtime`'s public engine interface).
 //! Key types: [`JsEngine`], [`JsVm`].
 
+mod alloc;
 mod array_bounds;
 mod budget;
 mod context;

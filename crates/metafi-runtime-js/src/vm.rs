@@ -25,6 +25,7 @@ use rquickjs::{
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
+use crate::alloc::QuickJsAllocator;
 use crate::budget::Budget;
 use crate::hook_result::{self, Walk};
 use crate::hook_value::{self, FieldNames};
@@ -162,7 +163,7 @@ impl JsVm {
             engine: "js",
             message,
         };
-        let runtime = Runtime::new()
+        let runtime = Runtime::new_with_alloc(QuickJsAllocator)
             .map_err(|e| engine_error(format!("cannot create a QuickJS runtime: {e}")))?;
         runtime.set_memory_limit(setup.limits.memory_limit_bytes);
         runtime.set_max_stack_size(MAX_STACK_BYTES);
@@ -352,10 +353,10 @@ impl JsVm {
 
 /// Builds an RPC's or hook's `ctx` (Nakama's JavaScript context: `node`, `version`, `env`,
 /// `executionMode`, `headers`, `queryParams`, then the caller's `userSessionExp`, `userId`,
-/// `username`, `vars`, `sessionId`, and `clientIp`, in that order) and its logger (fields
-/// `{rpc_id}`) in JavaScript and calls the function: the one place that shape is written, and
-/// one call from Rust instead of a property set per field, each of which made and looked up an
-/// atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
+/// `username`, `vars`, `sessionId`, and `clientIp`, in that order) in JavaScript and calls the
+/// function with it and the logger Rust built ([`hook_value::logger`]): the one place that
+/// shape is written, and one call from Rust instead of a property set per field, each of which
+/// made and looked up an atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
 /// so a module that replaces `Object.create` changes nothing here.
 ///
 /// QuickJS frees an object's shape with the last object that has it, so the `ctx`, logger and
@@ -366,17 +367,19 @@ impl JsVm {
 /// `Object.defineProperty` of VM start, and held in objects without a prototype, so no script
 /// code runs for them even where the intrinsics are not frozen (`Array.prototype.push`
 /// replaced, a setter on `Object.prototype`). For the same reason the fields a call adds to
-/// `ctx` and the logger's `fields` are defined (`put`), not assigned: an assignment would call
-/// a setter of that name on `Object.prototype`, where Nakama's `ctx` is plain data.
+/// `ctx` are defined (`put`), not assigned: an assignment would call a setter of that name on
+/// `Object.prototype`, where Nakama's `ctx` is plain data. Comparisons are with `void 0`, not
+/// `undefined`: in sloppy code `undefined` is a global variable, so `x === undefined` reads it
+/// and compares through QuickJS's slow path, where `x === void 0` compiles to one opcode.
 ///
-/// Answers `[call, prepare]`. `call(fn, after, data, input, rpcId, mode, node, version,
-/// …request)` is the general entry; `prepare(fn, rpcId, mode, after, node, version)` binds the
-/// parts of a hook's call that never change (the function, its id, its mode and the node) into
-/// `function (data, input, …request)`, so a hook call from Rust passes two values, and the
-/// request's only when it has some ([`PreparedHook`]).
+/// Answers `[call, prepare]`. `call(fn, after, data, input, logger, mode, node, version,
+/// …request)` is the general entry; `prepare(fn, mode, after, node, version)` binds the parts
+/// of a hook's call that never change (the function, its mode and the node) into
+/// `function (data, input, logger, …request)`, so a hook call from Rust passes three values,
+/// and the request's only when it has some ([`PreparedHook`]).
 const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define, objectProto) { \
   var shapes = create(null), slot = create(null); \
-  slot.value = undefined; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
+  slot.value = void 0; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
   function prefixes(o, proto) { \
     var names = keys(o), all = create(null), i, j, p; \
     for (i = 0; i <= names.length; i++) { \
@@ -387,32 +390,30 @@ const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define,
     return all; \
   } \
   function put(o, name, value) { \
-    slot.value = value; define(o, name, slot); slot.value = undefined; \
+    slot.value = value; define(o, name, slot); slot.value = void 0; \
   } \
-  function call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
+  function call(fn, after, data, input, logger, mode, node, version, headers, query, uid, \
                 uname, vars, exp, sid, ip) { \
     var ctx = { node: node, version: version, env: env, executionMode: mode, \
-                headers: headers === undefined ? {} : headers, \
-                queryParams: query === undefined ? {} : query }; \
-    if (uid !== undefined) { \
-      if (exp !== undefined) put(ctx, 'userSessionExp', exp); \
+                headers: headers === void 0 ? {} : headers, \
+                queryParams: query === void 0 ? {} : query }; \
+    if (uid !== void 0) { \
+      if (exp !== void 0) put(ctx, 'userSessionExp', exp); \
       put(ctx, 'userId', uid); put(ctx, 'username', uname); put(ctx, 'vars', vars); \
-      if (sid !== undefined) put(ctx, 'sessionId', sid); \
+      if (sid !== void 0) put(ctx, 'sessionId', sid); \
     } \
-    if (ip !== undefined) put(ctx, 'clientIp', ip); \
-    var logger = create(loggerProto); \
-    put(logger, 'fields', { rpc_id: rpcId }); \
-    var variant = (uid === undefined ? 0 : 1) + (exp === undefined ? 0 : 2) + \
-                  (sid === undefined ? 0 : 4) + (ip === undefined ? 0 : 8); \
-    if (shapes[variant] === undefined) { \
+    if (ip !== void 0) put(ctx, 'clientIp', ip); \
+    var variant = (uid === void 0 ? 0 : 1) + (exp === void 0 ? 0 : 2) + \
+                  (sid === void 0 ? 0 : 4) + (ip === void 0 ? 0 : 8); \
+    if (shapes[variant] === void 0) { \
       shapes[variant] = [prefixes(ctx, objectProto), prefixes(logger, loggerProto), \
                          prefixes(logger.fields, objectProto)]; \
     } \
     return after ? fn(ctx, logger, nk, data, input) : fn(ctx, logger, nk, data); \
   } \
-  function prepare(fn, rpcId, mode, after, node, version) { \
-    return function (data, input, headers, query, uid, uname, vars, exp, sid, ip) { \
-      return call(fn, after, data, input, rpcId, mode, node, version, headers, query, uid, \
+  function prepare(fn, mode, after, node, version) { \
+    return function (data, input, logger, headers, query, uid, uname, vars, exp, sid, ip) { \
+      return call(fn, after, data, input, logger, mode, node, version, headers, query, uid, \
                   uname, vars, exp, sid, ip); \
     }; \
   } \
@@ -462,16 +463,18 @@ fn invoke_hook<'js>(
         HookArgs::After { output, input } => (true, value(output)?, value(input)?),
     };
     let entry = prepared_entry(ctx, shared, call, after)?;
+    let logger = call_logger(ctx, shared, &call.id)?;
     let request = request_args(ctx, &call.ctx.request)?;
-    let mut argv = [qjs::JS_UNDEFINED; 10];
+    let mut argv = [qjs::JS_UNDEFINED; 11];
     argv[0] = data.as_raw();
     argv[1] = input.as_raw();
+    argv[2] = logger.as_raw();
     // Trailing `undefined`s are left out: JavaScript fills missing arguments with them.
-    let mut argc = 2;
+    let mut argc = 3;
     for (i, value) in request.iter().enumerate() {
         if let Some(value) = value {
-            argv[2 + i] = value.as_raw();
-            argc = 3 + i;
+            argv[3 + i] = value.as_raw();
+            argc = 4 + i;
         }
     }
     call_raw(ctx, &entry, &argv[..argc])
@@ -515,7 +518,6 @@ fn prepared_entry<'js>(
     };
     let entry: Function<'js> = prepare.call((
         function,
-        &*call.id,
         call.ctx.mode.as_str(),
         after,
         &*call.ctx.node,
@@ -556,7 +558,7 @@ fn call_through_entry<'js>(
         Value::new_bool(ctx.clone(), false),
         data,
         Value::new_undefined(ctx.clone()),
-        rquickjs::String::from_str(ctx.clone(), &call.id)?.into_value(),
+        call_logger(ctx, shared, &call.id)?,
         rquickjs::String::from_str(ctx.clone(), call.ctx.mode.as_str())?.into_value(),
         rquickjs::String::from_str(ctx.clone(), &call.ctx.node)?.into_value(),
         rquickjs::String::from_str(ctx.clone(), call.ctx.version)?.into_value(),
@@ -572,6 +574,21 @@ fn call_through_entry<'js>(
         }
     }
     call_raw(ctx, &entry, &argv)
+}
+
+/// A call's logger, with the VM's logger prototype and `fields` `{ rpc_id }`.
+fn call_logger<'js>(ctx: &Ctx<'js>, shared: &Shared, rpc_id: &str) -> rquickjs::Result<Value<'js>> {
+    let proto = {
+        let cached = shared.cached.borrow();
+        let Some(cached) = cached.as_ref() else {
+            return Err(Exception::throw_internal(
+                ctx,
+                "the nk API is not bound to this VM",
+            ));
+        };
+        cached.logger.clone().restore(ctx)?
+    };
+    hook_value::logger(ctx, &shared.names, &proto, rpc_id)
 }
 
 /// The request's part of a call's `ctx`, as [`CALL_ENTRY`] takes it: `headers`, `query`,
