@@ -1,5 +1,6 @@
-//! How a call (an RPC or a hook) starts on a Lua coroutine: its arguments pushed in one
-//! protected call onto a coroutine this VM keeps, then resumed through mlua's `AsyncThread`.
+//! How a call (an RPC or a hook) runs on a Lua coroutine: its arguments pushed onto a
+//! coroutine this VM keeps and the coroutine resumed, in one protected call; only a call that
+//! waits is handed to mlua's `AsyncThread`.
 //!
 //! mlua's `Function::call_async` took a coroutine from mlua's pool, turned every argument into
 //! an mlua `Value` (a reference slot each, a `MultiValue` of sixteen), moved them one by one
@@ -10,29 +11,35 @@
 //! `Lua::exec_raw` and moved to the coroutine's stack at once; what every call's `ctx` shares
 //! (env, node, version) is in the entry's upvalues (`sandbox::WRAPPERS`).
 //!
-//! The coroutine is still resumed by mlua's `AsyncThread`, so a call that waits (an `nk`
-//! function doing storage or HTTP IO yields mlua's "pending" marker) is polled again with the
-//! task's waker exactly as before. A coroutine that finished normally goes back to this VM's
-//! idle list; one that was dropped while waiting (a call past its deadline) or died is left to
-//! the collector.
+//! In the same protected call the coroutine is resumed with `lua_resume`, and a call that
+//! ends there (most hooks and RPCs: no `nk` call that waits) has its result read right away —
+//! a before hook's table straight into JSON (`raw_read::json_at`) — without an mlua `Value`,
+//! an `AsyncThread` or a status walk. A call that waits (an `nk` function doing storage or
+//! HTTP IO yields mlua's "pending" marker; its future was polled once with mlua's no-op waker,
+//! as no task's waker is set outside `AsyncThread`) is handed to mlua's `AsyncThread`, whose
+//! first poll resumes it at once and so polls that future again with the task's waker; from
+//! there it runs as every call did before. A coroutine that finished normally goes back to
+//! this VM's idle list; one that was dropped while waiting (a call past its deadline) or died
+//! is left to the collector, never reused.
 
 // Every unsafe block pushes onto the stack of the state `exec_raw` hands over (protected:
 // a memory error is a Lua error of that call), after reserving room.
 #![allow(unsafe_code)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use metafi_runtime::context::CallContext;
 use mlua::thread::{AsyncThread, ThreadStatus};
 use mlua::{Function, Lua, Thread, Value, ffi};
 use serde_json::Value as Json;
 
-use crate::raw_push;
+use crate::{raw_push, raw_read};
 
 /// Finished coroutines kept for the next calls. One call runs at a time on an inline VM; a
 /// pool VM interleaves up to `lua_max_calls_per_vm` waiting calls, which take new coroutines
@@ -67,52 +74,286 @@ impl CallEntry {
         })
     }
 
-    /// Starts `function` with `payload` and the `ctx` of `call` on a coroutine; the future
-    /// resolves to the entry's `(ok, result or error)`.
+    /// Starts `function` with `payload` and the `ctx` of `call` on a coroutine and runs it
+    /// until it ends or first waits, in the same protected call that pushed its arguments. The
+    /// running call's deadline must be set (the budget hook reads it).
     pub(crate) fn start(
         self: &Rc<Self>,
         lua: &Lua,
         function: &Function,
         payload: Payload<'_>,
         call: &CallContext,
-    ) -> mlua::Result<Running> {
-        match payload {
-            Payload::Before(Some(json)) => raw_push::too_deep(json)?,
-            Payload::After { output, input } => {
-                for json in [output, input].into_iter().flatten() {
-                    raw_push::too_deep(json)?;
-                }
-            }
-            Payload::Text(_) | Payload::Before(None) => {}
-        }
+    ) -> mlua::Result<Started> {
+        let read = match payload {
+            Payload::Text(_) => Read::Text,
+            Payload::Before(_) => Read::Json,
+            Payload::After { .. } => Read::Nothing,
+        };
         let popped = self.idle.borrow_mut().pop();
         let thread = match popped {
             Some(thread) => thread,
             None => lua.create_thread(self.entry.clone())?,
         };
+        let mut first = None;
         // SAFETY: `exec_raw` pushes the three arguments onto `state` (live for the closure);
         // `push_call` pushes onto `state` after reserving room, then moves what it pushed to
-        // the coroutine, whose stack it first checks has room.
-        unsafe {
-            lua.exec_raw::<()>((&self.entry, function, &thread), |state| {
-                push_call(state, &payload, call);
-            })?;
+        // the coroutine, whose stack it first checks has room; `run_first` resumes the
+        // coroutine (not running: it was idle or new) and moves at most two values back.
+        let left = unsafe {
+            lua.exec_raw::<Value>((&self.entry, function, &thread), |state| {
+                let ran =
+                    push_call(state, &payload, call).map(|nargs| run_first(state, nargs, read));
+                // What comes back is what is left on the stack: the value `run_first` left, if
+                // any, without the three arguments.
+                if ran.as_ref().is_some_and(First::leaves_value) {
+                    ffi::lua_replace(state, 1);
+                    ffi::lua_settop(state, 1);
+                } else {
+                    ffi::lua_settop(state, 0);
+                }
+                first = ran;
+            })
+        };
+        let (left, first) = match (left, first) {
+            (Ok(left), Some(first)) => (left, first),
+            // Nothing reached the coroutine (a payload too deep, no stack room): it is clean.
+            (Ok(_), None) => {
+                self.give_back(thread);
+                return Err(raw_push::deep());
+            }
+            (Err(e), None) => {
+                self.give_back(thread);
+                return Err(e);
+            }
+            // It ran, so it may be suspended half-way: never reused.
+            (Err(e), Some(_)) => return Err(e),
+        };
+        match first {
+            First::Waiting => {
+                let running = thread.clone().into_async::<(bool, Value)>(())?;
+                Ok(Started::Waiting(Running {
+                    running,
+                    thread: Some(thread),
+                    entry: self.clone(),
+                    read,
+                }))
+            }
+            First::Died(status) => Ok(Started::Done(Outcome::Failed(died(status, left)))),
+            First::Ended(end) => {
+                self.give_back(thread);
+                Ok(Started::Done(match end {
+                    Ended::Raised => Outcome::Raised(left),
+                    Ended::Returned(returned) => Outcome::Returned(returned),
+                    Ended::Other => Outcome::Returned(Returned::Other(left)),
+                    Ended::Unreadable(why) => Outcome::Failed(mlua::Error::runtime(why)),
+                }))
+            }
         }
-        let running = thread.clone().into_async::<(bool, Value)>(())?;
-        Ok(Running {
-            running,
-            thread: Some(thread),
-            entry: self.clone(),
-        })
+    }
+
+    /// Keeps a coroutine that finished normally for the next call.
+    fn give_back(&self, thread: Thread) {
+        let mut idle = self.idle.borrow_mut();
+        if idle.len() < IDLE_THREADS {
+            idle.push(thread);
+        }
+    }
+}
+
+/// How a call went.
+pub(crate) enum Outcome {
+    /// The function returned; its result read as its payload's kind asks.
+    Returned(Returned),
+    /// The function raised this error value (the entry's `pcall` caught it).
+    Raised(Value),
+    /// The call failed outside the function: out of memory or past its budget while building
+    /// `ctx`, or a result that cannot be read.
+    Failed(mlua::Error),
+}
+
+/// A function's result.
+pub(crate) enum Returned {
+    /// An RPC's result text (nil: empty).
+    Text(String),
+    /// A before hook's result as JSON in the names the script wrote (`None`: nil, the call is
+    /// dropped).
+    Json(Option<Json>),
+    /// An after hook's (ignored).
+    Nothing,
+    /// An RPC's result that is neither text nor nil.
+    Other(Value),
+}
+
+/// A started call: over already, or waiting in an `nk` call.
+pub(crate) enum Started {
+    Done(Outcome),
+    Waiting(Running),
+}
+
+impl Started {
+    /// The call's outcome, waiting for it if it waits; `deadline` is set in `cell` around each
+    /// poll (the budget hook reads it), as for the first run.
+    pub(crate) async fn finish(
+        self,
+        lua: &Lua,
+        deadline: Instant,
+        cell: &Rc<Cell<Option<Instant>>>,
+    ) -> Outcome {
+        match self {
+            Started::Done(outcome) => outcome,
+            Started::Waiting(mut running) => {
+                let result = std::future::poll_fn(|cx| {
+                    let previous = cell.replace(Some(deadline));
+                    let poll = Pin::new(&mut running).poll(cx);
+                    cell.set(previous);
+                    poll
+                })
+                .await;
+                match result {
+                    Ok((true, value)) => Outcome::Returned(match running.read {
+                        Read::Text => match value {
+                            Value::String(s) => Returned::Text(s.to_string_lossy()),
+                            Value::Nil => Returned::Text(String::new()),
+                            other => Returned::Other(other),
+                        },
+                        Read::Json => match value {
+                            Value::Nil => Returned::Json(None),
+                            value => match raw_read::json(lua, &value) {
+                                Ok(json) => Returned::Json(Some(json)),
+                                Err(e) => return Outcome::Failed(e),
+                            },
+                        },
+                        Read::Nothing => Returned::Nothing,
+                    }),
+                    Ok((false, error)) => Outcome::Raised(error),
+                    Err(e) => Outcome::Failed(e),
+                }
+            }
+        }
+    }
+}
+
+/// What the first run's result is read into.
+#[derive(Clone, Copy)]
+enum Read {
+    Text,
+    Json,
+    Nothing,
+}
+
+/// How the first run went.
+enum First {
+    /// The coroutine yielded (an `nk` call waits): the rest goes to mlua's `AsyncThread`.
+    Waiting,
+    /// The coroutine died with this status; the error value is left on the stack.
+    Died(c_int),
+    Ended(Ended),
+}
+
+impl First {
+    /// Whether `run_first` left a value on the stack.
+    fn leaves_value(&self) -> bool {
+        matches!(
+            self,
+            First::Died(_) | First::Ended(Ended::Raised | Ended::Other)
+        )
+    }
+}
+
+/// How a call that ended in its first run ended.
+enum Ended {
+    Returned(Returned),
+    /// The error value is left on the stack.
+    Raised,
+    /// An RPC's result of another type is left on the stack.
+    Other,
+    /// A before hook's result that cannot be JSON (too large, too deep, not a finite number).
+    Unreadable(String),
+}
+
+/// The error of a coroutine that died with `status` (outside the entry's `pcall`), `error`
+/// its error value; as mlua's resume reports it.
+fn died(status: c_int, error: Value) -> mlua::Error {
+    match error {
+        Value::Error(error) => *error,
+        Value::String(text) if status == ffi::LUA_ERRMEM => {
+            mlua::Error::MemoryError(text.to_string_lossy())
+        }
+        Value::String(text) => mlua::Error::RuntimeError(text.to_string_lossy()),
+        other => mlua::Error::RuntimeError(format!(
+            "the call's coroutine failed with a {} error value",
+            other.type_name()
+        )),
+    }
+}
+
+/// Stack: `entry, function, thread`, the coroutine holding the entry and its `nargs`
+/// arguments. Resumes it; when it ends or dies, reads what it left per `read` and leaves at
+/// most one value on the stack (see [`First`] and [`Ended`]).
+///
+/// # Safety
+/// `state` is a live Lua state inside a protected call; the coroutine is not running.
+unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> First {
+    unsafe {
+        let coroutine = ffi::lua_tothread(state, 3);
+        let mut nresults = 0;
+        let status = ffi::lua_resume(coroutine, state, nargs, &mut nresults);
+        match status {
+            ffi::LUA_YIELD => {
+                // What a waiting `nk` call yields (mlua's pending marker); `AsyncThread`
+                // resumes with an empty stack, as after its own polls.
+                ffi::lua_settop(coroutine, 0);
+                return First::Waiting;
+            }
+            ffi::LUA_OK => {}
+            died => {
+                // The error value is on the dead coroutine's top.
+                ffi::lua_xmove(coroutine, state, 1);
+                return First::Died(died);
+            }
+        }
+        // `ok, result` (a function that returns nothing: `ok` alone).
+        ffi::lua_settop(coroutine, 2);
+        ffi::lua_xmove(coroutine, state, 2);
+        let ok = ffi::lua_toboolean(state, -2) != 0;
+        ffi::lua_remove(state, -2);
+        if !ok {
+            return First::Ended(Ended::Raised);
+        }
+        let at = ffi::lua_gettop(state);
+        let nil = ffi::lua_type(state, at) == ffi::LUA_TNIL;
+        let end = match read {
+            Read::Nothing => Ended::Returned(Returned::Nothing),
+            Read::Text if nil => Ended::Returned(Returned::Text(String::new())),
+            Read::Text if ffi::lua_type(state, at) == ffi::LUA_TSTRING => {
+                let mut len = 0usize;
+                let text = ffi::lua_tolstring(state, at, &mut len);
+                let bytes = std::slice::from_raw_parts(text.cast::<u8>(), len);
+                Ended::Returned(Returned::Text(raw_read::lossy(bytes)))
+            }
+            Read::Text => return First::Ended(Ended::Other),
+            Read::Json if nil => Ended::Returned(Returned::Json(None)),
+            Read::Json => match raw_read::json_at(state, at) {
+                Ok(json) => Ended::Returned(Returned::Json(Some(json))),
+                Err(why) => Ended::Unreadable(why),
+            },
+        };
+        ffi::lua_settop(state, at - 1);
+        First::Ended(end)
     }
 }
 
 /// Stack: `entry, function, thread`. Pushes the entry's arguments, then moves the entry and
-/// them onto the (idle, emptied) coroutine.
+/// them onto the (idle, emptied) coroutine; returns how many arguments, or `None` (the
+/// coroutine untouched) when a payload nests too deep.
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call, with the three values on its stack.
-unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &CallContext) {
+unsafe fn push_call(
+    state: *mut ffi::lua_State,
+    payload: &Payload<'_>,
+    call: &CallContext,
+) -> Option<c_int> {
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
         ffi::luaL_checkstack(
@@ -126,7 +367,10 @@ unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &Ca
         raw_push::push_str(state, call.mode.as_str());
         let json = |state, value: Option<&Json>| match value {
             Some(json) => raw_push::push(state, json),
-            None => ffi::lua_pushnil(state),
+            None => {
+                ffi::lua_pushnil(state);
+                true
+            }
         };
         match payload {
             Payload::Text(text) => {
@@ -135,14 +379,20 @@ unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &Ca
                 ffi::lua_pushnil(state);
             }
             Payload::Before(input) => {
-                json(state, *input);
+                if !json(state, *input) {
+                    return None;
+                }
                 ffi::lua_pushboolean(state, 0);
                 ffi::lua_pushnil(state);
             }
             Payload::After { output, input } => {
-                json(state, *output);
+                if !json(state, *output) {
+                    return None;
+                }
                 ffi::lua_pushboolean(state, 1);
-                json(state, *input);
+                if !json(state, *input) {
+                    return None;
+                }
             }
         }
         let request = &call.request;
@@ -187,6 +437,8 @@ unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &Ca
         }
         ffi::lua_settop(coroutine, 0);
         ffi::lua_xmove(state, coroutine, pushed);
+        // The entry's arguments: all but the entry itself.
+        Some(pushed - 1)
     }
 }
 
@@ -194,11 +446,13 @@ unsafe fn push_call(state: *mut ffi::lua_State, payload: &Payload<'_>, call: &Ca
 /// query, user id, username, vars, session expiry, session id, client address.
 const ARGS: c_int = 14;
 
-/// A started call; gives its coroutine back to the VM when it finished normally.
+/// A started call that waits; gives its coroutine back to the VM when it finished normally.
 pub(crate) struct Running {
     running: AsyncThread<(bool, Value)>,
     thread: Option<Thread>,
     entry: Rc<CallEntry>,
+    /// What its result is read into.
+    read: Read,
 }
 
 impl Future for Running {
@@ -215,10 +469,7 @@ impl Drop for Running {
         if let Some(thread) = self.thread.take()
             && thread.status() == ThreadStatus::Finished
         {
-            let mut idle = self.entry.idle.borrow_mut();
-            if idle.len() < IDLE_THREADS {
-                idle.push(thread);
-            }
+            self.entry.give_back(thread);
         }
     }
 }

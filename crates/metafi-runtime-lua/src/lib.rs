@@ -9,9 +9,9 @@
 //!   `runtime.path`.
 //! - [`LuaVm`] is one Lua state per VM thread. Modules are loaded into `package.preload` under
 //!   their module names and then run in path order (skipping those another module already
-//!   `require`d), as Nakama does. Each RPC and hook runs as its own coroutine (`call_entry`,
-//!   resumed by mlua's async machinery), so a call that awaits an `nk` IO call lets other calls
-//!   on the same VM run.
+//!   `require`d), as Nakama does. Each RPC and hook runs as its own coroutine (`call_entry`:
+//!   resumed directly, and by mlua's async machinery once it waits), so a call that awaits an
+//!   `nk` IO call lets other calls on the same VM run.
 //!
 //! Design and numbers: `docs/RUNTIME.md`, "Lua engine".
 //!
@@ -51,6 +51,8 @@ use metafi_runtime::host::{
 use metafi_runtime::nk::Nk;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use serde_json::Value as Json;
+
+use crate::call_entry::{Outcome, Returned};
 
 /// Instructions between two clock checks of the budget hook. Small enough that a spinning
 /// script is stopped within a fraction of a millisecond past its deadline, large enough that
@@ -364,26 +366,42 @@ impl LuaVm {
                 }
             }
         };
-        let run = self
-            .entry
-            .start(
-                &self.lua,
-                &function,
-                call_entry::Payload::Text(&call.payload),
-                &call.ctx,
-            )
-            .map_err(|e| failed(&e))?;
-        let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
+        let started = self.start(&function, call_entry::Payload::Text(&call.payload), &call);
+        let outcome = match started {
+            Ok(started) => {
+                started
+                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .await
+            }
+            Err(e) => return Err(failed(&e)),
+        };
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
-            Ok((true, Value::String(s))) => Ok(s.to_string_lossy()),
-            Ok((true, Value::Nil)) => Ok(String::new()),
-            Ok((true, other)) => Err(ScriptError::BadResult {
+            Outcome::Returned(Returned::Text(text)) => Ok(text),
+            Outcome::Returned(Returned::Other(other)) => Err(ScriptError::BadResult {
                 found: other.type_name().to_owned(),
             }),
-            Ok((false, error)) => Err(self.script_error(error, timed_out)),
-            Err(e) => Err(self.mlua_error(&e, timed_out)),
+            // Invariant: `CallEntry::start` reads a `Payload::Text` call's result as text.
+            Outcome::Returned(Returned::Json(_) | Returned::Nothing) => {
+                unreachable!("an RPC's result is read as text")
+            }
+            Outcome::Raised(error) => Err(self.script_error(error, timed_out)),
+            Outcome::Failed(e) => Err(self.mlua_error(&e, timed_out)),
         }
+    }
+
+    /// Starts `function` through the call entry with the call's deadline set, so its first run
+    /// (the whole call, unless it waits) is under the budget hook.
+    fn start(
+        &self,
+        function: &Function,
+        payload: call_entry::Payload<'_>,
+        call: &RpcCall,
+    ) -> mlua::Result<call_entry::Started> {
+        let previous = self.deadline.replace(Some(call.deadline));
+        let started = self.entry.start(&self.lua, function, payload, &call.ctx);
+        self.deadline.set(previous);
+        started
     }
 
     /// Runs the hook stored under `call.id` with `args` turned into tables straight away (no
@@ -406,7 +424,6 @@ impl LuaVm {
                 }
             }
         };
-        let after = matches!(args, HookArgs::After { .. });
         let payload = match &args {
             HookArgs::Before(input) => call_entry::Payload::Before(input.as_ref()),
             HookArgs::After { output, input } => call_entry::Payload::After {
@@ -414,29 +431,28 @@ impl LuaVm {
                 input: input.as_ref(),
             },
         };
-        let run = self
-            .entry
-            .start(&self.lua, &function, payload, &call.ctx)
-            .map_err(|e| failed(&e))?;
+        let started = self.start(&function, payload, &call);
         drop(args);
-        let outcome = WithDeadline::new(Box::pin(run), call.deadline, self.deadline.clone()).await;
+        let outcome = match started {
+            Ok(started) => {
+                started
+                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .await
+            }
+            Err(e) => return Err(failed(&e)),
+        };
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
             // An after hook's result is ignored, as Nakama does.
-            Ok((true, _)) if after => Ok(None),
-            Ok((true, Value::Nil)) => Ok(None),
-            Ok((true, result)) => {
-                let mut budget = metafi_runtime::nk_api::ValueBudget::default();
-                nk_value::to_nk(&result, 0, &mut budget)
-                    .and_then(|nk| {
-                        nk.to_go_json(metafi_runtime::nk_api::Naming::Snake)
-                            .map_err(mlua::Error::runtime)
-                    })
-                    .map(Some)
-                    .map_err(|e| self.mlua_error(&e, timed_out))
+            Outcome::Returned(Returned::Json(json)) => Ok(json),
+            Outcome::Returned(Returned::Nothing) => Ok(None),
+            // Invariant: `CallEntry::start` reads a before hook's result as JSON, an after
+            // hook's not at all.
+            Outcome::Returned(Returned::Text(_) | Returned::Other(_)) => {
+                unreachable!("a hook's result is read as JSON or not at all")
             }
-            Ok((false, error)) => Err(self.script_error(error, timed_out)),
-            Err(e) => Err(self.mlua_error(&e, timed_out)),
+            Outcome::Raised(error) => Err(self.script_error(error, timed_out)),
+            Outcome::Failed(e) => Err(self.mlua_error(&e, timed_out)),
         }
     }
 

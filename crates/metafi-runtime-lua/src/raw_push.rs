@@ -6,7 +6,8 @@
 //! call (`docs/RUNTIME.md`, "The hook call path and its cost"). Here the whole value is pushed
 //! onto the stack inside one `Lua::exec_raw` and only the finished table comes back as a
 //! `Value`. The rules (numbers, `null`, arrays from 1) are stated at `convert::from_json`; the
-//! tests compare the tables with those the safe API builds.
+//! tests compare the tables with those the safe API builds. How deep a value nests is checked
+//! while pushing it, not by a walk of its own before.
 
 // Every unsafe block pushes onto the stack of the state `exec_raw` hands over, after
 // reserving room for it; errors (memory) are Lua errors raised inside that protected call.
@@ -21,58 +22,50 @@ use crate::convert::MAX_DEPTH;
 
 /// An array or object as a table ([`crate::convert::from_json`]'s rules).
 pub(crate) fn container(lua: &Lua, json: &Json) -> mlua::Result<Value> {
-    too_deep(json)?;
-    // SAFETY: `push` leaves exactly one value on the stack of `state` (the closure's state,
-    // valid for its duration) and reserves stack room before each push.
-    unsafe { lua.exec_raw::<Value>((), |state| push(state, json)) }
+    let mut within = true;
+    // SAFETY: `push` leaves one value on the stack of `state` (the closure's state, valid for
+    // its duration) when `json` is not too deep, and reserves stack room before each push.
+    let value = unsafe { lua.exec_raw::<Value>((), |state| within = push(state, json))? };
+    if !within {
+        return Err(deep());
+    }
+    Ok(value)
 }
 
 /// An object as a table.
 pub(crate) fn object(lua: &Lua, map: &Map<String, Json>) -> mlua::Result<Table> {
-    if map.values().any(|v| depth(v, 1) > MAX_DEPTH) {
-        return Err(deep());
-    }
+    let mut within = true;
     // SAFETY: as in `container`.
-    unsafe { lua.exec_raw::<Table>((), |state| push_object(state, map)) }
-}
-
-/// An error if `json` nests deeper than [`MAX_DEPTH`] (checked before anything is pushed).
-pub(crate) fn too_deep(json: &Json) -> mlua::Result<()> {
-    if depth(json, 0) > MAX_DEPTH {
-        return Err(deep());
+    let table = unsafe { lua.exec_raw::<Value>((), |state| within = push_object(state, map, 0))? };
+    match table {
+        Value::Table(table) if within => Ok(table),
+        _ => Err(deep()),
     }
-    Ok(())
 }
 
-fn deep() -> mlua::Error {
+/// The error for a value nested deeper than [`MAX_DEPTH`] (see [`push`]).
+pub(crate) fn deep() -> mlua::Error {
     mlua::Error::runtime(format!("value nested deeper than {MAX_DEPTH} levels"))
 }
 
-/// How deep `json` nests (a scalar is 0 deep, `[]` is 1), stopping once past the limit.
-fn depth(json: &Json, at: usize) -> usize {
-    if at > MAX_DEPTH {
-        return at;
-    }
-    match json {
-        Json::Array(items) => items
-            .iter()
-            .map(|v| depth(v, at + 1))
-            .max()
-            .unwrap_or(at + 1),
-        Json::Object(map) => map
-            .values()
-            .map(|v| depth(v, at + 1))
-            .max()
-            .unwrap_or(at + 1),
-        _ => at,
-    }
-}
-
-/// Pushes `json` onto the stack of `state`.
+/// Pushes `json` onto the stack of `state`, if it nests at most [`MAX_DEPTH`] deep (a scalar
+/// is 0 deep, `[]` is 1); otherwise stops half-way, leaving what it pushed, and returns
+/// false: the caller discards the stack and reports [`deep`]. Checked while pushing, so the
+/// value is walked once.
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call.
-pub(crate) unsafe fn push(state: *mut ffi::lua_State, json: &Json) {
+#[must_use]
+pub(crate) unsafe fn push(state: *mut ffi::lua_State, json: &Json) -> bool {
+    // SAFETY: the caller's.
+    unsafe { push_at(state, json, 0) }
+}
+
+/// `json` at nesting `level` (the number of containers around it).
+///
+/// # Safety
+/// As [`push`].
+unsafe fn push_at(state: *mut ffi::lua_State, json: &Json, level: usize) -> bool {
     unsafe {
         // Room for a table, a key and a value at every level (raises "stack overflow").
         ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
@@ -82,21 +75,32 @@ pub(crate) unsafe fn push(state: *mut ffi::lua_State, json: &Json) {
             Json::Number(n) => ffi::lua_pushnumber(state, number(n)),
             Json::String(s) => push_str(state, s),
             Json::Array(items) => {
+                if level >= MAX_DEPTH {
+                    return false;
+                }
                 ffi::lua_createtable(state, len(items.len()), 0);
                 for (i, item) in items.iter().enumerate() {
-                    push(state, item);
+                    if !push_at(state, item, level + 1) {
+                        return false;
+                    }
                     ffi::lua_rawseti(state, -2, index(i + 1));
                 }
             }
-            Json::Object(map) => push_object(state, map),
+            Json::Object(map) => return push_object(state, map, level),
         }
+        true
     }
 }
 
+/// An object at nesting `level`.
+///
 /// # Safety
 /// As [`push`].
-unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>) {
+unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>, level: usize) -> bool {
     unsafe {
+        if level >= MAX_DEPTH {
+            return false;
+        }
         ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
         ffi::lua_createtable(state, 0, len(map.len()));
         for (key, item) in map {
@@ -105,9 +109,12 @@ unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>) {
                 continue;
             }
             push_str(state, key);
-            push(state, item);
+            if !push_at(state, item, level + 1) {
+                return false;
+            }
             ffi::lua_rawset(state, -3);
         }
+        true
     }
 }
 

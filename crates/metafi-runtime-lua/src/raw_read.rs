@@ -1,4 +1,4 @@
-//! Lua tables → [`NkValue`] read in one call through the Lua C API.
+//! Lua tables → [`NkValue`] or straight to JSON, read in one call through the Lua C API.
 //!
 //! Walking a table through mlua's safe API (`Table::pairs`, `raw_get`) turns every key and
 //! value into an mlua `Value` — a reference slot, a stack move and a drop each — and walks the
@@ -8,7 +8,10 @@
 //! read with `lua_next`/`lua_rawgeti` inside one `Lua::exec_raw`; only Rust values come out.
 //!
 //! The rules are [`crate::nk_value::to_nk`]'s (stated there); the tests compare both on the
-//! same tables. Nothing here raises a Lua error: the walk only reads (no string conversion of
+//! same tables. One walk builds either tree ([`Tree`]): an [`NkValue`] for `nk` arguments, or
+//! a `serde_json::Value` for a before hook's result, which was read into an [`NkValue`] and
+//! then copied into JSON (`NkValue::to_go_json`); the JSON tree follows that copy's rules
+//! (binary strings lossy, non-finite numbers an error), so both give the same JSON. Nothing here raises a Lua error: the walk only reads (no string conversion of
 //! number keys in place, no allocation on the Lua side), and stack room is asked for with
 //! `lua_checkstack`, whose failure comes back as a Rust error.
 
@@ -19,7 +22,8 @@
 use std::ffi::c_int;
 
 use metafi_runtime::nk_api::{NkMap, NkValue, ValueBudget};
-use mlua::{Lua, Table, ffi};
+use mlua::{Lua, Table, Value, ffi};
+use serde_json::{Map, Number, Value as Json};
 
 use crate::convert::MAX_DEPTH;
 
@@ -36,50 +40,202 @@ pub(crate) fn table(
     unsafe {
         lua.exec_raw::<()>(table, |state| {
             let at = ffi::lua_gettop(state);
-            read = walk_table(state, at, depth, budget);
+            read = walk_table::<NkValue>(state, at, depth, budget);
         })?;
     }
     read.map_err(mlua::Error::runtime)
+}
+
+/// `value` as JSON, as `to_nk` then `NkValue::to_go_json(Naming::Snake)` would give it.
+pub(crate) fn json(lua: &Lua, value: &Value) -> mlua::Result<Json> {
+    let mut read = Err(String::new());
+    // SAFETY: as in `table`.
+    unsafe {
+        lua.exec_raw::<()>(value, |state| {
+            read = json_at(state, ffi::lua_gettop(state));
+        })?;
+    }
+    read.map_err(mlua::Error::runtime)
+}
+
+/// The value at stack index `at` (absolute) as JSON (see [`json`]); the stack is left as found.
+///
+/// # Safety
+/// `state` is a live Lua state and `at` a valid absolute index on its stack.
+pub(crate) unsafe fn json_at(state: *mut ffi::lua_State, at: c_int) -> Result<Json, String> {
+    let mut budget = ValueBudget::default();
+    // SAFETY: the caller's.
+    let json = unsafe { walk::<JsonTree>(state, at, 0, &mut budget)? };
+    json.done()
+}
+
+/// What one walk builds: the same rules, two trees.
+trait Tree: Sized {
+    type Map;
+
+    fn nil() -> Self;
+    fn bool(b: bool) -> Self;
+    /// Integral numbers in `i64`'s range are integers.
+    fn number(n: f64) -> Self;
+    /// UTF-8 text, or binary data when not.
+    fn string(bytes: &[u8]) -> Self;
+    /// A function inside a table: its text.
+    fn function(text: String) -> Self;
+    fn list(items: Vec<Self>) -> Self;
+    fn map() -> Self::Map;
+    fn insert(map: &mut Self::Map, key: String, value: Self);
+    fn from_map(map: Self::Map) -> Self;
+}
+
+impl Tree for NkValue {
+    type Map = NkMap;
+
+    fn nil() -> Self {
+        NkValue::Nil
+    }
+    fn bool(b: bool) -> Self {
+        NkValue::Bool(b)
+    }
+    fn number(n: f64) -> Self {
+        match integer(n) {
+            Some(i) => NkValue::Int(i),
+            None => NkValue::Float(n),
+        }
+    }
+    fn string(bytes: &[u8]) -> Self {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => NkValue::Str(text.to_owned()),
+            Err(_) => NkValue::Bytes(bytes.to_vec()),
+        }
+    }
+    fn function(text: String) -> Self {
+        NkValue::Str(text)
+    }
+    fn list(items: Vec<Self>) -> Self {
+        NkValue::List(items)
+    }
+    fn map() -> NkMap {
+        NkMap::new()
+    }
+    fn insert(map: &mut NkMap, key: String, value: Self) {
+        map.insert_data(key, value);
+    }
+    fn from_map(map: NkMap) -> Self {
+        NkValue::Map(map)
+    }
+}
+
+/// JSON with the first non-finite number remembered: `to_go_json` refuses one only after the
+/// whole walk, so a walk error (too deep, too large) found later still wins, as there.
+struct JsonTree {
+    json: Json,
+    non_finite: Option<f64>,
+}
+
+impl JsonTree {
+    fn done(self) -> Result<Json, String> {
+        match self.non_finite {
+            Some(n) => Err(format!("cannot encode {n} as JSON")),
+            None => Ok(self.json),
+        }
+    }
+
+    fn of(json: Json) -> Self {
+        JsonTree {
+            json,
+            non_finite: None,
+        }
+    }
+}
+
+impl Tree for JsonTree {
+    type Map = (Map<String, Json>, Option<f64>);
+
+    fn nil() -> Self {
+        JsonTree::of(Json::Null)
+    }
+    fn bool(b: bool) -> Self {
+        JsonTree::of(Json::Bool(b))
+    }
+    fn number(n: f64) -> Self {
+        match integer(n) {
+            Some(i) => JsonTree::of(Json::from(i)),
+            None => match Number::from_f64(n) {
+                Some(number) => JsonTree::of(Json::Number(number)),
+                None => JsonTree {
+                    json: Json::Null,
+                    non_finite: Some(n),
+                },
+            },
+        }
+    }
+    fn string(bytes: &[u8]) -> Self {
+        JsonTree::of(Json::String(lossy(bytes)))
+    }
+    fn function(text: String) -> Self {
+        JsonTree::of(Json::String(text))
+    }
+    fn list(items: Vec<Self>) -> Self {
+        let mut non_finite = None;
+        let items = items
+            .into_iter()
+            .map(|item| {
+                non_finite = non_finite.or(item.non_finite);
+                item.json
+            })
+            .collect();
+        JsonTree {
+            json: Json::Array(items),
+            non_finite,
+        }
+    }
+    fn map() -> Self::Map {
+        (Map::new(), None)
+    }
+    fn insert((map, non_finite): &mut Self::Map, key: String, value: Self) {
+        *non_finite = non_finite.or(value.non_finite);
+        map.insert(key, value.json);
+    }
+    fn from_map((map, non_finite): Self::Map) -> Self {
+        JsonTree {
+            json: Json::Object(map),
+            non_finite,
+        }
+    }
 }
 
 /// The value at stack index `at` (absolute).
 ///
 /// # Safety
 /// `state` is a live Lua state and `at` a valid absolute index on its stack.
-unsafe fn walk(
+unsafe fn walk<T: Tree>(
     state: *mut ffi::lua_State,
     at: c_int,
     depth: usize,
     budget: &mut ValueBudget,
-) -> Result<NkValue, String> {
+) -> Result<T, String> {
     unsafe {
         Ok(match ffi::lua_type(state, at) {
-            ffi::LUA_TBOOLEAN => NkValue::Bool(ffi::lua_toboolean(state, at) != 0),
-            ffi::LUA_TNUMBER => number(ffi::lua_tonumber(state, at)),
-            ffi::LUA_TSTRING => {
-                let bytes = bytes(state, at);
-                match std::str::from_utf8(bytes) {
-                    Ok(text) => NkValue::Str(text.to_owned()),
-                    Err(_) => NkValue::Bytes(bytes.to_vec()),
-                }
-            }
+            ffi::LUA_TBOOLEAN => T::bool(ffi::lua_toboolean(state, at) != 0),
+            ffi::LUA_TNUMBER => T::number(ffi::lua_tonumber(state, at)),
+            ffi::LUA_TSTRING => T::string(bytes(state, at)),
             ffi::LUA_TTABLE => walk_table(state, at, depth, budget)?,
             ffi::LUA_TFUNCTION => {
-                NkValue::Str(format!("function: {:p}", ffi::lua_topointer(state, at)))
+                T::function(format!("function: {:p}", ffi::lua_topointer(state, at)))
             }
-            _ => NkValue::Nil,
+            _ => T::nil(),
         })
     }
 }
 
 /// # Safety
 /// As [`walk`]; the value at `at` is a table.
-unsafe fn walk_table(
+unsafe fn walk_table<T: Tree>(
     state: *mut ffi::lua_State,
     at: c_int,
     depth: usize,
     budget: &mut ValueBudget,
-) -> Result<NkValue, String> {
+) -> Result<T, String> {
     if depth >= MAX_DEPTH {
         return Err(format!(
             "table nesting deeper than {MAX_DEPTH} levels (a table that contains itself?)"
@@ -110,22 +266,22 @@ unsafe fn walk_table(
             let mut items = Vec::with_capacity(maxn as usize);
             for i in 1..=maxn {
                 ffi::lua_rawgeti(state, at, i as ffi::lua_Integer);
-                let item = walk(state, ffi::lua_gettop(state), depth + 1, budget);
+                let item = walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget);
                 ffi::lua_settop(state, -2);
                 items.push(item?);
             }
-            return Ok(NkValue::List(items));
+            return Ok(T::list(items));
         }
-        let mut map = NkMap::new();
+        let mut map = T::map();
         ffi::lua_pushnil(state);
         while ffi::lua_next(state, at) != 0 {
             let key = key_text(state, -2);
             let item = budget
                 .take(1)
-                .and_then(|()| walk(state, ffi::lua_gettop(state), depth + 1, budget));
+                .and_then(|()| walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget));
             match item {
                 Ok(item) => {
-                    map.insert_data(key, item);
+                    T::insert(&mut map, key, item);
                     ffi::lua_settop(state, -2);
                 }
                 Err(e) => {
@@ -135,7 +291,7 @@ unsafe fn walk_table(
                 }
             }
         }
-        Ok(NkValue::Map(map))
+        Ok(T::from_map(map))
     }
 }
 
@@ -148,7 +304,7 @@ unsafe fn walk_table(
 unsafe fn key_text(state: *mut ffi::lua_State, at: c_int) -> String {
     unsafe {
         match ffi::lua_type(state, at) {
-            ffi::LUA_TSTRING => String::from_utf8_lossy(bytes(state, at)).into_owned(),
+            ffi::LUA_TSTRING => lossy(bytes(state, at)),
             ffi::LUA_TNUMBER => {
                 let n = ffi::lua_tonumber(state, at);
                 // mlua's integer test (`-0.0` stays a number and prints as `-0`).
@@ -165,6 +321,16 @@ unsafe fn key_text(state: *mut ffi::lua_State, at: c_int) -> String {
             ffi::LUA_TTHREAD => "thread".into(),
             _ => "other".into(),
         }
+    }
+}
+
+/// `bytes` as text, invalid UTF-8 replaced (`String::from_utf8_lossy`): checked with
+/// `str::from_utf8` first, whose validation is several times faster on the valid text nearly
+/// every string is.
+pub(crate) fn lossy(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -202,10 +368,60 @@ fn integer(n: f64) -> Option<i64> {
     (n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64).then_some(n as i64)
 }
 
-/// A number as `to_nk` reads it: integral numbers are integers.
-fn number(n: f64) -> NkValue {
-    match integer(n) {
-        Some(i) => NkValue::Int(i),
-        None => NkValue::Float(n),
+#[cfg(test)]
+mod tests {
+    use metafi_runtime::nk_api::Naming;
+
+    use super::*;
+    use crate::nk_value::to_nk;
+
+    /// The JSON read gives what the `NkValue` read then `to_go_json` gave a before hook's
+    /// result: the same JSON, or the same error.
+    #[test]
+    fn json_is_what_the_nk_value_read_made_of_it() {
+        let lua = Lua::new();
+        let through_nk = |value: &Value| {
+            to_nk(value, 0, &mut ValueBudget::default())
+                .and_then(|nk| nk.to_go_json(Naming::Snake).map_err(mlua::Error::runtime))
+        };
+        for code in [
+            "return {account = {id = 'd', vars = {k = 'v'}}, create = true, username = ''}",
+            "return {1, 'x', {a = {b = {true, false}}}}",
+            "return {[1] = 'a', [3] = 'c', x = 'ignored'}",
+            "return {a = 1, [-2] = true, [2.5] = 'f', [-0.0] = 'z', [true] = 1, [{}] = 2}",
+            "return {n = 1e300, m = -3, f = -0.5, big = 2^53 + 2, huge = 2^63, tiny = -2^63}",
+            "return {s = '\\255\\0', e = '', u = 'héllo', fn = print}",
+            "return {[2.5] = 'number key', ['2.5'] = 'string key'}",
+            "return {{}, {{}}, {k = {}}}",
+            "return {}",
+            "return 'text'",
+            "return 3.0",
+            "return 0.25",
+            "return true",
+            "return print",
+            "return coroutine.create(print)",
+        ] {
+            let value: Value = lua.load(code).eval().unwrap();
+            let direct = json(&lua, &value).unwrap();
+            assert_eq!(direct, through_nk(&value).unwrap(), "{code}");
+        }
+        for code in [
+            "return {nan = 0/0}",
+            "return {1, 2, 1/0}",
+            "return {a = {b = -1/0}, c = 0/0}",
+            // A walk error found after a non-finite number still wins, as it did.
+            "local t = {} t.t = t return {0/0, t}",
+            "local t = {} for i = 1, 40 do t = {a = t, b = t} end return {x = 0/0, t = t}",
+            "return {[5000000] = 1}",
+            "return 0/0",
+        ] {
+            let value: Value = lua.load(code).eval().unwrap();
+            let direct = json(&lua, &value).unwrap_err();
+            let old = through_nk(&value).unwrap_err();
+            assert_eq!(direct.to_string(), old.to_string(), "{code}");
+        }
+        // The stack is left as found, errors included: the VM keeps working.
+        let after: i64 = lua.load("return 1 + 1").eval().unwrap();
+        assert_eq!(after, 2);
     }
 }

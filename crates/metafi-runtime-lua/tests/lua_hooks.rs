@@ -2,7 +2,9 @@
 //! resumed and finishes, on the inline path and on the pool; what a call does to its `ctx` and
 //! request tables, kept or changed, never reaches the next call (each call gets fresh tables
 //! on a reused coroutine); a runaway hook, or one waiting past its budget, ends with code 4,
-//! and a coroutine abandoned half-way never serves the next call.
+//! and a coroutine abandoned half-way never serves the next call; a hook that ends without
+//! waiting (run to its end in the call's first protected call) drops the call, raises its
+//! error with its code, or has its result read as JSON, and the VM serves the next call.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -26,6 +28,11 @@ nk.register_req_before(function(ctx, request)
   if id == "spin" then while true do end end
   -- Waits at the fake match host's gate, which the test keeps closed: past the budget.
   if id == "wait" then nk.match_signal("sleep", "gate") end
+  -- Ends in its first run (no wait): each way a call can end there.
+  if id == "drop" then return nil end
+  if id == "raise" then error({ "not you", 7 }) end
+  if id == "nan" then request.username = 0 / 0 return request end
+  if id == "list" then return { request.account.id, 1.5, { vars = request.account.vars } } end
   if id:sub(1, 5) == "store" then
     -- Both calls wait for the store: the coroutine yields and is resumed.
     nk.storage_write({ { collection = "hooks", key = id, value = { seen = id } } })
@@ -196,4 +203,46 @@ async fn a_hook_waiting_past_its_budget_ends_with_code_4_and_the_next_calls_are_
     .unwrap();
     assert_eq!(h.matches.gate.arrived(), 2, "both waits reached the gate");
     assert!(h.runtime.inline_stats("lua").0 >= 4, "the hooks ran inline");
+}
+
+/// Every way a before hook can end in its first run, each followed by a call that waits on the
+/// same VM (so the coroutines given back after each are sound).
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_hook_that_ends_without_waiting_drops_raises_or_returns_json() {
+    let (h, _m) = harness(None).await;
+    let inner = h.clone();
+    tokio::spawn(async move {
+        let hooks = inner.runtime.hooks();
+        for i in 0..2 {
+            let dropped = hooks
+                .before(
+                    Hook::AuthenticateDevice,
+                    RpcContext::default(),
+                    Some(request("drop")),
+                )
+                .await
+                .unwrap();
+            assert_eq!(dropped, None, "nil drops the call");
+            let raised = before(&inner, RpcContext::default(), "raise")
+                .await
+                .unwrap_err();
+            assert_eq!(raised.code(), Code::PermissionDenied, "{raised:?}");
+            assert!(raised.to_string().contains("not you"), "{raised}");
+            let nan = before(&inner, RpcContext::default(), "nan")
+                .await
+                .unwrap_err();
+            assert_eq!(nan.code(), Code::Internal, "{nan:?}");
+            let list = before(&inner, RpcContext::default(), "list").await.unwrap();
+            assert_eq!(list, json!(["list", 1.5, {"vars": {}}]));
+            let id = format!("store-after-ends{i}");
+            let answer = before(&inner, RpcContext::default(), &id).await.unwrap();
+            assert_eq!(answer["username"], format!("{id}-stored"));
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        h.runtime.inline_stats("lua").0 >= 10,
+        "the hooks ran inline"
+    );
 }
