@@ -50,8 +50,9 @@ fn authorization(parts: &Parts) -> Option<&str> {
     parts.headers.get(AUTHORIZATION)?.to_str().ok()
 }
 
-/// The username part of `Basic base64(username:password)`.
-fn basic_username(header: &str) -> Option<String> {
+/// The username part of `Basic base64(username:password)` (the server key of the authenticate
+/// calls, the HTTP key of an RPC).
+pub(crate) fn basic_username(header: &str) -> Option<String> {
     let encoded = header.strip_prefix("Basic ")?;
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
@@ -62,7 +63,7 @@ fn basic_username(header: &str) -> Option<String> {
 }
 
 /// Compares secrets without an early exit, so timing does not reveal how much of a key matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -15,6 +15,7 @@ mod body;
 mod client_address;
 mod conn_deadline;
 mod cors;
+mod edge;
 mod error;
 mod hooks;
 mod http_config;
@@ -29,6 +30,8 @@ pub use error::ApiError;
 pub use http_config::{CorsConfig, HttpConfig};
 pub use serve::serve;
 pub use state::{ApiConfig, ApiServices, ApiState};
+
+use std::sync::Arc;
 
 use axum::Router;
 
@@ -58,10 +61,12 @@ pub fn router_with(state: ApiState, extra: Router) -> Router {
             config.max_request_size_bytes,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            config.clone(),
-            request_limits::guard,
+            Arc::new(edge::Edge {
+                config: config.clone(),
+                metrics: metrics::RequestMetrics::default(),
+            }),
+            edge::guard,
         ))
-        .layer(axum::middleware::from_fn(metrics::record))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             error::panic_response,
         ))

@@ -1,36 +1,119 @@
-//! Per-route request counts and latency histograms.
+//! Per-route request counts and latency histograms: `metafi_http_requests_total{method,route,
+//! status}` and `metafi_http_request_duration_seconds{method,route}`, labelled by the route
+//! template (never the raw path, which would explode label cardinality).
+//!
+//! The `counter!`/`histogram!` macros build a labelled key and look it up in the recorder's
+//! registry on every call: two lookups (and a label vector) per request. [`RequestMetrics`]
+//! resolves each series' handle once and keeps it, so a request costs one lookup by its route
+//! in a small map.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{PoisonError, RwLock};
 
-use axum::extract::{MatchedPath, Request};
 use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
 
-/// Records `metafi_http_requests_total` and `metafi_http_request_duration_seconds`, labelled by
-/// the route template (never the raw path, which would explode label cardinality).
-///
-/// Labels are built without copying per request where we can: methods and common statuses are
-/// static strings, and the route template is one shared string for both metrics.
-pub(crate) async fn record(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = method_label(request.method());
-    let route: Arc<str> = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| Arc::from("unmatched"), |p| Arc::from(p.as_str()));
-    let response = next.run(request).await;
-    let status = status_label(response.status());
-    metrics::counter!("metafi_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("metafi_http_request_duration_seconds", "method" => method, "route" => route)
-        .record(started.elapsed().as_secs_f64());
-    response
+/// At most this many series are kept as handles (routes × methods × statuses). The API has
+/// about 150 route templates and answers few statuses per route, so this is never reached in
+/// practice; past it, a new series is recorded through the macros, as before, never dropped.
+const MAX_SERIES: usize = 2048;
+
+/// The request metrics' handles, per route template.
+#[derive(Debug, Default)]
+pub(crate) struct RequestMetrics {
+    routes: RwLock<HashMap<Box<str>, RouteSeries>>,
 }
 
-fn method_label(method: &Method) -> metrics::SharedString {
-    let known = match *method {
+/// One route's series: few methods and statuses each, so a short list is searched.
+#[derive(Debug, Default)]
+struct RouteSeries {
+    durations: Vec<(&'static str, metrics::Histogram)>,
+    counts: Vec<(&'static str, StatusCode, metrics::Counter)>,
+}
+
+impl RouteSeries {
+    fn find(
+        &self,
+        method: &'static str,
+        status: StatusCode,
+    ) -> Option<(&metrics::Counter, &metrics::Histogram)> {
+        let count = self
+            .counts
+            .iter()
+            .find(|(m, s, _)| *m == method && *s == status)?;
+        let duration = self.durations.iter().find(|(m, _)| *m == method)?;
+        Some((&count.2, &duration.1))
+    }
+}
+
+impl RequestMetrics {
+    /// Counts one answered request of `method` on `route` (a template, or `unmatched`) that
+    /// took `seconds`.
+    pub(crate) fn observe(&self, method: &Method, route: &str, status: StatusCode, seconds: f64) {
+        let method = method_label(method);
+        {
+            let routes = self.routes.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some((count, duration)) = routes.get(route).and_then(|s| s.find(method, status))
+            {
+                count.increment(1);
+                duration.record(seconds);
+                return;
+            }
+        }
+        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
+        let held: usize = routes
+            .values()
+            .map(|s| s.counts.len() + s.durations.len())
+            .sum();
+        if held + 2 > MAX_SERIES
+            && routes
+                .get(route)
+                .and_then(|s| s.find(method, status))
+                .is_none()
+        {
+            counter(method, route, status).increment(1);
+            histogram(method, route).record(seconds);
+            return;
+        }
+        let series = routes.entry(route.into()).or_default();
+        if !series.durations.iter().any(|(m, _)| *m == method) {
+            series.durations.push((method, histogram(method, route)));
+        }
+        if !series
+            .counts
+            .iter()
+            .any(|(m, s, _)| *m == method && *s == status)
+        {
+            series
+                .counts
+                .push((method, status, counter(method, route, status)));
+        }
+        // Both are there now (found or just added).
+        if let Some((count, duration)) = series.find(method, status) {
+            count.increment(1);
+            duration.record(seconds);
+        }
+    }
+}
+
+fn counter(method: &'static str, route: &str, status: StatusCode) -> metrics::Counter {
+    metrics::counter!(
+        "metafi_http_requests_total",
+        "method" => method,
+        "route" => route.to_owned(),
+        "status" => status_label(status),
+    )
+}
+
+fn histogram(method: &'static str, route: &str) -> metrics::Histogram {
+    metrics::histogram!(
+        "metafi_http_request_duration_seconds",
+        "method" => method,
+        "route" => route.to_owned(),
+    )
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
         Method::GET => "GET",
         Method::POST => "POST",
         Method::PUT => "PUT",
@@ -40,8 +123,7 @@ fn method_label(method: &Method) -> metrics::SharedString {
         Method::OPTIONS => "OPTIONS",
         // Clients can send any token as a method: one shared label keeps the series bounded.
         _ => "OTHER",
-    };
-    metrics::SharedString::const_str(known)
+    }
 }
 
 fn status_label(status: StatusCode) -> metrics::SharedString {
@@ -71,9 +153,9 @@ mod tests {
 
     #[test]
     fn labels_match_the_request() {
-        assert_eq!(&*method_label(&Method::POST), "POST");
+        assert_eq!(method_label(&Method::POST), "POST");
         assert_eq!(
-            &*method_label(&Method::from_bytes(b"PURGE").unwrap()),
+            method_label(&Method::from_bytes(b"PURGE").unwrap()),
             "OTHER"
         );
         assert_eq!(&*status_label(StatusCode::NOT_FOUND), "404");

@@ -5,25 +5,19 @@
 use std::error::Error;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::CONTENT_LENGTH;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
 use crate::{ApiConfig, ApiError};
 
-/// The middleware: checks the declared length, then puts the body under its deadline.
-pub(crate) async fn guard(
-    State(config): State<Arc<ApiConfig>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// Checks the declared length (413 when it is over the limit), then puts the body under its
+/// deadline. Run by the edge's middleware ([`crate::edge`]) before the route.
+pub(crate) fn limit(config: &ApiConfig, request: Request) -> Result<Request, ApiError> {
     let limit = config.max_request_size_bytes;
     let declared = request
         .headers()
@@ -31,15 +25,14 @@ pub(crate) async fn guard(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|len| len > limit as u64) {
-        return ApiError::body_too_large(limit).into_response();
+        return Err(ApiError::body_too_large(limit));
     }
     if request.body().is_end_stream() {
         // No body to wait for (most GETs): no timer, no boxing.
-        return next.run(request).await;
+        return Ok(request);
     }
     let deadline = Instant::now() + config.http.body_read_timeout;
-    let request = request.map(|body| Body::new(DeadlineBody::new(body, deadline)));
-    next.run(request).await
+    Ok(request.map(|body| Body::new(DeadlineBody::new(body, deadline))))
 }
 
 /// The body did not arrive within `http.body_read_timeout_ms`.

@@ -45,6 +45,7 @@ mod sockets;
 pub mod storage_index;
 mod users;
 mod validate;
+mod verified_tokens;
 pub mod wallets;
 
 pub use accounts::{Accounts, AccountsConfig, AuthOutcome, Identity};

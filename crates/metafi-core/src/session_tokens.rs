@@ -8,6 +8,7 @@ use metafi_proto::api::Session;
 use metafi_storage::{Revocation, Storage, UserRevocation};
 use uuid::Uuid;
 
+use crate::verified_tokens::{self, VerifiedTokens};
 use crate::{Clock, CoreError, Revocations, SessionClaims, TokenKeys, TokenKind};
 
 /// Token lifetimes.
@@ -23,6 +24,9 @@ pub struct Sessions {
     keys: TokenKeys,
     config: SessionsConfig,
     revocations: Revocations,
+    /// Session tokens whose signature was checked, so a client's next call skips the HMAC and
+    /// the claims' JSON; expiry and revocation are still checked on every call.
+    verified: VerifiedTokens,
     store: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
 }
@@ -39,9 +43,16 @@ impl Sessions {
             keys,
             config,
             revocations,
+            verified: VerifiedTokens::new(verified_tokens::DEFAULT_CAPACITY),
             store,
             clock,
         }
+    }
+
+    /// Remembers at most `capacity` verified session tokens (0: verify every call in full).
+    pub fn with_verified_token_capacity(mut self, capacity: usize) -> Self {
+        self.verified = VerifiedTokens::new(capacity);
+        self
     }
 
     /// Starts a new session for a user that just authenticated.
@@ -91,11 +102,18 @@ impl Sessions {
     }
 
     /// Checks a session token from an `Authorization: Bearer` header or a socket URL: signature,
-    /// expiry and revocation. No database access.
+    /// expiry and revocation. No database access. The signature of a token seen before is not
+    /// checked again (its claims are remembered); expiry and revocation are, on every call.
     pub fn verify(&self, token: &str) -> Result<SessionClaims, CoreError> {
-        let claims = self
-            .keys
-            .verify(TokenKind::Session, token, self.clock.now_secs())?;
+        let now = self.clock.now_secs();
+        let claims = match self.verified.get(token, now) {
+            Some(claims) => claims,
+            None => {
+                let claims = self.keys.verify(TokenKind::Session, token, now)?;
+                self.verified.insert(token, &claims, now);
+                claims
+            }
+        };
         if self
             .revocations
             .is_revoked(claims.session_id, claims.user_id, claims.issued_at)
@@ -249,5 +267,103 @@ impl Sessions {
             token,
             refresh_token,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
+
+    use super::*;
+    use crate::ManualClock;
+
+    const NOW_MS: i64 = 1_700_000_000_000;
+
+    async fn sessions(dir: &std::path::Path) -> (Sessions, Arc<ManualClock>) {
+        let store: Arc<dyn Storage> = Arc::new(
+            SqliteStorage::open(SqliteConfig {
+                path: dir.join("sessions.db"),
+                readers: 1,
+                ..SqliteConfig::default()
+            })
+            .expect("open"),
+        );
+        let clock = Arc::new(ManualClock::new(NOW_MS));
+        let revocations = Revocations::load(store.clone(), NOW_MS)
+            .await
+            .expect("revocations");
+        let sessions = Sessions::new(
+            TokenKeys::new(b"session-key", b"refresh-key"),
+            SessionsConfig {
+                token_expiry_sec: 60,
+                refresh_token_expiry_sec: 3600,
+            },
+            revocations,
+            store,
+            clock.clone(),
+        );
+        (sessions, clock)
+    }
+
+    /// The verified-token cache must not outlive a logout: the second `verify` is answered
+    /// from the cache, and the logout between the third and fourth must still refuse it.
+    #[tokio::test]
+    async fn a_cached_token_is_refused_at_once_after_its_logout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (sessions, _clock) = sessions(dir.path()).await;
+        let user_id = Uuid::new_v4();
+        let session = sessions
+            .issue(user_id, "alice", HashMap::new(), false)
+            .expect("issue");
+        let first = sessions.verify(&session.token).expect("fresh token");
+        assert_eq!(sessions.verified.len(), 1);
+        assert_eq!(sessions.verify(&session.token).expect("cached"), first);
+        sessions
+            .logout(&first, &session.token, "")
+            .await
+            .expect("logout");
+        let error = sessions.verify(&session.token).unwrap_err();
+        assert_eq!(error.client_message(), "Auth token invalid");
+    }
+
+    /// A ban ends every session of the user ("log out everywhere"): cached tokens included.
+    #[tokio::test]
+    async fn a_cached_token_is_refused_at_once_after_a_ban() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (sessions, _clock) = sessions(dir.path()).await;
+        let user_id = Uuid::new_v4();
+        let session = sessions
+            .issue(user_id, "alice", HashMap::new(), false)
+            .expect("issue");
+        sessions.verify(&session.token).expect("fresh token");
+        sessions.end_all(user_id).await.expect("ban");
+        let error = sessions.verify(&session.token).unwrap_err();
+        assert_eq!(error.client_message(), "Auth token invalid");
+    }
+
+    #[tokio::test]
+    async fn a_cached_token_expires_with_the_expiry_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (sessions, clock) = sessions(dir.path()).await;
+        let session = sessions
+            .issue(Uuid::new_v4(), "alice", HashMap::new(), false)
+            .expect("issue");
+        sessions.verify(&session.token).expect("fresh token");
+        clock.advance_ms(60_000);
+        let error = sessions.verify(&session.token).unwrap_err();
+        assert!(error.client_message().contains("expired"), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_tampered_token_is_refused_even_when_its_original_is_cached() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (sessions, _clock) = sessions(dir.path()).await;
+        let session = sessions
+            .issue(Uuid::new_v4(), "alice", HashMap::new(), false)
+            .expect("issue");
+        sessions.verify(&session.token).expect("fresh token");
+        let tampered = format!("{}x", session.token);
+        assert!(sessions.verify(&tampered).is_err());
+        assert_eq!(sessions.verified.len(), 1);
     }
 }

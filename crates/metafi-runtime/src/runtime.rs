@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -191,11 +191,8 @@ impl RuntimeBuilder {
                 });
             }
             for (id, function) in initializer.rpcs {
-                let route = Route {
-                    runtime: "native",
-                    module: Arc::from(module.name()),
-                    target: Target::Native(function),
-                };
+                let route =
+                    Route::new("native", Arc::from(module.name()), Target::Native(function));
                 insert_route(&mut routes, id, route)?;
             }
             native_matches.extend(initializer.matches);
@@ -359,11 +356,11 @@ impl RuntimeBuilder {
                     }
                     continue;
                 }
-                let route = Route {
-                    runtime: pool.engine(),
-                    module: Arc::from(registered.module.as_str()),
-                    target: Target::Pool(pool.clone()),
-                };
+                let route = Route::new(
+                    pool.engine(),
+                    Arc::from(registered.module.as_str()),
+                    Target::Pool(pool.clone()),
+                );
                 if let Err(e) = insert_route(&mut routes, registered.id.clone(), route) {
                     for pool in &pools {
                         pool.shutdown(Duration::from_secs(5)).await;
@@ -443,6 +440,38 @@ struct Route {
     runtime: &'static str,
     module: Arc<str>,
     target: Target,
+    /// The id's duration histogram and its `outcome="ok"` counter, each resolved on first use:
+    /// the `histogram!`/`counter!` macros build the labelled key and look it up in the
+    /// registry on every call, which was two lookups per RPC. Resolved lazily, not at load, so
+    /// a series appears in `/metrics` only once it has something to count (as before) and the
+    /// handles come from the recorder installed by then. Other outcomes are rare and keep the
+    /// macro.
+    duration: OnceLock<metrics::Histogram>,
+    ok: OnceLock<metrics::Counter>,
+}
+
+impl Route {
+    fn new(runtime: &'static str, module: Arc<str>, target: Target) -> Route {
+        Route {
+            runtime,
+            module,
+            target,
+            duration: OnceLock::new(),
+            ok: OnceLock::new(),
+        }
+    }
+
+    fn duration(&self, id: &Arc<str>) -> &metrics::Histogram {
+        self.duration.get_or_init(|| {
+            metrics::histogram!("metafi_runtime_rpc_duration_seconds", "id" => id.clone(), "runtime" => self.runtime)
+        })
+    }
+
+    fn ok(&self, id: &Arc<str>) -> &metrics::Counter {
+        self.ok.get_or_init(|| {
+            metrics::counter!("metafi_runtime_rpc_calls_total", "id" => id.clone(), "runtime" => self.runtime, "outcome" => "ok")
+        })
+    }
 }
 
 enum Target {
@@ -621,16 +650,18 @@ impl RpcDispatch for Runtime {
             let function = format!("rpc {id}");
             crate::last_errors::record(&self.errors, &route.module, runtime, &function, error);
         }
-        metrics::histogram!("metafi_runtime_rpc_duration_seconds", "id" => id.clone(), "runtime" => runtime)
-            .record(started.elapsed().as_secs_f64());
+        route.duration(id).record(started.elapsed().as_secs_f64());
         let label = match &outcome {
-            Ok(_) => "ok",
-            Err(RunError::Script(e)) => e.kind(),
-            Err(RunError::Dispatch(DispatchError::QueueFull)) => "queue_full",
-            Err(RunError::Dispatch(DispatchError::Stopped)) => "stopped",
+            Ok(_) => None,
+            Err(RunError::Script(e)) => Some(e.kind()),
+            Err(RunError::Dispatch(DispatchError::QueueFull)) => Some("queue_full"),
+            Err(RunError::Dispatch(DispatchError::Stopped)) => Some("stopped"),
         };
-        metrics::counter!("metafi_runtime_rpc_calls_total", "id" => id.clone(), "runtime" => runtime, "outcome" => label)
-            .increment(1);
+        match label {
+            None => route.ok(id).increment(1),
+            Some(label) => metrics::counter!("metafi_runtime_rpc_calls_total", "id" => id.clone(), "runtime" => runtime, "outcome" => label)
+                .increment(1),
+        }
         outcome.map_err(|e| self.caller_error(id, route, e))
     }
 }

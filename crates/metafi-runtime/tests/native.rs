@@ -124,6 +124,45 @@ async fn native_errors_keep_their_code_and_panics_become_internal() {
     assert_eq!(h.call("native_panic", "").await.unwrap(), "");
 }
 
+/// `metafi_runtime_rpc_calls_total` per id and outcome and the duration per id, as `/metrics`
+/// renders them: the `ok` series and the duration are resolved once per id and kept, an error
+/// goes to its own outcome's series.
+// A current-thread runtime: the local recorder is the one of the thread that calls.
+#[tokio::test(flavor = "current_thread")]
+async fn rpc_metrics_count_each_call_per_id_and_outcome() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    let _recorder = metrics::set_default_local_recorder(&recorder);
+    let h = harness(Duration::from_secs(5)).await;
+    for _ in 0..3 {
+        assert_eq!(h.call("native_echo", "hi").await.unwrap(), "hi");
+    }
+    assert!(h.call("NATIVE_ECHO", "hi").await.is_ok());
+    assert!(h.call("native_code", "").await.is_err());
+    assert!(h.call("native_code", "").await.is_err());
+    let text = handle.render();
+    let value = |series: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+    };
+    let calls = r#"metafi_runtime_rpc_calls_total{id="native_echo",runtime="native",outcome="ok"}"#;
+    assert_eq!(value(calls), Some(4.0), "{text}");
+    let raised =
+        r#"metafi_runtime_rpc_calls_total{id="native_code",runtime="native",outcome="raised"}"#;
+    assert_eq!(value(raised), Some(2.0), "{text}");
+    let failed_ok =
+        r#"metafi_runtime_rpc_calls_total{id="native_code",runtime="native",outcome="ok"}"#;
+    assert_eq!(
+        value(failed_ok),
+        None,
+        "an id that never succeeded has no ok series: {text}"
+    );
+    let timed = r#"metafi_runtime_rpc_duration_seconds_count{id="native_echo",runtime="native"}"#;
+    assert_eq!(value(timed), Some(4.0), "{text}");
+    let timed = r#"metafi_runtime_rpc_duration_seconds_count{id="native_code",runtime="native"}"#;
+    assert_eq!(value(timed), Some(2.0), "{text}");
+}
+
 #[tokio::test]
 async fn native_calls_have_the_same_time_budget() {
     let h = harness(Duration::from_millis(200)).await;

@@ -19,11 +19,11 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use metafi_core::{RpcContext, RpcUser};
 use metafi_proto::Code;
 use uuid::Uuid;
 
+use crate::auth::{basic_username, constant_time_eq};
 use crate::body::{PathParams, query_pairs};
 use crate::{ApiError, ApiState};
 
@@ -133,8 +133,8 @@ fn authorise(
             "Auth token or HTTP key required",
         ));
     };
-    if let Some(encoded) = header.strip_prefix("Basic ") {
-        let key = basic_username(encoded).ok_or_else(invalid_key)?;
+    if header.starts_with("Basic ") {
+        let key = basic_username(header).ok_or_else(invalid_key)?;
         return if constant_time_eq(key.as_bytes(), state.config.http_key.as_bytes()) {
             Ok(None)
         } else {
@@ -184,21 +184,6 @@ fn headers(headers: &axum::http::HeaderMap) -> HashMap<String, Vec<String>> {
         }
     }
     out
-}
-
-/// The username part of `base64(username:password)`.
-fn basic_username(encoded: &str) -> Option<String> {
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
-        .ok()?;
-    let text = String::from_utf8(decoded).ok()?;
-    let (username, _password) = text.split_once(':')?;
-    Some(username.to_owned())
-}
-
-/// Compares secrets without an early exit, so timing does not reveal how much of a key matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

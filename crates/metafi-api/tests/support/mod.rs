@@ -264,7 +264,8 @@ impl metafi_core::UserSockets for ClosedSockets {
 /// The router with a 1 MiB body limit, a test-controlled [`Online`] and recorded socket
 /// closes.
 pub struct Api {
-    router: Router,
+    /// For requests [`Api::call`] cannot make (headers of its own).
+    pub router: Router,
     pub online: Arc<Online>,
     /// The notifications service behind `/v2/notification` (tests send through it).
     pub notifications: Arc<metafi_core::Notifications>,
