@@ -55,16 +55,13 @@ finish() {
 }
 trap finish EXIT
 
-fresh_database() { METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh; }
-
-# start_nodes LAYOUT: the layout's nodes on core 0 on fresh databases (above); sets servers/pids.
+# start_nodes LAYOUT: the layout's nodes on core 0 on a fresh database (above); sets servers/pids.
 start_nodes() {
   local layout=$1 count=2 db n port data
   [ "$layout" = one ] && count=1
-  db=$(fresh_database)
+  db=$(METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh)
   servers=""
   for n in $(seq 1 "$count"); do
-    [ "$layout" = pair ] && [ "$n" -gt 1 ] && db=$(fresh_database)
     port=$((${PORT_BASE:-7500} + 10 * n))
     data=$(mktemp -d -t metafi-bench-data.XXXXXX)
     datas+=("$data")
