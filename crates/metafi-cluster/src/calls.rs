@@ -130,12 +130,7 @@ impl Calls {
         request: &CallRequest,
         raw: &[u8],
     ) -> Result<(CallReply, Bytes), CallError> {
-        if !self.peers.contains(node) {
-            return Err(CallError::UnknownNode {
-                node: node.to_owned(),
-            });
-        }
-        let _permit = self.waiting.try_acquire().map_err(|_| CallError::Busy)?;
+        let _permit = self.admit(node)?;
         let inbox = self.client.new_inbox();
         // Subscribed before the request is queued: one connection, so NATS has the
         // subscription before the request can be answered.
@@ -208,18 +203,25 @@ impl Calls {
         }
     }
 
+    /// A call to `node` may go out: it is a known peer and fewer than
+    /// `cluster.max_concurrent_calls` calls of this node are waiting (the permit holds a place
+    /// until the call ends).
+    fn admit(&self, node: &str) -> Result<tokio::sync::SemaphorePermit<'_>, CallError> {
+        if !self.peers.contains(node) {
+            return Err(CallError::UnknownNode {
+                node: node.to_owned(),
+            });
+        }
+        self.waiting.try_acquire().map_err(|_| CallError::Busy)
+    }
+
     async fn call_inner(
         &self,
         node: &str,
         request: &CallRequest,
         raw: &[u8],
     ) -> Result<(CallReply, Bytes), CallError> {
-        if !self.peers.contains(node) {
-            return Err(CallError::UnknownNode {
-                node: node.to_owned(),
-            });
-        }
-        let _permit = self.waiting.try_acquire().map_err(|_| CallError::Busy)?;
+        let _permit = self.admit(node)?;
         let subject = self.config.call_subject(node);
         let timeout = self.config.call_timeout;
         let answer = tokio::time::timeout(

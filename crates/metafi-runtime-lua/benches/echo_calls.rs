@@ -89,6 +89,19 @@ fn rest_context() -> RpcContext {
     }
 }
 
+/// A modules folder holding only `examples/lua/echo.lua`: the other examples need services this
+/// bench does not start (leaderboards, matches) and would fail to load.
+fn echo_only(dir: &Path) -> std::path::PathBuf {
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua/echo.lua"),
+        modules.join("echo.lua"),
+    )
+    .unwrap();
+    modules
+}
+
 async fn runtime(dir: &Path) -> Arc<Runtime> {
     let store = Arc::new(
         SqliteStorage::open(SqliteConfig {
@@ -104,10 +117,7 @@ async fn runtime(dir: &Path) -> Arc<Runtime> {
         Arc::new(SystemClock),
     );
     let config = RuntimeConfig {
-        path: std::env::var_os("METAFI_BENCH_MODULES").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua"),
-            Into::into,
-        ),
+        path: std::env::var_os("METAFI_BENCH_MODULES").map_or_else(|| echo_only(dir), Into::into),
         node: "bench".into(),
         env: HashMap::new(),
         call_timeout: Duration::from_secs(5),
