@@ -336,16 +336,19 @@ async fn wire(
     let revocations = Revocations::load(store.clone(), clock.now_ms())
         .await
         .context("loading session revocations")?;
-    let sessions = Arc::new(Sessions::new(
-        TokenKeys::new(
-            config.session.encryption_key.as_bytes(),
-            config.session.refresh_encryption_key.as_bytes(),
-        ),
-        config.session.lifetimes.clone(),
-        revocations,
-        store.clone(),
-        clock.clone(),
-    ));
+    let sessions = Arc::new(
+        Sessions::new(
+            TokenKeys::new(
+                config.session.encryption_key.as_bytes(),
+                config.session.refresh_encryption_key.as_bytes(),
+            ),
+            config.session.lifetimes.clone(),
+            revocations,
+            store.clone(),
+            clock.clone(),
+        )
+        .with_verified_token_capacity(config.session.verified_token_cache_size),
+    );
     let throttle = Arc::new(SignInThrottle::new(
         config.signin_throttle.clone(),
         clock.clone(),

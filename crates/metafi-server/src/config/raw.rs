@@ -79,6 +79,8 @@ pub struct RawSession {
     pub token_expiry_sec: i64,
     pub refresh_token_expiry_sec: i64,
     pub revocation_purge_interval_sec: i64,
+    /// Session tokens whose verified claims are remembered (0: verify every call in full).
+    pub verified_token_cache_size: i64,
     /// One realtime socket per user: a new one closes the older ones.
     pub single_socket: bool,
 }
@@ -248,6 +250,7 @@ impl Default for RawSession {
             token_expiry_sec: 60,
             refresh_token_expiry_sec: 3600,
             revocation_purge_interval_sec: 600,
+            verified_token_cache_size: 16_384,
             single_socket: false,
         }
     }

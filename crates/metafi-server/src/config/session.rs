@@ -11,6 +11,9 @@ use super::raw::RawSession;
 /// Ten years: the longest a token may live.
 const MAX_EXPIRY_SEC: i64 = 10 * 365 * 86_400;
 
+/// The most verified tokens a node may remember: about 400 bytes each, 400 MB at this bound.
+const MAX_VERIFIED_TOKENS: i64 = 1_000_000;
+
 /// The validated `[session]` section.
 #[derive(Debug, Clone)]
 pub struct SessionSettings {
@@ -18,6 +21,8 @@ pub struct SessionSettings {
     pub refresh_encryption_key: String,
     pub lifetimes: SessionsConfig,
     pub revocation_purge_interval: Duration,
+    /// How many verified session tokens' claims are remembered (0: none).
+    pub verified_token_cache_size: usize,
 }
 
 pub(super) fn validate(s: &RawSession, check: &mut Checker) -> SessionSettings {
@@ -41,6 +46,13 @@ pub(super) fn validate(s: &RawSession, check: &mut Checker) -> SessionSettings {
         1,
         86_400,
     );
+    let verified_token_cache_size = usize::try_from(check.range(
+        "session.verified_token_cache_size",
+        s.verified_token_cache_size,
+        0,
+        MAX_VERIFIED_TOKENS,
+    ))
+    .unwrap_or_default();
     if s.encryption_key.is_empty() || s.refresh_encryption_key.is_empty() {
         check.problem(
             "session.encryption_key and session.refresh_encryption_key: must not be empty",
@@ -55,5 +67,6 @@ pub(super) fn validate(s: &RawSession, check: &mut Checker) -> SessionSettings {
         refresh_encryption_key: s.refresh_encryption_key.clone(),
         lifetimes,
         revocation_purge_interval,
+        verified_token_cache_size,
     }
 }

@@ -395,3 +395,29 @@ fn iap_credentials_come_from_nakamas_keys_and_the_environment() {
     assert_eq!(config.iap.facebook_instant.app_secret, "from-env");
     assert_eq!(config.iap.google.client_email, "svc@example.iam");
 }
+
+#[test]
+fn the_verified_token_cache_size_is_checked_and_zero_turns_it_off() {
+    let mut raw = RawConfig::default();
+    assert_eq!(
+        Config::try_from(raw.clone())
+            .unwrap()
+            .session
+            .verified_token_cache_size,
+        16_384
+    );
+    raw.session.verified_token_cache_size = 0;
+    assert_eq!(
+        Config::try_from(raw.clone())
+            .unwrap()
+            .session
+            .verified_token_cache_size,
+        0
+    );
+    raw.session.verified_token_cache_size = -1;
+    let error = Config::try_from(raw).unwrap_err().to_string();
+    assert!(
+        error.contains("session.verified_token_cache_size = -1: must be between 0 and 1000000"),
+        "{error}"
+    );
+}
