@@ -102,9 +102,8 @@ impl Calls {
         request: &CallRequest,
         raw: &[u8],
     ) -> Result<(CallReply, Bytes), CallError> {
-        let started = Instant::now();
-        let result = self.call_inner(node, request, raw).await;
-        self.finish(node, request.kind(), started, result)
+        self.timed(node, request, self.call_inner(node, request, raw))
+            .await
     }
 
     /// Like [`Calls::call`], but queued behind this node's earlier casts (through the outgoing
@@ -119,9 +118,8 @@ impl Calls {
         request: &CallRequest,
         raw: &[u8],
     ) -> Result<(CallReply, Bytes), CallError> {
-        let started = Instant::now();
-        let result = self.call_in_order_inner(node, request, raw).await;
-        self.finish(node, request.kind(), started, result)
+        self.timed(node, request, self.call_in_order_inner(node, request, raw))
+            .await
     }
 
     async fn call_in_order_inner(
@@ -201,6 +199,18 @@ impl Calls {
             }),
             other => other,
         }
+    }
+
+    /// Runs one call's `attempt`, then times and counts it (`finish`): both call paths.
+    async fn timed(
+        &self,
+        node: &str,
+        request: &CallRequest,
+        attempt: impl std::future::Future<Output = Result<(CallReply, Bytes), CallError>>,
+    ) -> Result<(CallReply, Bytes), CallError> {
+        let started = Instant::now();
+        let result = attempt.await;
+        self.finish(node, request.kind(), started, result)
     }
 
     /// A call to `node` may go out: it is a known peer and fewer than

@@ -75,22 +75,8 @@ impl SessionRequests {
                     .count()
                     > 0
             }
-            CallRequest::StreamJoin {
-                user_id,
-                session_id,
-                stream,
-                hidden,
-                persistence,
-                status,
-                update,
-            } => {
-                let join = StreamJoin {
-                    hidden,
-                    persistence,
-                    status,
-                };
-                node.stream_join(user_id, session_id, &stream.key(), join, update)
-                    .is_ok()
+            join @ CallRequest::StreamJoin { .. } => {
+                stream_join_here(node, join).is_some_and(|answer| answer.is_ok())
             }
             CallRequest::StreamLeave {
                 user_id,
@@ -127,28 +113,14 @@ impl SessionRequests {
     /// waits), at once.
     pub(crate) fn answer(&self, request: CallRequest) -> CallReply {
         let kind = request.kind();
-        let CallRequest::StreamJoin {
-            user_id,
-            session_id,
-            stream,
-            hidden,
-            persistence,
-            status,
-            update,
-        } = request
-        else {
+        if !matches!(request, CallRequest::StreamJoin { .. }) {
             return CallReply::Refused {
                 message: format!("{kind} is not a call this node answers"),
             };
-        };
-        let join = StreamJoin {
-            hidden,
-            persistence,
-            status,
-        };
+        }
         // Before this node's parts are set no session of it exists yet.
         let answer = match self.node.get() {
-            Some(node) => node.stream_join(user_id, session_id, &stream.key(), join, update),
+            Some(node) => stream_join_here(node, request).unwrap_or(Err(JoinRefused::NoSession)),
             None => Err(JoinRefused::NoSession),
         };
         metrics::session_request(kind, if answer.is_ok() { "done" } else { "gone" });
@@ -339,4 +311,30 @@ impl RemoteSessions for SessionRequests {
     fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
         self.directory.node_of(session_id)
     }
+}
+
+/// Runs another node's `StreamJoin` request on this node's sessions: the one place its fields
+/// become a join, for the cast (`handle`) and the call (`answer`). `None` for another request.
+fn stream_join_here(
+    node: &NodeSessions,
+    request: CallRequest,
+) -> Option<Result<bool, JoinRefused>> {
+    let CallRequest::StreamJoin {
+        user_id,
+        session_id,
+        stream,
+        hidden,
+        persistence,
+        status,
+        update,
+    } = request
+    else {
+        return None;
+    };
+    let join = StreamJoin {
+        hidden,
+        persistence,
+        status,
+    };
+    Some(node.stream_join(user_id, session_id, &stream.key(), join, update))
 }

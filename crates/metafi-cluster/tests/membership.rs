@@ -11,18 +11,8 @@ use metafi_cluster::{ClusterConfig, Membership, MembershipEvent};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
+mod support;
+use support::nats_url;
 
 /// Fast beats, and a subject prefix of this test's own so tests running at once do not meet.
 fn config(url: &str, prefix: &str, node: &str) -> ClusterConfig {

@@ -18,18 +18,8 @@ use metafi_realtime::{
 use tokio::time::Instant;
 use uuid::Uuid;
 
-fn nats_url() -> Option<String> {
-    match std::env::var("METAFI_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("METAFI_REQUIRE_NATS").as_deref() != Ok("1"),
-                "METAFI_REQUIRE_NATS=1 but METAFI_TEST_NATS_URL is not set (see scripts/nats.sh)"
-            );
-            None
-        }
-    }
-}
+mod support;
+use support::nats_url;
 
 fn config(url: &str, prefix: &str, node: &str) -> ClusterConfig {
     ClusterConfig {
