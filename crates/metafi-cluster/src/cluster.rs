@@ -17,7 +17,6 @@ use tokio::task::JoinHandle;
 
 use crate::BoxFuture;
 use crate::calls::{self, CallHandler, Calls};
-use crate::codec::unbatch;
 use crate::matches::ClusterMatches;
 use crate::matchmaker::MatchmakerTask;
 use crate::outgoing::{Batching, Outgoing};
@@ -27,7 +26,7 @@ use crate::sessions::{Announcer, LocalSessions, SessionsTask};
 use crate::tracker::ClusterTracker;
 use crate::wire::decode_delivery;
 use crate::wire::{CallReply, CallRequest};
-use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, metrics, valid_node_name};
+use crate::{ClusterConfig, ClusterRouter, Membership, SessionDirectory, valid_node_name};
 
 /// Why a node could not join its cluster.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,13 +170,9 @@ impl Cluster {
         };
         // Subscribed before announcing anything, so no answer is missed.
         let sessions = client
-            .subscribe(config.sessions_subject())
+            .subscribe(config.sessions_subject(&config.node))
             .await
-            .map_err(|e| nats("the sessions subject", e))?;
-        let deliveries = client
-            .subscribe(config.delivery_subject(&config.node))
-            .await
-            .map_err(|e| nats("this node's delivery subject", e))?;
+            .map_err(|e| nats("this node's sessions subject", e))?;
         let calls_in = client
             .subscribe(config.call_subject(&config.node))
             .await
@@ -196,22 +191,7 @@ impl Cluster {
         );
         let mut tasks = vec![outgoing_task];
         let directory = Arc::new(SessionDirectory::new());
-        let announcer = Arc::new(Announcer {
-            node: config.node.clone(),
-            subject: config.sessions_subject(),
-            local: Arc::new(LocalSessions::default()),
-            outgoing: outgoing.clone(),
-            clock,
-            lose_next: std::sync::atomic::AtomicUsize::new(0),
-        });
-        let cluster_outgoing = outgoing.clone();
-        let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
-        if !registry.set_listener(announcer.clone()) {
-            for task in tasks {
-                task.abort();
-            }
-            return Err(ClusterError::RegistryTaken);
-        }
+        // Before the announcer, which sends to the peers it knows.
         let (membership, events) =
             match Membership::start_subscribed(client.clone(), (*config).clone()).await {
                 Ok(started) => started,
@@ -222,6 +202,24 @@ impl Cluster {
                     return Err(e);
                 }
             };
+        let announcer = Arc::new(Announcer {
+            node: config.node.clone(),
+            config: config.clone(),
+            peers: membership.peers_view(),
+            local: Arc::new(LocalSessions::default()),
+            outgoing: outgoing.clone(),
+            clock,
+            lose_next: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let cluster_outgoing = outgoing.clone();
+        let tracker = Arc::new(ClusterTracker::new(announcer.clone()));
+        if !registry.set_listener(announcer.clone()) {
+            membership.halt().await;
+            for task in tasks {
+                task.abort();
+            }
+            return Err(ClusterError::RegistryTaken);
+        }
         let calls = Calls::new(
             client.clone(),
             config.clone(),
@@ -277,12 +275,7 @@ impl Cluster {
                 peers: membership.peers_view(),
                 digest_interval: config.digest_interval,
             }
-            .run(
-                sessions,
-                deliveries,
-                LocalRouter::new(registry.clone()),
-                events,
-            ),
+            .run(sessions, LocalRouter::new(registry.clone()), events),
         ));
         let router = Arc::new(ClusterRouter::new(
             registry.clone(),
@@ -498,26 +491,22 @@ impl Drop for Cluster {
     }
 }
 
-/// Hands what another node sent to this node's sessions (one NATS message: a delivery or a
-/// batch of them; the sessions task calls it, in order with the announcements: see
-/// `SessionsTask::run`).
-pub(crate) fn deliver(local: &LocalRouter, payload: &bytes::Bytes) {
-    metrics::received("deliver");
-    for part in unbatch(payload) {
-        let (session_ids, bytes) = match decode_delivery(&part) {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
-                continue;
-            }
-        };
-        match Format::Protobuf.decode(bytes) {
-            Ok(envelope) => {
-                local.send_to_sessions(&session_ids, &Outbound::new(envelope));
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
-            }
+/// Hands one delivery another node sent to this node's sessions (the sessions task calls it,
+/// in order with that node's announcements: see `SessionsTask::run`).
+pub(crate) fn deliver(local: &LocalRouter, part: &[u8]) {
+    let (session_ids, bytes) = match decode_delivery(part) {
+        Ok(frame) => frame,
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
+            return;
+        }
+    };
+    match Format::Protobuf.decode(bytes) {
+        Ok(envelope) => {
+            local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
         }
     }
 }

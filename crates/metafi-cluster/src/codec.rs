@@ -1,10 +1,10 @@
 //! The compact binary forms of the hot cluster messages, and the batch frame.
 //!
-//! - Session announcements (`<prefix>.cluster.sessions`: opens, closes, tracks, untracks,
-//!   snapshots, digests) are a fixed layout: a kind byte, then the fields in order — ids as
-//!   16 raw bytes, integers big-endian, the node name with a one-byte length, other text with a
-//!   four-byte length, an optional text as a presence byte then the text. No field names, no
-//!   text parsing on the receiver.
+//! - Session announcements (`<prefix>.cluster.node.NAME.sessions`, among the deliveries: opens,
+//!   closes, tracks, untracks, snapshots, digests) are a fixed layout: a kind byte, then the
+//!   fields in order — ids as 16 raw bytes, integers big-endian, the node name with a one-byte
+//!   length, other text with a four-byte length, an optional text as a presence byte then the
+//!   text. No field names, no text parsing on the receiver.
 //! - Match data casts (the per-message hot path of a player on another node than its match)
 //!   are a fixed layout too (see [`encode_match_data`]); other calls and casts stay JSON.
 //! - A batch (see `outgoing.rs`): [`BATCH`], a count (u32), then each message as its length
@@ -19,8 +19,8 @@ use uuid::Uuid;
 use crate::wire::{PresenceEntry, SessionEntry, SessionMessage, WireStream};
 
 /// First byte of a batch frame. No single message starts with it: session announcements start
-/// with their kind (1–9), deliveries with 1, call frames with the high byte of a JSON length
-/// (0 below 16 MiB) or [`MATCH_DATA`].
+/// with their kind (1–9), deliveries with `wire::DELIVER` (0x10), call frames with the high
+/// byte of a JSON length (0 below 16 MiB) or [`MATCH_DATA`].
 pub(crate) const BATCH: u8 = 0xB0;
 
 /// First byte of a binary match data cast.

@@ -88,10 +88,6 @@ impl ClusterConfig {
         format!("{}.cluster.members", self.subject_prefix)
     }
 
-    pub(crate) fn sessions_subject(&self) -> String {
-        format!("{}.cluster.sessions", self.subject_prefix)
-    }
-
     /// The matchmaker's broadcast subject (a node's claim to run the pool).
     pub(crate) fn matchmaker_subject(&self) -> String {
         format!("{}.cluster.matchmaker", self.subject_prefix)
@@ -110,8 +106,11 @@ impl ClusterConfig {
         format!("{}.cluster.matches", self.subject_prefix)
     }
 
-    pub(crate) fn delivery_subject(&self, node: &str) -> String {
-        format!("{}.cluster.node.{node}.deliver", self.subject_prefix)
+    /// A node's sessions subject: every peer's session and presence announcements to it and
+    /// deliveries to its sessions, on one subject so they arrive in the order each peer made
+    /// them (NATS keeps order per publisher and subject only).
+    pub(crate) fn sessions_subject(&self, node: &str) -> String {
+        format!("{}.cluster.node.{node}.sessions", self.subject_prefix)
     }
 }
 

@@ -5,9 +5,9 @@
 //! on remove) and computed in any order on the sending side. The entry hashes are hand-written
 //! (FNV-1a over the fields, then a 64-bit finaliser), the same on every node and every build.
 //!
-//! Every `cluster.digest_interval_ms` a node queues its digest on the sessions subject behind
-//! its announcements (same queue, same subject: every receiver applies all that came before it
-//! first). A receiver whose sums for that node differ asks it for a snapshot (see
+//! Every `cluster.digest_interval_ms` a node queues its digest on each peer's sessions subject
+//! behind its announcements (same queue, same subject: every receiver applies all that came
+//! before it first). A receiver whose sums for that node differ asks it for a snapshot (see
 //! `sessions.rs`); the snapshot replaces what it held, so a lost announcement is repaired
 //! within about one digest interval plus a round trip.
 

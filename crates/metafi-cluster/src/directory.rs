@@ -1,6 +1,6 @@
 //! The sessions of the other nodes: which node holds each session, and each user's sessions
-//! across the cluster. Built from the announcements on `<prefix>.cluster.sessions`; a lost or
-//! departed node's sessions are dropped with it.
+//! across the cluster. Built from the announcements on `<prefix>.cluster.node.NAME.sessions`; a
+//! lost or departed node's sessions are dropped with it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;

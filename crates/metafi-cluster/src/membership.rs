@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::wire::MemberMessage;
+use crate::wire::{MemberMessage, WIRE_VERSION};
 use crate::{ClusterConfig, ClusterError, metrics};
 
 /// A change in the set of peers.
@@ -68,6 +68,14 @@ impl Peers {
 
     pub(crate) fn names(&self) -> Vec<String> {
         self.0.peers.read().keys().cloned().collect()
+    }
+
+    /// Calls `f` with each peer's name, under the peers' read lock (no list is built: this
+    /// runs for every announcement).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&str)) {
+        for node in self.0.peers.read().keys() {
+            f(node);
+        }
     }
 }
 
@@ -180,6 +188,7 @@ async fn run(
             incarnation: shared.incarnation,
             seq: *seq,
             hello,
+            wire: WIRE_VERSION,
         }
     };
     publish(&client, &subject, &beat(&mut seq, true)).await;
@@ -253,10 +262,19 @@ impl Shared {
                 incarnation,
                 seq,
                 hello,
+                wire,
             } => {
                 if node == self.config.node {
                     if incarnation != self.incarnation && warned.insert(incarnation) {
                         tracing::error!(node = %node, "cluster: another node runs under this node's name; give every node its own name");
+                    }
+                    return false;
+                }
+                if wire != WIRE_VERSION {
+                    // It would hear none of this node's announcements and deliveries, nor this
+                    // node its: not a peer, rather than a peer that silently half works.
+                    if warned.insert(incarnation) {
+                        tracing::error!(peer = %node, peer_wire = wire, wire = WIRE_VERSION, "cluster: a node of another MetaFi version (cluster wire version) is on this cluster's subjects; it is not taken as a peer: run one MetaFi version on every node");
                     }
                     return false;
                 }
@@ -376,6 +394,7 @@ mod tests {
             incarnation,
             seq,
             hello: false,
+            wire: WIRE_VERSION,
         }
     }
 
@@ -436,6 +455,26 @@ mod tests {
             events.try_recv().unwrap(),
             MembershipEvent::Joined { node: "a".into() }
         );
+    }
+
+    /// A node of cluster wire version 1 hears nothing a version 2 node sends (announcements
+    /// and deliveries moved to each node's sessions subject), so it is refused, and said so once.
+    #[test]
+    fn a_node_of_another_wire_version_is_not_a_peer() {
+        let (shared, mut events) = shared();
+        let mut warned = HashSet::new();
+        let old = MemberMessage::Heartbeat {
+            node: "old".into(),
+            incarnation: 5,
+            seq: 1,
+            hello: true,
+            wire: 0,
+        };
+        assert!(!shared.heard(old.clone(), Instant::now(), &mut warned));
+        assert!(!shared.heard(old, Instant::now(), &mut warned));
+        assert!(events.try_recv().is_err());
+        assert!(shared.peers.read().is_empty());
+        assert!(warned.contains(&5), "the refusal is logged once");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! Under load this turns many small publishes — and as many wake-ups of NATS's connection task
 //! and of each receiver — into one per subject per wake-up; when idle a message goes alone at
 //! once (no wait is added unless a window is configured). Order is kept per subject, which is
-//! the only order NATS gives and receivers rely on.
+//! the only order NATS gives and receivers rely on; a node's announcements and deliveries to a
+//! peer share the peer's sessions subject, so that order covers both.
 
 use std::collections::HashMap;
 use std::time::Duration;

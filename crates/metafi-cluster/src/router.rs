@@ -52,7 +52,7 @@ impl ClusterRouter {
         let envelope = outbound.bytes(Format::Protobuf);
         let mut sent = 0;
         for (node, ids) in by_node {
-            let subject = self.config.delivery_subject(&node);
+            let subject = self.config.sessions_subject(&node);
             for chunk in ids.chunks(DELIVERY_CHUNK) {
                 if self.outgoing.send_batched(
                     subject.clone(),

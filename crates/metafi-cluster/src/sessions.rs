@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use metafi_core::Clock;
 use metafi_realtime::{LocalRouter, Session, SessionListener, SessionRegistry};
 use parking_lot::RwLock;
@@ -31,8 +31,8 @@ use crate::digest::{Sum, session_entry_hash};
 use crate::membership::Peers;
 use crate::outgoing::Outgoing;
 use crate::tracker::ClusterTracker;
-use crate::wire::{SNAPSHOT_CHUNK, SessionEntry, SessionMessage};
-use crate::{MembershipEvent, SessionDirectory, metrics};
+use crate::wire::{DELIVER, SNAPSHOT_CHUNK, SessionEntry, SessionMessage};
+use crate::{ClusterConfig, MembershipEvent, SessionDirectory, metrics};
 
 /// This node's sessions as announced (with their open times).
 #[derive(Debug, Default)]
@@ -55,7 +55,12 @@ impl LocalSessions {
 #[derive(Debug)]
 pub(crate) struct Announcer {
     pub(crate) node: String,
-    pub(crate) subject: String,
+    /// For each peer's sessions subject.
+    pub(crate) config: Arc<ClusterConfig>,
+    /// Who is sent each announcement: every peer, each on its own sessions subject, where this
+    /// node's deliveries to it go too (one order per sender across both). A node becoming a
+    /// peer is sent a snapshot first (`MembershipEvent::Joined`).
+    pub(crate) peers: Peers,
     pub(crate) local: Arc<LocalSessions>,
     pub(crate) outgoing: Outgoing,
     pub(crate) clock: Arc<dyn Clock>,
@@ -64,7 +69,13 @@ pub(crate) struct Announcer {
 }
 
 impl Announcer {
+    /// Sends `message` to every peer.
     pub(crate) fn publish(&self, message: &SessionMessage) {
+        self.publish_to(None, message);
+    }
+
+    /// Sends `message` to `to`, or to every peer.
+    pub(crate) fn publish_to(&self, to: Option<&str>, message: &SessionMessage) {
         if !matches!(
             message,
             SessionMessage::Digest { .. } | SessionMessage::Ask { .. }
@@ -75,11 +86,18 @@ impl Announcer {
         {
             return;
         }
-        self.outgoing.send_batched(
-            self.subject.clone(),
-            encode_session_message(message),
-            "sessions",
-        );
+        let payload = encode_session_message(message);
+        let send = |node: &str| {
+            self.outgoing.send_batched(
+                self.config.sessions_subject(node),
+                payload.clone(),
+                "sessions",
+            );
+        };
+        match to {
+            Some(node) => send(node),
+            None => self.peers.for_each(send),
+        }
     }
 
     /// Queues the digest of what this node announced: `presences` (summed by the tracker
@@ -98,27 +116,34 @@ impl Announcer {
         });
     }
 
-    /// Every local session, in chunks (the first replaces what peers knew of this node).
-    pub(crate) fn publish_snapshot(&self) {
+    /// Every local session, in chunks (the first replaces what the receivers knew of this
+    /// node), to `to` or to every peer.
+    pub(crate) fn publish_snapshot(&self, to: Option<&str>) {
         // Under the read lock until queued: an open or close announced meanwhile is queued
         // after the snapshot, never before it (a first chunk would undo it at the receivers).
         let local = self.local.sessions.read();
         let all: Vec<SessionEntry> = local.values().copied().collect();
         let mut chunks = all.chunks(SNAPSHOT_CHUNK).peekable();
         if chunks.peek().is_none() {
-            self.publish(&SessionMessage::Snapshot {
-                node: self.node.clone(),
-                first: true,
-                sessions: Vec::new(),
-            });
+            self.publish_to(
+                to,
+                &SessionMessage::Snapshot {
+                    node: self.node.clone(),
+                    first: true,
+                    sessions: Vec::new(),
+                },
+            );
             return;
         }
         for (i, chunk) in chunks.enumerate() {
-            self.publish(&SessionMessage::Snapshot {
-                node: self.node.clone(),
-                first: i == 0,
-                sessions: chunk.to_vec(),
-            });
+            self.publish_to(
+                to,
+                &SessionMessage::Snapshot {
+                    node: self.node.clone(),
+                    first: i == 0,
+                    sessions: chunk.to_vec(),
+                },
+            );
         }
     }
 }
@@ -183,79 +208,36 @@ struct Repairs {
 }
 
 impl SessionsTask {
-    /// Applies the other nodes' announcements (`subscriber`) and hands their deliveries to
-    /// this node's sessions (`deliveries`, through `local`), in one task, in the order they
-    /// arrived as far as it can tell: a node publishes both through one queue and one
-    /// connection, and NATS hands this node's two subscriptions their messages one after the
-    /// other in arrival order, so
-    /// - taking announcements first (`biased`) applies every announcement before any delivery
-    ///   that arrived after it: a join event (told on applying the announcement) reaches a
-    ///   member before the newcomer's first message;
-    /// - before a leave (an untrack) is applied, the deliveries already waiting are handed first
-    ///   when no further announcement is waiting (then each of them arrived before the leave, or
-    ///   after it with no join in between): a message sent just before a leave reaches members
-    ///   before the leave event. With another announcement waiting the order is unknown and
-    ///   the leave goes first.
+    /// Applies the other nodes' announcements and hands their deliveries to this node's
+    /// sessions (through `local`), both from this node's sessions subject (`incoming`), in the
+    /// order each peer made them: a peer queues both for this node on that one subject through
+    /// one queue and one connection, and NATS keeps that order. So a join event reaches a
+    /// member before the newcomer's first message, and a message sent before a leave before the
+    /// leave event, however the peer batched them.
     pub(crate) async fn run(
         self,
-        mut subscriber: async_nats::Subscriber,
-        mut deliveries: async_nats::Subscriber,
+        mut incoming: async_nats::Subscriber,
         local: LocalRouter,
         mut events: broadcast::Receiver<MembershipEvent>,
     ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
-        // The rest of a batch taken early (looking for an announcement behind a leave),
-        // applied next.
-        let mut waiting: Option<Bytes> = None;
         let mut repairs = Repairs::default();
         let mut digest =
             tokio::time::interval_at(Instant::now() + self.digest_interval, self.digest_interval);
         digest.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
-            if let Some(payload) = waiting.take() {
-                for part in unbatch(&payload) {
-                    self.apply_part(&part, &mut nodes, &mut repairs);
-                }
-                continue;
-            }
             tokio::select! {
-                biased;
-                message = subscriber.next() => {
+                message = incoming.next() => {
                     let Some(message) = message else { break };
-                    metrics::received("sessions");
-                    let parts = unbatch(&message.payload);
-                    let last = parts.len().saturating_sub(1);
-                    for (at, part) in parts.iter().enumerate() {
-                        let Some(message) = decode(part) else { continue };
-                        // A leave with nothing behind it in its batch: look for a further
-                        // announcement; with none waiting, the deliveries already here go first.
-                        if at == last
-                            && matches!(message, SessionMessage::Untrack { .. } | SessionMessage::UntrackAll { .. })
-                        {
-                            match subscriber.next().now_or_never() {
-                                Some(Some(next)) => waiting = Some(next.payload),
-                                Some(None) => {}
-                                None => {
-                                    while let Some(Some(delivery)) = deliveries.next().now_or_never() {
-                                        crate::cluster::deliver(&local, &delivery.payload);
-                                    }
-                                }
-                            }
-                        }
-                        self.apply(message, &mut nodes, &mut repairs);
-                    }
-                }
-                message = deliveries.next() => {
-                    let Some(message) = message else { break };
-                    crate::cluster::deliver(&local, &message.payload);
+                    self.receive(&message.payload, &local, &mut nodes, &mut repairs);
                 }
                 _ = digest.tick() => self.tracker.publish_digest(),
                 event = events.recv() => match event {
                     Ok(MembershipEvent::Joined { node }) => {
                         tracing::debug!(peer = %node, "cluster: sending this node's sessions to a new peer");
                         metrics::snapshot_sent("joined");
-                        self.announcer.publish_snapshot();
-                        self.tracker.publish_snapshot();
+                        self.announcer.publish_snapshot(Some(&node));
+                        self.tracker.publish_snapshot(Some(&node));
                     }
                     Ok(MembershipEvent::Lost { node } | MembershipEvent::Left { node }) => {
                         let dropped = self.directory.drop_node(&node);
@@ -263,11 +245,30 @@ impl SessionsTask {
                         tracing::info!(peer = %node, sessions = dropped, presences, "cluster: forgot the sessions of a peer that is gone");
                     }
                     Err(RecvError::Lagged(_)) => {
-                        self.announcer.publish_snapshot();
-                        self.tracker.publish_snapshot();
+                        self.announcer.publish_snapshot(None);
+                        self.tracker.publish_snapshot(None);
                     }
                     Err(RecvError::Closed) => break,
                 },
+            }
+        }
+    }
+
+    /// One NATS message of this node's sessions subject: each announcement and delivery it
+    /// carries, in order.
+    fn receive(
+        &self,
+        payload: &Bytes,
+        local: &LocalRouter,
+        nodes: &mut HashMap<String, Arc<str>>,
+        repairs: &mut Repairs,
+    ) {
+        metrics::received("sessions");
+        for part in unbatch(payload) {
+            if part.first() == Some(&DELIVER) {
+                crate::cluster::deliver(local, &part);
+            } else {
+                self.apply_part(&part, nodes, repairs);
             }
         }
     }
@@ -404,13 +405,16 @@ impl SessionsTask {
         repairs.asked.insert(node.to_owned(), now);
         metrics::snapshot_asked("sessions");
         tracing::debug!(peer = %node, sessions_ok, presences_ok, "cluster: a peer's digest differs from what this node holds of it; asking for a snapshot");
-        self.announcer.publish(&SessionMessage::Ask {
-            node: self.announcer.node.clone(),
-            of: node.to_owned(),
-        });
+        self.announcer.publish_to(
+            Some(node),
+            &SessionMessage::Ask {
+                node: self.announcer.node.clone(),
+                of: node.to_owned(),
+            },
+        );
     }
 
-    /// A peer asked for this node's snapshot: sent (on the shared subject, so it repairs every
+    /// A peer asked for this node's snapshot: sent (to every peer, so it repairs every
     /// peer that drifted), unless one was sent for an ask within half a digest interval (that
     /// one is still on its way to the asker).
     fn answer(&self, asker: &str, repairs: &mut Repairs) {
@@ -424,8 +428,8 @@ impl SessionsTask {
         repairs.answered = Some(now);
         metrics::snapshot_sent("asked");
         tracing::debug!(peer = %asker, "cluster: a peer asked for this node's snapshot");
-        self.announcer.publish_snapshot();
-        self.tracker.publish_snapshot();
+        self.announcer.publish_snapshot(None);
+        self.tracker.publish_snapshot(None);
     }
 
     /// Closes this node's sockets of the user that are older than `remote`.

@@ -225,8 +225,9 @@ impl ClusterTracker {
         self.announcer.publish_digest(presences);
     }
 
-    /// Every local presence, in chunks (the first replaces what peers knew of this node).
-    pub(crate) fn publish_snapshot(&self) {
+    /// Every local presence, in chunks (the first replaces what the receivers knew of this
+    /// node), to `to` or to every peer.
+    pub(crate) fn publish_snapshot(&self, to: Option<&str>) {
         let _order = self.announce.lock();
         let all: Vec<PresenceEntry> = self
             .local
@@ -235,19 +236,25 @@ impl ClusterTracker {
             .map(|(stream, presence)| PresenceEntry::new(stream, presence))
             .collect();
         if all.is_empty() {
-            self.announcer.publish(&SessionMessage::Presences {
-                node: self.node(),
-                first: true,
-                presences: Vec::new(),
-            });
+            self.announcer.publish_to(
+                to,
+                &SessionMessage::Presences {
+                    node: self.node(),
+                    first: true,
+                    presences: Vec::new(),
+                },
+            );
             return;
         }
         for (i, chunk) in all.chunks(PRESENCE_CHUNK).enumerate() {
-            self.announcer.publish(&SessionMessage::Presences {
-                node: self.node(),
-                first: i == 0,
-                presences: chunk.to_vec(),
-            });
+            self.announcer.publish_to(
+                to,
+                &SessionMessage::Presences {
+                    node: self.node(),
+                    first: i == 0,
+                    presences: chunk.to_vec(),
+                },
+            );
         }
     }
 

@@ -24,6 +24,9 @@ pub(crate) enum MemberMessage {
         seq: u64,
         #[serde(default)]
         hello: bool,
+        /// [`WIRE_VERSION`] of the sender; absent (0) from nodes older than version 2.
+        #[serde(default)]
+        wire: u32,
     },
     /// A node stopping on purpose: peers forget it at once.
     Bye { node: String, incarnation: u64 },
@@ -39,8 +42,9 @@ pub(crate) struct SessionEntry {
     pub opened_ms: u64,
 }
 
-/// On `<prefix>.cluster.sessions`: every node's session announcements, in the order it made
-/// them (one publisher connection, one subject: NATS keeps that order).
+/// On `<prefix>.cluster.node.NAME.sessions`: every node's session announcements to NAME, in the
+/// order it made them, among its deliveries to NAME (one publisher connection, one subject: NATS
+/// keeps that order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum SessionMessage {
@@ -455,7 +459,16 @@ pub(crate) const SNAPSHOT_CHUNK: usize = 4_000;
 /// Session ids per delivery frame: 256 KiB of ids at most.
 pub(crate) const DELIVERY_CHUNK: usize = 16_384;
 
-const DELIVER: u8 = 1;
+/// First byte of a delivery frame. Deliveries share a node's sessions subject with the
+/// announcements (kinds 1–9, `codec.rs`), so theirs is apart from those; it was 1 when
+/// deliveries had a subject of their own (cluster wire version 1).
+pub(crate) const DELIVER: u8 = 0x10;
+
+/// The cluster's wire version, in every heartbeat. 2: announcements go to each peer's sessions
+/// subject with the deliveries (one order per sender), deliveries start with [`DELIVER`]. A node
+/// hears nothing a peer of another version sends, so it refuses such a peer (logged) instead of
+/// half-working with it.
+pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// Why a delivery frame was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -468,7 +481,7 @@ pub(crate) enum FrameError {
     Truncated,
 }
 
-/// A delivery to sessions of one node: kind (1 byte), count (u32, big-endian), the session ids
+/// A delivery to sessions of one node: kind ([`DELIVER`]), count (u32, big-endian), the session ids
 /// (16 bytes each), then the envelope's protobuf bytes.
 pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: &[u8]) -> Bytes {
     let mut frame = BytesMut::with_capacity(5 + session_ids.len() * 16 + envelope.len());
@@ -517,9 +530,11 @@ mod tests {
         assert_eq!(envelope, b"envelope");
         assert_eq!(decode_delivery(&[]), Err(FrameError::Empty));
         assert_eq!(decode_delivery(&[9]), Err(FrameError::Kind(9)));
+        // A wire version 1 delivery (kind 1, an open's kind now) is no delivery.
+        assert_eq!(decode_delivery(&[1, 0, 0, 0, 0]), Err(FrameError::Kind(1)));
         assert_eq!(decode_delivery(&frame[..20]), Err(FrameError::Truncated));
         assert_eq!(
-            decode_delivery(&[1, 255, 255, 255, 255]),
+            decode_delivery(&[DELIVER, 255, 255, 255, 255]),
             Err(FrameError::Truncated)
         );
     }
@@ -531,6 +546,7 @@ mod tests {
             incarnation: 7,
             seq: 3,
             hello: true,
+            wire: WIRE_VERSION,
         };
         let json = serde_json::to_string(&message).expect("encodes");
         assert!(json.contains(r#""type":"heartbeat""#), "{json}");
@@ -538,5 +554,11 @@ mod tests {
             serde_json::from_str::<MemberMessage>(&json).expect("decodes"),
             message
         );
+        // A version 1 heartbeat (no `wire`) still decodes, as version 0, so it can be refused.
+        let old = r#"{"type":"heartbeat","node":"n0","incarnation":1,"seq":1}"#;
+        assert!(matches!(
+            serde_json::from_str::<MemberMessage>(old).expect("decodes"),
+            MemberMessage::Heartbeat { wire: 0, .. }
+        ));
     }
 }
