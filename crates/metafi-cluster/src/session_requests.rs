@@ -5,8 +5,8 @@
 //! ([`NodeSessions`]), so the client sees the same close, reason and presence events as with a
 //! request made on its own node.
 //!
-//! One-way, as [`RemoteSessions`] says: a request is counted as sent once it is queued for a
-//! live peer; it reaches that node one NATS hop later (sub-millisecond on loopback), behind
+//! One-way, as [`RemoteSessions`] says, except a stream join or update (a call in order, which
+//! waits for the node's answer): a request is counted as sent once it is queued for a live peer; it reaches that node one NATS hop later (sub-millisecond on loopback), behind
 //! this node's earlier casts to it. A node that is not a peer (lost, left, unknown) is sent
 //! nothing and the request answers at once as if the session were not there: its sockets are
 //! gone for the cluster.
@@ -75,9 +75,6 @@ impl SessionRequests {
                     .count()
                     > 0
             }
-            join @ CallRequest::StreamJoin { .. } => {
-                stream_join_here(node, join).is_some_and(|answer| answer.is_ok())
-            }
             CallRequest::StreamLeave {
                 user_id,
                 session_id,
@@ -109,8 +106,8 @@ impl SessionRequests {
         tracing::debug!(kind, done, "cluster: handled a session request");
     }
 
-    /// Answers another node's call for this node's sessions (a `stream_join` whose caller
-    /// waits), at once.
+    /// Answers another node's call for this node's sessions (a `stream_join`, a join or an
+    /// update, whose caller waits), at once.
     pub(crate) fn answer(&self, request: CallRequest) -> CallReply {
         let kind = request.kind();
         if !matches!(request, CallRequest::StreamJoin { .. }) {
@@ -203,31 +200,6 @@ impl RemoteSessions for SessionRequests {
         stream: &StreamKey,
         join: &StreamJoin,
         update: bool,
-    ) -> bool {
-        let Some(node) = self.directory.node_of(session_id) else {
-            return false;
-        };
-        self.send(
-            &node,
-            &CallRequest::StreamJoin {
-                user_id,
-                session_id,
-                stream: WireStream::from_key(stream),
-                hidden: join.hidden,
-                persistence: join.persistence,
-                status: join.status.clone(),
-                update,
-            },
-            &[],
-        )
-    }
-
-    fn stream_join_answered(
-        &self,
-        user_id: Uuid,
-        session_id: Uuid,
-        stream: &StreamKey,
-        join: &StreamJoin,
     ) -> Option<JoinAnswer> {
         let node = self.directory.node_of(session_id)?;
         let request = CallRequest::StreamJoin {
@@ -237,7 +209,7 @@ impl RemoteSessions for SessionRequests {
             hidden: join.hidden,
             persistence: join.persistence,
             status: join.status.clone(),
-            update: false,
+            update,
         };
         let calls = self.calls.clone();
         Some(Box::pin(async move {
@@ -313,8 +285,8 @@ impl RemoteSessions for SessionRequests {
     }
 }
 
-/// Runs another node's `StreamJoin` request on this node's sessions: the one place its fields
-/// become a join, for the cast (`handle`) and the call (`answer`). `None` for another request.
+/// Runs another node's `StreamJoin` request (a join or an update) on this node's sessions.
+/// `None` for another request.
 fn stream_join_here(
     node: &NodeSessions,
     request: CallRequest,

@@ -246,7 +246,8 @@ pub(crate) enum CallRequest {
     /// (`nk.session_disconnect`, a ban, an account deletion); `reason` is the presence reason
     /// their matches see (`metafi_match::PresenceReason` as a number).
     SessionDisconnect { session_ids: Vec<Uuid>, reason: u8 },
-    /// Cast: server code of the sending node puts a session of the receiving node in a stream
+    /// Call (in order, `Calls::call_in_order`), answered with [`CallReply::StreamJoined`]:
+    /// server code of the sending node puts a session of the receiving node in a stream
     /// (`update`: replaces its meta; `nk.stream_user_join`, `stream_user_update`).
     StreamJoin {
         user_id: Uuid,

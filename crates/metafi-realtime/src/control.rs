@@ -128,37 +128,44 @@ impl RealtimeControl {
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<bool, JoinRefused> {
-        if !self.node.has(session_id)
-            && let Some(answer) = self
-                .parts
-                .remote
-                .stream_join_answered(user_id, session_id, stream, &join)
-        {
-            return answer.await;
-        }
-        self.node
-            .stream_join(user_id, session_id, stream, join, false)
+        self.join_anywhere(user_id, session_id, stream, join, false)
+            .await
     }
 
-    /// Replaces a session's presence meta in a stream (joining it if absent), on its node.
-    pub fn stream_update(
+    /// Replaces a session's presence meta in a stream (joining it if absent). A session of
+    /// another node is updated by its node, which answers (a call, as for
+    /// [`RealtimeControl::stream_join`]), so a session gone or closing there is refused as here.
+    pub async fn stream_update(
         &self,
         user_id: Uuid,
         session_id: Uuid,
         stream: &StreamKey,
         join: StreamJoin,
     ) -> Result<(), JoinRefused> {
+        self.join_anywhere(user_id, session_id, stream, join, true)
+            .await
+            .map(|_| ())
+    }
+
+    /// A join or update on the session's node: this one, or another that answers.
+    async fn join_anywhere(
+        &self,
+        user_id: Uuid,
+        session_id: Uuid,
+        stream: &StreamKey,
+        join: StreamJoin,
+        update: bool,
+    ) -> Result<bool, JoinRefused> {
         if !self.node.has(session_id)
-            && self
+            && let Some(answer) = self
                 .parts
                 .remote
-                .stream_join(user_id, session_id, stream, &join, true)
+                .stream_join(user_id, session_id, stream, &join, update)
         {
-            return Ok(());
+            return answer.await;
         }
         self.node
-            .stream_join(user_id, session_id, stream, join, true)
-            .map(|_| ())
+            .stream_join(user_id, session_id, stream, join, update)
     }
 
     /// Takes a session out of a stream, on its node; nothing happens when it is not there (as

@@ -3,12 +3,13 @@
 //! holds them. A single node has none ([`NoRemoteSessions`]); a cluster sends each request to
 //! the session's node (`metafi-cluster`), which does there what [`NodeSessions`] does here.
 //!
-//! Every method but [`RemoteSessions::stream_join_answered`] is one-way and never waits: the
+//! Every method but [`RemoteSessions::stream_join`] is one-way and never waits: the
 //! request is queued for the other node and the answer is what was *sent* (a session the
 //! cluster knows on a live peer), not what the other node did with it; their callers
 //! ([`crate::RealtimeControl`]) are synchronous, as the `nk` functions and services above them
-//! are. `nk.stream_user_join` answers whether the session was new in the stream, or why it
-//! could not join, so it waits for the session's node (a bounded call).
+//! are. `nk.stream_user_join` answers whether the session was new in the stream, and it and
+//! `nk.stream_user_update` why the session could not join (gone, closing), so they wait for the
+//! session's node (a bounded call).
 //!
 //! [`NodeSessions`]: crate::NodeSessions
 
@@ -34,8 +35,12 @@ pub trait RemoteSessions: Send + Sync + fmt::Debug {
     /// Closes every session of `user_id` on other nodes; how many the close was sent towards.
     fn disconnect_user(&self, user_id: Uuid, reason: PresenceReason) -> usize;
 
-    /// Puts `session_id` in a stream as `user_id` (or replaces its meta, `update`) on its
-    /// node; false when no other (live) node holds it.
+    /// Puts `session_id` in a stream as `user_id` (or replaces its meta, `update`, joining if
+    /// absent) on its node and waits for that node's answer: true when it was not in the
+    /// stream, or the node's refusal (no such session, closing), or
+    /// [`JoinRefused::Unanswered`] when the node does not answer in time. Made behind this
+    /// node's earlier requests to that node. `None` when no other (live) node holds the
+    /// session.
     fn stream_join(
         &self,
         user_id: Uuid,
@@ -43,19 +48,6 @@ pub trait RemoteSessions: Send + Sync + fmt::Debug {
         stream: &StreamKey,
         join: &StreamJoin,
         update: bool,
-    ) -> bool;
-
-    /// Puts `session_id` in a stream as `user_id` on its node and waits for that node's
-    /// answer: true when it was not in the stream, or the node's refusal (no such session,
-    /// closing), or [`JoinRefused::Unanswered`] when the node does not answer in time. Made
-    /// behind this node's earlier requests to that node. `None` when no other (live) node
-    /// holds the session.
-    fn stream_join_answered(
-        &self,
-        user_id: Uuid,
-        session_id: Uuid,
-        stream: &StreamKey,
-        join: &StreamJoin,
     ) -> Option<JoinAnswer>;
 
     /// Takes `session_id` out of a stream on its node (if it is there as `user_id`); false
@@ -88,16 +80,13 @@ impl RemoteSessions for NoRemoteSessions {
         0
     }
 
-    fn stream_join(&self, _: Uuid, _: Uuid, _: &StreamKey, _: &StreamJoin, _: bool) -> bool {
-        false
-    }
-
-    fn stream_join_answered(
+    fn stream_join(
         &self,
         _: Uuid,
         _: Uuid,
         _: &StreamKey,
         _: &StreamJoin,
+        _: bool,
     ) -> Option<JoinAnswer> {
         None
     }

@@ -121,8 +121,9 @@ pub trait RealtimeHost: Send + Sync + std::fmt::Debug {
         join: StreamJoin,
     ) -> Result<bool, StreamJoinError>;
 
-    /// Replaces a session's presence meta in a stream (joining it if absent).
-    fn stream_user_update(
+    /// Replaces a session's presence meta in a stream (joining it if absent). A session of
+    /// another node is updated by that node, whose answer this waits for.
+    async fn stream_user_update(
         &self,
         user_id: Uuid,
         session_id: Uuid,

@@ -83,7 +83,7 @@ impl RealtimeHost for NodeRealtimeHost {
             .map_err(join_error)
     }
 
-    fn stream_user_update(
+    async fn stream_user_update(
         &self,
         user_id: Uuid,
         session_id: Uuid,
@@ -92,6 +92,7 @@ impl RealtimeHost for NodeRealtimeHost {
     ) -> Result<(), StreamJoinError> {
         self.control
             .stream_update(user_id, session_id, &key(stream), stream_join(join))
+            .await
             .map_err(join_error)
     }
 

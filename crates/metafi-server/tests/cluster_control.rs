@@ -68,6 +68,12 @@ nk.register_rpc(function(context, payload)
 end, "update")
 nk.register_rpc(function(context, payload)
   local uid, sid = two(payload)
+  nk.session_disconnect(sid)
+  nk.stream_user_update(uid, sid, stream, false, false, "late")
+  return "updated"
+end, "update_closed")
+nk.register_rpc(function(context, payload)
+  local uid, sid = two(payload)
   nk.stream_user_leave(uid, sid, stream)
   return ""
 end, "leave")
@@ -158,6 +164,21 @@ async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
     match answer.message {
         Some(Message::Rpc(rpc)) => rpc.payload,
         other => panic!("rpc {id} failed: {other:?}"),
+    }
+}
+
+/// The error RPC `id` fails with (panics when it answers).
+async fn rpc_error(socket: &mut Socket, id: &str, payload: &str) -> String {
+    let answer = socket
+        .request(Message::Rpc(Rpc {
+            id: id.into(),
+            payload: payload.into(),
+            http_key: String::new(),
+        }))
+        .await;
+    match answer.message {
+        Some(Message::Error(error)) => error.message,
+        other => panic!("rpc {id} did not fail: {other:?}"),
     }
 }
 
@@ -434,6 +455,31 @@ async fn stream_user_join_of_a_session_on_another_node_answers_from_its_node() {
     );
     assert_eq!(rpc(&mut b, "count", "").await, "1", "he is in the stream");
     rpc_until(&mut a, "status", &bob_session, "again@n2").await;
+    n2.stop().await;
+    n1.stop().await;
+}
+
+/// `nk.stream_user_update` of bob's session (node 2) made on node 1 is answered by node 2, as
+/// Nakama's `StreamUserUpdate` is on the session's node: it updates his presence, and once node 2
+/// closed his session (`nk.session_disconnect` just before, in the same RPC: it reaches node 2
+/// first) the update fails with Nakama's error (before, a one-way request: no error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_user_update_of_a_session_on_another_node_answers_from_its_node() {
+    let Some(Pair { n1, n2, _dirs }) = pair().await else {
+        return;
+    };
+    let (_alice, mut a, _) = player(&n1).await;
+    let (bob, _b, bob_session) = player(&n2).await;
+    known_on_n1(&n1, &bob_session).await;
+    let bob_ids = format!("{},{bob_session}", bob.id);
+    assert_eq!(rpc(&mut a, "update", &bob_ids).await, "");
+    rpc_until(&mut a, "status", &bob_session, "updated@n2").await;
+    let error = rpc_error(&mut a, "update_closed", &bob_ids).await;
+    assert!(
+        error.contains("tracker rejected updated presence, session is closing")
+            || error.contains("session id does not exist"),
+        "{error}"
+    );
     n2.stop().await;
     n1.stop().await;
 }

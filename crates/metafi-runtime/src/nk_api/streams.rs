@@ -38,7 +38,8 @@ pub(super) const FUNCTIONS: &[NkFunction] = &[
     NkFunction {
         lua: Some("stream_user_update"),
         js: Some("streamUserUpdate"),
-        call: NkCall::Sync(stream_user_update),
+        // Async: as `stream_user_join`.
+        call: NkCall::Async(stream_user_update),
     },
     NkFunction {
         lua: Some("stream_user_leave"),
@@ -125,15 +126,26 @@ fn stream_user_join(nk: Nk, args: NkArgs) -> NkFuture {
     })
 }
 
-/// Same arguments as `stream_user_join`; returns nothing.
-fn stream_user_update(nk: &Nk, args: NkArgs) -> Result<NkValue, NkError> {
-    let (user_id, session_id) = user_and_session(&args)?;
-    let stream = stream_arg(&args, 3)?;
-    let join = join_args(&args)?;
-    let host = realtime(nk, &args, "stream_user_update", "streamUserUpdate")?;
-    host.stream_user_update(user_id, session_id, &stream, join)
-        .map(|()| NkValue::Nil)
-        .map_err(|e| join_error(&args, e, "updated"))
+/// Same arguments as `stream_user_join`; returns nothing. Async for the same reason: a session
+/// of another node is updated there, and its refusal (gone, closing) is the answer.
+fn stream_user_update(nk: Nk, args: NkArgs) -> NkFuture {
+    let parsed = (|| {
+        let (user_id, session_id) = user_and_session(&args)?;
+        let stream = stream_arg(&args, 3)?;
+        let join = join_args(&args)?;
+        let host = realtime(&nk, &args, "stream_user_update", "streamUserUpdate")?.clone();
+        Ok((user_id, session_id, stream, join, host))
+    })();
+    let (user_id, session_id, stream, join, host) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return Box::pin(std::future::ready(Err(e))),
+    };
+    Box::pin(async move {
+        host.stream_user_update(user_id, session_id, &stream, join)
+            .await
+            .map(|()| NkValue::Nil)
+            .map_err(|e| join_error(&args, e, "updated"))
+    })
 }
 
 /// `(user_id, session_id, stream)`.

@@ -105,7 +105,7 @@ impl RealtimeHost for FakeRealtime {
         }
     }
 
-    fn stream_user_update(
+    async fn stream_user_update(
         &self,
         user_id: Uuid,
         session_id: Uuid,
