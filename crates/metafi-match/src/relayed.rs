@@ -22,6 +22,10 @@ pub(crate) struct Relayed {
     create_time_ms: i64,
     id_text: Arc<str>,
     members: Vec<Arc<Presence>>,
+    /// Members whose join is not announced yet: the first completion after a join announces
+    /// it, a repeated one (or one cast again by another node) does not, as for an
+    /// authoritative match's accepted joins.
+    unannounced: Vec<Uuid>,
 }
 
 /// The answer to creating or joining a relayed match.
@@ -160,6 +164,7 @@ impl Matches {
                     create_time_ms: inner.wall.now_ms(),
                     id_text: Arc::from(MatchId::relayed(uuid).to_string()),
                     members: Vec::new(),
+                    unannounced: Vec::new(),
                 };
                 metrics::relayed(count + 1);
                 relayed.entry(uuid).or_insert(entry)
@@ -173,6 +178,7 @@ impl Matches {
         let is_new = !entry.members.iter().any(|p| p.session_id == session);
         if is_new {
             entry.members.push(presence);
+            entry.unannounced.push(session);
         }
         let presences = entry
             .members
@@ -189,16 +195,21 @@ impl Matches {
     }
 
     /// Announces a member's join to everyone in the match, the joiner included (as Nakama's
-    /// tracker does), after its client got the answer.
-    /// False when this node has no such match or member.
+    /// tracker does), after its client got the answer; once per join (a repeated completion
+    /// sends nothing). False when this node has no such match or member.
     pub(crate) fn relayed_announce(&self, uuid: Uuid, session: Uuid) -> bool {
-        let relayed = self.inner.relayed.read();
-        let Some(entry) = relayed.get(&uuid) else {
+        let mut relayed = self.inner.relayed.write();
+        let Some(entry) = relayed.get_mut(&uuid) else {
             return false;
         };
         let Some(presence) = entry.members.iter().find(|p| p.session_id == session) else {
             return false;
         };
+        let Some(at) = entry.unannounced.iter().position(|s| *s == session) else {
+            // Announced already: handled here, nothing to send.
+            return true;
+        };
+        entry.unannounced.swap_remove(at);
         let sessions: Vec<Uuid> = entry.members.iter().map(|p| p.session_id).collect();
         self.inner.outlet.send_presences(
             &sessions,
@@ -225,6 +236,7 @@ impl Matches {
             return true;
         };
         let left = entry.members.swap_remove(at);
+        entry.unannounced.retain(|s| *s != session);
         if entry.members.is_empty() {
             relayed.remove(&uuid);
             metrics::relayed(relayed.len());

@@ -773,3 +773,45 @@ fn relayed_matches_relay_between_members() {
     assert_eq!(x.match_id, y.match_id);
     assert_eq!(y.members, 2);
 }
+
+/// A relayed member's join is announced once: a completion repeated (by its node, or cast
+/// again by another node of a cluster, which lands here too) sends no second join event, as
+/// for an authoritative match's accepted join; after a leave and a new join it is announced
+/// again.
+#[test]
+fn a_repeated_completion_announces_a_relayed_join_once() {
+    let engine = Engine::single();
+    let (a, b) = (presence("a"), presence("b"));
+    let created = engine.matches.create_relayed(None, a.clone()).unwrap();
+    let id = created.match_id.clone();
+    engine.matches.complete_join(&id, a.session_id);
+    let joined = engine
+        .matches
+        .join_relayed(id.uuid(), b.clone(), false)
+        .unwrap();
+    assert!(joined.is_new);
+    engine.outlet.take();
+    let joins_of_b = |sent: Vec<Sent>| {
+        sent.into_iter()
+            .filter(|s| matches!(s, Sent::Presences { joins, .. } if joins == &[b.session_id]))
+            .count()
+    };
+    for _ in 0..3 {
+        engine.matches.complete_join(&id, b.session_id);
+    }
+    assert_eq!(joins_of_b(engine.outlet.take()), 1);
+
+    engine.matches.leave(&id, b.session_id);
+    engine.outlet.take();
+    engine
+        .matches
+        .join_relayed(id.uuid(), b.clone(), false)
+        .unwrap();
+    engine.matches.complete_join(&id, b.session_id);
+    engine.matches.complete_join(&id, b.session_id);
+    assert_eq!(
+        joins_of_b(engine.outlet.take()),
+        1,
+        "a new join is announced"
+    );
+}
