@@ -242,7 +242,7 @@ fn join_error(refused: JoinRefused) -> StreamJoinError {
         JoinRefused::NoSession => StreamJoinError::NoSession,
         JoinRefused::Closing => StreamJoinError::Closing,
         JoinRefused::Unanswered { node, why } => StreamJoinError::Unanswered(format!(
-            "the session's node {node:?} did not answer the stream join ({why}); try again, or check that node"
+            "the session's node {node:?} did not answer the stream join or update ({why}); try again, or check that node"
         )),
     }
 }
