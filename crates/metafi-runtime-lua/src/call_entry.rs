@@ -7,8 +7,8 @@
 //! and gave the coroutine back through a status walk on drop; a hook pair paid that twice,
 //! with the request and answer tables built in separate protected calls
 //! (`docs/RUNTIME.md`, "The hook call path and its cost"). Here the entry function, the
-//! script's function, the payload tables and the `ctx` fields are pushed in one
-//! `Lua::exec_raw` and moved to the coroutine's stack at once; what every call's `ctx` shares
+//! script's function, the payload tables and the `ctx` fields are pushed in one protected
+//! call (a C function made once per VM, not `Lua::exec_raw`'s two closures a call) and moved to the coroutine's stack at once; what every call's `ctx` shares
 //! (env, node, version) is in the entry's upvalues (`sandbox::WRAPPERS`).
 //!
 //! In the same protected call the coroutine is resumed with `lua_resume`, and a call that
@@ -22,8 +22,8 @@
 //! this VM's idle list; one that was dropped while waiting (a call past its deadline) or died
 //! is left to the collector, never reused.
 
-// Every unsafe block pushes onto the stack of the state `exec_raw` hands over (protected:
-// a memory error is a Lua error of that call), after reserving room.
+// Every unsafe block pushes onto the stack of the VM's state inside the protected call
+// (`start_protected`: a memory error is a Lua error of that call), after reserving room.
 #![allow(unsafe_code)]
 
 use std::cell::{Cell, RefCell};
@@ -63,15 +63,23 @@ pub(crate) enum Payload<'a> {
 pub(crate) struct CallEntry {
     /// `(fn, mode, payload, after, input, ctx fields…) → ok, result` (`sandbox::WRAPPERS`).
     entry: Function,
+    /// [`start_protected`] as a Lua function, made once: Lua 5.1 and LuaJIT make a closure
+    /// every time a C function is pushed, and `Lua::exec_raw` pushes two per call (its
+    /// function and an error handler), ≈ 450 instructions each call with their collection.
+    protected: Function,
     idle: RefCell<Vec<Thread>>,
 }
 
 impl CallEntry {
-    pub(crate) fn new(entry: Function) -> Rc<CallEntry> {
-        Rc::new(CallEntry {
+    pub(crate) fn new(lua: &Lua, entry: Function) -> mlua::Result<Rc<CallEntry>> {
+        // SAFETY: `start_protected` follows the Lua C function protocol and is only called by
+        // `start`, with the stack and parameter it expects.
+        let protected = unsafe { lua.create_c_function(start_protected)? };
+        Ok(Rc::new(CallEntry {
             entry,
+            protected,
             idle: RefCell::new(Vec::with_capacity(IDLE_THREADS)),
-        })
+        }))
     }
 
     /// Starts `function` with `payload` and the `ctx` of `call` on a coroutine and runs it
@@ -94,26 +102,14 @@ impl CallEntry {
             Some(thread) => thread,
             None => lua.create_thread(self.entry.clone())?,
         };
-        let mut first = None;
-        // SAFETY: `exec_raw` pushes the three arguments onto `state` (live for the closure);
-        // `push_call` pushes onto `state` after reserving room, then moves what it pushed to
-        // the coroutine, whose stack it first checks has room; `run_first` resumes the
-        // coroutine (not running: it was idle or new) and moves at most two values back.
-        let left = unsafe {
-            lua.exec_raw::<Value>((&self.entry, function, &thread), |state| {
-                let ran =
-                    push_call(state, &payload, call).map(|nargs| run_first(state, nargs, read));
-                // What comes back is what is left on the stack: the value `run_first` left, if
-                // any, without the three arguments.
-                if ran.as_ref().is_some_and(First::leaves_value) {
-                    ffi::lua_replace(state, 1);
-                    ffi::lua_settop(state, 1);
-                } else {
-                    ffi::lua_settop(state, 0);
-                }
-                first = ran;
-            })
+        let mut params = Params {
+            payload: &payload,
+            call,
+            read,
+            first: None,
         };
+        let left = self.protected_start(lua, function, &thread, &mut params);
+        let first = params.first;
         let (left, first) = match (left, first) {
             (Ok(left), Some(first)) => (left, first),
             // Nothing reached the coroutine (a payload too deep, no stack room): it is clean.
@@ -149,6 +145,52 @@ impl CallEntry {
                 }))
             }
         }
+    }
+
+    /// Calls [`start_protected`] with `entry, function, thread` and `params` in a protected
+    /// call on the VM's current state; returns the value it left (nil when none) or the error
+    /// it raised. The stack is left as found.
+    fn protected_start(
+        &self,
+        lua: &Lua,
+        function: &Function,
+        thread: &Thread,
+        params: &mut Params<'_>,
+    ) -> mlua::Result<Value> {
+        lua.exec_raw_lua(|raw| {
+            let state = raw.state();
+            // SAFETY: `state` is the VM's current state, locked for the closure; room for the
+            // five values is reserved before they are pushed; `params` outlives the call and
+            // `start_protected` reads it only during it; what the call leaves is popped, so the
+            // stack ends as it began.
+            unsafe {
+                let base = ffi::lua_gettop(state);
+                if ffi::lua_checkstack(state, 6) == 0 {
+                    return Err(mlua::Error::StackError);
+                }
+                let pushed = raw
+                    .push(&self.protected)
+                    .and_then(|()| raw.push(&self.entry))
+                    .and_then(|()| raw.push(function))
+                    .and_then(|()| raw.push(thread));
+                if let Err(e) = pushed {
+                    ffi::lua_settop(state, base);
+                    return Err(e);
+                }
+                ffi::lua_pushlightuserdata(state, std::ptr::from_mut(params).cast());
+                let status = ffi::lua_pcall(state, 4, ffi::LUA_MULTRET, 0);
+                let result = if status != ffi::LUA_OK {
+                    // The error value (mlua's error object when it is one).
+                    Err(died(status, raw.pop_value()))
+                } else if ffi::lua_gettop(state) > base {
+                    Ok(raw.pop_value())
+                } else {
+                    Ok(Value::Nil)
+                };
+                ffi::lua_settop(state, base);
+                result
+            }
+        })
     }
 
     /// Keeps a coroutine that finished normally for the next call.
@@ -284,6 +326,42 @@ fn died(status: c_int, error: Value) -> mlua::Error {
             "the call's coroutine failed with a {} error value",
             other.type_name()
         )),
+    }
+}
+
+/// What [`start_protected`] needs and what it found, passed as a light userdata.
+struct Params<'a> {
+    payload: &'a Payload<'a>,
+    call: &'a CallContext,
+    read: Read,
+    /// `None`: nothing reached the coroutine (a payload too deep, or the call raised).
+    first: Option<First>,
+}
+
+/// Stack: `entry, function, thread, params` (a light userdata pointing at [`Params`]). Pushes
+/// the call onto the coroutine and runs it ([`push_call`], [`run_first`]); returns the value
+/// `run_first` left, if any.
+///
+/// # Safety
+/// Called by Lua through `lua_pcall` from `CallEntry::protected_start`, with that stack.
+unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let params = ffi::lua_touserdata(state, 4).cast::<Params<'_>>();
+        ffi::lua_settop(state, 3);
+        let ran = push_call(state, (*params).payload, (*params).call)
+            .map(|nargs| run_first(state, nargs, (*params).read));
+        // What comes back is what is left on the stack: the value `run_first` left, if any,
+        // without the three arguments.
+        let left = if ran.as_ref().is_some_and(First::leaves_value) {
+            ffi::lua_replace(state, 1);
+            ffi::lua_settop(state, 1);
+            1
+        } else {
+            ffi::lua_settop(state, 0);
+            0
+        };
+        (*params).first = ran;
+        left
     }
 }
 

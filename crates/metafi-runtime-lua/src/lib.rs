@@ -231,10 +231,12 @@ impl LuaVm {
         let entry = make_entry
             .call::<Function>((env, &**setup.nk.node(), env!("CARGO_PKG_VERSION")))
             .map_err(|e| engine_error(format!("cannot make the call entry: {e}")))?;
+        let entry = call_entry::CallEntry::new(&lua, entry)
+            .map_err(|e| engine_error(format!("cannot make the call entry: {e}")))?;
         let vm = LuaVm {
             lua,
             deadline,
-            entry: call_entry::CallEntry::new(entry),
+            entry,
         };
         let library = vm
             .lua

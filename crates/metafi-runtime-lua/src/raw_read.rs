@@ -246,6 +246,51 @@ unsafe fn walk_table<T: Tree>(
         if ffi::lua_checkstack(state, 3) == 0 {
             return Err("table nesting too deep for the Lua stack".into());
         }
+        // One pass reads the table as a map, as nearly every table a hook returns is one; a
+        // positive integer key makes it a list instead (its other keys ignored), read from
+        // the start with the budget as it was. An error in a value counts only once the pass
+        // has found no such key, as when the list test was a pass of its own before this one.
+        let before = budget.clone();
+        let mut map = T::map();
+        let mut failed = None;
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, at) != 0 {
+            if positive_integer(state, -2).is_some() {
+                // The key and the value: the stack as it was found.
+                ffi::lua_settop(state, -3);
+                *budget = before;
+                return walk_list(state, at, depth, budget);
+            }
+            if failed.is_none() {
+                let key = key_text(state, -2);
+                let item = budget
+                    .take(1)
+                    .and_then(|()| walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget));
+                match item {
+                    Ok(item) => T::insert(&mut map, key, item),
+                    Err(e) => failed = Some(e),
+                }
+            }
+            ffi::lua_settop(state, -2);
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(T::from_map(map)),
+        }
+    }
+}
+
+/// A table with a positive integer key, as a list of its items from 1 to its largest such key.
+///
+/// # Safety
+/// As [`walk_table`], which has reserved the stack room.
+unsafe fn walk_list<T: Tree>(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    depth: usize,
+    budget: &mut ValueBudget,
+) -> Result<T, String> {
+    unsafe {
         let mut maxn: i64 = 0;
         ffi::lua_pushnil(state);
         while ffi::lua_next(state, at) != 0 {
@@ -256,42 +301,18 @@ unsafe fn walk_table<T: Tree>(
             }
             ffi::lua_settop(state, -2);
         }
-        if maxn > 0 {
-            if maxn > 1 << 24 {
-                return Err(
-                    "array too sparse to convert: its largest index is over 16777216".into(),
-                );
-            }
-            budget.take(maxn as usize)?;
-            let mut items = Vec::with_capacity(maxn as usize);
-            for i in 1..=maxn {
-                ffi::lua_rawgeti(state, at, i as ffi::lua_Integer);
-                let item = walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget);
-                ffi::lua_settop(state, -2);
-                items.push(item?);
-            }
-            return Ok(T::list(items));
+        if maxn > 1 << 24 {
+            return Err("array too sparse to convert: its largest index is over 16777216".into());
         }
-        let mut map = T::map();
-        ffi::lua_pushnil(state);
-        while ffi::lua_next(state, at) != 0 {
-            let key = key_text(state, -2);
-            let item = budget
-                .take(1)
-                .and_then(|()| walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget));
-            match item {
-                Ok(item) => {
-                    T::insert(&mut map, key, item);
-                    ffi::lua_settop(state, -2);
-                }
-                Err(e) => {
-                    // The key and the value: the stack as it was found.
-                    ffi::lua_settop(state, -3);
-                    return Err(e);
-                }
-            }
+        budget.take(maxn as usize)?;
+        let mut items = Vec::with_capacity(maxn as usize);
+        for i in 1..=maxn {
+            ffi::lua_rawgeti(state, at, i as ffi::lua_Integer);
+            let item = walk::<T>(state, ffi::lua_gettop(state), depth + 1, budget);
+            ffi::lua_settop(state, -2);
+            items.push(item?);
         }
-        Ok(T::from_map(map))
+        Ok(T::list(items))
     }
 }
 
@@ -393,6 +414,10 @@ mod tests {
             "return {s = '\\255\\0', e = '', u = 'héllo', fn = print}",
             "return {[2.5] = 'number key', ['2.5'] = 'string key'}",
             "return {{}, {{}}, {k = {}}}",
+            // A list whose other keys hold what could not be read: those keys are ignored,
+            // whether the map pass meets them before the integer key or not.
+            "local t = {} t.t = t return {x = t, [3] = 'c', y = 0/0, z = {[5000000] = 1}}",
+            "local t = {} t.t = t local l = {x = t} l[2] = 'b' return {l, {y = 0/0, [1] = 1}}",
             "return {}",
             "return 'text'",
             "return 3.0",
@@ -413,6 +438,8 @@ mod tests {
             "local t = {} t.t = t return {0/0, t}",
             "local t = {} for i = 1, 40 do t = {a = t, b = t} end return {x = 0/0, t = t}",
             "return {[5000000] = 1}",
+            // The first error of a map still wins when a later value fails too.
+            "local t = {} t.t = t return {a = {[5000000] = 1}, b = {[6000000] = 1}, c = t}",
             "return 0/0",
         ] {
             let value: Value = lua.load(code).eval().unwrap();

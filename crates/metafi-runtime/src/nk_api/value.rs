@@ -50,7 +50,8 @@ pub struct NkMap(pub Vec<(NkKey, NkValue)>);
 pub const MAX_CONVERTED_VALUES: usize = 1_000_000;
 
 /// What one conversion may still produce; engines charge every list item and map entry.
-#[derive(Debug)]
+/// `Clone` so a reader that guessed a table's kind wrong can go back to what was left.
+#[derive(Debug, Clone)]
 pub struct ValueBudget {
     left: usize,
 }
