@@ -69,22 +69,32 @@ impl Mailbox {
     }
 
     /// The next command, waiting for one until `deadline` (forever without one); `None` at
-    /// the deadline.
-    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Option<Command> {
+    /// the deadline. Also says whether the thread slept (a command already queued, or a
+    /// deadline already passed, returns without sleeping).
+    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> (Option<Command>, bool) {
         let mut state = self.state.lock();
+        let mut slept = false;
         loop {
             if let Some(command) = state.queue.pop_front() {
-                return Some(command);
+                return (Some(command), slept);
             }
-            state.sleeping = true;
             match deadline {
                 Some(at) => {
-                    if Instant::now() >= at || self.ready.wait_until(&mut state, at).timed_out() {
+                    if Instant::now() >= at {
+                        return (None, slept);
+                    }
+                    state.sleeping = true;
+                    slept = true;
+                    if self.ready.wait_until(&mut state, at).timed_out() {
                         state.sleeping = false;
-                        return state.queue.pop_front();
+                        return (state.queue.pop_front(), slept);
                     }
                 }
-                None => self.ready.wait(&mut state),
+                None => {
+                    state.sleeping = true;
+                    slept = true;
+                    self.ready.wait(&mut state);
+                }
             }
         }
     }
