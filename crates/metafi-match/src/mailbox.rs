@@ -99,3 +99,42 @@ impl Mailbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The executor marks when its thread came back from a wait (lateness before that is not
+    /// its own), so a return without sleeping must say so.
+    #[test]
+    fn says_whether_the_thread_slept() {
+        let mailbox = Arc::new(Mailbox::default());
+        mailbox.send(Command::Stop);
+        let far = Instant::now() + Duration::from_secs(3600);
+        let (command, slept) = mailbox.recv_until(Some(far));
+        assert!(
+            matches!(command, Some(Command::Stop)) && !slept,
+            "queued: no sleep"
+        );
+        let (command, slept) = mailbox.recv_until(Some(Instant::now()));
+        assert!(command.is_none() && !slept, "deadline passed: no sleep");
+
+        let receiver = {
+            let mailbox = mailbox.clone();
+            std::thread::spawn(move || mailbox.recv_until(None))
+        };
+        // Send only once the receiver is asleep.
+        while !mailbox.state.lock().sleeping {
+            std::thread::yield_now();
+        }
+        mailbox.send(Command::Stop);
+        let (command, slept) = receiver.join().unwrap();
+        assert!(
+            matches!(command, Some(Command::Stop)) && slept,
+            "woken by a command"
+        );
+    }
+}
