@@ -9,9 +9,12 @@
 # get_match_native_plain (the seed's logic with no reservation, to compare the share of players
 # seated, printed as "seats: …"; docs/MATCHES.md, "Seats"). Environment: RATE
 # (arrivals per second, default 400), HOLD (seconds of steady state after the ramp, default 60),
-# OUT (directory for the reports, default a temporary one). Prints the steady-state numbers:
-# echo / broadcast latency percentiles over the hold (from the tool's per-second histograms),
-# tick lateness p99 (from the server's Prometheus histogram over the same window), server CPU.
+# OUT (directory for the reports, default a temporary one), BIN / BENCH (the binaries, default
+# target/release/…; a build in another CARGO_TARGET_DIR is named here). Prints the steady-state
+# numbers: echo / broadcast latency percentiles over the hold (from the tool's per-second
+# histograms), tick lateness p99 (from the server's Prometheus histogram over the same window),
+# server CPU; and since the server's start, ticks late past the objective by cause and the
+# matches admission refused.
 # Needs release builds (the server with the example modules, for get_match_native):
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
@@ -26,8 +29,8 @@ rate=${RATE:-400}
 hold=${HOLD:-60}
 out=${OUT:-$(mktemp -d -t metafi-bench-match.XXXXXX)}
 mkdir -p "$out"
-bin=target/release/metafi
-bench=target/release/metafi-bench
+bin=${BIN:-target/release/metafi}
+bench=${BENCH:-target/release/metafi-bench}
 port=${PORT:-7460}
 metrics_port=${METRICS_PORT:-9160}
 name=bench_match
@@ -108,5 +111,10 @@ for q in (0.5, 0.99):
     print(f"tick lateness p{int(q*100)} <= {le} s ({int(n)} ticks)")
 le, n = quantile_bound("metafi_match_tick_duration_seconds", 0.99)
 print(f"tick duration p99 <= {le} s")
+# From the server's start (the rush included) to the end of the steady window: ticks late past
+# the objective by cause (docs/MATCHES.md, "Whose lateness") and the matches admission refused.
+for line in open(f"{out}/metrics.end"):
+    if line.startswith(("metafi_match_ticks_late_total", "metafi_match_admission_refused_total")):
+        print("since start: " + line.strip())
 EOF
 echo "reports in $out"

@@ -63,9 +63,7 @@ fn run(mut scheduler: Scheduler) {
         if until > now && mailbox.is_empty() && crate::idle::run_idle(until) {
             continue;
         }
-        if let Some(command) = mailbox.recv_until(next) {
-            scheduler.handle_one(command);
-        }
+        scheduler.wait(next);
     }
     tracing::debug!(thread = ?std::thread::current().name(), "match executor thread stopped");
 }

@@ -7,6 +7,12 @@
 //! of its matches' costs, kept by deltas so reading it is one atomic load. A new match counts
 //! its projected cost from the moment it is placed (so a burst of creations does not all land
 //! on the thread that looked empty) until its own ticks are measured.
+//!
+//! A tick's lateness is split by cause ([`own_lateness`]): the part during which its thread was
+//! busy with its own ticks and callbacks (its matches are too many for it) and the part during
+//! which the thread was waiting and was woken late (the OS gave the core to someone else).
+//! Players feel both (the lateness histogram keeps both); admission, hand-off and health judge
+//! only the first, since refusing matches cannot cure the second.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,9 +27,9 @@ const EWMA_SHIFT: u32 = 3;
 /// objective breaks it.
 const LATE_PER_HUNDRED: u64 = 1;
 
-/// A thread whose lateness breaks the objective while its matches use less than this share of
-/// the CPU objective is late because of something else on the machine (not its matches):
-/// refusing matches would not help it, so it is not counted as full for lateness.
+/// A thread whose own lateness breaks the objective while its matches use less than this share
+/// of the CPU objective is late from a burst of callbacks (a rush of joins and match creations
+/// handled before its ticks), not from carrying too many matches: it is not counted as full.
 const LATE_LOAD_FLOOR_DIVISOR: i64 = 3;
 
 /// What an executor thread carries, shared with the registry (placement, admission, health).
@@ -31,9 +37,12 @@ const LATE_LOAD_FLOOR_DIVISOR: i64 = 3;
 pub(crate) struct ThreadLoad {
     /// CPU its matches use, nanoseconds per second.
     pub(crate) cost_ns: AtomicI64,
-    /// Ticks in its last complete lateness window, and how many of them were late.
+    /// Ticks in its last complete lateness window, how many of them were late past the
+    /// objective, and how many of those by the thread's own lateness alone (admission, hand-off
+    /// and health read these: the rest were woken late, see [`own_lateness`]).
     window_ticks: AtomicU64,
     window_late: AtomicU64,
+    window_own_late: AtomicU64,
     /// Matches this thread handed off to another thread (hand-off).
     pub(crate) moves: AtomicU64,
     /// Hand-offs that were due but did not happen: the matches that would fit elsewhere are
@@ -44,16 +53,44 @@ pub(crate) struct ThreadLoad {
 }
 
 impl ThreadLoad {
-    /// Whether the last complete window broke the lateness objective (p99 over it).
+    /// Whether the last complete window broke the lateness objective (p99 over it) by the
+    /// thread's own lateness: it was busy with its own work when its ticks fell due.
     pub(crate) fn late(&self) -> bool {
+        breaks(
+            self.window_ticks.load(Ordering::Relaxed),
+            self.window_own_late.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether the last complete window broke the lateness objective only because the thread
+    /// was woken late (it is not [`late`](Self::late)): what players feel, which the node's
+    /// matches did not cause.
+    pub(crate) fn late_by_others(&self) -> bool {
         let ticks = self.window_ticks.load(Ordering::Relaxed);
-        let late = self.window_late.load(Ordering::Relaxed);
-        ticks > 0 && late * 100 > ticks * LATE_PER_HUNDRED
+        breaks(ticks, self.window_late.load(Ordering::Relaxed)) && !self.late()
     }
 
     pub(crate) fn cost(&self) -> i64 {
         self.cost_ns.load(Ordering::Relaxed).max(0)
     }
+}
+
+/// Whether `late` of `ticks` breaks the objective: more than 1 % of them.
+fn breaks(ticks: u64, late: u64) -> bool {
+    ticks > 0 && late * 100 > ticks * LATE_PER_HUNDRED
+}
+
+/// The thread's own part of the lateness of a tick due at `scheduled` that started at
+/// `started`, on a thread that last came back from waiting (for a command or its next tick) at
+/// `woke`. While the thread waited it ran nothing of its own, so lateness before `woke` is the
+/// OS's (timer slack, other threads and processes holding the core: on a one-core node at a
+/// rush, the sign-ins, RPCs and joins of the IO threads); from `woke`, or from `scheduled` if
+/// the thread was already busy then, it is the thread's (earlier ticks, callbacks, idle work).
+/// A thread never waits past a due tick, so a tick due before `woke` was due while it waited.
+/// Preemption while the thread is busy counts as its own (the wall clock cannot tell it apart
+/// from work; `docs/MATCHES.md`, "Objective, placement, admission").
+pub(crate) fn own_lateness(scheduled: Instant, woke: Instant, started: Instant) -> Duration {
+    started.saturating_duration_since(scheduled.max(woke))
 }
 
 /// One executor thread's lateness window (owned by its scheduler).
@@ -62,32 +99,64 @@ pub(crate) struct Window {
     start: Option<Instant>,
     ticks: u64,
     late: u64,
+    own_late: u64,
     /// Windows published so far.
     pub(crate) published: u64,
 }
 
 impl Window {
-    /// Counts one tick started at `now` with `lateness`; publishes the window to `shared` when
-    /// it is complete.
+    /// Counts one tick started at `now` with `lateness`, of which `own` was the thread's own
+    /// ([`own_lateness`]); publishes the window to `shared` when it is complete. Returns the
+    /// cause when the tick was late past the objective.
     pub(crate) fn record(
         &mut self,
         objective: &Objective,
         shared: &ThreadLoad,
         now: Instant,
         lateness: Duration,
-    ) {
+        own: Duration,
+    ) -> Option<LateCause> {
         let start = *self.start.get_or_insert(now);
         if now.saturating_duration_since(start) >= objective.window {
             shared.window_ticks.store(self.ticks, Ordering::Relaxed);
             shared.window_late.store(self.late, Ordering::Relaxed);
+            shared
+                .window_own_late
+                .store(self.own_late, Ordering::Relaxed);
             self.published += 1;
             self.start = Some(now);
             self.ticks = 0;
             self.late = 0;
+            self.own_late = 0;
         }
         self.ticks += 1;
-        if lateness > objective.max_lateness {
-            self.late += 1;
+        if lateness <= objective.max_lateness {
+            return None;
+        }
+        self.late += 1;
+        if own > objective.max_lateness {
+            self.own_late += 1;
+            Some(LateCause::Own)
+        } else {
+            Some(LateCause::Others)
+        }
+    }
+}
+
+/// Why a tick was late past the objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LateCause {
+    /// Its thread's own lateness alone breaks the objective.
+    Own,
+    /// Only with the time its thread waited to be woken.
+    Others,
+}
+
+impl LateCause {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            LateCause::Own => "own",
+            LateCause::Others => "others",
         }
     }
 }
@@ -269,8 +338,12 @@ pub struct NodeLoad {
     pub cpu: f64,
     /// The objective's CPU share.
     pub cpu_objective: f64,
-    /// Executor threads whose last window broke the lateness objective.
+    /// Executor threads whose last window broke the lateness objective by their own lateness
+    /// (they were busy with their own work when ticks fell due): these count as full.
     pub late_threads: usize,
+    /// Executor threads whose last window broke the lateness objective only because they were
+    /// woken late (other work held the core): players feel it, but the node is not full.
+    pub late_threads_by_others: usize,
     pub threads: usize,
     /// Authoritative matches running.
     pub matches: usize,
@@ -341,9 +414,10 @@ mod tests {
             } else {
                 Duration::ZERO
             };
-            w.record(&o, &shared, t0 + Duration::from_millis(i), late);
+            w.record(&o, &shared, t0 + Duration::from_millis(i), late, late);
         }
-        w.record(&o, &shared, t0 + Duration::from_secs(3), Duration::ZERO);
+        let zero = Duration::ZERO;
+        w.record(&o, &shared, t0 + Duration::from_secs(3), zero, zero);
         assert!(!shared.late(), "2 of 200 late is the 99th percentile");
         for i in 0..200u64 {
             let late = if i < 3 {
@@ -356,10 +430,61 @@ mod tests {
                 &shared,
                 t0 + Duration::from_secs(3) + Duration::from_millis(i),
                 late,
+                late,
             );
         }
-        w.record(&o, &shared, t0 + Duration::from_secs(6), Duration::ZERO);
+        w.record(&o, &shared, t0 + Duration::from_secs(6), zero, zero);
         assert!(shared.late(), "3 of 201 late breaks it");
+    }
+
+    #[test]
+    fn lateness_while_the_thread_waited_is_not_its_own() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Asleep when the tick fell due at t0, woken 5 ms late, started at once: none is its own.
+        assert_eq!(own_lateness(t0, t0 + ms(5), t0 + ms(5)), Duration::ZERO);
+        // Woken 5 ms late, then 3 ms of earlier ticks and callbacks: those 3 ms are its own.
+        assert_eq!(own_lateness(t0, t0 + ms(5), t0 + ms(8)), ms(3));
+        // Busy since before the tick fell due (woke at t0 - 1 ms): all 4 ms are its own.
+        assert_eq!(own_lateness(t0, t0 - ms(1), t0 + ms(4)), ms(4));
+        // Woken on time.
+        assert_eq!(own_lateness(t0, t0, t0 + ms(1)), ms(1));
+    }
+
+    #[test]
+    fn a_thread_woken_late_is_late_by_others_and_not_full() {
+        let o = objective();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Every tick 5 ms late, of which 1 ms its own: the window breaks the objective, but not
+        // by the thread's own lateness.
+        let woken_late = ThreadLoad::default();
+        let mut w = Window::default();
+        let mut causes = Vec::new();
+        for i in 0..100u64 {
+            causes.extend(w.record(&o, &woken_late, t0 + ms(10 * i), ms(5), ms(1)));
+        }
+        w.record(&o, &woken_late, t0 + ms(3_000), ms(0), ms(0));
+        assert!(causes.iter().all(|c| *c == LateCause::Others) && causes.len() == 100);
+        assert!(!woken_late.late());
+        assert!(woken_late.late_by_others());
+        // It still takes matches, even with its matches' cost over the floor.
+        woken_late.cost_ns.store(500_000_000, Ordering::Relaxed);
+        assert_eq!(place(&o, &[(&woken_late, 10)], 1_000_000), Ok(0));
+
+        // Still busy with its own work for 3 ms when ticks fell due: full.
+        let busy = ThreadLoad::default();
+        let mut w = Window::default();
+        for i in 0..100u64 {
+            let cause = w.record(&o, &busy, t0 + ms(10 * i), ms(3), ms(3));
+            assert_eq!(cause, Some(LateCause::Own));
+        }
+        w.record(&o, &busy, t0 + ms(3_000), ms(0), ms(0));
+        assert!(busy.late());
+        assert!(!busy.late_by_others());
+        busy.cost_ns.store(500_000_000, Ordering::Relaxed);
+        let err = place(&o, &[(&busy, 10)], 1_000_000).unwrap_err();
+        assert!(err.to_string().contains("tick lateness p99"), "{err}");
     }
 
     #[test]

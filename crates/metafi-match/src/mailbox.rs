@@ -69,23 +69,72 @@ impl Mailbox {
     }
 
     /// The next command, waiting for one until `deadline` (forever without one); `None` at
-    /// the deadline.
-    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Option<Command> {
+    /// the deadline. Also says whether the thread slept (a command already queued, or a
+    /// deadline already passed, returns without sleeping).
+    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> (Option<Command>, bool) {
         let mut state = self.state.lock();
+        let mut slept = false;
         loop {
             if let Some(command) = state.queue.pop_front() {
-                return Some(command);
+                return (Some(command), slept);
             }
-            state.sleeping = true;
             match deadline {
                 Some(at) => {
-                    if Instant::now() >= at || self.ready.wait_until(&mut state, at).timed_out() {
+                    if Instant::now() >= at {
+                        return (None, slept);
+                    }
+                    state.sleeping = true;
+                    slept = true;
+                    if self.ready.wait_until(&mut state, at).timed_out() {
                         state.sleeping = false;
-                        return state.queue.pop_front();
+                        return (state.queue.pop_front(), slept);
                     }
                 }
-                None => self.ready.wait(&mut state),
+                None => {
+                    state.sleeping = true;
+                    slept = true;
+                    self.ready.wait(&mut state);
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The executor marks when its thread came back from a wait (lateness before that is not
+    /// its own), so a return without sleeping must say so.
+    #[test]
+    fn says_whether_the_thread_slept() {
+        let mailbox = Arc::new(Mailbox::default());
+        mailbox.send(Command::Stop);
+        let far = Instant::now() + Duration::from_secs(3600);
+        let (command, slept) = mailbox.recv_until(Some(far));
+        assert!(
+            matches!(command, Some(Command::Stop)) && !slept,
+            "queued: no sleep"
+        );
+        let (command, slept) = mailbox.recv_until(Some(Instant::now()));
+        assert!(command.is_none() && !slept, "deadline passed: no sleep");
+
+        let receiver = {
+            let mailbox = mailbox.clone();
+            std::thread::spawn(move || mailbox.recv_until(None))
+        };
+        // Send only once the receiver is asleep.
+        while !mailbox.state.lock().sleeping {
+            std::thread::yield_now();
+        }
+        mailbox.send(Command::Stop);
+        let (command, slept) = receiver.join().unwrap();
+        assert!(
+            matches!(command, Some(Command::Stop)) && slept,
+            "woken by a command"
+        );
     }
 }

@@ -132,12 +132,22 @@ pub(crate) fn move_refused(reason: &'static str) {
     metrics::counter!("metafi_match_moves_refused_total", "reason" => reason).increment(1);
 }
 
+/// `metafi_match_ticks_late_total{cause}`: ticks that started later than the lateness
+/// objective, by cause (`own`: the thread was busy with its own work for longer than the
+/// objective; `others`: only with the time it waited to be woken). Admission counts only `own`.
+pub(crate) fn late_tick(cause: crate::load::LateCause) {
+    metrics::counter!("metafi_match_ticks_late_total", "cause" => cause.label()).increment(1);
+}
+
 /// The node's load against its objective: `metafi_match_executor_cpu_ratio` (share of the
-/// executor's cores in use), `metafi_match_executor_late_threads`, `metafi_node_full` (1 when
-/// a new match would be refused), `metafi_node_draining`.
+/// executor's cores in use), `metafi_match_executor_late_threads` (late by their own work),
+/// `metafi_match_executor_late_threads_by_others` (late only because they were woken late),
+/// `metafi_node_full` (1 when a new match would be refused), `metafi_node_draining`.
 pub(crate) fn node_load(load: &crate::load::NodeLoad) {
     metrics::gauge!("metafi_match_executor_cpu_ratio").set(load.cpu);
     metrics::gauge!("metafi_match_executor_late_threads").set(load.late_threads as f64);
+    metrics::gauge!("metafi_match_executor_late_threads_by_others")
+        .set(load.late_threads_by_others as f64);
     metrics::gauge!("metafi_node_full").set(if load.full.is_some() { 1.0 } else { 0.0 });
     metrics::gauge!("metafi_node_draining").set(if load.draining { 1.0 } else { 0.0 });
 }

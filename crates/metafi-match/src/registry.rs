@@ -1091,6 +1091,10 @@ impl Matches {
             cpu: used as f64 / 1e9 / threads.len().max(1) as f64,
             cpu_objective: f64::from(objective.max_cpu_percent) / 100.0,
             late_threads: threads.iter().filter(|(l, n)| *n > 0 && l.late()).count(),
+            late_threads_by_others: threads
+                .iter()
+                .filter(|(l, n)| *n > 0 && l.late_by_others())
+                .count(),
             threads: threads.len(),
             matches: self.count(),
             full,

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, MovingMatch, Step};
 use crate::error::MatchError;
-use crate::load::{SlotCost, Window};
+use crate::load::{SlotCost, Window, own_lateness};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
 use crate::presence::PresenceReason;
@@ -195,6 +195,10 @@ pub struct Scheduler {
     costs: Vec<SlotCost>,
     /// This thread's lateness window.
     window: Window,
+    /// When the thread last came back from waiting for a command or its next tick: ticks due
+    /// before this were late by the OS, not by this thread (`load::own_lateness`). Until the
+    /// thread first waits, all lateness is its own.
+    woke: Instant,
     /// Lateness windows seen by the hand-off rule, and how many in a row broke the objective.
     seen_windows: u64,
     late_windows: u64,
@@ -214,6 +218,7 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     fn new(index: usize, inner: Arc<Inner>, rx: Arc<Mailbox>) -> Scheduler {
+        let woke = inner.clock.now();
         Scheduler {
             index,
             inner,
@@ -226,6 +231,7 @@ impl Scheduler {
             timers: BinaryHeap::new(),
             costs: Vec::new(),
             window: Window::default(),
+            woke,
             seen_windows: 0,
             late_windows: 0,
             terminated: None,
@@ -259,10 +265,25 @@ impl Scheduler {
         self.next_deadline()
     }
 
-    /// Handles one command (the executor thread received it while waiting).
-    pub(crate) fn handle_one(&mut self, command: Command) {
-        self.handle(command);
-        self.inner.outlet.flush();
+    /// Waits until the next tick is due at `next` (forever without one) or a command arrives,
+    /// and handles that command. The executor thread calls it between steps.
+    pub(crate) fn wait(&mut self, next: Option<Instant>) {
+        let (command, waited) = self.rx.recv_until(next);
+        if waited {
+            self.woke();
+        }
+        if let Some(command) = command {
+            self.handle(command);
+            self.inner.outlet.flush();
+        }
+    }
+
+    /// The thread has just come back from waiting (for a command or its next tick): lateness
+    /// of ticks that fell due while it waited, up to now, is not its own. The executor calls it
+    /// after each wait; tests call it after moving the fake clock past a due tick, as an OS
+    /// that wakes the thread late would.
+    pub fn woke(&mut self) {
+        self.woke = self.inner.clock.now();
     }
 
     pub(crate) fn mailbox(&self) -> &Arc<Mailbox> {
@@ -332,12 +353,15 @@ impl Scheduler {
         let finished = self.inner.clock.now();
         let objective = &self.inner.config.objective;
         let thread = &self.inner.threads[self.index].cost;
-        self.window.record(
+        if let Some(cause) = self.window.record(
             objective,
             thread,
             started,
             started.saturating_duration_since(scheduled),
-        );
+            own_lateness(scheduled, self.woke, started),
+        ) {
+            crate::metrics::late_tick(cause);
+        }
         let matches = self.by_id.len();
         let Some(m) = self.slots[slot].as_mut() else {
             return;

@@ -195,6 +195,9 @@ async fn a_full_node_says_so_and_refuses_new_matches_with_a_clear_error() {
     assert_eq!(load.body["full"], serde_json::json!(full));
     assert_eq!(load.body["draining"], false);
     assert_eq!(load.body["threads"], 1);
+    // Lateness by cause (docs/MATCHES.md, "Whose lateness"): an idle node is late by neither.
+    assert_eq!(load.body["late_threads"], 0);
+    assert_eq!(load.body["late_threads_by_others"], 0);
     // Hand-off counters (one thread: nothing to hand off to).
     assert_eq!(load.body["moves"], 0);
     assert_eq!(load.body["moves_refused_not_movable"], 0);

@@ -44,6 +44,7 @@ async fn load(_key: ServerKeyAuth, State(state): State<ApiState>) -> Json<serde_
         "cpu": load.cpu,
         "cpu_objective": load.cpu_objective,
         "late_threads": load.late_threads,
+        "late_threads_by_others": load.late_threads_by_others,
         "threads": load.threads,
         "matches": load.matches,
         "relayed": state.matches.relayed_count(),

@@ -26,6 +26,9 @@ pub struct Engine {
     pub schedulers: Vec<Scheduler>,
     pub clock: Arc<FakeClock>,
     pub outlet: Arc<RecordingOutlet>,
+    /// How long after a tick falls due `run_for` wakes the executor threads that were waiting
+    /// for it (0: on time): other work on the machine holding the core, as the OS would.
+    pub wake_late: Duration,
 }
 
 impl Engine {
@@ -44,6 +47,7 @@ impl Engine {
             schedulers: seeds.into_iter().map(|s| s.build()).collect(),
             clock,
             outlet,
+            wake_late: Duration::ZERO,
         }
     }
 
@@ -79,13 +83,26 @@ impl Engine {
                 .filter_map(|s| s.next_deadline())
                 .min();
             match next {
-                Some(at) if at <= end => self.clock.advance_to(at),
+                Some(at) if at <= end => self.wait_until(at),
                 _ => {
                     self.clock.advance_to(end);
                     self.step();
                     return;
                 }
             }
+        }
+    }
+
+    /// Moves time to the next deadline `at` as the executor threads' waits would end: when it
+    /// is still ahead, every thread waits for it and comes back `wake_late` after it; a tick
+    /// already due is run without a wait (its lateness stays the thread's own).
+    fn wait_until(&mut self, at: Instant) {
+        if at <= self.now() {
+            return;
+        }
+        self.clock.advance_to(at + self.wake_late);
+        for s in &mut self.schedulers {
+            s.woke();
         }
     }
 
