@@ -94,6 +94,9 @@ impl CallEntry {
             Some(thread) => thread,
             None => lua.create_thread(self.entry.clone())?,
         };
+        // Nakama's view of the headers is written here, outside the protected call: a Lua error
+        // there (out of memory) jumps over the pushing frames, which must own nothing to drop.
+        let headers: Vec<(String, Vec<&str>)> = call.request.headers.iter().collect();
         let mut first = None;
         // SAFETY: `exec_raw` pushes the three arguments onto `state` (live for the closure);
         // `push_call` pushes onto `state` after reserving room, then moves what it pushed to
@@ -101,8 +104,8 @@ impl CallEntry {
         // coroutine (not running: it was idle or new) and moves at most two values back.
         let left = unsafe {
             lua.exec_raw::<Value>((&self.entry, function, &thread), |state| {
-                let ran =
-                    push_call(state, &payload, call).map(|nargs| run_first(state, nargs, read));
+                let ran = push_call(state, &payload, call, &headers)
+                    .map(|nargs| run_first(state, nargs, read));
                 // What comes back is what is left on the stack: the value `run_first` left, if
                 // any, without the three arguments.
                 if ran.as_ref().is_some_and(First::leaves_value) {
@@ -343,9 +346,10 @@ unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> Fir
     }
 }
 
-/// Stack: `entry, function, thread`. Pushes the entry's arguments, then moves the entry and
-/// them onto the (idle, emptied) coroutine; returns how many arguments, or `None` (the
-/// coroutine untouched) when a payload nests too deep.
+/// Stack: `entry, function, thread`. Pushes the entry's arguments (`headers`: the call's, as
+/// `RequestHeaders::iter` gives them), then moves the entry and them onto the (idle, emptied)
+/// coroutine; returns how many arguments, or `None` (the coroutine untouched) when a payload
+/// nests too deep.
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call, with the three values on its stack.
@@ -353,6 +357,7 @@ unsafe fn push_call(
     state: *mut ffi::lua_State,
     payload: &Payload<'_>,
     call: &CallContext,
+    headers: &[(String, Vec<&str>)],
 ) -> Option<c_int> {
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
@@ -396,12 +401,15 @@ unsafe fn push_call(
             }
         }
         let request = &call.request;
-        for map in [&request.headers, &request.query] {
-            if map.is_empty() {
-                ffi::lua_pushnil(state);
-            } else {
-                raw_push::push_string_lists(state, map);
-            }
+        if headers.is_empty() {
+            ffi::lua_pushnil(state);
+        } else {
+            let entries = headers.iter().map(|(name, values)| (name, values));
+            raw_push::push_string_lists(state, headers.len(), entries);
+        }
+        match request.query.len() {
+            0 => ffi::lua_pushnil(state),
+            names => raw_push::push_string_lists(state, names, &request.query),
         }
         match &request.user {
             Some(user) => {
