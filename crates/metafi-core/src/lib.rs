@@ -55,7 +55,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::CoreError;
 pub use events::{EventConfig, EventProcessor, Events, Submitted};
 pub use friends::{Friends, FriendsConfig};
-pub use go_header::canonical_header_key;
+pub use go_header::{RequestHeaders, canonical_header_key};
 pub use groups::{Actor, CreateGroup, Groups, ListGroups};
 pub use hooks::{Hook, HookKind, HookTable, Hooks, NoHooks};
 pub use iap::{IapConfig, Purchases};

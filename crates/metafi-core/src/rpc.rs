@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::CoreError;
+use crate::{CoreError, RequestHeaders};
 
 /// The signed-in user on whose behalf an RPC runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,9 +29,9 @@ pub struct RpcContext {
     pub client_ip: Option<IpAddr>,
     /// Query parameters of an HTTP call (empty over the socket).
     pub query: HashMap<String, Vec<String>>,
-    /// Request headers of an HTTP call (empty over the socket), named as Nakama's Go server
-    /// names them (`Content-Type`; `canonical_header_key`).
-    pub headers: HashMap<String, Vec<String>>,
+    /// Request headers of an HTTP call (empty over the socket), kept as parsed and shown as
+    /// Nakama's Go server names them (`Content-Type`) when read: [`RequestHeaders`].
+    pub headers: RequestHeaders,
 }
 
 /// Executes RPC functions by id.

@@ -105,16 +105,21 @@ pub(crate) fn array_of<'js, T>(
 }
 
 /// A JS object whose values are string arrays (`headers`, `queryParams`).
-pub(crate) fn string_lists<'js>(
+pub(crate) fn string_lists<'js, K, L, V>(
     ctx: &Ctx<'js>,
-    map: &std::collections::HashMap<String, Vec<String>>,
-) -> rquickjs::Result<Object<'js>> {
+    entries: impl IntoIterator<Item = (K, L)>,
+) -> rquickjs::Result<Object<'js>>
+where
+    K: AsRef<str>,
+    L: AsRef<[V]>,
+    V: AsRef<str>,
+{
     let object = Object::new(ctx.clone())?;
-    for (key, values) in map {
-        let list = array_of(ctx, values, |v| {
-            Ok(rquickjs::String::from_str(ctx.clone(), v)?.into_value())
+    for (key, values) in entries {
+        let list = array_of(ctx, values.as_ref(), |v| {
+            Ok(rquickjs::String::from_str(ctx.clone(), v.as_ref())?.into_value())
         })?;
-        object.set(key.as_str(), list)?;
+        object.set(key.as_ref(), list)?;
     }
     Ok(object)
 }

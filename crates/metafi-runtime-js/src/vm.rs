@@ -598,17 +598,14 @@ fn request_args<'js>(
     ctx: &Ctx<'js>,
     request: &RpcContext,
 ) -> rquickjs::Result<[Option<Value<'js>>; 8]> {
-    let lists = |map: &HashMap<String, Vec<String>>| {
-        if map.is_empty() {
-            Ok(None)
-        } else {
-            convert::string_lists(ctx, map).map(|o| Some(o.into_value()))
-        }
-    };
     let text = |s: &str| rquickjs::String::from_str(ctx.clone(), s).map(|s| Some(s.into_value()));
     let mut args: [Option<Value<'js>>; 8] = Default::default();
-    args[0] = lists(&request.headers)?;
-    args[1] = lists(&request.query)?;
+    if !request.headers.is_empty() {
+        args[0] = Some(convert::string_lists(ctx, request.headers.iter())?.into_value());
+    }
+    if !request.query.is_empty() {
+        args[1] = Some(convert::string_lists(ctx, &request.query)?.into_value());
+    }
     if let Some(user) = &request.user {
         args[2] = text(&user.user_id.to_string())?;
         args[3] = text(user.username.as_str())?;

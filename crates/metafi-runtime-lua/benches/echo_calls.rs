@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metafi_core::{Objects, RpcContext, RpcDispatch, RpcUser, SystemClock};
+use metafi_core::{Objects, RequestHeaders, RpcContext, RpcDispatch, RpcUser, SystemClock};
 use metafi_runtime::{
     NoMatches, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
 };
@@ -66,7 +66,6 @@ fn main() {
 /// What `metafi-api`'s RPC route builds for `metafi-bench`'s REST call (built per call, as the
 /// edge does).
 fn rest_context() -> RpcContext {
-    let header = |name: &str, value: &str| (name.to_owned(), vec![value.to_owned()]);
     RpcContext {
         user: Some(RpcUser {
             user_id: uuid::Uuid::from_u128(0x8d63_5f0f_4b7e_4c1a_9f3e_2a4b_6c8d_0e1f),
@@ -77,15 +76,16 @@ fn rest_context() -> RpcContext {
         }),
         client_ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
         query: HashMap::new(),
-        headers: HashMap::from([
-            header("host", "127.0.0.1:7350"),
-            header(
+        headers: RequestHeaders::from_pairs([
+            ("host", "127.0.0.1:7350"),
+            (
                 "authorization",
                 "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiIxYjJjM2Q0ZS01ZjYwLTQ3MTgtOGE5Yi0wYzFkMmUzZjRhNWIiLCJ1aWQiOiI4ZDYzNWYwZi00YjdlLTRjMWEtOWYzZS0yYTRiNmM4ZDBlMWYiLCJ1c24iOiJycGMtMCIsImV4cCI6MTc5ODc2MTYwMH0.c2lnbmF0dXJlLW9mLXRoZS1zZXNzaW9uLXRva2Vu",
             ),
-            header("content-type", "application/json"),
-            header("content-length", "84"),
-        ]),
+            ("content-type", "application/json"),
+            ("content-length", "84"),
+        ])
+        .expect("valid headers"),
     }
 }
 

@@ -102,9 +102,13 @@ impl CallEntry {
             Some(thread) => thread,
             None => lua.create_thread(self.entry.clone())?,
         };
+        // Nakama's view of the headers is written here, outside the protected call: a Lua error
+        // there (out of memory) jumps over the pushing frames, which must own nothing to drop.
+        let headers: Vec<(String, Vec<&str>)> = call.request.headers.iter().collect();
         let mut params = Params {
             payload: &payload,
             call,
+            headers: &headers,
             read,
             first: None,
         };
@@ -333,6 +337,8 @@ fn died(status: c_int, error: Value) -> mlua::Error {
 struct Params<'a> {
     payload: &'a Payload<'a>,
     call: &'a CallContext,
+    /// The REST call's headers in Nakama's form (empty otherwise), made before the call.
+    headers: &'a [(String, Vec<&'a str>)],
     read: Read,
     /// `None`: nothing reached the coroutine (a payload too deep, or the call raised).
     first: Option<First>,
@@ -348,7 +354,7 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
     unsafe {
         let params = ffi::lua_touserdata(state, 4).cast::<Params<'_>>();
         ffi::lua_settop(state, 3);
-        let ran = push_call(state, (*params).payload, (*params).call)
+        let ran = push_call(state, (*params).payload, (*params).call, (*params).headers)
             .map(|nargs| run_first(state, nargs, (*params).read));
         // What comes back is what is left on the stack: the value `run_first` left, if any,
         // without the three arguments.
@@ -421,9 +427,10 @@ unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> Fir
     }
 }
 
-/// Stack: `entry, function, thread`. Pushes the entry's arguments, then moves the entry and
-/// them onto the (idle, emptied) coroutine; returns how many arguments, or `None` (the
-/// coroutine untouched) when a payload nests too deep.
+/// Stack: `entry, function, thread`. Pushes the entry's arguments (`headers`: the call's, as
+/// `RequestHeaders::iter` gives them), then moves the entry and them onto the (idle, emptied)
+/// coroutine; returns how many arguments, or `None` (the coroutine untouched) when a payload
+/// nests too deep.
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call, with the three values on its stack.
@@ -431,6 +438,7 @@ unsafe fn push_call(
     state: *mut ffi::lua_State,
     payload: &Payload<'_>,
     call: &CallContext,
+    headers: &[(String, Vec<&str>)],
 ) -> Option<c_int> {
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
@@ -474,12 +482,15 @@ unsafe fn push_call(
             }
         }
         let request = &call.request;
-        for map in [&request.headers, &request.query] {
-            if map.is_empty() {
-                ffi::lua_pushnil(state);
-            } else {
-                raw_push::push_string_lists(state, map);
-            }
+        if headers.is_empty() {
+            ffi::lua_pushnil(state);
+        } else {
+            let entries = headers.iter().map(|(name, values)| (name, values));
+            raw_push::push_string_lists(state, headers.len(), entries);
+        }
+        match request.query.len() {
+            0 => ffi::lua_pushnil(state),
+            names => raw_push::push_string_lists(state, names, &request.query),
         }
         match &request.user {
             Some(user) => {

@@ -4,8 +4,6 @@
 //! gopher-lua; failed `nk` calls raise a string error (`failed to read storage objects: …`),
 //! which is code 13 unless the script catches it.
 
-use std::collections::HashMap;
-
 use metafi_runtime::context::{CallContext, ExecutionMode};
 use metafi_runtime::nk::{LogLevel, Nk};
 use mlua::{Lua, Table, Value};
@@ -57,8 +55,10 @@ pub(super) fn context_table(lua: &Lua, ctx: &CallContext) -> mlua::Result<Table>
     table.raw_set("execution_mode", ctx.mode.as_str())?;
     table.raw_set("node", &*ctx.node)?;
     table.raw_set("version", ctx.version)?;
-    table.raw_set("headers", string_lists(lua, &request.headers)?)?;
-    table.raw_set("query_params", string_lists(lua, &request.query)?)?;
+    let headers = &request.headers;
+    table.raw_set("headers", string_lists(lua, headers.len(), headers.iter())?)?;
+    let query = &request.query;
+    table.raw_set("query_params", string_lists(lua, query.len(), query)?)?;
     if let Some(user) = &request.user {
         table.raw_set("user_id", user.user_id.to_string())?;
         table.raw_set("username", user.username.as_str())?;
@@ -236,14 +236,25 @@ async fn run_once(lua: Lua, function: Value) -> mlua::Result<()> {
         .map_err(|e| mlua::Error::runtime(format!("error in run_once function: {e}")))
 }
 
-pub(super) fn string_lists(lua: &Lua, map: &HashMap<String, Vec<String>>) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(0, map.len())?;
-    for (key, values) in map {
+/// Headers or query parameters as `ctx` shows them: a table of name → list of values.
+pub(super) fn string_lists<K, L, V>(
+    lua: &Lua,
+    names: usize,
+    entries: impl IntoIterator<Item = (K, L)>,
+) -> mlua::Result<Table>
+where
+    K: AsRef<str>,
+    L: AsRef<[V]>,
+    V: AsRef<str>,
+{
+    let table = lua.create_table_with_capacity(0, names)?;
+    for (key, values) in entries {
+        let values = values.as_ref();
         let list = lua.create_table_with_capacity(values.len(), 0)?;
         for (i, value) in values.iter().enumerate() {
-            list.raw_set(i + 1, value.as_str())?;
+            list.raw_set(i + 1, value.as_ref())?;
         }
-        table.raw_set(key.as_str(), list)?;
+        table.raw_set(key.as_ref(), list)?;
     }
     Ok(table)
 }

@@ -130,18 +130,24 @@ pub(crate) unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
 ///
 /// # Safety
 /// As [`push`].
-pub(crate) unsafe fn push_string_lists(
+pub(crate) unsafe fn push_string_lists<K, L, V>(
     state: *mut ffi::lua_State,
-    map: &std::collections::HashMap<String, Vec<String>>,
-) {
+    names: usize,
+    entries: impl IntoIterator<Item = (K, L)>,
+) where
+    K: AsRef<str>,
+    L: AsRef<[V]>,
+    V: AsRef<str>,
+{
     unsafe {
         ffi::luaL_checkstack(state, 3, c"too many values".as_ptr());
-        ffi::lua_createtable(state, 0, len(map.len()));
-        for (key, values) in map {
-            push_str(state, key);
+        ffi::lua_createtable(state, 0, len(names));
+        for (key, values) in entries {
+            push_str(state, key.as_ref());
+            let values = values.as_ref();
             ffi::lua_createtable(state, len(values.len()), 0);
             for (i, value) in values.iter().enumerate() {
-                push_str(state, value);
+                push_str(state, value.as_ref());
                 ffi::lua_rawseti(state, -2, index(i + 1));
             }
             ffi::lua_rawset(state, -3);

@@ -42,11 +42,11 @@ nk.register_req_before(function(ctx, request)
   end
   local seen = {
     same_ctx = kept_ctx == ctx, same_request = kept_request == request,
-    user_id = ctx.user_id, marker = ctx.headers.marker, mode = ctx.execution_mode,
+    user_id = ctx.user_id, marker = ctx.headers.Marker, mode = ctx.execution_mode,
     id = id, extra = request.extra, vars = ctx.vars and ctx.vars.k,
   }
   kept_ctx, kept_request = ctx, request
-  ctx.user_id, ctx.execution_mode, ctx.headers.marker = "changed", "changed", { "changed" }
+  ctx.user_id, ctx.execution_mode, ctx.headers.Marker = "changed", "changed", { "changed" }
   if ctx.vars then ctx.vars.k = "changed" end
   request.account.id, request.extra = "changed", "changed"
   request.username = nk.json_encode(seen)
@@ -139,7 +139,7 @@ async fn a_hook_that_keeps_and_changes_ctx_and_request_does_not_change_the_next_
                 expires_at: 1,
                 session_id: uuid::Uuid::nil(),
             }),
-            headers: HashMap::from([("marker".to_owned(), vec!["m".to_owned()])]),
+            headers: metafi_core::RequestHeaders::from_pairs([("marker", "m")]).unwrap(),
             ..RpcContext::default()
         };
         for call in 0..3 {

@@ -141,7 +141,8 @@ pub fn caller(user: metafi_core::RpcUser) -> metafi_core::RpcContext {
             "q".to_owned(),
             vec!["1".to_owned(), "2".to_owned()],
         )]),
-        headers: std::collections::HashMap::from([("x-test".to_owned(), vec!["yes".to_owned()])]),
+        headers: metafi_core::RequestHeaders::from_pairs([("x-test", "yes")])
+            .expect("a valid header"),
     }
 }
 

@@ -19,7 +19,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
-use metafi_core::{RpcContext, RpcUser};
+use metafi_core::{RequestHeaders, RpcContext, RpcUser};
 use metafi_proto::Code;
 use uuid::Uuid;
 
@@ -74,6 +74,13 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
             .unwrap_or_default()
     };
     query.remove("http_key");
+    let content_type = unwrap.then(|| {
+        parts
+            .headers
+            .get(CONTENT_TYPE)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static("text/plain"))
+    });
 
     let ctx = RpcContext {
         user,
@@ -82,7 +89,8 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
             .get::<ConnectInfo<SocketAddr>>()
             .map(|info| info.0.ip()),
         query,
-        headers: headers(&parts.headers),
+        // Moved, not converted: Nakama's names are written only if the function reads them.
+        headers: RequestHeaders::from(parts.headers),
     };
     let id = if id.bytes().any(|b| b.is_ascii_uppercase()) || !id.is_ascii() {
         id.to_lowercase()
@@ -90,12 +98,7 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
         id
     };
     let result = state.rpc.call(&id, ctx, payload).await?;
-    if unwrap {
-        let content_type = parts
-            .headers
-            .get(CONTENT_TYPE)
-            .cloned()
-            .unwrap_or(HeaderValue::from_static("text/plain"));
+    if let Some(content_type) = content_type {
         let mut response = Response::new(Body::from(result));
         response.headers_mut().insert(CONTENT_TYPE, content_type);
         return Ok(response);
@@ -168,24 +171,6 @@ fn query_params(query: &str) -> Result<HashMap<String, Vec<String>>, ApiError> {
     Ok(params)
 }
 
-/// The request's headers as Nakama gives them to an RPC's `ctx.headers`: names as Go's
-/// `net/http` writes them (`Content-Type`), without `Host` (Go moves it to the request's own
-/// field) and `Grpc-Timeout` (Nakama drops it: `server/api_rpc.go`).
-fn headers(headers: &axum::http::HeaderMap) -> HashMap<String, Vec<String>> {
-    let mut out: HashMap<String, Vec<String>> = HashMap::new();
-    for (name, value) in headers {
-        if *name == axum::http::header::HOST || name.as_str() == "grpc-timeout" {
-            continue;
-        }
-        if let Ok(value) = value.to_str() {
-            out.entry(metafi_core::canonical_header_key(name.as_str()))
-                .or_default()
-                .push(value.to_owned());
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,21 +187,6 @@ mod tests {
     fn a_query_that_is_not_utf8_is_refused() {
         let error = query_params("payload=%FF").unwrap_err();
         assert_eq!(error.code(), Code::InvalidArgument);
-    }
-
-    #[test]
-    fn headers_reach_scripts_as_nakama_gives_them() {
-        let mut map = axum::http::HeaderMap::new();
-        map.insert("host", "127.0.0.1:7350".parse().unwrap());
-        map.insert("grpc-timeout", "5S".parse().unwrap());
-        map.insert("content-type", "application/json".parse().unwrap());
-        map.append("x-game-build", "41".parse().unwrap());
-        map.append("x-game-build", "42".parse().unwrap());
-        let out = headers(&map);
-        let mut names: Vec<&str> = out.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        assert_eq!(names, ["Content-Type", "X-Game-Build"]);
-        assert_eq!(out["X-Game-Build"], ["41", "42"]);
     }
 
     #[test]

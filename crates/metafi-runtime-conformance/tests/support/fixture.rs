@@ -211,7 +211,8 @@ pub struct Call {
     /// The payload (`${user.NAME}` and `${session}` replaced); empty by default.
     pub payload: String,
     /// Call as this user (from `setup.users`), with a session, vars `{k = "v"}`, client IP
-    /// 127.0.0.9, query `q=1&q=2` and header `x-test: yes`; without it the call is
+    /// 127.0.0.9, query `q=1&q=2` and headers `Host`, `x-test: yes`, `X-Test: again` (seen
+    /// as `X-Test = ["yes", "again"]`, as Nakama shows them); without it the call is
     /// server-to-server (no user).
     pub caller: Option<String>,
     /// Only in these engines (a behaviour one language has and the other spells otherwise).

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metafi_core::{
-    Accounts, AccountsConfig, Clock, CoreError, NobodyOnline, Objects, Revocations, RpcContext,
-    RpcDispatch, RpcUser, Sessions, SessionsConfig, SystemClock, TokenKeys, Wallets,
+    Accounts, AccountsConfig, Clock, CoreError, NobodyOnline, Objects, RequestHeaders, Revocations,
+    RpcContext, RpcDispatch, RpcUser, Sessions, SessionsConfig, SystemClock, TokenKeys, Wallets,
 };
 use metafi_runtime::testing::FakeMatches;
 use metafi_runtime::{
@@ -58,7 +58,14 @@ impl Rig {
                 user: Some(user),
                 client_ip: Some(IpAddr::from([127, 0, 0, 9])),
                 query: HashMap::from([("q".to_owned(), vec!["1".to_owned(), "2".to_owned()])]),
-                headers: HashMap::from([("x-test".to_owned(), vec!["yes".to_owned()])]),
+                // As a REST call brings them: `Host` (hidden from functions), a name written
+                // in two cases (one header), repeated.
+                headers: RequestHeaders::from_pairs([
+                    ("host", "127.0.0.1:7350"),
+                    ("x-test", "yes"),
+                    ("X-Test", "again"),
+                ])
+                .expect("valid headers"),
             },
         };
         tokio::time::timeout(
