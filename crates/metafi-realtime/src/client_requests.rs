@@ -50,6 +50,36 @@ impl Realtime {
         self.dispatch(session, cid, message).await
     }
 
+    /// Serves `envelope` at once when that never waits — match data with no hook on it, the
+    /// message a game's clients send every tick — and hands it back otherwise, for
+    /// [`Realtime::handle`]. The transport's reader calls this first: the boxed future of
+    /// `handle` (kilobytes, for its largest request) is then made only for requests that need
+    /// it, not for every input. Same outcome and counters as `handle`. (Handed back boxed: an
+    /// envelope is large, and that path allocates the future's box anyway.)
+    pub fn handle_now(
+        &self,
+        session: &Arc<Session>,
+        envelope: Envelope,
+    ) -> Result<Flow, Box<Envelope>> {
+        let (Some(services), Some(Message::MatchDataSend(_))) = (&self.matches, &envelope.message)
+        else {
+            return Err(Box::new(envelope));
+        };
+        let hook = metafi_core::Hook::MatchDataSend;
+        if self.hooks.has_before(hook) || self.hooks.has_after(hook) {
+            return Err(Box::new(envelope));
+        }
+        let Some(message @ Message::MatchDataSend(_)) = envelope.message else {
+            return Err(Box::new(envelope));
+        };
+        metrics::message_received(message.name());
+        let Message::MatchDataSend(send) = message else {
+            // Matched just above.
+            return Ok(Ok(()));
+        };
+        Ok(self.match_data_send(services, session, send))
+    }
+
     /// Serves one client message.
     pub(crate) async fn dispatch(
         &self,

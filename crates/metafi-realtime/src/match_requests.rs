@@ -256,7 +256,7 @@ impl Realtime {
         Ok(())
     }
 
-    fn match_data_send(
+    pub(crate) fn match_data_send(
         &self,
         services: &MatchServices,
         session: &Session,

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use metafi_proto::realtime::{Envelope, Format};
+use metafi_proto::realtime::{DeliveryClass, Envelope, Format};
 use uuid::Uuid;
 
 use crate::outbox::{Outbox, OutboxLimits, Pushed};
@@ -167,6 +167,16 @@ impl Session {
     /// not once per recipient).
     pub fn send_outbound(&self, outbound: &Outbound) -> Pushed {
         let pushed = self.outbox.push_outbound(outbound);
+        self.note_overflow(pushed);
+        pushed
+    }
+
+    /// Queues a message already encoded for this session's format, to be delivered as `class`
+    /// says, and wakes the writer: for a message made for this recipient alone (a world's
+    /// snapshot), which needs no shared [`Outbound`] and its per-format cells. The caller
+    /// counts deliveries.
+    pub fn send_encoded(&self, frame: Bytes, class: DeliveryClass) -> Pushed {
+        let pushed = self.outbox.push_class(frame, class);
         self.note_overflow(pushed);
         pushed
     }

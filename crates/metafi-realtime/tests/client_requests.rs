@@ -13,8 +13,8 @@ use metafi_core::{Channels, CoreError, NoGroups, RpcContext, RpcDispatch, System
 use metafi_proto::Code;
 use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
-    ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, Format, Message, Ping, StatusFollow,
-    StatusUpdate, channel_type,
+    ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, Format, MatchDataSend, Message, Ping,
+    StatusFollow, StatusUpdate, channel_type,
 };
 use metafi_proto::wkt::{bool_value, string_value};
 use metafi_realtime::{
@@ -210,6 +210,35 @@ async fn a_missing_or_server_only_message_closes_the_session() {
         .handle(&s, Envelope::new("8", Message::Status(Default::default())))
         .await;
     assert_eq!(flow, Err(CloseReason::UnrecognizedMessage));
+}
+
+/// `handle_now` serves nothing that has to wait or answer: a request, or match data on a
+/// server without matches (whose error `handle` sends), comes back untouched and unanswered.
+#[tokio::test]
+async fn handle_now_hands_back_what_it_does_not_serve_at_once() {
+    let f = Fixture::new(RealtimeConfig::default());
+    let s = f.open(Uuid::new_v4(), "x", Format::Json, false);
+    let ping = Envelope::new("1", Message::Ping(Ping {}));
+    assert_eq!(f.realtime.handle_now(&s, ping.clone()), Err(Box::new(ping)));
+    let data = Envelope::new(
+        "",
+        Message::MatchDataSend(MatchDataSend {
+            match_id: "4a5b7c1e-57f2-4a0e-8d3b-6b1d2f3e4a5b.".into(),
+            op_code: 1,
+            data: vec![1, 2, 3].into(),
+            ..Default::default()
+        }),
+    );
+    assert_eq!(
+        f.realtime.handle_now(&s, data.clone()),
+        Err(Box::new(data.clone()))
+    );
+    assert!(received(&s).is_empty(), "handle_now answered nothing");
+    f.realtime.handle(&s, data).await.unwrap();
+    assert_eq!(
+        error_of(&received(&s)[0]).0,
+        ErrorCode::RuntimeException as i32
+    );
 }
 
 #[tokio::test]

@@ -126,9 +126,14 @@ async fn read_loop(
             }
         };
         session.record_message(now);
-        // Boxed: the handler's state (kilobytes, for its largest request) then exists only
-        // while a request runs, instead of inside every idle connection's task.
-        if let Err(reason) = Box::pin(state.realtime.handle(session, envelope)).await {
+        // A game's inputs are served at once; anything else goes through the handler's future,
+        // boxed: its state (kilobytes, for its largest request) then exists only while a
+        // request runs, instead of inside every idle connection's task.
+        let handled = match state.realtime.handle_now(session, envelope) {
+            Ok(handled) => handled,
+            Err(envelope) => Box::pin(state.realtime.handle(session, *envelope)).await,
+        };
+        if let Err(reason) = handled {
             return reason;
         }
     }
@@ -180,6 +185,8 @@ async fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
 ) {
     let outbox = session.outbox();
+    // Reused by every batch, so a wake-up does not allocate.
+    let mut batch = Vec::new();
     let mut keepalive = Keepalive::new(&config);
     let deadline = tokio::time::sleep(keepalive.first_wait());
     tokio::pin!(deadline);
@@ -188,7 +195,9 @@ async fn write_loop(
             next = outbox.next() => match next {
                 Next::Frame(frame) => {
                     // Boxed for the same reason as the handler in `read_loop`.
-                    let written = Box::pin(write_frames(&config, &session, &mut sink, frame)).await;
+                    batch.push(frame);
+                    let written =
+                        Box::pin(write_frames(&config, &session, &mut sink, &mut batch)).await;
                     if let Err(reason) = written {
                         session.close(reason);
                         return;
@@ -294,8 +303,8 @@ impl Keepalive {
     }
 }
 
-/// Writes `first` and whatever else is queued (up to a batch, taken from the outbox under one
-/// lock), then flushes: one `send` per wake-up for a batch that fits the write buffer. Each
+/// Writes the frame in `batch` and whatever else is queued (up to a batch, taken from the
+/// outbox under one lock), then flushes; `batch` is left empty: one `send` per wake-up for a batch that fits the write buffer. Each
 /// frame's write and the flush must each make progress within `write_wait` — a client that
 /// reads slowly through a large batch is not mistaken for one that does not read. A timer is
 /// armed only when a step cannot finish at once (the common case on a healthy connection
@@ -304,17 +313,16 @@ async fn write_frames(
     config: &SocketConfig,
     session: &Session,
     sink: &mut SplitSink<WebSocket, Message>,
-    first: Bytes,
+    batch: &mut Vec<Bytes>,
 ) -> Result<(), CloseReason> {
     let format = session.format();
-    let mut batch = vec![first];
     session
         .outbox()
-        .take_batch(MAX_FRAMES_PER_FLUSH - 1, &mut batch);
+        .take_batch(MAX_FRAMES_PER_FLUSH - batch.len(), batch);
     let wait = config.write_wait;
     let mut bytes = 0;
     let mut written = Some(Ok(()));
-    for frame in batch {
+    for frame in batch.drain(..) {
         let len = frame.len();
         let message = match format {
             Format::Json => match Utf8Bytes::try_from(frame) {

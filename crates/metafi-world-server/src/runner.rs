@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use metafi_proto::realtime::{DeliveryClass, Envelope, MatchData, Message};
-use metafi_realtime::{Outbound, Pushed, Session, SessionRegistry};
+use metafi_proto::realtime::{DeliveryClass, Envelope, Format, MatchData, Message};
+use metafi_realtime::{Pushed, Session, SessionRegistry};
 use metafi_world::{Command, Phase, PlayerId, UserCmd, World};
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -303,46 +303,49 @@ impl Runner {
                 .par_iter()
                 .zip(welcomes.par_iter())
                 .with_min_len(16)
-                .fold(Sums::default, |mut s, (m, welcome)| {
-                    match m.acked {
-                        Some(a) => {
-                            let age = u64::from(tick.saturating_sub(a));
-                            s.ack_age += age;
-                            s.ack_max = s.ack_max.max(age);
-                            s.acked += 1;
+                .fold(
+                    || (Sums::default(), Wrapper::new(match_id)),
+                    |(mut s, mut wrapper), (m, welcome)| {
+                        match m.acked {
+                            Some(a) => {
+                                let age = u64::from(tick.saturating_sub(a));
+                                s.ack_age += age;
+                                s.ack_max = s.ack_max.max(age);
+                                s.acked += 1;
+                            }
+                            None => s.unacked += 1,
                         }
-                        None => s.unacked += 1,
-                    }
-                    let Some(session) = &m.session else {
-                        return s;
-                    };
-                    if session.is_ended() {
-                        return s;
-                    }
-                    if let Some(text) = welcome {
-                        push(
-                            session,
-                            match_id,
-                            codec::OP_WELCOME,
-                            Bytes::from(text.clone().into_bytes()),
-                            DeliveryClass::default_stream(),
-                        );
-                    }
-                    if session.outbox().len() > limit {
-                        s.dropped += 1;
-                        return s;
-                    }
-                    let Some(packet) = world.packet(m.player) else {
-                        return s;
-                    };
-                    let data = Bytes::from(codec::snapshot_message(m.applied, packet));
-                    let len = data.len() as u64;
-                    if push(session, match_id, codec::OP_SNAPSHOT, data, class.clone()) {
-                        s.bytes += len;
-                        s.frames += 1;
-                    }
-                    s
-                })
+                        let Some(session) = &m.session else {
+                            return (s, wrapper);
+                        };
+                        if session.is_ended() {
+                            return (s, wrapper);
+                        }
+                        if let Some(text) = welcome {
+                            wrapper.push(
+                                session,
+                                codec::OP_WELCOME,
+                                Bytes::from(text.clone().into_bytes()),
+                                DeliveryClass::default_stream(),
+                            );
+                        }
+                        if session.outbox().len() > limit {
+                            s.dropped += 1;
+                            return (s, wrapper);
+                        }
+                        let Some(packet) = world.packet(m.player) else {
+                            return (s, wrapper);
+                        };
+                        let data = Bytes::from(codec::snapshot_message(m.applied, packet));
+                        let len = data.len() as u64;
+                        if wrapper.push(session, codec::OP_SNAPSHOT, data, class.clone()) {
+                            s.bytes += len;
+                            s.frames += 1;
+                        }
+                        (s, wrapper)
+                    },
+                )
+                .map(|(s, _)| s)
                 .reduce(Sums::default, |a, b| Sums {
                     bytes: a.bytes + b.bytes,
                     frames: a.frames + b.frames,
@@ -380,27 +383,90 @@ impl Runner {
     }
 }
 
-/// Queues one message for a session, encoded now for its format, and wakes its writer.
-fn push(
-    session: &Session,
-    match_id: &str,
-    op_code: i64,
-    data: Bytes,
-    class: DeliveryClass,
-) -> bool {
-    let reliable = class.is_reliable();
-    let envelope = Envelope::new(
-        "",
-        Message::MatchData(MatchData {
-            match_id: match_id.to_owned(),
-            presence: None,
-            op_code,
-            data,
-            reliable,
-            delivery: None,
-        }),
-    );
-    let outbound = Outbound::with_class(envelope, class);
-    let _ = outbound.bytes(session.format());
-    session.send_outbound(&outbound) == Pushed::Queued
+/// Wraps a world's messages as Nakama's `MatchData` envelopes, one pool worker's batch at a
+/// time: the envelope (and its copy of the match id) is made once per batch and only its
+/// `op_code` and `data` change per message. Each message is encoded for its client's format
+/// straight into the bytes the session queues, with no shared [`metafi_realtime::Outbound`]
+/// around it: a snapshot has one recipient.
+struct Wrapper {
+    envelope: Envelope,
+}
+
+impl Wrapper {
+    fn new(match_id: &str) -> Wrapper {
+        Wrapper {
+            envelope: Envelope::new(
+                "",
+                Message::MatchData(MatchData {
+                    match_id: match_id.to_owned(),
+                    presence: None,
+                    op_code: 0,
+                    data: Bytes::new(),
+                    reliable: true,
+                    delivery: None,
+                }),
+            ),
+        }
+    }
+
+    /// Queues `data` with `op_code` for `session` as `class` says and wakes its writer; true
+    /// when it was queued.
+    fn push(&mut self, session: &Session, op_code: i64, data: Bytes, class: DeliveryClass) -> bool {
+        let frame = self.encode(session.format(), op_code, data, class.is_reliable());
+        session.send_encoded(frame, class) == Pushed::Queued
+    }
+
+    /// The envelope of `data` with `op_code`, encoded for `format`.
+    fn encode(&mut self, format: Format, op_code: i64, data: Bytes, reliable: bool) -> Bytes {
+        // Invariant: `new` makes the envelope a `MatchData` and only this method changes it.
+        let Some(Message::MatchData(message)) = &mut self.envelope.message else {
+            return Bytes::new();
+        };
+        message.op_code = op_code;
+        message.data = data;
+        message.reliable = reliable;
+        let frame = Bytes::from(format.encode(&self.envelope));
+        if let Some(Message::MatchData(message)) = &mut self.envelope.message {
+            // The payload's buffer is freed now rather than when the next message replaces it.
+            message.data = Bytes::new();
+        }
+        frame
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a client decodes is Nakama's `MatchData` envelope, whatever the wrapper reused.
+    #[test]
+    fn wrapped_messages_are_nakamas_match_data_envelopes_in_both_formats() {
+        let mut wrapper = Wrapper::new("world-id.node");
+        for format in [Format::Json, Format::Protobuf] {
+            for (op_code, data, reliable) in [
+                (codec::OP_WELCOME, &b"{\"player\":1}"[..], true),
+                (codec::OP_SNAPSHOT, &[1, 2, 3, 250][..], false),
+                (codec::OP_SNAPSHOT, &[7][..], false),
+            ] {
+                let frame = wrapper.encode(format, op_code, Bytes::copy_from_slice(data), reliable);
+                let expected = Envelope::new(
+                    "",
+                    Message::MatchData(MatchData {
+                        match_id: "world-id.node".into(),
+                        presence: None,
+                        op_code,
+                        data: Bytes::copy_from_slice(data),
+                        reliable,
+                        delivery: None,
+                    }),
+                );
+                assert_eq!(
+                    frame,
+                    Bytes::from(format.encode(&expected)),
+                    "{format:?} op {op_code}"
+                );
+                assert_eq!(format.decode(&frame).unwrap(), expected);
+            }
+        }
+    }
 }
