@@ -522,20 +522,6 @@ return {
 }
 "#;
 
-async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
-    let answer = socket
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match answer.message {
-        Some(Message::Rpc(rpc)) => rpc.payload,
-        other => panic!("{id}: {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn the_lists_of_players_and_matches_follow_the_node_up_to_their_capacity() {
     let (fake, port) = Fake::start().await;
@@ -577,14 +563,12 @@ async fn the_lists_of_players_and_matches_follow_the_node_up_to_their_capacity()
         .await;
 
     // Two matches: the List holds the first (its capacity is 1); the second waits for room.
-    let first: serde_json::Value =
-        serde_json::from_str(&rpc(&mut socket, "create", "").await).unwrap();
+    let first: serde_json::Value = serde_json::from_str(&socket.rpc("create", "").await).unwrap();
     let first = first["match_id"].as_str().unwrap().to_owned();
     let listed = Call::ListAdd("rooms".into(), first.clone());
     fake.wait("first match listed", |calls| calls.contains(&listed))
         .await;
-    let second: serde_json::Value =
-        serde_json::from_str(&rpc(&mut socket, "create", "").await).unwrap();
+    let second: serde_json::Value = serde_json::from_str(&socket.rpc("create", "").await).unwrap();
     let second = second["match_id"].as_str().unwrap().to_owned();
     // A few updates later it is still the first alone.
     let health = count(&fake.calls(), &Call::Health);
@@ -593,7 +577,7 @@ async fn the_lists_of_players_and_matches_follow_the_node_up_to_their_capacity()
     assert_eq!(fake.values("rooms"), vec![first.clone()]);
 
     // The first ends: it leaves the List and the second takes its place.
-    rpc(&mut socket, "end", &first).await;
+    socket.rpc("end", &first).await;
     let second_listed = Call::ListAdd("rooms".into(), second.clone());
     let calls = fake
         .wait("second match listed", |calls| {

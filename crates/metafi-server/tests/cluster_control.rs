@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping,
 };
@@ -149,37 +148,8 @@ async fn pair() -> Option<Pair> {
 async fn player(node: &TestNode) -> (User, Socket, String) {
     let who = user(&Http::new(&node.base)).await;
     let mut socket = Socket::connect(&node.base, &who.token, "").await;
-    let session = rpc(&mut socket, "me", "").await;
+    let session = socket.rpc("me", "").await;
     (who, socket, session)
-}
-
-async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
-    let answer = socket
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match answer.message {
-        Some(Message::Rpc(rpc)) => rpc.payload,
-        other => panic!("rpc {id} failed: {other:?}"),
-    }
-}
-
-/// The error RPC `id` fails with (panics when it answers).
-async fn rpc_error(socket: &mut Socket, id: &str, payload: &str) -> String {
-    let answer = socket
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match answer.message {
-        Some(Message::Error(error)) => error.message,
-        other => panic!("rpc {id} did not fail: {other:?}"),
-    }
 }
 
 /// Waits until node 1 knows `session` of node 2 (its directory), so a request can find it.
@@ -266,7 +236,7 @@ async fn session_disconnect_closes_a_socket_on_another_node_with_its_reason() {
     let (bob, mut b, bob_session) = player(&n2).await;
     join_room(&mut a, "control-room").await;
     join_room(&mut b, "control-room").await;
-    let match_id = rpc(&mut a, "create", "").await;
+    let match_id = a.rpc("create", "").await;
     for socket in [&mut a, &mut b] {
         let answer = socket
             .request(Message::MatchJoin(MatchJoin {
@@ -281,7 +251,7 @@ async fn session_disconnect_closes_a_socket_on_another_node_with_its_reason() {
     }
     known_on_n1(&n1, &bob_session).await;
 
-    rpc(&mut a, "disconnect", &format!("{bob_session},3")).await;
+    a.rpc("disconnect", &format!("{bob_session},3")).await;
     let frame = b
         .closed(Duration::from_secs(5))
         .await
@@ -324,7 +294,7 @@ async fn a_ban_and_an_account_deletion_close_sockets_on_another_node() {
     known_on_n1(&n1, &bob_session).await;
     known_on_n1(&n1, &carol_session).await;
 
-    rpc(&mut a, "ban", &bob.id).await;
+    a.rpc("ban", &bob.id).await;
     let frame = b
         .closed(Duration::from_secs(5))
         .await
@@ -365,42 +335,35 @@ async fn stream_operations_act_on_a_session_of_another_node() {
     known_on_n1(&n1, &bob_session).await;
     let bob_ids = format!("{},{bob_session}", bob.id);
     assert_eq!(
-        rpc(&mut a, "join", &format!("{},{alice_session}", alice.id)).await,
+        a.rpc("join", &format!("{},{alice_session}", alice.id))
+            .await,
         "true"
     );
 
-    assert_eq!(
-        rpc(&mut a, "join", &bob_ids).await,
-        "true",
-        "bob was not in it"
-    );
+    assert_eq!(a.rpc("join", &bob_ids).await, "true", "bob was not in it");
     a.event(|e| stream_event_of(e, &bob, true)).await;
     // Node 2 tells its own members (bob himself) of the join it made.
     b.event(|e| stream_event_of(e, &bob, true)).await;
-    assert_eq!(
-        rpc(&mut b, "count", "").await,
-        "2",
-        "node 2 holds his presence"
-    );
-    rpc(&mut a, "update", &bob_ids).await;
+    assert_eq!(b.rpc("count", "").await, "2", "node 2 holds his presence");
+    a.rpc("update", &bob_ids).await;
     // Node 1 lists his new status, and names his node.
     rpc_until(&mut a, "status", &bob_session, "updated@n2").await;
 
-    rpc(&mut a, "leave", &bob_ids).await;
+    a.rpc("leave", &bob_ids).await;
     a.event(|e| stream_event_of(e, &bob, false)).await;
     rpc_until(&mut b, "count", "", "1").await;
 
-    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    assert_eq!(a.rpc("join", &bob_ids).await, "true");
     a.event(|e| stream_event_of(e, &bob, true)).await;
-    rpc(&mut a, "kick", &bob_ids).await;
+    a.rpc("kick", &bob_ids).await;
     a.event(|e| stream_event_of(e, &bob, false)).await;
     rpc_until(&mut b, "count", "", "1").await;
 
-    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    assert_eq!(a.rpc("join", &bob_ids).await, "true");
     a.event(|e| stream_event_of(e, &bob, true)).await;
     rpc_until(&mut b, "count", "", "2").await;
     // Every presence leaves, on both nodes (nobody is left in the stream to be told).
-    rpc(&mut a, "close", "").await;
+    a.rpc("close", "").await;
     rpc_until(&mut b, "count", "", "0").await;
     rpc_until(&mut a, "count", "", "0").await;
     n2.stop().await;
@@ -416,7 +379,7 @@ async fn a_notification_to_everyone_reaches_every_node() {
     let (_alice, mut a, _) = player(&n1).await;
     let (_bob, mut b, bob_session) = player(&n2).await;
     known_on_n1(&n1, &bob_session).await;
-    rpc(&mut a, "all", "").await;
+    a.rpc("all", "").await;
     for socket in [&mut a, &mut b] {
         socket
             .event(|e| {
@@ -441,19 +404,19 @@ async fn stream_user_join_of_a_session_on_another_node_answers_from_its_node() {
     let (bob, mut b, bob_session) = player(&n2).await;
     known_on_n1(&n1, &bob_session).await;
     let bob_ids = format!("{},{bob_session}", bob.id);
-    assert_eq!(rpc(&mut a, "join", &bob_ids).await, "true");
+    assert_eq!(a.rpc("join", &bob_ids).await, "true");
     // Node 2 holds him now (it answered): whatever node 1's books say yet.
     assert_eq!(
-        rpc(&mut a, "join", &bob_ids).await,
+        a.rpc("join", &bob_ids).await,
         "false",
         "he is already in the stream"
     );
     assert_eq!(
-        rpc(&mut a, "rejoin", &bob_ids).await,
+        a.rpc("rejoin", &bob_ids).await,
         "true",
         "the leave just before reached node 2 first"
     );
-    assert_eq!(rpc(&mut b, "count", "").await, "1", "he is in the stream");
+    assert_eq!(b.rpc("count", "").await, "1", "he is in the stream");
     rpc_until(&mut a, "status", &bob_session, "again@n2").await;
     n2.stop().await;
     n1.stop().await;
@@ -472,9 +435,9 @@ async fn stream_user_update_of_a_session_on_another_node_answers_from_its_node()
     let (bob, _b, bob_session) = player(&n2).await;
     known_on_n1(&n1, &bob_session).await;
     let bob_ids = format!("{},{bob_session}", bob.id);
-    assert_eq!(rpc(&mut a, "update", &bob_ids).await, "");
+    assert_eq!(a.rpc("update", &bob_ids).await, "");
     rpc_until(&mut a, "status", &bob_session, "updated@n2").await;
-    let error = rpc_error(&mut a, "update_closed", &bob_ids).await;
+    let error = a.rpc_error("update_closed", &bob_ids).await;
     assert!(
         error.contains("tracker rejected updated presence, session is closing")
             || error.contains("session id does not exist"),
@@ -564,7 +527,7 @@ async fn a_group_kick_and_a_deletion_take_members_out_of_the_channel_on_another_
 async fn rpc_until(socket: &mut Socket, id: &str, payload: &str, expected: &str) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let got = rpc(socket, id, payload).await;
+        let got = socket.rpc(id, payload).await;
         if got == expected {
             return;
         }

@@ -17,7 +17,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
     Envelope, ErrorCode, Match, MatchCreate, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave,
     Message, PartyClose, PartyCreate, PartyDataSend, PartyJoin, PartyPromote,
@@ -139,20 +138,6 @@ async fn player(node: &TestNode) -> (User, Socket) {
     (who, socket)
 }
 
-async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
-    let answer = socket
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match answer.message {
-        Some(Message::Rpc(rpc)) => rpc.payload,
-        other => panic!("rpc {id} failed: {other:?}"),
-    }
-}
-
 fn join(id: &str, metadata: &[(&str, &str)]) -> Message {
     Message::MatchJoin(MatchJoin {
         id: Some(MatchJoinId::MatchId(id.into())),
@@ -203,7 +188,7 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
     };
     let (alice, mut a) = player(&n1).await;
     let (bob, mut b) = player(&n2).await;
-    let id = rpc(&mut a, "create", "").await;
+    let id = a.rpc("create", "").await;
     assert!(id.ends_with(".n1"), "{id}");
 
     // Refused by the handler, with its reason, across nodes.
@@ -252,12 +237,12 @@ async fn a_player_on_another_node_plays_an_authoritative_match() {
     }
 
     // match_signal and match_get from node 2's server code reach node 1's match.
-    assert_eq!(rpc(&mut b, "signal", &id).await, "signal:ping");
+    assert_eq!(b.rpc("signal", &id).await, "signal:ping");
     eventually("node 2 lists node 1's match", || {
         n2.node().cluster().unwrap().remote_matches() == 1
     })
     .await;
-    assert_eq!(rpc(&mut b, "get", &id).await, r#"{"kind":"cluster","n":1}"#);
+    assert_eq!(b.rpc("get", &id).await, r#"{"kind":"cluster","n":1}"#);
 
     // bob leaves and rejoins (alice sees both), then asks to be kicked.
     leave(&mut b, &id).await;
@@ -305,7 +290,7 @@ async fn only_members_leave_a_match_on_another_node() {
     let (alice, mut a) = player(&n1).await;
     let (bob, mut b) = player(&n2).await;
     let (carol, mut c) = player(&n2).await;
-    let id = rpc(&mut a, "create", "").await;
+    let id = a.rpc("create", "").await;
     joined(&mut a, &id).await;
     joined(&mut b, &id).await;
     a.event(|e| presence_of(e, &id, &bob, true)).await;
@@ -432,14 +417,14 @@ async fn listings_on_one_node_show_the_other_nodes_matches() {
     };
     let (_alice, mut a) = player(&n1).await;
     let (_bob, mut b) = player(&n2).await;
-    let on_n1 = rpc(&mut a, "create", "").await;
-    let on_n2 = rpc(&mut b, "create", "").await;
+    let on_n1 = a.rpc("create", "").await;
+    let on_n2 = b.rpc("create", "").await;
     joined(&mut a, &on_n1).await;
     // Within the bound (the listing interval, 100 ms here), each node lists both.
     let both = |listed: &str| listed.contains(&format!("{on_n1}/1")) && listed.contains(&on_n2);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let listed = rpc(&mut b, "list", "").await;
+        let listed = b.rpc("list", "").await;
         if both(&listed) {
             break;
         }
@@ -484,7 +469,7 @@ async fn listings_on_one_node_show_the_other_nodes_matches() {
         n2.node().cluster().unwrap().remote_matches() == 0
     })
     .await;
-    let listed = rpc(&mut b, "list", "").await;
+    let listed = b.rpc("list", "").await;
     assert!(
         !listed.contains(&on_n1) && listed.contains(&on_n2),
         "{listed}"
@@ -504,10 +489,10 @@ async fn a_lost_listing_is_asked_for_again() {
     let (_bob, mut b) = player(&n2).await;
     // The listing that carries the new match is dropped before NATS.
     n1.node().cluster().unwrap().lose_listings(1);
-    let on_n1 = rpc(&mut a, "create", "").await;
+    let on_n1 = a.rpc("create", "").await;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let listed = rpc(&mut b, "list", "").await;
+        let listed = b.rpc("list", "").await;
         if listed.contains(&on_n1) {
             break;
         }
@@ -526,8 +511,8 @@ async fn a_node_that_stops_takes_its_matches_and_its_players_away() {
     let (alice, mut a) = player(&n1).await;
     let (bob, mut b) = player(&n2).await;
     // A match on node 1 with bob (node 2) in it, and one on node 2 with alice (node 1) in it.
-    let on_n1 = rpc(&mut a, "create", "").await;
-    let on_n2 = rpc(&mut b, "create", "").await;
+    let on_n1 = a.rpc("create", "").await;
+    let on_n2 = b.rpc("create", "").await;
     joined(&mut b, &on_n1).await;
     joined(&mut b, &on_n2).await;
     joined(&mut a, &on_n2).await;

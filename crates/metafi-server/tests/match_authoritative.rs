@@ -10,7 +10,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use metafi_proto::api::Rpc;
 use metafi_proto::realtime::{
     Envelope, ErrorCode, Match, MatchDataSend, MatchJoin, MatchJoinId, MatchLeave, MatchmakerAdd,
     MatchmakerMatchedId, Message,
@@ -195,20 +194,6 @@ async fn server_with(dir: &Path, vm_per_match: bool) -> TestNode {
     .await
 }
 
-async fn rpc(socket: &mut Socket, id: &str, payload: &str) -> String {
-    let answer = socket
-        .request(Message::Rpc(Rpc {
-            id: id.into(),
-            payload: payload.into(),
-            http_key: String::new(),
-        }))
-        .await;
-    match answer.message {
-        Some(Message::Rpc(rpc)) => rpc.payload,
-        other => panic!("rpc {id} failed: {other:?}"),
-    }
-}
-
 fn match_id(answer: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(answer).unwrap();
     value["match_id"].as_str().unwrap().to_owned()
@@ -282,13 +267,13 @@ async fn seed_match(s: &TestNode, get_rpc: &str) {
     let (alice, mut a) = player(s, &http, "").await;
     let (_, mut b) = player(s, &http, "format=protobuf").await;
 
-    let id = match_id(&rpc(&mut a, get_rpc, "{}").await);
+    let id = match_id(&a.rpc(get_rpc, "{}").await);
     assert!(
         id.ends_with(".metafi"),
         "authoritative ids end with the node name: {id}"
     );
     assert_eq!(
-        match_id(&rpc(&mut b, get_rpc, "{}").await),
+        match_id(&b.rpc(get_rpc, "{}").await),
         id,
         "a match with room is reused"
     );
@@ -347,7 +332,7 @@ async fn exactly_ten_of_a_hundred_racing_clients_get_in() {
     let http = Http::new(&s.base);
     let (_, mut first) = player(&s, &http, "").await;
     // Created directly: get_match would reserve a seat for `first`.
-    let id = match_id(&rpc(&mut first, "create", r#"{"module":"match"}"#).await);
+    let id = match_id(&first.rpc("create", r#"{"module":"match"}"#).await);
     let mut sockets = Vec::new();
     for _ in 0..100 {
         sockets.push(player(&s, &http, "").await.1);
@@ -386,7 +371,7 @@ async fn exactly_ten_of_a_hundred_racing_clients_get_in() {
         .await;
     assert_eq!(listed.status, 200);
     assert!(listed.body.get("matches").is_none(), "{}", listed.body);
-    let other = match_id(&rpc(&mut first, "get_match", "{}").await);
+    let other = match_id(&first.rpc("get_match", "{}").await);
     assert_ne!(other, id);
     s.stop().await;
 }
@@ -404,7 +389,7 @@ async fn thousands_of_lua_matches_share_a_thread_vm() {
     let mut last = String::new();
     for _ in 0..6 {
         let created: serde_json::Value =
-            serde_json::from_str(&rpc(&mut a, "create_many", "500").await).unwrap();
+            serde_json::from_str(&a.rpc("create_many", "500").await).unwrap();
         assert_eq!(created["running"], 500, "{created}");
         last = created["last"].as_str().unwrap().to_owned();
     }
@@ -423,24 +408,24 @@ async fn a_crashing_handler_ends_its_match_only() {
     let s = server(dir.path()).await;
     let http = Http::new(&s.base);
     let (_, mut a) = player(&s, &http, "").await;
-    let healthy = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
-    let crashy = match_id(&rpc(&mut a, "create", r#"{"module":"crashy"}"#).await);
+    let healthy = match_id(&a.rpc("create", r#"{"module":"ticker"}"#).await);
+    let crashy = match_id(&a.rpc("create", r#"{"module":"crashy"}"#).await);
     let (_, mut victim) = player(&s, &http, "").await;
     assert!(matches!(
         victim.request(join(&crashy)).await.message,
         Some(Message::Match(_))
     ));
-    let before: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    let before: u64 = a.rpc("ticks", &healthy).await.parse().unwrap();
     // The crashing match tells its player it is over...
     victim
         .event(|e| matches!(&e.message, Some(Message::MatchPresenceEvent(ev)) if !ev.leaves.is_empty()))
         .await;
-    assert_eq!(rpc(&mut a, "state", &crashy).await, "gone");
+    assert_eq!(a.rpc("state", &crashy).await, "gone");
     // ...while the other keeps ticking: a second's worth of ticks (20) more, with a hang guard
     // far above it (the rate itself is the match engine's fake-clock tests' business).
     let kept_ticking = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let now: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+            let now: u64 = a.rpc("ticks", &healthy).await.parse().unwrap();
             if now >= before + 20 {
                 break;
             }
@@ -452,7 +437,7 @@ async fn a_crashing_handler_ends_its_match_only() {
         kept_ticking.is_ok(),
         "the healthy match stopped ticking after {before} ticks"
     );
-    assert_eq!(rpc(&mut a, "state", &healthy).await, "running");
+    assert_eq!(a.rpc("state", &healthy).await, "running");
     s.stop().await;
 }
 
@@ -473,28 +458,30 @@ async fn a_lua_match_loop_that_runs_away_ends_its_match_while_another_on_its_thr
     .await;
     let http = Http::new(&s.base);
     let (_, mut a) = player(&s, &http, "").await;
-    let healthy = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
+    let healthy = match_id(&a.rpc("create", r#"{"module":"ticker"}"#).await);
     let mut runaways = Vec::new();
     for (module, _) in RUNAWAYS {
-        let answer = rpc(&mut a, "create", &format!(r#"{{"module":"{module}"}}"#)).await;
+        let answer = a
+            .rpc("create", &format!(r#"{{"module":"{module}"}}"#))
+            .await;
         runaways.push((module, match_id(&answer)));
     }
     // Each is ended at its budget (match.handler_budget_ms); the hang guard is far above it.
     for (module, id) in &runaways {
         let ended = tokio::time::timeout(Duration::from_secs(30), async {
-            while rpc(&mut a, "state", id).await != "gone" {
+            while a.rpc("state", id).await != "gone" {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
         .await;
         assert!(ended.is_ok(), "{module}: the runaway match never ended");
     }
-    let before: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+    let before: u64 = a.rpc("ticks", &healthy).await.parse().unwrap();
     // The other match keeps ticking on the shared thread and state: a second's worth of ticks
     // (20) more, with a hang guard far above it.
     let kept_ticking = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let now: u64 = rpc(&mut a, "ticks", &healthy).await.parse().unwrap();
+            let now: u64 = a.rpc("ticks", &healthy).await.parse().unwrap();
             if now >= before + 20 {
                 break;
             }
@@ -506,7 +493,7 @@ async fn a_lua_match_loop_that_runs_away_ends_its_match_while_another_on_its_thr
         kept_ticking.is_ok(),
         "the healthy match stopped ticking after {before} ticks"
     );
-    assert_eq!(rpc(&mut a, "state", &healthy).await, "running");
+    assert_eq!(a.rpc("state", &healthy).await, "running");
     drop(a);
     tokio::time::timeout(Duration::from_secs(30), s.stop())
         .await
@@ -558,10 +545,10 @@ async fn shutdown_runs_match_terminate_with_the_grace_period() {
     let s = server(dir.path()).await;
     let http = Http::new(&s.base);
     let (_, mut a) = player(&s, &http, "").await;
-    let ticker = match_id(&rpc(&mut a, "create", r#"{"module":"ticker"}"#).await);
+    let ticker = match_id(&a.rpc("create", r#"{"module":"ticker"}"#).await);
     // Stop once the match has ticked (its terminate records the count), not after a guess.
     tokio::time::timeout(Duration::from_secs(30), async {
-        while rpc(&mut a, "ticks", &ticker).await == "0" {
+        while a.rpc("ticks", &ticker).await == "0" {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -573,8 +560,7 @@ async fn shutdown_runs_match_terminate_with_the_grace_period() {
     // What match_terminate wrote survived the restart.
     let s = server(dir.path()).await;
     let (_, mut a) = player(&s, &http_of(&s), "").await;
-    let trace: serde_json::Value =
-        serde_json::from_str(&rpc(&mut a, "terminated", "").await).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&a.rpc("terminated", "").await).unwrap();
     assert_eq!(trace["grace"], 1);
     assert!(trace["ticks"].as_u64().unwrap() > 0);
     s.stop().await;

@@ -110,6 +110,33 @@ impl Socket {
         }
     }
 
+    /// Calls RPC `id` with `payload` over the socket and returns its result (panics, naming
+    /// the RPC, when it fails).
+    pub async fn rpc(&mut self, id: &str, payload: &str) -> String {
+        match self.rpc_answer(id, payload).await.message {
+            Some(Message::Rpc(rpc)) => rpc.payload,
+            other => panic!("rpc {id} failed: {other:?}"),
+        }
+    }
+
+    /// Calls RPC `id`, expecting it to fail: returns the error's message (panics when it
+    /// answers).
+    pub async fn rpc_error(&mut self, id: &str, payload: &str) -> String {
+        match self.rpc_answer(id, payload).await.message {
+            Some(Message::Error(error)) => error.message,
+            other => panic!("rpc {id} did not fail: {other:?}"),
+        }
+    }
+
+    async fn rpc_answer(&mut self, id: &str, payload: &str) -> Envelope {
+        self.request(Message::Rpc(metafi_proto::api::Rpc {
+            id: id.into(),
+            payload: payload.into(),
+            http_key: String::new(),
+        }))
+        .await
+    }
+
     /// The next pushed event (no cid) matching `accept`; others stay in the backlog.
     pub async fn event(&mut self, accept: impl Fn(&Envelope) -> bool) -> Envelope {
         self.wait_for(|e| e.cid.is_empty() && accept(e)).await
