@@ -8,7 +8,8 @@
 #
 # Environment: RUNS (runs per row, default 3), DURATION (seconds per run, default 15), CLIENTS
 # (closed-loop clients, default 64), OUT (directory for the reports, default a temporary one),
-# PORT / METRICS_PORT (default 7470 / 9170). Needs release builds:
+# PORT / METRICS_PORT (default 7470 / 9170), BIN / BENCH (the binaries, default
+# target/release/…). Needs release builds:
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
 # Prints one line per run (mean rate, latency, server cores, rate per server CPU-second) and the
@@ -24,8 +25,8 @@ port=${PORT:-7470}
 metrics_port=${METRICS_PORT:-9170}
 out=${OUT:-$(mktemp -d -t metafi-bench-requests.XXXXXX)}
 mkdir -p "$out"
-bin=target/release/metafi
-bench=target/release/metafi-bench
+bin=${BIN:-target/release/metafi}
+bench=${BENCH:-target/release/metafi-bench}
 for b in "$bin" "$bench"; do
   [ -x "$b" ] || { echo "bench_requests: $b is missing: build it first (see the header)" >&2; exit 1; }
 done
