@@ -9,7 +9,10 @@ use std::path::Path;
 
 use std::time::Duration;
 
-use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, ErrorCode, Message, channel_type};
+use metafi_proto::realtime::{
+    ChannelJoin, ChannelMessageSend, Envelope, ErrorCode, MatchCreate, MatchDataSend, MatchJoin,
+    MatchJoinId, Message, channel_type,
+};
 use metafi_testkit::{Http, Socket, TestNode, assert_error, user};
 
 const LUA: &str = r#"
@@ -394,4 +397,69 @@ async fn the_shutdown_function_runs_when_the_server_stops() {
         assert_eq!(value, r#"{"mode":"shutdown"}"#, "{runtime}");
         s.stop().await;
     }
+}
+
+/// Match data is the one message the socket reader serves without the handler's boxed future
+/// (`Realtime::handle_now`); with a hook on it, it must still go through the hook.
+#[tokio::test]
+async fn a_hook_on_match_data_is_run_although_match_data_takes_the_fast_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let modules = dir.path().join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(
+        modules.join("match_data_hook.lua"),
+        r#"
+local nk = require("nakama")
+nk.register_rt_before(function(context, envelope)
+  if tostring(envelope.match_data_send.op_code) == "5" then
+    envelope.match_data_send.op_code = 7
+  end
+  return envelope
+end, "MatchDataSend")
+"#,
+    )
+    .unwrap();
+    let s = TestNode::start_in(dir.path(), |raw| {
+        raw.runtime.path = modules.display().to_string();
+    })
+    .await;
+    let http = Http::new(&s.base);
+    let (alice, bob) = (user(&http).await, user(&http).await);
+    let mut a = Socket::connect(&s.base, &alice.token, "").await;
+    let mut b = Socket::connect(&s.base, &bob.token, "").await;
+    let match_id = match a
+        .request(Message::MatchCreate(MatchCreate::default()))
+        .await
+        .message
+    {
+        Some(Message::Match(m)) => m.match_id,
+        other => panic!("no match: {other:?}"),
+    };
+    b.request(Message::MatchJoin(MatchJoin {
+        id: Some(MatchJoinId::MatchId(match_id.clone())),
+        metadata: Default::default(),
+    }))
+    .await;
+    let data = |op_code| {
+        Envelope::new(
+            "",
+            Message::MatchDataSend(MatchDataSend {
+                match_id: match_id.clone(),
+                op_code,
+                data: bytes::Bytes::from_static(b"x"),
+                presences: vec![],
+                reliable: true,
+                delivery: None,
+            }),
+        )
+    };
+    let is_data = |op: i64| move |e: &Envelope| matches!(&e.message, Some(Message::MatchData(d)) if d.op_code == op);
+    // The hook turns op 5 into op 7 and passes op 6 as it is (a hook returning nothing
+    // would close the sender's session, as in Nakama).
+    a.send(&data(5)).await;
+    a.send(&data(6)).await;
+    b.event(is_data(7)).await;
+    b.event(is_data(6)).await;
+    b.assert_no_event(Duration::from_millis(300), is_data(5))
+        .await;
 }
