@@ -61,23 +61,19 @@ impl Realtime {
         session: &Arc<Session>,
         envelope: Envelope,
     ) -> Result<Flow, Box<Envelope>> {
-        let (Some(services), Some(Message::MatchDataSend(_))) = (&self.matches, &envelope.message)
-        else {
-            return Err(Box::new(envelope));
-        };
         let hook = metafi_core::Hook::MatchDataSend;
-        if self.hooks.has_before(hook) || self.hooks.has_after(hook) {
-            return Err(Box::new(envelope));
+        let hooked = self.hooks.has_before(hook) || self.hooks.has_after(hook);
+        let name = envelope.message.as_ref().map(Message::name);
+        match (&self.matches, envelope.message) {
+            (Some(services), Some(Message::MatchDataSend(send))) if !hooked => {
+                metrics::message_received(name.unwrap_or_default());
+                Ok(self.match_data_send(services, session, send))
+            }
+            (_, message) => Err(Box::new(Envelope {
+                cid: envelope.cid,
+                message,
+            })),
         }
-        let Some(message @ Message::MatchDataSend(_)) = envelope.message else {
-            return Err(Box::new(envelope));
-        };
-        metrics::message_received(message.name());
-        let Message::MatchDataSend(send) = message else {
-            // Matched just above.
-            return Ok(Ok(()));
-        };
-        Ok(self.match_data_send(services, session, send))
     }
 
     /// Serves one client message.

@@ -418,19 +418,23 @@ impl Wrapper {
 
     /// The envelope of `data` with `op_code`, encoded for `format`.
     fn encode(&mut self, format: Format, op_code: i64, data: Bytes, reliable: bool) -> Bytes {
-        // Invariant: `new` makes the envelope a `MatchData` and only this method changes it.
-        let Some(Message::MatchData(message)) = &mut self.envelope.message else {
-            return Bytes::new();
-        };
+        let message = self.message();
         message.op_code = op_code;
         message.data = data;
         message.reliable = reliable;
         let frame = Bytes::from(format.encode(&self.envelope));
-        if let Some(Message::MatchData(message)) = &mut self.envelope.message {
-            // The payload's buffer is freed now rather than when the next message replaces it.
-            message.data = Bytes::new();
-        }
+        // The payload's buffer is freed now rather than when the next message replaces it.
+        self.message().data = Bytes::new();
         frame
+    }
+
+    fn message(&mut self) -> &mut MatchData {
+        match &mut self.envelope.message {
+            Some(Message::MatchData(message)) => message,
+            _ => {
+                unreachable!("Wrapper::new makes the envelope a MatchData and nothing replaces it")
+            }
+        }
     }
 }
 
