@@ -97,8 +97,5 @@ for part in "${@:-auth rpc}"; do
 done
 uptime
 echo
-sed -E 's/-[0-9]+\t.*//' "$out/summary.txt" | sort -u | while read -r row; do
-  # Names are NAME-BUILD-RUN; the median is over a row's runs (by mean rate).
-  grep -P "^$row-[0-9]+\t" "$out/summary.txt" | sort -t$'\t' -k2 -g |
-    awk -v n="$runs" 'NR == int((n + 1) / 2)' | sed 's/^/median: /'
-done
+# Names are NAME-BUILD-RUN; the median is over a row's runs (by mean rate), with their spread.
+python3 scripts/lib/median_of_runs.py "$out/summary.txt" 2

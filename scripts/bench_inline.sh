@@ -86,8 +86,5 @@ for part in "${@:-rpc auth}"; do
 done
 uptime
 echo
-sed -E 's/-[0-9]+\t.*//' "$out/summary.txt" | sort -u | while read -r row; do
-  # Names are NAME-RUN; the median is over a row's runs (by server CPU per call).
-  grep -F "$row-" "$out/summary.txt" | grep -P "^\Q$row\E-[0-9]+\t" | sort -t$'\t' -k6 -g |
-    awk -v n="$(grep -cP "^\Q$row\E-[0-9]+\t" "$out/summary.txt")" 'NR == int((n + 1) / 2)' | sed 's/^/median: /'
-done
+# Names are NAME-RUN; the median is over a row's runs (by server CPU per call), with their spread.
+python3 scripts/lib/median_of_runs.py "$out/summary.txt" 6

@@ -167,16 +167,18 @@ def med(v, i):
     return statistics.median(x[i] for x in v)
 # The floor's columns: its server CPU per call, and MetaFi's and Nakama's as multiples of it
 # (the floor row of an RPC is the same whatever the runtime: it runs no script).
-print("| workload | MetaFi rate / p99 / server CPU per request | Nakama rate / p99 / server CPU per request | rate ratio | CPU ratio | floor CPU per request | MetaFi ÷ floor | Nakama ÷ floor |")
+print("| workload | MetaFi rate / p99 / server CPU per request (range of runs) | Nakama rate / p99 / server CPU per request (range of runs) | rate ratio | CPU ratio | floor CPU per request | MetaFi ÷ floor | Nakama ÷ floor |")
 print("|---|---|---|---:|---:|---:|---:|---:|")
 for row, by in rows.items():
     m = by.get("metafi")
     n = by.get("nakama")
     f = by.get("floor")
-    cell = lambda v: f"{med(v, 0):,.0f}/s, {med(v, 1):.2f} ms, {med(v, 2):.1f} µs" if v else "not run"
+    # The CPU's range over the runs beside its median: a ratio moves only outside it.
+    cpu_range = lambda v: f" ({min(x[2] for x in v):.1f}–{max(x[2] for x in v):.1f})" if len(v) > 1 else ""
+    cell = lambda v: f"{med(v, 0):,.0f}/s, {med(v, 1):.2f} ms, {med(v, 2):.1f} µs{cpu_range(v)}" if v else "not run"
     rate = f"{med(m, 0) / med(n, 0):.1f}×" if m and n else "—"
     cpu = f"{med(n, 2) / med(m, 2):.1f}×" if m and n else "—"
-    floor = f"{med(f, 2):.1f} µs" if f else "—"
+    floor = f"{med(f, 2):.1f} µs{cpu_range(f)}" if f else "—"
     of_floor = lambda v: f"{med(v, 2) / med(f, 2):.2f}×" if v and f else "—"
     print(f"| {row} | {cell(m)} | {cell(n)} | {rate} | {cpu} | {floor} | {of_floor(m)} | {of_floor(n)} |")
 EOF

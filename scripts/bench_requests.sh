@@ -112,8 +112,5 @@ for part in "${@:-sqlite postgres rpc}"; do
   done
 done
 echo
-sed -E 's/-[0-9]+\t.*//' "$out/summary.txt" | sort -u | while read -r row; do
-  # Names are NAME-RUN; the median is over a row's runs.
-  grep -P "^$row-[0-9]+\t" "$out/summary.txt" | sort -t$'\t' -k2 -g |
-    awk -v n="$runs" 'NR == int((n + 1) / 2)' | sed 's/^/median: /'
-done
+# Names are NAME-RUN; the median is over a row's runs, with their spread.
+python3 scripts/lib/median_of_runs.py "$out/summary.txt" 2
