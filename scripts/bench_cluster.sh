@@ -12,7 +12,9 @@
 # Environment: BIN / BENCH (default target/release/…, build them as in bench_inline.sh), RUNS,
 # DURATION (seconds per run), CLIENTS (default 64), OUT (report directory), PORT_BASE (node n
 # listens on PORT_BASE + 10n, default 7500), WORKLOADS (a subset of "register auth rpc-rest
-# rpc-socket ccu match relay", default all). The relay rows compare a message between two
+# rpc-socket ccu match relay", default all), LAYOUTS (a list of one, pair, cluster, triple,
+# cluster3; default "one cluster": pair and triple are 2 and 3 nodes that are not a cluster,
+# the baseline of cluster and cluster3 on the same core). The relay rows compare a message between two
 # players on one node with one that crosses nodes (metafi-bench relay: same_node, cross_node).
 # Needs PostgreSQL (scripts/postgres.sh) and NATS (scripts/nats.sh; started here if
 # METAFI_TEST_NATS_URL is unset).
@@ -33,7 +35,11 @@ done
 nats=${METAFI_TEST_NATS_URL:-}
 started_nats=""
 if [ -z "$nats" ]; then
-  nats=$(scripts/nats.sh)
+  # A NATS server of this script's own (its own state directory, so `stop` ends only it): a
+  # shared one that other tests or scripts use is never stopped from here. (Not exported: the
+  # server refuses METAFI_* variables that are not its configuration.)
+  nats_dir=$out/nats
+  nats=$(METAFI_NATS_DIR=$nats_dir scripts/nats.sh)
   started_nats=1
 fi
 
@@ -51,14 +57,24 @@ stop_nodes() {
 }
 finish() {
   stop_nodes
-  if [ -n "$started_nats" ]; then scripts/nats.sh stop; fi
+  if [ -n "$started_nats" ]; then METAFI_NATS_DIR=$nats_dir scripts/nats.sh stop; fi
 }
 trap finish EXIT
 
+# node_count LAYOUT: one is 1 node; pair (not clustered) and cluster 2; triple (not clustered)
+# and cluster3 3 — the layouts beside which a cluster's own cost is read.
+node_count() {
+  case $1 in
+    one) echo 1 ;;
+    pair | cluster) echo 2 ;;
+    triple | cluster3) echo 3 ;;
+  esac
+}
+
 # start_nodes LAYOUT: the layout's nodes on core 0 on a fresh database (above); sets servers/pids.
 start_nodes() {
-  local layout=$1 count=2 db n port data
-  [ "$layout" = one ] && count=1
+  local layout=$1 count db n port data
+  count=$(node_count "$layout")
   db=$(METAFI_PG_DATABASE="metafi_bench_cluster_$(date +%s%N)" scripts/postgres.sh)
   servers=""
   for n in $(seq 1 "$count"); do
@@ -66,7 +82,7 @@ start_nodes() {
     data=$(mktemp -d -t metafi-bench-data.XXXXXX)
     datas+=("$data")
     local cluster=()
-    if [ "$layout" = cluster ]; then cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=bench$$"); fi
+    if [[ $layout == cluster* ]]; then cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=bench$$"); fi
     taskset -c 0 "$bin" serve --port "$port" --metrics-port $((port + 1)) --quic-port $((port + 2)) \
       --data-dir "$data" --database-url "$db" "${cluster[@]}" \
       --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
@@ -80,7 +96,7 @@ start_nodes() {
     servers+="${servers:+,}http://127.0.0.1:$port"
   done
   # A cluster's nodes hear each other before the run (the matchmaker pool and listings settle).
-  [ "$layout" = cluster ] && sleep 2
+  [[ $layout == cluster* ]] && sleep 2
   return 0
 }
 
@@ -122,15 +138,15 @@ workloads() {
   [[ $want == *" ccu "* ]] && run "ccu-$mode-$r" ccu --phase "1000:5s" --hold "${duration}s"
   [[ $want == *" match "* ]] && run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s"
   # 200 pairs, 10 messages per second each way: no tick, so the latency is the path's own.
-  [[ $want == *" relay "* && $mode != pair ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
+  [[ $want == *" relay "* && $mode != pair && $mode != triple ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
   return 0
 }
 
 for r in $(seq 1 "$runs"); do
   for layout in ${LAYOUTS:-one cluster}; do
     case $layout in
-      one | pair | cluster) ;;
-      *) echo "bench_cluster: unknown layout '$layout' in LAYOUTS (one, pair, cluster)" >&2; exit 2 ;;
+      one | pair | cluster | triple | cluster3) ;;
+      *) echo "bench_cluster: unknown layout '$layout' in LAYOUTS (one, pair, cluster, triple, cluster3)" >&2; exit 2 ;;
     esac
     start_nodes "$layout"
     workloads "$layout" "$r"

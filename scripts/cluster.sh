@@ -31,7 +31,11 @@ started_nats=""
 if [ -n "${METAFI_TEST_NATS_URL:-}" ]; then
   nats=$METAFI_TEST_NATS_URL
 else
-  nats=$(scripts/nats.sh)
+  # A NATS server of this script's own (its own state directory, so `stop` ends only it): a
+  # shared one that other tests or scripts use is never stopped from here. (Not exported: the
+  # server refuses METAFI_* variables that are not its configuration.)
+  nats_dir=$(mktemp -d -t metafi-cluster-nats.XXXXXX)
+  nats=$(METAFI_NATS_DIR=$nats_dir scripts/nats.sh)
   started_nats=1
 fi
 db=$(METAFI_PG_DATABASE="metafi_cluster_$(date +%s)_$$" scripts/postgres.sh)
@@ -52,7 +56,7 @@ stop_nodes() {
   done
   pids=()
   rm -rf "$modules"
-  if [ -n "$started_nats" ]; then scripts/nats.sh stop; fi
+  if [ -n "$started_nats" ]; then METAFI_NATS_DIR=$nats_dir scripts/nats.sh stop; rm -rf "$nats_dir"; fi
 }
 trap stop_nodes EXIT
 
