@@ -22,6 +22,7 @@
 mod c_functions;
 mod call_entry;
 mod convert;
+mod field_keys;
 mod lua_match_handler;
 mod nakama;
 mod nk_binding;
