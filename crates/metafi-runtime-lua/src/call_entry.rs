@@ -39,6 +39,7 @@ use mlua::thread::{AsyncThread, ThreadStatus};
 use mlua::{Function, Lua, Thread, Value, ffi};
 use serde_json::Value as Json;
 
+use crate::field_keys::FieldKeys;
 use crate::{raw_push, raw_read};
 
 /// Finished coroutines kept for the next calls. One call runs at a time on an inline VM; a
@@ -68,6 +69,8 @@ pub(crate) struct CallEntry {
     /// function and an error handler), ≈ 450 instructions each call with their collection.
     protected: Function,
     idle: RefCell<Vec<Thread>>,
+    /// The hooks' field names and the execution modes as strings kept for this VM.
+    keys: FieldKeys,
 }
 
 impl CallEntry {
@@ -79,6 +82,7 @@ impl CallEntry {
             entry,
             protected,
             idle: RefCell::new(Vec::with_capacity(IDLE_THREADS)),
+            keys: FieldKeys::default(),
         }))
     }
 
@@ -107,6 +111,7 @@ impl CallEntry {
         let headers: Vec<(String, Vec<&str>)> = call.request.headers.iter().collect();
         let mut params = Params {
             payload: &payload,
+            keys: &self.keys,
             call,
             headers: &headers,
             read,
@@ -336,6 +341,7 @@ fn died(status: c_int, error: Value) -> mlua::Error {
 /// What [`start_protected`] needs and what it found, passed as a light userdata.
 struct Params<'a> {
     payload: &'a Payload<'a>,
+    keys: &'a FieldKeys,
     call: &'a CallContext,
     /// The REST call's headers in Nakama's form (empty otherwise), made before the call.
     headers: &'a [(String, Vec<&'a str>)],
@@ -354,8 +360,15 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
     unsafe {
         let params = ffi::lua_touserdata(state, 4).cast::<Params<'_>>();
         ffi::lua_settop(state, 3);
-        let ran = push_call(state, (*params).payload, (*params).call, (*params).headers)
-            .map(|nargs| run_first(state, nargs, (*params).read));
+        let params = &mut *params;
+        let ran = push_call(
+            state,
+            params.payload,
+            params.keys,
+            params.call,
+            params.headers,
+        )
+        .map(|nargs| run_first(state, nargs, params.read));
         // What comes back is what is left on the stack: the value `run_first` left, if any,
         // without the three arguments.
         let left = if ran.as_ref().is_some_and(First::leaves_value) {
@@ -366,7 +379,7 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
             ffi::lua_settop(state, 0);
             0
         };
-        (*params).first = ran;
+        params.first = ran;
         left
     }
 }
@@ -437,6 +450,7 @@ unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> Fir
 unsafe fn push_call(
     state: *mut ffi::lua_State,
     payload: &Payload<'_>,
+    keys: &FieldKeys,
     call: &CallContext,
     headers: &[(String, Vec<&str>)],
 ) -> Option<c_int> {
@@ -450,9 +464,9 @@ unsafe fn push_call(
         let base = ffi::lua_gettop(state);
         ffi::lua_pushvalue(state, 1);
         ffi::lua_pushvalue(state, 2);
-        raw_push::push_str(state, call.mode.as_str());
+        keys.push(state, call.mode.as_str());
         let json = |state, value: Option<&Json>| match value {
-            Some(json) => raw_push::push(state, json),
+            Some(json) => raw_push::push_message(state, json, keys),
             None => {
                 ffi::lua_pushnil(state);
                 true

@@ -22,6 +22,7 @@
 mod c_functions;
 mod call_entry;
 mod convert;
+mod field_keys;
 mod lua_match_handler;
 mod nakama;
 mod nk_binding;
@@ -50,6 +51,7 @@ use metafi_runtime::host::{
 };
 use metafi_runtime::nk::Nk;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
 use crate::call_entry::{Outcome, Returned};
@@ -123,8 +125,10 @@ struct BudgetExceeded;
 pub(crate) struct Registry {
     rpcs: HashMap<String, (Function, String)>,
     /// The hooks' own functions by reserved id, for [`LuaVm::run_hook`] (`rpcs` holds their
-    /// JSON-text wrappers under the same ids).
-    hooks: HashMap<String, (Function, metafi_runtime::hooks::HookMode)>,
+    /// JSON-text wrappers under the same ids). Looked up on every hook call: FxHash reads the
+    /// id a word at a time where SipHash took ≈ 200 instructions a lookup, and the ids are the
+    /// server's own (`hook_key`), so there is nothing to flood.
+    hooks: FxHashMap<String, (Function, metafi_runtime::hooks::HookMode)>,
     /// The module being loaded; `None` outside loading, when registering is refused.
     loading: Option<String>,
     /// `register_storage_index` calls, in order.

@@ -18,7 +18,10 @@ use std::ffi::c_int;
 use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
 
+use metafi_runtime::hooks::MAP_FIELDS;
+
 use crate::convert::MAX_DEPTH;
+use crate::field_keys::FieldKeys;
 
 /// An array or object as a table ([`crate::convert::from_json`]'s rules).
 pub(crate) fn container(lua: &Lua, json: &Json) -> mlua::Result<Value> {
@@ -36,7 +39,8 @@ pub(crate) fn container(lua: &Lua, json: &Json) -> mlua::Result<Value> {
 pub(crate) fn object(lua: &Lua, map: &Map<String, Json>) -> mlua::Result<Table> {
     let mut within = true;
     // SAFETY: as in `container`.
-    let table = unsafe { lua.exec_raw::<Value>((), |state| within = push_object(state, map, 0))? };
+    let table =
+        unsafe { lua.exec_raw::<Value>((), |state| within = push_object(state, map, 0, None))? };
     match table {
         Value::Table(table) if within => Ok(table),
         _ => Err(deep()),
@@ -57,18 +61,45 @@ pub(crate) fn deep() -> mlua::Error {
 /// `state` is a live Lua state inside a protected call.
 #[must_use]
 pub(crate) unsafe fn push(state: *mut ffi::lua_State, json: &Json) -> bool {
-    // SAFETY: the caller's.
-    unsafe { push_at(state, json, 0) }
+    // SAFETY: the caller's; room for the value itself is reserved here, a container reserves
+    // its own.
+    unsafe {
+        ffi::luaL_checkstack(state, 1, c"JSON value too deep".as_ptr());
+        push_at(state, json, 0, None)
+    }
 }
 
-/// `json` at nesting `level` (the number of containers around it).
+/// A hook's request or answer in proto names, as [`push`]; its field names come from `keys`
+/// (strings kept per VM), except the keys inside map fields (`hooks::MAP_FIELDS`: user data),
+/// which are pushed as they are.
+///
+/// # Safety
+/// As [`push`]; `keys` belongs to the VM of `state`.
+#[must_use]
+pub(crate) unsafe fn push_message(
+    state: *mut ffi::lua_State,
+    json: &Json,
+    keys: &FieldKeys,
+) -> bool {
+    // SAFETY: as in `push`.
+    unsafe {
+        ffi::luaL_checkstack(state, 1, c"JSON value too deep".as_ptr());
+        push_at(state, json, 0, Some(keys))
+    }
+}
+
+/// `json` at nesting `level` (the number of containers around it), with room for it reserved
+/// by the caller; object keys from `keys` when given.
 ///
 /// # Safety
 /// As [`push`].
-unsafe fn push_at(state: *mut ffi::lua_State, json: &Json, level: usize) -> bool {
+unsafe fn push_at(
+    state: *mut ffi::lua_State,
+    json: &Json,
+    level: usize,
+    keys: Option<&FieldKeys>,
+) -> bool {
     unsafe {
-        // Room for a table, a key and a value at every level (raises "stack overflow").
-        ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
         match json {
             Json::Null => ffi::lua_pushnil(state),
             Json::Bool(b) => ffi::lua_pushboolean(state, c_int::from(*b)),
@@ -78,15 +109,17 @@ unsafe fn push_at(state: *mut ffi::lua_State, json: &Json, level: usize) -> bool
                 if level >= MAX_DEPTH {
                     return false;
                 }
+                // The table and an item (raises "stack overflow").
+                ffi::luaL_checkstack(state, 2, c"JSON value too deep".as_ptr());
                 ffi::lua_createtable(state, len(items.len()), 0);
                 for (i, item) in items.iter().enumerate() {
-                    if !push_at(state, item, level + 1) {
+                    if !push_at(state, item, level + 1, keys) {
                         return false;
                     }
                     ffi::lua_rawseti(state, -2, index(i + 1));
                 }
             }
-            Json::Object(map) => return push_object(state, map, level),
+            Json::Object(map) => return push_object(state, map, level, keys),
         }
         true
     }
@@ -96,11 +129,17 @@ unsafe fn push_at(state: *mut ffi::lua_State, json: &Json, level: usize) -> bool
 ///
 /// # Safety
 /// As [`push`].
-unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>, level: usize) -> bool {
+unsafe fn push_object(
+    state: *mut ffi::lua_State,
+    map: &Map<String, Json>,
+    level: usize,
+    keys: Option<&FieldKeys>,
+) -> bool {
     unsafe {
         if level >= MAX_DEPTH {
             return false;
         }
+        // The table, a key and a value (and `FieldKeys::push`'s copy of a new key).
         ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
         ffi::lua_createtable(state, 0, len(map.len()));
         for (key, item) in map {
@@ -108,8 +147,18 @@ unsafe fn push_object(state: *mut ffi::lua_State, map: &Map<String, Json>, level
             if item.is_null() {
                 continue;
             }
-            push_str(state, key);
-            if !push_at(state, item, level + 1) {
+            let inner = match keys {
+                Some(keys) => {
+                    keys.push(state, key);
+                    // A map field's keys are user data, not field names.
+                    (!MAP_FIELDS.contains(&key.as_str())).then_some(keys)
+                }
+                None => {
+                    push_str(state, key);
+                    None
+                }
+            };
+            if !push_at(state, item, level + 1, inner) {
                 return false;
             }
             ffi::lua_rawset(state, -3);
