@@ -54,7 +54,7 @@ pub(crate) fn read<'js>(value: &Value<'js>, names: &FieldNames) -> rquickjs::Res
         names,
         budget: ValueBudget::default(),
     };
-    Ok(match reader.walk(value, true, 0)? {
+    Ok(match reader.walk(value, value.type_of(), true, 0)? {
         Some(json) => Walk::Plain(json),
         None => Walk::Unplain,
     })
@@ -70,10 +70,12 @@ impl Reader<'_> {
     fn walk<'js>(
         &mut self,
         value: &Value<'js>,
+        // `value.type_of()`, which the caller has (it asks QuickJS up to six questions).
+        ty: Type,
         rename: bool,
         depth: usize,
     ) -> rquickjs::Result<Option<Json>> {
-        Ok(match value.type_of() {
+        Ok(match ty {
             Type::Null => Some(Json::Null),
             Type::Bool => value.as_bool().map(Json::Bool),
             Type::Int => value.as_int().map(Json::from),
@@ -165,13 +167,14 @@ impl Reader<'_> {
         rename: bool,
         depth: usize,
     ) -> rquickjs::Result<Member> {
-        Ok(match item.type_of() {
+        let ty = item.type_of();
+        Ok(match ty {
             Type::Undefined
             | Type::Uninitialized
             | Type::Function
             | Type::Constructor
             | Type::Symbol => Member::Skipped,
-            _ => match self.walk(item, rename, depth + 1)? {
+            _ => match self.walk(item, ty, rename, depth + 1)? {
                 Some(json) => Member::Value(json),
                 None => Member::Unplain,
             },
