@@ -54,7 +54,7 @@ pub(crate) fn read<'js>(value: &Value<'js>, names: &FieldNames) -> rquickjs::Res
         names,
         budget: ValueBudget::default(),
     };
-    Ok(match reader.walk(value, true, 0)? {
+    Ok(match reader.walk(value, value.type_of(), true, 0)? {
         Some(json) => Walk::Plain(json),
         None => Walk::Unplain,
     })
@@ -70,10 +70,12 @@ impl Reader<'_> {
     fn walk<'js>(
         &mut self,
         value: &Value<'js>,
+        // `value.type_of()`, which the caller has (it asks QuickJS up to six questions).
+        ty: Type,
         rename: bool,
         depth: usize,
     ) -> rquickjs::Result<Option<Json>> {
-        Ok(match value.type_of() {
+        Ok(match ty {
             Type::Null => Some(Json::Null),
             Type::Bool => value.as_bool().map(Json::Bool),
             Type::Int => value.as_int().map(Json::from),
@@ -86,7 +88,8 @@ impl Reader<'_> {
                 // A sparse array's length is not its size (`a[1e9] = 1`): past the item
                 // budget the text path reads it, within the VM's memory cap.
                 Some(array)
-                    if plain(array.as_object(), true)? && self.budget.take(array.len()).is_ok() =>
+                    if plain(array.as_object(), true, self.names.intrinsics())?
+                        && self.budget.take(array.len()).is_ok() =>
                 {
                     let mut items = Vec::with_capacity(array.len());
                     for i in 0..array.len() {
@@ -102,7 +105,9 @@ impl Reader<'_> {
                 _ => None,
             },
             Type::Object if depth < MAX_DEPTH => match value.as_object() {
-                Some(object) if plain(object, false)? => self.object(object, rename, depth)?,
+                Some(object) if plain(object, false, self.names.intrinsics())? => {
+                    self.object(object, rename, depth)?
+                }
                 _ => None,
             },
             _ => None,
@@ -162,13 +167,14 @@ impl Reader<'_> {
         rename: bool,
         depth: usize,
     ) -> rquickjs::Result<Member> {
-        Ok(match item.type_of() {
+        let ty = item.type_of();
+        Ok(match ty {
             Type::Undefined
             | Type::Uninitialized
             | Type::Function
             | Type::Constructor
             | Type::Symbol => Member::Skipped,
-            _ => match self.walk(item, rename, depth + 1)? {
+            _ => match self.walk(item, ty, rename, depth + 1)? {
                 Some(json) => Member::Value(json),
                 None => Member::Unplain,
             },
@@ -253,7 +259,20 @@ fn atom_text(ctx: &Ctx<'_>, atom: qjs::JSAtom) -> Option<String> {
 /// `Array.prototype`, whose own prototype is `Object.prototype`. Told apart by the chain's
 /// length, so boxed primitives, dates, maps and class instances are not plain (class
 /// instances are read by the text path, which gives the same answer).
-fn plain<'js>(object: &Object<'js>, array: bool) -> rquickjs::Result<bool> {
+///
+/// An ordinary object or array whose prototype is the intrinsic one — every object a hook
+/// builds with a literal or gets from the host — is answered by [`Intrinsics::plain`]
+/// without a property lookup through the chain.
+fn plain<'js>(
+    object: &Object<'js>,
+    array: bool,
+    intrinsics: &Intrinsics,
+) -> rquickjs::Result<bool> {
+    let raw = object.ctx().as_raw().as_ptr();
+    // SAFETY: `object` is a live value of the context `raw`.
+    if let Some(plain) = unsafe { intrinsics.plain(raw, object.as_raw(), array)? } {
+        return Ok(plain);
+    }
     // The predefined atom: no text to look up.
     let to_json = Atom::from_predefined(object.ctx().clone(), PredefinedAtom::ToJSON);
     if !object.get::<_, Value<'js>>(to_json)?.is_undefined() {
@@ -266,6 +285,138 @@ fn plain<'js>(object: &Object<'js>, array: bool) -> rquickjs::Result<bool> {
             Some(grand) => array && grand.get_prototype().is_none(),
         },
     })
+}
+
+/// `Object.prototype` and `Array.prototype` of a VM, the class ids of ordinary objects and
+/// arrays, and the `toJSON` atom, taken from a new object and a new array (the intrinsics,
+/// whatever a script did to the globals). Holds one reference on each prototype;
+/// [`Intrinsics::release`] drops them before the VM's context goes.
+#[derive(Default)]
+pub(crate) struct Intrinsics {
+    taken: std::cell::Cell<Option<Taken>>,
+}
+
+#[derive(Clone, Copy)]
+struct Taken {
+    object_proto: qjs::JSValue,
+    array_proto: qjs::JSValue,
+    object_class: qjs::JSClassID,
+    array_class: qjs::JSClassID,
+    to_json: qjs::JSAtom,
+}
+
+impl Intrinsics {
+    /// Frees the prototypes held. Called while the VM's context is alive.
+    pub(crate) fn release(&self, ctx: &Ctx<'_>) {
+        if let Some(taken) = self.taken.take() {
+            let raw = ctx.as_raw().as_ptr();
+            // SAFETY: each holds one reference, taken in `taken`.
+            unsafe {
+                qjs::JS_FreeValue(raw, taken.object_proto);
+                qjs::JS_FreeValue(raw, taken.array_proto);
+                qjs::JS_FreeAtom(raw, taken.to_json);
+            }
+        }
+    }
+
+    /// Whether `object` is plain data for `JSON.stringify` when it is an ordinary object (an
+    /// array when `array`) whose prototype is the intrinsic one: then its `toJSON` can only
+    /// be its own, `Array.prototype`'s (for an array, whose prototype must then still be
+    /// `Object.prototype`) or `Object.prototype`'s, whose prototype is always `null`. Own
+    /// properties are looked up without running a getter; a `toJSON` getter sends the
+    /// object to the text path, where `JSON.stringify` runs it. `None`: any other object,
+    /// for the general check.
+    unsafe fn plain(
+        &self,
+        ctx: *mut qjs::JSContext,
+        object: qjs::JSValue,
+        array: bool,
+    ) -> rquickjs::Result<Option<bool>> {
+        // SAFETY: the caller's contract.
+        let Some(taken) = (unsafe { self.taken(ctx) }) else {
+            return Ok(None);
+        };
+        let (class, proto) = if array {
+            (taken.array_class, taken.array_proto)
+        } else {
+            (taken.object_class, taken.object_proto)
+        };
+        // SAFETY: `object` is live; an ordinary object's or array's prototype is read
+        // without running code (only a proxy's would, and a proxy's class differs).
+        unsafe {
+            if qjs::JS_GetClassID(object) != class || !has_prototype(ctx, object, proto) {
+                return Ok(None);
+            }
+            if array && !has_prototype(ctx, taken.array_proto, taken.object_proto) {
+                return Ok(None);
+            }
+            let holders: &[qjs::JSValue] = if array {
+                &[object, taken.array_proto, taken.object_proto]
+            } else {
+                &[object, taken.object_proto]
+            };
+            for &holder in holders {
+                match qjs::JS_GetOwnProperty(ctx, std::ptr::null_mut(), holder, taken.to_json) {
+                    0 => {}
+                    1 => return Ok(Some(false)),
+                    _ => return Err(rquickjs::Error::Exception),
+                }
+            }
+        }
+        Ok(Some(true))
+    }
+
+    /// The intrinsics, taken on the first call; `None` (with nothing pending) when QuickJS
+    /// could not allocate the probes, and the general check answers.
+    unsafe fn taken(&self, ctx: *mut qjs::JSContext) -> Option<Taken> {
+        if let Some(taken) = self.taken.get() {
+            return Some(taken);
+        }
+        // SAFETY: `ctx` is live; the probes are freed here, the prototypes kept.
+        unsafe {
+            let object = qjs::JS_NewObject(ctx);
+            let array = qjs::JS_NewArray(ctx);
+            let to_json = qjs::JS_NewAtom(ctx, c"toJSON".as_ptr());
+            if qjs::JS_IsException(object)
+                || qjs::JS_IsException(array)
+                || to_json == qjs::JS_ATOM_NULL
+            {
+                qjs::JS_FreeValue(ctx, object);
+                qjs::JS_FreeValue(ctx, array);
+                qjs::JS_FreeAtom(ctx, to_json);
+                qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                return None;
+            }
+            let taken = Taken {
+                object_proto: qjs::JS_GetPrototype(ctx, object),
+                array_proto: qjs::JS_GetPrototype(ctx, array),
+                object_class: qjs::JS_GetClassID(object),
+                array_class: qjs::JS_GetClassID(array),
+                to_json,
+            };
+            qjs::JS_FreeValue(ctx, object);
+            qjs::JS_FreeValue(ctx, array);
+            self.taken.set(Some(taken));
+            Some(taken)
+        }
+    }
+}
+
+/// Whether `object`'s prototype is `proto` (an ordinary object's or array's prototype: no
+/// code runs).
+unsafe fn has_prototype(
+    ctx: *mut qjs::JSContext,
+    object: qjs::JSValue,
+    proto: qjs::JSValue,
+) -> bool {
+    // SAFETY: the caller's contract; the answer is a new reference, freed here.
+    unsafe {
+        let actual = qjs::JS_GetPrototype(ctx, object);
+        let same = qjs::JS_VALUE_GET_TAG(actual) == qjs::JS_VALUE_GET_TAG(proto)
+            && qjs::JS_VALUE_GET_PTR(actual) == qjs::JS_VALUE_GET_PTR(proto);
+        qjs::JS_FreeValue(ctx, actual);
+        same
+    }
 }
 
 /// A JavaScript number as `JSON.stringify` prints it and serde_json reads it back; `None` for
@@ -288,6 +439,15 @@ mod tests {
     use rquickjs::{Context, Ctx, Runtime};
 
     use super::*;
+
+    /// `read` with a cache of its own, released before the context goes (it holds the
+    /// intrinsic prototypes).
+    fn read_once<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Walk> {
+        let names = FieldNames::default();
+        let walk = read(value, &names);
+        names.release(ctx);
+        walk
+    }
 
     /// What the text path reads from `value`.
     fn text_path<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Option<Json> {
@@ -317,7 +477,7 @@ mod tests {
                 "({})",
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
-                let Walk::Plain(walked) = read(&value, &FieldNames::default()).unwrap() else {
+                let Walk::Plain(walked) = read_once(&ctx, &value).unwrap() else {
                     panic!("{code}: read as not plain");
                 };
                 assert_eq!(Some(walked), text_path(&ctx, value), "{code}");
@@ -345,13 +505,95 @@ mod tests {
                 "[-9223372036854775808]",
                 "(function () { var a = []; a[2000000] = 1; return {a: a}; })()",
                 "(function () { class P { constructor() { this.x = 1; } } return new P(); })()",
+                "(function () { var o = {a: 1}; Object.defineProperty(o, 'toJSON', \
+                 { value: function () { return 2; } }); return o; })()",
+                "({get toJSON() { return function () { return 3; }; }})",
             ] {
                 let value: Value<'_> = ctx.eval(code).unwrap();
                 assert!(
-                    matches!(read(&value, &FieldNames::default()).unwrap(), Walk::Unplain),
+                    matches!(read_once(&ctx, &value).unwrap(), Walk::Unplain),
                     "{code}: read as plain"
                 );
             }
+        });
+    }
+
+    #[test]
+    fn a_to_json_on_the_intrinsic_prototypes_takes_the_text_path() {
+        for (setup, code) in [
+            (
+                "Object.prototype.toJSON = function () { return 'p'; };",
+                "({a: 1})",
+            ),
+            (
+                "Object.prototype.toJSON = function () { return 'p'; };",
+                "[1]",
+            ),
+            (
+                "Array.prototype.toJSON = function () { return 'a'; };",
+                "({list: [1, 2]})",
+            ),
+            (
+                "Object.setPrototypeOf(Array.prototype, {toJSON: function () { return 'g'; }});",
+                "({list: [1, 2]})",
+            ),
+        ] {
+            let runtime = Runtime::new().unwrap();
+            let context = Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                ctx.eval::<(), _>(setup).unwrap();
+                let value: Value<'_> = ctx.eval(code).unwrap();
+                assert!(
+                    matches!(read_once(&ctx, &value).unwrap(), Walk::Unplain),
+                    "{setup} {code}: read as plain"
+                );
+            });
+        }
+    }
+
+    #[test]
+    fn ordinary_objects_with_the_intrinsic_prototypes_are_answered_without_the_chain() {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let intrinsics = Intrinsics::default();
+            let raw = ctx.as_raw().as_ptr();
+            for (code, array, expected) in [
+                ("({a: 1})", false, Some(true)),
+                ("[1, {b: 2}]", true, Some(true)),
+                ("({toJSON: 1})", false, Some(false)),
+                (
+                    "(function () { var a = [1]; a.toJSON = 1; return a; })()",
+                    true,
+                    Some(false),
+                ),
+                // Everything else takes the general check.
+                ("Object.create(null)", false, None),
+                (
+                    "(function () { class P {} return new P(); })()",
+                    false,
+                    None,
+                ),
+                ("new Proxy({}, {})", false, None),
+                ("new Date(0)", false, None),
+                (
+                    "(function () { class L extends Array {} return new L(); })()",
+                    true,
+                    None,
+                ),
+            ] {
+                let value: Value<'_> = ctx.eval(code).unwrap();
+                // SAFETY: a live value of this context.
+                let answer = unsafe { intrinsics.plain(raw, value.as_raw(), array) }.unwrap();
+                assert_eq!(answer, expected, "{code}");
+            }
+            // A prototype changed after the intrinsics were taken is still compared with them.
+            ctx.eval::<(), _>("Object.setPrototypeOf(Array.prototype, Object.create(null));")
+                .unwrap();
+            let value: Value<'_> = ctx.eval("[1]").unwrap();
+            let answer = unsafe { intrinsics.plain(raw, value.as_raw(), true) }.unwrap();
+            assert_eq!(answer, None);
+            intrinsics.release(&ctx);
         });
     }
 
@@ -363,7 +605,7 @@ mod tests {
             let value: Value<'_> = ctx
                 .eval("({get bad() { throw new Error('no'); }})")
                 .unwrap();
-            assert!(read(&value, &FieldNames::default()).is_err());
+            assert!(read_once(&ctx, &value).is_err());
         });
     }
 }

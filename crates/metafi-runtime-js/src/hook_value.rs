@@ -30,6 +30,8 @@ use metafi_runtime::nk_api::camel_case;
 use rquickjs::{Ctx, Value, qjs};
 use serde_json::Value as Json;
 
+use crate::hook_result::Intrinsics;
+
 /// How many objects a VM keeps for their shapes ([`FieldNames::keep_shapes`]).
 pub(crate) const MAX_KEPT_SHAPES: usize = 4096;
 
@@ -52,6 +54,10 @@ pub(crate) struct FieldNames {
     shapes: RefCell<Shapes>,
     /// The atoms of `fields` and `rpc_id`, for [`logger`]; made on its first call.
     logger: std::cell::Cell<Option<(qjs::JSAtom, qjs::JSAtom)>>,
+    /// Whether the shapes of the logger and its `fields` are kept ([`Shapes`]).
+    logger_shapes_kept: std::cell::Cell<bool>,
+    /// The prototypes the result reader compares with.
+    intrinsics: Intrinsics,
 }
 
 /// QuickJS shares an object's shape (its property names, in order) through a hash of live
@@ -77,11 +83,24 @@ impl FieldNames {
             .map(|name| String::from(&**name))
     }
 
+    /// The prototypes the result reader compares with (`hook_result.rs`).
+    pub(crate) fn intrinsics(&self) -> &Intrinsics {
+        &self.intrinsics
+    }
+
+    /// How many objects are kept for their shapes.
+    #[cfg(test)]
+    pub(crate) fn shapes_kept(&self) -> usize {
+        self.shapes.borrow().kept.len()
+    }
+
     /// Frees the atoms this cache holds. Called while the VM's context is alive.
     pub(crate) fn release(&self, ctx: &Ctx<'_>) {
         let raw = ctx.as_raw().as_ptr();
         let mut shapes = self.shapes.borrow_mut();
         shapes.seen.clear();
+        self.logger_shapes_kept.set(false);
+        self.intrinsics.release(ctx);
         for value in shapes.kept.drain(..) {
             // SAFETY: each kept object holds one reference, taken in `keep_shapes`.
             unsafe { qjs::JS_FreeValue(raw, value) };
@@ -163,22 +182,47 @@ impl FieldNames {
         signature: u64,
         keys: &serde_json::Map<String, Json>,
     ) {
-        let mut shapes = self.shapes.borrow_mut();
-        if shapes.seen.contains(&signature) || shapes.kept.len() + keys.len() >= MAX_KEPT_SHAPES {
+        if self.shapes.borrow().seen.contains(&signature) {
             return;
         }
-        let atoms = self.atoms.borrow();
-        let Some(atoms) = keys
-            .keys()
-            .map(|key| atoms.get(key.as_str()).copied())
-            .collect::<Option<Vec<_>>>()
-        else {
-            return;
+        let atoms = {
+            let atoms = self.atoms.borrow();
+            let Some(atoms) = keys
+                .keys()
+                .map(|key| atoms.get(key.as_str()).copied())
+                .collect::<Option<Vec<_>>>()
+            else {
+                return;
+            };
+            atoms
         };
-        shapes.seen.insert(signature);
+        self.shapes.borrow_mut().seen.insert(signature);
+        // SAFETY: the caller's contract; the atoms are held by the cache.
+        unsafe { self.keep_shapes_of(ctx, None, &atoms) };
+    }
+
+    /// Keeps alive the shapes of an object with prototype `proto` (`None`: `Object.prototype`)
+    /// and the keys `atoms` in order, one object per prefix, while fewer than
+    /// [`MAX_KEPT_SHAPES`] objects are kept. The atoms must outlive the kept objects (they
+    /// are held by a cache released after them, or by the objects' shapes).
+    pub(crate) unsafe fn keep_shapes_of(
+        &self,
+        ctx: *mut qjs::JSContext,
+        proto: Option<qjs::JSValue>,
+        atoms: &[qjs::JSAtom],
+    ) {
+        let mut shapes = self.shapes.borrow_mut();
+        if shapes.kept.len() + atoms.len() >= MAX_KEPT_SHAPES {
+            return;
+        }
         for len in 0..=atoms.len() {
             // SAFETY: `ctx` is live; the object is kept (one reference) or freed.
-            let skeleton = unsafe { qjs::JS_NewObject(ctx) };
+            let skeleton = unsafe {
+                match proto {
+                    Some(proto) => qjs::JS_NewObjectProto(ctx, proto),
+                    None => qjs::JS_NewObject(ctx),
+                }
+            };
             if unsafe { qjs::JS_IsException(skeleton) } {
                 // Out of memory: the shapes are only an optimisation; leave the call's own
                 // allocations to report it.
@@ -186,7 +230,7 @@ impl FieldNames {
                 return;
             }
             for &atom in &atoms[..len] {
-                // SAFETY: `atom` is held by the cache; `undefined` needs no reference.
+                // SAFETY: `atom` is live; `undefined` needs no reference.
                 let defined = unsafe {
                     qjs::JS_DefinePropertyValue(
                         ctx,
@@ -232,8 +276,9 @@ pub(crate) fn build<'js>(
 /// An RPC's or hook's logger: a new object with the VM's logger prototype `proto` and its own
 /// `fields` `{ rpc_id }`, as Nakama's RPC logger has. Both properties are *defined*, so a
 /// setter of either name on `Object.prototype` cannot take them; built here because doing it
-/// in the call entry took `Object.create` and `Object.defineProperty`, which reads its
-/// descriptor object property by property (≈ 2,300 instructions a call, `docs/RUNTIME.md`).
+/// in JavaScript took `Object.create` and `Object.defineProperty`, which reads its descriptor
+/// object property by property (≈ 2,300 instructions a call, `docs/RUNTIME.md`). The shapes of
+/// both objects are kept on the first call ([`Shapes`]).
 pub(crate) fn logger<'js>(
     ctx: &Ctx<'js>,
     names: &FieldNames,
@@ -270,6 +315,10 @@ pub(crate) fn logger<'js>(
         {
             qjs::JS_FreeValue(raw, logger);
             return Err(rquickjs::Error::Exception);
+        }
+        if !names.logger_shapes_kept.replace(true) {
+            names.keep_shapes_of(raw, Some(proto.as_raw()), &[fields_atom]);
+            names.keep_shapes_of(raw, None, &[rpc_id_atom]);
         }
         Ok(Value::from_raw(ctx.clone(), logger))
     }
@@ -364,12 +413,13 @@ unsafe fn new_value(
     }
 }
 
-/// FNV-1a: the keys are short field names, hashed on every property of every hook call;
-/// SipHash's flood resistance is not needed for a bounded map of names the server chose.
+/// FNV-1a: the keys are short field names (and hook ids), hashed on every property of every
+/// hook call; SipHash's flood resistance is not needed for a bounded map of names the server
+/// chose.
 #[derive(Default)]
-struct FnvHasher(u64);
+pub(crate) struct FnvHasher(u64);
 
-type Fnv = BuildHasherDefault<FnvHasher>;
+pub(crate) type Fnv = BuildHasherDefault<FnvHasher>;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;

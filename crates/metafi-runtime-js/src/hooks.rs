@@ -25,7 +25,7 @@ use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
 
 use crate::convert;
 use crate::initializer::loading_module;
-use crate::vm::{HookFunction, Registration, Shared};
+use crate::vm::{Registration, Shared};
 
 use std::rc::Rc;
 
@@ -166,10 +166,10 @@ fn store_hook<'js>(
     module: String,
 ) -> rquickjs::Result<()> {
     let wrapped = wrapper(ctx, mode, function.clone())?;
-    shared.hooks.borrow_mut().insert(
-        key.clone(),
-        HookFunction::new(Persistent::save(ctx, function)),
-    );
+    shared
+        .hooks
+        .borrow_mut()
+        .insert(key.clone(), Persistent::save(ctx, function));
     store(ctx, shared, key, wrapped, module)
 }
 

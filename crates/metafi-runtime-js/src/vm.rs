@@ -10,13 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use metafi_core::RpcContext;
 use metafi_runtime::{
-    ExecutionMode, HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall,
-    ScriptError, VmSetup, code_from_number,
+    HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError,
+    VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
 use rquickjs::{
@@ -27,8 +25,9 @@ use tokio::runtime::Handle;
 
 use crate::alloc::QuickJsAllocator;
 use crate::budget::Budget;
+use crate::context::CallContexts;
 use crate::hook_result::{self, Walk};
-use crate::hook_value::{self, FieldNames};
+use crate::hook_value::{self, FieldNames, Fnv};
 use crate::io::{self, WaitError};
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
@@ -58,7 +57,8 @@ pub(crate) struct Shared {
     pub(crate) rpcs: RefCell<HashMap<String, Registration<Function<'static>>>>,
     /// The hooks' own functions by reserved id (`rpcs` holds their JSON-text wrappers under
     /// the same ids), for [`JsVm::run_hook`].
-    pub(crate) hooks: RefCell<HashMap<String, HookFunction>>,
+    /// Hashed with FNV: the ids are the host's reserved hook ids, looked up on every call.
+    pub(crate) hooks: RefCell<HashMap<String, Persistent<Function<'static>>, Fnv>>,
     /// Match handler name → handler object (the seven functions, validated), run by the
     /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,
@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) cached: RefCell<Option<Cached>>,
     /// The atoms of proto field names, for hook values in and out.
     pub(crate) names: FieldNames,
+    /// The atoms and strings every RPC's and hook's `ctx` shares.
+    pub(crate) contexts: CallContexts,
 }
 
 pub(crate) struct Registration<T> {
@@ -79,10 +81,6 @@ pub(crate) struct Cached {
     pub(crate) nk: Persistent<Object<'static>>,
     pub(crate) logger: Persistent<Object<'static>>,
     pub(crate) env: Persistent<Object<'static>>,
-    /// Calls an RPC or hook with the `ctx` and logger built in JavaScript ([`CALL_ENTRY`]).
-    pub(crate) call_entry: Persistent<Function<'static>>,
-    /// Binds a hook's fixed arguments into an entry of its own ([`CALL_ENTRY`]).
-    pub(crate) prepare: Persistent<Function<'static>>,
 }
 
 impl Shared {
@@ -149,7 +147,10 @@ pub struct JsVm {
 impl Drop for JsVm {
     fn drop(&mut self) {
         self.shared.release();
-        self.context.with(|ctx| self.shared.names.release(&ctx));
+        self.context.with(|ctx| {
+            self.shared.names.release(&ctx);
+            self.shared.contexts.release(&ctx);
+        });
         // Collect cycles that went through the released values before the context goes.
         self.runtime.run_gc();
     }
@@ -186,11 +187,12 @@ impl JsVm {
                 .collect(),
             loading: RefCell::new(None),
             rpcs: RefCell::new(HashMap::new()),
-            hooks: RefCell::new(HashMap::new()),
+            hooks: RefCell::new(HashMap::default()),
             matches: RefCell::new(BTreeMap::new()),
             storage_indexes: RefCell::new(Vec::new()),
             cached: RefCell::new(None),
             names: FieldNames::default(),
+            contexts: CallContexts::default(),
         });
         let vm = JsVm {
             shared,
@@ -300,7 +302,7 @@ impl JsVm {
 /// JSON text), and reads a before hook's result back in proto names.
 impl JsVm {
     pub(crate) fn run_hook(&self, call: &RpcCall, args: HookArgs) -> Outcome<Option<Json>> {
-        if !self.shared.hooks.borrow().contains_key(&*call.id) {
+        let Some(function) = self.shared.hooks.borrow().get(&*call.id).cloned() else {
             return Outcome::Done(Err(ScriptError::Failed {
                 message: "RPC function not found".into(),
                 detail: format!("hook '{}' is not registered on this VM", call.id),
@@ -310,7 +312,7 @@ impl JsVm {
         budget.start(call.deadline);
         let after = matches!(args, HookArgs::After { .. });
         let outcome = self.context.with(|ctx| {
-            let result = invoke_hook(&ctx, &self.shared, call, args);
+            let result = invoke_hook(&ctx, &self.shared, function, call, args);
             run_jobs(&ctx, budget);
             let value = match result {
                 Ok(value) => value,
@@ -351,106 +353,12 @@ impl JsVm {
     }
 }
 
-/// Builds an RPC's or hook's `ctx` (Nakama's JavaScript context: `node`, `version`, `env`,
-/// `executionMode`, `headers`, `queryParams`, then the caller's `userSessionExp`, `userId`,
-/// `username`, `vars`, `sessionId`, and `clientIp`, in that order) in JavaScript and calls the
-/// function with it and the logger Rust built ([`hook_value::logger`]): the one place that
-/// shape is written, and one call from Rust instead of a property set per field, each of which
-/// made and looked up an atom. `nk`, the logger prototype, `env` and `Object.create` are bound when the VM is built,
-/// so a module that replaces `Object.create` changes nothing here.
-///
-/// QuickJS frees an object's shape with the last object that has it, so the `ctx`, logger and
-/// `fields` of one call would make their shapes again, one property at a time, in the next:
-/// the first call of each kind of `ctx` (with or without a user, session expiry, session id,
-/// address) keeps one object per prefix of each of those key sequences (`shapes`; see
-/// `hook_value.rs`, `Shapes`). They are built with the `Object.keys` and
-/// `Object.defineProperty` of VM start, and held in objects without a prototype, so no script
-/// code runs for them even where the intrinsics are not frozen (`Array.prototype.push`
-/// replaced, a setter on `Object.prototype`). For the same reason the fields a call adds to
-/// `ctx` are defined (`put`), not assigned: an assignment would call a setter of that name on
-/// `Object.prototype`, where Nakama's `ctx` is plain data. Comparisons are with `void 0`, not
-/// `undefined`: in sloppy code `undefined` is a global variable, so `x === undefined` reads it
-/// and compares through QuickJS's slow path, where `x === void 0` compiles to one opcode.
-///
-/// Answers `[call, prepare]`. `call(fn, after, data, input, logger, mode, node, version,
-/// …request)` is the general entry; `prepare(fn, mode, after, node, version)` binds the parts
-/// of a hook's call that never change (the function, its mode and the node) into
-/// `function (data, input, logger, …request)`, so a hook call from Rust passes three values,
-/// and the request's only when it has some ([`PreparedHook`]).
-const CALL_ENTRY: &str = "(function (nk, loggerProto, env, create, keys, define, objectProto) { \
-  var shapes = create(null), slot = create(null); \
-  slot.value = void 0; slot.writable = true; slot.enumerable = true; slot.configurable = true; \
-  function prefixes(o, proto) { \
-    var names = keys(o), all = create(null), i, j, p; \
-    for (i = 0; i <= names.length; i++) { \
-      p = create(proto); \
-      for (j = 0; j < i; j++) define(p, names[j], slot); \
-      all[i] = p; \
-    } \
-    return all; \
-  } \
-  function put(o, name, value) { \
-    slot.value = value; define(o, name, slot); slot.value = void 0; \
-  } \
-  function call(fn, after, data, input, logger, mode, node, version, headers, query, uid, \
-                uname, vars, exp, sid, ip) { \
-    var ctx = { node: node, version: version, env: env, executionMode: mode, \
-                headers: headers === void 0 ? {} : headers, \
-                queryParams: query === void 0 ? {} : query }; \
-    if (uid !== void 0) { \
-      if (exp !== void 0) put(ctx, 'userSessionExp', exp); \
-      put(ctx, 'userId', uid); put(ctx, 'username', uname); put(ctx, 'vars', vars); \
-      if (sid !== void 0) put(ctx, 'sessionId', sid); \
-    } \
-    if (ip !== void 0) put(ctx, 'clientIp', ip); \
-    var variant = (uid === void 0 ? 0 : 1) + (exp === void 0 ? 0 : 2) + \
-                  (sid === void 0 ? 0 : 4) + (ip === void 0 ? 0 : 8); \
-    if (shapes[variant] === void 0) { \
-      shapes[variant] = [prefixes(ctx, objectProto), prefixes(logger, loggerProto), \
-                         prefixes(logger.fields, objectProto)]; \
-    } \
-    return after ? fn(ctx, logger, nk, data, input) : fn(ctx, logger, nk, data); \
-  } \
-  function prepare(fn, mode, after, node, version) { \
-    return function (data, input, logger, headers, query, uid, uname, vars, exp, sid, ip) { \
-      return call(fn, after, data, input, logger, mode, node, version, headers, query, uid, \
-                  uname, vars, exp, sid, ip); \
-    }; \
-  } \
-  return [call, prepare]; \
-})";
-
-/// A registered hook: the module's function, and the entry [`CALL_ENTRY`]'s `prepare` bound
-/// for it on its first call.
-pub(crate) struct HookFunction {
-    function: Persistent<Function<'static>>,
-    prepared: Option<PreparedHook>,
-}
-
-/// A hook's prepared entry and the call context it was bound with: a call whose node, version
-/// and mode differ (none does: the host gives every hook call of a process the same node and
-/// version, and a hook's mode is its kind) takes the general entry.
-struct PreparedHook {
-    entry: Persistent<Function<'static>>,
-    node: Arc<str>,
-    version: &'static str,
-    mode: ExecutionMode,
-}
-
-impl HookFunction {
-    pub(crate) fn new(function: Persistent<Function<'static>>) -> HookFunction {
-        HookFunction {
-            function,
-            prepared: None,
-        }
-    }
-}
-
 /// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
-/// input)` after, through its prepared entry.
+/// input)` after.
 fn invoke_hook<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
+    function: Persistent<Function<'static>>,
     call: &RpcCall,
     args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
@@ -458,169 +366,34 @@ fn invoke_hook<'js>(
         Some(json) => hook_value::build(ctx, &shared.names, &json, true),
         None => Ok(Value::new_null(ctx.clone())),
     };
-    let (after, data, input) = match args {
-        HookArgs::Before(input) => (false, value(input)?, Value::new_undefined(ctx.clone())),
-        HookArgs::After { output, input } => (true, value(output)?, value(input)?),
+    let (data, input) = match args {
+        HookArgs::Before(input) => (value(input)?, None),
+        HookArgs::After { output, input } => (value(output)?, Some(value(input)?)),
     };
-    let entry = prepared_entry(ctx, shared, call, after)?;
-    let logger = call_logger(ctx, shared, &call.id)?;
-    let request = request_args(ctx, &call.ctx.request)?;
-    let mut argv = [qjs::JS_UNDEFINED; 11];
-    argv[0] = data.as_raw();
-    argv[1] = input.as_raw();
-    argv[2] = logger.as_raw();
-    // Trailing `undefined`s are left out: JavaScript fills missing arguments with them.
-    let mut argc = 3;
-    for (i, value) in request.iter().enumerate() {
-        if let Some(value) = value {
-            argv[3 + i] = value.as_raw();
-            argc = 4 + i;
-        }
-    }
-    call_raw(ctx, &entry, &argv[..argc])
+    call_with_context(ctx, shared, function.restore(ctx)?, call, data, input)
 }
 
-/// The hook's entry prepared for `call`'s node, version and mode, or the general entry with
-/// the hook bound in when they differ from what it was prepared with.
-fn prepared_entry<'js>(
-    ctx: &Ctx<'js>,
-    shared: &Shared,
-    call: &RpcCall,
-    after: bool,
-) -> rquickjs::Result<Function<'js>> {
-    let (function, prepared) = {
-        let hooks = shared.hooks.borrow();
-        let Some(hook) = hooks.get(&*call.id) else {
-            return Err(Exception::throw_internal(
-                ctx,
-                "the hook is not registered on this VM",
-            ));
-        };
-        let prepared = hook.prepared.as_ref().and_then(|p| {
-            (*p.node == *call.ctx.node && p.version == call.ctx.version && p.mode == call.ctx.mode)
-                .then(|| p.entry.clone())
-        });
-        (hook.function.clone(), prepared)
-    };
-    if let Some(entry) = prepared {
-        return entry.restore(ctx);
-    }
-    let function = function.restore(ctx)?;
-    let prepare = {
-        let cached = shared.cached.borrow();
-        let Some(cached) = cached.as_ref() else {
-            return Err(Exception::throw_internal(
-                ctx,
-                "the nk API is not bound to this VM",
-            ));
-        };
-        cached.prepare.clone().restore(ctx)?
-    };
-    let entry: Function<'js> = prepare.call((
-        function,
-        call.ctx.mode.as_str(),
-        after,
-        &*call.ctx.node,
-        call.ctx.version,
-    ))?;
-    if let Some(hook) = shared.hooks.borrow_mut().get_mut(&*call.id) {
-        hook.prepared = Some(PreparedHook {
-            entry: Persistent::save(ctx, entry.clone()),
-            node: call.ctx.node.clone(),
-            version: call.ctx.version,
-            mode: call.ctx.mode,
-        });
-    }
-    Ok(entry)
-}
-
-/// `function(ctx, logger, nk, data[, input])` through [`CALL_ENTRY`]'s general entry, with
-/// `call`'s context.
-fn call_through_entry<'js>(
+/// `function(ctx, logger, nk, data[, input])` with `call`'s context and a new logger: how
+/// every RPC and hook is called.
+fn call_with_context<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
     function: Function<'js>,
     call: &RpcCall,
     data: Value<'js>,
+    input: Option<Value<'js>>,
 ) -> rquickjs::Result<Value<'js>> {
-    let entry = {
-        let cached = shared.cached.borrow();
-        let Some(cached) = cached.as_ref() else {
-            return Err(Exception::throw_internal(
-                ctx,
-                "the nk API is not bound to this VM",
-            ));
-        };
-        cached.call_entry.clone().restore(ctx)?
-    };
-    let fixed: [Value<'js>; 8] = [
-        function.into_value(),
-        Value::new_bool(ctx.clone(), false),
-        data,
-        Value::new_undefined(ctx.clone()),
-        call_logger(ctx, shared, &call.id)?,
-        rquickjs::String::from_str(ctx.clone(), call.ctx.mode.as_str())?.into_value(),
-        rquickjs::String::from_str(ctx.clone(), &call.ctx.node)?.into_value(),
-        rquickjs::String::from_str(ctx.clone(), call.ctx.version)?.into_value(),
+    let (nk, logger_proto, env) = cached(ctx, shared)?;
+    let context = shared.contexts.build(ctx, &shared.names, &env, &call.ctx)?;
+    let logger = hook_value::logger(ctx, &shared.names, &logger_proto, &call.id)?;
+    let argv = [
+        context.as_raw(),
+        logger.as_raw(),
+        nk.as_raw(),
+        data.as_raw(),
+        input.as_ref().map_or(qjs::JS_UNDEFINED, Value::as_raw),
     ];
-    let request = request_args(ctx, &call.ctx.request)?;
-    let mut argv = [qjs::JS_UNDEFINED; 16];
-    for (slot, value) in argv.iter_mut().zip(&fixed) {
-        *slot = value.as_raw();
-    }
-    for (slot, value) in argv[8..].iter_mut().zip(&request) {
-        if let Some(value) = value {
-            *slot = value.as_raw();
-        }
-    }
-    call_raw(ctx, &entry, &argv)
-}
-
-/// A call's logger, with the VM's logger prototype and `fields` `{ rpc_id }`.
-fn call_logger<'js>(ctx: &Ctx<'js>, shared: &Shared, rpc_id: &str) -> rquickjs::Result<Value<'js>> {
-    let proto = {
-        let cached = shared.cached.borrow();
-        let Some(cached) = cached.as_ref() else {
-            return Err(Exception::throw_internal(
-                ctx,
-                "the nk API is not bound to this VM",
-            ));
-        };
-        cached.logger.clone().restore(ctx)?
-    };
-    hook_value::logger(ctx, &shared.names, &proto, rpc_id)
-}
-
-/// The request's part of a call's `ctx`, as [`CALL_ENTRY`] takes it: `headers`, `query`,
-/// then the user's id, name, vars, session expiry and session id, then the client address;
-/// `None` is `undefined`.
-fn request_args<'js>(
-    ctx: &Ctx<'js>,
-    request: &RpcContext,
-) -> rquickjs::Result<[Option<Value<'js>>; 8]> {
-    let text = |s: &str| rquickjs::String::from_str(ctx.clone(), s).map(|s| Some(s.into_value()));
-    let mut args: [Option<Value<'js>>; 8] = Default::default();
-    if !request.headers.is_empty() {
-        args[0] = Some(convert::string_lists(ctx, request.headers.iter())?.into_value());
-    }
-    if !request.query.is_empty() {
-        args[1] = Some(convert::string_lists(ctx, &request.query)?.into_value());
-    }
-    if let Some(user) = &request.user {
-        args[2] = text(&user.user_id.to_string())?;
-        args[3] = text(user.username.as_str())?;
-        args[4] = Some(convert::string_map(ctx, user.vars.iter())?.into_value());
-        if user.expires_at != 0 {
-            args[5] = Some(Value::new_float(ctx.clone(), user.expires_at as f64));
-        }
-        if !user.session_id.is_nil() {
-            args[6] = text(&user.session_id.to_string())?;
-        }
-    }
-    if let Some(ip) = request.client_ip {
-        args[7] = text(&ip.to_string())?;
-    }
-    Ok(args)
+    call_raw(ctx, &function, &argv[..if input.is_some() { 5 } else { 4 }])
 }
 
 /// `function(...argv)` with `this` undefined, through QuickJS's C API: rquickjs's argument
@@ -668,29 +441,10 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let nk = nakama::object(ctx, shared)?;
     let logger = logger::prototype(ctx, shared)?;
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
-    let object: Object<'js> = ctx.globals().get("Object")?;
-    let create: Function<'js> = object.get("create")?;
-    let keys: Function<'js> = object.get("keys")?;
-    let define: Function<'js> = object.get("defineProperty")?;
-    let object_proto: Object<'js> = object.get("prototype")?;
-    let make_entry: Function<'js> = ctx.eval(CALL_ENTRY)?;
-    let entries: rquickjs::Array<'js> = make_entry.call((
-        nk.clone(),
-        logger.clone(),
-        env.clone(),
-        create,
-        keys,
-        define,
-        object_proto,
-    ))?;
-    let call_entry: Function<'js> = entries.get(0)?;
-    let prepare: Function<'js> = entries.get(1)?;
     *shared.cached.borrow_mut() = Some(Cached {
         nk: Persistent::save(ctx, nk),
         logger: Persistent::save(ctx, logger),
         env: Persistent::save(ctx, env),
-        call_entry: Persistent::save(ctx, call_entry),
-        prepare: Persistent::save(ctx, prepare),
     });
     Ok(())
 }
@@ -804,7 +558,7 @@ fn invoke<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let function = rpc.value.clone().restore(ctx)?;
     let payload = rquickjs::String::from_str(ctx.clone(), &call.payload)?.into_value();
-    call_through_entry(ctx, shared, function, call, payload)
+    call_with_context(ctx, shared, function, call, payload, None)
 }
 
 /// Runs queued promise jobs (the script's microtasks) until none is left, as a JavaScript

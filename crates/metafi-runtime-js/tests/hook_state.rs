@@ -1,7 +1,7 @@
 //! A hook call's `ctx`, logger and request are new objects on every call (as Nakama gives a
-//! fresh `ctx` per call), although the hook's entry and field names are prepared once per VM
-//! (`vm.rs`, `CALL_ENTRY`; `hook_value.rs`): a script that keeps and changes them in one call
-//! sees none of it in the next.
+//! fresh `ctx` per call), although their keys' atoms, the strings they repeat and their shapes
+//! are kept once per VM (`context.rs`, `hook_value.rs`): a script that keeps and changes them
+//! in one call sees none of it in the next.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
