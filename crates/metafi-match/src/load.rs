@@ -8,12 +8,15 @@
 //! its projected cost from the moment it is placed (so a burst of creations does not all land
 //! on the thread that looked empty) until its own ticks are measured.
 //!
-//! A tick's lateness is split by cause ([`own_lateness`]): the part during which its thread was
-//! busy with its own ticks and callbacks (its matches are too many for it) and the part during
-//! which the thread was waiting and was woken late (the OS gave the core to someone else).
-//! Players feel both (the lateness histogram keeps both); admission, hand-off and health judge
-//! only the first, since refusing matches cannot cure the second.
+//! A tick's lateness is split by cause ([`OwnTime`]): the time its thread itself spent, since
+//! the tick fell due (or since it woke), running or blocked in its own ticks and callbacks (its
+//! matches are too many for it), and the rest: waiting to be woken, and waiting for its core
+//! while it ran a batch (the OS gave the core to someone else). Players feel both (the lateness
+//! histogram keeps both); admission, hand-off and health judge only the first, since refusing
+//! matches cannot cure the second. A tick's duration, the match's cost, leaves out the same
+//! waits for the core.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -39,7 +42,7 @@ pub(crate) struct ThreadLoad {
     pub(crate) cost_ns: AtomicI64,
     /// Ticks in its last complete lateness window, how many of them were late past the
     /// objective, and how many of those by the thread's own lateness alone (admission, hand-off
-    /// and health read these: the rest were woken late, see [`own_lateness`]).
+    /// and health read these: the rest were woken or preempted late, see [`OwnTime`]).
     window_ticks: AtomicU64,
     window_late: AtomicU64,
     window_own_late: AtomicU64,
@@ -62,9 +65,9 @@ impl ThreadLoad {
         )
     }
 
-    /// Whether the last complete window broke the lateness objective only because the thread
-    /// was woken late (it is not [`late`](Self::late)): what players feel, which the node's
-    /// matches did not cause.
+    /// Whether the last complete window broke the lateness objective only with the time others
+    /// took — the thread woken late, or preempted — (it is not [`late`](Self::late)): what
+    /// players feel, which the node's matches did not cause.
     pub(crate) fn late_by_others(&self) -> bool {
         let ticks = self.window_ticks.load(Ordering::Relaxed);
         breaks(ticks, self.window_late.load(Ordering::Relaxed)) && !self.late()
@@ -80,17 +83,88 @@ fn breaks(ticks: u64, late: u64) -> bool {
     ticks > 0 && late * 100 > ticks * LATE_PER_HUNDRED
 }
 
-/// The thread's own part of the lateness of a tick due at `scheduled` that started at
-/// `started`, on a thread that last came back from waiting (for a command or its next tick) at
-/// `woke`. While the thread waited it ran nothing of its own, so lateness before `woke` is the
-/// OS's (timer slack, other threads and processes holding the core: on a one-core node at a
-/// rush, the sign-ins, RPCs and joins of the IO threads); from `woke`, or from `scheduled` if
-/// the thread was already busy then, it is the thread's (earlier ticks, callbacks, idle work).
-/// A thread never waits past a due tick, so a tick due before `woke` was due while it waited.
-/// Preemption while the thread is busy counts as its own (the wall clock cannot tell it apart
-/// from work; `docs/MATCHES.md`, "Objective, placement, admission").
-pub(crate) fn own_lateness(scheduled: Instant, woke: Instant, started: Instant) -> Duration {
-    started.saturating_duration_since(scheduled.max(woke))
+/// Marks an executor thread keeps between two waits, at most (a thread that never waits keeps
+/// the latest; an older due instant then falls back to the wake mark, which overstates the
+/// thread's own time: the safe side).
+const MARKS: usize = 64;
+
+/// An executor thread's clocks read at one instant: the wall clock and how long the thread has
+/// waited for its core so far (`MonotonicClock::thread_run_delay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub(crate) wall: Instant,
+    pub(crate) run_delay: Duration,
+}
+
+impl Mark {
+    /// The thread's own time from `earlier` to this mark: the wall time less what it spent
+    /// waiting for its core. Running and blocking in its own code (an `nk` call waiting for
+    /// storage, a native handler that sleeps) both hold the thread, so both are its own.
+    pub(crate) fn own_since(&self, earlier: &Mark) -> Duration {
+        self.wall
+            .saturating_duration_since(earlier.wall)
+            .saturating_sub(self.run_delay.saturating_sub(earlier.run_delay))
+    }
+}
+
+/// What an executor thread knows to split a tick's lateness by cause: its clocks when it last
+/// came back from waiting (for a command or its next tick), and at each step and tick start
+/// since. The rule ([`OwnTime::own_lateness`]): a tick's own lateness is the time the thread
+/// itself ran or blocked in its own code from the instant the tick fell due — or from its
+/// wake-up, if it was waiting then — to the tick's start. Not its own: the time it waited to
+/// be woken (timer slack; on a one-core node at a rush, the IO threads' sign-ins, finder RPCs
+/// and joins), and the time it was runnable but the OS gave its core to another thread while
+/// it ran a batch of ticks (every later tick of the batch starts late though the thread did
+/// not use that time). So work of other threads — RPCs on the IO threads or on a script
+/// pool's VM threads — never counts as this thread's (`docs/MATCHES.md`, "Whose lateness").
+#[derive(Debug)]
+pub(crate) struct OwnTime {
+    /// When the thread last came back from waiting (until it first waits: when it started).
+    woke: Mark,
+    /// Marks taken since, oldest first, at most [`MARKS`].
+    since: VecDeque<Mark>,
+}
+
+impl OwnTime {
+    pub(crate) fn new(now: Mark) -> OwnTime {
+        OwnTime {
+            woke: now,
+            since: VecDeque::with_capacity(MARKS),
+        }
+    }
+
+    /// The thread has just come back from waiting: what passed before `now` was not its own.
+    pub(crate) fn woke(&mut self, now: Mark) {
+        self.woke = now;
+        self.since.clear();
+    }
+
+    /// The thread is about to run a step or a tick.
+    pub(crate) fn mark(&mut self, now: Mark) {
+        if self.since.len() == MARKS {
+            self.since.pop_front();
+        }
+        self.since.push_back(now);
+    }
+
+    /// The thread's own part of the lateness of a tick due at `scheduled` that starts at
+    /// `started`: its own time ([`Mark::own_since`]) since the last mark at or before
+    /// `max(scheduled, woke)` — a mark a little before the due instant overstates it by at
+    /// most one tick or callback: the safe side — and at most the wall time since
+    /// `max(scheduled, woke)`. A thread never waits past a due tick, so a tick due before
+    /// `woke` was due while it waited.
+    pub(crate) fn own_lateness(&self, scheduled: Instant, started: Mark) -> Duration {
+        let from = scheduled.max(self.woke.wall);
+        let at = self.since.partition_point(|m| m.wall <= from);
+        let base = match at {
+            0 => self.woke,
+            n => self.since[n - 1],
+        };
+        started
+            .wall
+            .saturating_duration_since(from)
+            .min(started.own_since(&base))
+    }
 }
 
 /// One executor thread's lateness window (owned by its scheduler).
@@ -106,7 +180,7 @@ pub(crate) struct Window {
 
 impl Window {
     /// Counts one tick started at `now` with `lateness`, of which `own` was the thread's own
-    /// ([`own_lateness`]); publishes the window to `shared` when it is complete. Returns the
+    /// ([`OwnTime::own_lateness`]); publishes the window to `shared` when it is complete. Returns the
     /// cause when the tick was late past the objective.
     pub(crate) fn record(
         &mut self,
@@ -148,7 +222,7 @@ impl Window {
 pub(crate) enum LateCause {
     /// Its thread's own lateness alone breaks the objective.
     Own,
-    /// Only with the time its thread waited to be woken.
+    /// Only with the time its thread waited to be woken or was preempted.
     Others,
 }
 
@@ -341,8 +415,9 @@ pub struct NodeLoad {
     /// Executor threads whose last window broke the lateness objective by their own lateness
     /// (they were busy with their own work when ticks fell due): these count as full.
     pub late_threads: usize,
-    /// Executor threads whose last window broke the lateness objective only because they were
-    /// woken late (other work held the core): players feel it, but the node is not full.
+    /// Executor threads whose last window broke the lateness objective only with the time other
+    /// work held their core (woken late, or preempted): players feel it, but the node is not
+    /// full.
     pub late_threads_by_others: usize,
     pub threads: usize,
     /// Authoritative matches running.
@@ -437,18 +512,83 @@ mod tests {
         assert!(shared.late(), "3 of 201 late breaks it");
     }
 
+    /// The clocks at `wall` after the thread waited `run_delay` for its core in all.
+    fn mark(wall: Instant, run_delay: Duration) -> Mark {
+        Mark { wall, run_delay }
+    }
+
     #[test]
     fn lateness_while_the_thread_waited_is_not_its_own() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
-        // Asleep when the tick fell due at t0, woken 5 ms late, started at once: none is its own.
-        assert_eq!(own_lateness(t0, t0 + ms(5), t0 + ms(5)), Duration::ZERO);
+        // Asleep when the tick fell due at t0, woken 5 ms late (of which 1 ms it was runnable
+        // and waited for its core), started at once: none is its own.
+        let mut own = OwnTime::new(mark(t0 - ms(10), ms(7)));
+        own.woke(mark(t0 + ms(5), ms(8)));
+        assert_eq!(own.own_lateness(t0, mark(t0 + ms(5), ms(8))), ms(0));
         // Woken 5 ms late, then 3 ms of earlier ticks and callbacks: those 3 ms are its own.
-        assert_eq!(own_lateness(t0, t0 + ms(5), t0 + ms(8)), ms(3));
+        assert_eq!(own.own_lateness(t0, mark(t0 + ms(8), ms(8))), ms(3));
         // Busy since before the tick fell due (woke at t0 - 1 ms): all 4 ms are its own.
-        assert_eq!(own_lateness(t0, t0 - ms(1), t0 + ms(4)), ms(4));
+        let mut own = OwnTime::new(mark(t0 - ms(1), ms(8)));
+        own.mark(mark(t0 - ms(1), ms(8)));
+        assert_eq!(own.own_lateness(t0, mark(t0 + ms(4), ms(8))), ms(4));
         // Woken on time.
-        assert_eq!(own_lateness(t0, t0, t0 + ms(1)), ms(1));
+        own.woke(mark(t0, ms(8)));
+        assert_eq!(own.own_lateness(t0, mark(t0 + ms(1), ms(8))), ms(1));
+    }
+
+    /// The batch the wall clock blamed on the thread (issue 21): woken on time at t0, it runs a
+    /// 0.2 ms tick, then the IO threads hold its core for 5 ms; the ticks that fell due
+    /// meanwhile start ~5 ms late, but the thread's own time since they fell due is its 0.2 ms
+    /// tick (and the ticks before each one).
+    #[test]
+    fn time_the_thread_waited_for_its_core_in_a_batch_is_not_its_own() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let mut own = OwnTime::new(mark(t0 - us(50_000), us(1_000)));
+        own.woke(mark(t0, us(1_000)));
+        own.mark(mark(t0, us(1_000))); // the step
+        own.mark(mark(t0, us(1_000))); // tick 1, due at t0
+        // Tick 2 was due at t0 + 1 ms and starts at t0 + 5.2 ms: 4.2 ms late by the wall, of
+        // which 0.2 ms (tick 1) the thread's own since its last mark before the due instant.
+        let tick2 = mark(t0 + us(5_200), us(6_000));
+        assert_eq!(own.own_lateness(t0 + us(1_000), tick2), us(200));
+        // The wall clock alone (the old rule) called all 4.2 ms its own: over the objective of
+        // 2 ms, so this thread counted as full.
+        assert!(Objective::default().max_lateness < us(4_200));
+        own.mark(tick2);
+        // Tick 3, due at t0 + 2 ms, starts after tick 2 (0.2 ms more): 0.4 ms its own.
+        let tick3 = mark(t0 + us(5_400), us(6_000));
+        assert_eq!(own.own_lateness(t0 + us(2_000), tick3), us(400));
+        // A tick due after tick 2 started is charged from tick 2's mark, at most the wall time.
+        assert_eq!(own.own_lateness(t0 + us(5_300), tick3), us(100));
+    }
+
+    /// A thread that really spends its time on its matches — running them, or blocked in a
+    /// callback that waits (a sleeping native tick, an `nk` call waiting for storage): woken
+    /// on time, 3 ms of ticks before a tick due at the wake-up. All of it is its own.
+    #[test]
+    fn time_the_thread_spends_in_its_matches_is_its_own() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut own = OwnTime::new(mark(t0, ms(0)));
+        own.woke(mark(t0, ms(10)));
+        own.mark(mark(t0, ms(10)));
+        for i in 0..3 {
+            own.mark(mark(t0 + ms(i), ms(10)));
+        }
+        assert_eq!(own.own_lateness(t0, mark(t0 + ms(3), ms(10))), ms(3));
+        // More marks than it keeps (a thread that never waits): an older due instant is
+        // charged from the wake-up, never from a later mark (that would understate it).
+        for i in 0..(MARKS as u64 * 2) {
+            own.mark(mark(t0 + ms(3 + i), ms(10)));
+        }
+        let end = 3 + MARKS as u64 * 2;
+        assert_eq!(
+            own.own_lateness(t0 + ms(1), mark(t0 + ms(end), ms(12))),
+            ms(end - 2),
+            "from the wake-up: the wall time since, less the 2 ms it waited for its core"
+        );
     }
 
     #[test]

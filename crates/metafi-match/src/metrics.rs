@@ -133,15 +133,17 @@ pub(crate) fn move_refused(reason: &'static str) {
 }
 
 /// `metafi_match_ticks_late_total{cause}`: ticks that started later than the lateness
-/// objective, by cause (`own`: the thread was busy with its own work for longer than the
-/// objective; `others`: only with the time it waited to be woken). Admission counts only `own`.
+/// objective, by cause (`own`: the thread ran or blocked in its own work for longer than the
+/// objective; `others`: only with the time it waited to be woken or for its core, see
+/// `load::OwnTime`). Admission counts only `own`.
 pub(crate) fn late_tick(cause: crate::load::LateCause) {
     metrics::counter!("metafi_match_ticks_late_total", "cause" => cause.label()).increment(1);
 }
 
 /// The node's load against its objective: `metafi_match_executor_cpu_ratio` (share of the
 /// executor's cores in use), `metafi_match_executor_late_threads` (late by their own work),
-/// `metafi_match_executor_late_threads_by_others` (late only because they were woken late),
+/// `metafi_match_executor_late_threads_by_others` (late only with the time others took:
+/// woken late, or preempted),
 /// `metafi_node_full` (1 when a new match would be refused), `metafi_node_draining`.
 pub(crate) fn node_load(load: &crate::load::NodeLoad) {
     metrics::gauge!("metafi_match_executor_cpu_ratio").set(load.cpu);

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, MovingMatch, Step};
 use crate::error::MatchError;
-use crate::load::{SlotCost, Window, own_lateness};
+use crate::load::{Mark, OwnTime, SlotCost, Window};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
 use crate::presence::PresenceReason;
@@ -195,10 +195,11 @@ pub struct Scheduler {
     costs: Vec<SlotCost>,
     /// This thread's lateness window.
     window: Window,
-    /// When the thread last came back from waiting for a command or its next tick: ticks due
-    /// before this were late by the OS, not by this thread (`load::own_lateness`). Until the
-    /// thread first waits, all lateness is its own.
-    woke: Instant,
+    /// Its clocks when it last came back from waiting for a command or its next tick, and at
+    /// each step and tick since: a tick's own lateness is the time the thread ran or blocked
+    /// in its own code after the tick fell due (`load::OwnTime`), not the time it waited to be
+    /// woken or for its core.
+    own_time: OwnTime,
     /// Lateness windows seen by the hand-off rule, and how many in a row broke the objective.
     seen_windows: u64,
     late_windows: u64,
@@ -218,7 +219,11 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     fn new(index: usize, inner: Arc<Inner>, rx: Arc<Mailbox>) -> Scheduler {
-        let woke = inner.clock.now();
+        // Built on the executor thread itself (`SchedulerSeed::build`), whose clocks these are.
+        let own_time = OwnTime::new(Mark {
+            wall: inner.clock.now(),
+            run_delay: inner.clock.thread_run_delay(),
+        });
         Scheduler {
             index,
             inner,
@@ -231,7 +236,7 @@ impl Scheduler {
             timers: BinaryHeap::new(),
             costs: Vec::new(),
             window: Window::default(),
-            woke,
+            own_time,
             seen_windows: 0,
             late_windows: 0,
             terminated: None,
@@ -283,7 +288,17 @@ impl Scheduler {
     /// after each wait; tests call it after moving the fake clock past a due tick, as an OS
     /// that wakes the thread late would.
     pub fn woke(&mut self) {
-        self.woke = self.inner.clock.now();
+        let now = self.mark_now();
+        self.own_time.woke(now);
+    }
+
+    /// Both clocks now (the run delay is one system call: read at each wake, step, tick start
+    /// and tick end, not per command).
+    fn mark_now(&self) -> Mark {
+        Mark {
+            wall: self.inner.clock.now(),
+            run_delay: self.inner.clock.thread_run_delay(),
+        }
     }
 
     pub(crate) fn mailbox(&self) -> &Arc<Mailbox> {
@@ -309,7 +324,11 @@ impl Scheduler {
     }
 
     fn run_due(&mut self) {
-        let mut flushed = self.inner.clock.now();
+        // A mark where the step's ticks begin: a tick that falls due after it is not charged
+        // the commands handled before it (`load::OwnTime` counts from the last mark).
+        let began = self.mark_now();
+        self.own_time.mark(began);
+        let mut flushed = began.wall;
         // Only ticks due when the step began: ticks that fall due while it runs wait for the
         // next step, after the commands. An overloaded thread (its ticks take longer than
         // their intervals) would otherwise never leave this loop, and joins, leaves and new
@@ -334,23 +353,34 @@ impl Scheduler {
                 continue;
             }
             self.queued[slot] = false;
+            let started = Mark {
+                wall: now,
+                run_delay: self.inner.clock.thread_run_delay(),
+            };
             let step = match self.slots[slot].as_mut() {
                 Some(m) => m.run_tick(&self.inner, now),
                 None => continue,
             };
             if step.is_ok() {
-                self.account(slot, at, now);
+                self.account(slot, at, started);
             }
+            self.own_time.mark(started);
             self.after(slot, step);
             self.adopt_inline_starts();
         }
     }
 
     /// The objective's bookkeeping after a tick that was due at `scheduled` and started at
-    /// `started`: the thread's lateness window, the match's cost (and its thread's and
-    /// handler's), and its stretch when the thread needs more CPU than the objective allows.
-    fn account(&mut self, slot: usize, scheduled: Instant, started: Instant) {
-        let finished = self.inner.clock.now();
+    /// `started`: the thread's lateness window (by the wall clock, and its own part), the
+    /// match's cost (and its thread's and handler's) from the tick's own time — the time the
+    /// OS gave the thread's core to others during the tick (the IO threads' RPCs at a rush) is
+    /// not the match's — and its stretch when the thread needs more CPU than the objective
+    /// allows.
+    fn account(&mut self, slot: usize, scheduled: Instant, started: Mark) {
+        let own = self.own_time.own_lateness(scheduled, started);
+        let finished = self.mark_now();
+        let took = finished.own_since(&started);
+        let started = started.wall;
         let objective = &self.inner.config.objective;
         let thread = &self.inner.threads[self.index].cost;
         if let Some(cause) = self.window.record(
@@ -358,7 +388,7 @@ impl Scheduler {
             thread,
             started,
             started.saturating_duration_since(scheduled),
-            own_lateness(scheduled, self.woke, started),
+            own,
         ) {
             crate::metrics::late_tick(cause);
         }
@@ -367,13 +397,7 @@ impl Scheduler {
             return;
         };
         let cost = &mut self.costs[slot];
-        let delta = cost.tick(
-            objective,
-            finished.saturating_duration_since(started),
-            m.tick_rate(),
-            thread.cost(),
-            matches,
-        );
+        let delta = cost.tick(objective, took, m.tick_rate(), thread.cost(), matches);
         if delta != 0 {
             thread.cost_ns.fetch_add(delta, Ordering::Relaxed);
             m.shared().cost_ns.fetch_add(delta, Ordering::Relaxed);
