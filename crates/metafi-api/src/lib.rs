@@ -31,8 +31,6 @@ pub use http_config::{CorsConfig, HttpConfig};
 pub use serve::serve;
 pub use state::{ApiConfig, ApiServices, ApiState};
 
-use std::sync::Arc;
-
 use axum::Router;
 
 /// The complete REST router with its middleware: CORS, request limits, request metrics, a
@@ -52,23 +50,26 @@ pub fn store_notifications(state: ApiState) -> Router {
 /// answers CORS preflights, carries the CORS headers (errors too), and meets the same limits.
 pub fn router_with(state: ApiState, extra: Router) -> Router {
     let config = state.config.clone();
+    // One stack applied once: axum wraps each `layer` call's service around every route in its
+    // own boxed `Route`, cloned per request at every level, so four calls cost four boxes, four
+    // clones and four boxed futures per request (docs/HTTP.md, "The REST hot path"). Outermost
+    // first: CORS, the panic guard, the edge (limits, metrics), axum's body limit.
+    let stack = tower::ServiceBuilder::new()
+        .layer(cors::layer(&config.http.cors))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            error::panic_response,
+        ))
+        .layer(edge::EdgeLayer::new(edge::Edge {
+            config: config.clone(),
+            metrics: metrics::RequestMetrics::default(),
+        }))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            config.max_request_size_bytes,
+        ));
     routes::routes()
         .with_state(state)
         .merge(extra)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(
-            config.max_request_size_bytes,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::new(edge::Edge {
-                config: config.clone(),
-                metrics: metrics::RequestMetrics::default(),
-            }),
-            edge::guard,
-        ))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            error::panic_response,
-        ))
-        .layer(cors::layer(&config.http.cors))
+        .layer(stack)
 }

@@ -5,8 +5,12 @@
 //! Only what the token itself proves is kept: its claims. Expiry and revocation are not cached:
 //! [`crate::Sessions::verify`] checks both on every call against the clock and the deny-list, so
 //! a logout or a ban refuses a cached token at once.
+//!
+//! The map hashes a token by its end, the signature ([`SignatureHash`]), not all of its
+//! ≈ 400 bytes: hashing whole tokens was most of a cache hit's cost.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, DefaultHasher, Hasher, RandomState};
 
 use parking_lot::Mutex;
 
@@ -20,14 +24,47 @@ pub(crate) const DEFAULT_CAPACITY: usize = 16_384;
 /// half (a forgotten token is verified again on its next call, as if never cached).
 #[derive(Debug)]
 pub(crate) struct VerifiedTokens {
-    map: Mutex<HashMap<Box<str>, SessionClaims>>,
+    map: Mutex<HashMap<Box<str>, SessionClaims, SignatureHash>>,
     capacity: usize,
+}
+
+/// How many bytes at a token's end are hashed: 16 characters of base64, 96 bits of the
+/// token's HMAC.
+const HASHED_TAIL: usize = 16;
+
+/// Hashes only the last [`HASHED_TAIL`] bytes of what it is given: of a token, part of its
+/// signature. Equal keys still compare whole, so two tokens ending alike are two entries.
+/// Safe against collision flooding: only tokens whose signature was checked are inserted, an
+/// HMAC's bytes are not chosen by a client, and the hasher's keys are random per process (std's
+/// `RandomState`, SipHash).
+#[derive(Debug, Default)]
+struct SignatureHash(RandomState);
+
+impl BuildHasher for SignatureHash {
+    type Hasher = TailHasher;
+
+    fn build_hasher(&self) -> TailHasher {
+        TailHasher(self.0.build_hasher())
+    }
+}
+
+struct TailHasher(DefaultHasher);
+
+impl Hasher for TailHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0
+            .write(&bytes[bytes.len().saturating_sub(HASHED_TAIL)..]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
 }
 
 impl VerifiedTokens {
     pub(crate) fn new(capacity: usize) -> Self {
         VerifiedTokens {
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(HashMap::default()),
             capacity,
         }
     }
@@ -119,6 +156,33 @@ mod tests {
         for token in ["live-1", "live-2", "new"] {
             assert!(cache.get(token, 2000).is_some(), "{token} was dropped");
         }
+    }
+
+    #[test]
+    fn only_the_signature_is_hashed() {
+        let hash = SignatureHash::default();
+        let signature = "Xk3_9fQzW1b2c3d4e5f6g7h8i9j0kLmN";
+        assert_eq!(
+            hash.hash_one(format!("header.alice.{signature}")),
+            hash.hash_one(format!("header.mallory.{signature}"))
+        );
+        assert_ne!(
+            hash.hash_one(format!("header.alice.{signature}")),
+            hash.hash_one("header.alice.another-signature-entirely")
+        );
+    }
+
+    /// Tokens that share a signature's end share a hash; the cache must still tell them apart.
+    #[test]
+    fn tokens_ending_alike_are_different_tokens() {
+        let cache = VerifiedTokens::new(8);
+        let c = claims(2000);
+        cache.insert("header.alice.SIGNATURE-0123456789", &c, 1000);
+        assert_eq!(cache.get("header.mallory.SIGNATURE-0123456789", 1000), None);
+        assert_eq!(
+            cache.get("header.alice.SIGNATURE-0123456789", 1000),
+            Some(c)
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
                 ApiError::new(Code::InvalidArgument, "The RPC payload must be UTF-8 text.")
             })?
         } else {
-            serde_json::from_slice::<String>(&bytes).map_err(|_| {
+            crate::body::json_string(&bytes).ok_or_else(|| {
                 ApiError::new(
                     Code::InvalidArgument,
                     "The request body must be the payload encoded as a JSON string, or add ?unwrap to send the payload as is.",
