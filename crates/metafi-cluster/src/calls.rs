@@ -29,7 +29,7 @@ use tokio::sync::Semaphore;
 
 use crate::codec::{MATCH_DATA, decode_match_data, encode_match_data, unbatch};
 use crate::membership::Peers;
-use crate::metrics;
+use crate::metrics::{self, Kind};
 use crate::outgoing::Outgoing;
 use crate::wire::{CallReply, CallRequest};
 use crate::{BoxFuture, ClusterConfig};
@@ -137,12 +137,16 @@ impl Calls {
             .subscribe(inbox.clone())
             .await
             .map_err(|e| CallError::Nats(e.to_string()))?;
-        if !self.outgoing.send_request(
-            self.config.call_subject(node),
-            inbox,
-            encode_request(request, raw),
-            "call",
-        ) {
+        // `admit` found `node` a peer; one that left since is sent to all the same (nobody
+        // answers: the call times out, as one sent just before it left would).
+        let subject = self
+            .peers
+            .call_subject(node)
+            .unwrap_or_else(|| self.config.call_subject(node).into());
+        if !self
+            .outgoing
+            .send_request(subject, inbox, encode_request(request, raw), Kind::Call)
+        {
             return Err(CallError::Nats(
                 "this node's outgoing queue is full (cluster.outgoing_queue_size)".to_owned(),
             ));
@@ -268,14 +272,11 @@ impl Calls {
     /// Queues a one-way `request` to `node`, behind this node's other outgoing messages; false
     /// when `node` is not a peer or the queue is full (counted).
     pub(crate) fn cast(&self, node: &str, request: &CallRequest, raw: &[u8]) -> bool {
-        if !self.peers.contains(node) {
+        let Some(subject) = self.peers.call_subject(node) else {
             return false;
-        }
-        self.outgoing.send_batched(
-            self.config.call_subject(node),
-            encode_request(request, raw),
-            "cast",
-        )
+        };
+        self.outgoing
+            .send_batched(subject, encode_request(request, raw), Kind::Cast)
     }
 }
 
@@ -290,7 +291,7 @@ pub(crate) async fn serve(
     let answering = Arc::new(Semaphore::new(limit.max(1)));
     while let Some(message) = subscriber.next().await {
         let Some(reply_to) = message.reply else {
-            metrics::received("cast");
+            metrics::received(Kind::Cast);
             for part in unbatch(&message.payload) {
                 match decode_request(&part) {
                     Some((request, raw)) => handler.cast(request, raw),
@@ -300,11 +301,11 @@ pub(crate) async fn serve(
             continue;
         };
         let Some((request, raw)) = decode_request(&message.payload) else {
-            metrics::received("call");
+            metrics::received(Kind::Call);
             tracing::debug!("cluster: ignored a malformed call");
             continue;
         };
-        metrics::received("call");
+        metrics::received(Kind::Call);
         let Ok(permit) = answering.clone().try_acquire_owned() else {
             let busy = encode_frame(&CallReply::Busy, &[]);
             if let Err(e) = client.publish(reply_to, busy).await {

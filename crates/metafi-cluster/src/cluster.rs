@@ -204,7 +204,6 @@ impl Cluster {
             };
         let announcer = Arc::new(Announcer {
             node: config.node.clone(),
-            config: config.clone(),
             peers: membership.peers_view(),
             local: Arc::new(LocalSessions::default()),
             outgoing: outgoing.clone(),
@@ -281,7 +280,7 @@ impl Cluster {
             registry.clone(),
             directory.clone(),
             outgoing,
-            config.clone(),
+            membership.peers_view(),
         ));
         tracing::info!(node = %config.node, url = %config.url, "cluster: joined");
         Ok(Cluster {

@@ -198,6 +198,33 @@ impl SessionDirectory {
             .map(|s| s.node.clone())
     }
 
+    /// Splits `session_ids` by where they live, under one read of the directory: this node's
+    /// (not in the directory) to `local`, the others' to `remote`, grouped by node in the order
+    /// the nodes first appear. Nodes are few, so the groups are a list (a node's name is one
+    /// shared `Arc`, compared by address first).
+    pub(crate) fn split_by_node(
+        &self,
+        session_ids: &[Uuid],
+        local: &mut Vec<Uuid>,
+        remote: &mut Vec<(Arc<str>, Vec<Uuid>)>,
+    ) {
+        let inner = self.inner.read();
+        for id in session_ids {
+            let Some(session) = inner.sessions.get(id) else {
+                local.push(*id);
+                continue;
+            };
+            let node = &session.node;
+            match remote
+                .iter_mut()
+                .find(|(n, _)| Arc::ptr_eq(n, node) || n == node)
+            {
+                Some((_, ids)) => ids.push(*id),
+                None => remote.push((node.clone(), vec![*id])),
+            }
+        }
+    }
+
     pub fn get(&self, session_id: Uuid) -> Option<RemoteSession> {
         self.inner.read().sessions.get(&session_id).cloned()
     }
@@ -251,6 +278,42 @@ mod tests {
             user_id,
             opened_ms: 1,
         }
+    }
+
+    /// A fan-out's recipients split into this node's and each other node's, every recipient
+    /// once, in order within a node, the same node's sessions together even when its name
+    /// arrives as another `Arc`.
+    #[test]
+    fn recipients_split_by_node_in_order() {
+        let directory = SessionDirectory::new();
+        let n1: Arc<str> = Arc::from("n1");
+        let n2: Arc<str> = Arc::from("n2");
+        let (a, b, c) = (
+            entry(Uuid::new_v4()),
+            entry(Uuid::new_v4()),
+            entry(Uuid::new_v4()),
+        );
+        directory.open(&n1, a);
+        directory.open(&n2, b);
+        directory.open(&Arc::from("n1"), c);
+        let here = Uuid::new_v4();
+        let mut local = Vec::new();
+        let mut remote = Vec::new();
+        directory.split_by_node(
+            &[b.session_id, a.session_id, here, c.session_id],
+            &mut local,
+            &mut remote,
+        );
+        assert_eq!(local, vec![here]);
+        let remote: Vec<(&str, Vec<Uuid>)> =
+            remote.iter().map(|(n, ids)| (&**n, ids.clone())).collect();
+        assert_eq!(
+            remote,
+            vec![
+                ("n2", vec![b.session_id]),
+                ("n1", vec![a.session_id, c.session_id])
+            ]
+        );
     }
 
     #[test]

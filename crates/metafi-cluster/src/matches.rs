@@ -39,6 +39,7 @@ use uuid::Uuid;
 use crate::calls::{CallError, CallHandler, Calls};
 use crate::digest::{Sum, listed_match_hash};
 use crate::membership::Peers;
+use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
 use crate::wire::{
     CallReply, CallRequest, LISTING_CHUNK, ListingMessage, MatchListing, WireJoinOutcome,
@@ -155,7 +156,7 @@ impl ClusterMatches {
             self.outgoing.send(
                 self.config.matches_subject(),
                 Bytes::from(payload),
-                "matches",
+                Kind::Matches,
             );
         }
     }
@@ -922,7 +923,7 @@ pub(crate) async fn run(
             _ = interval.tick() => this.publish_listing(false),
             message = listings.next() => {
                 let Some(message) = message else { break };
-                metrics::received("matches");
+                metrics::received(Kind::Matches);
                 match serde_json::from_slice::<ListingMessage>(&message.payload) {
                     Ok(ListingMessage::Listing(listing)) => this.apply_listing(listing),
                     Ok(ListingMessage::Unchanged { node, version, full }) => {

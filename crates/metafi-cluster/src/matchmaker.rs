@@ -29,6 +29,7 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use crate::membership::Peers;
+use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
 use crate::{ClusterConfig, MembershipEvent, metrics};
 
@@ -210,7 +211,7 @@ impl Sender {
     fn send(&self, subject: String, message: &MatchmakerMessage) {
         if let Ok(payload) = serde_json::to_vec(message) {
             self.outgoing
-                .send(subject, Bytes::from(payload), "matchmaker");
+                .send(subject, Bytes::from(payload), Kind::Matchmaker);
         }
     }
 
@@ -438,7 +439,7 @@ impl MatchmakerTask {
     }
 
     fn received(&self, payload: &[u8]) {
-        metrics::received("matchmaker");
+        metrics::received(Kind::Matchmaker);
         let message = match serde_json::from_slice::<MatchmakerMessage>(payload) {
             Ok(message) => message,
             Err(e) => {

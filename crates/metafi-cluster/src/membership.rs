@@ -11,13 +11,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use async_nats::Client;
+use async_nats::{Client, Subject};
 use futures_util::StreamExt;
 use parking_lot::RwLock;
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::metrics::Kind;
 use crate::wire::{MemberMessage, WIRE_VERSION};
 use crate::{ClusterConfig, ClusterError, metrics};
 
@@ -47,6 +48,27 @@ struct Peer {
     incarnation: u64,
     last_seq: u64,
     last_seen: Instant,
+    /// Its subjects, made once when it joins rather than formatted for every message sent to
+    /// it (a `Subject` clone is a reference count).
+    subjects: PeerSubjects,
+}
+
+/// The subjects this node publishes to one peer on.
+#[derive(Debug, Clone)]
+struct PeerSubjects {
+    /// `<prefix>.cluster.node.NAME.sessions`: announcements and deliveries.
+    sessions: Subject,
+    /// `<prefix>.cluster.node.NAME.call`: calls and casts.
+    call: Subject,
+}
+
+impl PeerSubjects {
+    fn new(config: &ClusterConfig, node: &str) -> PeerSubjects {
+        PeerSubjects {
+            sessions: config.sessions_subject(node).into(),
+            call: config.call_subject(node).into(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -66,15 +88,34 @@ impl Peers {
         self.0.peers.read().contains_key(node)
     }
 
+    /// `node`'s sessions subject: the peer's own copy, or made now for a node that is not (or
+    /// not yet) a peer — its sessions may be known before its first heartbeat is read, since
+    /// NATS orders messages per subject only.
+    pub(crate) fn sessions_subject(&self, node: &str) -> Subject {
+        match self.0.peers.read().get(node) {
+            Some(peer) => peer.subjects.sessions.clone(),
+            None => self.0.config.sessions_subject(node).into(),
+        }
+    }
+
+    /// `node`'s call subject if it is a peer (calls and casts go to peers only).
+    pub(crate) fn call_subject(&self, node: &str) -> Option<Subject> {
+        self.0
+            .peers
+            .read()
+            .get(node)
+            .map(|peer| peer.subjects.call.clone())
+    }
+
     pub(crate) fn names(&self) -> Vec<String> {
         self.0.peers.read().keys().cloned().collect()
     }
 
-    /// Calls `f` with each peer's name, under the peers' read lock (no list is built: this
-    /// runs for every announcement).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&str)) {
-        for node in self.0.peers.read().keys() {
-            f(node);
+    /// Calls `f` with each peer's sessions subject, under the peers' read lock (no list is
+    /// built: this runs for every announcement).
+    pub(crate) fn for_each_sessions_subject(&self, mut f: impl FnMut(&Subject)) {
+        for peer in self.0.peers.read().values() {
+            f(&peer.subjects.sessions);
         }
     }
 }
@@ -221,7 +262,7 @@ async fn run(
                     tracing::warn!("cluster: the members subscription ended");
                     break;
                 };
-                metrics::received("heartbeat");
+                metrics::received(Kind::Heartbeat);
                 let Ok(message) = serde_json::from_slice::<MemberMessage>(&message.payload) else {
                     tracing::debug!("cluster: ignored a malformed members message");
                     continue;
@@ -244,9 +285,9 @@ async fn publish(client: &Client, subject: &str, message: &MemberMessage) {
         return;
     };
     match client.publish(subject.to_owned(), payload.into()).await {
-        Ok(()) => metrics::sent("heartbeat"),
+        Ok(()) => metrics::sent(Kind::Heartbeat),
         Err(e) => {
-            metrics::dropped("heartbeat");
+            metrics::dropped(Kind::Heartbeat);
             tracing::warn!(error = %e, "cluster: cannot publish a heartbeat");
         }
     }
@@ -318,12 +359,17 @@ impl Shared {
                     tracing::warn!(peer = %node, "cluster: peer restarted");
                     events.push(MembershipEvent::Lost { node: node.clone() });
                 }
+                let subjects = match known {
+                    Some(peer) => peer.subjects.clone(),
+                    None => PeerSubjects::new(&self.config, &node),
+                };
                 peers.insert(
                     node.clone(),
                     Peer {
                         incarnation,
                         last_seq: seq,
                         last_seen: now,
+                        subjects,
                     },
                 );
                 metrics::peer_event("joined");

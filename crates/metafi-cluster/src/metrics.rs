@@ -2,6 +2,10 @@
 //! are labelled with nothing but the node (implicit: one process, one node), so a dashboard of
 //! several nodes tells them apart by scrape target.
 
+use std::sync::OnceLock;
+
+use metrics::Counter;
+
 /// `metafi_cluster_peers`: peers this node hears heartbeats from.
 pub(crate) fn peers(count: usize) {
     metrics::gauge!("metafi_cluster_peers").set(count as f64);
@@ -25,20 +29,83 @@ pub(crate) fn remote_sessions(count: usize) {
     metrics::gauge!("metafi_cluster_remote_sessions").set(count as f64);
 }
 
-/// `metafi_cluster_messages_sent_total{kind}` / `metafi_cluster_messages_received_total{kind}`:
-/// NATS messages by kind (`heartbeat`, `sessions`, `deliver`).
-pub(crate) fn sent(kind: &'static str) {
-    metrics::counter!("metafi_cluster_messages_sent_total", "kind" => kind).increment(1);
+/// What a NATS message of the cluster carries: the `kind` label of the per-message counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Heartbeat,
+    Sessions,
+    Deliver,
+    Cast,
+    Call,
+    Matches,
+    Matchmaker,
 }
 
-pub(crate) fn received(kind: &'static str) {
-    metrics::counter!("metafi_cluster_messages_received_total", "kind" => kind).increment(1);
+impl Kind {
+    const ALL: [Kind; 7] = [
+        Kind::Heartbeat,
+        Kind::Sessions,
+        Kind::Deliver,
+        Kind::Cast,
+        Kind::Call,
+        Kind::Matches,
+        Kind::Matchmaker,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Heartbeat => "heartbeat",
+            Kind::Sessions => "sessions",
+            Kind::Deliver => "deliver",
+            Kind::Cast => "cast",
+            Kind::Call => "call",
+            Kind::Matches => "matches",
+            Kind::Matchmaker => "matchmaker",
+        }
+    }
+}
+
+/// Handles of the series counted per NATS message, registered once (on first use) instead of
+/// looked up by name and label on every message. They belong to the process-wide recorder,
+/// which the server installs before it starts the cluster (`main.rs`).
+struct PerMessage {
+    sent: [Counter; Kind::ALL.len()],
+    received: [Counter; Kind::ALL.len()],
+    dropped: [Counter; Kind::ALL.len()],
+    batches: Counter,
+    batched: Counter,
+}
+
+fn per_message() -> &'static PerMessage {
+    static HANDLES: OnceLock<PerMessage> = OnceLock::new();
+    HANDLES.get_or_init(|| {
+        let by_kind = |name: &'static str| {
+            Kind::ALL.map(|kind| metrics::counter!(name, "kind" => kind.as_str()))
+        };
+        PerMessage {
+            sent: by_kind("metafi_cluster_messages_sent_total"),
+            received: by_kind("metafi_cluster_messages_received_total"),
+            dropped: by_kind("metafi_cluster_outgoing_dropped_total"),
+            batches: metrics::counter!("metafi_cluster_batches_total"),
+            batched: metrics::counter!("metafi_cluster_batched_messages_total"),
+        }
+    })
+}
+
+/// `metafi_cluster_messages_sent_total{kind}` / `metafi_cluster_messages_received_total{kind}`:
+/// NATS messages by kind (a batch counts once).
+pub(crate) fn sent(kind: Kind) {
+    per_message().sent[kind as usize].increment(1);
+}
+
+pub(crate) fn received(kind: Kind) {
+    per_message().received[kind as usize].increment(1);
 }
 
 /// `metafi_cluster_outgoing_dropped_total{kind}`: messages dropped because the outgoing queue
 /// (`cluster.outgoing_queue_size`) was full or NATS refused them.
-pub(crate) fn dropped(kind: &'static str) {
-    metrics::counter!("metafi_cluster_outgoing_dropped_total", "kind" => kind).increment(1);
+pub(crate) fn dropped(kind: Kind) {
+    per_message().dropped[kind as usize].increment(1);
 }
 
 /// `metafi_cluster_single_socket_closed_total`: sessions of this node closed because a newer
@@ -113,8 +180,9 @@ pub(crate) fn remote_parties(count: usize) {
 /// `metafi_cluster_batches_total` and `metafi_cluster_batched_messages_total`: NATS messages
 /// that carried several cluster messages for one subject, and how many they carried.
 pub(crate) fn batch(parts: usize) {
-    metrics::counter!("metafi_cluster_batches_total").increment(1);
-    metrics::counter!("metafi_cluster_batched_messages_total").increment(parts as u64);
+    let handles = per_message();
+    handles.batches.increment(1);
+    handles.batched.increment(parts as u64);
 }
 
 /// `metafi_cluster_digest_mismatches_total{what}`: a peer's digest (`sessions`, `presences`,

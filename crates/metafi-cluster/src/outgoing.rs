@@ -12,21 +12,20 @@
 //! the only order NATS gives and receivers rely on; a node's announcements and deliveries to a
 //! peer share the peer's sessions subject, so that order covers both.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use async_nats::Client;
+use async_nats::{Client, Subject};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::codec::{BATCH_HEADER, PART_HEADER, encode_batch};
-use crate::metrics;
+use crate::metrics::{self, Kind};
 
 struct Item {
-    subject: String,
+    subject: Subject,
     payload: Bytes,
-    kind: &'static str,
+    kind: Kind,
     batch: bool,
     /// Where the receiver answers (a call queued behind the casts: `Calls::call_in_order`);
     /// such a message always goes alone.
@@ -34,7 +33,7 @@ struct Item {
 }
 
 /// One NATS message to publish: subject, payload, kind, how many messages it carries, reply.
-type Publish = (String, Bytes, &'static str, usize, Option<String>);
+type Publish = (Subject, Bytes, Kind, usize, Option<String>);
 
 /// How the publishing task groups messages (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +100,7 @@ impl Outgoing {
                         }
                         Err(e) => {
                             metrics::dropped(kind);
-                            tracing::warn!(kind, error = %e, "cluster: NATS refused a message");
+                            tracing::warn!(kind = kind.as_str(), error = %e, "cluster: NATS refused a message");
                         }
                     }
                 }
@@ -112,12 +111,12 @@ impl Outgoing {
 
     /// Queues a message that goes alone; false (and counted) when the queue is full or
     /// closed.
-    pub(crate) fn send(&self, subject: String, payload: Bytes, kind: &'static str) -> bool {
-        self.queue(subject, payload, kind, false)
+    pub(crate) fn send(&self, subject: impl Into<Subject>, payload: Bytes, kind: Kind) -> bool {
+        self.queue(subject.into(), payload, kind, false)
     }
 
     /// Queues a message its receiver also takes inside a batch (`codec::unbatch`).
-    pub(crate) fn send_batched(&self, subject: String, payload: Bytes, kind: &'static str) -> bool {
+    pub(crate) fn send_batched(&self, subject: Subject, payload: Bytes, kind: Kind) -> bool {
         self.queue(subject, payload, kind, true)
     }
 
@@ -125,10 +124,10 @@ impl Outgoing {
     /// queued before it for the same subject.
     pub(crate) fn send_request(
         &self,
-        subject: String,
+        subject: Subject,
         reply: String,
         payload: Bytes,
-        kind: &'static str,
+        kind: Kind,
     ) -> bool {
         self.push(Item {
             subject,
@@ -139,7 +138,7 @@ impl Outgoing {
         })
     }
 
-    fn queue(&self, subject: String, payload: Bytes, kind: &'static str, batch: bool) -> bool {
+    fn queue(&self, subject: Subject, payload: Bytes, kind: Kind, batch: bool) -> bool {
         self.push(Item {
             subject,
             payload,
@@ -155,7 +154,7 @@ impl Outgoing {
         if !queued {
             metrics::dropped(kind);
             tracing::debug!(
-                kind,
+                kind = kind.as_str(),
                 "cluster: outgoing queue full or closed; message dropped"
             );
         }
@@ -169,22 +168,23 @@ impl Outgoing {
 /// goes alone ends the batch before it.
 fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<Publish> {
     struct Pending {
-        kind: &'static str,
+        subject: Subject,
+        kind: Kind,
         parts: Vec<Bytes>,
         bytes: usize,
     }
-    let flush = |subject: &str, pending: &mut Pending, out: &mut Vec<_>| {
+    let flush = |pending: &mut Pending, out: &mut Vec<_>| {
         match pending.parts.len() {
             0 => {}
             1 => out.push((
-                subject.to_owned(),
+                pending.subject.clone(),
                 pending.parts.pop().unwrap_or_default(),
                 pending.kind,
                 1,
                 None,
             )),
             n => out.push((
-                subject.to_owned(),
+                pending.subject.clone(),
                 encode_batch(&pending.parts),
                 pending.kind,
                 n,
@@ -195,31 +195,34 @@ fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<Publish> {
         pending.bytes = BATCH_HEADER;
     };
     let mut out = Vec::new();
-    let mut pending: HashMap<String, Pending> = HashMap::new();
-    // Subjects in the order they first appear, so output order is stable.
-    let mut order: Vec<String> = Vec::new();
+    // One entry per subject, in the order the subjects first appear (so output order is
+    // stable); a wake-up sees a few subjects (one per peer and service), so a scan beats a map.
+    let mut pending: Vec<Pending> = Vec::new();
     for item in items.drain(..) {
+        let at = pending.iter().position(|p| p.subject == item.subject);
         if !item.batch || max_bytes == 0 {
-            if let Some(p) = pending.get_mut(&item.subject) {
-                flush(&item.subject, p, &mut out);
+            if let Some(at) = at {
+                flush(&mut pending[at], &mut out);
             }
             out.push((item.subject, item.payload, item.kind, 1, item.reply));
             continue;
         }
         let size = PART_HEADER + item.payload.len();
-        let p = match pending.get_mut(&item.subject) {
-            Some(p) => p,
+        let p = match at {
+            Some(at) => &mut pending[at],
             None => {
-                order.push(item.subject.clone());
-                pending.entry(item.subject.clone()).or_insert(Pending {
+                pending.push(Pending {
+                    subject: item.subject,
                     kind: item.kind,
                     parts: Vec::new(),
                     bytes: BATCH_HEADER,
-                })
+                });
+                let last = pending.len() - 1;
+                &mut pending[last]
             }
         };
         if !p.parts.is_empty() && p.bytes + size > max_bytes {
-            flush(&item.subject, p, &mut out);
+            flush(p, &mut out);
         }
         if p.parts.is_empty() {
             p.kind = item.kind;
@@ -227,10 +230,8 @@ fn group(items: &mut Vec<Item>, max_bytes: usize) -> Vec<Publish> {
         p.bytes += size;
         p.parts.push(item.payload);
     }
-    for subject in order {
-        if let Some(p) = pending.get_mut(&subject) {
-            flush(&subject, p, &mut out);
-        }
+    for p in &mut pending {
+        flush(p, &mut out);
     }
     out
 }
@@ -242,9 +243,9 @@ mod tests {
 
     fn item(subject: &str, payload: &'static [u8], batch: bool) -> Item {
         Item {
-            subject: subject.into(),
+            subject: Subject::from(subject),
             payload: Bytes::from_static(payload),
-            kind: "k",
+            kind: Kind::Deliver,
             batch,
             reply: None,
         }
@@ -253,7 +254,7 @@ mod tests {
     /// Per subject, what a receiver gets out of the published messages, in order.
     fn received(out: &[Publish], subject: &str) -> Vec<Bytes> {
         out.iter()
-            .filter(|(s, ..)| s == subject)
+            .filter(|(s, ..)| s.as_str() == subject)
             .flat_map(|(_, payload, ..)| unbatch(payload))
             .collect()
     }

@@ -1,15 +1,16 @@
 //! [`ClusterRouter`]: delivery to a session on any node.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use metafi_proto::realtime::Format;
 use metafi_realtime::{LocalRouter, MessageRouter, Outbound, SessionRegistry};
 use uuid::Uuid;
 
+use crate::SessionDirectory;
+use crate::membership::Peers;
+use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
 use crate::wire::{DELIVERY_CHUNK, encode_delivery};
-use crate::{ClusterConfig, SessionDirectory};
 
 /// Delivers to this node's sessions directly and to other nodes' sessions through NATS: the
 /// recipients are grouped by node and each node gets one message (the session ids and the
@@ -25,7 +26,8 @@ pub struct ClusterRouter {
     registry: Arc<SessionRegistry>,
     directory: Arc<SessionDirectory>,
     outgoing: Outgoing,
-    config: Arc<ClusterConfig>,
+    /// Where each node's sessions subject is kept (made once per peer, not per delivery).
+    peers: Peers,
 }
 
 impl ClusterRouter {
@@ -33,31 +35,31 @@ impl ClusterRouter {
         registry: Arc<SessionRegistry>,
         directory: Arc<SessionDirectory>,
         outgoing: Outgoing,
-        config: Arc<ClusterConfig>,
+        peers: Peers,
     ) -> ClusterRouter {
         ClusterRouter {
             local: LocalRouter::new(registry.clone()),
             registry,
             directory,
             outgoing,
-            config,
+            peers,
         }
     }
 
     /// Sends to each node its recipients; returns how many recipients were sent towards.
-    fn send_remote(&self, by_node: HashMap<Arc<str>, Vec<Uuid>>, outbound: &Outbound) -> usize {
+    fn send_remote(&self, by_node: Vec<(Arc<str>, Vec<Uuid>)>, outbound: &Outbound) -> usize {
         if by_node.is_empty() {
             return 0;
         }
         let envelope = outbound.bytes(Format::Protobuf);
         let mut sent = 0;
         for (node, ids) in by_node {
-            let subject = self.config.sessions_subject(&node);
+            let subject = self.peers.sessions_subject(&node);
             for chunk in ids.chunks(DELIVERY_CHUNK) {
                 if self.outgoing.send_batched(
                     subject.clone(),
                     encode_delivery(chunk, &envelope),
-                    "deliver",
+                    Kind::Deliver,
                 ) {
                     sent += chunk.len();
                 }
@@ -70,13 +72,9 @@ impl ClusterRouter {
 impl MessageRouter for ClusterRouter {
     fn send_to_sessions(&self, session_ids: &[Uuid], outbound: &Outbound) -> usize {
         let mut local = Vec::new();
-        let mut remote: HashMap<Arc<str>, Vec<Uuid>> = HashMap::new();
-        for id in session_ids {
-            match self.directory.node_of(*id) {
-                Some(node) => remote.entry(node).or_default().push(*id),
-                None => local.push(*id),
-            }
-        }
+        let mut remote = Vec::new();
+        self.directory
+            .split_by_node(session_ids, &mut local, &mut remote);
         let delivered = if local.is_empty() {
             0
         } else {
@@ -92,12 +90,12 @@ impl MessageRouter for ClusterRouter {
         } else {
             self.local.send_to_sessions(&local, outbound)
         };
-        let mut remote: HashMap<Arc<str>, Vec<Uuid>> = HashMap::new();
+        let mut remote: Vec<(Arc<str>, Vec<Uuid>)> = Vec::new();
         for session in self.directory.user_sessions(user_id) {
-            remote
-                .entry(session.node)
-                .or_default()
-                .push(session.session_id);
+            match remote.iter_mut().find(|(node, _)| *node == session.node) {
+                Some((_, ids)) => ids.push(session.session_id),
+                None => remote.push((session.node, vec![session.session_id])),
+            }
         }
         delivered + self.send_remote(remote, outbound)
     }

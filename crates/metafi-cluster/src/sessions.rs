@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use async_nats::Subject;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use metafi_core::Clock;
@@ -29,10 +30,11 @@ use uuid::Uuid;
 use crate::codec::{decode_session_message, encode_session_message, unbatch};
 use crate::digest::{Sum, session_entry_hash};
 use crate::membership::Peers;
+use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
 use crate::tracker::ClusterTracker;
 use crate::wire::{DELIVER, SNAPSHOT_CHUNK, SessionEntry, SessionMessage};
-use crate::{ClusterConfig, MembershipEvent, SessionDirectory, metrics};
+use crate::{MembershipEvent, SessionDirectory, metrics};
 
 /// This node's sessions as announced (with their open times).
 #[derive(Debug, Default)]
@@ -55,8 +57,6 @@ impl LocalSessions {
 #[derive(Debug)]
 pub(crate) struct Announcer {
     pub(crate) node: String,
-    /// For each peer's sessions subject.
-    pub(crate) config: Arc<ClusterConfig>,
     /// Who is sent each announcement: every peer, each on its own sessions subject, where this
     /// node's deliveries to it go too (one order per sender across both). A node becoming a
     /// peer is sent a snapshot first (`MembershipEvent::Joined`).
@@ -87,16 +87,13 @@ impl Announcer {
             return;
         }
         let payload = encode_session_message(message);
-        let send = |node: &str| {
-            self.outgoing.send_batched(
-                self.config.sessions_subject(node),
-                payload.clone(),
-                "sessions",
-            );
+        let send = |subject: &Subject| {
+            self.outgoing
+                .send_batched(subject.clone(), payload.clone(), Kind::Sessions);
         };
         match to {
-            Some(node) => send(node),
-            None => self.peers.for_each(send),
+            Some(node) => send(&self.peers.sessions_subject(node)),
+            None => self.peers.for_each_sessions_subject(send),
         }
     }
 
@@ -263,7 +260,7 @@ impl SessionsTask {
         nodes: &mut HashMap<String, Arc<str>>,
         repairs: &mut Repairs,
     ) {
-        metrics::received("sessions");
+        metrics::received(Kind::Sessions);
         for part in unbatch(payload) {
             if part.first() == Some(&DELIVER) {
                 crate::cluster::deliver(local, &part);

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The server's user-space instructions per delivered match message, two nodes that are not a
+# cluster ("pair") against two that are ("cluster") (issue 18; docs/CLUSTER.md, "Cost per
+# request in a cluster"). CPU time cannot tell the two apart on this shared 2-core machine
+# (runs of one layout spread by up to 14 %); instruction counts do not depend on its load.
+#
+#   scripts/cluster_instructions.sh                  (both layouts, one repeat)
+#   REPEATS=2 LAYOUTS=cluster scripts/cluster_instructions.sh
+#
+# Both nodes run under callgrind with counting off; the workload is bench_cluster.sh's
+# `metafi-bench match` (Lua `get_match` and match; users spread round-robin over the nodes: in
+# the cluster half of the players sit on the other node than their match, so their messages
+# cross NATS both ways) at a small fixed scale, so that the nodes keep up although valgrind
+# slows them ~50x. Once every player is in (the sign-ins, RPCs and joins are not counted),
+# counting goes on for two windows of play, SHORT and LONG seconds, each ended by a read of
+# both nodes' `metafi_realtime_messages_sent_total{type="match_data"}` (match data queued to
+# their clients: every delivery once, echo and broadcast) and a dump. (long − short)
+# instructions, summed over both nodes, divided by (long − short) messages is the cost of one
+# delivered message, including what goes with time at that rate (match ticks; in the
+# cluster, heartbeats, digests and listings); each window's own ratio is printed too.
+#
+# NATS batching depends on timing, and valgrind changes the timing: the count is for this
+# scale and rate (REPEATS shows how much it moves from run to run).
+#
+# Callgrind sees user space only. COUNT=syscalls runs the nodes natively instead and counts,
+# with `perf stat` over one window of LONG seconds, the system calls (raw_syscalls:sys_enter)
+# and context switches of both nodes per delivered message: the kernel side of the cost
+# (sockets, wake-ups), which depends on how messages are batched, so on timing, and the
+# context switches also on what else runs on the machine.
+#
+# Environment: BIN / BENCH (default target/release/…; build them with
+#   cargo build --release -p metafi-server --bin metafi --features examples &&
+#     cargo build --release -p metafi-bench),
+# COUNT (instructions or syscalls, default instructions), LAYOUTS (default "pair cluster"), REPEATS (default 1), PLAYERS (default 100), INTERVAL
+# (time between two messages of one player, default 1s), SHORT / LONG (seconds of a run, default
+# 15 / 30), OUT (callgrind files and reports, default a temporary directory), PORT_BASE (node n
+# listens on PORT_BASE + 10n, default 7700). Needs PostgreSQL (scripts/postgres.sh) and NATS
+# (METAFI_TEST_NATS_URL, else scripts/nats.sh's shared server, which is left running).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+bin=${BIN:-target/release/metafi}
+bench=${BENCH:-target/release/metafi-bench}
+for b in "$bin" "$bench"; do
+  [ -x "$b" ] || { echo "cluster_instructions: $b is missing: build it first (see the header)" >&2; exit 1; }
+done
+count=${COUNT:-instructions}
+case $count in
+  instructions) command -v callgrind_control >/dev/null || { echo "cluster_instructions: needs valgrind (apt-get install valgrind)" >&2; exit 1; } ;;
+  syscalls) command -v perf >/dev/null || { echo "cluster_instructions: needs perf (apt-get install linux-perf)" >&2; exit 1; } ;;
+  *) echo "cluster_instructions: COUNT is instructions or syscalls" >&2; exit 2 ;;
+esac
+players=${PLAYERS:-100}
+interval=${INTERVAL:-1s}
+short=${SHORT:-15}
+long=${LONG:-30}
+repeats=${REPEATS:-1}
+port_base=${PORT_BASE:-7700}
+out=${OUT:-$(mktemp -d -t metafi-cluster-instructions.XXXXXX)}
+mkdir -p "$out"
+nats=${METAFI_TEST_NATS_URL:-$(scripts/nats.sh)}
+
+pids=()
+datas=()
+bench_pid=""
+stop_nodes() {
+  local pid d
+  if [ -n "$bench_pid" ]; then
+    kill -INT "$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+    bench_pid=""
+  fi
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+  for d in "${datas[@]}"; do rm -rf "$d"; done
+  datas=()
+}
+trap stop_nodes EXIT
+
+# start_nodes LAYOUT DIR: two nodes under callgrind on a fresh database; sets servers/pids.
+start_nodes() {
+  local layout=$1 dir=$2 db n port data
+  db=$(METAFI_PG_DATABASE="metafi_cluster_instr_$(date +%s%N)" scripts/postgres.sh)
+  servers=""
+  for n in 1 2; do
+    port=$((port_base + 10 * n))
+    data=$(mktemp -d -t metafi-instructions-data.XXXXXX)
+    datas+=("$data")
+    local cluster=()
+    # Budgets and timeouts raised for valgrind's pace, the same in both layouts (defaults
+    # otherwise: heartbeats, digests and listings every second, batching as configured).
+    if [ "$layout" = cluster ]; then
+      cluster=(--cluster "$nats" --node "n$n" --set "cluster.subject_prefix=instr$$"
+        --set cluster.peer_lost_timeout_ms=30000 --set cluster.call_timeout_ms=30000)
+    fi
+    local wrap=()
+    if [ "$count" = instructions ]; then
+      wrap=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/callgrind.n$n.%p")
+    fi
+    "${wrap[@]}" "$bin" serve --port "$port" --metrics-port $((port + 1)) --quic-port $((port + 2)) \
+      --data-dir "$data" --database-url "$db" "${cluster[@]}" \
+      --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn --set console.enabled=false \
+      --set runtime.call_timeout_ms=60000 --set match.handler_budget_ms=5000 \
+      >"$dir/node$n.log" 2>&1 &
+    pids+=("$!")
+    servers+="${servers:+,}http://127.0.0.1:$port"
+  done
+  for n in 1 2; do
+    port=$((port_base + 10 * n))
+    for i in $(seq 1 600); do
+      curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && break
+      kill -0 "${pids[n - 1]}" 2>/dev/null || { cat "$dir/node$n.log" >&2; exit 1; }
+      [ "$i" = 600 ] && { echo "cluster_instructions: node $n did not answer in 300 s" >&2; exit 1; }
+      sleep 0.5
+    done
+  done
+  # A cluster's nodes hear each other before the runs (the listings settle).
+  if [ "$layout" = cluster ]; then
+    for n in 1 2; do
+      port=$((port_base + 10 * n))
+      for i in $(seq 1 120); do
+        curl -sf "http://127.0.0.1:$((port + 1))/metrics" | grep -q '^metafi_cluster_peers 1$' && break
+        [ "$i" = 120 ] && { echo "cluster_instructions: node $n never heard its peer" >&2; exit 1; }
+        sleep 0.5
+      done
+    done
+    sleep 2
+  fi
+}
+
+# metric NAME-PATTERN: the sum over both nodes of the series matching the awk pattern.
+metric() {
+  local n
+  for n in 1 2; do curl -sf "http://127.0.0.1:$((port_base + 10 * n + 1))/metrics" || true; done |
+    awk -v pattern="$1" '$0 ~ pattern { total += $NF } END { printf "%d\n", total }'
+}
+
+# delivered: match data queued to clients so far, both nodes.
+delivered() { metric '^metafi_realtime_messages_sent_total[{].*type="match_data"'; }
+
+# window DIR NAME SECONDS: play on for SECONDS, then note the messages delivered and dump.
+window() {
+  local dir=$1 name=$2 seconds=$3 pid
+  sleep "$seconds"
+  echo "$name $(delivered)" >>"$dir/delivered.txt"
+  # A dump holds what was counted since the one before.
+  for pid in "${pids[@]}"; do callgrind_control -d "$name" "$pid" >/dev/null; done
+}
+
+for r in $(seq 1 "$repeats"); do
+  for layout in ${LAYOUTS:-pair cluster}; do
+    case $layout in
+      pair | cluster) ;;
+      *) echo "cluster_instructions: unknown layout '$layout' in LAYOUTS (pair, cluster)" >&2; exit 2 ;;
+    esac
+    dir=$out/$layout-$r
+    mkdir -p "$dir"
+    start_nodes "$layout" "$dir"
+    # A closed loop: each player signs in, gets a match, joins and plays until the bench is
+    # stopped (its hold and duration outlast the windows).
+    "$bench" match --users "$players" --clients "$players" --duration 3600s --hold 3600s \
+      --interval "$interval" --timeout 60s --setup-concurrency 8 \
+      --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
+    bench_pid=$!
+    for i in $(seq 1 600); do
+      [ "$(metric '^metafi_realtime_sessions ')" -ge "$players" ] && break
+      kill -0 "$bench_pid" 2>/dev/null || { cat "$dir/bench.txt" >&2; exit 1; }
+      [ "$i" = 600 ] && { echo "cluster_instructions: not all $players players connected in 300 s" >&2; exit 1; }
+      sleep 0.5
+    done
+    # The last players' joins and first messages.
+    sleep 10
+    echo "start $(delivered)" >"$dir/delivered.txt"
+    if [ "$count" = syscalls ]; then
+      perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$(IFS=,; echo "${pids[*]}")" \
+        -o "$dir/perf.txt" -- sleep "$long"
+      echo "long $(delivered)" >>"$dir/delivered.txt"
+      stop_nodes
+      python3 - "$dir" "$layout-$r" <<'EOF' | tee -a "$out/summary.txt"
+import sys
+dir, name = sys.argv[1], sys.argv[2]
+marks = dict(line.split() for line in open(f"{dir}/delivered.txt"))
+messages = int(marks["long"]) - int(marks["start"])
+counts = {}
+for line in open(f"{dir}/perf.txt"):
+    fields = line.strip().split(",")
+    if len(fields) > 2 and fields[0].isdigit():
+        counts[fields[2]] = int(fields[0])
+sys_calls = counts.get("raw_syscalls:sys_enter", 0)
+switches = counts.get("context-switches", 0)
+print(f"{name}: {messages:,} messages delivered; {sys_calls / messages:.3f} system calls and "
+      f"{switches / messages:.3f} context switches per delivered message (both nodes)")
+EOF
+      continue
+    fi
+    for pid in "${pids[@]}"; do callgrind_control -i on "$pid" >/dev/null; done
+    window "$dir" short "$short"
+    window "$dir" long "$long"
+    stop_nodes
+    python3 - "$dir" "$layout-$r" <<'EOF' | tee -a "$out/summary.txt"
+import glob, re, sys
+dir, name = sys.argv[1], sys.argv[2]
+marks = dict(line.split() for line in open(f"{dir}/delivered.txt"))
+runs = {}
+previous = int(marks["start"])
+for run in ("short", "long"):
+    per_node = {}
+    for path in glob.glob(f"{dir}/callgrind.n*.*"):
+        text = open(path, errors="replace").read()
+        if re.search(rf"^desc: Trigger: dump {run}$", text, re.M):
+            node = re.search(r"callgrind\.(n\d)\.", path).group(1)
+            per_node[node] = int(re.search(r"^summary: (\d+)", text, re.M).group(1))
+    messages = int(marks[run]) - previous
+    previous = int(marks[run])
+    runs[run] = (per_node, messages)
+    nodes = ", ".join(f"{n} {ir:,}" for n, ir in sorted(per_node.items()))
+    print(f"{name} {run}: {messages:,} messages delivered; instructions {nodes} "
+          f"({sum(per_node.values()) / max(messages, 1):,.0f} per message)")
+(s, ms), (l, ml) = runs["short"], runs["long"]
+per = {n: (l[n] - s[n]) / (ml - ms) for n in sorted(l)}
+parts = " + ".join(f"{n} {v:,.0f}" for n, v in per.items())
+print(f"{name}: {sum(per.values()):,.0f} instructions per delivered message ({parts}; long - short)")
+EOF
+  done
+done
+echo "cluster_instructions: counts, callgrind files and reports in $out"
