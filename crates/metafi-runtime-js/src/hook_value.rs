@@ -23,11 +23,11 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
 use metafi_runtime::nk_api::camel_case;
 use rquickjs::{Ctx, Value, qjs};
+use rustc_hash::FxBuildHasher;
 use serde_json::Value as Json;
 
 use crate::hook_result::Intrinsics;
@@ -45,11 +45,11 @@ pub(crate) const MAX_NAMES: usize = 1024;
 #[derive(Default)]
 pub(crate) struct FieldNames {
     /// Proto name (`refresh_token`) → atom of its `lowerCamelCase` spelling (`refreshToken`).
-    atoms: RefCell<HashMap<Box<str>, qjs::JSAtom, Fnv>>,
+    atoms: RefCell<HashMap<Box<str>, qjs::JSAtom, FxBuildHasher>>,
     /// Atom of a spelling in `atoms` → the proto name a result key of that spelling reads
     /// back as (`hooks::proto_name` of the spelling, which is the key it came from for every
     /// snake_case name).
-    protos: RefCell<HashMap<qjs::JSAtom, Box<str>, Fnv>>,
+    protos: RefCell<HashMap<qjs::JSAtom, Box<str>, FxBuildHasher>>,
     /// Objects kept only for their shapes, and the key sequences they were kept for.
     shapes: RefCell<Shapes>,
     /// The atoms of `fields` and `rpc_id`, for [`logger`]; made on its first call.
@@ -69,7 +69,7 @@ pub(crate) struct FieldNames {
 #[derive(Default)]
 struct Shapes {
     /// Signatures (a hash of the key atoms in order) of the key sequences kept.
-    seen: std::collections::HashSet<u64, Fnv>,
+    seen: std::collections::HashSet<u64, FxBuildHasher>,
     kept: Vec<qjs::JSValue>,
 }
 
@@ -413,35 +413,9 @@ unsafe fn new_value(
     }
 }
 
-/// FNV-1a: the keys are short field names (and hook ids), hashed on every property of every
-/// hook call; SipHash's flood resistance is not needed for a bounded map of names the server
-/// chose.
-#[derive(Default)]
-pub(crate) struct FnvHasher(u64);
-
-pub(crate) type Fnv = BuildHasherDefault<FnvHasher>;
-
+/// FNV-1a's constants, mixing a key sequence's atoms into its shape signature.
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
-
-impl Hasher for FnvHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for byte in bytes {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
-    }
-}
 
 #[cfg(test)]
 mod tests {

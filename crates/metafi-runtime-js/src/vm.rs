@@ -20,6 +20,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{
     Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value, qjs,
 };
+use rustc_hash::FxBuildHasher;
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
@@ -27,7 +28,7 @@ use crate::alloc::QuickJsAllocator;
 use crate::budget::Budget;
 use crate::context::CallContexts;
 use crate::hook_result::{self, Walk};
-use crate::hook_value::{self, FieldNames, Fnv};
+use crate::hook_value::{self, FieldNames};
 use crate::io::{self, WaitError};
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
@@ -57,8 +58,9 @@ pub(crate) struct Shared {
     pub(crate) rpcs: RefCell<HashMap<String, Registration<Function<'static>>>>,
     /// The hooks' own functions by reserved id (`rpcs` holds their JSON-text wrappers under
     /// the same ids), for [`JsVm::run_hook`].
-    /// Hashed with FNV: the ids are the host's reserved hook ids, looked up on every call.
-    pub(crate) hooks: RefCell<HashMap<String, Persistent<Function<'static>>, Fnv>>,
+    /// Hashed with FxHash (as the Lua engine's hooks): the ids are the host's reserved hook ids,
+    /// looked up on every call; SipHash's flood resistance is not needed for names the server chose.
+    pub(crate) hooks: RefCell<HashMap<String, Persistent<Function<'static>>, FxBuildHasher>>,
     /// Match handler name → handler object (the seven functions, validated), run by the
     /// match engine through `js_match_handler.rs`.
     pub(crate) matches: RefCell<BTreeMap<String, Registration<Object<'static>>>>,

@@ -91,26 +91,6 @@ mod tests {
         value
     }
 
-    /// A table printed with sorted keys, so two tables compare by content.
-    fn show(lua: &Lua) -> Function {
-        lua.load(
-            r#"
-            local function show(v)
-              if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
-              local keys = {}
-              for k in pairs(v) do keys[#keys + 1] = k end
-              table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-              local out = {}
-              for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. "=" .. show(v[k]) end
-              return "{" .. table.concat(out, ",") .. "}"
-            end
-            return show
-            "#,
-        )
-        .eval()
-        .unwrap()
-    }
-
     fn request() -> Json {
         json!({
             "account": {"id": "device-1", "vars": {"region": "eu", "account": "x"}},
@@ -124,7 +104,7 @@ mod tests {
     fn field_names_are_kept_once_and_map_keys_are_not() {
         let lua = Lua::new();
         let keys = FieldKeys::default();
-        let show = show(&lua);
+        let show = crate::test_support::show_sorted(&lua);
         let expected = "{account={id=string:device-1,vars={account=string:x,region=string:eu}},\
                         create=boolean:true,username=string:}";
         let first: String = show.call(message(&lua, &keys, &request())).unwrap();
@@ -162,7 +142,7 @@ mod tests {
     fn a_script_that_changes_a_message_does_not_change_the_next_ones() {
         let lua = Lua::new();
         let keys = FieldKeys::default();
-        let show = show(&lua);
+        let show = crate::test_support::show_sorted(&lua);
         let mutate: Function = lua
             .load(
                 r#"return function(t)

@@ -34,6 +34,8 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
+#[cfg(test)]
+mod test_support;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

@@ -254,23 +254,7 @@ mod tests {
     fn same(text: &str) {
         let lua = Lua::new();
         let json: Json = serde_json::from_str(text).unwrap();
-        let show: mlua::Function = lua
-            .load(
-                r#"
-                local function show(v)
-                  if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
-                  local keys = {}
-                  for k in pairs(v) do keys[#keys + 1] = k end
-                  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-                  local out = {}
-                  for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. "=" .. show(v[k]) end
-                  return "{" .. table.concat(out, ",") .. "}"
-                end
-                return show
-                "#,
-            )
-            .eval()
-            .unwrap();
+        let show = crate::test_support::show_sorted(&lua);
         let ours: String = show
             .call(crate::convert::from_json(&lua, &json).unwrap())
             .unwrap();
