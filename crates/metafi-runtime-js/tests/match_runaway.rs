@@ -90,11 +90,16 @@ impl Arena {
             },
             index: 0,
         };
-        let config = MatchConfig {
+        let mut config = MatchConfig {
             executor_threads: 1,
             handler_budget: Duration::from_millis(100),
             ..MatchConfig::default()
         };
+        // Every runaway spends its whole 100 ms budget on the one executor thread: its own
+        // lateness, so admission may rightly call the node full and refuse the next match,
+        // depending on how many runaways fall in one lateness window (it did under load).
+        // This test is about the budget and the shared VM, not admission.
+        config.objective.admission = false;
         let (matches, seeds) = Matches::new(
             config,
             "node1",
