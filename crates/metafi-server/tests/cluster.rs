@@ -8,33 +8,12 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::path::Path;
 use std::time::Duration;
 
 use metafi_proto::realtime::{ChannelJoin, ChannelMessageSend, Envelope, Message, Ping};
 use metafi_proto::wkt::bool_value;
-use metafi_server::config::RawConfig;
-use metafi_testkit::cluster::{eventually, nats_url};
+use metafi_testkit::cluster::{ClusterSpec, Pair, TestCluster, eventually, peers};
 use metafi_testkit::{Http, Socket, TestNode, user};
-
-/// A clustered node on PostgreSQL; `None` (skip) without PostgreSQL.
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
-    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
-    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
-        raw.name = name;
-        raw.cluster.url = nats;
-        // A prefix of this test's own: tests running at once form separate clusters.
-        raw.cluster.subject_prefix = prefix;
-        raw.cluster.heartbeat_interval_ms = 100;
-        raw.cluster.peer_lost_timeout_ms = 500;
-        raw.session.single_socket = true;
-    })
-    .await
-}
-
-fn peers(node: &TestNode) -> Vec<String> {
-    node.node().cluster().unwrap().peers()
-}
 
 fn remote_sessions(node: &TestNode) -> usize {
     node.node().cluster().unwrap().directory().len()
@@ -86,27 +65,9 @@ fn presence_event(e: &Envelope, joins: usize, leaves: usize) -> bool {
         if ev.joins.len() == joins && ev.leaves.len() == leaves)
 }
 
-struct Pair {
-    n1: TestNode,
-    n2: TestNode,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
 async fn pair() -> Option<Pair> {
-    let nats = nats_url()?;
-    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
-    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
-    eventually("the nodes see each other", || {
-        peers(&n1) == ["n2"] && peers(&n2) == ["n1"]
-    })
-    .await;
-    Some(Pair {
-        n1,
-        n2,
-        _dirs: (d1, d2),
-    })
+    let spec = ClusterSpec::new().config(|_, raw| raw.session.single_socket = true);
+    spec.start(2).await.map(TestCluster::pair)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

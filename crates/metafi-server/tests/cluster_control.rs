@@ -10,15 +10,13 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use metafi_proto::realtime::{
     ChannelJoin, ChannelMessageSend, Envelope, Match, MatchJoin, MatchJoinId, Message, Ping,
 };
 use metafi_proto::wkt::bool_value;
-use metafi_server::config::RawConfig;
-use metafi_testkit::cluster::{eventually, nats_url};
+use metafi_testkit::cluster::{ClusterSpec, Pair, TestCluster, eventually};
 use metafi_testkit::{Http, Socket, TestNode, User, user};
 use tokio::time::Instant;
 
@@ -99,49 +97,12 @@ nk.register_rpc(function(context, payload)
 end, "all")
 "#;
 
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
-    let modules = dir.join("modules");
-    std::fs::create_dir_all(&modules).unwrap();
-    std::fs::write(modules.join("lmatch.lua"), LMATCH).unwrap();
-    std::fs::write(modules.join("rpcs.lua"), RPCS).unwrap();
-    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
-    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
-        raw.name = name;
-        raw.cluster.url = nats;
-        // A prefix of this test's own: tests running at once form separate clusters.
-        raw.cluster.subject_prefix = prefix;
-        raw.cluster.heartbeat_interval_ms = 100;
-        raw.cluster.peer_lost_timeout_ms = 500;
-        raw.runtime.path = modules.display().to_string();
-        raw.runtime.lua_vms = 1;
-        raw.matches.executor_threads = 1;
-        raw.shutdown.grace_period_sec = 0;
-    })
-    .await
-}
-
-struct Pair {
-    n1: TestNode,
-    n2: TestNode,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
 async fn pair() -> Option<Pair> {
-    let nats = nats_url()?;
-    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let n1 = node(d1.path(), &nats, &prefix, "n1").await?;
-    let n2 = node(d2.path(), &nats, &prefix, "n2").await?;
-    eventually("the nodes see each other", || {
-        n1.node().cluster().unwrap().peers() == ["n2"]
-            && n2.node().cluster().unwrap().peers() == ["n1"]
-    })
-    .await;
-    Some(Pair {
-        n1,
-        n2,
-        _dirs: (d1, d2),
-    })
+    let spec = ClusterSpec::new()
+        .module("lmatch.lua", LMATCH)
+        .module("rpcs.lua", RPCS)
+        .small();
+    spec.start(2).await.map(TestCluster::pair)
 }
 
 /// A user with a socket on `node`, and the socket's session id.

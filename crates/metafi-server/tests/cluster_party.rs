@@ -18,7 +18,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::path::Path;
 use std::time::Duration;
 
 use metafi_proto::api::Rpc;
@@ -27,8 +26,7 @@ use metafi_proto::realtime::{
     PartyJoin, PartyMatchmakerAdd, PartyMatchmakerRemove, PartyUpdate,
 };
 use metafi_proto::wkt::bool_value;
-use metafi_server::config::RawConfig;
-use metafi_testkit::cluster::{eventually, nats_url};
+use metafi_testkit::cluster::{ClusterSpec, NodeDirs, TestCluster, eventually};
 use metafi_testkit::{Http, Socket, TestNode, User, user};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -48,50 +46,16 @@ nk.register_rpc(function(context, payload)
 end, "parties")
 "#;
 
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
-    let modules = dir.join("modules");
-    std::fs::create_dir_all(&modules).unwrap();
-    std::fs::write(modules.join("rpcs.lua"), RPCS).unwrap();
-    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
-    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
-        raw.name = name;
-        raw.cluster.url = nats;
-        raw.cluster.subject_prefix = prefix;
-        raw.cluster.heartbeat_interval_ms = 100;
-        raw.cluster.peer_lost_timeout_ms = 500;
-        raw.cluster.party_listing_interval_ms = 100;
-        raw.matchmaker.interval_sec = 1;
-        raw.runtime.path = modules.display().to_string();
-        raw.runtime.lua_vms = 1;
-        raw.matches.executor_threads = 1;
-        raw.shutdown.grace_period_sec = 0;
-    })
-    .await
-}
-
-struct Trio {
-    nodes: Vec<TestNode>,
-    _dirs: Vec<tempfile::TempDir>,
-}
-
 /// n1, n2 and n3, each hearing the other two.
-async fn trio() -> Option<Trio> {
-    let nats = nats_url()?;
-    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let mut nodes = Vec::new();
-    let mut dirs = Vec::new();
-    for name in ["n1", "n2", "n3"] {
-        let dir = tempfile::tempdir().unwrap();
-        nodes.push(node(dir.path(), &nats, &prefix, name).await?);
-        dirs.push(dir);
-    }
-    eventually("the nodes see each other", || {
-        nodes
-            .iter()
-            .all(|n| n.node().cluster().unwrap().peers().len() == 2)
-    })
-    .await;
-    Some(Trio { nodes, _dirs: dirs })
+async fn trio() -> Option<(Vec<TestNode>, NodeDirs)> {
+    let spec = ClusterSpec::new()
+        .module("rpcs.lua", RPCS)
+        .small()
+        .config(|_, raw| {
+            raw.cluster.party_listing_interval_ms = 100;
+            raw.matchmaker.interval_sec = 1;
+        });
+    spec.start(3).await.map(TestCluster::into_nodes)
 }
 
 async fn player(node: &TestNode) -> (User, Socket) {
@@ -182,7 +146,7 @@ async fn rest_lists(node: &TestNode, who: &User, query: &str, want: &[&String]) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_lists_every_nodes_parties() {
-    let Some(Trio { mut nodes, _dirs }) = trio().await else {
+    let Some((mut nodes, _dirs)) = trio().await else {
         return;
     };
     let (alice, mut a) = player(&nodes[0]).await;
@@ -329,7 +293,7 @@ fn party_add(party_id: &str) -> Message {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partys_matchmaking_reaches_its_members_on_every_node() {
-    let Some(Trio { nodes, _dirs }) = trio().await else {
+    let Some((nodes, _dirs)) = trio().await else {
         return;
     };
     eventually("n1 runs the matchmaker pool", || {
@@ -490,7 +454,7 @@ async fn learns_of(
 /// answer, or as a join event from its own node once that node holds the other's presence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_joining_at_once_on_two_nodes_hear_of_each_other() {
-    let Some(Trio { nodes, _dirs }) = trio().await else {
+    let Some((nodes, _dirs)) = trio().await else {
         return;
     };
     let (alice, mut a) = player(&nodes[0]).await;
@@ -525,7 +489,7 @@ fn party_closed(e: &Envelope, party_id: &str) -> bool {
 /// closed) is not told the party closed when the party's node goes; one still in it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_that_left_is_not_told_of_its_former_partys_end() {
-    let Some(Trio { mut nodes, _dirs }) = trio().await else {
+    let Some((mut nodes, _dirs)) = trio().await else {
         return;
     };
     let (_alice, mut a) = player(&nodes[0]).await;
@@ -606,7 +570,7 @@ fn left_event(e: &Envelope, channel_id: &str, who: &User) -> bool {
 /// the message first; with announcements merely taken first, every leave overtook).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_senders_presence_events_and_messages_keep_their_order_across_nodes() {
-    let Some(Trio { nodes, _dirs }) = trio().await else {
+    let Some((nodes, _dirs)) = trio().await else {
         return;
     };
     let (alice, mut a) = player(&nodes[0]).await;

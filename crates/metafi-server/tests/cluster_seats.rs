@@ -15,14 +15,12 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use metafi_match::ListQuery;
 use metafi_proto::realtime::{MatchJoin, MatchJoinId, Message};
-use metafi_server::config::RawConfig;
-use metafi_testkit::cluster::{eventually, nats_url};
+use metafi_testkit::cluster::{ClusterSpec, Pair, TestCluster, eventually};
 use metafi_testkit::{Http, Socket, TestNode, user};
 use serde_json::Map;
 use tokio::time::Instant;
@@ -56,58 +54,24 @@ return {
 
 const SEATS: u32 = 10;
 
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str, full: bool) -> Option<TestNode> {
-    let modules = dir.join("modules");
-    std::fs::create_dir_all(&modules).unwrap();
-    std::fs::write(modules.join("seat.lua"), SEAT).unwrap();
-    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
-    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
-        raw.name = name;
-        raw.cluster.url = nats;
-        raw.cluster.subject_prefix = prefix;
-        raw.cluster.heartbeat_interval_ms = 100;
-        raw.cluster.peer_lost_timeout_ms = 500;
-        raw.cluster.match_listing_interval_ms = 100;
-        raw.runtime.path = modules.display().to_string();
-        raw.runtime.lua_vms = 1;
-        raw.matches.executor_threads = 1;
-        // Far longer than a slow machine takes between a find and its join.
-        raw.matches.seat_reservation_ms = 120_000;
-        if full {
-            // Every new match is projected to need a whole core: admission refuses it.
-            raw.matches.new_match_cpu_us = 1_000_000;
-        } else {
-            // A busy test machine's tick lateness must not make this node refuse matches.
-            raw.matches.admission = false;
-        }
-        raw.shutdown.grace_period_sec = 0;
-    })
-    .await
-}
-
-struct Pair {
-    n1: TestNode,
-    n2: TestNode,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
-}
-
 /// Node 1 (full when `n1_full`) and node 2, seeing each other.
 async fn pair(n1_full: bool) -> Option<Pair> {
-    let nats = nats_url()?;
-    let prefix = format!("test{}", Uuid::new_v4().simple());
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let n1 = node(d1.path(), &nats, &prefix, "n1", n1_full).await?;
-    let n2 = node(d2.path(), &nats, &prefix, "n2", false).await?;
-    eventually("the nodes see each other", || {
-        n1.node().cluster().unwrap().peers() == ["n2"]
-            && n2.node().cluster().unwrap().peers() == ["n1"]
-    })
-    .await;
-    Some(Pair {
-        n1,
-        n2,
-        _dirs: (d1, d2),
-    })
+    let spec = ClusterSpec::new()
+        .module("seat.lua", SEAT)
+        .small()
+        .config(move |name, raw| {
+            raw.cluster.match_listing_interval_ms = 100;
+            // Far longer than a slow machine takes between a find and its join.
+            raw.matches.seat_reservation_ms = 120_000;
+            if n1_full && name == "n1" {
+                // Every new match is projected to need a whole core: admission refuses it.
+                raw.matches.new_match_cpu_us = 1_000_000;
+            } else {
+                // A busy test machine's tick lateness must not make this node refuse matches.
+                raw.matches.admission = false;
+            }
+        });
+    spec.start(2).await.map(TestCluster::pair)
 }
 
 /// Polls an async `done` every 10 ms for up to 5 s.

@@ -10,7 +10,6 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::path::Path;
 use std::time::Duration;
 
 use metafi_proto::realtime::{
@@ -18,28 +17,8 @@ use metafi_proto::realtime::{
     Ping, StatusFollow, StatusPresenceEvent, StatusUpdate, UserPresence,
 };
 use metafi_proto::wkt::string_value;
-use metafi_server::config::RawConfig;
-use metafi_testkit::cluster::{eventually, nats_url};
+use metafi_testkit::cluster::{ClusterSpec, NodeDirs, eventually};
 use metafi_testkit::{Http, Socket, TestNode, user};
-
-/// A clustered node on PostgreSQL with a matchmaker pass every second; `None` (skip) without
-/// PostgreSQL.
-async fn node(dir: &Path, nats: &str, prefix: &str, name: &str) -> Option<TestNode> {
-    let (nats, prefix, name) = (nats.to_owned(), prefix.to_owned(), name.to_owned());
-    TestNode::start_on_postgres(dir, move |raw: &mut RawConfig| {
-        raw.name = name;
-        raw.cluster.url = nats;
-        raw.cluster.subject_prefix = prefix;
-        raw.cluster.heartbeat_interval_ms = 100;
-        raw.cluster.peer_lost_timeout_ms = 500;
-        raw.matchmaker.interval_sec = 1;
-    })
-    .await
-}
-
-fn peers(node: &TestNode) -> Vec<String> {
-    node.node().cluster().unwrap().peers()
-}
 
 fn copies(node: &TestNode) -> usize {
     node.node().cluster().unwrap().matchmaker_copies()
@@ -53,44 +32,23 @@ fn remote_presences(node: &TestNode) -> usize {
     node.node().cluster().unwrap().remote_presences()
 }
 
-struct Nodes {
-    nodes: Vec<TestNode>,
-    _dirs: Vec<tempfile::TempDir>,
+fn spec() -> ClusterSpec {
+    ClusterSpec::new().config(|_, raw| raw.matchmaker.interval_sec = 1)
 }
 
-/// `count` nodes named n1, n2, … that see each other (n1 runs the matchmaker pool).
-async fn cluster(count: usize) -> Option<Nodes> {
-    let names: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
-    let nats = nats_url()?;
-    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let mut nodes = Nodes {
-        nodes: Vec::new(),
-        _dirs: Vec::new(),
-    };
-    for name in &names {
-        nodes.start(&nats, &prefix, name).await?;
-    }
-    Some(nodes)
+/// The first node (the lowest name) runs the matchmaker pool, alone.
+async fn first_runs_the_pool(nodes: &[TestNode]) {
+    eventually("the first node runs the pool, alone", || {
+        runs_pool(&nodes[0]) && nodes[1..].iter().all(|n| !runs_pool(n))
+    })
+    .await;
 }
 
-impl Nodes {
-    /// Starts one more node and waits until every node sees every other and the first node
-    /// (the lowest name) alone runs the pool.
-    async fn start(&mut self, nats: &str, prefix: &str, name: &str) -> Option<()> {
-        let dir = tempfile::tempdir().unwrap();
-        self.nodes.push(node(dir.path(), nats, prefix, name).await?);
-        self._dirs.push(dir);
-        let count = self.nodes.len();
-        eventually("the nodes see each other", || {
-            self.nodes.iter().all(|n| peers(n).len() == count - 1)
-        })
-        .await;
-        eventually("the first node runs the pool, alone", || {
-            runs_pool(&self.nodes[0]) && self.nodes[1..].iter().all(|n| !runs_pool(n))
-        })
-        .await;
-        Some(())
-    }
+/// `count` nodes named n1, n2, … that see each other, n1 running the matchmaker pool.
+async fn cluster(count: usize) -> Option<(Vec<TestNode>, NodeDirs)> {
+    let cluster = spec().start(count).await?;
+    first_runs_the_pool(&cluster.nodes).await;
+    Some(cluster.into_nodes())
 }
 
 fn status_event(e: &Envelope) -> bool {
@@ -123,7 +81,7 @@ async fn follow(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_follow_spans_the_nodes() {
-    let Some(Nodes { mut nodes, _dirs }) = cluster(2).await else {
+    let Some((mut nodes, _dirs)) = cluster(2).await else {
         return;
     };
     let (base1, base2) = (nodes[0].base.clone(), nodes[1].base.clone());
@@ -249,7 +207,7 @@ fn assert_matched_together(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_players_on_two_nodes_match_each_other() {
-    let Some(Nodes { nodes, _dirs }) = cluster(2).await else {
+    let Some((nodes, _dirs)) = cluster(2).await else {
         return;
     };
     let (base1, base2) = (nodes[0].base.clone(), nodes[1].base.clone());
@@ -285,7 +243,7 @@ async fn two_players_on_two_nodes_match_each_other() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_ticket_and_an_ended_session_leave_the_pool_node() {
-    let Some(Nodes { nodes, _dirs }) = cluster(2).await else {
+    let Some((nodes, _dirs)) = cluster(2).await else {
         return;
     };
     let base2 = nodes[1].base.clone();
@@ -314,7 +272,7 @@ async fn a_removed_ticket_and_an_ended_session_leave_the_pool_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_pool_node_is_replaced_and_its_tickets_come_back() {
-    let Some(Nodes { mut nodes, _dirs }) = cluster(3).await else {
+    let Some((mut nodes, _dirs)) = cluster(3).await else {
         return;
     };
     let (base2, base3) = (nodes[1].base.clone(), nodes[2].base.clone());
@@ -344,7 +302,7 @@ async fn a_lost_pool_node_is_replaced_and_its_tickets_come_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_players_on_two_nodes_each_match_exactly_once() {
-    let Some(Nodes { nodes, _dirs }) = cluster(2).await else {
+    let Some((nodes, _dirs)) = cluster(2).await else {
         return;
     };
     // Twelve players, alternately on each node, each wanting a group of two.
@@ -385,35 +343,30 @@ async fn many_players_on_two_nodes_each_match_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_lowest_node_takes_the_pool_over_with_every_ticket() {
-    let Some(nats) = nats_url() else {
+    let Some(mut cluster) = spec().start(0).await else {
         return;
     };
-    let prefix = format!("test{}", uuid::Uuid::new_v4().simple());
-    let mut nodes = Nodes {
-        nodes: Vec::new(),
-        _dirs: Vec::new(),
-    };
     // n2 then n3: n2 runs the pool and holds carol's ticket (n3).
-    if nodes.start(&nats, &prefix, "n2").await.is_none() {
+    if cluster.add_named("n2").await.is_none() {
         return; // no PostgreSQL
     }
-    nodes.start(&nats, &prefix, "n3").await.unwrap();
-    let base3 = nodes.nodes[1].base.clone();
+    cluster.add_named("n3").await.unwrap();
+    first_runs_the_pool(&cluster.nodes).await;
+    let base3 = cluster.nodes[1].base.clone();
     let carol = user(&Http::new(&base3)).await;
     let mut c = Socket::connect(&base3, &carol.token, "").await;
     let carol_ticket = ticket(&mut c, add(2, 2)).await;
     eventually("n2's pool holds carol's ticket", || {
-        copies(&nodes.nodes[0]) == 1
+        copies(&cluster.nodes[0]) == 1
     })
     .await;
 
     // n1 joins: it runs the pool now, n2 dropped its copies, n3 resubmitted carol's ticket.
-    let dir = tempfile::tempdir().unwrap();
-    let n1 = node(dir.path(), &nats, &prefix, "n1").await.unwrap();
+    cluster.add_named("n1").await.unwrap();
+    let (n2_n3, n1) = cluster.nodes.split_at(2);
+    let n1 = &n1[0];
     eventually("n1 runs the pool with carol's ticket; n2 no longer", || {
-        runs_pool(&n1)
-            && copies(&n1) == 1
-            && nodes.nodes.iter().all(|n| !runs_pool(n) && copies(n) == 0)
+        runs_pool(n1) && copies(n1) == 1 && n2_n3.iter().all(|n| !runs_pool(n) && copies(n) == 0)
     })
     .await;
 
@@ -423,8 +376,8 @@ async fn a_new_lowest_node_takes_the_pool_over_with_every_ticket() {
     let alice_ticket = ticket(&mut a, add(2, 2)).await;
     let (ma, mc) = (matched(&mut a).await, matched(&mut c).await);
     assert_matched_together(&ma, &alice_ticket, &mc, &carol_ticket);
-    n1.stop().await;
-    for node in nodes.nodes {
+    let (nodes, _dirs) = cluster.into_nodes();
+    for node in nodes {
         node.stop().await;
     }
 }

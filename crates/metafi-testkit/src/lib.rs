@@ -8,7 +8,8 @@
 //! - [`Socket`]: a realtime client (JSON or protobuf) with request/answer correlation by `cid`;
 //!   [`raw_ws::RawWs`] for hand-built frames no client library would send.
 //! - [`user`]: a fixture user (device sign-in; token, id, username).
-//! - [`cluster`]: the test NATS server's URL and [`cluster::eventually`] for cluster tests.
+//! - [`cluster`]: nodes in one process that form a cluster ([`cluster::ClusterSpec`] →
+//!   [`cluster::TestCluster`]) on the test NATS server, and [`cluster::eventually`].
 //!
 //! Depends on the server crate and the wire types only; it is a dev-dependency of whatever uses
 //! it and never ships in the binary.
