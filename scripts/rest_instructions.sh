@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The server's user-space instructions per REST RPC (docs/BENCHMARKS.md, "The floor of the RPC
-# rows"): MetaFi's native echo (`echo_native`) or the floor (`metafi-bench floor`) under
-# callgrind, driven by metafi-bench's `rpc` workload (16 users, 16 clients, each user's session
-# token reused for all its calls, so the verified-token cache is hit after its first call).
+# The server's user-space instructions per RPC over REST or the socket (docs/BENCHMARKS.md, "The
+# floor of the RPC rows"): MetaFi running an echo RPC (`echo_native` unless ID says which: `echo`
+# is the Lua one, `echo_js` JavaScript) or the floor (`metafi-bench floor`) under callgrind,
+# driven by metafi-bench's `rpc` workload (16 users, 16 clients, each user's session token reused
+# for all its calls, so the verified-token cache is hit after its first call; over the socket
+# each client keeps one socket for all its calls).
 # Instruction counts do not depend on the machine's load (this KVM exposes no hardware
 # counters to `perf stat`), so it can run on a busy machine.
 #
-#   scripts/rest_instructions.sh metafi|floor
+#   [ID=echo] [TRANSPORT=socket] scripts/rest_instructions.sh metafi|floor
 #
 # Three runs, counted from the first on, a dump after each: 3 s to warm the server up (its
 # threads, allocator pages, lazily made handles), then 8 s and 16 s. Every run signs 16 new
@@ -17,7 +19,8 @@
 # Environment: BIN / BENCH (default target/release/…; build them with
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench),
-# OUT (callgrind files and reports, default a temporary directory), PORT (default 7470).
+# OUT (callgrind files and reports, default a temporary directory), PORT (default 7470),
+# ID (the RPC, default echo_native), TRANSPORT (rest, the default, or socket).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,6 +30,12 @@ bin=${BIN:-target/release/metafi}
 bench=${BENCH:-target/release/metafi-bench}
 port=${PORT:-7470}
 out=${OUT:-$(mktemp -d -t metafi-instructions.XXXXXX)}
+id=${ID:-echo_native}
+case "${TRANSPORT:-rest}" in
+  rest) transport=() ;;
+  socket) transport=(--socket) ;;
+  *) echo "TRANSPORT is rest or socket, not '$TRANSPORT'" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 
 data=""
@@ -65,7 +74,7 @@ done
 callgrind_control -i on "$server" >/dev/null
 run() {
   local name=$1 seconds=$2
-  "$bench" rpc --id echo_native --users 16 --clients 16 --duration "${seconds}s" \
+  "$bench" rpc --id "$id" "${transport[@]}" --users 16 --clients 16 --duration "${seconds}s" \
     --server "http://127.0.0.1:$port" --out "$out/$name" >"$out/$name.txt" 2>&1
   # A dump holds what was counted since the one before.
   callgrind_control -d "$name" "$server" >/dev/null

@@ -23,6 +23,7 @@ mod c_functions;
 mod call_entry;
 mod convert;
 mod field_keys;
+mod json_text;
 mod lua_match_handler;
 mod nakama;
 mod nk_binding;
@@ -120,7 +121,7 @@ impl EngineFactory for LuaEngine {
 /// error comes back.
 #[derive(Debug, thiserror::Error)]
 #[error("the call ran past its time budget")]
-struct BudgetExceeded;
+pub(crate) struct BudgetExceeded;
 
 /// What the modules of this VM registered, filled while they load.
 #[derive(Default)]
@@ -231,7 +232,7 @@ impl LuaVm {
                 .map(|m| (m.path.display().to_string(), m.name.clone()))
                 .collect(),
         });
-        nakama::install(&lua)
+        nakama::install(&lua, &deadline)
             .map_err(|e| engine_error(format!("cannot bind the nakama module: {e}")))?;
 
         let entry = make_entry
@@ -584,7 +585,7 @@ fn failed(error: &mlua::Error) -> ScriptError {
     }
 }
 
-fn is_budget(error: &mlua::Error) -> bool {
+pub(crate) fn is_budget(error: &mlua::Error) -> bool {
     error.downcast_ref::<BudgetExceeded>().is_some()
         || error
             .chain()

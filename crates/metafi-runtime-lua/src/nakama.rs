@@ -4,14 +4,19 @@
 //! gopher-lua; failed `nk` calls raise a string error (`failed to read storage objects: …`),
 //! which is code 13 unless the script catches it.
 
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Instant;
+
 use metafi_runtime::context::{CallContext, ExecutionMode};
 use metafi_runtime::nk::{LogLevel, Nk};
 use mlua::{Lua, Table, Value};
 
 use super::VmShared;
 
-/// Puts the `nakama` module in `package.preload`.
-pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
+/// Puts the `nakama` module in `package.preload`; `deadline` is the VM's deadline cell, which
+/// the `nk` functions check.
+pub(super) fn install(lua: &Lua, deadline: &Rc<Cell<Option<Instant>>>) -> mlua::Result<()> {
     let nk = lua.create_table()?;
     nk.raw_set("register_rpc", located(lua, register_rpc)?)?;
     super::registrations::install(lua, &nk)?;
@@ -39,7 +44,7 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
         nk.raw_set(name, function)?;
     }
     // The binding table last: a row replaces an engine function of the same name.
-    crate::nk_binding::install(lua, &nk)?;
+    crate::nk_binding::install(lua, &nk, deadline)?;
     let loader = lua.create_function(move |_, _: mlua::MultiValue| Ok(nk.clone()))?;
     let package: Table = lua.globals().raw_get("package")?;
     let preload: Table = package.raw_get("preload")?;
@@ -141,13 +146,15 @@ fn locate(lua: &Lua, error: mlua::Error) -> mlua::Error {
     }
 }
 
+/// Frames looked through for the script's position: the caller, then a few wrappers
+/// (`pcall`, the sandbox's).
+const SCRIPT_FRAMES: usize = 4;
+
 /// `file:line: ` of the innermost script frame calling the host function: the direct caller,
 /// or the script line that handed the function to `pcall` and the like (C frames and the
 /// sandbox's wrappers are skipped), as Nakama positions errors.
 fn script_position(lua: &Lua) -> Option<String> {
-    /// Frames looked through: the caller, then a few wrappers (`pcall`, the sandbox's).
-    const FRAMES: usize = 4;
-    (1..=FRAMES).find_map(|level| {
+    (1..=SCRIPT_FRAMES).find_map(|level| {
         lua.inspect_stack(level, |debug| {
             let source = debug.source();
             let file = source
@@ -157,6 +164,39 @@ fn script_position(lua: &Lua) -> Option<String> {
             debug.current_line().map(|line| format!("{file}:{line}: "))
         })
         .flatten()
+        .filter(|position| !file_is_internal(position))
+    })
+}
+
+/// [`script_position`] for a C function running on `state` (the innermost frame, level 0,
+/// is the C function itself, as a Rust callback's is in mlua).
+///
+/// # Safety
+/// `state` is the state of a running C function; only its call stack is read.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn script_position_raw(state: *mut mlua::ffi::lua_State) -> Option<String> {
+    use mlua::ffi;
+    (1..=SCRIPT_FRAMES as std::ffi::c_int).find_map(|level| {
+        // SAFETY: `lua_getstack` and `lua_getinfo` read the call stack into `debug`; the
+        // strings it points to are static or owned by the state, copied before it goes on.
+        unsafe {
+            let mut debug: ffi::lua_Debug = std::mem::zeroed();
+            if ffi::lua_getstack(state, level, &mut debug) == 0
+                || ffi::lua_getinfo(state, c"Sl".as_ptr(), &mut debug) == 0
+                || debug.currentline < 0
+            {
+                return None;
+            }
+            let file = if debug.source.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr(debug.source)
+                    .to_string_lossy()
+                    .trim_start_matches('@')
+                    .to_owned()
+            };
+            Some(format!("{file}:{}: ", debug.currentline))
+        }
         .filter(|position| !file_is_internal(position))
     })
 }

@@ -19,6 +19,7 @@ use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
 
 use metafi_runtime::hooks::MAP_FIELDS;
+use metafi_runtime::nk_api::{NkKey, NkValue};
 
 use crate::convert::MAX_DEPTH;
 use crate::field_keys::FieldKeys;
@@ -220,6 +221,187 @@ pub(crate) fn len(n: usize) -> c_int {
 /// An array index (a table of more than 2^31 items does not fit in a Lua 5.1 VM's memory).
 fn index(i: usize) -> ffi::lua_Integer {
     ffi::lua_Integer::try_from(i).unwrap_or(ffi::lua_Integer::MAX)
+}
+
+/// A row's result as a C function's return values (several for `NkValue::Multi`), with the
+/// rules of [`crate::nk_value::to_lua`]; returns how many it pushed.
+///
+/// # Safety
+/// `state` is the state of a running C function, which may raise (memory, stack) errors.
+pub(crate) unsafe fn push_results(state: *mut ffi::lua_State, value: NkValue) -> c_int {
+    // SAFETY: the caller's; room is reserved before each push.
+    unsafe {
+        match value {
+            NkValue::Multi(values) => {
+                ffi::luaL_checkstack(state, len(values.len()), c"too many results".as_ptr());
+                for value in &values {
+                    push_nk(state, value);
+                }
+                len(values.len())
+            }
+            value => {
+                ffi::luaL_checkstack(state, 1, c"too many results".as_ptr());
+                push_nk(state, &value);
+                1
+            }
+        }
+    }
+}
+
+/// [`NkValue`] → Lua, as [`crate::nk_value::to_lua`] builds it through mlua: lists as tables
+/// sized for their items (holes stay nil), maps as tables sized for their entries.
+///
+/// # Safety
+/// As [`push_results`], with room for one value reserved by the caller.
+unsafe fn push_nk(state: *mut ffi::lua_State, value: &NkValue) {
+    unsafe {
+        match value {
+            NkValue::Nil => ffi::lua_pushnil(state),
+            NkValue::Bool(b) => ffi::lua_pushboolean(state, c_int::from(*b)),
+            // Lua numbers are doubles: integers past 2^53 lose precision, as in Nakama.
+            NkValue::Int(i) => ffi::lua_pushnumber(state, *i as f64),
+            NkValue::Float(f) => ffi::lua_pushnumber(state, *f),
+            NkValue::Str(s) => push_str(state, s),
+            NkValue::Bytes(b) => {
+                ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+            }
+            NkValue::List(items) | NkValue::Multi(items) => {
+                ffi::luaL_checkstack(state, 2, c"value nested too deep".as_ptr());
+                ffi::lua_createtable(state, len(items.len()), 0);
+                for (i, item) in items.iter().enumerate() {
+                    push_nk(state, item);
+                    ffi::lua_rawseti(state, -2, index(i + 1));
+                }
+            }
+            NkValue::Map(map) => {
+                ffi::luaL_checkstack(state, 3, c"value nested too deep".as_ptr());
+                ffi::lua_createtable(state, 0, len(map.len()));
+                for (key, item) in map.iter() {
+                    match key {
+                        NkKey::Field(field) => push_str(state, field),
+                        NkKey::Data(key) => push_str(state, key),
+                    }
+                    push_nk(state, item);
+                    ffi::lua_rawset(state, -3);
+                }
+            }
+        }
+    }
+}
+
+/// Pushes the JSON value of `text` (a whole text: anything after the value but whitespace is
+/// an error) with [`crate::convert::from_json`]'s rules, parsed by `serde_json` straight onto
+/// the stack, with no `serde_json::Value` between. The errors are `serde_json::from_str`'s,
+/// word for word (the same parser, the same recursion limit of 128). On an error the caller
+/// drops what was pushed.
+///
+/// Arrays come out as `to_lua` built them from a list: when one holds a `null`, the table is
+/// rebuilt sized for all its items, so `#` finds the same border as before.
+///
+/// # Safety
+/// `state` is the state of a running C function, which may raise (memory, stack) errors.
+pub(crate) unsafe fn push_json_text(
+    state: *mut ffi::lua_State,
+    text: &str,
+) -> Result<(), serde_json::Error> {
+    let mut parser = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(JsonSeed(state), &mut parser)?;
+    parser.end()
+}
+
+/// Pushes one JSON value onto its state's stack.
+#[derive(Clone, Copy)]
+struct JsonSeed(*mut ffi::lua_State);
+
+impl<'de> serde::de::DeserializeSeed<'de> for JsonSeed {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, parser: D) -> Result<(), D::Error> {
+        parser.deserialize_any(self)
+    }
+}
+
+// SAFETY (every method): `self.0` is the state of the running C function `push_json_text` was
+// called from; each push has room reserved: one slot by whoever asked for this value, a
+// container reserves for its key and item.
+impl<'de> serde::de::Visitor<'de> for JsonSeed {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        unsafe { ffi::lua_pushnil(self.0) };
+        Ok(())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<(), E> {
+        unsafe { ffi::lua_pushboolean(self.0, c_int::from(b)) };
+        Ok(())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<(), E> {
+        unsafe { ffi::lua_pushnumber(self.0, n as f64) };
+        Ok(())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<(), E> {
+        unsafe { ffi::lua_pushnumber(self.0, n as f64) };
+        Ok(())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<(), E> {
+        unsafe { ffi::lua_pushnumber(self.0, n) };
+        Ok(())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
+        unsafe { push_str(self.0, s) };
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        let state = self.0;
+        unsafe {
+            // The table, an item.
+            ffi::luaL_checkstack(state, 2, c"JSON value too deep".as_ptr());
+            ffi::lua_createtable(state, 0, 0);
+            let mut count = 0usize;
+            let mut holes = false;
+            while items.next_element_seed(self)?.is_some() {
+                count += 1;
+                holes |= ffi::lua_type(state, -1) == ffi::LUA_TNIL;
+                ffi::lua_rawseti(state, -2, index(count));
+            }
+            if holes {
+                // `to_lua` sized the table for every item; the border `#` finds depends on it.
+                ffi::lua_createtable(state, len(count), 0);
+                for i in 1..=count {
+                    ffi::lua_rawgeti(state, -2, index(i));
+                    ffi::lua_rawseti(state, -2, index(i));
+                }
+                ffi::lua_remove(state, -2);
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+        let state = self.0;
+        unsafe {
+            // The table, a key and a value.
+            ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
+            ffi::lua_createtable(state, 0, 0);
+            while entries.next_key_seed(self)?.is_some() {
+                entries.next_value_seed(self)?;
+                // A `null` member sets nil: absent, and the last of equal keys wins, as
+                // when the object went through a `serde_json::Map`.
+                ffi::lua_rawset(state, -3);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

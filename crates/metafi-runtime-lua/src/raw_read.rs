@@ -389,6 +389,266 @@ fn integer(n: f64) -> Option<i64> {
     (n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64).then_some(n as i64)
 }
 
+/// Stack room for reading any value (three slots per nesting level up to [`MAX_DEPTH`], and a
+/// few more), taken before a read that must raise no Lua error: with it reserved, the
+/// `lua_checkstack` calls of a walk never grow the stack, so never allocate.
+///
+/// # Safety
+/// `state` is a live Lua state inside a C function (the growth may raise a memory error).
+pub(crate) unsafe fn reserve(state: *mut ffi::lua_State) {
+    // Past LuaJIT's limit of 8,000 slots per C call (thousands of arguments) this does
+    // nothing, and the walk reports the shortage as it did.
+    // SAFETY: the caller's.
+    unsafe {
+        ffi::lua_checkstack(state, 3 * MAX_DEPTH as c_int + 8);
+    }
+}
+
+/// Every argument on the stack of a C function as an `nk` argument, with the rules of
+/// [`crate::nk_value::args`]: a function passed as an argument is nil, anything else is read
+/// as [`walk`] reads it (a table through [`walk_table`] at depth 0), one budget for all.
+///
+/// # Safety
+/// `state` is the state of a running C function; its arguments fill the stack. Raises no Lua
+/// error once [`reserve`] has been called.
+pub(crate) unsafe fn nk_args(
+    state: *mut ffi::lua_State,
+    budget: &mut ValueBudget,
+) -> Result<Vec<NkValue>, String> {
+    unsafe {
+        let top = ffi::lua_gettop(state);
+        let mut args = Vec::with_capacity(top.max(0) as usize);
+        for at in 1..=top {
+            args.push(match ffi::lua_type(state, at) {
+                ffi::LUA_TFUNCTION => NkValue::Nil,
+                _ => walk::<NkValue>(state, at, 0, budget)?,
+            });
+        }
+        Ok(args)
+    }
+}
+
+/// The value at `at` as JSON text, as `nk.json_encode` wrote it through [`crate::nk_value`]
+/// and `NkValue::to_json` (objects with sorted keys, the last of equal keys winning, as in a
+/// `serde_json::Map`), without either tree: the same walk rules and errors as [`walk`] (a
+/// walk error wins over a non-finite number found before it, which is reported as
+/// `cannot encode NaN as JSON` once the walk is done). A function at the top is `null`, as an
+/// `nk` argument.
+///
+/// # Safety
+/// `state` is a live Lua state and `at` a valid absolute index on its stack. Raises no Lua
+/// error once [`reserve`] has been called.
+pub(crate) unsafe fn json_text_at(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    out: &mut Vec<u8>,
+) -> Result<(), TextError> {
+    let mut text = Text {
+        out,
+        non_finite: None,
+    };
+    let mut budget = ValueBudget::default();
+    // SAFETY: the caller's.
+    unsafe {
+        if ffi::lua_type(state, at) == ffi::LUA_TFUNCTION {
+            text.out.extend_from_slice(b"null");
+        } else {
+            text_value(state, at, 0, &mut budget, &mut text).map_err(TextError::Walk)?;
+        }
+    }
+    match text.non_finite {
+        Some(n) => Err(TextError::NonFinite(format!("cannot encode {n} as JSON"))),
+        None => Ok(()),
+    }
+}
+
+/// Why [`json_text_at`] wrote no text.
+#[derive(Debug, PartialEq)]
+pub(crate) enum TextError {
+    /// The walk failed (too deep, too large): what reading the value as an `nk` argument said.
+    Walk(String),
+    /// A number JSON cannot hold, in `NkValue::to_json`'s words (`cannot encode NaN as JSON`).
+    NonFinite(String),
+}
+
+/// JSON text being written, with the first non-finite number met (see [`json_text_at`]).
+struct Text<'a> {
+    out: &'a mut Vec<u8>,
+    non_finite: Option<f64>,
+}
+
+impl Text<'_> {
+    fn string(&mut self, text: &str) {
+        // Invariant: writing into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *self.out, text);
+    }
+
+    fn number(&mut self, n: f64) {
+        match integer(n) {
+            Some(i) => {
+                let _ = serde_json::to_writer(&mut *self.out, &i);
+            }
+            None if n.is_finite() => {
+                let _ = serde_json::to_writer(&mut *self.out, &n);
+            }
+            None => {
+                self.non_finite = self.non_finite.or(Some(n));
+                self.out.extend_from_slice(b"null");
+            }
+        }
+    }
+}
+
+/// The value at `at` as JSON text ([`walk`]'s rules).
+///
+/// # Safety
+/// As [`json_text_at`].
+unsafe fn text_value(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    depth: usize,
+    budget: &mut ValueBudget,
+    text: &mut Text<'_>,
+) -> Result<(), String> {
+    unsafe {
+        match ffi::lua_type(state, at) {
+            ffi::LUA_TBOOLEAN => {
+                let b = ffi::lua_toboolean(state, at) != 0;
+                text.out
+                    .extend_from_slice(if b { b"true" } else { b"false" });
+            }
+            ffi::LUA_TNUMBER => text.number(ffi::lua_tonumber(state, at)),
+            ffi::LUA_TSTRING => match std::str::from_utf8(bytes(state, at)) {
+                Ok(s) => text.string(s),
+                Err(_) => text.string(&String::from_utf8_lossy(bytes(state, at))),
+            },
+            ffi::LUA_TTABLE => text_table(state, at, depth, budget, text)?,
+            ffi::LUA_TFUNCTION => {
+                text.string(&format!("function: {:p}", ffi::lua_topointer(state, at)));
+            }
+            _ => text.out.extend_from_slice(b"null"),
+        }
+        Ok(())
+    }
+}
+
+/// A table as a JSON object or array, [`walk_table`]'s rules: one pass reads it as a map
+/// (each value written where it ends, its key remembered), a positive integer key starts it
+/// again as a list with the budget and the text as they were.
+///
+/// # Safety
+/// As [`text_value`]; the value at `at` is a table.
+unsafe fn text_table(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    depth: usize,
+    budget: &mut ValueBudget,
+    text: &mut Text<'_>,
+) -> Result<(), String> {
+    if depth >= MAX_DEPTH {
+        return Err(format!(
+            "table nesting deeper than {MAX_DEPTH} levels (a table that contains itself?)"
+        ));
+    }
+    unsafe {
+        if ffi::lua_checkstack(state, 3) == 0 {
+            return Err("table nesting too deep for the Lua stack".into());
+        }
+        let before = budget.clone();
+        let start = text.out.len();
+        let non_finite = text.non_finite;
+        // Each key with where its value's text starts and ends in `text.out`.
+        let mut entries: Vec<(String, usize, usize)> = Vec::new();
+        let mut failed = None;
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, at) != 0 {
+            if positive_integer(state, -2).is_some() {
+                ffi::lua_settop(state, -3);
+                *budget = before;
+                text.out.truncate(start);
+                text.non_finite = non_finite;
+                return text_list(state, at, depth, budget, text);
+            }
+            if failed.is_none() {
+                let key = key_text(state, -2);
+                let from = text.out.len();
+                let item = budget.take(1).and_then(|()| {
+                    text_value(state, ffi::lua_gettop(state), depth + 1, budget, text)
+                });
+                match item {
+                    Ok(()) => entries.push((key, from, text.out.len())),
+                    Err(e) => failed = Some(e),
+                }
+            }
+            ffi::lua_settop(state, -2);
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let values = text.out.split_off(start);
+        // Stable: of equal keys the last read stays last, and is the one written.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        text.out.push(b'{');
+        let mut first = true;
+        for (i, (key, from, to)) in entries.iter().enumerate() {
+            if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                text.out.push(b',');
+            }
+            first = false;
+            text.string(key);
+            text.out.push(b':');
+            text.out
+                .extend_from_slice(&values[from - start..to - start]);
+        }
+        text.out.push(b'}');
+        Ok(())
+    }
+}
+
+/// A table with a positive integer key as a JSON array ([`walk_list`]'s rules).
+///
+/// # Safety
+/// As [`text_table`], which has reserved the stack room.
+unsafe fn text_list(
+    state: *mut ffi::lua_State,
+    at: c_int,
+    depth: usize,
+    budget: &mut ValueBudget,
+    text: &mut Text<'_>,
+) -> Result<(), String> {
+    unsafe {
+        let mut maxn: i64 = 0;
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, at) != 0 {
+            if let Some(i) = positive_integer(state, -2)
+                && i > maxn
+            {
+                maxn = i;
+            }
+            ffi::lua_settop(state, -2);
+        }
+        if maxn > 1 << 24 {
+            return Err("array too sparse to convert: its largest index is over 16777216".into());
+        }
+        budget.take(maxn as usize)?;
+        text.out.push(b'[');
+        for i in 1..=maxn {
+            if i > 1 {
+                text.out.push(b',');
+            }
+            ffi::lua_rawgeti(state, at, i as ffi::lua_Integer);
+            let item = text_value(state, ffi::lua_gettop(state), depth + 1, budget, text);
+            ffi::lua_settop(state, -2);
+            item?;
+        }
+        text.out.push(b']');
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use metafi_runtime::nk_api::Naming;

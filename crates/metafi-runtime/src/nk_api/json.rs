@@ -2,6 +2,10 @@
 //!
 //! Objects encode with sorted keys, as Go's `encoding/json` in Nakama; Lua tables arrive as
 //! lists or maps by the binder's rules (a table with positive integer keys is a list).
+//!
+//! The Lua engine serves the usual calls of these two rows with C functions that go straight
+//! between JSON text and Lua values (`metafi-runtime-lua`, `json_text.rs`); they take their
+//! failures from [`decode_failure`] and [`encode_failure`], so the words live here only.
 
 use super::{NkArgs, NkCall, NkError, NkFunction, NkValue};
 use crate::nk::Nk;
@@ -28,18 +32,31 @@ fn encode(args: NkArgs) -> Result<NkValue, NkError> {
         .at(1)
         .value
         .to_json(args.naming())
-        .map_err(|e| NkError::failed(format!("error encoding to JSON: {e}")))?;
+        .map_err(|e| encode_failure(&e))?;
     serde_json::to_string(&json)
         .map(NkValue::Str)
-        .map_err(|e| NkError::failed(format!("error encoding to JSON: {e}")))
+        .map_err(|e| encode_failure(&e.to_string()))
+}
+
+/// `json_encode`'s failure for a value JSON cannot hold (`reason`: `cannot encode NaN as
+/// JSON`).
+pub fn encode_failure(reason: &str) -> NkError {
+    NkError::failed(format!("error encoding to JSON: {reason}"))
 }
 
 fn decode(args: NkArgs) -> Result<NkValue, NkError> {
     let text = args.at(1).non_empty("expects JSON string")?;
-    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        NkError::failed(format!("not a valid JSON string: {}", go_reason(&e, text)))
-    })?;
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| decode_failure(&e, text))?;
     Ok(NkValue::from_json(&json))
+}
+
+/// `json_decode`'s failure for `text`, which `serde_json` refused with `error`.
+pub fn decode_failure(error: &serde_json::Error, text: &str) -> NkError {
+    NkError::failed(format!(
+        "not a valid JSON string: {}",
+        go_reason(error, text)
+    ))
 }
 
 /// The reason in the words of Go's `encoding/json` (what Nakama's scripts see) for the two

@@ -25,7 +25,7 @@ mod groups;
 #[cfg(test)]
 mod groups_tests;
 mod http;
-mod json;
+pub mod json;
 mod leaderboards;
 mod links;
 mod matches;
