@@ -12,10 +12,12 @@
 # when the vendor tree lacks a file; see restore_vendor).
 #
 # Nakama listens on 127.0.0.1: API and socket on NAKAMA_PORT (default 7450), gRPC on the port
-# below, console on NAKAMA_CONSOLE_PORT (7451). Its database is `nakama` on the local
-# PostgreSQL of scripts/postgres.sh (wiped on every start, so runs do not see each other's
-# accounts). The runtime directory holds the repository's examples (and the suite's fixtures,
-# tests/compat/modules) as Nakama loads them: the Lua modules as they are, the JavaScript modules joined into one index.js, and the native
+# below, console on NAKAMA_CONSOLE_PORT (7451). Its database is NAKAMA_DATABASE (default
+# `nakama_oracle`; another name lets two oracles run side by side) on the local PostgreSQL of
+# scripts/postgres.sh (wiped on every start, so runs do not see each other's accounts). The
+# runtime directory holds the repository's examples (and the suite's fixtures,
+# tests/compat/modules) as Nakama loads them: the Lua modules as they are, the JavaScript modules
+# (examples/js and tests/compat/modules/js) joined into one index.js, and the native
 # example as a Go plugin (tests/compat/nakama/native) built in the same tree. Sessions last
 # NAKAMA_TOKEN_EXPIRY_SEC (3, as scripts/compat.sh gives MetaFi) and the matchmaker runs every
 # second, also as compat.sh does.
@@ -28,6 +30,7 @@ port=${NAKAMA_PORT:-7450}
 console_port=${NAKAMA_CONSOLE_PORT:-7451}
 token_ttl=${NAKAMA_TOKEN_EXPIRY_SEC:-3}
 state=${NAKAMA_STATE_DIR:-/tmp/metafi-nakama}
+database=${NAKAMA_DATABASE:-nakama_oracle}
 
 log() { echo "nakama.sh: $*" >&2; }
 
@@ -126,7 +129,7 @@ runtime_dir() {
     inside { body = body $0 "\n"; next }
     { print }
     END { printf "function InitModule(ctx, logger, nk, initializer) {\n%s}\n", body }
-  ' "$root"/examples/js/*.js >"$dir/index.js"
+  ' "$root"/examples/js/*.js "$root"/tests/compat/modules/js/*.js >"$dir/index.js"
   cp "$tree/metafi_compat_native.so" "$dir/"
 }
 
@@ -135,7 +138,7 @@ start() {
   tree=$(build "${1:-}")
   stop_running
   local db_url db_address
-  db_url=$(METAFI_PG_DATABASE=nakama_oracle "$root/scripts/postgres.sh")
+  db_url=$(METAFI_PG_DATABASE=$database "$root/scripts/postgres.sh")
   # postgres://user:pass@host:port/db -> user:pass@host:port/db (Nakama's form)
   db_address=${db_url#postgres://}
   reset_database "$db_url"
@@ -175,7 +178,7 @@ start() {
 
 # Drops and recreates the oracle's database, so each run starts empty.
 reset_database() {
-  local url=$1 db=nakama_oracle pg_port
+  local url=$1 db=$database pg_port
   pg_port=${url##*:}
   pg_port=${pg_port%%/*}
   (cd / && runuser -u postgres -- psql -p "$pg_port" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null &&

@@ -32,6 +32,12 @@ pub struct RpcContext {
     /// Request headers of an HTTP call (empty over the socket), kept as parsed and shown as
     /// Nakama's Go server names them (`Content-Type`) when read: [`RequestHeaders`].
     pub headers: RequestHeaders,
+    /// True for an RPC called through the HTTP API (`/v2/rpc/{id}`, and the console's API
+    /// explorer, which Nakama serves through its gRPC API): the calls that have request
+    /// headers and query parameters to show. Nakama's JavaScript `ctx` has `headers` and
+    /// `queryParams` only then (`{}` when there are none); socket RPCs, hooks and every other
+    /// call have neither key. Its Lua `ctx` has both tables always, empty when not REST.
+    pub rest_rpc: bool,
 }
 
 /// Executes RPC functions by id.

@@ -38,7 +38,8 @@ pub(crate) fn init_object<'js>(
 }
 
 /// The keys of an RPC's or hook's `ctx`, in the order Nakama's `NewRuntimeJsContext` sets
-/// them: always the first six, then the caller's when it has them.
+/// them: always the first four, `headers` and `queryParams` in a REST RPC, then the caller's
+/// when it has them.
 const KEYS: [&std::ffi::CStr; 12] = [
     c"node",
     c"version",
@@ -70,8 +71,11 @@ pub(crate) struct CallContexts {
     kept: Cell<u32>,
 }
 
-/// Which of a `ctx`'s optional keys are present: one bit each for the session expiry, the
-/// user, the session id and the address (sixteen kinds).
+/// The keys every `ctx` has: the first four of [`KEYS`].
+const FIXED: usize = 4;
+
+/// Which of a `ctx`'s optional keys are present: one bit each for the REST request's two
+/// maps, the session expiry, the user, the session id and the address (32 kinds).
 struct Variant(u32);
 
 impl CallContexts {
@@ -92,9 +96,10 @@ impl CallContexts {
     }
 
     /// A new `ctx` for `call`: `node`, `version`, `env` (the VM's one object, as in Nakama),
-    /// `executionMode`, `headers` and `queryParams` (new objects, empty when the request has
-    /// none), then `userSessionExp`, `userId`, `username`, `vars`, `sessionId` when a user
-    /// called, and `clientIp` when the address is known.
+    /// `executionMode`; `headers` and `queryParams` in an RPC called over REST (new objects,
+    /// `{}` when the request has none; no such keys elsewhere, as in Nakama, whose callers
+    /// pass those maps only from `api_rpc.go`); then `userSessionExp`, `userId`, `username`,
+    /// `vars`, `sessionId` when a user called, and `clientIp` when the address is known.
     pub(crate) fn build<'js>(
         &self,
         ctx: &Ctx<'js>,
@@ -114,26 +119,18 @@ impl CallContexts {
             if qjs::JS_IsException(object) {
                 return Err(rquickjs::Error::Exception);
             }
-            let mut fixed = [
+            let fixed: [_; FIXED] = [
                 self.text(raw, &call.node),
                 self.text(raw, call.version),
                 qjs::JS_DupValue(raw, env.as_raw()),
                 self.text(raw, call.mode.as_str()),
-                qjs::JS_UNDEFINED,
-                qjs::JS_UNDEFINED,
             ];
-            for (slot, given) in fixed[4..].iter_mut().zip(&request[..2]) {
-                *slot = match given {
-                    Some(value) => qjs::JS_DupValue(raw, value.as_raw()),
-                    None => qjs::JS_NewObject(raw),
-                };
-            }
             let mut keys = [qjs::JS_ATOM_NULL; KEYS.len()];
             let mut count = 0;
             let mut failed = false;
-            let given = request[2..].iter().enumerate().filter_map(|(i, value)| {
+            let given = request.iter().enumerate().filter_map(|(i, value)| {
                 let value = value.as_ref()?;
-                Some((6 + i, qjs::JS_DupValue(raw, value.as_raw())))
+                Some((FIXED + i, qjs::JS_DupValue(raw, value.as_raw())))
             });
             for (index, value) in fixed.into_iter().enumerate().chain(given) {
                 if failed || qjs::JS_IsException(value) {
@@ -204,26 +201,24 @@ impl CallContexts {
 }
 
 impl Variant {
-    fn of(request: &[Option<Value<'_>>; 8]) -> Variant {
-        let [_, _, exp, uid, _, _, sid, ip] = request;
+    fn of(request: &[Option<Value<'_>>; KEYS.len() - FIXED]) -> Variant {
+        let [headers, _, exp, uid, _, _, sid, ip] = request;
         let bit = |value: &Option<Value<'_>>, at: u32| u32::from(value.is_some()) << at;
-        Variant(bit(exp, 0) | bit(uid, 1) | bit(sid, 2) | bit(ip, 3))
+        Variant(bit(exp, 0) | bit(uid, 1) | bit(sid, 2) | bit(ip, 3) | bit(headers, 4))
     }
 }
 
-/// The request's part of a call's `ctx`, in [`KEYS`]' order from `headers`: `headers`,
-/// `queryParams`, then the session expiry, the user's id, name and vars, the session id, and
-/// the client address; `None` where the request has none.
+/// The request's part of a call's `ctx`, in [`KEYS`]' order from `headers`: `headers` and
+/// `queryParams` of a REST RPC, then the session expiry, the user's id, name and vars, the
+/// session id, and the client address; `None` where the call has none.
 fn request_values<'js>(
     ctx: &Ctx<'js>,
     request: &RpcContext,
-) -> rquickjs::Result<[Option<Value<'js>>; 8]> {
+) -> rquickjs::Result<[Option<Value<'js>>; KEYS.len() - FIXED]> {
     let text = |s: &str| rquickjs::String::from_str(ctx.clone(), s).map(|s| Some(s.into_value()));
-    let mut values: [Option<Value<'js>>; 8] = Default::default();
-    if !request.headers.is_empty() {
+    let mut values: [Option<Value<'js>>; KEYS.len() - FIXED] = Default::default();
+    if request.rest_rpc {
         values[0] = Some(convert::string_lists(ctx, request.headers.iter())?.into_value());
-    }
-    if !request.query.is_empty() {
         values[1] = Some(convert::string_lists(ctx, &request.query)?.into_value());
     }
     if let Some(user) = &request.user {
@@ -248,14 +243,14 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
-    use metafi_core::RpcUser;
+    use metafi_core::{RequestHeaders, RpcUser};
     use metafi_runtime::ExecutionMode;
     use rquickjs::{Context, Function, Runtime};
 
     use super::*;
 
-    /// A hook's context: mode `before`, and `user` when given.
-    fn call(user: bool) -> CallContext {
+    /// A hook's context (mode `before`), with a signed-in user when `user`.
+    fn hook(user: bool) -> CallContext {
         let env = HashMap::from([("region".to_owned(), "eu".to_owned())]);
         let mut call = CallContext::load(Arc::from("node-a"), Arc::new(env));
         call.mode = ExecutionMode::Before;
@@ -268,6 +263,22 @@ mod tests {
                 expires_at: 1_700_000_000,
             });
             call.request.client_ip = Some([10, 0, 0, 7].into());
+        }
+        call
+    }
+
+    /// An RPC called over REST by the user of `hook(true)`, with a header and a query when
+    /// `request`.
+    fn rest(request: bool) -> CallContext {
+        let mut call = hook(true);
+        call.mode = ExecutionMode::Rpc;
+        call.request.rest_rpc = true;
+        if let Some(user) = &mut call.request.user {
+            user.session_id = uuid::Uuid::nil();
+        }
+        if request {
+            call.request.headers = RequestHeaders::from_pairs([("x-game-build", "41")]).unwrap();
+            call.request.query = HashMap::from([("q".to_owned(), vec!["1".to_owned()])]);
         }
         call
     }
@@ -296,7 +307,8 @@ mod tests {
         context.with(|ctx| {
             ctx.eval::<(), _>(
                 "var env = {region: 'eu'}; var stolen = []; \
-                 ['node', 'userId', 'headers', 'clientIp'].forEach(function (k) { \
+                 ['node', 'userId', 'headers', 'clientIp', 'X-Game-Build', 'q', 'k'] \
+                 .forEach(function (k) { \
                  Object.defineProperty(Object.prototype, k, \
                  { set: function () { stolen.push(k); }, configurable: true }); });",
             )
@@ -307,34 +319,57 @@ mod tests {
                    var d = Object.getOwnPropertyDescriptor(c, k); \
                    return d.writable && d.enumerable && d.configurable; }), \
                  c.env === env, JSON.stringify(c)].join('|'); })";
+            let version = env!("CARGO_PKG_VERSION");
             // Twice each: the second call takes the kept atoms, strings and shapes.
             for _ in 0..2 {
+                // A hook: no headers or queryParams (Nakama passes its hooks no maps).
                 assert_eq!(
-                    seen(&ctx, &contexts, &names, &call(false), describe),
-                    "0|true|node,version,env,executionMode,headers,queryParams|true|true|\
+                    seen(&ctx, &contexts, &names, &hook(false), describe),
+                    "0|true|node,version,env,executionMode|true|true|\
                      {\"node\":\"node-a\",\"version\":\"0.1.0\",\"env\":{\"region\":\"eu\"},\
-                     \"executionMode\":\"before\",\"headers\":{},\"queryParams\":{}}"
-                        .replace("0.1.0", env!("CARGO_PKG_VERSION"))
+                     \"executionMode\":\"before\"}"
+                        .replace("0.1.0", version)
                 );
                 assert_eq!(
-                    seen(&ctx, &contexts, &names, &call(true), describe),
-                    "0|true|node,version,env,executionMode,headers,queryParams,userSessionExp,\
+                    seen(&ctx, &contexts, &names, &hook(true), describe),
+                    "0|true|node,version,env,executionMode,userSessionExp,\
                      userId,username,vars,sessionId,clientIp|true|true|\
                      {\"node\":\"node-a\",\"version\":\"0.1.0\",\"env\":{\"region\":\"eu\"},\
-                     \"executionMode\":\"before\",\"headers\":{},\"queryParams\":{},\
-                     \"userSessionExp\":1700000000,\
+                     \"executionMode\":\"before\",\"userSessionExp\":1700000000,\
                      \"userId\":\"00000000-0000-0000-0000-000000000001\",\"username\":\"ann\",\
                      \"vars\":{\"k\":\"v\"},\
                      \"sessionId\":\"00000000-0000-0000-0000-000000000002\",\
                      \"clientIp\":\"10.0.0.7\"}"
-                        .replace("0.1.0", env!("CARGO_PKG_VERSION"))
+                        .replace("0.1.0", version)
+                );
+                // A REST RPC: both maps, `{}` when the request has none.
+                assert_eq!(
+                    seen(&ctx, &contexts, &names, &rest(true), describe),
+                    "0|true|node,version,env,executionMode,headers,queryParams,userSessionExp,\
+                     userId,username,vars,clientIp|true|true|\
+                     {\"node\":\"node-a\",\"version\":\"0.1.0\",\"env\":{\"region\":\"eu\"},\
+                     \"executionMode\":\"rpc\",\"headers\":{\"X-Game-Build\":[\"41\"]},\
+                     \"queryParams\":{\"q\":[\"1\"]},\"userSessionExp\":1700000000,\
+                     \"userId\":\"00000000-0000-0000-0000-000000000001\",\"username\":\"ann\",\
+                     \"vars\":{\"k\":\"v\"},\"clientIp\":\"10.0.0.7\"}"
+                        .replace("0.1.0", version)
+                );
+                assert_eq!(
+                    seen(
+                        &ctx,
+                        &contexts,
+                        &names,
+                        &rest(false),
+                        "(function (c) { return JSON.stringify([c.headers, c.queryParams]); })"
+                    ),
+                    "[{},{}]"
                 );
             }
-            // Node, version and mode kept as strings once; the shapes of both kinds of
-            // context kept once (7 + 13 objects: one per prefix).
-            assert_eq!(contexts.texts.borrow().len(), 3);
-            assert_eq!(contexts.kept.get().count_ones(), 2);
-            assert_eq!(names.shapes_kept(), 20);
+            // Node, version and two modes kept as strings once; the shapes of the three kinds
+            // of context kept once (5 + 11 + 12 objects: one per prefix).
+            assert_eq!(contexts.texts.borrow().len(), 4);
+            assert_eq!(contexts.kept.get().count_ones(), 3);
+            assert_eq!(names.shapes_kept(), 28);
             names.release(&ctx);
             contexts.release(&ctx);
             assert!(contexts.texts.borrow().is_empty());
@@ -351,13 +386,13 @@ mod tests {
             ctx.eval::<(), _>("var env = {}; var kept;").unwrap();
             let change = "(function (c) { kept = c; c.node = 'changed'; c.headers.x = ['1']; \
                           c.extra = 1; return ''; })";
-            seen(&ctx, &contexts, &names, &call(false), change);
+            seen(&ctx, &contexts, &names, &rest(false), change);
             assert_eq!(
                 seen(
                     &ctx,
                     &contexts,
                     &names,
-                    &call(false),
+                    &rest(false),
                     "(function (c) { return [c === kept, c.headers === kept.headers, \
                       c.queryParams === kept.queryParams, c.node, Object.keys(c.headers).length, \
                       'extra' in c, kept.node].join('|'); })"

@@ -6,7 +6,8 @@
 //! a `TypeError` thrown into the script (a cyclic object: "circular reference"; a BigInt).
 //! Nesting deeper than the interpreter's stack allows is a `RangeError`, never a crash.
 
-use rquickjs::{Array, Ctx, Exception, Object, Value};
+use rquickjs::object::Property;
+use rquickjs::{Array, Ctx, Exception, IntoAtom, IntoJs, Object, Value};
 
 /// Reads argument `index` (missing arguments are `undefined`).
 pub(crate) fn arg<'a, 'js>(args: &'a [Value<'js>], index: usize) -> Option<&'a Value<'js>> {
@@ -104,7 +105,21 @@ pub(crate) fn array_of<'js, T>(
     Ok(array.into_value())
 }
 
-/// A JS object whose values are string arrays (`headers`, `queryParams`).
+/// Defines `object[key] = value` (writable, enumerable, configurable: as an assignment would
+/// make it) without running a setter of that name on the prototype chain, as Nakama's
+/// objects of Go data never do.
+pub(crate) fn define<'js>(
+    object: &Object<'js>,
+    key: impl IntoAtom<'js>,
+    value: impl IntoJs<'js>,
+) -> rquickjs::Result<()> {
+    object.prop(
+        key,
+        Property::from(value).writable().enumerable().configurable(),
+    )
+}
+
+/// A JS object whose values are string arrays (`headers`, `queryParams`), its keys defined.
 pub(crate) fn string_lists<'js, K, L, V>(
     ctx: &Ctx<'js>,
     entries: impl IntoIterator<Item = (K, L)>,
@@ -119,19 +134,19 @@ where
         let list = array_of(ctx, values.as_ref(), |v| {
             Ok(rquickjs::String::from_str(ctx.clone(), v.as_ref())?.into_value())
         })?;
-        object.set(key.as_ref(), list)?;
+        define(&object, key.as_ref(), list)?;
     }
     Ok(object)
 }
 
-/// A JS object of string values.
+/// A JS object of string values (`vars`, `env`), its keys defined.
 pub(crate) fn string_map<'js, 'a>(
     ctx: &Ctx<'js>,
     entries: impl IntoIterator<Item = (&'a String, &'a String)>,
 ) -> rquickjs::Result<Object<'js>> {
     let object = Object::new(ctx.clone())?;
     for (key, value) in entries {
-        object.set(key.as_str(), value.as_str())?;
+        define(&object, key.as_str(), value.as_str())?;
     }
     Ok(object)
 }
@@ -152,6 +167,31 @@ mod tests {
         let runtime = Runtime::new().unwrap();
         let context = Context::full(&runtime).unwrap();
         context.with(f)
+    }
+
+    #[test]
+    fn string_objects_define_their_keys_past_a_setter_on_object_prototype() {
+        with(|ctx| {
+            ctx.eval::<(), _>(
+                "var stolen = []; ['X-Game-Build', 'region'].forEach(function (k) { \
+                 Object.defineProperty(Object.prototype, k, \
+                 { set: function (v) { stolen.push(k); }, configurable: true }); });",
+            )
+            .unwrap();
+            let headers = string_lists(&ctx, [("X-Game-Build", ["41"])]).unwrap();
+            let env = [("region".to_owned(), "eu".to_owned())];
+            let map = string_map(&ctx, env.iter().map(|(k, v)| (k, v))).unwrap();
+            let describe: rquickjs::Function<'_> = ctx
+                .eval(
+                    "(function (h, m) { return [stolen.length, JSON.stringify(h), \
+                     JSON.stringify(m), Object.keys(h).concat(Object.keys(m)).every(function (k) { \
+                       var d = Object.getOwnPropertyDescriptor(k === 'region' ? m : h, k); \
+                       return d.writable && d.enumerable && d.configurable; })].join('|'); })",
+                )
+                .unwrap();
+            let seen: String = describe.call((headers, map)).unwrap();
+            assert_eq!(seen, r#"0|{"X-Game-Build":["41"]}|{"region":"eu"}|true"#);
+        });
     }
 
     #[test]

@@ -52,10 +52,6 @@ pub(crate) struct FieldNames {
     protos: RefCell<HashMap<qjs::JSAtom, Box<str>, FxBuildHasher>>,
     /// Objects kept only for their shapes, and the key sequences they were kept for.
     shapes: RefCell<Shapes>,
-    /// The atoms of `fields` and `rpc_id`, for [`logger`]; made on its first call.
-    logger: std::cell::Cell<Option<(qjs::JSAtom, qjs::JSAtom)>>,
-    /// Whether the shapes of the logger and its `fields` are kept ([`Shapes`]).
-    logger_shapes_kept: std::cell::Cell<bool>,
     /// The prototypes the result reader compares with.
     intrinsics: Intrinsics,
 }
@@ -99,20 +95,12 @@ impl FieldNames {
         let raw = ctx.as_raw().as_ptr();
         let mut shapes = self.shapes.borrow_mut();
         shapes.seen.clear();
-        self.logger_shapes_kept.set(false);
         self.intrinsics.release(ctx);
         for value in shapes.kept.drain(..) {
             // SAFETY: each kept object holds one reference, taken in `keep_shapes`.
             unsafe { qjs::JS_FreeValue(raw, value) };
         }
         self.protos.borrow_mut().clear();
-        if let Some((fields, rpc_id)) = self.logger.take() {
-            // SAFETY: each holds one reference, taken in `logger_atoms`.
-            unsafe {
-                qjs::JS_FreeAtom(raw, fields);
-                qjs::JS_FreeAtom(raw, rpc_id);
-            }
-        }
         for (_, atom) in self.atoms.borrow_mut().drain() {
             // SAFETY: each cached atom holds one reference, taken in `atom`.
             unsafe { qjs::JS_FreeAtom(raw, atom) };
@@ -153,26 +141,6 @@ impl FieldNames {
 }
 
 impl FieldNames {
-    /// The atoms of `fields` and `rpc_id`, made once; `None` with an exception pending when
-    /// QuickJS could not allocate one.
-    unsafe fn logger_atoms(&self, ctx: *mut qjs::JSContext) -> Option<(qjs::JSAtom, qjs::JSAtom)> {
-        if let Some(atoms) = self.logger.get() {
-            return Some(atoms);
-        }
-        // SAFETY: `ctx` is live; NUL-terminated names.
-        let fields = unsafe { qjs::JS_NewAtom(ctx, c"fields".as_ptr()) };
-        if fields == qjs::JS_ATOM_NULL {
-            return None;
-        }
-        let rpc_id = unsafe { qjs::JS_NewAtom(ctx, c"rpc_id".as_ptr()) };
-        if rpc_id == qjs::JS_ATOM_NULL {
-            unsafe { qjs::JS_FreeAtom(ctx, fields) };
-            return None;
-        }
-        self.logger.set(Some((fields, rpc_id)));
-        Some((fields, rpc_id))
-    }
-
     /// Keeps the shapes of an object with the keys of `keys` in order (all cached field names)
     /// alive, the first time that sequence is seen and while fewer than [`MAX_KEPT_SHAPES`]
     /// objects are kept ([`Shapes`]).
@@ -271,57 +239,6 @@ pub(crate) fn build<'js>(
     }
     // SAFETY: `value` is owned and belongs to `ctx`'s runtime.
     Ok(unsafe { Value::from_raw(ctx.clone(), value) })
-}
-
-/// An RPC's or hook's logger: a new object with the VM's logger prototype `proto` and its own
-/// `fields` `{ rpc_id }`, as Nakama's RPC logger has. Both properties are *defined*, so a
-/// setter of either name on `Object.prototype` cannot take them; built here because doing it
-/// in JavaScript took `Object.create` and `Object.defineProperty`, which reads its descriptor
-/// object property by property (≈ 2,300 instructions a call, `docs/RUNTIME.md`). The shapes of
-/// both objects are kept on the first call ([`Shapes`]).
-pub(crate) fn logger<'js>(
-    ctx: &Ctx<'js>,
-    names: &FieldNames,
-    proto: &rquickjs::Object<'js>,
-    rpc_id: &str,
-) -> rquickjs::Result<Value<'js>> {
-    let raw = ctx.as_raw().as_ptr();
-    // SAFETY: `raw` is the live context of `ctx` and `proto` one of its objects; every value
-    // made is handed to its parent (`JS_DefinePropertyValue` takes it, also on failure), to
-    // the caller, or freed.
-    unsafe {
-        let Some((fields_atom, rpc_id_atom)) = names.logger_atoms(raw) else {
-            return Err(rquickjs::Error::Exception);
-        };
-        let fields = qjs::JS_NewObject(raw);
-        if qjs::JS_IsException(fields) {
-            return Err(rquickjs::Error::Exception);
-        }
-        let id = qjs::JS_NewStringLen(raw, rpc_id.as_ptr().cast(), rpc_id.len() as _);
-        if qjs::JS_IsException(id)
-            || qjs::JS_DefinePropertyValue(raw, fields, rpc_id_atom, id, qjs::JS_PROP_C_W_E as _)
-                < 0
-        {
-            qjs::JS_FreeValue(raw, fields);
-            return Err(rquickjs::Error::Exception);
-        }
-        let logger = qjs::JS_NewObjectProto(raw, proto.as_raw());
-        if qjs::JS_IsException(logger) {
-            qjs::JS_FreeValue(raw, fields);
-            return Err(rquickjs::Error::Exception);
-        }
-        if qjs::JS_DefinePropertyValue(raw, logger, fields_atom, fields, qjs::JS_PROP_C_W_E as _)
-            < 0
-        {
-            qjs::JS_FreeValue(raw, logger);
-            return Err(rquickjs::Error::Exception);
-        }
-        if !names.logger_shapes_kept.replace(true) {
-            names.keep_shapes_of(raw, Some(proto.as_raw()), &[fields_atom]);
-            names.keep_shapes_of(raw, None, &[rpc_id_atom]);
-        }
-        Ok(Value::from_raw(ctx.clone(), logger))
-    }
 }
 
 /// An owned value, or `JS_EXCEPTION` with the exception pending in `ctx` (everything built so
@@ -500,37 +417,6 @@ mod tests {
                 .unwrap();
             assert_eq!(seen, "0|userId|u");
             names.release(&ctx);
-        });
-    }
-
-    #[test]
-    fn a_logger_has_the_prototype_and_its_own_fields_whatever_object_prototype_has() {
-        let runtime = Runtime::new().unwrap();
-        let context = Context::full(&runtime).unwrap();
-        let names = FieldNames::default();
-        context.with(|ctx| {
-            ctx.eval::<(), _>(
-                "var stolen = []; ['fields', 'rpc_id'].forEach(function (k) { \
-                 Object.defineProperty(Object.prototype, k, \
-                 { set: function (x) { stolen.push(k); }, configurable: true }); }); \
-                 var proto = { info: function () { return this.fields.rpc_id; } };",
-            )
-            .unwrap();
-            let proto: rquickjs::Object<'_> = ctx.globals().get("proto").unwrap();
-            // Twice: the second call takes the atoms from the cache.
-            for id in ["first", "second"] {
-                let value = logger(&ctx, &names, &proto, id).unwrap();
-                ctx.globals().set("l", value).unwrap();
-                let seen: String = ctx
-                    .eval(
-                        "[stolen.length, Object.getPrototypeOf(l) === proto, Object.keys(l).join(), \
-                          Object.keys(l.fields).join(), l.info()].join('|')",
-                    )
-                    .unwrap();
-                assert_eq!(seen, format!("0|true|fields|rpc_id|{id}"));
-            }
-            names.release(&ctx);
-            assert!(names.logger.get().is_none());
         });
     }
 

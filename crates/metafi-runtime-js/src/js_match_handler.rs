@@ -36,7 +36,6 @@ use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use crate::convert::{self, arg};
-use crate::logger;
 use crate::vm::{self, JsVm, Registration, Settled, Shared};
 
 /// Whether a JS module registered match handler `name`.
@@ -53,7 +52,7 @@ struct Handles {
     functions: Vec<Persistent<Function<'static>>>,
     ctx: Persistent<Object<'static>>,
     dispatcher: Persistent<Object<'static>>,
-    logger: Persistent<Object<'static>>,
+    logger: Persistent<Value<'static>>,
     state: Option<Persistent<Value<'static>>>,
     /// Presence objects of joined players, reused in every tick's messages.
     presences: HashMap<Uuid, Persistent<Object<'static>>>,
@@ -134,7 +133,7 @@ fn build<'js>(
         functions.push(Persistent::save(ctx, function));
     }
     let (_, logger_proto, env) = vm::cached(ctx, shared)?;
-    let logger = logger::instance(ctx, &logger_proto, None)?;
+    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
     let match_ctx = Object::new(ctx.clone())?;
     match_ctx.set("env", env)?;
     match_ctx.set("executionMode", "match")?;
@@ -212,7 +211,7 @@ impl JsMatch {
                 let (nk, _, _) = vm::cached(&js, &shared)?;
                 let mut args: Vec<Value<'_>> = vec![
                     match_ctx.into_value(),
-                    handles.logger.clone().restore(&js)?.into_value(),
+                    handles.logger.clone().restore(&js)?,
                     nk.into_value(),
                 ];
                 if !matches!(callback, Callback::Init) {

@@ -1,20 +1,105 @@
 //! The `logger` argument: Nakama's JavaScript logger (`runtime_javascript_logger.go`).
 //! `info/warn/error/debug(format, ...args)` format like Go's `fmt.Sprintf` and return the
 //! text; `withField(key, value)` / `withFields(map)` return a logger whose `fields` are added
-//! to every line. Lines go to the server log with the engine and the calling module.
+//! to every line; `getFields()` answers `fields`. Lines go to the server log with the engine
+//! and the calling module.
 //!
 //! One prototype per VM holds the methods; each logger is an object with that prototype and
-//! a `fields` object (the RPC logger has `rpc_id`, as Nakama's).
+//! its own `fields` object, empty in every logger MetaFi hands out, as in Nakama, whose RPC id
+//! and hook name (`rpc_id`, `api_id`, `mode`) are fields of its Go logger, not of the
+//! script's: before 2026-11-27 an RPC's or hook's logger had `fields.rpc_id`, which for a hook
+//! showed the host's reserved id (`"\u0001before:authenticatedevice"`).
 
+// A call's logger is built with QuickJS's C API ([`CallLoggers::build`]), as its `ctx` is
+// (`context.rs`): each unsafe block works on the live context it was given and hands every
+// value it makes to its parent, to the caller, or frees it.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 use metafi_runtime::LogLevel;
 use rquickjs::function::{Rest, This};
-use rquickjs::{Ctx, Exception, Function, Object, Value};
+use rquickjs::{Ctx, Exception, Function, Object, Value, qjs};
 
 use crate::convert;
+use crate::hook_value::FieldNames;
 use crate::vm::Shared;
+
+/// What every logger of one VM shares: the atom of `fields`, made on the first call, and
+/// whether the shapes of a logger and of its `fields` are kept ([`FieldNames::keep_shapes_of`]).
+#[derive(Default)]
+pub(crate) struct CallLoggers {
+    fields: Cell<Option<qjs::JSAtom>>,
+    shapes_kept: Cell<bool>,
+}
+
+impl CallLoggers {
+    /// Frees the atom this holds. Called while the VM's context is alive.
+    pub(crate) fn release(&self, ctx: &Ctx<'_>) {
+        if let Some(atom) = self.fields.take() {
+            // SAFETY: one reference, taken in `build`.
+            unsafe { qjs::JS_FreeAtom(ctx.as_raw().as_ptr(), atom) };
+        }
+        self.shapes_kept.set(false);
+    }
+
+    /// A new logger for an RPC, a hook or `InitModule`: an object with the VM's logger
+    /// prototype `proto` and its own empty `fields`, as every logger Nakama hands a script.
+    /// `fields` is *defined*, so a setter of that name on `Object.prototype` cannot take it;
+    /// built here because doing it in JavaScript took `Object.create` and
+    /// `Object.defineProperty`, which reads its descriptor object property by property
+    /// (≈ 2,300 instructions a call, `docs/RUNTIME.md`).
+    pub(crate) fn build<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        names: &FieldNames,
+        proto: &Object<'js>,
+    ) -> rquickjs::Result<Value<'js>> {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: `raw` is the live context of `ctx` and `proto` one of its objects; every
+        // value made is handed to its parent (`JS_DefinePropertyValue` takes it, also on
+        // failure), to the caller, or freed.
+        unsafe {
+            let fields_atom = match self.fields.get() {
+                Some(atom) => atom,
+                None => {
+                    let atom = qjs::JS_NewAtom(raw, c"fields".as_ptr());
+                    if atom == qjs::JS_ATOM_NULL {
+                        return Err(rquickjs::Error::Exception);
+                    }
+                    self.fields.set(Some(atom));
+                    atom
+                }
+            };
+            let fields = qjs::JS_NewObject(raw);
+            if qjs::JS_IsException(fields) {
+                return Err(rquickjs::Error::Exception);
+            }
+            let logger = qjs::JS_NewObjectProto(raw, proto.as_raw());
+            if qjs::JS_IsException(logger) {
+                qjs::JS_FreeValue(raw, fields);
+                return Err(rquickjs::Error::Exception);
+            }
+            if qjs::JS_DefinePropertyValue(
+                raw,
+                logger,
+                fields_atom,
+                fields,
+                qjs::JS_PROP_C_W_E as _,
+            ) < 0
+            {
+                qjs::JS_FreeValue(raw, logger);
+                return Err(rquickjs::Error::Exception);
+            }
+            if !self.shapes_kept.replace(true) {
+                names.keep_shapes_of(raw, Some(proto.as_raw()), &[fields_atom]);
+            }
+            Ok(Value::from_raw(ctx.clone(), logger))
+        }
+    }
+}
 
 /// Builds the prototype with the logger methods.
 pub(crate) fn prototype<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<Object<'js>> {
@@ -49,7 +134,7 @@ pub(crate) fn prototype<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::R
                 .ok_or_else(|| Exception::throw_type(&ctx, "value argument must be a string"))?;
             let derived = derive(&ctx, &this.0)?;
             let fields: Object<'js> = derived.get("fields")?;
-            fields.set(key, value.clone())?;
+            convert::define(&fields, key, value.clone())?;
             Ok(derived)
         },
     )?
@@ -68,33 +153,29 @@ pub(crate) fn prototype<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::R
             let fields: Object<'js> = derived.get("fields")?;
             for entry in map.props::<String, Value<'js>>() {
                 let (key, value) = entry?;
-                fields.set(key, value)?;
+                convert::define(&fields, key, value)?;
             }
             Ok(derived)
         },
     )?
     .with_name("withFields")?;
     proto.set("withFields", with_fields)?;
+    let get_fields = Function::new(
+        ctx.clone(),
+        |this: This<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+            match this.0.as_object() {
+                Some(logger) => logger.get("fields"),
+                None => Ok(Value::new_undefined(this.0.ctx().clone())),
+            }
+        },
+    )?
+    .with_name("getFields")?;
+    proto.set("getFields", get_fields)?;
     Ok(proto)
 }
 
-/// A logger with no fields, or with one (`rpc_id` for RPC calls).
-pub(crate) fn instance<'js>(
-    ctx: &Ctx<'js>,
-    proto: &Object<'js>,
-    field: Option<(&str, &str)>,
-) -> rquickjs::Result<Object<'js>> {
-    let logger = Object::new(ctx.clone())?;
-    logger.set_prototype(Some(proto))?;
-    let fields = Object::new(ctx.clone())?;
-    if let Some((key, value)) = field {
-        fields.set(key, value)?;
-    }
-    logger.set("fields", fields)?;
-    Ok(logger)
-}
-
-/// A new logger with the prototype and a copy of the fields of `this`.
+/// A new logger with the prototype and a copy of the fields of `this` (defined, as Nakama's
+/// are a Go map no setter of `Object.prototype` sees).
 fn derive<'js>(ctx: &Ctx<'js>, this: &Value<'js>) -> rquickjs::Result<Object<'js>> {
     let this = this
         .as_object()
@@ -105,10 +186,10 @@ fn derive<'js>(ctx: &Ctx<'js>, this: &Value<'js>) -> rquickjs::Result<Object<'js
     if let Ok(Some(existing)) = this.get::<_, Option<Object<'js>>>("fields") {
         for entry in existing.props::<String, Value<'js>>() {
             let (key, value) = entry?;
-            fields.set(key, value)?;
+            convert::define(&fields, key, value)?;
         }
     }
-    derived.set("fields", fields)?;
+    convert::define(&derived, "fields", fields)?;
     Ok(derived)
 }
 
@@ -346,7 +427,43 @@ fn pad(out: &mut String, text: &str, width: usize, left: bool, zero: bool) {
 
 #[cfg(test)]
 mod tests {
+    use rquickjs::{Context, Runtime};
+
     use super::*;
+
+    #[test]
+    fn a_call_logger_has_the_prototype_and_its_own_empty_fields_whatever_object_prototype_has() {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        let names = FieldNames::default();
+        let loggers = CallLoggers::default();
+        context.with(|ctx| {
+            ctx.eval::<(), _>(
+                "var stolen = []; ['fields', 'rpc_id'].forEach(function (k) { \
+                 Object.defineProperty(Object.prototype, k, \
+                 { set: function (x) { stolen.push(k); }, configurable: true }); }); \
+                 var proto = { info: function () { return JSON.stringify(this.fields); } };",
+            )
+            .unwrap();
+            let proto: Object<'_> = ctx.globals().get("proto").unwrap();
+            // Twice: the second call takes the kept atom and shapes; each gets its own fields.
+            for _ in 0..2 {
+                let value = loggers.build(&ctx, &names, &proto).unwrap();
+                ctx.globals().set("l", value).unwrap();
+                let seen: String = ctx
+                    .eval(
+                        "var seen = [stolen.length, Object.getPrototypeOf(l) === proto, \
+                          Object.keys(l).join(), l.info()].join('|'); l.fields.left = 1; seen",
+                    )
+                    .unwrap();
+                assert_eq!(seen, "0|true|fields|{}");
+            }
+            assert_eq!(names.shapes_kept(), 2);
+            names.release(&ctx);
+            loggers.release(&ctx);
+            assert!(loggers.fields.get().is_none());
+        });
+    }
 
     fn s(text: &str) -> Arg {
         Arg::Str(text.into())

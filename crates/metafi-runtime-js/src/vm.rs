@@ -30,6 +30,7 @@ use crate::context::CallContexts;
 use crate::hook_result::{self, Walk};
 use crate::hook_value::{self, FieldNames};
 use crate::io::{self, WaitError};
+use crate::logger::CallLoggers;
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
@@ -72,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) names: FieldNames,
     /// The atoms and strings every RPC's and hook's `ctx` shares.
     pub(crate) contexts: CallContexts,
+    /// What every logger handed to a script shares.
+    pub(crate) loggers: CallLoggers,
 }
 
 pub(crate) struct Registration<T> {
@@ -152,6 +155,7 @@ impl Drop for JsVm {
         self.context.with(|ctx| {
             self.shared.names.release(&ctx);
             self.shared.contexts.release(&ctx);
+            self.shared.loggers.release(&ctx);
         });
         // Collect cycles that went through the released values before the context goes.
         self.runtime.run_gc();
@@ -195,6 +199,7 @@ impl JsVm {
             cached: RefCell::new(None),
             names: FieldNames::default(),
             contexts: CallContexts::default(),
+            loggers: CallLoggers::default(),
         });
         let vm = JsVm {
             shared,
@@ -387,7 +392,7 @@ fn call_with_context<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let (nk, logger_proto, env) = cached(ctx, shared)?;
     let context = shared.contexts.build(ctx, &shared.names, &env, &call.ctx)?;
-    let logger = hook_value::logger(ctx, &shared.names, &logger_proto, &call.id)?;
+    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
     let argv = [
         context.as_raw(),
         logger.as_raw(),
@@ -529,7 +534,7 @@ fn load_module<'js>(
     *shared.loading.borrow_mut() = Some(module.name.clone());
     let (nk, logger_proto, env) = cached(ctx, shared)?;
     let init_ctx = context::init_object(ctx, shared, env)?;
-    let logger = logger::instance(ctx, &logger_proto, None)?;
+    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
     let initializer = initializer::object(ctx, shared)?;
     let result: Value<'js> = init.call((init_ctx, logger, nk, initializer))?;
     if let Some(promise) = result.as_promise() {

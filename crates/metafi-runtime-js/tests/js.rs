@@ -62,9 +62,12 @@ async fn the_logger_formats_like_go_and_returns_the_text() {
     let out = json(&h.call("log", "").await.unwrap());
     assert_eq!(out["a"], "info from a script: n=3");
     assert_eq!(out["b"], "with fields \"x\"");
+    // Nakama's RPC logger has no fields of its own (the RPC id is a field of its Go logger).
+    assert_eq!(out["fields"], serde_json::json!({}));
+    assert_eq!(out["getFieldsIsFields"], true);
     assert_eq!(
-        out["fields"]["rpc_id"], "log",
-        "the RPC logger carries rpc_id, as Nakama's"
+        out["derivedFields"],
+        serde_json::json!({"player": "p1", "level": "7"})
     );
 }
 

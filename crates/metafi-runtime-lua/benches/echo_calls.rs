@@ -86,6 +86,7 @@ fn rest_context() -> RpcContext {
             ("content-length", "84"),
         ])
         .expect("valid headers"),
+        rest_rpc: true,
     }
 }
 

@@ -131,8 +131,8 @@ impl MatchHost for FakeMatches {
     }
 }
 
-/// The context of an RPC the engines' suites call as `user`: a client address, a query and a
-/// header, so scripts can show that they see each.
+/// The context of a REST RPC the engines' suites call as `user`: a client address, a query and
+/// a header, so scripts can show that they see each.
 pub fn caller(user: metafi_core::RpcUser) -> metafi_core::RpcContext {
     metafi_core::RpcContext {
         user: Some(user),
@@ -143,6 +143,7 @@ pub fn caller(user: metafi_core::RpcUser) -> metafi_core::RpcContext {
         )]),
         headers: metafi_core::RequestHeaders::from_pairs([("x-test", "yes")])
             .expect("a valid header"),
+        rest_rpc: true,
     }
 }
 

@@ -91,6 +91,7 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
         query,
         // Moved, not converted: Nakama's names are written only if the function reads them.
         headers: RequestHeaders::from(parts.headers),
+        rest_rpc: true,
     };
     let id = if id.bytes().any(|b| b.is_ascii_uppercase()) || !id.is_ascii() {
         id.to_lowercase()

@@ -158,8 +158,11 @@ pub(crate) async fn call_rpc(
             })
         }
     };
+    // Nakama runs the explorer's call through its gRPC API, whose ctx has (empty) headers and
+    // query parameters, as a REST call's.
     let ctx = RpcContext {
         user,
+        rest_rpc: true,
         ..RpcContext::default()
     };
     let started = Instant::now();

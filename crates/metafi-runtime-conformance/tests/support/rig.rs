@@ -52,8 +52,12 @@ impl Rig {
         caller: Option<RpcUser>,
         payload: String,
     ) -> Result<Result<String, CoreError>, String> {
+        // Both as a REST call: with the HTTP key (no user) or a session.
         let ctx = match caller {
-            None => RpcContext::default(),
+            None => RpcContext {
+                rest_rpc: true,
+                ..RpcContext::default()
+            },
             Some(user) => RpcContext {
                 user: Some(user),
                 client_ip: Some(IpAddr::from([127, 0, 0, 9])),
@@ -66,6 +70,7 @@ impl Rig {
                     ("X-Test", "again"),
                 ])
                 .expect("valid headers"),
+                rest_rpc: true,
             },
         };
         tokio::time::timeout(

@@ -43,6 +43,14 @@ local function before_channel_join(context, envelope)
     error({ "room refused by compat hook", 3 })
   elseif target == "hook-drop-room" then
     return nil
+  elseif target == "ctxprobe-room" then
+    -- What a realtime hook's context holds, for ctx.test.mjs: its keys, sorted.
+    local keys = {}
+    for key in pairs(context) do
+      keys[#keys + 1] = key
+    end
+    table.sort(keys)
+    error({ nk.json_encode({ keys = keys, headers = context.headers, query_params = context.query_params }), 3 })
   end
   return envelope
 end
