@@ -20,6 +20,7 @@ mod error;
 mod hooks;
 mod http_config;
 mod metrics;
+mod panic_guard;
 mod request_limits;
 mod routes;
 mod serve;
@@ -56,9 +57,7 @@ pub fn router_with(state: ApiState, extra: Router) -> Router {
     // first: CORS, the panic guard, the edge (limits, metrics), axum's body limit.
     let stack = tower::ServiceBuilder::new()
         .layer(cors::layer(&config.http.cors))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            error::panic_response,
-        ))
+        .layer(panic_guard::PanicGuardLayer)
         .layer(edge::EdgeLayer::new(edge::Edge {
             config: config.clone(),
             metrics: metrics::RequestMetrics::default(),

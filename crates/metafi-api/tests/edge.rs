@@ -369,3 +369,48 @@ async fn one_address_guessing_many_accounts_is_refused() {
     assert_eq!(reply.status, 404);
     api.close().await;
 }
+
+/// A native function that panics on the id `boom` and echoes any other.
+#[derive(Debug)]
+struct PanicsOnBoom;
+
+#[async_trait::async_trait]
+impl metafi_core::RpcDispatch for PanicsOnBoom {
+    async fn call(
+        &self,
+        id: &str,
+        _ctx: metafi_core::RpcContext,
+        payload: String,
+    ) -> Result<String, metafi_core::CoreError> {
+        assert_ne!(id, "boom", "the handler panics");
+        Ok(payload)
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_handler_answers_500_with_cors_and_the_next_call_is_served() {
+    let api = TestApi::start(api_config(HttpConfig::default()), None).await;
+    let mut state = api.state.clone();
+    state.services_mut().rpc = std::sync::Arc::new(PanicsOnBoom);
+    let router = metafi_api::router(state);
+    let rpc = |id: &str| {
+        Request::builder()
+            .method("POST")
+            .uri(format!("/v2/rpc/{id}?http_key=defaulthttpkey"))
+            .header("origin", "http://game.example")
+            .body(Body::from(r#""{}""#))
+            .unwrap()
+    };
+    let reply = call(&router, rpc("boom")).await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(
+        reply.body,
+        serde_json::json!({"error": "Internal server error.", "code": 13, "message": "Internal server error."})
+    );
+    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+    assert!(reply.header("vary").is_some());
+    let reply = call(&router, rpc("echo")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, serde_json::json!({"payload": "{}"}));
+    api.close().await;
+}
