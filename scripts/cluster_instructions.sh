@@ -164,7 +164,7 @@ metric() {
 # open, and what the cluster sent over NATS by kind (none in the pair).
 marks() {
   local kind
-  printf 'delivered=%s sessions=%s' "$(metric '^metafi_realtime_messages_sent_total[{].*type="match_data"')" \
+  printf 'delivered=%s sockets=%s' "$(metric '^metafi_realtime_messages_sent_total[{].*type="match_data"')" \
     "$(metric '^metafi_realtime_sessions ')"
   for kind in deliver cast sessions heartbeat call matches; do
     printf ' %s=%s' "$kind" "$(metric "^metafi_cluster_messages_sent_total[{].*kind=\"$kind\"")"
@@ -234,7 +234,7 @@ else:
     idle, connect, hold = (sum(instructions(run).values()) for run in ("idle", "connect", "hold"))
     seconds = {run: marks[run]["at"] - marks[before]["at"]
                for run, before in (("idle", "start"), ("connect", "idle"), ("hold", "connect"))}
-    sockets = marks["hold"]["sessions"]
+    sockets = marks["hold"]["sockets"]
     rate = idle / seconds["idle"]
     print(f"{name} idle: {idle:,} instructions in {seconds['idle']:.1f} s ({rate:,.0f} per s); "
           f"{crossed('start', 'idle')}")
@@ -263,7 +263,7 @@ for r in $(seq 1 "$repeats"); do
       # rounded up to a multiple of 20).
       for pid in "${pids[@]}"; do callgrind_control -i on "$pid" >/dev/null; done
       window "$dir" idle "$idle"
-      "$bench" ccu --phase "$(((players + 19) / 20)):20s" --hold 3600s --timeout 60s \
+      "$bench" ccu --phase "$(((players + 19) / 20)):20s" --phase 0:3600s --hold 3600s --timeout 60s \
         --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
       bench_pid=$!
       sessions_at_least "$(( (players + 19) / 20 * 20 ))" "$dir"
