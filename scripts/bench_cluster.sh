@@ -3,8 +3,10 @@
 # nodes"): the seed's workloads with the same server budget — the one node, or both nodes of
 # the cluster, on core 0; metafi-bench on core 1; PostgreSQL and NATS unpinned. Users are spread
 # round-robin over the nodes, so in the cluster half of every interaction crosses nodes (match
-# players join matches of the other node through the listing, chat and match traffic crosses
-# NATS). Reports, per row, the rate, the p99 and the server CPU per request (the sum over the
+# players are placed: the matches are made on every node first, and in a cluster half of each
+# node's players join a match of the next node by id, `metafi-bench match --cross-node 0.5`;
+# in the other layouts every player joins a match of its own node; chat and match traffic
+# crosses NATS). Reports, per row, the rate, the p99 and the server CPU per request (the sum over the
 # nodes): the cluster's overhead is the ratio of the two CPU columns.
 #
 #   scripts/bench_cluster.sh                 (RUNS=3 DURATION=8 by default)
@@ -136,7 +138,10 @@ workloads() {
   [[ $want == *" rpc-rest "* ]] && run "rpc-rest-$mode-$r" rpc --id echo_native --clients "$clients" --duration "${duration}s" --users 100
   [[ $want == *" rpc-socket "* ]] && run "rpc-socket-$mode-$r" rpc --socket --id echo_native --clients "$clients" --duration "${duration}s" --users 100
   [[ $want == *" ccu "* ]] && run "ccu-$mode-$r" ccu --phase "1000:5s" --hold "${duration}s"
-  [[ $want == *" match "* ]] && run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s"
+  # Nodes that are not a cluster cannot join each other's matches: there every player stays home.
+  local cross=0
+  [[ $mode == cluster* ]] && cross=0.5
+  [[ $want == *" match "* ]] && run "match-$mode-$r" match --users 200 --phase "200:5s" --hold "${duration}s" --cross-node "$cross"
   # 200 pairs, 10 messages per second each way: no tick, so the latency is the path's own.
   [[ $want == *" relay "* && $mode != pair && $mode != triple ]] && run "relay-$mode-$r" relay --phase "200:2s" --hold "${duration}s" --interval 100ms
   return 0

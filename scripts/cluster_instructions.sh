@@ -7,17 +7,26 @@
 #   scripts/cluster_instructions.sh                  (both layouts, one repeat)
 #   REPEATS=2 LAYOUTS=cluster scripts/cluster_instructions.sh
 #
-# Both nodes run under callgrind with counting off; the workload is bench_cluster.sh's
-# `metafi-bench match` (Lua `get_match` and match; users spread round-robin over the nodes: in
-# the cluster half of the players sit on the other node than their match, so their messages
-# cross NATS both ways) at a small fixed scale, so that the nodes keep up although valgrind
-# slows them ~50x. Once every player is in (the sign-ins, RPCs and joins are not counted),
-# counting goes on for two windows of play, SHORT and LONG seconds, each ended by a read of
-# both nodes' `metafi_realtime_messages_sent_total{type="match_data"}` (match data queued to
-# their clients: every delivery once, echo and broadcast) and a dump. (long − short)
-# instructions, summed over both nodes, divided by (long − short) messages is the cost of one
-# delivered message, including what goes with time at that rate (match ticks; in the
-# cluster, heartbeats, digests and listings); each window's own ratio is printed too.
+# Both nodes run under callgrind with counting off. WORKLOAD=match (the default) is
+# bench_cluster.sh's `metafi-bench match` (Lua match, 10 players a match) at a small fixed
+# scale, so that the nodes keep up although valgrind slows them ~50x, with the players placed
+# (`--cross-node`): the matches are made on both nodes first, and in the cluster CROSS (default
+# half) of each node's players join the other node's match by id, so their messages cross NATS
+# both ways; in the pair every player stays on its node (two nodes that are not a cluster cannot
+# join each other's matches), in matches of the same size. Once every player is in (the
+# sign-ins and joins are not counted), counting goes on for two windows of play, SHORT and LONG
+# seconds, each ended by a read of both nodes' `metafi_realtime_messages_sent_total{type=
+# "match_data"}` (match data queued to their clients: every delivery once, echo and broadcast),
+# of `metafi_cluster_messages_sent_total{kind}` (what crossed NATS: deliveries, casts, …) and a
+# dump. Each window's instructions, summed over both nodes, per delivered message are printed,
+# and (long − short) over (long − short) messages; both include what goes with time at that
+# rate (match ticks; in the cluster, heartbeats, digests and listings).
+#
+# WORKLOAD=ccu counts held sockets (`metafi-bench ccu`: each user signs up by device, opens the
+# socket and holds it): an IDLE-second window with no user (what the nodes cost with time
+# alone), then the PLAYERS sign-ins and connects (counted until the last socket is open, plus
+# 5 s), then LONG seconds of holding them all. Printed: instructions per sign-in and connect,
+# and per socket and second held over the idle rate, both nodes summed.
 #
 # NATS batching depends on timing, and valgrind changes the timing: the count is for this
 # scale and rate (REPEATS shows how much it moves from run to run).
@@ -31,10 +40,13 @@
 # Environment: BIN / BENCH (default target/release/…; build them with
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench),
-# COUNT (instructions or syscalls, default instructions), LAYOUTS (default "pair cluster"), REPEATS (default 1), PLAYERS (default 100), INTERVAL
-# (time between two messages of one player, default 1s), SHORT / LONG (seconds of a run, default
-# 15 / 30), OUT (callgrind files and reports, default a temporary directory), PORT_BASE (node n
-# listens on PORT_BASE + 10n, default 7700). Needs PostgreSQL (scripts/postgres.sh) and NATS
+# COUNT (instructions or syscalls, default instructions), WORKLOAD (match or ccu, default
+# match), LAYOUTS (default "pair cluster"), REPEATS (default 1), PLAYERS (default 100; ccu: the
+# sockets), INTERVAL (time between two messages of one player, default 1s), CROSS (share of each
+# node's players in the other node's match in the cluster, default 0.5), SHORT / LONG (seconds
+# of a window, default 15 / 30), IDLE (ccu: seconds of the idle window, default 10), OUT
+# (callgrind files and reports, default a temporary directory), PORT_BASE (node n listens on
+# PORT_BASE + 10n, default 7700). Needs PostgreSQL (scripts/postgres.sh) and NATS
 # (METAFI_TEST_NATS_URL, else scripts/nats.sh's shared server, which is left running).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +63,18 @@ case $count in
   syscalls) command -v perf >/dev/null || { echo "cluster_instructions: needs perf (apt-get install linux-perf)" >&2; exit 1; } ;;
   *) echo "cluster_instructions: COUNT is instructions or syscalls" >&2; exit 2 ;;
 esac
+workload=${WORKLOAD:-match}
+case $workload in
+  match | ccu) ;;
+  *) echo "cluster_instructions: WORKLOAD is match or ccu" >&2; exit 2 ;;
+esac
+if [ "$workload" = ccu ] && [ "$count" = syscalls ]; then
+  echo "cluster_instructions: COUNT=syscalls is for WORKLOAD=match" >&2
+  exit 2
+fi
 players=${PLAYERS:-100}
+cross=${CROSS:-0.5}
+idle=${IDLE:-10}
 interval=${INTERVAL:-1s}
 short=${SHORT:-15}
 long=${LONG:-30}
@@ -137,16 +160,92 @@ metric() {
     awk -v pattern="$1" '$0 ~ pattern { total += $NF } END { printf "%d\n", total }'
 }
 
-# delivered: match data queued to clients so far, both nodes.
-delivered() { metric '^metafi_realtime_messages_sent_total[{].*type="match_data"'; }
+# marks: the counters a window ends with, both nodes: match data delivered to clients, sockets
+# open, and what the cluster sent over NATS by kind (none in the pair).
+marks() {
+  local kind
+  printf 'delivered=%s sockets=%s' "$(metric '^metafi_realtime_messages_sent_total[{].*type="match_data"')" \
+    "$(metric '^metafi_realtime_sessions ')"
+  for kind in deliver cast sessions heartbeat call matches; do
+    printf ' %s=%s' "$kind" "$(metric "^metafi_cluster_messages_sent_total[{].*kind=\"$kind\"")"
+  done
+  echo
+}
 
-# window DIR NAME SECONDS: play on for SECONDS, then note the messages delivered and dump.
+# window DIR NAME SECONDS: go on for SECONDS, then note the counters and dump.
 window() {
   local dir=$1 name=$2 seconds=$3 pid
   sleep "$seconds"
-  echo "$name $(delivered)" >>"$dir/delivered.txt"
+  echo "$name $(date +%s.%N) $(marks)" >>"$dir/marks.txt"
   # A dump holds what was counted since the one before.
   for pid in "${pids[@]}"; do callgrind_control -d "$name" "$pid" >/dev/null; done
+}
+
+# sessions_at_least N DIR: waits (up to 300 s) until both nodes hold N sockets together.
+sessions_at_least() {
+  local i
+  for i in $(seq 1 600); do
+    [ "$(metric '^metafi_realtime_sessions ')" -ge "$1" ] && return 0
+    kill -0 "$bench_pid" 2>/dev/null || { cat "$2/bench.txt" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "cluster_instructions: not all $1 sockets open in 300 s" >&2
+  exit 1
+}
+
+# report DIR NAME: each window's instructions against its counters.
+report() {
+  python3 - "$1" "$2" "$workload" <<'EOF' | tee -a "$out/summary.txt"
+import glob, re, sys
+dir, name, workload = sys.argv[1:4]
+marks = {}
+for line in open(f"{dir}/marks.txt"):
+    fields = line.split()
+    marks[fields[0]] = {"at": float(fields[1]), **{k: int(v) for k, v in (f.split("=") for f in fields[2:])}}
+def instructions(run):
+    per_node = {}
+    for path in glob.glob(f"{dir}/callgrind.n*.*"):
+        text = open(path, errors="replace").read()
+        if re.search(rf"^desc: Trigger: dump {run}$", text, re.M):
+            node = re.search(r"callgrind\.(n\d)\.", path).group(1)
+            per_node[node] = int(re.search(r"^summary: (\d+)", text, re.M).group(1))
+    return per_node
+def crossed(previous, run):
+    kinds = ("deliver", "cast", "sessions", "heartbeat", "call", "matches")
+    sent = {k: marks[run][k] - marks[previous][k] for k in kinds}
+    return "sent over NATS: " + (", ".join(f"{k} {n:,}" for k, n in sent.items() if n) or "none")
+def nodes(per_node):
+    return ", ".join(f"{n} {ir:,}" for n, ir in sorted(per_node.items()))
+if workload == "match":
+    runs = {}
+    previous = "start"
+    for run in ("short", "long"):
+        per_node = instructions(run)
+        messages = marks[run]["delivered"] - marks[previous]["delivered"]
+        runs[run] = (per_node, messages)
+        print(f"{name} {run}: {messages:,} messages delivered; instructions {nodes(per_node)} "
+              f"({sum(per_node.values()) / max(messages, 1):,.0f} per message); {crossed(previous, run)}")
+        previous = run
+    (s, ms), (l, ml) = runs["short"], runs["long"]
+    per = {n: (l[n] - s[n]) / (ml - ms) for n in sorted(l)}
+    parts = " + ".join(f"{n} {v:,.0f}" for n, v in per.items())
+    print(f"{name}: {sum(per.values()):,.0f} instructions per delivered message ({parts}; long - short)")
+else:
+    idle, connect, hold = (sum(instructions(run).values()) for run in ("idle", "connect", "hold"))
+    seconds = {run: marks[run]["at"] - marks[before]["at"]
+               for run, before in (("idle", "start"), ("connect", "idle"), ("hold", "connect"))}
+    sockets = marks["hold"]["sockets"]
+    rate = idle / seconds["idle"]
+    print(f"{name} idle: {idle:,} instructions in {seconds['idle']:.1f} s ({rate:,.0f} per s); "
+          f"{crossed('start', 'idle')}")
+    print(f"{name} connect: {sockets:,} sign-ins and sockets, {connect:,} instructions in "
+          f"{seconds['connect']:.1f} s: {connect / sockets:,.0f} per sign-in and connect "
+          f"({(connect - rate * seconds['connect']) / sockets:,.0f} over the idle rate); "
+          f"{crossed('idle', 'connect')}")
+    held = (hold - rate * seconds["hold"]) / (sockets * seconds["hold"])
+    print(f"{name} hold: {hold:,} instructions in {seconds['hold']:.1f} s with {sockets:,} sockets: "
+          f"{held:,.0f} per socket and second over the idle rate; {crossed('connect', 'hold')}")
+EOF
 }
 
 for r in $(seq 1 "$repeats"); do
@@ -155,34 +254,51 @@ for r in $(seq 1 "$repeats"); do
       pair | cluster) ;;
       *) echo "cluster_instructions: unknown layout '$layout' in LAYOUTS (pair, cluster)" >&2; exit 2 ;;
     esac
-    dir=$out/$layout-$r
+    dir=$out/$workload-$layout-$r
     mkdir -p "$dir"
     start_nodes "$layout" "$dir"
-    # A closed loop: each player signs in, gets a match, joins and plays until the bench is
+    echo "start $(date +%s.%N) $(marks)" >"$dir/marks.txt"
+    if [ "$workload" = ccu ]; then
+      # Sign-ins, sockets and holding are all counted; the users arrive over 20 s (PLAYERS
+      # rounded up to a multiple of 20).
+      for pid in "${pids[@]}"; do callgrind_control -i on "$pid" >/dev/null; done
+      window "$dir" idle "$idle"
+      "$bench" ccu --phase "$(((players + 19) / 20)):20s" --phase 0:3600s --hold 3600s --timeout 60s \
+        --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
+      bench_pid=$!
+      sessions_at_least "$(( (players + 19) / 20 * 20 ))" "$dir"
+      window "$dir" connect 5
+      window "$dir" hold "$long"
+      stop_nodes
+      report "$dir" "$workload-$layout-$r"
+      continue
+    fi
+    # Players placed: in the pair none crosses (it cannot), in the cluster CROSS of each node's.
+    share=0
+    [ "$layout" = cluster ] && share=$cross
+    # A closed loop: each player signs in, joins its match and plays until the bench is
     # stopped (its hold and duration outlast the windows).
     "$bench" match --users "$players" --clients "$players" --duration 3600s --hold 3600s \
-      --interval "$interval" --timeout 60s --setup-concurrency 8 \
+      --interval "$interval" --timeout 60s --setup-concurrency 8 --cross-node "$share" \
       --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
     bench_pid=$!
-    for i in $(seq 1 600); do
-      [ "$(metric '^metafi_realtime_sessions ')" -ge "$players" ] && break
-      kill -0 "$bench_pid" 2>/dev/null || { cat "$dir/bench.txt" >&2; exit 1; }
-      [ "$i" = 600 ] && { echo "cluster_instructions: not all $players players connected in 300 s" >&2; exit 1; }
-      sleep 0.5
-    done
+    sessions_at_least "$players" "$dir"
     # The last players' joins and first messages.
     sleep 10
-    echo "start $(delivered)" >"$dir/delivered.txt"
+    echo "start $(date +%s.%N) $(marks)" >"$dir/marks.txt"
     if [ "$count" = syscalls ]; then
       perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$(IFS=,; echo "${pids[*]}")" \
         -o "$dir/perf.txt" -- sleep "$long"
-      echo "long $(delivered)" >>"$dir/delivered.txt"
+      echo "long $(date +%s.%N) $(marks)" >>"$dir/marks.txt"
       stop_nodes
       python3 - "$dir" "$layout-$r" <<'EOF' | tee -a "$out/summary.txt"
 import sys
 dir, name = sys.argv[1], sys.argv[2]
-marks = dict(line.split() for line in open(f"{dir}/delivered.txt"))
-messages = int(marks["long"]) - int(marks["start"])
+marks = {}
+for line in open(f"{dir}/marks.txt"):
+    fields = line.split()
+    marks[fields[0]] = {k: int(v) for k, v in (f.split("=") for f in fields[2:])}
+messages = marks["long"]["delivered"] - marks["start"]["delivered"]
 counts = {}
 for line in open(f"{dir}/perf.txt"):
     fields = line.strip().split(",")
@@ -199,30 +315,7 @@ EOF
     window "$dir" short "$short"
     window "$dir" long "$long"
     stop_nodes
-    python3 - "$dir" "$layout-$r" <<'EOF' | tee -a "$out/summary.txt"
-import glob, re, sys
-dir, name = sys.argv[1], sys.argv[2]
-marks = dict(line.split() for line in open(f"{dir}/delivered.txt"))
-runs = {}
-previous = int(marks["start"])
-for run in ("short", "long"):
-    per_node = {}
-    for path in glob.glob(f"{dir}/callgrind.n*.*"):
-        text = open(path, errors="replace").read()
-        if re.search(rf"^desc: Trigger: dump {run}$", text, re.M):
-            node = re.search(r"callgrind\.(n\d)\.", path).group(1)
-            per_node[node] = int(re.search(r"^summary: (\d+)", text, re.M).group(1))
-    messages = int(marks[run]) - previous
-    previous = int(marks[run])
-    runs[run] = (per_node, messages)
-    nodes = ", ".join(f"{n} {ir:,}" for n, ir in sorted(per_node.items()))
-    print(f"{name} {run}: {messages:,} messages delivered; instructions {nodes} "
-          f"({sum(per_node.values()) / max(messages, 1):,.0f} per message)")
-(s, ms), (l, ml) = runs["short"], runs["long"]
-per = {n: (l[n] - s[n]) / (ml - ms) for n in sorted(l)}
-parts = " + ".join(f"{n} {v:,.0f}" for n, v in per.items())
-print(f"{name}: {sum(per.values()):,.0f} instructions per delivered message ({parts}; long - short)")
-EOF
+    report "$dir" "$workload-$layout-$r"
   done
 done
 echo "cluster_instructions: counts, callgrind files and reports in $out"

@@ -6,6 +6,8 @@
 -- which the handler counts itself. Either way the caller's join cannot lose a race with other
 -- players. Answer: {"match_id": "<uuid>.<node>"}.
 -- get_match_plain: the seed's logic with no reservation at all (list, else create), to compare.
+-- create_match: a new seed match on the node that runs the call, nothing reserved (for tools
+-- that place players themselves: `metafi-bench match --cross-node`).
 local nk = require("nakama")
 
 -- The match module's name: "match" next to this file, wherever the modules directory puts
@@ -52,5 +54,10 @@ local function get_match_plain(context, payload)
   return nk.json_encode({ match_id = nk.match_create(MATCH_MODULE, {}) })
 end
 
+local function create_match(context, payload)
+  return nk.json_encode({ match_id = nk.match_create(MATCH_MODULE, {}) })
+end
+
 nk.register_rpc(get_match, "get_match")
 nk.register_rpc(get_match_plain, "get_match_plain")
+nk.register_rpc(create_match, "create_match")

@@ -39,16 +39,26 @@ use crate::{MembershipEvent, SessionDirectory, metrics};
 /// This node's sessions as announced (with their open times).
 #[derive(Debug, Default)]
 pub(crate) struct LocalSessions {
-    sessions: RwLock<HashMap<Uuid, SessionEntry>>,
+    announced: RwLock<Announced>,
+}
+
+/// What the peers were told, changed only under the lock that orders the announcements.
+#[derive(Debug, Default)]
+struct Announced {
+    sessions: HashMap<Uuid, SessionEntry>,
+    /// `sessions` summed as the digest sums them, kept entry by entry so that a digest costs
+    /// the same however many sockets the node holds (summing every session each digest
+    /// interval was a cost per held socket and second).
+    sum: Sum,
 }
 
 impl LocalSessions {
     /// The announced entries of `ids` (a user's sessions, from the registry's index by user:
     /// no scan of every local session per remote open).
     fn entries(&self, ids: &[Uuid]) -> Vec<SessionEntry> {
-        let sessions = self.sessions.read();
+        let announced = self.announced.read();
         ids.iter()
-            .filter_map(|id| sessions.get(id).copied())
+            .filter_map(|id| announced.sessions.get(id).copied())
             .collect()
     }
 }
@@ -101,14 +111,10 @@ impl Announcer {
     /// under its announcement lock, which is held meanwhile) and its sessions (summed here
     /// under their lock), so it lands behind every announcement it covers.
     pub(crate) fn publish_digest(&self, presences: Sum) {
-        let local = self.local.sessions.read();
-        let mut sessions = Sum::default();
-        for entry in local.values() {
-            sessions.add(session_entry_hash(entry));
-        }
+        let local = self.local.announced.read();
         self.publish(&SessionMessage::Digest {
             node: self.node.clone(),
-            sessions,
+            sessions: local.sum,
             presences,
         });
     }
@@ -118,8 +124,8 @@ impl Announcer {
     pub(crate) fn publish_snapshot(&self, to: Option<&str>) {
         // Under the read lock until queued: an open or close announced meanwhile is queued
         // after the snapshot, never before it (a first chunk would undo it at the receivers).
-        let local = self.local.sessions.read();
-        let all: Vec<SessionEntry> = local.values().copied().collect();
+        let local = self.local.announced.read();
+        let all: Vec<SessionEntry> = local.sessions.values().copied().collect();
         let mut chunks = all.chunks(SNAPSHOT_CHUNK).peekable();
         if chunks.peek().is_none() {
             self.publish_to(
@@ -154,8 +160,11 @@ impl SessionListener for Announcer {
         };
         // Under the lock until published: a snapshot taken meanwhile cannot miss it and a
         // close cannot overtake it.
-        let mut local = self.local.sessions.write();
-        local.insert(entry.session_id, entry);
+        let mut local = self.local.announced.write();
+        if let Some(replaced) = local.sessions.insert(entry.session_id, entry) {
+            local.sum.remove(session_entry_hash(&replaced));
+        }
+        local.sum.add(session_entry_hash(&entry));
         self.publish(&SessionMessage::Open {
             node: self.node.clone(),
             session: entry,
@@ -163,8 +172,9 @@ impl SessionListener for Announcer {
     }
 
     fn removed(&self, session_id: Uuid, user_id: Uuid) {
-        let mut local = self.local.sessions.write();
-        if local.remove(&session_id).is_some() {
+        let mut local = self.local.announced.write();
+        if let Some(removed) = local.sessions.remove(&session_id) {
+            local.sum.remove(session_entry_hash(&removed));
             self.publish(&SessionMessage::Close {
                 node: self.node.clone(),
                 session_id,

@@ -27,8 +27,10 @@ use crate::wire::{PRESENCE_CHUNK, PresenceEntry, SessionMessage, WireStream};
 pub struct ClusterTracker {
     local: LocalTracker,
     /// Held while a local change is made and announced, and while a snapshot is taken and
-    /// queued: receivers never see a snapshot older than an announcement after it.
-    announce: Mutex<()>,
+    /// queued: receivers never see a snapshot older than an announcement after it. It guards
+    /// this node's presences summed as the digest sums them, kept change by change (summing
+    /// every presence each digest interval copied them all: a cost per held socket and second).
+    announce: Mutex<LocalSum>,
     remote: RwLock<Remote>,
     announcer: Arc<Announcer>,
     /// The node's realtime parts, to tell local members of a lost node's leaves.
@@ -182,7 +184,7 @@ impl ClusterTracker {
     pub(crate) fn new(announcer: Arc<Announcer>) -> ClusterTracker {
         ClusterTracker {
             local: LocalTracker::new(),
-            announce: Mutex::new(()),
+            announce: Mutex::new(LocalSum::default()),
             remote: RwLock::new(Remote::default()),
             announcer,
             parts: OnceLock::new(),
@@ -217,12 +219,8 @@ impl ClusterTracker {
     /// under the announcement lock (presences) and the sessions' lock (see
     /// [`Announcer::publish_digest`]).
     pub(crate) fn publish_digest(&self) {
-        let _order = self.announce.lock();
-        let mut presences = Sum::default();
-        for (stream, presence) in self.local.all() {
-            presences.add(presence_hash(&stream, &presence));
-        }
-        self.announcer.publish_digest(presences);
+        let presences = self.announce.lock();
+        self.announcer.publish_digest(presences.0);
     }
 
     /// Every local presence, in chunks (the first replaces what the receivers knew of this
@@ -393,26 +391,81 @@ fn grouped(presences: Vec<(StreamKey, Presence)>, joins: bool) -> Vec<PresenceCh
     changes.into_values().collect()
 }
 
+/// This node's presences summed as its digest sums them (`digest.rs`), kept change by change:
+/// each method makes the change in the local books and in the sum together. (Summing every
+/// presence each digest interval copied them all: a cost per held socket and second.)
+#[derive(Debug, Default)]
+struct LocalSum(Sum);
+
+impl LocalSum {
+    fn track(
+        &mut self,
+        local: &LocalTracker,
+        stream: &StreamKey,
+        presence: Presence,
+    ) -> Option<PresenceChange> {
+        let hash = presence_hash(stream, &presence);
+        let change = local.track(stream, presence)?;
+        self.0.add(hash);
+        Some(change)
+    }
+
+    fn update(
+        &mut self,
+        local: &LocalTracker,
+        stream: &StreamKey,
+        presence: Presence,
+    ) -> PresenceChange {
+        // The presence it replaces, hidden or not (a change names no hidden presence).
+        if let Some(previous) = local.presence(presence.session_id, stream) {
+            self.0.remove(presence_hash(stream, &previous));
+        }
+        self.0.add(presence_hash(stream, &presence));
+        local.update(stream, presence)
+    }
+
+    fn untrack(
+        &mut self,
+        local: &LocalTracker,
+        session_id: Uuid,
+        stream: &StreamKey,
+    ) -> Option<PresenceChange> {
+        let removed = local.presence(session_id, stream)?;
+        let change = local.untrack(session_id, stream)?;
+        self.0.remove(presence_hash(stream, &removed));
+        Some(change)
+    }
+
+    fn untrack_all(&mut self, local: &LocalTracker, session_id: Uuid) -> Vec<PresenceChange> {
+        for stream in local.streams_of(session_id) {
+            if let Some(removed) = local.presence(session_id, &stream) {
+                self.0.remove(presence_hash(&stream, &removed));
+            }
+        }
+        local.untrack_all(session_id)
+    }
+}
+
 impl Tracker for ClusterTracker {
     fn track(&self, stream: &StreamKey, presence: Presence) -> Option<PresenceChange> {
-        let _order = self.announce.lock();
+        let mut sum = self.announce.lock();
         let announced = presence.clone();
-        let change = self.local.track(stream, presence)?;
+        let change = sum.track(&self.local, stream, presence)?;
         self.announce_track(stream, &announced);
         Some(change)
     }
 
     fn update(&self, stream: &StreamKey, presence: Presence) -> PresenceChange {
-        let _order = self.announce.lock();
+        let mut sum = self.announce.lock();
         let announced = presence.clone();
-        let change = self.local.update(stream, presence);
+        let change = sum.update(&self.local, stream, presence);
         self.announce_track(stream, &announced);
         change
     }
 
     fn untrack(&self, session_id: Uuid, stream: &StreamKey) -> Option<PresenceChange> {
-        let _order = self.announce.lock();
-        let change = self.local.untrack(session_id, stream)?;
+        let mut sum = self.announce.lock();
+        let change = sum.untrack(&self.local, session_id, stream)?;
         self.announcer.publish(&SessionMessage::Untrack {
             node: self.node(),
             session_id,
@@ -422,8 +475,8 @@ impl Tracker for ClusterTracker {
     }
 
     fn untrack_all(&self, session_id: Uuid) -> Vec<PresenceChange> {
-        let _order = self.announce.lock();
-        let changes = self.local.untrack_all(session_id);
+        let mut sum = self.announce.lock();
+        let changes = sum.untrack_all(&self.local, session_id);
         if !changes.is_empty() {
             self.announcer.publish(&SessionMessage::UntrackAll {
                 node: self.node(),
@@ -559,6 +612,57 @@ mod tests {
         assert_eq!(remote.sums[&n2], held(&remote, "n2"));
         let _ = remote.drop_node("n1");
         assert!(!remote.sums.contains_key("n1"));
+    }
+
+    /// The sum every digest sends, kept change by change, equals the sum of every presence
+    /// this node holds, through tracks (one refused), updates, untracks and a session's end,
+    /// hidden presences included (their changes name no presence).
+    #[test]
+    fn the_local_sum_follows_every_change_hidden_presences_too() {
+        let local = LocalTracker::new();
+        let mut sum = LocalSum::default();
+        let held = |local: &LocalTracker| {
+            let mut held = Sum::default();
+            for (stream, presence) in local.all() {
+                held.add(presence_hash(&stream, &presence));
+            }
+            held
+        };
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let room = StreamKey {
+            mode: StreamMode::Room,
+            subject: Uuid::nil(),
+            subcontext: Uuid::nil(),
+            label: "r".into(),
+        };
+        let mut hidden = presence(b);
+        hidden.meta.hidden = true;
+        assert!(
+            sum.track(&local, &StreamKey::status(a), presence(a))
+                .is_some()
+        );
+        assert!(sum.track(&local, &room, presence(a)).is_some());
+        assert!(sum.track(&local, &room, hidden.clone()).is_some());
+        assert!(
+            sum.track(&local, &room, presence(a)).is_none(),
+            "already there"
+        );
+        assert_eq!(sum.0, held(&local));
+        assert_eq!(sum.0.count, 3);
+        let mut away = hidden.clone();
+        away.meta.status = Some("away".into());
+        let _ = sum.update(&local, &room, away);
+        assert_eq!(sum.0, held(&local));
+        let _ = sum.update(&local, &StreamKey::status(b), presence(b));
+        assert_eq!(sum.0, held(&local));
+        assert!(sum.untrack(&local, b, &room).is_some());
+        assert!(sum.untrack(&local, b, &room).is_none(), "gone already");
+        assert_eq!(sum.0, held(&local));
+        let _ = sum.track(&local, &room, hidden);
+        assert_eq!(sum.untrack_all(&local, b).len(), 2);
+        assert_eq!(sum.0, held(&local));
+        assert_eq!(sum.untrack_all(&local, a).len(), 2);
+        assert_eq!(sum.0, Sum::default());
     }
 
     #[test]

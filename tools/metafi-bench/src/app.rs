@@ -24,7 +24,7 @@ use crate::workloads::leaderboard::{Leaderboard, LeaderboardOptions};
 use crate::workloads::register::Register;
 use crate::workloads::relay::{Relay, RelayOptions};
 use crate::workloads::rpc::{Rpc, RpcOptions};
-use crate::workloads::seed_match::{MatchOptions, Matches};
+use crate::workloads::seed_match::{MatchOptions, Matches, Placement};
 use crate::workloads::world::{WorldOptions, Worlds};
 
 /// Runs the command on a runtime of `--threads` workers (default: the CPUs the process may
@@ -233,6 +233,9 @@ pub async fn execute(
             broadcast_opcode,
             echo_size,
             broadcast_size,
+            cross_node,
+            create_rpc,
+            match_size,
             ..
         } => {
             let workload = Matches::new(MatchOptions {
@@ -246,6 +249,11 @@ pub async fn execute(
                 users: users.users,
                 setup_concurrency: users.setup_concurrency,
                 socket: socket_config(&socket, &common),
+                placement: cross_node.map(|cross_node| Placement {
+                    cross_node,
+                    create_rpc,
+                    match_size,
+                }),
             })?;
             drive(
                 Arc::new(workload),

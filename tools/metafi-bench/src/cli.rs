@@ -124,6 +124,17 @@ pub enum Command {
         /// Payload length of broadcast messages, in characters.
         #[arg(long, default_value_t = 35)]
         broadcast_size: usize,
+        /// Place players instead of finding matches: the matches are made on every node first
+        /// (--create-rpc), and this share of each node's players (0 to 1) joins a match of the
+        /// next node by id, the rest one of their own node's.
+        #[arg(long, value_parser = parse_share)]
+        cross_node: Option<f64>,
+        /// With --cross-node: the RPC that creates a match on the node it is called on.
+        #[arg(long, default_value = "create_match")]
+        create_rpc: String,
+        /// With --cross-node: players per match.
+        #[arg(long, default_value_t = 10)]
+        match_size: u64,
     },
     /// Bots in a served world (docs/WORLD.md): authenticate, join the world, send generated
     /// bot commands with acknowledgements; measures snapshots per bot per second, command →

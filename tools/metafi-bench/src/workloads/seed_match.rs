@@ -4,9 +4,16 @@
 //! a "broadcast" message (the server sends it to every player). Each payload carries the send
 //! time, so the tool measures delivery latency: echo at the sender, broadcast at every
 //! receiver (same process, same clock).
+//!
+//! With `--cross-node SHARE` ([`Placement`]) the players do not look for a match: before the
+//! run, the matches are created on every node (the `create_match` RPC on each server), and each
+//! player joins the one picked for it by id, a fixed share of every node's players a match of
+//! the next node. With several clustered nodes, that fixes how many messages cross nodes (the
+//! finder's choice depends on timing); `--cross-node 0` places every player on its own node,
+//! which two nodes that are not a cluster also run.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
@@ -40,6 +47,19 @@ pub struct MatchOptions {
     pub users: u64,
     pub setup_concurrency: u64,
     pub socket: SocketConfig,
+    /// Matches made before the run and players placed in them by id, instead of `rpc`.
+    pub placement: Option<Placement>,
+}
+
+/// Where the players' matches are when they are placed rather than found.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Share of every node's players (0 to 1) placed in a match of the next node.
+    pub cross_node: f64,
+    /// The RPC that creates a match on the node it is called on and answers its id.
+    pub create_rpc: String,
+    /// Players per match (the match handler's capacity).
+    pub match_size: u64,
 }
 
 #[derive(Debug)]
@@ -47,6 +67,8 @@ pub struct Matches {
     options: MatchOptions,
     ids: Arc<DeviceIds>,
     seats: Seats,
+    /// With a placement: the match id of every user, by user number (set by `prepare`).
+    placed: OnceLock<Vec<String>>,
 }
 
 /// How many players were seated: every player that got a match id from the finder and sent its
@@ -92,6 +114,7 @@ impl Matches {
             options,
             ids: Arc::new(DeviceIds::new("match")),
             seats: Seats::default(),
+            placed: OnceLock::new(),
         })
     }
 }
@@ -120,6 +143,54 @@ impl Workload for Matches {
         let sessions =
             create_users(servers, &self.ids, users, self.options.setup_concurrency).await?;
         let took = started.elapsed();
+        if let Some(placement) = &self.options.placement {
+            let placed = place(users, servers.len(), placement);
+            let mut ids: Vec<Vec<String>> = vec![Vec::new(); servers.len()];
+            for (node, ids) in ids.iter_mut().enumerate() {
+                let matches = placed.iter().filter(|p| p.node == node).map(|p| p.slot);
+                let count = matches.max().map_or(0, |last| last + 1);
+                // User `node` signed up on server `node` (round-robin), so its token is good
+                // there whether or not the nodes share their sessions.
+                let token = &sessions[node.min(sessions.len() - 1)].token;
+                for _ in 0..count {
+                    let answer = servers
+                        .client(node)
+                        .rpc(token, &placement.create_rpc, "{}")
+                        .await
+                        .map_err(|e| {
+                            anyhow::anyhow!(
+                                "calling RPC {:?} on {} failed: {e}; --cross-node needs an RPC \
+                                 that creates a match on the node it is called on (examples/lua's \
+                                 create_match)",
+                                placement.create_rpc,
+                                servers.urls()[node]
+                            )
+                        })?;
+                    ids.push(match_id_of(&answer).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "RPC {:?} answered {answer:?}, which holds no match id",
+                            placement.create_rpc
+                        )
+                    })?);
+                }
+            }
+            let crossing = placed
+                .iter()
+                .enumerate()
+                .filter(|(user, p)| servers.of_user(*user as u64) != p.node)
+                .count();
+            let matches: usize = ids.iter().map(Vec::len).sum();
+            let placed = placed.iter().map(|p| ids[p.node][p.slot].clone()).collect();
+            // Invariant: `prepare` runs once, before any user.
+            let _ = self.placed.set(placed);
+            return Ok(vec![
+                setup_note("created", users, took),
+                format!(
+                    "placement: {matches} matches made on their nodes, {crossing} of {users} \
+                     players in a match of another node"
+                ),
+            ]);
+        }
         let answer = client
             .rpc(&sessions[0].token, &self.options.rpc, "{}")
             .await
@@ -170,13 +241,20 @@ impl Matches {
         ctx.stats
             .record(ctx.series("authenticate"), started.elapsed());
 
-        let started = Instant::now();
-        let answer = client
-            .rpc(&session.token, &o.rpc, "{}")
-            .await
-            .map_err(|e| e.kind().into_owned())?;
-        let match_id = match_id_of(&answer).ok_or("get_match answer holds no match id")?;
-        ctx.stats.record(ctx.series("get_match"), started.elapsed());
+        let match_id = match self.placed.get() {
+            // Invariant: `prepare` placed every user number below `users`.
+            Some(placed) => placed[(index % o.users.max(1)) as usize].clone(),
+            None => {
+                let started = Instant::now();
+                let answer = client
+                    .rpc(&session.token, &o.rpc, "{}")
+                    .await
+                    .map_err(|e| e.kind().into_owned())?;
+                let match_id = match_id_of(&answer).ok_or("get_match answer holds no match id")?;
+                ctx.stats.record(ctx.series("get_match"), started.elapsed());
+                match_id
+            }
+        };
         drop(client);
 
         let started = Instant::now();
@@ -450,9 +528,73 @@ pub fn match_id_of(answer: &str) -> Option<String> {
     (!id.is_empty()).then_some(id)
 }
 
+/// Where one user plays: the `slot`-th match made on server `node`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placed {
+    node: usize,
+    slot: usize,
+}
+
+/// The match of each of `users` users over `nodes` servers (user `n` on server `n mod nodes`,
+/// as the runner spreads them): of every node's players in turn, the share `cross_node` goes
+/// to the next node (spread evenly: the k-th player crosses when ⌊(k+1)·share⌋ > ⌊k·share⌋),
+/// and every node fills its matches `match_size` players at a time in user order, so a match
+/// mixes its node's own players and the crossing ones.
+fn place(users: u64, nodes: usize, placement: &Placement) -> Vec<Placed> {
+    let nodes = nodes.max(1);
+    let size = placement.match_size.max(1) as usize;
+    let share = placement.cross_node.clamp(0.0, 1.0);
+    let mut filled = vec![0usize; nodes];
+    (0..users as usize)
+        .map(|user| {
+            let (own, k) = (user % nodes, (user / nodes) as f64);
+            let crosses = ((k + 1.0) * share).floor() > (k * share).floor();
+            let node = if crosses { (own + 1) % nodes } else { own };
+            let slot = filled[node] / size;
+            filled[node] += 1;
+            Placed { node, slot }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn placement(cross_node: f64) -> Placement {
+        Placement {
+            cross_node,
+            create_rpc: "create_match".into(),
+            match_size: 10,
+        }
+    }
+
+    #[test]
+    fn half_of_each_nodes_players_cross_and_every_match_is_full() {
+        let placed = place(100, 2, &placement(0.5));
+        let crossing: Vec<usize> = (0..100).filter(|u| placed[*u].node != u % 2).collect();
+        assert_eq!(crossing.len(), 50);
+        assert_eq!(crossing.iter().filter(|u| *u % 2 == 0).count(), 25);
+        for node in 0..2 {
+            for slot in 0..5 {
+                let members: Vec<usize> = (0..100)
+                    .filter(|u| placed[*u] == Placed { node, slot })
+                    .collect();
+                assert_eq!(members.len(), 10, "match {slot} of node {node}");
+                let remote = members.iter().filter(|u| *u % 2 != node).count();
+                assert_eq!(remote, 5, "match {slot} of node {node} mixes both nodes");
+            }
+        }
+    }
+
+    #[test]
+    fn no_share_keeps_players_home_and_three_nodes_cross_to_the_next() {
+        let home = place(60, 2, &placement(0.0));
+        assert!((0..60).all(|u| home[u].node == u % 2));
+        assert_eq!(home.iter().map(|p| p.slot).max(), Some(2));
+        let three = place(30, 3, &placement(1.0));
+        assert!((0..30).all(|u| three[u].node == (u % 3 + 1) % 3));
+    }
 
     #[test]
     fn the_seats_note_gives_the_share_seated_and_the_refusals() {
