@@ -34,6 +34,7 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
+mod table_serializer;
 #[cfg(test)]
 mod test_support;
 
