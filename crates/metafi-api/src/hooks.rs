@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use metafi_core::{Hook, RpcContext, RpcUser, SessionClaims};
+use metafi_core::{Hook, HookValue, RpcContext, RpcUser, SessionClaims};
 use metafi_proto::Code;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -56,16 +56,14 @@ pub(crate) async fn before<T>(
     input: T,
 ) -> Result<T, ApiError>
 where
-    T: Serialize + DeserializeOwned,
+    T: Message + DeserializeOwned,
 {
     if !state.hooks.has_before(hook) {
         return Ok(input);
     }
-    let json = serde_json::to_value(&input).map_err(|e| {
-        tracing::error!(hook = hook.name(), error = %e, "could not encode a request for its before hook");
-        ApiError::new(Code::Internal, "Could not run runtime Before function.")
-    })?;
-    match state.hooks.before(hook, ctx(), Some(json)).await? {
+    // The struct itself goes to the hook: an engine serializes it straight into its values.
+    let input = HookValue::message(input);
+    match state.hooks.before_value(hook, ctx(), Some(input)).await? {
         Some(changed) => serde_json::from_value(changed).map_err(|e| {
             tracing::warn!(hook = hook.name(), error = %e, "a before hook returned something that is not the request");
             ApiError::new(Code::Internal, "Could not complete runtime Before function.")
@@ -91,31 +89,37 @@ fn dropped(hook: Hook) -> ApiError {
     ApiError::new(Code::NotFound, "Requested resource was not found.")
 }
 
-/// The request as the after hook will see it, kept only when an after hook is registered.
-pub(crate) fn keep_for_after<T: Serialize>(
+/// What a hook may be handed: a request or answer the engines serialize themselves.
+pub(crate) trait Message: Serialize + Clone + Send + Sync + 'static {}
+
+impl<T: Serialize + Clone + Send + Sync + 'static> Message for T {}
+
+/// The request as the after hook will see it (a copy, as the call consumes the request), kept
+/// only when an after hook is registered.
+pub(crate) fn keep_for_after<T: Message>(
     state: &ApiState,
     hook: Hook,
     input: &T,
-) -> Option<Json> {
+) -> Option<HookValue> {
     if !state.hooks.has_after(hook) {
         return None;
     }
-    serde_json::to_value(input).ok()
+    Some(HookValue::message(input.clone()))
 }
 
-/// Runs the after hook of `hook`, if any, with the answer and the kept request.
-pub(crate) async fn after<O: Serialize>(
+/// Runs the after hook of `hook`, if any, with (a copy of) the answer and the kept request.
+pub(crate) async fn after<O: Message>(
     state: &ApiState,
     hook: Hook,
     ctx: impl FnOnce() -> RpcContext,
     output: Option<&O>,
-    input: Option<Json>,
+    input: Option<HookValue>,
 ) {
     if !state.hooks.has_after(hook) {
         return;
     }
-    let output = output.and_then(|o| serde_json::to_value(o).ok());
-    state.hooks.after(hook, ctx(), output, input).await;
+    let output = output.map(|o| HookValue::message(o.clone()));
+    state.hooks.after_value(hook, ctx(), output, input).await;
 }
 
 /// Serves a call between its hooks: the before hook sees `request` (and may change it, reject
@@ -129,8 +133,8 @@ pub(crate) async fn around<T, O>(
     serve: impl AsyncFnOnce(T) -> Result<O, ApiError>,
 ) -> Result<axum::Json<O>, ApiError>
 where
-    T: Serialize + DeserializeOwned,
-    O: Serialize,
+    T: Message + DeserializeOwned,
+    O: Message,
 {
     let request = before(state, hook, &ctx, request).await?;
     let kept = keep_for_after(state, hook, &request);
@@ -149,7 +153,7 @@ pub(crate) async fn around_empty<T>(
     serve: impl AsyncFnOnce(T) -> Result<(), ApiError>,
 ) -> Result<axum::Json<Json>, ApiError>
 where
-    T: Serialize + DeserializeOwned,
+    T: Message + DeserializeOwned,
 {
     let request = before(state, hook, &ctx, request).await?;
     let kept = keep_for_after(state, hook, &request);
@@ -159,7 +163,7 @@ where
 }
 
 /// [`around`] for a call without input (`GetAccount`): its hooks see no request.
-pub(crate) async fn around_without_input<O: Serialize>(
+pub(crate) async fn around_without_input<O: Message>(
     state: &ApiState,
     hook: Hook,
     ctx: impl Fn() -> RpcContext,
@@ -193,7 +197,7 @@ where
 }
 
 /// `AccountDevice` and `AccountCustom`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct AccountId {
     pub(crate) id: String,
@@ -202,7 +206,7 @@ pub(crate) struct AccountId {
 }
 
 /// `AccountEmail`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct AccountEmail {
     pub(crate) email: String,
@@ -240,7 +244,7 @@ impl From<metafi_proto::api::AccountEmail> for AccountEmail {
 }
 
 /// `AuthenticateDeviceRequest`, `AuthenticateCustomRequest`, `AuthenticateEmailRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct AuthenticateRequest<A> {
     pub(crate) account: A,
@@ -249,7 +253,7 @@ pub(crate) struct AuthenticateRequest<A> {
 }
 
 /// `SessionRefreshRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct SessionRefreshRequest {
     pub(crate) token: String,
@@ -258,7 +262,7 @@ pub(crate) struct SessionRefreshRequest {
 }
 
 /// `SessionLogoutRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct SessionLogoutRequest {
     pub(crate) token: String,
@@ -266,7 +270,7 @@ pub(crate) struct SessionLogoutRequest {
 }
 
 /// `UpdateAccountRequest` (wrapper fields: `null` when not given).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct UpdateAccountRequest {
     pub(crate) username: Option<String>,
@@ -278,7 +282,7 @@ pub(crate) struct UpdateAccountRequest {
 }
 
 /// `GetUsersRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct GetUsersRequest {
     #[serde(deserialize_with = "lenient")]
@@ -290,7 +294,7 @@ pub(crate) struct GetUsersRequest {
 }
 
 /// `ListChannelMessagesRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ListChannelMessagesRequest {
     pub(crate) channel_id: String,
@@ -300,7 +304,7 @@ pub(crate) struct ListChannelMessagesRequest {
 }
 
 /// `ListMatchesRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ListMatchesRequest {
     pub(crate) limit: Option<i32>,
@@ -312,7 +316,7 @@ pub(crate) struct ListMatchesRequest {
 }
 
 /// `ReadStorageObjectId`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ReadObjectId {
     pub(crate) collection: String,
@@ -321,7 +325,7 @@ pub(crate) struct ReadObjectId {
 }
 
 /// `ReadStorageObjectsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ReadStorageObjectsRequest {
     #[serde(deserialize_with = "lenient")]
@@ -329,7 +333,7 @@ pub(crate) struct ReadStorageObjectsRequest {
 }
 
 /// `WriteStorageObject`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct WriteObject {
     pub(crate) collection: String,
@@ -341,7 +345,7 @@ pub(crate) struct WriteObject {
 }
 
 /// `WriteStorageObjectsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct WriteStorageObjectsRequest {
     #[serde(deserialize_with = "lenient")]
@@ -349,7 +353,7 @@ pub(crate) struct WriteStorageObjectsRequest {
 }
 
 /// `DeleteStorageObjectId`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct DeleteObjectId {
     pub(crate) collection: String,
@@ -358,7 +362,7 @@ pub(crate) struct DeleteObjectId {
 }
 
 /// `DeleteStorageObjectsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct DeleteStorageObjectsRequest {
     #[serde(deserialize_with = "lenient")]
@@ -366,7 +370,7 @@ pub(crate) struct DeleteStorageObjectsRequest {
 }
 
 /// `ListStorageObjectsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ListStorageObjectsRequest {
     pub(crate) user_id: String,
@@ -376,7 +380,7 @@ pub(crate) struct ListStorageObjectsRequest {
 }
 
 /// `ListNotificationsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct ListNotificationsRequest {
     pub(crate) limit: Option<i64>,
@@ -384,7 +388,7 @@ pub(crate) struct ListNotificationsRequest {
 }
 
 /// `DeleteNotificationsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct DeleteNotificationsRequest {
     #[serde(deserialize_with = "lenient")]

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Hook, RpcContext, RpcUser};
+use metafi_core::{Hook, HookValue, RpcContext, RpcUser};
 use metafi_proto::realtime::{Envelope, ErrorCode, Message};
 
 use crate::client_requests::Flow;
@@ -75,14 +75,14 @@ impl Realtime {
         let mut envelope = Envelope::new(cid, message);
         if self.hooks.has_before(hook) {
             let cid = envelope.cid.clone();
-            let input = match serde_json::to_value(&envelope) {
-                Ok(input) => input,
-                Err(e) => {
-                    tracing::error!(hook = hook.name(), error = %e, "could not encode a message for its before hook");
-                    return failed(session, cid, "Could not run runtime Before function.");
-                }
-            };
-            match self.hooks.before(hook, context(session), Some(input)).await {
+            // The envelope itself goes to the hook: an engine serializes it straight into its
+            // values; what the hook returns replaces it.
+            let input = HookValue::message(envelope);
+            match self
+                .hooks
+                .before_value(hook, context(session), Some(input))
+                .await
+            {
                 Err(error) => {
                     // Errors from before hooks do not close the session.
                     return failed(session, cid, &error.client_message());
@@ -115,7 +115,7 @@ impl Realtime {
         if !self.hooks.has_after(hook) {
             return self.dispatch(session, cid, message).await;
         }
-        let input = serde_json::to_value(Envelope::new(cid.clone(), message.clone())).ok();
+        let input = HookValue::message(Envelope::new(cid.clone(), message.clone()));
         let answered = !cid.is_empty();
         if answered {
             session.capture_reply(&cid);
@@ -131,9 +131,9 @@ impl Realtime {
         );
         // Unsuccessful operations do not trigger after hooks.
         if flow.is_ok() && !failed {
-            let output = reply.and_then(|r| serde_json::to_value(r).ok());
+            let output = reply.map(HookValue::message);
             self.hooks
-                .after(hook, context(session), output, input)
+                .after_value(hook, context(session), output, Some(input))
                 .await;
         }
         flow

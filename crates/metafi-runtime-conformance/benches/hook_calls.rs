@@ -1,8 +1,10 @@
 //! Instruction counts of a before+after hook pair on `AuthenticateDevice`, in each runtime, for
 //! comparing two builds on a shared machine where wall-clock time is noise (the method of
 //! `metafi-runtime-lua/benches/echo_calls.rs`): runs `METAFI_BENCH_PAIRS` (default 1,000)
-//! pairs one after another through the runtime's hooks, as the REST edge calls them (the
-//! request and the session as JSON values in proto names), then exits. Run it under
+//! pairs one after another through the runtime's hooks, as the REST edge calls them
+//! (`metafi-api/src/hooks.rs`, `around`: the request struct handed to the before hook, the
+//! hook's result read back into that struct, a copy of it and of the session for the after
+//! hook), then exits. Run it under
 //! callgrind with two counts; the difference of the totals divided by the difference of the
 //! counts is the cost of one pair, start-up excluded:
 //!
@@ -12,7 +14,9 @@
 //! METAFI_BENCH_ENGINE=lua METAFI_BENCH_PAIRS=3000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
 //! ```
 //!
-//! `METAFI_BENCH_ENGINE` is `lua`, `js` or `native` (pass-through hooks, as
+//! `METAFI_BENCH_EDGE=json` runs the edge as it was before `metafi_core::HookValue`
+//! (`serde_json::to_value` of the request, the kept request and the answer), in the same
+//! binary. `METAFI_BENCH_ENGINE` is `lua`, `js` or `native` (pass-through hooks, as
 //! `scripts/bench_hooks.sh` registers them). The calls run on a tokio worker thread, so script
 //! hooks take the inline path the server's IO workers take. Results: `docs/RUNTIME.md`,
 //! "The hook call path and its cost".
@@ -24,7 +28,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metafi_core::{Hook, Hooks, Objects, RpcContext, SystemClock};
+use metafi_core::{Hook, HookValue, Hooks, Objects, RpcContext, SystemClock};
+use metafi_proto::api::Session;
 use metafi_runtime::native::InitError;
 use metafi_runtime::{
     CallContext, EngineFactory, NativeInitializer, NativeModule, Nk, NoMatches, PoolConfig,
@@ -33,7 +38,9 @@ use metafi_runtime::{
 use metafi_runtime_js::JsEngine;
 use metafi_runtime_lua::LuaEngine;
 use metafi_storage_sqlite::{SqliteConfig, SqliteStorage};
-use serde_json::{Value, json};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 /// The server's allocator (`metafi-server/src/main.rs`), so the counts are the server's.
 #[global_allocator]
@@ -95,41 +102,100 @@ fn main() {
         assert!(hooks.has_before(Hook::AuthenticateDevice), "no before hook registered");
         // On a worker thread, as the server's IO workers call hooks (the inline path).
         tokio::spawn(async move {
-            // What the REST edge hands the hooks for a device sign-in (proto names).
-            let request = json!({
-                "account": {"id": "device-0123456789abcdef", "vars": {}},
-                "create": true,
-                "username": "",
-            });
-            let session = json!({
-                "created": false,
-                "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.c2lnbmF0dXJl",
-                "refresh_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.cmVmcmVzaA",
-            });
+            // The request the REST edge parsed for a device sign-in, and the session it
+            // answers; a copy of the request per pair stands for the one parsed per call.
+            let request = AuthenticateRequest {
+                account: AccountId {
+                    id: "device-0123456789abcdef".into(),
+                    vars: HashMap::new(),
+                },
+                create: Some(true),
+                username: String::new(),
+            };
+            let session = Session {
+                created: false,
+                token: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.c2lnbmF0dXJl".into(),
+                refresh_token: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiI1ZjBmIiwidWlkIjoiOGQ2MyJ9.cmVmcmVzaA".into(),
+            };
+            // `METAFI_BENCH_EDGE=json`: the edge as it was before `HookValue` (main
+            // `81a6e59`): the request, the kept request and the answer each made a
+            // `serde_json::Value` by `to_value`, handed over as JSON; the same binary, so the
+            // two paths compare in one session.
+            let json_edge = std::env::var("METAFI_BENCH_EDGE").is_ok_and(|v| v == "json");
             for _ in 0..pairs {
-                let input = hooks
-                    .before(
-                        Hook::AuthenticateDevice,
-                        RpcContext::default(),
-                        Some(request.clone()),
-                    )
+                let request = request.clone();
+                let input = if json_edge {
+                    HookValue::Json(serde_json::to_value(&request).unwrap())
+                } else {
+                    HookValue::message(request)
+                };
+                let changed = hooks
+                    .before_value(Hook::AuthenticateDevice, RpcContext::default(), Some(input))
                     .await
                     .unwrap()
                     .unwrap();
+                let served: AuthenticateRequest = serde_json::from_value(changed).unwrap();
+                // The edge keeps a copy of the request for the after hook (the call consumes
+                // the request) and hands it a copy of the answer (which goes to the client).
+                let (output, input) = if json_edge {
+                    (
+                        HookValue::Json(serde_json::to_value(&session).unwrap()),
+                        HookValue::Json(serde_json::to_value(&served).unwrap()),
+                    )
+                } else {
+                    (
+                        HookValue::message(session.clone()),
+                        HookValue::message(served.clone()),
+                    )
+                };
                 hooks
-                    .after(
+                    .after_value(
                         Hook::AuthenticateDevice,
                         RpcContext::default(),
-                        Some(session.clone()),
+                        Some(output),
                         Some(input),
                     )
                     .await;
+                // `served` (the request the call was served with) is dropped here.
             }
         })
         .await
         .unwrap();
         runtime.shutdown(Duration::from_secs(5)).await;
     });
+}
+
+/// The edge's `AccountId` (`metafi-api/src/hooks.rs`), with its serde attributes.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+struct AccountId {
+    id: String,
+    #[serde(deserialize_with = "lenient")]
+    vars: HashMap<String, String>,
+}
+
+/// The edge's `AuthenticateRequest`.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+struct AuthenticateRequest {
+    account: AccountId,
+    create: Option<bool>,
+    username: String,
+}
+
+/// The edge's `hooks::lenient`: `null`, `[]` and `{}` are the empty value.
+fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let value = Value::deserialize(deserializer)?;
+    match &value {
+        Value::Null => Ok(T::default()),
+        Value::Array(items) if items.is_empty() => Ok(T::default()),
+        Value::Object(map) if map.is_empty() => Ok(T::default()),
+        _ => serde_json::from_value(value).map_err(D::Error::custom),
+    }
 }
 
 async fn runtime(dir: &Path, engine: &str) -> Arc<metafi_runtime::Runtime> {

@@ -24,6 +24,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use metafi_runtime::HookValue;
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
 use metafi_runtime::nk_api::camel_case;
 use rquickjs::{Ctx, Value, qjs};
@@ -239,6 +240,21 @@ pub(crate) fn build<'js>(
     }
     // SAFETY: `value` is owned and belongs to `ctx`'s runtime.
     Ok(unsafe { Value::from_raw(ctx.clone(), value) })
+}
+
+/// A hook's request or answer as a JavaScript value with Nakama's `lowerCamelCase` names.
+pub(crate) fn build_value<'js>(
+    ctx: &Ctx<'js>,
+    names: &FieldNames,
+    value: HookValue,
+) -> rquickjs::Result<Value<'js>> {
+    let json = match value {
+        HookValue::Json(json) => json,
+        message => message.into_json().map_err(|e| {
+            rquickjs::Error::new_from_js_message("hook value", "JSON", e.to_string())
+        })?,
+    };
+    build(ctx, names, &json, true)
 }
 
 /// An owned value, or `JS_EXCEPTION` with the exception pending in `ctx` (everything built so

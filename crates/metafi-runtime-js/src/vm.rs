@@ -13,8 +13,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use metafi_runtime::{
-    HookArgs, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall, ScriptError,
-    VmSetup, code_from_number,
+    HookArgs, HookValue, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall,
+    ScriptError, VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
 use rquickjs::{
@@ -369,8 +369,8 @@ fn invoke_hook<'js>(
     call: &RpcCall,
     args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
-    let value = |json: Option<Json>| match json {
-        Some(json) => hook_value::build(ctx, &shared.names, &json, true),
+    let value = |value: Option<HookValue>| match value {
+        Some(value) => hook_value::build_value(ctx, &shared.names, value),
         None => Ok(Value::new_null(ctx.clone())),
     };
     let (data, input) = match args {

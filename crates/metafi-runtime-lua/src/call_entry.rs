@@ -34,6 +34,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use metafi_runtime::HookValue;
 use metafi_runtime::context::CallContext;
 use mlua::thread::{AsyncThread, ThreadStatus};
 use mlua::{Function, Lua, Thread, Value, ffi};
@@ -52,11 +53,11 @@ pub(crate) enum Payload<'a> {
     /// An RPC's payload text.
     Text(&'a str),
     /// A before hook's request (`None`: nil).
-    Before(Option<&'a Json>),
+    Before(Option<&'a HookValue>),
     /// An after hook's answer and request.
     After {
-        output: Option<&'a Json>,
-        input: Option<&'a Json>,
+        output: Option<&'a HookValue>,
+        input: Option<&'a HookValue>,
     },
 }
 
@@ -465,8 +466,8 @@ unsafe fn push_call(
         ffi::lua_pushvalue(state, 1);
         ffi::lua_pushvalue(state, 2);
         keys.push(state, call.mode.as_str());
-        let json = |state, value: Option<&Json>| match value {
-            Some(json) => raw_push::push_message(state, json, keys),
+        let json = |state, value: Option<&HookValue>| match value {
+            Some(value) => raw_push::push_hook_value(state, value, keys),
             None => {
                 ffi::lua_pushnil(state);
                 true

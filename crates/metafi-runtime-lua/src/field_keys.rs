@@ -34,6 +34,10 @@ pub(crate) const MAX_KEYS: usize = 1024;
 #[derive(Default)]
 pub(crate) struct FieldKeys {
     slots: RefCell<FxHashMap<Box<str>, c_int>>,
+    /// A struct field name's address and length (a `&'static str` from a `Serialize`
+    /// derive) → its slot in `slots`: found by two words, without hashing or comparing the
+    /// text. The same name at two addresses (two crates' structs) has two entries, one slot.
+    statics: RefCell<FxHashMap<(usize, usize), c_int>>,
 }
 
 impl FieldKeys {
@@ -59,6 +63,31 @@ impl FieldKeys {
             // Pops the copy; may raise (out of memory) before anything is recorded.
             let slot = ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX);
             self.slots.borrow_mut().insert(name.into(), slot);
+        }
+    }
+
+    /// Pushes the struct field name `name` as [`FieldKeys::push`] does, its slot found by
+    /// the name's address.
+    ///
+    /// # Safety
+    /// As [`FieldKeys::push`].
+    pub(crate) unsafe fn push_static(&self, state: *mut ffi::lua_State, name: &'static str) {
+        let address = (name.as_ptr() as usize, name.len());
+        // The borrow ends with the statement: nothing borrowed while Lua may raise below.
+        let slot = self.statics.borrow().get(&address).copied();
+        unsafe {
+            if let Some(slot) = slot {
+                ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(slot));
+                return;
+            }
+            self.push(state, name);
+            let slot = self.slots.borrow().get(name).copied();
+            let mut statics = self.statics.borrow_mut();
+            if let Some(slot) = slot
+                && statics.len() < MAX_KEYS
+            {
+                statics.insert(address, slot);
+            }
         }
     }
 

@@ -35,6 +35,7 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
+mod table_serializer;
 #[cfg(test)]
 mod test_support;
 

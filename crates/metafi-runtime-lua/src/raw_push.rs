@@ -18,6 +18,7 @@ use std::ffi::c_int;
 use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
 
+use metafi_runtime::HookValue;
 use metafi_runtime::hooks::MAP_FIELDS;
 use metafi_runtime::nk_api::{NkKey, NkValue};
 
@@ -86,6 +87,30 @@ pub(crate) unsafe fn push_message(
     unsafe {
         ffi::luaL_checkstack(state, 1, c"JSON value too deep".as_ptr());
         push_at(state, json, 0, Some(keys))
+    }
+}
+
+/// A hook's request or answer: JSON as [`push_message`], the edge's own struct straight
+/// through its `Serialize` ([`crate::table_serializer`]), to the same tables. False when it
+/// nests too deep or cannot be encoded (never for the edges' messages): the caller reports
+/// [`deep`].
+///
+/// # Safety
+/// As [`push_message`].
+#[must_use]
+pub(crate) unsafe fn push_hook_value(
+    state: *mut ffi::lua_State,
+    value: &HookValue,
+    keys: &FieldKeys,
+) -> bool {
+    match value {
+        // SAFETY: the caller's.
+        HookValue::Json(json) => unsafe { push_message(state, json, keys) },
+        // SAFETY: the caller's.
+        HookValue::Message(message) => unsafe {
+            let message: &dyn erased_serde::Serialize = &**message;
+            crate::table_serializer::push(state, message, keys).is_ok()
+        },
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use metafi_core::hooks::{HookFuture, NAKAMA_API_HOOKS, NAKAMA_RT_HOOKS};
-use metafi_core::{CoreError, Hook, HookKind, HookTable, Hooks, RpcContext};
+use metafi_core::{CoreError, Hook, HookKind, HookTable, HookValue, Hooks, RpcContext};
 use metafi_proto::Code;
 use serde_json::{Map, Value as Json};
 
@@ -644,12 +644,18 @@ impl RuntimeHooks {
         payload: HookPayload,
     ) -> Result<Option<Json>, HookFailure> {
         match (&hook.target, payload) {
+            // Native hooks take JSON in proto names.
             (HookTarget::NativeBefore(function), HookPayload::Before(input)) => {
+                let input = input
+                    .map(HookValue::into_json)
+                    .transpose()
+                    .map_err(|e| HookFailure::Script(unencodable(&e)))?;
                 let call = function(ctx, self.nk.clone(), input);
                 self.native(call).await
             }
             (HookTarget::NativeAfter(function), HookPayload::After(output, input)) => {
-                let call = function(ctx, self.nk.clone(), output, input);
+                let json = |value: Option<HookValue>| value.and_then(|v| v.into_json().ok());
+                let call = function(ctx, self.nk.clone(), json(output), json(input));
                 self.native(call).await.map(|()| None)
             }
             (HookTarget::Pool { pool, key }, payload) => {
@@ -795,8 +801,17 @@ impl RuntimeHooks {
 }
 
 enum HookPayload {
-    Before(Option<Json>),
-    After(Option<Json>, Option<Json>),
+    Before(Option<HookValue>),
+    After(Option<HookValue>, Option<HookValue>),
+}
+
+/// The failure of a hook whose request could not be encoded for it (never for the edges' own
+/// messages, whose `Serialize` cannot fail): the client gets Nakama's "could not run".
+pub(crate) fn unencodable(error: &dyn std::fmt::Display) -> ScriptError {
+    ScriptError::Failed {
+        message: "Could not run runtime Before function.".into(),
+        detail: format!("could not encode the hook's value: {error}"),
+    }
 }
 
 fn outcome_label(outcome: &Result<Option<Json>, HookFailure>) -> &'static str {
@@ -1053,9 +1068,36 @@ impl Hooks for RuntimeHooks {
         ctx: RpcContext,
         input: Option<Json>,
     ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
+        self.before_value(hook, ctx, input.map(HookValue::Json))
+    }
+
+    fn after(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        output: Option<Json>,
+        input: Option<Json>,
+    ) -> HookFuture<'_, ()> {
+        self.after_value(
+            hook,
+            ctx,
+            output.map(HookValue::Json),
+            input.map(HookValue::Json),
+        )
+    }
+
+    fn before_value(
+        &self,
+        hook: Hook,
+        ctx: RpcContext,
+        input: Option<HookValue>,
+    ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
         Box::pin(async move {
             let Some(registered) = self.before.get(hook) else {
-                return Ok(input);
+                return input
+                    .map(HookValue::into_json)
+                    .transpose()
+                    .map_err(|e| metafi_core::hooks::unencodable_request(hook, &e));
             };
             let ctx = self.context(ExecutionMode::Before, ctx);
             let started = Instant::now();
@@ -1067,12 +1109,12 @@ impl Hooks for RuntimeHooks {
         })
     }
 
-    fn after(
+    fn after_value(
         &self,
         hook: Hook,
         ctx: RpcContext,
-        output: Option<Json>,
-        input: Option<Json>,
+        output: Option<HookValue>,
+        input: Option<HookValue>,
     ) -> HookFuture<'_, ()> {
         Box::pin(async move {
             let Some(registered) = self.after.get(hook) else {

@@ -18,6 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use metafi_core::HookValue;
 use serde_json::Value as Json;
 
 use crate::context::CallContext;
@@ -171,7 +172,10 @@ pub trait EngineVm {
         mut call: RpcCall,
         args: HookArgs,
     ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
-        call.payload = args.into_text();
+        call.payload = match args.into_text() {
+            Ok(text) => text,
+            Err(e) => return Box::pin(async move { Err(crate::hooks::unencodable(&e)) }),
+        };
         let call = self.call_rpc(call);
         Box::pin(async move {
             let result = call.await?;
@@ -189,16 +193,16 @@ pub trait EngineVm {
     }
 }
 
-/// What a hook is called with: JSON values in proto field names, `None` standing for no value
-/// (`nil` / `null`), as the edges built them ([`metafi_core::Hooks`]).
-#[derive(Debug, Clone)]
+/// What a hook is called with: the request and answer in proto field names, `None` standing for
+/// no value (`nil` / `null`), as the edges hand them ([`metafi_core::Hooks::before_value`]).
+#[derive(Debug)]
 pub enum HookArgs {
     /// A before hook: the request (`None` for calls without input, such as `GetAccount`).
-    Before(Option<Json>),
+    Before(Option<HookValue>),
     /// An after hook: the answer and the request.
     After {
-        output: Option<Json>,
-        input: Option<Json>,
+        output: Option<HookValue>,
+        input: Option<HookValue>,
     },
 }
 
@@ -206,14 +210,19 @@ impl HookArgs {
     /// The arguments as one JSON text in proto names (`null` fields left out): the request,
     /// or `[output, input]` for an after hook. What engines without [`EngineVm::call_hook`]
     /// of their own receive as the payload.
-    pub fn into_text(self) -> String {
-        let view = |value: Option<Json>| value.map_or(Json::Null, crate::hooks::lua_view);
-        match self {
-            HookArgs::Before(input) => view(input).to_string(),
+    pub fn into_text(self) -> serde_json::Result<String> {
+        let view = |value: Option<HookValue>| -> serde_json::Result<Json> {
+            Ok(match value {
+                Some(value) => crate::hooks::lua_view(value.into_json()?),
+                None => Json::Null,
+            })
+        };
+        Ok(match self {
+            HookArgs::Before(input) => view(input)?.to_string(),
             HookArgs::After { output, input } => {
-                Json::Array(vec![view(output), view(input)]).to_string()
+                Json::Array(vec![view(output)?, view(input)?]).to_string()
             }
-        }
+        })
     }
 }
 
@@ -225,13 +234,16 @@ mod tests {
 
     #[test]
     fn hook_arguments_as_text_are_proto_names_without_nulls() {
-        let before = HookArgs::Before(Some(json!({"account": {"id": "d"}, "create": null})));
-        assert_eq!(before.into_text(), r#"{"account":{"id":"d"}}"#);
-        assert_eq!(HookArgs::Before(None).into_text(), "null");
+        let before = HookArgs::Before(Some(json!({"account": {"id": "d"}, "create": null}).into()));
+        assert_eq!(before.into_text().unwrap(), r#"{"account":{"id":"d"}}"#);
+        assert_eq!(HookArgs::Before(None).into_text().unwrap(), "null");
         let after = HookArgs::After {
-            output: Some(json!({"token": "t", "created": false})),
+            output: Some(json!({"token": "t", "created": false}).into()),
             input: None,
         };
-        assert_eq!(after.into_text(), r#"[{"created":false,"token":"t"},null]"#);
+        assert_eq!(
+            after.into_text().unwrap(),
+            r#"[{"created":false,"token":"t"},null]"#
+        );
     }
 }

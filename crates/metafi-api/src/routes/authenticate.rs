@@ -99,7 +99,7 @@ async fn hooked_sign_in<A>(
     identity: impl FnOnce(A) -> (Identity, std::collections::HashMap<String, String>),
 ) -> Result<Json<Session>, ApiError>
 where
-    A: serde::Serialize + serde::de::DeserializeOwned + Default,
+    A: hooks::Message + serde::de::DeserializeOwned + Default,
 {
     let ctx = || hooks::anonymous(client.0);
     hooks::around(state, hook, ctx, request, async |request| {

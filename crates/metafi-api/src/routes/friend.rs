@@ -25,7 +25,7 @@ pub(crate) fn routes() -> Router<ApiState> {
 }
 
 /// `ListFriendsRequest`, as hooks see it.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListFriendsRequest {
     limit: Option<i64>,
@@ -34,7 +34,7 @@ struct ListFriendsRequest {
 }
 
 /// `ListFriendsOfFriendsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListFriendsOfFriendsRequest {
     limit: Option<i64>,
@@ -43,7 +43,7 @@ struct ListFriendsOfFriendsRequest {
 
 /// `AddFriendsRequest`; `DeleteFriendsRequest` and `BlockFriendsRequest` are the same without
 /// `metadata`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct FriendsRequest {
     #[serde(deserialize_with = "lenient")]

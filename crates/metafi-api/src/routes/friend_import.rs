@@ -25,14 +25,14 @@ pub(crate) fn routes() -> Router<ApiState> {
 
 /// `ImportFacebookFriendsRequest` / `ImportSteamFriendsRequest`, as hooks see them: the
 /// account is the body, `reset` a query parameter.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ImportFriendsRequest {
     account: ImportAccount,
     reset: Option<bool>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ImportAccount {
     token: String,

@@ -40,7 +40,7 @@ pub(crate) fn routes() -> Router<ApiState> {
 }
 
 /// `UpdateGroupRequest` as hooks see it.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct UpdateHookRequest {
     group_id: String,
@@ -57,14 +57,14 @@ struct UpdateHookRequest {
 }
 
 /// `DeleteGroupRequest`, `JoinGroupRequest`, `LeaveGroupRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct GroupIdRequest {
     group_id: String,
 }
 
 /// `AddGroupUsersRequest` and its kick, ban, promote and demote siblings.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct GroupUsersRequest {
     group_id: String,
@@ -73,7 +73,7 @@ struct GroupUsersRequest {
 }
 
 /// `ListGroupUsersRequest` and `ListUserGroupsRequest` (`user_id` for the latter).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListMembersRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ struct ListMembersRequest {
 }
 
 /// `ListGroupsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListGroupsRequest {
     name: String,

@@ -34,7 +34,7 @@ pub(crate) fn routes() -> Router<ApiState> {
 }
 
 /// `WriteLeaderboardRecordRequest`, as hooks see it.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct WriteRequest {
     leaderboard_id: String,
@@ -43,7 +43,7 @@ struct WriteRequest {
 
 /// `WriteLeaderboardRecordRequest.LeaderboardRecordWrite`, and the tournament's
 /// `WriteTournamentRecordRequest.TournamentRecordWrite` (the same fields).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(super) struct RecordWrite {
     pub(super) score: i64,
@@ -90,14 +90,14 @@ pub(super) fn submission(
 }
 
 /// `DeleteLeaderboardRecordRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct DeleteRequest {
     leaderboard_id: String,
 }
 
 /// `ListLeaderboardRecordsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListRequest {
     leaderboard_id: String,
@@ -108,7 +108,7 @@ struct ListRequest {
 }
 
 /// `ListLeaderboardRecordsAroundOwnerRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct AroundOwnerRequest {
     leaderboard_id: String,

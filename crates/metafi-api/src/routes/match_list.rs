@@ -25,13 +25,13 @@ pub(super) struct ListParams {
 }
 
 /// `api.MatchList` as JSON (proto field names; defaults omitted, as Nakama's gateway does).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub(super) struct MatchList {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     matches: Vec<ApiMatch>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct ApiMatch {
     match_id: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]

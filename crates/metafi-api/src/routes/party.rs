@@ -28,7 +28,7 @@ struct ListParams {
 }
 
 /// `ListPartiesRequest`, as hooks see it (wrapper fields: `null` when not given).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListPartiesRequest {
     limit: Option<i32>,

@@ -48,7 +48,7 @@ pub(crate) fn routes() -> Router<ApiState> {
 
 /// The request a validation's hooks see (Nakama's `ValidatePurchase*Request` fields; each
 /// store reads its own).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ValidateHookRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,7 +262,7 @@ async fn validate_subscription(
 }
 
 /// The request `ListSubscriptions` hooks see.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListHookRequest {
     limit: Option<i32>,
@@ -309,7 +309,7 @@ async fn list_subscriptions(
 }
 
 /// The request `GetSubscription` hooks see.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct GetHookRequest {
     product_id: String,

@@ -71,7 +71,7 @@ struct AuthQuery {
 }
 
 /// `Authenticate<Provider>Request` as hooks see it (`sync` only for Facebook and Steam).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct AuthenticateRequest<A> {
     account: A,
@@ -82,7 +82,7 @@ struct AuthenticateRequest<A> {
 }
 
 /// `LinkFacebookRequest` as hooks see it.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct LinkFacebookRequest {
     account: AccountFacebook,
@@ -90,7 +90,7 @@ struct LinkFacebookRequest {
 }
 
 /// A provider's credential and session variables.
-trait SocialAccount: Serialize + DeserializeOwned + Default {
+trait SocialAccount: crate::hooks::Message + DeserializeOwned + Default {
     fn credential(&self) -> Credential;
     fn vars(self) -> HashMap<String, String>;
 }
@@ -201,7 +201,7 @@ async fn relink<R, A>(
     unlink: bool,
 ) -> Result<Json<serde_json::Value>, ApiError>
 where
-    R: Serialize + DeserializeOwned,
+    R: crate::hooks::Message + DeserializeOwned,
     A: SocialAccount,
 {
     let ctx = || hooks::signed_in(&claims, client.0);

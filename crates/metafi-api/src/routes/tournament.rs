@@ -43,7 +43,7 @@ pub(crate) fn routes() -> Router<ApiState> {
 }
 
 /// `ListTournamentsRequest`, as hooks see it.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListRequest {
     category_start: Option<i64>,
@@ -55,7 +55,7 @@ struct ListRequest {
 }
 
 /// `ListTournamentRecordsRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct ListRecordsRequest {
     tournament_id: String,
@@ -66,7 +66,7 @@ struct ListRecordsRequest {
 }
 
 /// `WriteTournamentRecordRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct WriteRequest {
     tournament_id: String,
@@ -74,14 +74,14 @@ struct WriteRequest {
 }
 
 /// `JoinTournamentRequest` and `DeleteTournamentRecordRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct TournamentIdRequest {
     tournament_id: String,
 }
 
 /// `ListTournamentRecordsAroundOwnerRequest`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 struct AroundOwnerRequest {
     tournament_id: String,
