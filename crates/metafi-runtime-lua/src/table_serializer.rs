@@ -380,57 +380,30 @@ impl Items<'_> {
     }
 }
 
-impl ser::SerializeSeq for Items<'_> {
-    type Ok = ();
-    type Error = PushError;
+/// The four list-like serde traits: each element is the table's next item.
+macro_rules! items_impl {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Items<'_> {
+            type Ok = ();
+            type Error = PushError;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
-        self.item(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
+                self.item(value)
+            }
 
-    fn end(self) -> Result<(), PushError> {
-        self.finish()
-    }
+            fn end(self) -> Result<(), PushError> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Items<'_> {
-    type Ok = ();
-    type Error = PushError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
-        self.item(value)
-    }
-
-    fn end(self) -> Result<(), PushError> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Items<'_> {
-    type Ok = ();
-    type Error = PushError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
-        self.item(value)
-    }
-
-    fn end(self) -> Result<(), PushError> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Items<'_> {
-    type Ok = ();
-    type Error = PushError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
-        self.item(value)
-    }
-
-    fn end(self) -> Result<(), PushError> {
-        self.finish()
-    }
-}
+items_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// The fields of a table on the stack's top (see [`Items`] for `variant`).
 struct Fields<'a> {
