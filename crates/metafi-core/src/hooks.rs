@@ -105,6 +105,15 @@ pub fn unencodable_request(hook: Hook, error: &dyn fmt::Display) -> CoreError {
     }
 }
 
+/// A before hook's request as JSON, for hooks that take JSON; a request that cannot be
+/// encoded is the client's [`unencodable_request`] error.
+pub fn request_json(hook: Hook, input: Option<HookValue>) -> Result<Option<Json>, CoreError> {
+    input
+        .map(HookValue::into_json)
+        .transpose()
+        .map_err(|e| unencodable_request(hook, &e))
+}
+
 /// A boxed future of a hook call.
 pub type HookFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -455,9 +464,9 @@ pub trait Hooks: Send + Sync + fmt::Debug {
         ctx: RpcContext,
         input: Option<HookValue>,
     ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
-        match input.map(HookValue::into_json).transpose() {
+        match request_json(hook, input) {
             Ok(input) => self.before(hook, ctx, input),
-            Err(e) => Box::pin(async move { Err(unencodable_request(hook, &e)) }),
+            Err(e) => Box::pin(async move { Err(e) }),
         }
     }
 

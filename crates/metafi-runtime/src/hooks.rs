@@ -1094,10 +1094,7 @@ impl Hooks for RuntimeHooks {
     ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
         Box::pin(async move {
             let Some(registered) = self.before.get(hook) else {
-                return input
-                    .map(HookValue::into_json)
-                    .transpose()
-                    .map_err(|e| metafi_core::hooks::unencodable_request(hook, &e));
+                return metafi_core::hooks::request_json(hook, input);
             };
             let ctx = self.context(ExecutionMode::Before, ctx);
             let started = Instant::now();
