@@ -22,7 +22,13 @@ token_ttl=3
 
 # Reinstall when the lock file changed since the last install (npm keeps a copy of what it
 # installed in node_modules/.package-lock.json).
+# A node_modules that is a symbolic link (another checkout's) is refused: `npm ci` would empty
+# the folder it points to.
 (cd tests/compat && {
+  if [ -L node_modules ]; then
+    echo "tests/compat/node_modules is a symbolic link: npm ci would empty the folder it points to; remove the link and run this again (it installs its own)" >&2
+    exit 1
+  fi
   [ node_modules/.package-lock.json -nt package-lock.json ] ||
     PUPPETEER_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund --loglevel=error
 })
