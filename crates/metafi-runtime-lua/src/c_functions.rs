@@ -17,7 +17,8 @@
 //! the library is frozen.
 
 // The wrapper is a C function: it reads its upvalues and calls the original through the Lua C
-// API. Every unsafe block below says which invariant it rests on.
+// API. Every unsafe block below says which invariant it rests on; none owns a Rust value while
+// a Lua call may raise (`crate::tape`'s rule).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
@@ -145,9 +146,10 @@ unsafe extern "C-unwind" fn guarded(state: *mut ffi::lua_State) -> c_int {
 unsafe fn name_argument_error(state: *mut ffi::lua_State) {
     const PREFIX: &[u8] = b"bad argument #";
     const UNNAMED: &[u8] = b" to '?'";
-    // SAFETY: the value on top is read only when it is a string (no conversion in place);
-    // the message is copied out before anything is pushed. The strings built here are dropped
-    // before the caller raises the error.
+    // SAFETY: the value on top is read only when it is a string (no conversion in place), and
+    // it stays on the stack — so the slices of it stay valid — until the new message is made.
+    // The message is pushed in pieces that Lua owns or this function borrows: a memory error
+    // raised by a push unwinds a frame that owns nothing (`crate::tape`'s rule).
     unsafe {
         if ffi::lua_type(state, -1) != ffi::LUA_TSTRING {
             return;
@@ -177,18 +179,33 @@ unsafe fn name_argument_error(state: *mut ffi::lua_State) {
         {
             return;
         }
-        let name = std::ffi::CStr::from_ptr(debug.name).to_string_lossy();
+        let name = std::ffi::CStr::from_ptr(debug.name).to_bytes();
         let method = !debug.namewhat.is_null()
             && std::ffi::CStr::from_ptr(debug.namewhat).to_bytes() == b"method";
-        let detail = String::from_utf8_lossy(detail);
-        let message = match (method, number) {
-            (true, 1) => format!("calling '{name}' on bad self{detail}"),
-            (true, n) => format!("bad argument #{} to '{name}'{detail}", n - 1),
-            (false, n) => format!("bad argument #{n} to '{name}'{detail}"),
+        let push = |bytes: &[u8]| {
+            ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
         };
-        ffi::lua_pop(state, 1);
+        ffi::luaL_checkstack(state, 7, c"no room for the error".as_ptr());
+        let message_at = ffi::lua_gettop(state);
         ffi::luaL_where(state, 1);
-        ffi::lua_pushlstring(state, message.as_ptr().cast(), message.len());
-        ffi::lua_concat(state, 2);
+        match (method, number) {
+            (true, 1) => {
+                push(b"calling '");
+                push(name);
+                push(b"' on bad self");
+            }
+            (method, n) => {
+                push(b"bad argument #");
+                let n = if method { n - 1 } else { n };
+                ffi::lua_pushinteger(state, ffi::lua_Integer::from(n));
+                push(b" to '");
+                push(name);
+                push(b"'");
+            }
+        }
+        push(detail);
+        // The position and the pieces, into one string; then the original message goes.
+        ffi::lua_concat(state, ffi::lua_gettop(state) - message_at);
+        ffi::lua_remove(state, message_at);
     }
 }

@@ -29,6 +29,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::future::Future;
+use std::io::Write;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -41,6 +42,7 @@ use mlua::{Function, Lua, Thread, Value, ffi};
 use serde_json::Value as Json;
 
 use crate::field_keys::FieldKeys;
+use crate::tape::Tape;
 use crate::{raw_push, raw_read};
 
 /// Finished coroutines kept for the next calls. One call runs at a time on an inline VM; a
@@ -72,6 +74,9 @@ pub(crate) struct CallEntry {
     idle: RefCell<Vec<Thread>>,
     /// The hooks' field names and the execution modes as strings kept for this VM.
     keys: FieldKeys,
+    /// Where a hook's request or answer struct is recorded before it is built (`crate::tape`),
+    /// kept so that its buffers serve every call.
+    tape: RefCell<Tape>,
 }
 
 impl CallEntry {
@@ -84,6 +89,7 @@ impl CallEntry {
             protected,
             idle: RefCell::new(Vec::with_capacity(IDLE_THREADS)),
             keys: FieldKeys::default(),
+            tape: RefCell::new(Tape::default()),
         }))
     }
 
@@ -113,6 +119,7 @@ impl CallEntry {
         let mut params = Params {
             payload: &payload,
             keys: &self.keys,
+            tape: &self.tape,
             call,
             headers: &headers,
             read,
@@ -126,6 +133,12 @@ impl CallEntry {
             (Ok(_), None) => {
                 self.give_back(thread);
                 return Err(raw_push::deep());
+            }
+            // Out of memory while pushing the arguments (a request larger than what the
+            // script left of the cap): the call's failure, reported and collected as one.
+            (Err(e @ mlua::Error::MemoryError(_)), None) => {
+                self.give_back(thread);
+                return Ok(Started::Done(Outcome::Failed(e)));
             }
             (Err(e), None) => {
                 self.give_back(thread);
@@ -343,6 +356,7 @@ fn died(status: c_int, error: Value) -> mlua::Error {
 struct Params<'a> {
     payload: &'a Payload<'a>,
     keys: &'a FieldKeys,
+    tape: &'a RefCell<Tape>,
     call: &'a CallContext,
     /// The REST call's headers in Nakama's form (empty otherwise), made before the call.
     headers: &'a [(String, Vec<&'a str>)],
@@ -362,14 +376,7 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
         let params = ffi::lua_touserdata(state, 4).cast::<Params<'_>>();
         ffi::lua_settop(state, 3);
         let params = &mut *params;
-        let ran = push_call(
-            state,
-            params.payload,
-            params.keys,
-            params.call,
-            params.headers,
-        )
-        .map(|nargs| run_first(state, nargs, params.read));
+        let ran = push_call(state, params).map(|nargs| run_first(state, nargs, params.read));
         // What comes back is what is left on the stack: the value `run_first` left, if any,
         // without the three arguments.
         let left = if ran.as_ref().is_some_and(First::leaves_value) {
@@ -441,20 +448,23 @@ unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> Fir
     }
 }
 
-/// Stack: `entry, function, thread`. Pushes the entry's arguments (`headers`: the call's, as
-/// `RequestHeaders::iter` gives them), then moves the entry and them onto the (idle, emptied)
-/// coroutine; returns how many arguments, or `None` (the coroutine untouched) when a payload
-/// nests too deep.
+/// Stack: `entry, function, thread`. Pushes the entry's arguments (`params.headers`: the
+/// call's, as `RequestHeaders::iter` gives them), then moves the entry and them onto the
+/// (idle, emptied) coroutine; returns how many arguments, or `None` (the coroutine untouched)
+/// when a payload nests too deep. Owns nothing while it pushes (`crate::tape`'s rule): what it
+/// pushes is borrowed, the client's address written into a buffer on the stack.
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call, with the three values on its stack.
-unsafe fn push_call(
-    state: *mut ffi::lua_State,
-    payload: &Payload<'_>,
-    keys: &FieldKeys,
-    call: &CallContext,
-    headers: &[(String, Vec<&str>)],
-) -> Option<c_int> {
+unsafe fn push_call(state: *mut ffi::lua_State, params: &Params<'_>) -> Option<c_int> {
+    let Params {
+        payload,
+        keys,
+        tape,
+        call,
+        headers,
+        ..
+    } = *params;
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
         ffi::luaL_checkstack(
@@ -467,7 +477,7 @@ unsafe fn push_call(
         ffi::lua_pushvalue(state, 2);
         keys.push(state, call.mode.as_str());
         let json = |state, value: Option<&HookValue>| match value {
-            Some(value) => raw_push::push_hook_value(state, value, keys),
+            Some(value) => raw_push::push_hook_value(state, value, keys, tape),
             None => {
                 ffi::lua_pushnil(state);
                 true
@@ -532,7 +542,14 @@ unsafe fn push_call(
             }
         }
         match request.client_ip {
-            Some(ip) => raw_push::push_str(state, &ip.to_string()),
+            Some(ip) => {
+                // The longest address (IPv6, 45 characters with an embedded IPv4) fits.
+                let mut buffer = [0u8; 64];
+                let mut out = std::io::Cursor::new(&mut buffer[..]);
+                let _ = write!(out, "{ip}");
+                let end = usize::try_from(out.position()).unwrap_or(0);
+                ffi::lua_pushlstring(state, buffer.as_ptr().cast(), end);
+            }
             None => ffi::lua_pushnil(state),
         }
         let pushed = ffi::lua_gettop(state) - base;

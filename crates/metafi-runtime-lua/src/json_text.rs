@@ -10,6 +10,10 @@
 //! the same inputs), and any call whose arguments are not the usual ones — `json_decode` with
 //! anything but one non-empty UTF-8 string, `json_encode` with anything but one value — goes
 //! to the row itself, so its argument errors come from one place.
+//!
+//! Neither lets a Lua error unwind a frame that owns something (`crate::tape`): the decoded
+//! value is recorded by the parser and built in protected calls, and the encoded text and
+//! every error message are copied into Lua from the VM's binding, not from this frame.
 
 // C functions over the Lua C API; every unsafe block says which invariant it rests on.
 #![allow(unsafe_code)]
@@ -21,7 +25,9 @@ use metafi_runtime::nk_api::json;
 use mlua::ffi;
 
 use crate::nk_binding::{call_row, enter, raise, raise_panic};
+use crate::raw_push::DecodeError;
 use crate::raw_read::TextError;
+use crate::tape::Failed;
 use crate::{raw_push, raw_read};
 
 /// The C function that serves the row named `name`, when it has one of its own.
@@ -37,21 +43,32 @@ pub(crate) fn function(name: &str) -> Option<ffi::lua_CFunction> {
 unsafe extern "C-unwind" fn decode(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: bound by `nk_binding::c_function` with the `json_decode` row's upvalues; the
     // text is read while it stays on the stack (argument 1, never popped before the push
-    // ends), and the parser's pushes raise only memory or stack errors, which unwind frames
-    // holding the parser (its drops run).
+    // ends). `push_json_text` raises nothing (its tables are built in protected calls); what
+    // it owned is dropped when it returns, so the errors below unwind only this frame, which
+    // holds borrowed values.
     unsafe {
         let text = text_argument(state);
         let Some(text) = text else {
             return call_row(state);
         };
         let up = enter(state);
-        match raw_push::push_json_text(state, text) {
+        match raw_push::push_json_text(state, text, up.binding.tape_runner()) {
             Ok(()) => 1,
-            Err(e) => {
+            // The error value (out of memory) is on top, as the failed build left it.
+            Err(DecodeError::Lua(Failed::Lua)) => ffi::lua_error(state),
+            Err(DecodeError::Lua(Failed::Stack)) => {
+                ffi::lua_settop(state, 1);
+                raise(
+                    state,
+                    &up,
+                    "stack overflow (JSON value too deep)".to_owned(),
+                )
+            }
+            Err(DecodeError::Json(e)) => {
                 ffi::lua_settop(state, 1);
                 let message = json::decode_failure(&e, text).lua_message(up.name);
                 drop(e);
-                raise(state, message)
+                raise(state, &up, message)
             }
         }
     }
@@ -92,8 +109,8 @@ unsafe extern "C-unwind" fn encode(state: *mut ffi::lua_State) -> c_int {
         }));
         let message = match written {
             Ok(Ok(out)) => {
-                ffi::lua_pushlstring(state, out.as_ptr().cast(), out.len());
-                drop(out);
+                // Parked in the binding while copied: a memory error unwinds this frame.
+                up.binding.push_text(state, out);
                 return 1;
             }
             // A walk error (too deep, too large) reads as the row's argument conversion
@@ -102,8 +119,8 @@ unsafe extern "C-unwind" fn encode(state: *mut ffi::lua_State) -> c_int {
             Ok(Err(TextError::NonFinite(reason))) => {
                 json::encode_failure(&reason).lua_message(up.name)
             }
-            Err(panic) => return raise_panic(state, up.name, panic),
+            Err(panic) => return raise_panic(state, &up, panic),
         };
-        raise(state, message)
+        raise(state, &up, message)
     }
 }

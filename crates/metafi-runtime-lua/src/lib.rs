@@ -36,6 +36,7 @@ mod sandbox;
 mod storage_retry;
 mod strings;
 mod table_serializer;
+mod tape;
 #[cfg(test)]
 mod test_support;
 

@@ -18,7 +18,9 @@
 //! Errors are raised as Lua strings (`m.lua:3: bad argument #1 to json_decode (…)`), which is
 //! what a script's `pcall` showed of mlua's error objects (the sandbox's `pcall` turns those
 //! into their message) and what the host reads of an uncaught one. A Rust panic in a row is
-//! caught here and raised as a Lua error: it never unwinds through LuaJIT's frames.
+//! caught here and raised as a Lua error: it never unwinds through LuaJIT's frames. Nor does a
+//! Lua error unwind a frame here that owns something (`crate::tape`'s rule): a row's result
+//! and an error's text are parked in the VM's [`Binding`] while the C API copies them.
 
 // The functions below are C functions: they read their upvalues and the stack through the Lua
 // C API. Every unsafe block says which invariant it rests on.
@@ -31,22 +33,73 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use metafi_runtime::nk::Nk;
-use metafi_runtime::nk_api::{self, Naming, NkArgs, NkCall, NkError, NkFunction, ValueBudget};
-use mlua::{Function, Lua, MultiValue, Table, Value, ffi};
+use metafi_runtime::nk_api::{
+    self, Naming, NkArgs, NkCall, NkError, NkFunction, NkValue, ValueBudget,
+};
+use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value, ffi};
 
 use crate::nakama::{located_async, script_position_raw, shared_nk};
-use crate::{BudgetExceeded, json_text, nk_value, raw_push, raw_read};
+use crate::{BudgetExceeded, json_text, nk_value, raw_push, raw_read, tape};
 
 /// What every C function of one VM reads through its upvalue 3, kept alive with the Lua state
 /// (mlua app data): the functions hold a bare pointer to it.
 pub(crate) struct Binding {
     nk: Nk,
     deadline: Rc<Cell<Option<Instant>>>,
+    /// `tape::run` as a Lua function, for building a tape in a protected call without pushing
+    /// a new C function (which allocates, so may raise) each time.
+    tape_runner: RegistryKey,
+    /// A row's result while it is pushed, and the text of an error or of `json_encode`'s
+    /// result while it is copied into Lua: kept here, not in the C function's frame, so that
+    /// a memory error raised by the copy unwinds a frame that owns nothing
+    /// (`crate::tape`'s rule). The next call that parks one drops what a failed copy left.
+    parked_value: Cell<Option<NkValue>>,
+    parked_text: Cell<Vec<u8>>,
 }
 
 impl Binding {
     fn over_deadline(&self) -> bool {
         self.deadline.get().is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// The registry slot of `tape::run` (see [`crate::tape::Tape::build_protected`]).
+    pub(crate) fn tape_runner(&self) -> c_int {
+        self.tape_runner.id()
+    }
+
+    /// Pushes `value` as a row's results (see [`raw_push::push_results`]) from
+    /// `parked_value`; returns how many.
+    ///
+    /// # Safety
+    /// `state` is the state of a running C function of this binding's VM.
+    unsafe fn push_results(&self, state: *mut ffi::lua_State, value: NkValue) -> c_int {
+        self.parked_value.set(Some(value));
+        // SAFETY: a plain reference into the cell (no guard to skip); nothing else reaches
+        // the cell until `take` below, and a Lua error leaves the value parked.
+        let pushed = match unsafe { &*self.parked_value.as_ptr() } {
+            Some(value) => unsafe { raw_push::push_results(state, value) },
+            None => 0,
+        };
+        drop(self.parked_value.take());
+        pushed
+    }
+
+    /// Pushes `text` as a Lua string from `parked_text` (its buffer reused after).
+    ///
+    /// # Safety
+    /// As [`Binding::push_results`].
+    pub(crate) unsafe fn push_text(&self, state: *mut ffi::lua_State, text: Vec<u8>) {
+        self.parked_text.set(text);
+        // SAFETY: as in `push_results`.
+        unsafe {
+            let text = &*self.parked_text.as_ptr();
+            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+        }
+        let mut text = self.parked_text.take();
+        // A large text is not kept for the next call.
+        text.clear();
+        text.shrink_to(1024);
+        self.parked_text.set(text);
     }
 }
 
@@ -60,9 +113,15 @@ pub(crate) fn install(
     module: &Table,
     deadline: &Rc<Cell<Option<Instant>>>,
 ) -> mlua::Result<()> {
+    // SAFETY: `tape::run` follows the C function protocol; only `Tape::build_protected`
+    // calls it, with the stack it expects.
+    let runner = unsafe { lua.create_c_function(tape::run)? };
     let binding = Rc::new(Binding {
         nk: shared_nk(lua)?,
         deadline: deadline.clone(),
+        tape_runner: lua.create_registry_value(runner)?,
+        parked_value: Cell::new(None),
+        parked_text: Cell::new(Vec::new()),
     });
     let binding_ptr = Rc::as_ptr(&binding);
     lua.set_app_data(BindingCell(binding));
@@ -177,31 +236,33 @@ pub(crate) unsafe extern "C-unwind" fn call_row(state: *mut ffi::lua_State) -> c
     }));
     match outcome {
         // SAFETY: pushing onto the stack of this call, which `push_nk` grows as it needs;
-        // a memory error raised there unwinds this frame, which holds only `value`.
-        Ok(Ok(value)) => unsafe { raw_push::push_results(state, value) },
+        // the value is parked in the binding, so a memory error raised there unwinds this
+        // frame holding nothing but references.
+        Ok(Ok(value)) => unsafe { up.binding.push_results(state, value) },
         // SAFETY: raising from a C function called by Lua.
-        Ok(Err(message)) => unsafe { raise(state, message) },
+        Ok(Err(message)) => unsafe { raise(state, &up, message) },
         // SAFETY: as above.
-        Err(panic) => unsafe { raise_panic(state, up.name, panic) },
+        Err(panic) => unsafe { raise_panic(state, &up, panic) },
     }
 }
 
 /// Raises `message` with the calling script's position (`m.lua:3: message`).
 ///
 /// # Safety
-/// Called from a C function called by Lua; nothing that needs dropping may be alive in the
-/// caller's frame (the error unwinds it).
-pub(crate) unsafe fn raise(state: *mut ffi::lua_State, message: String) -> c_int {
-    // SAFETY: the caller's; the strings are dropped before `lua_error`. Reading the call
-    // stack touches nothing else.
+/// Called from a C function called by Lua, whose upvalues `up` are; nothing that needs
+/// dropping may be alive in the caller's frame (the error unwinds it).
+pub(crate) unsafe fn raise(state: *mut ffi::lua_State, up: &Upvalues, message: String) -> c_int {
+    // SAFETY: the caller's. The text is put together and parked before any Lua call that may
+    // raise; reading the call stack touches nothing else.
     unsafe {
         let position = script_position_raw(state).unwrap_or_default();
-        ffi::luaL_checkstack(state, 2, c"no room for the error".as_ptr());
-        raw_push::push_str(state, &position);
-        raw_push::push_str(state, &message);
-        ffi::lua_concat(state, 2);
+        let mut text = Vec::with_capacity(position.len() + message.len());
+        text.extend_from_slice(position.as_bytes());
+        text.extend_from_slice(message.as_bytes());
         drop(position);
         drop(message);
+        ffi::luaL_checkstack(state, 1, c"no room for the error".as_ptr());
+        up.binding.push_text(state, text);
         ffi::lua_error(state)
     }
 }
@@ -213,9 +274,10 @@ pub(crate) unsafe fn raise(state: *mut ffi::lua_State, message: String) -> c_int
 /// As [`raise`].
 pub(crate) unsafe fn raise_panic(
     state: *mut ffi::lua_State,
-    name: &str,
+    up: &Upvalues,
     panic: Box<dyn std::any::Any + Send>,
 ) -> c_int {
+    let name = up.name;
     {
         let what = panic
             .downcast_ref::<&str>()
@@ -226,7 +288,13 @@ pub(crate) unsafe fn raise_panic(
         tracing::error!(function = name, panic = %what, "an nk function panicked; the script gets an error");
     }
     // SAFETY: the caller's.
-    unsafe { raise(state, format!("nk.{name} failed: internal server error")) }
+    unsafe {
+        raise(
+            state,
+            up,
+            format!("nk.{name} failed: internal server error"),
+        )
+    }
 }
 
 #[cfg(test)]

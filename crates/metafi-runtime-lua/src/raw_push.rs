@@ -11,8 +11,12 @@
 
 // Every unsafe block pushes onto the stack of the state `exec_raw` hands over, after
 // reserving room for it; errors (memory) are Lua errors raised inside that protected call.
+// The pushing functions own nothing while Lua may raise: they borrow the value they push, and
+// a value walked by serde (JSON text, a hook's struct) is recorded on a `Tape` first and built
+// from there (`crate::tape`, "Lua errors and Rust frames" in docs/RUNTIME.md).
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
 use std::ffi::c_int;
 
 use mlua::{Lua, Table, Value, ffi};
@@ -24,6 +28,7 @@ use metafi_runtime::nk_api::{NkKey, NkValue};
 
 use crate::convert::MAX_DEPTH;
 use crate::field_keys::FieldKeys;
+use crate::tape::{self, Tape};
 
 /// An array or object as a table ([`crate::convert::from_json`]'s rules).
 pub(crate) fn container(lua: &Lua, json: &Json) -> mlua::Result<Value> {
@@ -90,27 +95,35 @@ pub(crate) unsafe fn push_message(
     }
 }
 
-/// A hook's request or answer: JSON as [`push_message`], the edge's own struct straight
-/// through its `Serialize` ([`crate::table_serializer`]), to the same tables. False when it
-/// nests too deep or cannot be encoded (never for the edges' messages): the caller reports
-/// [`deep`].
+/// A hook's request or answer: JSON as [`push_message`], the edge's own struct recorded
+/// through its `Serialize` ([`crate::table_serializer`]) onto `tape` and built from there, to
+/// the same tables. False when it nests too deep or cannot be encoded (never for the edges'
+/// messages): the caller reports [`deep`].
 ///
 /// # Safety
-/// As [`push_message`].
+/// As [`push_message`]; `tape` is not borrowed.
 #[must_use]
 pub(crate) unsafe fn push_hook_value(
     state: *mut ffi::lua_State,
     value: &HookValue,
     keys: &FieldKeys,
+    tape: &RefCell<Tape>,
 ) -> bool {
     match value {
         // SAFETY: the caller's.
         HookValue::Json(json) => unsafe { push_message(state, json, keys) },
-        // SAFETY: the caller's.
-        HookValue::Message(message) => unsafe {
+        HookValue::Message(message) => {
             let message: &dyn erased_serde::Serialize = &**message;
-            crate::table_serializer::push(state, message, keys).is_ok()
-        },
+            tape.borrow_mut().clear();
+            if crate::table_serializer::record(message, tape).is_err() {
+                return false;
+            }
+            // SAFETY: the caller's. The serializer's frames are gone, and the tape is reached
+            // through a plain reference (no borrow guard, whose drop an error would skip):
+            // nothing else touches it while it is built.
+            unsafe { (*tape.as_ptr()).build(state, Some(keys)) };
+            true
+        }
     }
 }
 
@@ -253,20 +266,20 @@ fn index(i: usize) -> ffi::lua_Integer {
 ///
 /// # Safety
 /// `state` is the state of a running C function, which may raise (memory, stack) errors.
-pub(crate) unsafe fn push_results(state: *mut ffi::lua_State, value: NkValue) -> c_int {
+pub(crate) unsafe fn push_results(state: *mut ffi::lua_State, value: &NkValue) -> c_int {
     // SAFETY: the caller's; room is reserved before each push.
     unsafe {
         match value {
             NkValue::Multi(values) => {
                 ffi::luaL_checkstack(state, len(values.len()), c"too many results".as_ptr());
-                for value in &values {
+                for value in values {
                     push_nk(state, value);
                 }
                 len(values.len())
             }
             value => {
                 ffi::luaL_checkstack(state, 1, c"too many results".as_ptr());
-                push_nk(state, &value);
+                push_nk(state, value);
                 1
             }
         }
@@ -314,42 +327,78 @@ unsafe fn push_nk(state: *mut ffi::lua_State, value: &NkValue) {
     }
 }
 
+/// Why [`push_json_text`] pushed nothing.
+pub(crate) enum DecodeError {
+    /// Not JSON: `serde_json::from_str`'s error, word for word.
+    Json(serde_json::Error),
+    /// Building the tables failed (out of memory, no stack room): see [`tape::Failed`].
+    Lua(tape::Failed),
+}
+
 /// Pushes the JSON value of `text` (a whole text: anything after the value but whitespace is
-/// an error) with [`crate::convert::from_json`]'s rules, parsed by `serde_json` straight onto
-/// the stack, with no `serde_json::Value` between. The errors are `serde_json::from_str`'s,
-/// word for word (the same parser, the same recursion limit of 128). On an error the caller
-/// drops what was pushed.
+/// an error) with [`crate::convert::from_json`]'s rules. `serde_json`'s parser records each
+/// value as it reads it ([`Tape`]: no `serde_json::Value` between, no Lua call under the
+/// parser's frames), and each [`tape::CHUNK`] operations are built in a protected call
+/// through `runner` (see [`Tape::build_protected`]), so a memory error comes back as
+/// [`DecodeError::Lua`] with its error value on top of the stack. The parse errors are
+/// `serde_json::from_str`'s, word for word (the same parser, the same recursion limit of
+/// 128). On an error the caller drops what was pushed.
 ///
 /// Arrays come out as `to_lua` built them from a list: when one holds a `null`, the table is
 /// rebuilt sized for all its items, so `#` finds the same border as before.
 ///
 /// # Safety
-/// `state` is the state of a running C function, which may raise (memory, stack) errors.
+/// `state` is the state of a running C function; `text` stays alive (on its stack) until this
+/// returns; `runner` is the VM's registry reference to [`tape::run`].
 pub(crate) unsafe fn push_json_text(
     state: *mut ffi::lua_State,
     text: &str,
-) -> Result<(), serde_json::Error> {
+    runner: c_int,
+) -> Result<(), DecodeError> {
+    let mut seed = JsonSeed {
+        state,
+        runner,
+        tape: Tape::default(),
+        failed: None,
+    };
     let mut parser = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(JsonSeed(state), &mut parser)?;
-    parser.end()
+    let parsed =
+        serde::de::DeserializeSeed::deserialize(&mut seed, &mut parser).and_then(|()| parser.end());
+    if let Some(failed) = seed.failed.take() {
+        return Err(DecodeError::Lua(failed));
+    }
+    parsed.map_err(DecodeError::Json)?;
+    // SAFETY: the caller's; the text the slices point into is alive.
+    unsafe { seed.tape.build_protected(state, runner) }.map_err(DecodeError::Lua)
 }
 
-/// Pushes one JSON value onto its state's stack.
-#[derive(Clone, Copy)]
-struct JsonSeed(*mut ffi::lua_State);
+/// Records JSON values onto its tape, building a chunk whenever the tape is full.
+struct JsonSeed {
+    state: *mut ffi::lua_State,
+    runner: c_int,
+    tape: Tape,
+    /// Set when a chunk failed to build: the parse is stopped with a placeholder error.
+    failed: Option<tape::Failed>,
+}
 
-impl<'de> serde::de::DeserializeSeed<'de> for JsonSeed {
+impl<'de> serde::de::DeserializeSeed<'de> for &mut JsonSeed {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, parser: D) -> Result<(), D::Error> {
+        if self.tape.full() {
+            // SAFETY: the state of the running C function `push_json_text` was called from;
+            // the strings recorded so far are slices of its text argument, alive. A Lua
+            // error stays inside the protected call.
+            if let Err(failed) = unsafe { self.tape.build_protected(self.state, self.runner) } {
+                self.failed = Some(failed);
+                return Err(serde::de::Error::custom("the value could not be built"));
+            }
+        }
         parser.deserialize_any(self)
     }
 }
 
-// SAFETY (every method): `self.0` is the state of the running C function `push_json_text` was
-// called from; each push has room reserved: one slot by whoever asked for this value, a
-// container reserves for its key and item.
-impl<'de> serde::de::Visitor<'de> for JsonSeed {
+impl<'de> serde::de::Visitor<'de> for &mut JsonSeed {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -357,73 +406,65 @@ impl<'de> serde::de::Visitor<'de> for JsonSeed {
     }
 
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        unsafe { ffi::lua_pushnil(self.0) };
+        self.tape.nil();
         Ok(())
     }
 
     fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<(), E> {
-        unsafe { ffi::lua_pushboolean(self.0, c_int::from(b)) };
+        self.tape.bool(b);
         Ok(())
     }
 
     fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<(), E> {
-        unsafe { ffi::lua_pushnumber(self.0, n as f64) };
+        self.tape.number(n as f64);
         Ok(())
     }
 
     fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<(), E> {
-        unsafe { ffi::lua_pushnumber(self.0, n as f64) };
+        self.tape.number(n as f64);
         Ok(())
     }
 
     fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<(), E> {
-        unsafe { ffi::lua_pushnumber(self.0, n) };
+        self.tape.number(n);
+        Ok(())
+    }
+
+    /// A string without escapes: a slice of the text, which outlives every build.
+    fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<(), E> {
+        // SAFETY: `s` is part of the text `push_json_text` decodes, alive until it returns.
+        unsafe { self.tape.slice(s) };
         Ok(())
     }
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
-        unsafe { push_str(self.0, s) };
+        self.tape.string(s);
         Ok(())
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        let state = self.0;
-        unsafe {
-            // The table, an item.
-            ffi::luaL_checkstack(state, 2, c"JSON value too deep".as_ptr());
-            ffi::lua_createtable(state, 0, 0);
-            let mut count = 0usize;
-            let mut holes = false;
-            while items.next_element_seed(self)?.is_some() {
-                count += 1;
-                holes |= ffi::lua_type(state, -1) == ffi::LUA_TNIL;
-                ffi::lua_rawseti(state, -2, index(count));
-            }
-            if holes {
-                // `to_lua` sized the table for every item; the border `#` finds depends on it.
-                ffi::lua_createtable(state, len(count), 0);
-                for i in 1..=count {
-                    ffi::lua_rawgeti(state, -2, index(i));
-                    ffi::lua_rawseti(state, -2, index(i));
-                }
-                ffi::lua_remove(state, -2);
-            }
+        self.tape.table(0, 0);
+        let mut count = 0usize;
+        let mut holes = false;
+        while items.next_element_seed(&mut *self)?.is_some() {
+            count += 1;
+            holes |= self.tape.ends_with_nil();
+            self.tape.set_index(count);
+        }
+        if holes {
+            // `to_lua` sized the table for every item; the border `#` finds depends on it.
+            self.tape.resize(count);
         }
         Ok(())
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        let state = self.0;
-        unsafe {
-            // The table, a key and a value.
-            ffi::luaL_checkstack(state, 3, c"JSON value too deep".as_ptr());
-            ffi::lua_createtable(state, 0, 0);
-            while entries.next_key_seed(self)?.is_some() {
-                entries.next_value_seed(self)?;
-                // A `null` member sets nil: absent, and the last of equal keys wins, as
-                // when the object went through a `serde_json::Map`.
-                ffi::lua_rawset(state, -3);
-            }
+        self.tape.table(0, 0);
+        while entries.next_key_seed(&mut *self)?.is_some() {
+            entries.next_value_seed(&mut *self)?;
+            // A `null` member sets nil: absent, and the last of equal keys wins, as when
+            // the object went through a `serde_json::Map`.
+            self.tape.set();
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
-//! A hook's request or answer struct serialized straight onto the Lua stack (serde
-//! `Serializer` → tables through the C API), with no `serde_json::Value` tree in between.
+//! A hook's request or answer struct serialized into Lua tables (serde `Serializer` → a
+//! [`Tape`] of stack operations → tables through the C API), with no `serde_json::Value` tree
+//! in between.
 //!
 //! The edges used to build a JSON tree of each request and answer (a `String` per key, a
 //! `BTreeMap` per object) that [`crate::raw_push`] then walked; here the struct's own
@@ -11,21 +12,20 @@
 //! are. A table's key order is not the JSON tree's (declaration order instead of sorted), which
 //! Lua cannot show: `next` has no defined order, and a table holds no more than its keys.
 
-// Every unsafe block pushes onto the stack of the state the caller's protected call runs on,
-// after reserving room; a memory error is a Lua error of that call. Nothing alive here needs
-// dropping while Lua may raise (the serializers are copies of a pointer and two integers).
-#![allow(unsafe_code)]
+//!
+//! The serializer only records ([`record`]): a `Serialize` runs code this crate does not own
+//! (it may format a key into a `String` it drops after), so no Lua call — which may raise "not
+//! enough memory" at the VM's cap and unwind — happens under its frames. The caller builds the
+//! tape afterwards ([`Tape::build`], `crate::tape`'s rule).
 
-use std::ffi::c_int;
+use std::cell::RefCell;
 use std::fmt;
 
-use mlua::ffi;
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
 use crate::convert::MAX_DEPTH;
-use crate::field_keys::FieldKeys;
-use crate::raw_push;
+use crate::tape::Tape;
 
 /// Why a value could not be pushed.
 #[derive(Debug)]
@@ -54,31 +54,20 @@ impl ser::Error for PushError {
     }
 }
 
-/// Pushes `value` onto the stack of `state` as one value (a message as a table).
-///
-/// # Safety
-/// `state` is a live Lua state inside a protected call; `keys` belongs to its VM. On an error
-/// the stack holds what was pushed so far: the caller discards it.
-pub(crate) unsafe fn push<T: Serialize + ?Sized>(
-    state: *mut ffi::lua_State,
+/// Records `value` onto `tape` as one value (a message as a table), field names as struct
+/// field names for the VM's kept strings. On an error the tape holds a part of the value: the
+/// caller discards it.
+pub(crate) fn record<T: Serialize + ?Sized>(
     value: &T,
-    keys: &FieldKeys,
+    tape: &RefCell<Tape>,
 ) -> Result<(), PushError> {
-    // SAFETY: the caller's; room for the value itself is reserved here.
-    unsafe { ffi::luaL_checkstack(state, 1, c"hook value too deep".as_ptr()) };
-    value.serialize(TableSerializer {
-        state,
-        keys,
-        level: 0,
-    })
+    value.serialize(TableSerializer { tape, level: 0 })
 }
 
-/// Pushes one value at nesting `level` (the containers around it); room for it is reserved by
-/// the caller.
+/// Records one value at nesting `level` (the containers around it).
 #[derive(Clone, Copy)]
 struct TableSerializer<'a> {
-    state: *mut ffi::lua_State,
-    keys: &'a FieldKeys,
+    tape: &'a RefCell<Tape>,
     level: usize,
 }
 
@@ -90,35 +79,27 @@ impl<'a> TableSerializer<'a> {
         }
     }
 
-    /// A new table with room for `array` items and `fields` fields, and stack room for a key
-    /// and a value (and `FieldKeys::push`'s copy of a new key).
+    /// A new table with room for `array` items and `fields` fields.
     fn table(self, array: usize, fields: usize) -> Result<(), PushError> {
         if self.level >= MAX_DEPTH {
             return Err(PushError::Deep);
         }
-        // SAFETY: see the module's note.
-        unsafe {
-            ffi::luaL_checkstack(self.state, 3, c"hook value too deep".as_ptr());
-            ffi::lua_createtable(self.state, raw_push::len(array), raw_push::len(fields));
-        }
+        self.tape.borrow_mut().table(array, fields);
         Ok(())
     }
 
     fn number(self, n: f64) -> Result<(), PushError> {
-        // SAFETY: see the module's note.
-        unsafe { ffi::lua_pushnumber(self.state, n) };
+        self.tape.borrow_mut().number(n);
         Ok(())
     }
 
     fn nil(self) -> Result<(), PushError> {
-        // SAFETY: see the module's note.
-        unsafe { ffi::lua_pushnil(self.state) };
+        self.tape.borrow_mut().nil();
         Ok(())
     }
 
     fn string(self, s: &str) -> Result<(), PushError> {
-        // SAFETY: see the module's note.
-        unsafe { raw_push::push_str(self.state, s) };
+        self.tape.borrow_mut().string(s);
         Ok(())
     }
 
@@ -126,24 +107,14 @@ impl<'a> TableSerializer<'a> {
     /// left for the value that follows.
     fn variant(self, variant: &'static str) -> Result<(), PushError> {
         self.table(0, 1)?;
-        // SAFETY: `table` reserved room for the key.
-        unsafe { self.keys.push_static(self.state, variant) };
+        self.tape.borrow_mut().field(variant);
         Ok(())
     }
-}
 
-/// Sets the key and value on top of the stack into the table below them; a nil value is
-/// dropped with its key (a `null` field is absent, as a Lua table cannot hold nil).
-///
-/// # Safety
-/// `state` holds `table, key, value` on its top.
-unsafe fn set_field(state: *mut ffi::lua_State) {
-    unsafe {
-        if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
-            ffi::lua_settop(state, -3);
-        } else {
-            ffi::lua_rawset(state, -3);
-        }
+    /// The key and value last recorded into the table below them; a nil value is dropped
+    /// with its key (a `null` field is absent, as a Lua table cannot hold nil).
+    fn set_field(self) {
+        self.tape.borrow_mut().set_field();
     }
 }
 
@@ -159,8 +130,7 @@ impl<'a> ser::Serializer for TableSerializer<'a> {
     type SerializeStructVariant = Fields<'a>;
 
     fn serialize_bool(self, v: bool) -> Result<(), PushError> {
-        // SAFETY: see the module's note.
-        unsafe { ffi::lua_pushboolean(self.state, c_int::from(v)) };
+        self.tape.borrow_mut().bool(v);
         Ok(())
     }
 
@@ -237,12 +207,10 @@ impl<'a> ser::Serializer for TableSerializer<'a> {
     /// Bytes are a list of numbers, as `serde_json` writes them.
     fn serialize_bytes(self, v: &[u8]) -> Result<(), PushError> {
         self.table(v.len(), 0)?;
+        let mut tape = self.tape.borrow_mut();
         for (i, byte) in v.iter().enumerate() {
-            // SAFETY: `table` reserved room for a value; the table is below it.
-            unsafe {
-                ffi::lua_pushnumber(self.state, f64::from(*byte));
-                ffi::lua_rawseti(self.state, -2, index(i + 1));
-            }
+            tape.number(f64::from(*byte));
+            tape.set_index(i + 1);
         }
         Ok(())
     }
@@ -289,8 +257,7 @@ impl<'a> ser::Serializer for TableSerializer<'a> {
     ) -> Result<(), PushError> {
         self.variant(variant)?;
         value.serialize(self.inner())?;
-        // SAFETY: `variant` left the table and the key below the value.
-        unsafe { set_field(self.state) };
+        self.set_field();
         Ok(())
     }
 
@@ -365,16 +332,15 @@ struct Items<'a> {
 impl Items<'_> {
     fn item<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
         value.serialize(self.at.inner())?;
-        // SAFETY: the list table is below the value just pushed.
-        unsafe { ffi::lua_rawseti(self.at.state, -2, index(self.next)) };
+        self.at.tape.borrow_mut().set_index(self.next);
         self.next += 1;
         Ok(())
     }
 
     fn finish(self) -> Result<(), PushError> {
         if self.variant {
-            // SAFETY: `{variant = …}` and its key are below the list.
-            unsafe { set_field(self.at.state) };
+            // `{variant = …}` and its key are below the list.
+            self.at.set_field();
         }
         Ok(())
     }
@@ -414,15 +380,14 @@ struct Fields<'a> {
 impl Fields<'_> {
     fn field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
         value.serialize(self.at.inner())?;
-        // SAFETY: the table and the key are below the value just pushed.
-        unsafe { set_field(self.at.state) };
+        self.at.set_field();
         Ok(())
     }
 
     fn finish(self) -> Result<(), PushError> {
         if self.variant {
-            // SAFETY: `{variant = …}` and its key are below the table.
-            unsafe { set_field(self.at.state) };
+            // `{variant = …}` and its key are below the table.
+            self.at.set_field();
         }
         Ok(())
     }
@@ -434,7 +399,7 @@ impl ser::SerializeMap for Fields<'_> {
 
     /// A map's key is user data, pushed as it is (not from the field-name cache).
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), PushError> {
-        key.serialize(MapKey(self.at.state))
+        key.serialize(MapKey(self.at.tape))
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), PushError> {
@@ -455,8 +420,7 @@ impl ser::SerializeStruct for Fields<'_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), PushError> {
-        // SAFETY: `table` reserved room for the key, the value and the cache's copy.
-        unsafe { self.at.keys.push_static(self.at.state, key) };
+        self.at.tape.borrow_mut().field(key);
         self.field(value)
     }
 
@@ -485,12 +449,11 @@ impl ser::SerializeStructVariant for Fields<'_> {
 /// A map key as a string, as `serde_json` writes one: strings as they are, integers, floats,
 /// booleans and chars as their text, unit variants by name; anything else is an error there
 /// too.
-struct MapKey(*mut ffi::lua_State);
+struct MapKey<'a>(&'a RefCell<Tape>);
 
-impl MapKey {
+impl MapKey<'_> {
     fn text(self, text: &str) -> Result<(), PushError> {
-        // SAFETY: the map's `table` reserved room for the key.
-        unsafe { raw_push::push_str(self.0, text) };
+        self.0.borrow_mut().string(text);
         Ok(())
     }
 
@@ -507,7 +470,7 @@ macro_rules! key_as_text {
     )*};
 }
 
-impl ser::Serializer for MapKey {
+impl ser::Serializer for MapKey<'_> {
     type Ok = ();
     type Error = PushError;
     type SerializeSeq = Impossible<(), PushError>;
@@ -648,12 +611,8 @@ impl ser::Serializer for MapKey {
     }
 }
 
-/// An array index (a table of more than 2^31 items does not fit in a Lua 5.1 VM's memory).
-fn index(i: usize) -> ffi::lua_Integer {
-    ffi::lua_Integer::try_from(i).unwrap_or(ffi::lua_Integer::MAX)
-}
-
 #[cfg(test)]
+#[allow(unsafe_code)] // the tests build tapes through the C API, as `call_entry` does
 mod tests {
     use std::collections::{BTreeMap, HashMap};
 
@@ -664,22 +623,20 @@ mod tests {
     use serde_json::{Value as Json, json};
 
     use super::*;
+    use crate::field_keys::FieldKeys;
+    use crate::raw_push;
 
-    /// `value` pushed through its `Serialize` (the new path), or an error.
+    /// `value` recorded through its `Serialize` and built (the new path), or an error.
     fn direct<T: Serialize>(lua: &Lua, keys: &FieldKeys, value: &T) -> mlua::Result<Value> {
-        let mut result = Ok(());
-        // SAFETY: `exec_raw` runs the closure in a protected call on the VM's state; `push`
-        // leaves one value when it succeeds, and the stack is discarded when it does not.
-        let value = unsafe {
+        let tape = RefCell::new(Tape::default());
+        record(value, &tape).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+        // SAFETY: `exec_raw` runs the closure in a protected call on the VM's state; the tape
+        // holds one value.
+        unsafe {
             lua.exec_raw::<Value>((), |state| {
-                result = push(state, value, keys);
-                if result.is_err() {
-                    ffi::lua_settop(state, 0);
-                }
+                (*tape.as_ptr()).build(state, Some(keys));
             })
-        }?;
-        result.map_err(|e| mlua::Error::runtime(e.to_string()))?;
-        Ok(value)
+        }
     }
 
     /// `serde_json::to_value` of the same value pushed as the edges did before (the reference).
@@ -886,6 +843,43 @@ mod tests {
         assert!(direct(&lua, &keys, &nest(MAX_DEPTH)).is_ok());
         let error = direct(&lua, &keys, &nest(MAX_DEPTH + 1)).unwrap_err();
         assert!(error.to_string().contains("deeper than 128"), "{error}");
+    }
+
+    /// A string field serialized under the field's own `catch_unwind`: a `Serialize` may run
+    /// any code around the serializer's calls, and a Lua error raised in one (out of memory
+    /// at the cap) would abort the process there.
+    struct Guarded(String);
+
+    impl Serialize for Guarded {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.serialize_str(&self.0)))
+                .unwrap_or_else(|_| Err(ser::Error::custom("unwound")))
+        }
+    }
+
+    /// Regression: the serializer pushed each value from inside the `Serialize` calls, so at
+    /// the VM's memory cap "not enough memory" unwound through frames it does not own (here:
+    /// aborted the process). Now nothing Lua runs under them; the build fails on its own, as a
+    /// Lua error of its protected call, and the VM builds again once the garbage is collected.
+    #[test]
+    fn a_message_past_the_memory_cap_fails_as_a_lua_error_outside_its_serialize() {
+        let lua = Lua::new();
+        let keys = FieldKeys::default();
+        lua.gc_collect().unwrap();
+        lua.set_memory_limit(lua.used_memory() + (1 << 20)).unwrap();
+        let big: Vec<Guarded> = (0..64)
+            .map(|i| Guarded(format!("{i:05}{}", "x".repeat(32 << 10))))
+            .collect();
+        match direct(&lua, &keys, &big) {
+            Err(mlua::Error::MemoryError(_)) => {}
+            other => panic!("expected a memory error, got {other:?}"),
+        }
+        lua.gc_collect().unwrap();
+        let small: Vec<Guarded> = (0..2).map(|i| Guarded(i.to_string())).collect();
+        let shown: String = crate::test_support::show_sorted(&lua)
+            .call(direct(&lua, &keys, &small).unwrap())
+            .unwrap();
+        assert_eq!(shown, "{1=string:0,2=string:1}");
     }
 
     #[test]
