@@ -112,6 +112,6 @@ impl MessageRouter for ClusterRouter {
     }
 
     fn is_remote_session(&self, session_id: Uuid) -> bool {
-        self.directory.node_of(session_id).is_some()
+        self.directory.contains(session_id)
     }
 }
