@@ -491,18 +491,21 @@ impl Drop for Cluster {
 }
 
 /// Hands one delivery another node sent to this node's sessions (the sessions task calls it,
-/// in order with that node's announcements: see `SessionsTask::run`).
-pub(crate) fn deliver(local: &LocalRouter, part: &[u8]) {
-    let (session_ids, bytes) = match decode_delivery(part) {
-        Ok(frame) => frame,
+/// in order with that node's announcements: see `SessionsTask::run`). The envelope is decoded
+/// once (for what the outboxes look at), never encoded again: the protobuf bytes as they came,
+/// and the sender's JSON when it sent it.
+pub(crate) fn deliver(local: &LocalRouter, part: &Bytes) {
+    let delivery = match decode_delivery(part) {
+        Ok(delivery) => delivery,
         Err(e) => {
             tracing::debug!(error = %e, "cluster: ignored a malformed delivery");
             return;
         }
     };
-    match Format::Protobuf.decode(bytes) {
+    match Format::Protobuf.decode(&delivery.protobuf) {
         Ok(envelope) => {
-            local.send_to_sessions(&session_ids, &Outbound::new(envelope));
+            let outbound = Outbound::received(envelope, delivery.protobuf, delivery.json);
+            local.send_to_sessions(&delivery.session_ids, &outbound);
         }
         Err(e) => {
             tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")

@@ -2,10 +2,11 @@
 //! across the cluster. Built from the announcements on `<prefix>.cluster.node.NAME.sessions`; a
 //! lost or departed node's sessions are dropped with it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use rustc_hash::{FxHashMap, FxHashSet};
 use uuid::Uuid;
 
 use crate::digest::{Sum, session_hash};
@@ -28,17 +29,21 @@ pub struct SessionDirectory {
     inner: RwLock<Inner>,
 }
 
+/// The maps keyed by session and user ids hash with Fx, not SipHash: the ids are made by the
+/// servers (random version 4 UUIDs, or user ids from the database), never chosen by a client,
+/// so there is no key an attacker could pick to collide; every delivery to another node's
+/// session looks its id up here.
 #[derive(Debug, Default)]
 struct Inner {
-    sessions: HashMap<Uuid, RemoteSession>,
-    by_user: HashMap<Uuid, Vec<Uuid>>,
-    by_node: HashMap<Arc<str>, HashSet<Uuid>>,
+    sessions: FxHashMap<Uuid, RemoteSession>,
+    by_user: FxHashMap<Uuid, Vec<Uuid>>,
+    by_node: HashMap<Arc<str>, FxHashSet<Uuid>>,
     /// Each node's sessions summed as its digest sums them (`digest.rs`).
     sums: HashMap<Arc<str>, Sum>,
     /// Sessions closed lately (at most [`RECENTLY_CLOSED`]), so a late hint cannot bring one
     /// back.
     closed: VecDeque<Uuid>,
-    closed_set: HashSet<Uuid>,
+    closed_set: FxHashSet<Uuid>,
 }
 
 /// Closed sessions remembered against late hints.
@@ -190,6 +195,12 @@ impl SessionDirectory {
     }
 
     /// The node holding a session, if another node does.
+    /// Whether `session_id` is another node's session (the match outlet asks for each
+    /// recipient it does not hold; no clone of the node's name).
+    pub fn contains(&self, session_id: Uuid) -> bool {
+        self.inner.read().sessions.contains_key(&session_id)
+    }
+
     pub fn node_of(&self, session_id: Uuid) -> Option<Arc<str>> {
         self.inner
             .read()
@@ -255,7 +266,11 @@ impl SessionDirectory {
 
     /// Sessions known on `node`.
     pub fn node_len(&self, node: &str) -> usize {
-        self.inner.read().by_node.get(node).map_or(0, HashSet::len)
+        self.inner
+            .read()
+            .by_node
+            .get(node)
+            .map_or(0, FxHashSet::len)
     }
 
     /// Sessions known on other nodes.
@@ -347,6 +362,7 @@ mod tests {
         directory.open(&n2, b);
         directory.open(&n2, c);
         assert_eq!(directory.node_of(a.session_id).as_deref(), Some("n1"));
+        assert!(directory.contains(a.session_id) && directory.contains(c.session_id));
         assert_eq!(directory.user_sessions(user).len(), 2);
         // Only the holder closes a session.
         directory.close("n2", a.session_id);
@@ -354,6 +370,7 @@ mod tests {
         assert_eq!(directory.drop_node("n2"), 2);
         assert_eq!(directory.user_sessions(user).len(), 1);
         assert_eq!(directory.node_of(c.session_id), None);
+        assert!(!directory.contains(c.session_id));
         directory.close("n1", a.session_id);
         assert!(directory.is_empty());
         assert!(directory.inner.read().by_user.is_empty());

@@ -10,11 +10,12 @@ use crate::SessionDirectory;
 use crate::membership::Peers;
 use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
-use crate::wire::{DELIVERY_CHUNK, encode_delivery};
+use crate::wire::{DELIVERY_CHUNK, Encoded, encode_delivery};
 
 /// Delivers to this node's sessions directly and to other nodes' sessions through NATS: the
 /// recipients are grouped by node and each node gets one message (the session ids and the
-/// envelope's protobuf bytes, encoded once for all nodes), which it hands to its own sessions.
+/// envelope's protobuf bytes, encoded once for all nodes, with its JSON if this node had
+/// encoded that), which it hands to its own sessions.
 ///
 /// Never waits: a remote delivery is queued for NATS (bounded by
 /// `cluster.outgoing_queue_size`; past it, dropped and counted). The count returned includes
@@ -51,14 +52,24 @@ impl ClusterRouter {
         if by_node.is_empty() {
             return 0;
         }
-        let envelope = outbound.bytes(Format::Protobuf);
+        let protobuf = outbound.bytes(Format::Protobuf);
+        // This node's JSON sessions among the recipients encoded it already (the match outlet
+        // queues here first): sent along, the other node need not encode it again. Not made
+        // for the other node: it encodes only if a session of its own wants JSON.
+        let json = outbound
+            .is_encoded(Format::Json)
+            .then(|| outbound.bytes(Format::Json));
+        let envelope = Encoded {
+            protobuf: &protobuf,
+            json: json.as_deref(),
+        };
         let mut sent = 0;
         for (node, ids) in by_node {
             let subject = self.peers.sessions_subject(&node);
             for chunk in ids.chunks(DELIVERY_CHUNK) {
                 if self.outgoing.send_batched(
                     subject.clone(),
-                    encode_delivery(chunk, &envelope),
+                    encode_delivery(chunk, envelope),
                     Kind::Deliver,
                 ) {
                     sent += chunk.len();
@@ -101,6 +112,6 @@ impl MessageRouter for ClusterRouter {
     }
 
     fn is_remote_session(&self, session_id: Uuid) -> bool {
-        self.directory.node_of(session_id).is_some()
+        self.directory.contains(session_id)
     }
 }

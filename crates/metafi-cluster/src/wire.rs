@@ -466,10 +466,11 @@ pub(crate) const DELIVERY_CHUNK: usize = 16_384;
 pub(crate) const DELIVER: u8 = 0x10;
 
 /// The cluster's wire version, in every heartbeat. 2: announcements go to each peer's sessions
-/// subject with the deliveries (one order per sender), deliveries start with [`DELIVER`]. A node
-/// hears nothing a peer of another version sends, so it refuses such a peer (logged) instead of
-/// half-working with it.
-pub(crate) const WIRE_VERSION: u32 = 2;
+/// subject with the deliveries (one order per sender), deliveries start with [`DELIVER`]. 3: a
+/// delivery also carries the envelope's JSON when the sending node had encoded it (so the
+/// receiving node encodes nothing). A node hears nothing a peer of another version sends, so it
+/// refuses such a peer (logged) instead of half-working with it.
+pub(crate) const WIRE_VERSION: u32 = 3;
 
 /// Why a delivery frame was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -478,34 +479,61 @@ pub(crate) enum FrameError {
     Empty,
     #[error("unknown frame kind {0}")]
     Kind(u8),
-    #[error("frame shorter than its session list")]
+    #[error("frame shorter than its session list or its JSON")]
     Truncated,
 }
 
-/// A delivery to sessions of one node: kind ([`DELIVER`]), count (u32, big-endian), the session ids
-/// (16 bytes each), then the envelope's protobuf bytes.
-pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: &[u8]) -> Bytes {
-    let mut frame = BytesMut::with_capacity(5 + session_ids.len() * 16 + envelope.len());
+/// A delivery's envelope as the sending node encoded it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Encoded<'a> {
+    pub protobuf: &'a [u8],
+    /// Present when the sending node had encoded it already (for its own JSON sessions); the
+    /// receiving node's JSON sessions then take these bytes as they are.
+    pub json: Option<&'a [u8]>,
+}
+
+/// A decoded delivery frame; the envelope's bytes are slices of the frame, not copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    pub session_ids: Vec<Uuid>,
+    pub protobuf: Bytes,
+    pub json: Option<Bytes>,
+}
+
+/// A delivery to sessions of one node: kind ([`DELIVER`]), count (u32, big-endian), the session
+/// ids (16 bytes each), the JSON's length (u32; 0: none), the envelope's JSON, then its protobuf
+/// bytes. (An envelope's JSON is never empty: it is at least `{}`.)
+pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: Encoded<'_>) -> Bytes {
+    let json = envelope.json.unwrap_or_default();
+    let mut frame =
+        BytesMut::with_capacity(9 + session_ids.len() * 16 + json.len() + envelope.protobuf.len());
     frame.put_u8(DELIVER);
     frame.put_u32(u32::try_from(session_ids.len()).unwrap_or(u32::MAX));
     for id in session_ids {
         frame.put_slice(id.as_bytes());
     }
-    frame.put_slice(envelope);
+    // An envelope's JSON over 4 GiB is not sent: the receiving node encodes its own.
+    let json = u32::try_from(json.len()).map_or(&[][..], |_| json);
+    frame.put_u32(json.len() as u32);
+    frame.put_slice(json);
+    frame.put_slice(envelope.protobuf);
     frame.freeze()
 }
 
 /// The session ids and envelope bytes of a delivery frame.
-pub(crate) fn decode_delivery(frame: &[u8]) -> Result<(Vec<Uuid>, &[u8]), FrameError> {
+pub(crate) fn decode_delivery(frame: &Bytes) -> Result<Delivery, FrameError> {
     let (&kind, rest) = frame.split_first().ok_or(FrameError::Empty)?;
     if kind != DELIVER {
         return Err(FrameError::Kind(kind));
     }
-    let count_bytes: [u8; 4] = rest
-        .get(..4)
-        .and_then(|b| b.try_into().ok())
-        .ok_or(FrameError::Truncated)?;
-    let count = u32::from_be_bytes(count_bytes) as usize;
+    let u32_at = |at: usize| -> Result<usize, FrameError> {
+        let bytes: [u8; 4] = rest
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(FrameError::Truncated)?;
+        Ok(u32::from_be_bytes(bytes) as usize)
+    };
+    let count = u32_at(0)?;
     let ids_end = count
         .checked_mul(16)
         .and_then(|n| n.checked_add(4))
@@ -515,7 +543,18 @@ pub(crate) fn decode_delivery(frame: &[u8]) -> Result<(Vec<Uuid>, &[u8]), FrameE
         .chunks_exact(16)
         .map(|chunk| Uuid::from_slice(chunk).unwrap_or_default())
         .collect();
-    Ok((session_ids, &rest[ids_end..]))
+    let json_len = u32_at(ids_end)?;
+    // Offsets in `frame` (one byte of kind before `rest`).
+    let json_start = 1 + ids_end + 4;
+    let json_end = json_start
+        .checked_add(json_len)
+        .filter(|end| *end <= frame.len())
+        .ok_or(FrameError::Truncated)?;
+    Ok(Delivery {
+        session_ids,
+        json: (json_len > 0).then(|| frame.slice(json_start..json_end)),
+        protobuf: frame.slice(json_end..),
+    })
 }
 
 #[cfg(test)]
@@ -525,17 +564,44 @@ mod tests {
     #[test]
     fn delivery_frames_round_trip_and_garbage_is_refused() {
         let ids = vec![Uuid::new_v4(), Uuid::new_v4()];
-        let frame = encode_delivery(&ids, b"envelope");
-        let (back, envelope) = decode_delivery(&frame).expect("decodes");
-        assert_eq!(back, ids);
-        assert_eq!(envelope, b"envelope");
-        assert_eq!(decode_delivery(&[]), Err(FrameError::Empty));
-        assert_eq!(decode_delivery(&[9]), Err(FrameError::Kind(9)));
+        for json in [None, Some(&b"{\"match_data\":{}}"[..])] {
+            let frame = encode_delivery(
+                &ids,
+                Encoded {
+                    protobuf: b"envelope",
+                    json,
+                },
+            );
+            let back = decode_delivery(&frame).expect("decodes");
+            assert_eq!(back.session_ids, ids);
+            assert_eq!(back.protobuf, &b"envelope"[..]);
+            assert_eq!(back.json.as_deref(), json);
+            // The envelope is a view of the frame, not a copy.
+            assert!(frame.as_ptr_range().contains(&back.protobuf.as_ptr()));
+            assert!(decode_delivery(&frame.slice(..40)).is_err());
+        }
+        let frame = encode_delivery(
+            &ids,
+            Encoded {
+                protobuf: b"envelope",
+                json: Some(b"{}"),
+            },
+        );
+        let garbage = |bytes: &[u8]| decode_delivery(&Bytes::copy_from_slice(bytes));
+        assert_eq!(garbage(&[]), Err(FrameError::Empty));
+        assert_eq!(garbage(&[9]), Err(FrameError::Kind(9)));
         // A wire version 1 delivery (kind 1, an open's kind now) is no delivery.
-        assert_eq!(decode_delivery(&[1, 0, 0, 0, 0]), Err(FrameError::Kind(1)));
-        assert_eq!(decode_delivery(&frame[..20]), Err(FrameError::Truncated));
+        assert_eq!(garbage(&[1, 0, 0, 0, 0]), Err(FrameError::Kind(1)));
+        assert_eq!(garbage(&frame[..20]), Err(FrameError::Truncated));
+        // The ids, but not the JSON's length; then a JSON longer than the frame.
+        assert_eq!(garbage(&frame[..37]), Err(FrameError::Truncated));
+        assert_eq!(garbage(&frame[..42]), Err(FrameError::Truncated));
         assert_eq!(
-            decode_delivery(&[DELIVER, 255, 255, 255, 255]),
+            garbage(&[DELIVER, 255, 255, 255, 255]),
+            Err(FrameError::Truncated)
+        );
+        assert_eq!(
+            garbage(&[DELIVER, 0, 0, 0, 0, 255, 255, 255, 255]),
             Err(FrameError::Truncated)
         );
     }

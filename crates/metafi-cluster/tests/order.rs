@@ -2,7 +2,8 @@
 //! skipped without it unless `METAFI_REQUIRE_NATS=1`): a member on node b hears what happens on
 //! node a — presence joins and leaves (announcements) and messages (deliveries) — in exactly
 //! the order a made them, even when a burst of them leaves a in one wake-up of its publisher
-//! (where a batches what it queued).
+//! (where a batches what it queued). And a delivery is encoded once: the receiving node takes
+//! the sender's bytes as they are.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -215,6 +216,64 @@ async fn a_burst_of_joins_messages_and_leaves_reaches_another_node_in_the_order_
         })
         .collect();
     assert_eq!(got, expected);
+    a.cluster.stop().await;
+    b.cluster.stop().await;
+}
+
+/// A delivery that a's own JSON sessions made JSON of reaches b's JSON session as those very
+/// bytes (b decodes the protobuf once and encodes nothing); one that a never made JSON of is
+/// encoded on b. The JSON given to a here is pretty-printed, which no node's encoder writes,
+/// so the bytes b's session gets show who encoded them.
+#[tokio::test]
+async fn a_delivery_reaches_another_node_as_the_sending_node_encoded_it() {
+    let Some(url) = nats_url() else { return };
+    let prefix = format!("test{}", Uuid::new_v4().simple());
+    let a = node(&url, &prefix, "a").await;
+    let b = node(&url, &prefix, "b").await;
+    eventually("a and b see each other", || {
+        a.cluster.peers() == ["b"] && b.cluster.peers() == ["a"]
+    })
+    .await;
+    let member = b.realtime.open(SessionParams {
+        user_id: Uuid::new_v4(),
+        username: "member".into(),
+        vars: HashMap::new(),
+        expires_at: i64::MAX,
+        client_ip: None,
+        format: Format::Json,
+        appear_online: false,
+    });
+    eventually("a knows the member's session", || {
+        a.cluster.directory().node_of(member.id()).is_some()
+    })
+    .await;
+
+    let encoded_on_a = data("encoded on a");
+    let compact = encoded_on_a.bytes(Format::Json);
+    let value: serde_json::Value = serde_json::from_slice(&compact).unwrap();
+    let pretty = bytes::Bytes::from(serde_json::to_vec_pretty(&value).unwrap());
+    assert_ne!(pretty, compact);
+    let sent = Outbound::received(
+        encoded_on_a.envelope().clone(),
+        encoded_on_a.bytes(Format::Protobuf),
+        Some(pretty.clone()),
+    );
+    let not_encoded = data("not encoded on a");
+    assert!(!not_encoded.is_encoded(Format::Json));
+    let router = a.cluster.router();
+    assert_eq!(router.send_to_sessions(&[member.id()], &sent), 1);
+    assert_eq!(router.send_to_sessions(&[member.id()], &not_encoded), 1);
+
+    let mut frames = Vec::new();
+    eventually("the member got both", || {
+        while let Some(Next::Frame(frame)) = member.outbox().try_next() {
+            frames.push(frame);
+        }
+        frames.len() >= 2
+    })
+    .await;
+    assert_eq!(frames[0], pretty, "b encoded again what a had encoded");
+    assert_eq!(frames[1], not_encoded.bytes(Format::Json));
     a.cluster.stop().await;
     b.cluster.stop().await;
 }
