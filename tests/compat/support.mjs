@@ -35,7 +35,7 @@ export const server = process.env.METAFI_TEST_SERVER ?? "metafi";
 export const KNOWN_DIFFERENCES = {
   "delete-account-token": "deliberate (README): a deleted account's tokens are revoked (401); Nakama 3.40's session logout forgets the user's invalidations, so its token still authenticates and getAccount answers 404 Account not found.",
   "lua-arg-error-name": "gopher-lua names a function in 'bad argument' errors as the call site did ('(anonymous)' under pcall(nk.f, …)); MetaFi always uses the nk function's name (LuaJIT cannot tell a pcall from a tail call)",
-  "js-ctx-keys": "JavaScript ctx: MetaFi has no clientPort, traceId or lang, gives vars ({}) to a caller whose session has none (Nakama: no key), and an after hook of an authenticate call does not see the new session's user (userId, username, vars, userSessionExp) as Nakama's does",
+  "js-after-hook-empty-vars": "an after hook whose JavaScript before hook ran: Nakama reads the before hook's answer back with every field, so a request without vars gives the after hook's ctx vars {}; MetaFi's request has no unset map to tell apart, and the ctx has no vars when there are none (as Nakama's without a before hook)",
   "js-logger-own-methods": "the JavaScript logger's methods are on its prototype (one per VM; Nakama: frozen own properties of each logger), so Object.keys(logger) is ['fields']",
   "rpc-get-payload": "deliberate (README): GET /v2/rpc/{id}?payload=… hands the query's payload to the function, as nakama-js rpcHttpKey expects; Nakama 3.40 ignores it (empty payload)",
 };

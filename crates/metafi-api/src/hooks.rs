@@ -12,7 +12,6 @@
 //! table may stand for an empty list or map).
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 
 use metafi_core::{Hook, HookValue, RpcContext, RpcUser, SessionClaims};
 use metafi_proto::Code;
@@ -21,18 +20,21 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value as Json;
 use uuid::Uuid;
 
+use crate::client_address::ClientAddress;
 use crate::{ApiError, ApiState};
 
 /// The context of a hook on a server-key call (no user yet).
-pub(crate) fn anonymous(client_ip: Option<IpAddr>) -> RpcContext {
+pub(crate) fn anonymous(client: &ClientAddress) -> RpcContext {
     RpcContext {
-        client_ip,
+        client_ip: client.ip,
+        trace_id: Some(client.trace_id()),
         ..RpcContext::default()
     }
 }
 
-/// The context of a hook on a session call.
-pub(crate) fn signed_in(claims: &SessionClaims, client_ip: Option<IpAddr>) -> RpcContext {
+/// The context of a hook on a session call, and of a sign-in's after hook (the new session's
+/// user, as Nakama's `api_authenticate.go` passes it).
+pub(crate) fn signed_in(claims: &SessionClaims, client: &ClientAddress) -> RpcContext {
     RpcContext {
         user: Some(RpcUser {
             user_id: claims.user_id,
@@ -42,8 +44,7 @@ pub(crate) fn signed_in(claims: &SessionClaims, client_ip: Option<IpAddr>) -> Rp
             vars: claims.vars.clone(),
             expires_at: claims.expires_at,
         }),
-        client_ip,
-        ..RpcContext::default()
+        ..anonymous(client)
     }
 }
 

@@ -171,7 +171,8 @@ async fn a_burst_of_joins_messages_and_leaves_reaches_another_node_in_the_order_
         username: "member".into(),
         vars: HashMap::new(),
         expires_at: i64::MAX,
-        client_ip: None,
+        client_addr: None,
+        lang: None,
         format: Format::Json,
         appear_online: false,
     });

@@ -63,19 +63,31 @@ impl Sessions {
         vars: HashMap<String, String>,
         created: bool,
     ) -> Result<Session, CoreError> {
+        self.issue_with_claims(user_id, username, vars, created)
+            .map(|(session, _)| session)
+    }
+
+    /// [`Sessions::issue`], also answering the session token's claims: a sign-in's after hook
+    /// runs as the new session's user (its id, name, vars and expiry), as Nakama's does.
+    pub fn issue_with_claims(
+        &self,
+        user_id: Uuid,
+        username: &str,
+        vars: HashMap<String, String>,
+        created: bool,
+    ) -> Result<(Session, SessionClaims), CoreError> {
         let now = self.clock.now_secs();
         let issued_at = self.issued_at(user_id, now);
-        self.sign_pair(
-            SessionClaims {
-                session_id: Uuid::new_v4(),
-                user_id,
-                username: username.to_owned(),
-                vars,
-                expires_at: 0,
-                issued_at,
-            },
-            created,
-        )
+        let mut claims = SessionClaims {
+            session_id: Uuid::new_v4(),
+            user_id,
+            username: username.to_owned(),
+            vars,
+            expires_at: 0,
+            issued_at,
+        };
+        let session = self.sign_pair(&mut claims, created)?;
+        Ok((session, claims))
     }
 
     /// A session token (no refresh token) for a user, as server code mints it
@@ -158,7 +170,7 @@ impl Sessions {
         }
         let vars = vars.unwrap_or(claims.vars);
         self.sign_pair(
-            SessionClaims {
+            &mut SessionClaims {
                 username: user.username,
                 vars,
                 ..claims
@@ -256,12 +268,14 @@ impl Sessions {
         }
     }
 
-    fn sign_pair(&self, mut claims: SessionClaims, created: bool) -> Result<Session, CoreError> {
+    /// Signs the session and refresh tokens of `claims`, leaving in them the session token's
+    /// expiry.
+    fn sign_pair(&self, claims: &mut SessionClaims, created: bool) -> Result<Session, CoreError> {
         let now = self.clock.now_secs();
-        claims.expires_at = now + self.config.token_expiry_sec;
-        let token = self.keys.sign(TokenKind::Session, &claims)?;
         claims.expires_at = now + self.config.refresh_token_expiry_sec;
-        let refresh_token = self.keys.sign(TokenKind::Refresh, &claims)?;
+        let refresh_token = self.keys.sign(TokenKind::Refresh, claims)?;
+        claims.expires_at = now + self.config.token_expiry_sec;
+        let token = self.keys.sign(TokenKind::Session, claims)?;
         Ok(Session {
             created,
             token,

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use metafi_core::channels::require_json_object;
-use metafi_core::{ChannelId, CoreError, RpcContext, RpcUser};
+use metafi_core::{ChannelId, CoreError};
 use metafi_proto::api::{ChannelMessage, Rpc};
 use metafi_proto::realtime::{
     Channel, ChannelJoin, ChannelLeave, ChannelMessageAck, ChannelMessageRemove,
@@ -158,17 +158,7 @@ impl Realtime {
         if rpc.id.is_empty() {
             return bad_input(session, cid, "RPC ID must be set");
         }
-        let ctx = RpcContext {
-            user: Some(RpcUser {
-                user_id: session.user_id(),
-                username: session.username().to_owned(),
-                session_id: session.id(),
-                vars: session.vars().clone(),
-                expires_at: session.expires_at(),
-            }),
-            client_ip: session.client_ip(),
-            ..RpcContext::default()
-        };
+        let ctx = session.rpc_context(metafi_core::new_trace_id());
         let id = rpc.id.to_lowercase();
         match self.services.rpc.call(&id, ctx, rpc.payload).await {
             Ok(payload) => {

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use metafi_core::{Hook, HookValue, RpcContext, RpcUser};
+use metafi_core::{Hook, HookValue};
 use metafi_proto::realtime::{Envelope, ErrorCode, Message};
 
 use crate::client_requests::Flow;
@@ -49,20 +49,6 @@ pub(crate) fn hook_of(message: &Message) -> Option<Hook> {
     })
 }
 
-fn context(session: &Session) -> RpcContext {
-    RpcContext {
-        user: Some(RpcUser {
-            user_id: session.user_id(),
-            username: session.username().to_owned(),
-            session_id: session.id(),
-            vars: session.vars().clone(),
-            expires_at: session.expires_at(),
-        }),
-        client_ip: session.client_ip(),
-        ..RpcContext::default()
-    }
-}
-
 impl Realtime {
     /// Serves a message that has a before or an after hook.
     pub(crate) async fn handle_hooked(
@@ -73,6 +59,8 @@ impl Realtime {
         hook: Hook,
     ) -> Flow {
         let mut envelope = Envelope::new(cid, message);
+        // One trace id for the message's two hooks, as Nakama makes one per message.
+        let trace_id = metafi_core::new_trace_id();
         if self.hooks.has_before(hook) {
             let cid = envelope.cid.clone();
             // The envelope itself goes to the hook: an engine serializes it straight into its
@@ -80,7 +68,7 @@ impl Realtime {
             let input = HookValue::message(envelope);
             match self
                 .hooks
-                .before_value(hook, context(session), Some(input))
+                .before_value(hook, session.rpc_context(trace_id), Some(input))
                 .await
             {
                 Err(error) => {
@@ -133,7 +121,7 @@ impl Realtime {
         if flow.is_ok() && !failed {
             let output = reply.map(HookValue::message);
             self.hooks
-                .after_value(hook, context(session), output, Some(input))
+                .after_value(hook, session.rpc_context(trace_id), output, Some(input))
                 .await;
         }
         flow

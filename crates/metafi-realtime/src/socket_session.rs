@@ -1,10 +1,12 @@
 //! One connected client: who it is, how it speaks, and its outbox.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
+use metafi_core::{RpcContext, RpcUser};
 use metafi_proto::realtime::{DeliveryClass, Envelope, Format};
 use uuid::Uuid;
 
@@ -19,7 +21,10 @@ pub struct SessionParams {
     pub vars: HashMap<String, String>,
     /// Token expiry, seconds since the epoch.
     pub expires_at: i64,
-    pub client_ip: Option<IpAddr>,
+    /// The peer's address (IP and port), when the transport has it.
+    pub client_addr: Option<SocketAddr>,
+    /// `lang` of the connect URL, `None` when absent or empty (scripts see Nakama's `"en"`).
+    pub lang: Option<String>,
     pub format: Format,
     /// Appear online to followers (`status=true`).
     pub appear_online: bool,
@@ -39,7 +44,10 @@ pub struct Session {
     /// Session variables from the token, for runtime calls.
     vars: HashMap<String, String>,
     expires_at: i64,
-    client_ip: Option<IpAddr>,
+    client_addr: Option<SocketAddr>,
+    /// The client's language, for runtime calls (`ctx.lang`); `None` (Nakama's `"en"`) unless
+    /// it gave one, so most sessions hold no text for it.
+    lang: Option<Arc<str>>,
     format: Format,
     /// When the socket was accepted, ms since the Unix epoch (wall time; the console shows it).
     started_ms: i64,
@@ -73,7 +81,8 @@ impl Session {
             username: params.username.into_boxed_str(),
             vars: params.vars,
             expires_at: params.expires_at,
-            client_ip: params.client_ip,
+            client_addr: params.client_addr,
+            lang: params.lang.filter(|lang| !lang.is_empty()).map(Arc::from),
             format: params.format,
             started_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -108,7 +117,35 @@ impl Session {
     }
 
     pub fn client_ip(&self) -> Option<IpAddr> {
-        self.client_ip
+        self.client_addr.map(|addr| addr.ip())
+    }
+
+    pub fn client_port(&self) -> Option<u16> {
+        self.client_addr.map(|addr| addr.port())
+    }
+
+    /// The language the client connected with, `None` when it gave none.
+    pub fn lang(&self) -> Option<&Arc<str>> {
+        self.lang.as_ref()
+    }
+
+    /// The context of a runtime call this session's message makes (an RPC, a message's
+    /// hooks): its user and socket session, address, language, and the message's trace id.
+    pub(crate) fn rpc_context(&self, trace_id: Uuid) -> RpcContext {
+        RpcContext {
+            user: Some(RpcUser {
+                user_id: self.user_id,
+                username: self.username.to_string(),
+                session_id: self.id,
+                vars: self.vars.clone(),
+                expires_at: self.expires_at,
+            }),
+            client_ip: self.client_ip(),
+            client_port: self.client_port(),
+            trace_id: Some(trace_id),
+            lang: self.lang.clone(),
+            ..RpcContext::default()
+        }
     }
 
     pub fn format(&self) -> Format {

@@ -105,7 +105,8 @@ impl Fixture {
             username: name.to_owned(),
             vars: HashMap::new(),
             expires_at: i64::MAX,
-            client_ip: None,
+            client_addr: None,
+            lang: None,
             format,
             appear_online: online,
         })

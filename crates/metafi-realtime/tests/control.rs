@@ -65,7 +65,8 @@ impl Fixture {
             username: name.to_owned(),
             vars: HashMap::new(),
             expires_at: i64::MAX,
-            client_ip: None,
+            client_addr: None,
+            lang: None,
             format: Format::Json,
             appear_online: false,
         })

@@ -102,7 +102,8 @@ impl Rig {
             username: name.to_owned(),
             vars: HashMap::new(),
             expires_at: i64::MAX,
-            client_ip: None,
+            client_addr: None,
+            lang: None,
             format,
             appear_online: false,
         })

@@ -40,7 +40,7 @@ pub(crate) fn init_object<'js>(
 /// The keys of an RPC's or hook's `ctx`, in the order Nakama's `NewRuntimeJsContext` sets
 /// them: always the first four, `headers` and `queryParams` in a REST RPC, then the caller's
 /// when it has them.
-const KEYS: [&std::ffi::CStr; 12] = [
+const KEYS: [&std::ffi::CStr; 15] = [
     c"node",
     c"version",
     c"env",
@@ -52,7 +52,10 @@ const KEYS: [&std::ffi::CStr; 12] = [
     c"username",
     c"vars",
     c"sessionId",
+    c"lang",
     c"clientIp",
+    c"clientPort",
+    c"traceId",
 ];
 
 /// How many texts a VM keeps as strings ([`CallContexts::text`]): the node, the version and
@@ -67,16 +70,18 @@ pub(crate) struct CallContexts {
     atoms: Cell<Option<[qjs::JSAtom; KEYS.len()]>>,
     /// Texts every call repeats and their kept strings.
     texts: RefCell<Vec<(Box<str>, qjs::JSValue)>>,
-    /// Which kinds of `ctx` (the keys present, [`Variant`]) had their shapes kept.
-    kept: Cell<u32>,
+    /// Which kinds of `ctx` (the keys present, [`Variant`]) had their shapes kept: one bit
+    /// per kind.
+    kept: Cell<[u64; 4]>,
 }
 
 /// The keys every `ctx` has: the first four of [`KEYS`].
 const FIXED: usize = 4;
 
 /// Which of a `ctx`'s optional keys are present: one bit each for the REST request's two
-/// maps, the session expiry, the user, the session id and the address (32 kinds).
-struct Variant(u32);
+/// maps, the session expiry, the user, the vars, the session id (with `lang`), the address,
+/// the port and the trace id (256 kinds).
+struct Variant(u8);
 
 impl CallContexts {
     /// Frees the atoms and strings this holds. Called while the VM's context is alive.
@@ -92,14 +97,15 @@ impl CallContexts {
             // SAFETY: each holds one reference, taken in `text`.
             unsafe { qjs::JS_FreeValue(raw, value) };
         }
-        self.kept.set(0);
+        self.kept.set([0; 4]);
     }
 
     /// A new `ctx` for `call`: `node`, `version`, `env` (the VM's one object, as in Nakama),
     /// `executionMode`; `headers` and `queryParams` in an RPC called over REST (new objects,
     /// `{}` when the request has none; no such keys elsewhere, as in Nakama, whose callers
-    /// pass those maps only from `api_rpc.go`); then `userSessionExp`, `userId`, `username`,
-    /// `vars`, `sessionId` when a user called, and `clientIp` when the address is known.
+    /// pass those maps only from `api_rpc.go`); then `userSessionExp`, `userId`, `username`
+    /// when a user called, `vars` when it has some, `sessionId` and `lang` over a socket,
+    /// `clientIp`, `clientPort` (text, as Nakama's) and `traceId` when known.
     pub(crate) fn build<'js>(
         &self,
         ctx: &Ctx<'js>,
@@ -154,8 +160,11 @@ impl CallContexts {
                 return Err(rquickjs::Error::Exception);
             }
             let variant = Variant::of(&request);
-            if self.kept.get() & (1 << variant.0) == 0 {
-                self.kept.set(self.kept.get() | 1 << variant.0);
+            let (word, bit) = (usize::from(variant.0 / 64), 1u64 << (variant.0 % 64));
+            let mut kept = self.kept.get();
+            if kept[word] & bit == 0 {
+                kept[word] |= bit;
+                self.kept.set(kept);
                 names.keep_shapes_of(raw, None, &keys[..count]);
             }
             Ok(Value::from_raw(ctx.clone(), object))
@@ -202,20 +211,31 @@ impl CallContexts {
 
 impl Variant {
     fn of(request: &[Option<Value<'_>>; KEYS.len() - FIXED]) -> Variant {
-        let [headers, _, exp, uid, _, _, sid, ip] = request;
-        let bit = |value: &Option<Value<'_>>, at: u32| u32::from(value.is_some()) << at;
-        Variant(bit(exp, 0) | bit(uid, 1) | bit(sid, 2) | bit(ip, 3) | bit(headers, 4))
+        let [headers, _, exp, uid, _, vars, sid, _, ip, port, trace] = request;
+        let bit = |value: &Option<Value<'_>>, at: u8| u8::from(value.is_some()) << at;
+        Variant(
+            bit(exp, 0)
+                | bit(uid, 1)
+                | bit(sid, 2)
+                | bit(ip, 3)
+                | bit(headers, 4)
+                | bit(vars, 5)
+                | bit(port, 6)
+                | bit(trace, 7),
+        )
     }
 }
 
 /// The request's part of a call's `ctx`, in [`KEYS`]' order from `headers`: `headers` and
-/// `queryParams` of a REST RPC, then the session expiry, the user's id, name and vars, the
-/// session id, and the client address; `None` where the call has none.
+/// `queryParams` of a REST RPC, then the session expiry, the user's id and name, the vars
+/// when there are some (Nakama's session tokens leave empty ones out), the session id and
+/// language, the client's address and port, and the trace id; `None` where the call has none.
 fn request_values<'js>(
     ctx: &Ctx<'js>,
     request: &RpcContext,
 ) -> rquickjs::Result<[Option<Value<'js>>; KEYS.len() - FIXED]> {
     let text = |s: &str| rquickjs::String::from_str(ctx.clone(), s).map(|s| Some(s.into_value()));
+    let mut uuid = uuid::Uuid::encode_buffer();
     let mut values: [Option<Value<'js>>; KEYS.len() - FIXED] = Default::default();
     if request.rest_rpc {
         values[0] = Some(convert::string_lists(ctx, request.headers.iter())?.into_value());
@@ -225,15 +245,26 @@ fn request_values<'js>(
         if user.expires_at != 0 {
             values[2] = Some(Value::new_float(ctx.clone(), user.expires_at as f64));
         }
-        values[3] = text(&user.user_id.to_string())?;
+        values[3] = text(user.user_id.hyphenated().encode_lower(&mut uuid))?;
         values[4] = text(user.username.as_str())?;
-        values[5] = Some(convert::string_map(ctx, user.vars.iter())?.into_value());
+        if !user.vars.is_empty() {
+            values[5] = Some(convert::string_map(ctx, user.vars.iter())?.into_value());
+        }
         if !user.session_id.is_nil() {
-            values[6] = text(&user.session_id.to_string())?;
+            values[6] = text(user.session_id.hyphenated().encode_lower(&mut uuid))?;
+            // Nakama gives `lang` only with a session id.
+            values[7] = text(request.lang())?;
         }
     }
     if let Some(ip) = request.client_ip {
-        values[7] = text(&ip.to_string())?;
+        values[8] = text(&ip.to_string())?;
+    }
+    if let Some(port) = request.client_port {
+        let mut digits = [0; 5];
+        values[9] = text(metafi_runtime::port_text(port, &mut digits))?;
+    }
+    if let Some(trace_id) = request.trace_id {
+        values[10] = text(trace_id.hyphenated().encode_lower(&mut uuid))?;
     }
     Ok(values)
 }
@@ -263,6 +294,8 @@ mod tests {
                 expires_at: 1_700_000_000,
             });
             call.request.client_ip = Some([10, 0, 0, 7].into());
+            call.request.client_port = Some(50_123);
+            call.request.trace_id = Some(uuid::Uuid::from_u128(3));
         }
         call
     }
@@ -275,6 +308,8 @@ mod tests {
         call.request.rest_rpc = true;
         if let Some(user) = &mut call.request.user {
             user.session_id = uuid::Uuid::nil();
+            // A session without vars: no `vars` key, as Nakama's.
+            user.vars.clear();
         }
         if request {
             call.request.headers = RequestHeaders::from_pairs([("x-game-build", "41")]).unwrap();
@@ -330,28 +365,31 @@ mod tests {
                      \"executionMode\":\"before\"}"
                         .replace("0.1.0", version)
                 );
+                // A socket session's: `lang` after `sessionId` ("en" when the client gave none).
                 assert_eq!(
                     seen(&ctx, &contexts, &names, &hook(true), describe),
                     "0|true|node,version,env,executionMode,userSessionExp,\
-                     userId,username,vars,sessionId,clientIp|true|true|\
+                     userId,username,vars,sessionId,lang,clientIp,clientPort,traceId|true|true|\
                      {\"node\":\"node-a\",\"version\":\"0.1.0\",\"env\":{\"region\":\"eu\"},\
                      \"executionMode\":\"before\",\"userSessionExp\":1700000000,\
                      \"userId\":\"00000000-0000-0000-0000-000000000001\",\"username\":\"ann\",\
                      \"vars\":{\"k\":\"v\"},\
-                     \"sessionId\":\"00000000-0000-0000-0000-000000000002\",\
-                     \"clientIp\":\"10.0.0.7\"}"
+                     \"sessionId\":\"00000000-0000-0000-0000-000000000002\",\"lang\":\"en\",\
+                     \"clientIp\":\"10.0.0.7\",\"clientPort\":\"50123\",\
+                     \"traceId\":\"00000000-0000-0000-0000-000000000003\"}"
                         .replace("0.1.0", version)
                 );
                 // A REST RPC: both maps, `{}` when the request has none.
                 assert_eq!(
                     seen(&ctx, &contexts, &names, &rest(true), describe),
                     "0|true|node,version,env,executionMode,headers,queryParams,userSessionExp,\
-                     userId,username,vars,clientIp|true|true|\
+                     userId,username,clientIp,clientPort,traceId|true|true|\
                      {\"node\":\"node-a\",\"version\":\"0.1.0\",\"env\":{\"region\":\"eu\"},\
                      \"executionMode\":\"rpc\",\"headers\":{\"X-Game-Build\":[\"41\"]},\
                      \"queryParams\":{\"q\":[\"1\"]},\"userSessionExp\":1700000000,\
                      \"userId\":\"00000000-0000-0000-0000-000000000001\",\"username\":\"ann\",\
-                     \"vars\":{\"k\":\"v\"},\"clientIp\":\"10.0.0.7\"}"
+                     \"clientIp\":\"10.0.0.7\",\"clientPort\":\"50123\",\
+                     \"traceId\":\"00000000-0000-0000-0000-000000000003\"}"
                         .replace("0.1.0", version)
                 );
                 assert_eq!(
@@ -366,10 +404,16 @@ mod tests {
                 );
             }
             // Node, version and two modes kept as strings once; the shapes of the three kinds
-            // of context kept once (5 + 11 + 12 objects: one per prefix).
+            // of context kept once (5 + 14 + 13 objects: one per prefix).
             assert_eq!(contexts.texts.borrow().len(), 4);
-            assert_eq!(contexts.kept.get().count_ones(), 3);
-            assert_eq!(names.shapes_kept(), 28);
+            let kinds: u32 = contexts
+                .kept
+                .get()
+                .iter()
+                .map(|word| word.count_ones())
+                .sum();
+            assert_eq!(kinds, 3);
+            assert_eq!(names.shapes_kept(), 32);
             names.release(&ctx);
             contexts.release(&ctx);
             assert!(contexts.texts.borrow().is_empty());

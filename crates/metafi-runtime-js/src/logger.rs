@@ -1,14 +1,16 @@
 //! The `logger` argument: Nakama's JavaScript logger (`runtime_javascript_logger.go`).
 //! `info/warn/error/debug(format, ...args)` format like Go's `fmt.Sprintf` and return the
 //! text; `withField(key, value)` / `withFields(map)` return a logger whose `fields` are added
-//! to every line; `getFields()` answers `fields`. Lines go to the server log with the engine
-//! and the calling module.
+//! to every line; `getFields()` answers `fields`. Lines go to the server log with the engine,
+//! the calling module and, as Nakama's, the call they were written in (`rpc_id`, or `api_id`
+//! and `mode`, and `trace_id`: [`metafi_runtime::LogCall`]).
 //!
 //! One prototype per VM holds the methods; each logger is an object with that prototype and
 //! its own `fields` object, empty in every logger MetaFi hands out, as in Nakama, whose RPC id
 //! and hook name (`rpc_id`, `api_id`, `mode`) are fields of its Go logger, not of the
 //! script's: before 2026-11-27 an RPC's or hook's logger had `fields.rpc_id`, which for a hook
-//! showed the host's reserved id (`"\u0001before:authenticatedevice"`).
+//! showed the host's reserved id (`"\u0001before:authenticatedevice"`), and for a while after
+//! that the server log did not name the call at all.
 
 // A call's logger is built with QuickJS's C API ([`CallLoggers::build`]), as its `ctx` is
 // (`context.rs`): each unsafe block works on the live context it was given and hands every
@@ -219,9 +221,8 @@ fn log<'js>(
             let _ = write!(line, " {key}={}", Arg::from_js(ctx, &value).display());
         }
     }
-    shared
-        .nk
-        .log(level, "js", &shared.calling_module(ctx), &line);
+    let module = shared.calling_module(ctx);
+    shared.log_call(|call| shared.nk.log(level, "js", &module, call, &line));
     Ok(message)
 }
 

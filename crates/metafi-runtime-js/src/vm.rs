@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use metafi_runtime::{
-    HookArgs, HookValue, LoadError, ModuleSource, Nk, Registered, Registrations, RpcCall,
+    HookArgs, HookValue, LoadError, LogCall, ModuleSource, Nk, Registered, Registrations, RpcCall,
     ScriptError, VmSetup, code_from_number,
 };
 use rquickjs::context::EvalOptions;
@@ -23,6 +24,7 @@ use rquickjs::{
 use rustc_hash::FxBuildHasher;
 use serde_json::Value as Json;
 use tokio::runtime::Handle;
+use uuid::Uuid;
 
 use crate::alloc::QuickJsAllocator;
 use crate::budget::Budget;
@@ -75,6 +77,18 @@ pub(crate) struct Shared {
     pub(crate) contexts: CallContexts,
     /// What every logger handed to a script shares.
     pub(crate) loggers: CallLoggers,
+    /// The RPC or hook running on this VM (its id and trace id), which its log lines name
+    /// as Nakama's do; `None` between calls. Set by [`Shared::enter`].
+    pub(crate) running: RefCell<Option<(Arc<str>, Option<Uuid>)>>,
+}
+
+/// A call running on a VM ([`Shared::enter`]); no call runs once dropped.
+pub(crate) struct Entered<'a>(&'a Shared);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0.running.borrow_mut().take();
+    }
 }
 
 pub(crate) struct Registration<T> {
@@ -89,6 +103,21 @@ pub(crate) struct Cached {
 }
 
 impl Shared {
+    /// Marks `call` as running until the answer is dropped: the script's log lines name it.
+    pub(crate) fn enter(&self, call: &RpcCall) -> Entered<'_> {
+        *self.running.borrow_mut() = Some((call.id.clone(), call.ctx.request.trace_id));
+        Entered(self)
+    }
+
+    /// The running call, for a log line.
+    pub(crate) fn log_call<T>(&self, write: impl FnOnce(Option<LogCall<'_>>) -> T) -> T {
+        let running = self.running.borrow();
+        write(running.as_ref().map(|(id, trace_id)| LogCall {
+            id,
+            trace_id: *trace_id,
+        }))
+    }
+
     /// The module whose code is calling a native function (for log lines); the file name if
     /// it is not a module (code built with `eval`).
     pub(crate) fn calling_module(&self, ctx: &Ctx<'_>) -> String {
@@ -198,6 +227,7 @@ impl JsVm {
             storage_indexes: RefCell::new(Vec::new()),
             cached: RefCell::new(None),
             names: FieldNames::default(),
+            running: RefCell::new(None),
             contexts: CallContexts::default(),
             loggers: CallLoggers::default(),
         });
@@ -289,6 +319,7 @@ impl JsVm {
                 detail: format!("RPC '{}' is not registered on this VM", call.id),
             }));
         };
+        let _entered = self.shared.enter(call);
         let budget = &self.shared.budget;
         budget.start(call.deadline);
         let outcome = self.context.with(|ctx| {
@@ -315,6 +346,7 @@ impl JsVm {
                 detail: format!("hook '{}' is not registered on this VM", call.id),
             }));
         };
+        let _entered = self.shared.enter(call);
         let budget = &self.shared.budget;
         budget.start(call.deadline);
         let after = matches!(args, HookArgs::After { .. });

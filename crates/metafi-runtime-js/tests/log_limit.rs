@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use metafi_core::RpcDispatch as _;
 use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use parking_lot::Mutex;
 use support::{Options, build, fixture};
@@ -21,6 +22,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 struct Lines {
     flood: AtomicU64,
     ordinary: AtomicU64,
+    /// The fields of the ordinary line other than its message.
+    ordinary_fields: Mutex<Vec<(String, String)>>,
     summaries: Mutex<Vec<String>>,
 }
 
@@ -32,10 +35,13 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
             return;
         }
         let mut message = String::new();
+        let mut fields = Vec::new();
         event.record(
             &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
                 if field.name() == "message" {
                     message = format!("{value:?}");
+                } else {
+                    fields.push((field.name().to_owned(), format!("{value:?}")));
                 }
             },
         );
@@ -43,6 +49,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
             self.0.flood.fetch_add(1, Ordering::Relaxed);
         } else if message.contains("one ordinary line") {
             self.0.ordinary.fetch_add(1, Ordering::Relaxed);
+            *self.0.ordinary_fields.lock() = fields;
         } else if message.contains("dropped") {
             self.0.summaries.lock().push(message);
         }
@@ -144,6 +151,30 @@ async fn a_log_flood_is_cut_to_the_rate_counted_per_module_and_summarised() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(h.call("once", "").await.unwrap(), "logged");
     assert_eq!(lines.ordinary.load(Ordering::Relaxed), 1);
+    // The line names the RPC it was written in, as Nakama's (`rpc_id`); the call has no trace
+    // id (no client request started it), so the line has none.
+    assert_eq!(
+        *lines.ordinary_fields.lock(),
+        [
+            ("engine".to_owned(), "\"js\"".to_owned()),
+            ("module".to_owned(), "\"chatty\"".to_owned()),
+            ("rpc_id".to_owned(), "\"once\"".to_owned()),
+        ]
+    );
+    // A client's request has one, and the line carries it, as Nakama's `trace_id`.
+    let trace_id = uuid::Uuid::from_u128(0x4000_8000_0000_0000_0042);
+    let ctx = metafi_core::RpcContext {
+        trace_id: Some(trace_id),
+        ..metafi_core::RpcContext::default()
+    };
+    assert_eq!(
+        h.runtime.call("once", ctx, String::new()).await.unwrap(),
+        "logged"
+    );
+    assert_eq!(
+        lines.ordinary_fields.lock().last(),
+        Some(&("trace_id".to_owned(), trace_id.to_string()))
+    );
     let summaries = lines.summaries.lock().clone();
     let summarised: u64 = summaries
         .iter()

@@ -75,6 +75,9 @@ fn rest_context() -> RpcContext {
             expires_at: 1_798_761_600,
         }),
         client_ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        client_port: Some(54_321),
+        trace_id: Some(metafi_core::new_trace_id()),
+        lang: None,
         query: HashMap::new(),
         headers: RequestHeaders::from_pairs([
             ("host", "127.0.0.1:7350"),

@@ -517,26 +517,34 @@ unsafe fn push_call(state: *mut ffi::lua_State, params: &Params<'_>) -> Option<c
             0 => ffi::lua_pushnil(state),
             names => raw_push::push_string_lists(state, names, &request.query),
         }
+        let mut uuid = uuid::Uuid::encode_buffer();
         match &request.user {
             Some(user) => {
-                let mut uuid = uuid::Uuid::encode_buffer();
                 raw_push::push_str(state, user.user_id.hyphenated().encode_lower(&mut uuid));
                 raw_push::push_str(state, &user.username);
-                ffi::lua_createtable(state, 0, raw_push::len(user.vars.len()));
-                for (k, v) in &user.vars {
-                    raw_push::push_str(state, k);
-                    raw_push::push_str(state, v);
-                    ffi::lua_rawset(state, -3);
+                // No `vars` for a session without any, as Nakama's (its tokens leave them out).
+                if user.vars.is_empty() {
+                    ffi::lua_pushnil(state);
+                } else {
+                    ffi::lua_createtable(state, 0, raw_push::len(user.vars.len()));
+                    for (k, v) in &user.vars {
+                        raw_push::push_str(state, k);
+                        raw_push::push_str(state, v);
+                        ffi::lua_rawset(state, -3);
+                    }
                 }
                 ffi::lua_pushinteger(state, user.expires_at as ffi::lua_Integer);
                 if user.session_id.is_nil() {
                     ffi::lua_pushnil(state);
+                    ffi::lua_pushnil(state);
                 } else {
                     raw_push::push_str(state, user.session_id.hyphenated().encode_lower(&mut uuid));
+                    // Nakama gives `lang` only with a session id.
+                    raw_push::push_str(state, request.lang());
                 }
             }
             None => {
-                for _ in 0..5 {
+                for _ in 0..6 {
                     ffi::lua_pushnil(state);
                 }
             }
@@ -552,6 +560,17 @@ unsafe fn push_call(state: *mut ffi::lua_State, params: &Params<'_>) -> Option<c
             }
             None => ffi::lua_pushnil(state),
         }
+        match request.client_port {
+            // A string, as Nakama's.
+            Some(port) => raw_push::push_str(state, metafi_runtime::port_text(port, &mut [0; 5])),
+            None => ffi::lua_pushnil(state),
+        }
+        match request.trace_id {
+            Some(trace_id) => {
+                raw_push::push_str(state, trace_id.hyphenated().encode_lower(&mut uuid));
+            }
+            None => ffi::lua_pushnil(state),
+        }
         let pushed = ffi::lua_gettop(state) - base;
         if ffi::lua_checkstack(coroutine, pushed) == 0 {
             ffi::luaL_error(state, c"no room for the call's arguments".as_ptr());
@@ -564,8 +583,9 @@ unsafe fn push_call(state: *mut ffi::lua_State, params: &Params<'_>) -> Option<c
 }
 
 /// The entry's arguments after the entry itself: fn, mode, payload, after, input, headers,
-/// query, user id, username, vars, session expiry, session id, client address.
-const ARGS: c_int = 14;
+/// query, user id, username, vars, session expiry, session id, language, client address,
+/// client port, trace id.
+const ARGS: c_int = 17;
 
 /// A started call that waits; gives its coroutine back to the VM when it finished normally.
 pub(crate) struct Running {

@@ -67,18 +67,28 @@ pub(super) fn context_table(lua: &Lua, ctx: &CallContext) -> mlua::Result<Table>
     if let Some(user) = &request.user {
         table.raw_set("user_id", user.user_id.to_string())?;
         table.raw_set("username", user.username.as_str())?;
-        let vars = lua.create_table_with_capacity(0, user.vars.len())?;
-        for (k, v) in &user.vars {
-            vars.raw_set(k.as_str(), v.as_str())?;
+        // No `vars` for a session without any, as Nakama's (its tokens leave them out).
+        if !user.vars.is_empty() {
+            let vars = lua.create_table_with_capacity(0, user.vars.len())?;
+            for (k, v) in &user.vars {
+                vars.raw_set(k.as_str(), v.as_str())?;
+            }
+            table.raw_set("vars", vars)?;
         }
-        table.raw_set("vars", vars)?;
         table.raw_set("user_session_exp", user.expires_at)?;
         if !user.session_id.is_nil() {
             table.raw_set("session_id", user.session_id.to_string())?;
+            table.raw_set("lang", request.lang())?;
         }
     }
     if let Some(ip) = request.client_ip {
         table.raw_set("client_ip", ip.to_string())?;
+    }
+    if let Some(port) = request.client_port {
+        table.raw_set("client_port", metafi_runtime::port_text(port, &mut [0; 5]))?;
+    }
+    if let Some(trace_id) = request.trace_id {
+        table.raw_set("trace_id", trace_id.to_string())?;
     }
     Ok(table)
 }
@@ -102,7 +112,9 @@ pub(super) fn log(lua: &Lua, level: LogLevel, message: &str) {
         .get(&source)
         .map(String::as_str)
         .unwrap_or(source.as_str());
-    shared.nk.log(level, "lua", module, message);
+    // Lua calls interleave on one VM (each a coroutine), so a line cannot tell which call
+    // wrote it from VM state as the JavaScript engine does; it names the module only.
+    shared.nk.log(level, "lua", module, None, message);
 }
 
 /// A Rust function whose runtime errors carry the calling Lua position (`path:line: `), as

@@ -172,12 +172,13 @@ end
 -- hook (`after` true) is called with two values, the answer and the request.
 return function(env, node, version)
   return function(fn, mode, payload, after, input, headers, query, user_id, username, vars,
-                  session_exp, session_id, client_ip)
+                  session_exp, session_id, lang, client_ip, client_port, trace_id)
     local ctx = {
       env = env, execution_mode = mode, node = node, version = version,
       headers = headers or {}, query_params = query or {},
       user_id = user_id, username = username, vars = vars, user_session_exp = session_exp,
-      session_id = session_id, client_ip = client_ip,
+      session_id = session_id, lang = lang, client_ip = client_ip, client_port = client_port,
+      trace_id = trace_id,
     }
     if after then return raw_pcall(fn, ctx, payload, input) end
     return raw_pcall(fn, ctx, payload)

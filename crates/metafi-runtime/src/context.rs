@@ -95,3 +95,29 @@ impl CallContext {
         }
     }
 }
+
+/// A client port as the text scripts see (`clientPort`, `client_port`: Nakama passes a
+/// string), written into `digits` without allocating.
+pub fn port_text(mut port: u16, digits: &mut [u8; 5]) -> &str {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (port % 10) as u8;
+        port /= 10;
+        if port == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&digits[at..]).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ports_are_written_in_decimal() {
+        for port in [0, 7, 10, 7350, 65_535] {
+            assert_eq!(super::port_text(port, &mut [0; 5]), port.to_string());
+        }
+    }
+}

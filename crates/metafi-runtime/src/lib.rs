@@ -49,7 +49,7 @@ mod watchdog;
 pub mod world_host;
 
 pub use block::block_on_until;
-pub use context::{CallContext, ExecutionMode};
+pub use context::{CallContext, ExecutionMode, port_text};
 pub use error::{LoadError, RpcError, ScriptError, code_from_number};
 pub use hooks::{HookMode, RuntimeHooks, hook_key};
 pub use host::{
@@ -65,7 +65,7 @@ pub use metafi_core::HookValue;
 pub use native::{
     NativeEvent, NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule,
 };
-pub use nk::{AccountServices, LogLevel, Nk, RuntimeServices};
+pub use nk::{AccountServices, LogCall, LogLevel, Nk, RuntimeServices};
 pub use pool::PoolConfig;
 pub use realtime_host::{
     ChannelEdit, ChannelSender, RealtimeHost, StreamId, StreamJoin, StreamJoinError, StreamMeta,

@@ -414,10 +414,19 @@ impl Nk {
         self.inner.services.clock.now_ms()
     }
 
-    /// Writes a script's log line with the engine and module as fields, within the module's
-    /// log rate limit (`log_limit.rs`): excess lines are dropped and counted, and the first
-    /// line after drops is preceded by a summary. Lines the log level filters out cost nothing.
-    pub fn log(&self, level: LogLevel, engine: &'static str, module: &str, message: &str) {
+    /// Writes a script's log line with the engine and module as fields, and the call it came
+    /// from ([`LogCall`]: Nakama's `rpc_id`, or `api_id` and `mode`, and `trace_id`), within
+    /// the module's log rate limit (`log_limit.rs`): excess lines are dropped and counted,
+    /// and the first line after drops is preceded by a summary. Lines the log level filters
+    /// out cost nothing.
+    pub fn log(
+        &self,
+        level: LogLevel,
+        engine: &'static str,
+        module: &str,
+        call: Option<LogCall<'_>>,
+        message: &str,
+    ) {
         let enabled = match level {
             LogLevel::Debug => {
                 tracing::enabled!(target: "metafi_runtime::script", tracing::Level::DEBUG)
@@ -460,19 +469,23 @@ impl Nk {
                 );
             }
         }
+        let LogFields {
+            rpc_id,
+            api_id,
+            mode,
+            trace_id,
+        } = call.map(LogCall::fields).unwrap_or_default();
+        let trace_id = trace_id.map(tracing::field::display);
+        macro_rules! line {
+            ($event:ident) => {
+                tracing::$event!(target: "metafi_runtime::script", engine, module, rpc_id, api_id, mode, trace_id, "{message}")
+            };
+        }
         match level {
-            LogLevel::Debug => {
-                tracing::debug!(target: "metafi_runtime::script", engine, module, "{message}")
-            }
-            LogLevel::Info => {
-                tracing::info!(target: "metafi_runtime::script", engine, module, "{message}")
-            }
-            LogLevel::Warn => {
-                tracing::warn!(target: "metafi_runtime::script", engine, module, "{message}")
-            }
-            LogLevel::Error => {
-                tracing::error!(target: "metafi_runtime::script", engine, module, "{message}")
-            }
+            LogLevel::Debug => line!(debug),
+            LogLevel::Info => line!(info),
+            LogLevel::Warn => line!(warn),
+            LogLevel::Error => line!(error),
         }
     }
 
@@ -669,5 +682,80 @@ impl Nk {
             .matches
             .reserve_seat(id, user_id, seats)
             .await
+    }
+}
+
+/// The call a script's log line was written in: its id (an RPC's, or a host-reserved one,
+/// [`crate::hooks::HOOK_KEY_PREFIX`]) and trace id.
+#[derive(Debug, Clone, Copy)]
+pub struct LogCall<'a> {
+    pub id: &'a str,
+    pub trace_id: Option<Uuid>,
+}
+
+/// The fields Nakama's log line of a script has: `rpc_id` in an RPC, `api_id` (the call's
+/// lower-case name) and `mode` (`before`/`after`) in a hook, `mode` alone in the other
+/// functions the server calls (`shutdown`, …), and `trace_id` where a client's request
+/// started it.
+#[derive(Debug, Default)]
+struct LogFields<'a> {
+    rpc_id: Option<&'a str>,
+    api_id: Option<&'a str>,
+    mode: Option<&'a str>,
+    trace_id: Option<Uuid>,
+}
+
+impl<'a> LogCall<'a> {
+    fn fields(self) -> LogFields<'a> {
+        let mut fields = LogFields {
+            trace_id: self.trace_id,
+            ..LogFields::default()
+        };
+        if let Some((mode, _, name)) = crate::hooks::parse_hook_key(self.id) {
+            fields.api_id = Some(name);
+            fields.mode = Some(match mode {
+                crate::hooks::HookMode::Before => "before",
+                crate::hooks::HookMode::After => "after",
+            });
+        } else if let Some(reserved) = self.id.strip_prefix(crate::hooks::HOOK_KEY_PREFIX) {
+            fields.mode = Some(reserved);
+        } else {
+            fields.rpc_id = Some(self.id);
+        }
+        fields
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(id: &str) -> (Option<&str>, Option<&str>, Option<&str>) {
+        let f = LogCall { id, trace_id: None }.fields();
+        (f.rpc_id, f.api_id, f.mode)
+    }
+
+    #[test]
+    fn a_log_line_names_its_call_as_nakamas_does() {
+        assert_eq!(fields("echo"), (Some("echo"), None, None));
+        assert_eq!(
+            fields("\u{1}before:authenticatedevice"),
+            (None, Some("authenticatedevice"), Some("before"))
+        );
+        assert_eq!(
+            fields("\u{1}rtafter:statusupdate"),
+            (None, Some("statusupdate"), Some("after"))
+        );
+        assert_eq!(
+            fields(crate::hooks::SHUTDOWN_KEY),
+            (None, None, Some("shutdown"))
+        );
+        let trace_id = Uuid::from_u128(7);
+        let f = LogCall {
+            id: "echo",
+            trace_id: Some(trace_id),
+        }
+        .fields();
+        assert_eq!(f.trace_id, Some(trace_id));
     }
 }

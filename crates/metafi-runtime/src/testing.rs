@@ -137,6 +137,9 @@ pub fn caller(user: metafi_core::RpcUser) -> metafi_core::RpcContext {
     metafi_core::RpcContext {
         user: Some(user),
         client_ip: Some(std::net::IpAddr::from([127, 0, 0, 9])),
+        client_port: Some(50_009),
+        trace_id: Some(uuid::Uuid::from_u128(0x4000_8000_0000_0000_0009)),
+        lang: None,
         query: std::collections::HashMap::from([(
             "q".to_owned(),
             vec!["1".to_owned(), "2".to_owned()],

@@ -24,6 +24,7 @@ struct WsQuery {
     token: String,
     format: String,
     status: String,
+    lang: String,
 }
 
 pub(crate) async fn ws(State(state): State<TransportState>, mut parts: Parts) -> Response {
@@ -79,16 +80,17 @@ pub(crate) async fn ws(State(state): State<TransportState>, mut parts: Parts) ->
             );
         }
     };
-    let client_ip = parts
+    let client_addr = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip());
+        .map(|info| info.0);
     let params = SessionParams {
         user_id: claims.user_id,
         username: claims.username,
         vars: claims.vars,
         expires_at: claims.expires_at,
-        client_ip,
+        client_addr,
+        lang: Some(query.lang),
         format,
         appear_online: parse_go_bool(&query.status),
     };

@@ -15,7 +15,7 @@ pub(super) async fn get(
     SessionAuth(claims): SessionAuth,
     client: ClientAddress,
 ) -> Result<Json<Account>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_without_input(&state, Hook::GetAccount, ctx, async || {
         let mut account = state.accounts.account(claims.user_id).await?;
         account.user.online = state.users.is_online(claims.user_id);
@@ -30,7 +30,7 @@ pub(super) async fn update(
     client: ClientAddress,
     JsonBody(body): JsonBody<UpdateAccountRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = hooks::UpdateAccountRequest {
         username: body.username,
         display_name: body.display_name,

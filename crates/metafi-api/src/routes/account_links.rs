@@ -22,7 +22,7 @@ pub(super) async fn delete(
     client: ClientAddress,
 ) -> Result<Json<Value>, ApiError> {
     let hook = Hook::DeleteAccount;
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::before_without_input(&state, hook, ctx).await?;
     state
         .accounts
@@ -55,7 +55,7 @@ macro_rules! link_route {
             client: ClientAddress,
             JsonBody(body): JsonBody<$body>,
         ) -> Result<Json<Value>, ApiError> {
-            let ctx = || hooks::signed_in(&claims, client.0);
+            let ctx = || hooks::signed_in(&claims, &client);
             let ($accounts, $user) = (&state.accounts, claims.user_id);
             let request = <$request>::from(body);
             hooks::around_empty(&state, Hook::$hook, ctx, request, async |$r| {

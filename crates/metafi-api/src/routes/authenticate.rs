@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use metafi_core::{Hook, Identity};
+use metafi_core::{Hook, Identity, SessionClaims};
 use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail, Session};
 use serde::Deserialize;
 
@@ -101,34 +101,45 @@ async fn hooked_sign_in<A>(
 where
     A: hooks::Message + serde::de::DeserializeOwned + Default,
 {
-    let ctx = || hooks::anonymous(client.0);
-    hooks::around(state, hook, ctx, request, async |request| {
+    around_sign_in(state, &client, hook, request, async |request| {
         let AuthenticateRequest {
             account,
             create,
             username,
         } = request;
         let (identity, vars) = identity(account);
-        sign_in(state, client, identity, create, username, vars).await
+        let username = (!username.is_empty()).then_some(username);
+        let outcome = state
+            .accounts
+            .authenticate(identity, username, create.unwrap_or(true), client.ip)
+            .await?;
+        Ok(state.sessions.issue_with_claims(
+            outcome.user_id,
+            &outcome.username,
+            vars,
+            outcome.created,
+        )?)
     })
     .await
 }
 
-/// Signs in (Nakama creates the account unless `create=false` is given) and issues a session.
-async fn sign_in(
+/// A sign-in between its hooks: the before hook runs with no user (the caller has none yet),
+/// the after hook as the new session's user — its id, name, vars and the token's expiry, as
+/// Nakama's `api_authenticate.go` passes them (no session id: a REST call has no socket).
+pub(super) async fn around_sign_in<T>(
     state: &ApiState,
-    client: ClientAddress,
-    identity: Identity,
-    create: Option<bool>,
-    username: String,
-    vars: std::collections::HashMap<String, String>,
-) -> Result<Session, ApiError> {
-    let username = (!username.is_empty()).then_some(username);
-    let outcome = state
-        .accounts
-        .authenticate(identity, username, create.unwrap_or(true), client.0)
-        .await?;
-    Ok(state
-        .sessions
-        .issue(outcome.user_id, &outcome.username, vars, outcome.created)?)
+    client: &ClientAddress,
+    hook: Hook,
+    request: T,
+    sign_in: impl AsyncFnOnce(T) -> Result<(Session, SessionClaims), ApiError>,
+) -> Result<Json<Session>, ApiError>
+where
+    T: hooks::Message + serde::de::DeserializeOwned,
+{
+    let request = hooks::before(state, hook, || hooks::anonymous(client), request).await?;
+    let kept = hooks::keep_for_after(state, hook, &request);
+    let (session, claims) = sign_in(request).await?;
+    let ctx = || hooks::signed_in(&claims, client);
+    hooks::after(state, hook, ctx, Some(&session), kept).await;
+    Ok(Json(session))
 }

@@ -41,7 +41,7 @@ pub(super) async fn list(
         forward,
         cursor: query.cursor,
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListChannelMessages,

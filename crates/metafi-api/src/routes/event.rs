@@ -24,7 +24,7 @@ async fn event(
     JsonBody(event): JsonBody<Event>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let hook = Hook::Event;
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let mut event = hooks::before(&state, hook, ctx, event).await?;
     event.external = true;
     let kept = hooks::keep_for_after(&state, hook, &event);

@@ -80,7 +80,7 @@ async fn list(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::ListFriends, ctx, request, async |request| {
         let list = state
             .friends
@@ -110,7 +110,7 @@ async fn friends_of_friends(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListFriendsOfFriends,
@@ -203,7 +203,7 @@ async fn change(
         Op::Delete => Hook::DeleteFriends,
         Op::Block => Hook::BlockFriends,
     };
-    let ctx = || hooks::signed_in(claims, client.0);
+    let ctx = || hooks::signed_in(claims, &client);
     // Nakama's after hooks of these calls receive only the request.
     hooks::around_empty(state, hook, ctx, request, async |request| {
         let targets = Targets::rest(

@@ -89,7 +89,7 @@ async fn import(
         Source::Facebook => Hook::ImportFacebookFriends,
         Source::Steam => Hook::ImportSteamFriends,
     };
-    let ctx = || hooks::signed_in(claims, client.0);
+    let ctx = || hooks::signed_in(claims, &client);
     let request = hooks::before(state, hook, ctx, request).await?;
     let kept = hooks::keep_for_after(state, hook, &request);
     let actor = Actor {

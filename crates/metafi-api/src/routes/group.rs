@@ -103,7 +103,7 @@ async fn create(
     client: ClientAddress,
     JsonBody(body): JsonBody<CreateGroupRequest>,
 ) -> Result<Json<Group>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::CreateGroup, ctx, body, async |request| {
         let group = state
             .groups
@@ -133,7 +133,7 @@ async fn update(
     PathParams(group_id): PathParams<String>,
     JsonBody(body): JsonBody<UpdateGroupRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = UpdateHookRequest {
         group_id,
         name: body.name,
@@ -167,7 +167,7 @@ async fn delete(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::DeleteGroup,
@@ -191,7 +191,7 @@ async fn join(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::JoinGroup,
@@ -215,7 +215,7 @@ async fn leave(
     client: ClientAddress,
     PathParams(group_id): PathParams<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::LeaveGroup,
@@ -282,7 +282,7 @@ async fn act_on_users(
             request.user_ids.push(value);
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(&state, hook, ctx, request, async |request| {
         let group_id = group_id_of(&request.group_id)?;
         if request.user_ids.is_empty() {
@@ -329,7 +329,7 @@ async fn users(
     uri: Uri,
 ) -> Result<Json<GroupUserList>, ApiError> {
     let (limit, member_state, cursor) = member_query(&uri)?;
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = ListMembersRequest {
         group_id: Some(group_id),
         user_id: None,
@@ -362,7 +362,7 @@ async fn user_groups(
     uri: Uri,
 ) -> Result<Json<UserGroupList>, ApiError> {
     let (limit, member_state, cursor) = member_query(&uri)?;
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = ListMembersRequest {
         group_id: None,
         user_id: Some(user_id),
@@ -412,7 +412,7 @@ async fn list(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::ListGroups, ctx, request, async |request| {
         let list = state
             .groups

@@ -134,7 +134,7 @@ async fn write(
             operator: body.operator,
         }),
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::WriteLeaderboardRecord,
@@ -176,7 +176,7 @@ async fn delete(
     PathParams(leaderboard_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = DeleteRequest { leaderboard_id };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::DeleteLeaderboardRecord,
@@ -221,7 +221,7 @@ async fn list(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListLeaderboardRecords,
@@ -284,7 +284,7 @@ async fn around_owner(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListLeaderboardRecordsAroundOwner,

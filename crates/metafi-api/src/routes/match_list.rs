@@ -83,7 +83,7 @@ pub(super) async fn list(
         max_size: integer_param("max_size", params.max_size.as_deref())?,
         query: params.query,
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::ListMatches, ctx, request, async |request| {
         let hooks::ListMatchesRequest {
             limit,

@@ -21,7 +21,7 @@ async fn stats(
     SessionAuth(claims): SessionAuth,
     client: ClientAddress,
 ) -> Result<Json<MatchmakerStats>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_without_input(&state, Hook::GetMatchmakerStats, ctx, async || {
         let stats = state.matchmaking.stats();
         Ok(MatchmakerStats {

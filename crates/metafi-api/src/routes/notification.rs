@@ -36,7 +36,7 @@ async fn list(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListNotifications,
@@ -83,7 +83,7 @@ async fn delete(
         }
     }
     let hook = Hook::DeleteNotifications;
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = hooks::before(&state, hook, ctx, request).await?;
     if request.ids.is_empty() {
         // Nakama returns before the after hook when there is nothing to delete.

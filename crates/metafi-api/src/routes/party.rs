@@ -49,7 +49,7 @@ async fn list(
         query: params.query,
         cursor: params.cursor,
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::ListParties, ctx, request, async |request| {
         let limit = match request.limit {
             None => 10,

@@ -136,7 +136,7 @@ async fn validate_purchase(
     JsonBody(body): JsonBody<ValidatePurchaseRequest>,
 ) -> Result<Json<ValidatePurchaseResponse>, ApiError> {
     let hook = store.hook();
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         hook,
@@ -230,7 +230,7 @@ async fn validate_subscription(
     client: ClientAddress,
     JsonBody(body): JsonBody<ValidatePurchaseRequest>,
 ) -> Result<Json<ValidateSubscriptionResponse>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = ValidateHookRequest {
         receipt: Some(body.receipt),
         persist: body.persist.map(|p| p.value),
@@ -275,7 +275,7 @@ async fn list_subscriptions(
     client: ClientAddress,
     JsonBody(body): JsonBody<ListSubscriptionsRequest>,
 ) -> Result<Json<SubscriptionList>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = ListHookRequest {
         limit: body.limit.map(|l| l.value),
         cursor: body.cursor,
@@ -346,7 +346,7 @@ async fn subscription_of(
     client: ClientAddress,
     product_id: String,
 ) -> Result<Json<SubscriptionView>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::GetSubscription,

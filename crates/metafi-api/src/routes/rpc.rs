@@ -82,12 +82,16 @@ async fn run(state: ApiState, id: String, request: Request) -> Result<Response, 
             .unwrap_or(HeaderValue::from_static("text/plain"))
     });
 
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0);
     let ctx = RpcContext {
         user,
-        client_ip: parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|info| info.0.ip()),
+        client_ip: peer.map(|peer| peer.ip()),
+        client_port: peer.map(|peer| peer.port()),
+        trace_id: Some(metafi_core::new_trace_id()),
+        lang: None,
         query,
         // Moved, not converted: Nakama's names are written only if the function reads them.
         headers: RequestHeaders::from(parts.headers),

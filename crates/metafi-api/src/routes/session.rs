@@ -24,7 +24,7 @@ pub(super) async fn refresh(
         token: body.token,
         vars: body.vars.unwrap_or_default(),
     };
-    let ctx = || hooks::anonymous(client.0);
+    let ctx = || hooks::anonymous(&client);
     hooks::around(&state, hook, ctx, request, async |request| {
         // Protobuf cannot tell an empty map from none: both keep the session's variables.
         let vars = (!request.vars.is_empty()).then_some(request.vars);
@@ -39,7 +39,7 @@ pub(super) async fn logout(
     client: ClientAddress,
     JsonBody(body): JsonBody<SessionLogoutRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     let request = hooks::SessionLogoutRequest {
         token: body.token,
         refresh_token: body.refresh_token,

@@ -163,8 +163,7 @@ async fn sign_in<A: SocialAccount>(
         username: query.username.unwrap_or_default(),
         sync,
     };
-    let ctx = || hooks::anonymous(client.0);
-    hooks::around(&state, hook, ctx, request, async |request| {
+    super::authenticate::around_sign_in(&state, &client, hook, request, async |request| {
         let credential = request.account.credential();
         let username = Some(request.username).filter(|u| !u.is_empty());
         let outcome = state
@@ -173,17 +172,16 @@ async fn sign_in<A: SocialAccount>(
                 credential,
                 username,
                 request.create.unwrap_or(true),
-                client.0,
+                client.ip,
                 request.sync.unwrap_or(false),
             )
             .await?;
-        let session = state.sessions.issue(
+        Ok(state.sessions.issue_with_claims(
             outcome.user_id,
             &outcome.username,
             request.account.vars(),
             outcome.created,
-        )?;
-        Ok(session)
+        )?)
     })
     .await
 }
@@ -204,7 +202,7 @@ where
     R: crate::hooks::Message + DeserializeOwned,
     A: SocialAccount,
 {
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(&state, hook, ctx, request, async |request| {
         let (account, sync) = account(&request);
         let credential = account.credential();

@@ -35,7 +35,7 @@ pub(super) async fn read(
             })
             .collect(),
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ReadStorageObjects,
@@ -92,7 +92,7 @@ pub(super) async fn write(
             })
             .collect(),
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::WriteStorageObjects,
@@ -141,7 +141,7 @@ pub(super) async fn delete(
             })
             .collect(),
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::DeleteStorageObjects,
@@ -224,7 +224,7 @@ async fn list_page(
         limit,
         cursor: query.cursor.unwrap_or_default(),
     };
-    let ctx = || hooks::signed_in(claims, client.0);
+    let ctx = || hooks::signed_in(claims, &client);
     hooks::around(
         state,
         Hook::ListStorageObjects,

@@ -109,7 +109,7 @@ async fn list(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListTournaments,
@@ -197,7 +197,7 @@ async fn list_records(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListTournamentRecords,
@@ -264,7 +264,7 @@ async fn write(
             operator: body.operator,
         }),
     };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::WriteTournamentRecord,
@@ -319,7 +319,7 @@ async fn delete_record(
     PathParams(tournament_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = TournamentIdRequest { tournament_id };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::DeleteTournamentRecord,
@@ -354,7 +354,7 @@ async fn join(
     PathParams(tournament_id): PathParams<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let request = TournamentIdRequest { tournament_id };
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around_empty(
         &state,
         Hook::JoinTournament,
@@ -392,7 +392,7 @@ async fn around_owner(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(
         &state,
         Hook::ListTournamentRecordsAroundOwner,

@@ -26,7 +26,7 @@ pub(super) async fn get(
             _ => {}
         }
     }
-    let ctx = || hooks::signed_in(&claims, client.0);
+    let ctx = || hooks::signed_in(&claims, &client);
     hooks::around(&state, Hook::GetUsers, ctx, request, async |request| {
         let lookup = UserLookup {
             ids: request.ids,

@@ -163,6 +163,7 @@ pub(crate) async fn call_rpc(
     let ctx = RpcContext {
         user,
         rest_rpc: true,
+        trace_id: Some(metafi_core::new_trace_id()),
         ..RpcContext::default()
     };
     let started = Instant::now();

@@ -103,12 +103,19 @@ async fn context(ctx: Arc<CallContext>, _: Nk, payload: String) -> Result<String
     if let Some(ip) = request.client_ip {
         out["client_ip"] = ip.to_string().into();
     }
+    if let Some(port) = request.client_port {
+        out["client_port"] = port.to_string().into();
+    }
+    if let Some(trace_id) = request.trace_id {
+        out["trace_id"] = trace_id.to_string().into();
+    }
     if let Some(user) = &request.user {
         out["user_id"] = user.user_id.to_string().into();
         out["username"] = user.username.clone().into();
         out["vars"] = serde_json::json!(user.vars);
         out["user_session_exp"] = user.expires_at.into();
         out["session_id"] = user.session_id.to_string().into();
+        out["lang"] = request.lang().into();
     }
     Ok(out.to_string())
 }

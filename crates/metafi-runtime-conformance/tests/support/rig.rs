@@ -61,6 +61,9 @@ impl Rig {
             Some(user) => RpcContext {
                 user: Some(user),
                 client_ip: Some(IpAddr::from([127, 0, 0, 9])),
+                client_port: Some(50_009),
+                trace_id: Some(uuid::Uuid::from_u128(0x4000_8000_0000_0000_0009)),
+                lang: None,
                 query: HashMap::from([("q".to_owned(), vec!["1".to_owned(), "2".to_owned()])]),
                 // As a REST call brings them: `Host` (hidden from functions), a name written
                 // in two cases (one header), repeated.

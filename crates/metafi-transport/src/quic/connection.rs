@@ -78,7 +78,9 @@ pub(crate) async fn run(state: QuicState, incoming: Incoming) {
         username: claims.username,
         vars: claims.vars,
         expires_at: claims.expires_at,
-        client_ip: Some(remote.ip()),
+        client_addr: Some(remote),
+        // The QUIC hello has no language: Nakama's default.
+        lang: None,
         format: Format::Protobuf,
         appear_online: hello.appear_online,
     });

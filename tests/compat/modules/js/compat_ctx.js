@@ -5,7 +5,9 @@
 // unaffected. Modules share one global scope (as a Nakama bundle does): names are prefixed.
 
 // The keys of `ctx` in order, the values that do not change between calls, and the types of
-// the others; the logger's keys, which of Nakama's methods it has, and its `fields`.
+// the others; whether the trace id is a random UUID and the port a decimal number, as text;
+// the caller's identity (for the test to compare with its session token); the logger's keys,
+// which of Nakama's methods it has, and its `fields`.
 function compatCtxSeen(ctx, logger) {
   var stable = { executionMode: 1, headers: 1, queryParams: 1, env: 1, vars: 1, lang: 1 };
   var values = {};
@@ -15,6 +17,9 @@ function compatCtxSeen(ctx, logger) {
   return {
     keys: Object.keys(ctx),
     values: values,
+    traceIdIsUuid: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(ctx.traceId),
+    clientPortIsDecimal: /^[1-9][0-9]*$/.test(ctx.clientPort),
+    identity: { userId: ctx.userId, username: ctx.username, userSessionExp: ctx.userSessionExp },
     loggerKeys: Object.keys(logger).sort(),
     loggerFunctions: ["debug", "error", "getFields", "info", "warn", "withField", "withFields"].filter(
       function (name) { return typeof logger[name] === "function"; }),

@@ -6,8 +6,13 @@
 local nk = require("nakama")
 
 -- The keys of `context` (sorted: a table has no order), the values that do not change between
--- calls, and the types of the others.
+-- calls, and the types of the others; whether the trace id is a random UUID and the port a
+-- decimal number, as text; the caller's identity (for the test to compare with its session
+-- token).
 local stable = { execution_mode = true, headers = true, query_params = true, env = true, vars = true, lang = true }
+local hex = "[0-9a-f]"
+local uuid4 = "^" .. string.rep(hex, 8) .. "%-" .. string.rep(hex, 4) .. "%-4" .. string.rep(hex, 3)
+  .. "%-[89ab]" .. string.rep(hex, 3) .. "%-" .. string.rep(hex, 12) .. "$"
 local function seen(context)
   local keys, values = {}, {}
   for key, value in pairs(context) do
@@ -19,7 +24,13 @@ local function seen(context)
     end
   end
   table.sort(keys)
-  return { keys = keys, values = values }
+  return {
+    keys = keys,
+    values = values,
+    trace_id_is_uuid = type(context.trace_id) == "string" and string.find(context.trace_id, uuid4) ~= nil,
+    client_port_is_decimal = type(context.client_port) == "string" and string.find(context.client_port, "^[1-9][0-9]*$") ~= nil,
+    identity = { user_id = context.user_id, username = context.username, user_session_exp = context.user_session_exp },
+  }
 end
 
 nk.register_rpc(function(context, payload)

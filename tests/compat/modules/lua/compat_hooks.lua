@@ -50,7 +50,7 @@ local function before_channel_join(context, envelope)
       keys[#keys + 1] = key
     end
     table.sort(keys)
-    error({ nk.json_encode({ keys = keys, headers = context.headers, query_params = context.query_params }), 3 })
+    error({ nk.json_encode({ keys = keys, headers = context.headers, query_params = context.query_params, lang = context.lang }), 3 })
   end
   return envelope
 end
