@@ -35,6 +35,7 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
+mod table_deserializer;
 mod table_serializer;
 #[cfg(test)]
 mod test_support;
@@ -380,7 +381,7 @@ impl LuaVm {
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .finish(&self.lua, call.deadline, &self.deadline, None)
                     .await
             }
             Err(e) => return Err(failed(&e)),
@@ -392,7 +393,7 @@ impl LuaVm {
                 found: other.type_name().to_owned(),
             }),
             // Invariant: `CallEntry::start` reads a `Payload::Text` call's result as text.
-            Outcome::Returned(Returned::Json(_) | Returned::Nothing) => {
+            Outcome::Returned(Returned::Hook(_) | Returned::Nothing) => {
                 unreachable!("an RPC's result is read as text")
             }
             Outcome::Raised(error) => Err(self.script_error(error, timed_out)),
@@ -442,19 +443,24 @@ impl LuaVm {
             },
         };
         let started = self.start(&function, payload, &call);
-        drop(args);
+        // A before hook's result is read as a new message of its request's type.
+        let request = match &args {
+            HookArgs::Before(input) => input.as_ref(),
+            HookArgs::After { .. } => None,
+        };
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .finish(&self.lua, call.deadline, &self.deadline, request)
                     .await
             }
             Err(e) => return Err(failed(&e)),
         };
+        drop(args);
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
             // An after hook's result is ignored, as Nakama does.
-            Outcome::Returned(Returned::Json(json)) => Ok(json.map(HookValue::Json)),
+            Outcome::Returned(Returned::Hook(value)) => Ok(value),
             Outcome::Returned(Returned::Nothing) => Ok(None),
             // Invariant: `CallEntry::start` reads a before hook's result as JSON, an after
             // hook's not at all.
