@@ -240,7 +240,8 @@ async fn a_delivery_reaches_another_node_as_the_sending_node_encoded_it() {
         username: "member".into(),
         vars: HashMap::new(),
         expires_at: i64::MAX,
-        client_ip: None,
+        client_addr: None,
+        lang: None,
         format: Format::Json,
         appear_online: false,
     });

@@ -35,6 +35,7 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
+mod table_deserializer;
 mod table_serializer;
 mod tape;
 #[cfg(test)]
@@ -49,6 +50,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use metafi_runtime::HookValue;
 use metafi_runtime::error::{LoadError, ScriptError, code_from_number};
 use metafi_runtime::host::{
     EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
@@ -57,7 +59,6 @@ use metafi_runtime::host::{
 use metafi_runtime::nk::Nk;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use rustc_hash::FxHashMap;
-use serde_json::Value as Json;
 
 use crate::call_entry::{Outcome, Returned};
 
@@ -381,7 +382,7 @@ impl LuaVm {
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .finish(&self.lua, call.deadline, &self.deadline, None)
                     .await
             }
             Err(e) => return Err(failed(&e)),
@@ -393,7 +394,7 @@ impl LuaVm {
                 found: other.type_name().to_owned(),
             }),
             // Invariant: `CallEntry::start` reads a `Payload::Text` call's result as text.
-            Outcome::Returned(Returned::Json(_) | Returned::Nothing) => {
+            Outcome::Returned(Returned::Hook(_) | Returned::Nothing) => {
                 unreachable!("an RPC's result is read as text")
             }
             Outcome::Raised(error) => Err(self.script_error(error, timed_out)),
@@ -421,7 +422,7 @@ impl LuaVm {
         self: Rc<Self>,
         call: RpcCall,
         args: HookArgs,
-    ) -> Result<Option<Json>, ScriptError> {
+    ) -> Result<Option<HookValue>, ScriptError> {
         let function = {
             let shared = self.shared();
             let registry = shared.registry.borrow();
@@ -443,19 +444,24 @@ impl LuaVm {
             },
         };
         let started = self.start(&function, payload, &call);
-        drop(args);
+        // A before hook's result is read as a new message of its request's type.
+        let request = match &args {
+            HookArgs::Before(input) => input.as_ref(),
+            HookArgs::After { .. } => None,
+        };
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline)
+                    .finish(&self.lua, call.deadline, &self.deadline, request)
                     .await
             }
             Err(e) => return Err(failed(&e)),
         };
+        drop(args);
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
             // An after hook's result is ignored, as Nakama does.
-            Outcome::Returned(Returned::Json(json)) => Ok(json),
+            Outcome::Returned(Returned::Hook(value)) => Ok(value),
             Outcome::Returned(Returned::Nothing) => Ok(None),
             // Invariant: `CallEntry::start` reads a before hook's result as JSON, an after
             // hook's not at all.
@@ -548,7 +554,7 @@ impl EngineVm for LuaVm {
         self: Rc<Self>,
         call: RpcCall,
         args: HookArgs,
-    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+    ) -> LocalFuture<Result<Option<HookValue>, ScriptError>> {
         Box::pin(self.run_hook(call, args))
     }
 }

@@ -13,18 +13,18 @@ use std::time::Duration;
 
 use metafi_core::{CoreError, Hook, HookValue, Hooks, RpcContext};
 use metafi_proto::Code;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use support::{Harness, Options, build};
 
 /// A device sign-in request as the REST edge hands it to hooks (proto field names).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct AuthenticateRequest {
     account: AccountId,
     create: Option<bool>,
     username: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct AccountId {
     id: String,
     vars: HashMap<String, String>,
@@ -103,10 +103,10 @@ async fn before(h: &Harness, vars: usize) -> Result<serde_json::Value, CoreError
         .before_value(
             Hook::AuthenticateDevice,
             RpcContext::default(),
-            Some(HookValue::message(request)),
+            Some(HookValue::request(request)),
         )
         .await
-        .map(|answer| answer.unwrap())
+        .map(|answer| answer.unwrap().into_json().unwrap())
 }
 
 #[tokio::test]
