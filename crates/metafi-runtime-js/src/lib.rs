@@ -42,6 +42,7 @@ mod logger;
 mod nakama;
 mod nk_binding;
 mod nk_value;
+mod object_serializer;
 mod rpc_vm;
 mod storage_index;
 mod storage_retry;
