@@ -61,13 +61,11 @@ where
     if !state.hooks.has_before(hook) {
         return Ok(input);
     }
-    // The struct itself goes to the hook: an engine serializes it straight into its values.
-    let input = HookValue::message(input);
+    // The struct itself goes to the hook: an engine serializes it straight into its values,
+    // and may read the hook's result straight into a new `T`.
+    let input = HookValue::request(input);
     match state.hooks.before_value(hook, ctx(), Some(input)).await? {
-        Some(changed) => serde_json::from_value(changed).map_err(|e| {
-            tracing::warn!(hook = hook.name(), error = %e, "a before hook returned something that is not the request");
-            ApiError::new(Code::Internal, "Could not complete runtime Before function.")
-        }),
+        Some(changed) => Ok(changed.into_message(hook)?),
         None => Err(dropped(hook)),
     }
 }

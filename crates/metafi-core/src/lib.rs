@@ -57,7 +57,7 @@ pub use events::{EventConfig, EventProcessor, Events, Submitted};
 pub use friends::{Friends, FriendsConfig};
 pub use go_header::{RequestHeaders, canonical_header_key};
 pub use groups::{Actor, CreateGroup, Groups, ListGroups};
-pub use hooks::{Hook, HookKind, HookTable, HookValue, Hooks, NoHooks};
+pub use hooks::{Hook, HookKind, HookMessage, HookTable, HookValue, Hooks, NoHooks};
 pub use iap::{IapConfig, Purchases};
 pub use jwt::{SessionClaims, TokenKeys, TokenKind};
 pub use leaderboards::{LeaderboardError, Leaderboards};

@@ -76,8 +76,9 @@ impl Realtime {
         if self.hooks.has_before(hook) {
             let cid = envelope.cid.clone();
             // The envelope itself goes to the hook: an engine serializes it straight into its
-            // values; what the hook returns replaces it.
-            let input = HookValue::message(envelope);
+            // values (and may read the result straight into a new envelope); what the hook
+            // returns replaces it.
+            let input = HookValue::request(envelope);
             match self
                 .hooks
                 .before_value(hook, context(session), Some(input))
@@ -96,15 +97,16 @@ impl Realtime {
                     ));
                     return Err(CloseReason::UnrecognizedMessage);
                 }
-                Ok(Some(changed)) => match serde_json::from_value::<Envelope>(changed) {
+                Ok(Some(changed)) => match changed.into_message::<Envelope>(hook) {
                     Ok(changed) if changed.message.is_some() => envelope = changed,
-                    Ok(_) | Err(_) => {
+                    Ok(_) => {
                         tracing::warn!(
                             hook = hook.name(),
-                            "a before hook returned something that is not the envelope"
+                            "a before hook returned an envelope without a message"
                         );
                         return failed(session, cid, "Could not complete runtime Before function.");
                     }
+                    Err(error) => return failed(session, cid, &error.client_message()),
                 },
             }
         }

@@ -3,7 +3,7 @@
 //! `metafi-runtime-lua/benches/echo_calls.rs`): runs `METAFI_BENCH_PAIRS` (default 1,000)
 //! pairs one after another through the runtime's hooks, as the REST edge calls them
 //! (`metafi-api/src/hooks.rs`, `around`: the request struct handed to the before hook, the
-//! hook's result read back into that struct, a copy of it and of the session for the after
+//! hook's result taken back as that struct (`HookValue::into_message`), a copy of it and of the session for the after
 //! hook), then exits. Run it under
 //! callgrind with two counts; the difference of the totals divided by the difference of the
 //! counts is the cost of one pair, start-up excluded:
@@ -127,14 +127,15 @@ fn main() {
                 let input = if json_edge {
                     HookValue::Json(serde_json::to_value(&request).unwrap())
                 } else {
-                    HookValue::message(request)
+                    HookValue::request(request)
                 };
                 let changed = hooks
                     .before_value(Hook::AuthenticateDevice, RpcContext::default(), Some(input))
                     .await
                     .unwrap()
                     .unwrap();
-                let served: AuthenticateRequest = serde_json::from_value(changed).unwrap();
+                let served: AuthenticateRequest =
+                    changed.into_message(Hook::AuthenticateDevice).unwrap();
                 // The edge keeps a copy of the request for the after hook (the call consumes
                 // the request) and hands it a copy of the answer (which goes to the client).
                 let (output, input) = if json_edge {

@@ -10,9 +10,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use metafi_runtime::{
-    EngineVm, HookArgs, LocalFuture, Registrations, RpcCall, ScriptError, VmSetup,
+    EngineVm, HookArgs, HookValue, LocalFuture, Registrations, RpcCall, ScriptError, VmSetup,
 };
-use serde_json::Value as Json;
 use tokio::runtime::Handle;
 
 use crate::vm::{JsVm, Outcome};
@@ -76,13 +75,14 @@ impl EngineVm for RpcVm {
         self: Rc<Self>,
         call: RpcCall,
         args: HookArgs,
-    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+    ) -> LocalFuture<Result<Option<HookValue>, ScriptError>> {
         // As `call_rpc`: one poll, unless a returned promise never settles.
         Box::pin(async move {
             let outcome = self.current().run_hook(&call, args);
             self.replace_if_poisoned();
             match outcome {
-                Outcome::Done(result) => result,
+                // The result in proto names: the edge reads it into its request.
+                Outcome::Done(result) => result.map(|value| value.map(HookValue::Json)),
                 Outcome::Pending => {
                     tracing::warn!(
                         engine = "js",

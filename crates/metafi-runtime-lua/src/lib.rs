@@ -48,6 +48,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use metafi_runtime::HookValue;
 use metafi_runtime::error::{LoadError, ScriptError, code_from_number};
 use metafi_runtime::host::{
     EngineFactory, EngineVm, HookArgs, LocalFuture, ModuleSource, Registered, Registrations,
@@ -56,7 +57,6 @@ use metafi_runtime::host::{
 use metafi_runtime::nk::Nk;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
 use rustc_hash::FxHashMap;
-use serde_json::Value as Json;
 
 use crate::call_entry::{Outcome, Returned};
 
@@ -420,7 +420,7 @@ impl LuaVm {
         self: Rc<Self>,
         call: RpcCall,
         args: HookArgs,
-    ) -> Result<Option<Json>, ScriptError> {
+    ) -> Result<Option<HookValue>, ScriptError> {
         let function = {
             let shared = self.shared();
             let registry = shared.registry.borrow();
@@ -454,7 +454,7 @@ impl LuaVm {
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
             // An after hook's result is ignored, as Nakama does.
-            Outcome::Returned(Returned::Json(json)) => Ok(json),
+            Outcome::Returned(Returned::Json(json)) => Ok(json.map(HookValue::Json)),
             Outcome::Returned(Returned::Nothing) => Ok(None),
             // Invariant: `CallEntry::start` reads a before hook's result as JSON, an after
             // hook's not at all.
@@ -547,7 +547,7 @@ impl EngineVm for LuaVm {
         self: Rc<Self>,
         call: RpcCall,
         args: HookArgs,
-    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+    ) -> LocalFuture<Result<Option<HookValue>, ScriptError>> {
         Box::pin(self.run_hook(call, args))
     }
 }

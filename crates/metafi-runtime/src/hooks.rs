@@ -642,7 +642,7 @@ impl RuntimeHooks {
         hook: &Registered,
         ctx: Arc<CallContext>,
         payload: HookPayload,
-    ) -> Result<Option<Json>, HookFailure> {
+    ) -> Result<Option<HookValue>, HookFailure> {
         match (&hook.target, payload) {
             // Native hooks take JSON in proto names.
             (HookTarget::NativeBefore(function), HookPayload::Before(input)) => {
@@ -651,7 +651,7 @@ impl RuntimeHooks {
                     .transpose()
                     .map_err(|e| HookFailure::Script(unencodable(&e)))?;
                 let call = function(ctx, self.nk.clone(), input);
-                self.native(call).await
+                Ok(self.native(call).await?.map(HookValue::Json))
             }
             (HookTarget::NativeAfter(function), HookPayload::After(output, input)) => {
                 let json = |value: Option<HookValue>| value.and_then(|v| v.into_json().ok());
@@ -814,7 +814,7 @@ pub(crate) fn unencodable(error: &dyn std::fmt::Display) -> ScriptError {
     }
 }
 
-fn outcome_label(outcome: &Result<Option<Json>, HookFailure>) -> &'static str {
+fn outcome_label<T>(outcome: &Result<T, HookFailure>) -> &'static str {
     match outcome {
         Ok(_) => "ok",
         Err(HookFailure::Script(e)) => e.kind(),
@@ -1016,7 +1016,7 @@ impl HookMetrics {
         runtime: &'static str,
         mode: &'static str,
         started: Instant,
-        outcome: &Result<Option<Json>, HookFailure>,
+        outcome: &Result<Option<HookValue>, HookFailure>,
     ) {
         let label = outcome_label(outcome);
         let Some(slot) = self.handles.get(hook) else {
@@ -1068,7 +1068,13 @@ impl Hooks for RuntimeHooks {
         ctx: RpcContext,
         input: Option<Json>,
     ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
-        self.before_value(hook, ctx, input.map(HookValue::Json))
+        let call = self.before_value(hook, ctx, input.map(HookValue::Json));
+        Box::pin(async move {
+            call.await?
+                .map(HookValue::into_json)
+                .transpose()
+                .map_err(|e| metafi_core::hooks::unencodable_request(hook, &e))
+        })
     }
 
     fn after(
@@ -1091,10 +1097,10 @@ impl Hooks for RuntimeHooks {
         hook: Hook,
         ctx: RpcContext,
         input: Option<HookValue>,
-    ) -> HookFuture<'_, Result<Option<Json>, CoreError>> {
+    ) -> HookFuture<'_, Result<Option<HookValue>, CoreError>> {
         Box::pin(async move {
             let Some(registered) = self.before.get(hook) else {
-                return metafi_core::hooks::request_json(hook, input);
+                return Ok(input);
             };
             let ctx = self.context(ExecutionMode::Before, ctx);
             let started = Instant::now();

@@ -162,16 +162,20 @@ pub trait EngineVm {
     fn call_rpc(self: Rc<Self>, call: RpcCall) -> LocalFuture<Result<String, ScriptError>>;
 
     /// Runs the hook stored under `call.id` (a [`crate::hook_key`]) with `args`, and resolves
-    /// to what a before hook returned (`None` for nothing, and always for an after hook), as
-    /// JSON in proto field names. `call.payload` is empty. An engine converts the values
-    /// straight into its own (and back), in the naming its scripts see; the default runs the
-    /// hook through [`EngineVm::call_rpc`] with the values as JSON text in proto names
-    /// (before: the request; after: `[output, input]`) and reads the result as JSON text.
+    /// to what a before hook returned (`None` for nothing, and always for an after hook).
+    /// `call.payload` is empty. An engine converts the values straight into its own, in the
+    /// naming its scripts see, and reads a before hook's result either straight into a new
+    /// message of the request's type (`HookValue::Message(request)` in `args`:
+    /// [`metafi_core::hooks::HookMessage::read_same`], falling back to JSON when that read
+    /// fails, so the edge reports it) or as [`HookValue::Json`] in proto field names. The
+    /// default runs the hook through [`EngineVm::call_rpc`] with the values as JSON text in
+    /// proto names (before: the request; after: `[output, input]`) and reads the result as
+    /// JSON text.
     fn call_hook(
         self: Rc<Self>,
         mut call: RpcCall,
         args: HookArgs,
-    ) -> LocalFuture<Result<Option<Json>, ScriptError>> {
+    ) -> LocalFuture<Result<Option<HookValue>, ScriptError>> {
         call.payload = match args.into_text() {
             Ok(text) => text,
             Err(e) => return Box::pin(async move { Err(crate::hooks::unencodable(&e)) }),
@@ -184,7 +188,7 @@ pub trait EngineVm {
             }
             match serde_json::from_str::<Json>(&result) {
                 Ok(Json::Null) => Ok(None),
-                Ok(value) => Ok(Some(value)),
+                Ok(value) => Ok(Some(HookValue::Json(value))),
                 Err(e) => Err(ScriptError::BadResult {
                     found: format!("text that is not JSON ({e})"),
                 }),

@@ -61,7 +61,7 @@ pub use log_limit::LogLimit;
 pub use match_host::{
     EngineMatchHost, MATCHMAKER_MATCHED_HOOK, MatchHandlers, MatchHost, MatchVms, NoMatches,
 };
-pub use metafi_core::HookValue;
+pub use metafi_core::{HookMessage, HookValue};
 pub use native::{
     NativeEvent, NativeInitializer, NativeMatch, NativeMatchmakerMatched, NativeModule,
 };

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use serde_json::Value as Json;
+use metafi_core::HookValue;
 use tokio::sync::{Semaphore, oneshot, watch};
 
 use crate::context::CallContext;
@@ -104,7 +104,7 @@ pub(crate) enum Work {
 /// What a VM answered: an RPC's result text, or what a hook returned.
 pub(crate) enum Answer {
     Rpc(String),
-    Hook(Option<Json>),
+    Hook(Option<HookValue>),
 }
 
 impl Work {
@@ -139,7 +139,7 @@ impl Work {
 /// A call started on a VM (no second box around the engine's future).
 pub(crate) enum Started {
     Rpc(LocalFuture<Result<String, ScriptError>>),
-    Hook(LocalFuture<Result<Option<Json>, ScriptError>>),
+    Hook(LocalFuture<Result<Option<HookValue>, ScriptError>>),
 }
 
 impl Future for Started {
@@ -158,15 +158,18 @@ impl Answer {
     fn into_text(self) -> String {
         match self {
             Answer::Rpc(text) => text,
-            Answer::Hook(value) => value.map(|v| v.to_string()).unwrap_or_default(),
+            Answer::Hook(value) => value
+                .and_then(|v| v.into_json().ok())
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
         }
     }
 
     /// A hook's result (an RPC's text read as JSON, `None` when empty or not JSON).
-    fn into_value(self) -> Option<Json> {
+    fn into_value(self) -> Option<HookValue> {
         match self {
             Answer::Hook(value) => value,
-            Answer::Rpc(text) => serde_json::from_str(&text).ok(),
+            Answer::Rpc(text) => serde_json::from_str(&text).ok().map(HookValue::Json),
         }
     }
 }
@@ -310,7 +313,7 @@ impl VmPool {
         id: Arc<str>,
         ctx: Arc<CallContext>,
         args: HookArgs,
-    ) -> Result<Result<Option<Json>, ScriptError>, DispatchError> {
+    ) -> Result<Result<Option<HookValue>, ScriptError>, DispatchError> {
         Ok(self
             .dispatch(id, ctx, Work::Hook(args))
             .await?
