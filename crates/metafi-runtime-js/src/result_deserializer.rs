@@ -79,6 +79,7 @@ impl<'a> Reading<'a> {
     ) -> ValueDeserializer<'r, 'a, 'js> {
         ValueDeserializer {
             reading: self,
+            ty: value.type_of(),
             value,
             rename: true,
             depth: 0,
@@ -91,6 +92,8 @@ impl<'a> Reading<'a> {
 pub(crate) struct ValueDeserializer<'r, 'a, 'js> {
     reading: &'r mut Reading<'a>,
     value: Value<'js>,
+    /// `value.type_of()`, asked once (up to six calls into QuickJS for an object).
+    ty: Type,
     rename: bool,
     depth: usize,
 }
@@ -106,7 +109,7 @@ impl<'r, 'a, 'js> ValueDeserializer<'r, 'a, 'js> {
     /// The value's shape, or the walk's "unplain" as an error.
     fn shape(&mut self) -> Result<Shape<'js>, Abandoned> {
         let value = &self.value;
-        let leaf = match value.type_of() {
+        let leaf = match self.ty {
             Type::Null => Json::Null,
             Type::Bool => value
                 .as_bool()
@@ -146,10 +149,16 @@ impl<'r, 'a, 'js> ValueDeserializer<'r, 'a, 'js> {
         Ok(Shape::Leaf(leaf))
     }
 
-    fn child<'c>(&'c mut self, value: Value<'js>, rename: bool) -> ValueDeserializer<'c, 'a, 'js> {
+    fn child<'c>(
+        &'c mut self,
+        value: Value<'js>,
+        ty: Type,
+        rename: bool,
+    ) -> ValueDeserializer<'c, 'a, 'js> {
         ValueDeserializer {
             reading: self.reading,
             value,
+            ty,
             rename,
             depth: self.depth + 1,
         }
@@ -217,8 +226,8 @@ struct Properties<'p, 'r, 'a, 'js> {
     object: Object<'js>,
     atoms: Vec<qjs::JSAtom>,
     next: usize,
-    /// The value of the key just read, and whether its object keys are renamed.
-    pending: Option<(Value<'js>, bool)>,
+    /// The value of the key just read, its type, and whether its object keys are renamed.
+    pending: Option<(Value<'js>, Type, bool)>,
 }
 
 impl<'de> de::MapAccess<'de> for Properties<'_, '_, '_, '_> {
@@ -257,22 +266,23 @@ impl<'de> de::MapAccess<'de> for Properties<'_, '_, '_, '_> {
                     None => return Err(abandon("a key that is not UTF-8")),
                 },
             };
-            if skipped(item.type_of()) {
+            let ty = item.type_of();
+            if skipped(ty) {
                 continue;
             }
             let inner = rename && !MAP_FIELDS.contains(&key.as_str());
-            self.pending = Some((item, inner));
+            self.pending = Some((item, ty, inner));
             return seed.deserialize(key.into_deserializer()).map(Some);
         }
         Ok(None)
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Abandoned> {
-        let (item, rename) = self
+        let (item, ty, rename) = self
             .pending
             .take()
             .ok_or_else(|| abandon("a value asked for before its key"))?;
-        seed.deserialize(self.reader.child(item, rename))
+        seed.deserialize(self.reader.child(item, ty, rename))
     }
 }
 
@@ -296,13 +306,15 @@ impl<'de> de::SeqAccess<'de> for Items<'_, '_, '_, '_> {
         }
         let item: Value<'_> = self.array.get(self.next).map_err(thrown)?;
         self.next += 1;
-        let item = if skipped(item.type_of()) {
-            Value::new_null(item.ctx().clone())
+        let ty = item.type_of();
+        let (item, ty) = if skipped(ty) {
+            (Value::new_null(item.ctx().clone()), Type::Null)
         } else {
-            item
+            (item, ty)
         };
         let rename = self.reader.rename;
-        seed.deserialize(self.reader.child(item, rename)).map(Some)
+        seed.deserialize(self.reader.child(item, ty, rename))
+            .map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -339,7 +351,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_, '_, '_> {
 
     /// As `serde_json::Value`: `null` is `None`, anything else `Some` of itself.
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Abandoned> {
-        match self.value.type_of() {
+        match self.ty {
             Type::Null => visitor.visit_none(),
             _ => visitor.visit_some(self),
         }
