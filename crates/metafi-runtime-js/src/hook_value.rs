@@ -32,6 +32,7 @@ use rustc_hash::FxBuildHasher;
 use serde_json::Value as Json;
 
 use crate::hook_result::Intrinsics;
+use crate::object_serializer::Entry;
 
 /// How many objects a VM keeps for their shapes ([`FieldNames::keep_shapes`]).
 pub(crate) const MAX_KEPT_SHAPES: usize = 4096;
@@ -51,6 +52,13 @@ pub(crate) struct FieldNames {
     /// back as (`hooks::proto_name` of the spelling, which is the key it came from for every
     /// snake_case name).
     protos: RefCell<HashMap<qjs::JSAtom, Box<str>, FxBuildHasher>>,
+    /// A struct field name's address and length (a `&'static str` from a `Serialize` derive)
+    /// → its atom in `atoms`: found by two words, without hashing or comparing the text
+    /// (`object_serializer.rs`). The same name at two addresses has two entries, one atom.
+    statics: RefCell<HashMap<(usize, usize), qjs::JSAtom, FxBuildHasher>>,
+    /// The properties of the objects a serialization is building, innermost last; empty
+    /// between calls. Kept so that building an object allocates no list of its own.
+    pub(crate) scratch: RefCell<Vec<Entry>>,
     /// Objects kept only for their shapes, and the key sequences they were kept for.
     shapes: RefCell<Shapes>,
     /// The prototypes the result reader compares with.
@@ -94,6 +102,8 @@ impl FieldNames {
     /// Frees the atoms this cache holds. Called while the VM's context is alive.
     pub(crate) fn release(&self, ctx: &Ctx<'_>) {
         let raw = ctx.as_raw().as_ptr();
+        // Empty unless a serialization was abandoned by a panic; its values die with `ctx`.
+        self.scratch.borrow_mut().clear();
         let mut shapes = self.shapes.borrow_mut();
         shapes.seen.clear();
         self.intrinsics.release(ctx);
@@ -102,6 +112,7 @@ impl FieldNames {
             unsafe { qjs::JS_FreeValue(raw, value) };
         }
         self.protos.borrow_mut().clear();
+        self.statics.borrow_mut().clear();
         for (_, atom) in self.atoms.borrow_mut().drain() {
             // SAFETY: each cached atom holds one reference, taken in `atom`.
             unsafe { qjs::JS_FreeAtom(raw, atom) };
@@ -111,7 +122,7 @@ impl FieldNames {
     /// The atom for `key` (its `lowerCamelCase` spelling when `rename`), and whether the
     /// caller owns a reference on it (must free it). `JS_ATOM_NULL` with an exception pending
     /// when QuickJS could not allocate it.
-    unsafe fn atom(
+    pub(crate) unsafe fn atom(
         &self,
         ctx: *mut qjs::JSContext,
         key: &str,
@@ -142,6 +153,26 @@ impl FieldNames {
 }
 
 impl FieldNames {
+    /// The atom of the struct field name `name` (renamed), as [`FieldNames::atom`] gives it,
+    /// found by the name's address once it is cached.
+    pub(crate) unsafe fn field_atom(
+        &self,
+        ctx: *mut qjs::JSContext,
+        name: &'static str,
+    ) -> (qjs::JSAtom, bool) {
+        let address = (name.as_ptr() as usize, name.len());
+        if let Some(&atom) = self.statics.borrow().get(&address) {
+            return (atom, false);
+        }
+        // SAFETY: the caller's contract.
+        let (atom, owned) = unsafe { self.atom(ctx, name, true) };
+        let mut statics = self.statics.borrow_mut();
+        if !owned && statics.len() < MAX_NAMES {
+            statics.insert(address, atom);
+        }
+        (atom, owned)
+    }
+
     /// Keeps the shapes of an object with the keys of `keys` in order (all cached field names)
     /// alive, the first time that sequence is seen and while fewer than [`MAX_KEPT_SHAPES`]
     /// objects are kept ([`Shapes`]).
@@ -151,7 +182,7 @@ impl FieldNames {
         signature: u64,
         keys: &serde_json::Map<String, Json>,
     ) {
-        if self.shapes.borrow().seen.contains(&signature) {
+        if self.shapes_seen(signature) {
             return;
         }
         let atoms = {
@@ -165,9 +196,26 @@ impl FieldNames {
             };
             atoms
         };
+        // SAFETY: the caller's contract; the atoms are held by the cache.
+        unsafe { self.keep_signed_shapes(ctx, signature, &atoms) };
+    }
+
+    /// Whether the shapes of the key sequence with `signature` are kept already.
+    pub(crate) fn shapes_seen(&self, signature: u64) -> bool {
+        self.shapes.borrow().seen.contains(&signature)
+    }
+
+    /// Keeps the shapes of an object with the keys `atoms` in order (cached field names, whose
+    /// sequence has `signature`), and remembers the sequence as seen.
+    pub(crate) unsafe fn keep_signed_shapes(
+        &self,
+        ctx: *mut qjs::JSContext,
+        signature: u64,
+        atoms: &[qjs::JSAtom],
+    ) {
         self.shapes.borrow_mut().seen.insert(signature);
         // SAFETY: the caller's contract; the atoms are held by the cache.
-        unsafe { self.keep_shapes_of(ctx, None, &atoms) };
+        unsafe { self.keep_shapes_of(ctx, None, atoms) };
     }
 
     /// Keeps alive the shapes of an object with prototype `proto` (`None`: `Object.prototype`)
@@ -242,19 +290,25 @@ pub(crate) fn build<'js>(
     Ok(unsafe { Value::from_raw(ctx.clone(), value) })
 }
 
-/// A hook's request or answer as a JavaScript value with Nakama's `lowerCamelCase` names.
+/// A hook's request or answer as a JavaScript value with Nakama's `lowerCamelCase` names: a
+/// message serialized straight into objects (`object_serializer.rs`), JSON walked.
 pub(crate) fn build_value<'js>(
     ctx: &Ctx<'js>,
     names: &FieldNames,
-    value: HookValue,
+    value: &HookValue,
 ) -> rquickjs::Result<Value<'js>> {
-    let json = match value {
-        HookValue::Json(json) => json,
-        message => message.into_json().map_err(|e| {
-            rquickjs::Error::new_from_js_message("hook value", "JSON", e.to_string())
-        })?,
-    };
-    build(ctx, names, &json, true)
+    match value {
+        HookValue::Json(json) => build(ctx, names, json, true),
+        HookValue::Message(message) => {
+            let message: &dyn erased_serde::Serialize = &**message;
+            crate::object_serializer::build(ctx, names, message)
+        }
+    }
+}
+
+/// The error of a hook value that cannot be encoded (what `serde_json::to_value` refuses).
+pub(crate) fn unencodable(why: &dyn std::fmt::Display) -> rquickjs::Error {
+    rquickjs::Error::new_from_js_message("hook value", "JSON", why.to_string())
 }
 
 /// An owned value, or `JS_EXCEPTION` with the exception pending in `ctx` (everything built so
@@ -305,7 +359,7 @@ unsafe fn new_value(
                 return object;
             }
             // The key sequence's signature, while every key is a cached field name.
-            let mut signature = Some(FNV_OFFSET);
+            let mut signature = Some(SIGNATURE_START);
             for (key, item) in map {
                 let keep = !rename || MAP_FIELDS.contains(&key.as_str());
                 // SAFETY: the caller's contract.
@@ -315,9 +369,7 @@ unsafe fn new_value(
                     return value;
                 }
                 let (atom, owned) = unsafe { names.atom(ctx, key, rename) };
-                signature = signature
-                    .filter(|_| !owned)
-                    .map(|s| (s ^ u64::from(atom)).wrapping_mul(FNV_PRIME));
+                signature = signature.filter(|_| !owned).map(|s| sign(s, atom));
                 if atom == qjs::JS_ATOM_NULL {
                     unsafe {
                         qjs::JS_FreeValue(ctx, value);
@@ -346,9 +398,13 @@ unsafe fn new_value(
     }
 }
 
-/// FNV-1a's constants, mixing a key sequence's atoms into its shape signature.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0100_0000_01b3;
+/// A key sequence's shape signature before its first key (FNV-1a's offset basis).
+pub(crate) const SIGNATURE_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// `signature` with the next key's `atom` mixed in (FNV-1a).
+pub(crate) fn sign(signature: u64, atom: qjs::JSAtom) -> u64 {
+    (signature ^ u64::from(atom)).wrapping_mul(0x0100_0000_01b3)
+}
 
 #[cfg(test)]
 mod tests {

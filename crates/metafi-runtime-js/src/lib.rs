@@ -42,6 +42,8 @@ mod logger;
 mod nakama;
 mod nk_binding;
 mod nk_value;
+mod object_serializer;
+mod result_deserializer;
 mod rpc_vm;
 mod storage_index;
 mod storage_retry;

@@ -81,8 +81,7 @@ impl EngineVm for RpcVm {
             let outcome = self.current().run_hook(&call, args);
             self.replace_if_poisoned();
             match outcome {
-                // The result in proto names: the edge reads it into its request.
-                Outcome::Done(result) => result.map(|value| value.map(HookValue::Json)),
+                Outcome::Done(result) => result,
                 Outcome::Pending => {
                     tracing::warn!(
                         engine = "js",

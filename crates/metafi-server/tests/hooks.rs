@@ -463,3 +463,72 @@ end, "MatchDataSend")
     b.assert_no_event(Duration::from_millis(300), is_data(5))
         .await;
 }
+
+/// What a JavaScript before hook sees of REST requests (`metafi-api`'s own structs): keys in
+/// `lowerCamelCase` sorted by their proto names (the order the JSON tree gave, now made by
+/// `metafi-runtime-js`'s serializer), map fields' keys as sent and sorted, unset fields `null`.
+#[tokio::test]
+async fn javascript_hooks_see_rest_requests_in_proto_name_order() {
+    const SHOW: &str = r#"
+function InitModule(ctx, logger, nk, initializer) {
+  var show = function (ctx, logger, nk, data) { throw { message: JSON.stringify(data), code: 3 }; };
+  initializer.registerBeforeAuthenticateEmail(show);
+  initializer.registerBeforeUpdateAccount(show);
+  initializer.registerBeforeWriteStorageObjects(show);
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let modules = dir.path().join("modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("show.js"), SHOW).unwrap();
+    let s = TestNode::start_in(dir.path(), |raw| {
+        raw.runtime.path = modules.display().to_string();
+    })
+    .await;
+    let http = Http::new(&s.base);
+    let reply = authenticate(&http, "order-a1b2c3d4").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let token = reply.body["token"].as_str().unwrap().to_owned();
+
+    let reply = http
+        .send(
+            http.post("/v2/account/authenticate/email?create=true&username=someone")
+                .basic_auth("defaultkey", Some(""))
+                .json(&serde_json::json!({
+                    "email": "order@example.com",
+                    "password": "long enough",
+                    "vars": { "z_key": "1", "a_key": "2" },
+                })),
+        )
+        .await;
+    assert_error(&reply, 400, 3);
+    assert_eq!(
+        reply.body["message"],
+        r#"{"account":{"email":"order@example.com","password":"long enough","vars":{"a_key":"2","z_key":"1"}},"create":true,"username":"someone"}"#
+    );
+
+    let reply = http
+        .send(
+            http.put("/v2/account").bearer_auth(&token).json(
+                &serde_json::json!({ "username": "u", "timezone": "T", "display_name": "D" }),
+            ),
+        )
+        .await;
+    assert_error(&reply, 400, 3);
+    assert_eq!(
+        reply.body["message"],
+        r#"{"avatarUrl":null,"displayName":"D","langTag":null,"location":null,"timezone":"T","username":"u"}"#
+    );
+
+    let reply = http
+        .send(http.put("/v2/storage").bearer_auth(&token).json(&serde_json::json!({
+            "objects": [{ "collection": "c", "key": "k", "value": "{}", "permission_read": 2 }]
+        })))
+        .await;
+    assert_error(&reply, 400, 3);
+    assert_eq!(
+        reply.body["message"],
+        r#"{"objects":[{"collection":"c","key":"k","permissionRead":2,"permissionWrite":null,"value":"{}","version":""}]}"#
+    );
+    s.stop().await;
+}
