@@ -13,7 +13,8 @@
 # target/release/…; a build in another CARGO_TARGET_DIR is named here). Prints the steady-state
 # numbers: echo / broadcast latency percentiles over the hold (from the tool's per-second
 # histograms), tick lateness p99 (from the server's Prometheus histogram over the same window),
-# server CPU; and since the server's start, ticks late past the objective by cause and the
+# server CPU; and since the server's start, ticks late past the objective by cause, the
+# executor's own part of their lateness by the work that ran while they were due, and the
 # matches admission refused.
 # Needs release builds (the server with the example modules, for get_match_native):
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
@@ -112,9 +113,10 @@ for q in (0.5, 0.99):
 le, n = quantile_bound("metafi_match_tick_duration_seconds", 0.99)
 print(f"tick duration p99 <= {le} s")
 # From the server's start (the rush included) to the end of the steady window: ticks late past
-# the objective by cause (docs/MATCHES.md, "Whose lateness") and the matches admission refused.
+# the objective by cause (docs/MATCHES.md, "Whose lateness"), their own lateness by work, and the
+# matches admission refused.
 for line in open(f"{out}/metrics.end"):
-    if line.startswith(("metafi_match_ticks_late_total", "metafi_match_admission_refused_total")):
+    if line.startswith(("metafi_match_ticks_late_total", "metafi_match_own_lateness_microseconds_total", "metafi_match_admission_refused_total")):
         print("since start: " + line.strip())
 EOF
 echo "reports in $out"

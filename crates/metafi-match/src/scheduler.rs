@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, MovingMatch, Step};
 use crate::error::MatchError;
-use crate::load::{Mark, OwnTime, SlotCost, Window};
+use crate::load::{Mark, OwnTime, SlotCost, Window, Work};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
 use crate::presence::PresenceReason;
@@ -258,9 +258,11 @@ impl Scheduler {
     /// Handles waiting commands, then runs every due tick. Returns when the next tick is due
     /// (`None`: no matches).
     pub fn step(&mut self) -> Option<Instant> {
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Mailbox);
         for _ in 0..MAX_COMMANDS_PER_STEP {
             match self.rx.try_recv() {
-                Some(command) => self.handle(command),
+                Some(command) => self.handle_marked(command),
                 None => break,
             }
         }
@@ -273,14 +275,24 @@ impl Scheduler {
     /// Waits until the next tick is due at `next` (forever without one) or a command arrives,
     /// and handles that command. The executor thread calls it between steps.
     pub(crate) fn wait(&mut self, next: Option<Instant>) {
+        // Closes the work before the wait (its own time counts up to here, not the wait); a
+        // return without sleeping has spent the time on the mailbox.
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Mailbox);
         let (command, waited) = self.rx.recv_until(next);
         if waited {
             self.woke();
         }
         if let Some(command) = command {
-            self.handle(command);
+            self.handle_marked(command);
             self.inner.outlet.flush();
         }
+    }
+
+    /// The thread is about to run idle work (script VMs' garbage collection) between ticks.
+    pub(crate) fn idle(&mut self) {
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Idle);
     }
 
     /// The thread has just come back from waiting (for a command or its next tick): lateness
@@ -292,8 +304,8 @@ impl Scheduler {
         self.own_time.woke(now);
     }
 
-    /// Both clocks now (the run delay is one system call: read at each wake, step, tick start
-    /// and tick end, not per command).
+    /// Both clocks now (the run delay is one system call: read at each wake and wait, step,
+    /// command, idle slice, tick start and tick end).
     fn mark_now(&self) -> Mark {
         Mark {
             wall: self.inner.clock.now(),
@@ -327,7 +339,7 @@ impl Scheduler {
         // A mark where the step's ticks begin: a tick that falls due after it is not charged
         // the commands handled before it (`load::OwnTime` counts from the last mark).
         let began = self.mark_now();
-        self.own_time.mark(began);
+        self.own_time.mark(began, Work::Other);
         let mut flushed = began.wall;
         // Only ticks due when the step began: ticks that fall due while it runs wait for the
         // next step, after the commands. An overloaded thread (its ticks take longer than
@@ -364,7 +376,7 @@ impl Scheduler {
             if step.is_ok() {
                 self.account(slot, at, started);
             }
-            self.own_time.mark(started);
+            self.own_time.mark(started, Work::Tick);
             self.after(slot, step);
             self.adopt_inline_starts();
         }
@@ -377,20 +389,19 @@ impl Scheduler {
     /// not the match's — and its stretch when the thread needs more CPU than the objective
     /// allows.
     fn account(&mut self, slot: usize, scheduled: Instant, started: Mark) {
-        let own = self.own_time.own_lateness(scheduled, started);
         let finished = self.mark_now();
         let took = finished.own_since(&started);
-        let started = started.wall;
         let objective = &self.inner.config.objective;
         let thread = &self.inner.threads[self.index].cost;
-        if let Some(cause) = self.window.record(
+        let own_time = &self.own_time;
+        if let Some((cause, own)) = self.window.record(
             objective,
             thread,
-            started,
-            started.saturating_duration_since(scheduled),
-            own,
+            started.wall,
+            started.wall.saturating_duration_since(scheduled),
+            || own_time.own_split(scheduled, started),
         ) {
-            crate::metrics::late_tick(cause);
+            crate::metrics::late_tick(cause, &own);
         }
         let matches = self.by_id.len();
         let Some(m) = self.slots[slot].as_mut() else {
@@ -409,6 +420,25 @@ impl Scheduler {
     fn timer(&self, at: Instant, slot: usize) -> Reverse<(Instant, u8, usize, u64)> {
         let heavy = self.costs[slot].heavy(&self.inner.config.objective);
         Reverse((at, u8::from(heavy), slot, self.generations[slot]))
+    }
+
+    /// Handles `command` after a mark naming its work, so a tick that falls due meanwhile
+    /// knows what kept it waiting (`load::OwnTime::own_split`).
+    fn handle_marked(&mut self, command: Command) {
+        let work = match &command {
+            Command::Start { .. } | Command::Adopt { .. } => Work::Start,
+            Command::JoinAttempt { .. } => Work::JoinAttempt,
+            Command::CompleteJoin { .. } => Work::Join,
+            Command::Leave { .. } => Work::Leave,
+            Command::Signal { .. } => Work::Signal,
+            Command::Overloaded { .. }
+            | Command::Terminate { .. }
+            | Command::End { .. }
+            | Command::Stop => Work::Other,
+        };
+        let now = self.mark_now();
+        self.own_time.mark(now, work);
+        self.handle(command);
     }
 
     fn handle(&mut self, command: Command) {
