@@ -19,6 +19,7 @@ use crate::error::MatchError;
 use crate::load::{Mark, OwnTime, SlotCost, Window, Work};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
+use crate::phase::{Phase, Phases};
 use crate::presence::PresenceReason;
 use crate::registry::Inner;
 use crate::shared::MatchShared;
@@ -193,6 +194,10 @@ pub struct Scheduler {
     timers: BinaryHeap<Reverse<(Instant, u8, usize, u64)>>,
     /// Each slot's measured cost (the latency objective's bookkeeping, `load.rs`).
     costs: Vec<SlotCost>,
+    /// Ticks due per millisecond of a second, so a new match ticks where the fewest are due
+    /// (`phase.rs`), and each slot's place in it.
+    phases: Phases,
+    slot_phases: Vec<Phase>,
     /// This thread's lateness window.
     window: Window,
     /// Its clocks when it last came back from waiting for a command or its next tick, and at
@@ -235,6 +240,8 @@ impl Scheduler {
             by_id: HashMap::new(),
             timers: BinaryHeap::new(),
             costs: Vec::new(),
+            phases: Phases::default(),
+            slot_phases: Vec::new(),
             window: Window::default(),
             own_time,
             seen_windows: 0,
@@ -605,13 +612,23 @@ impl Scheduler {
                 self.generations[slot] += 1;
                 self.queued[slot] = false;
                 self.free.push(slot);
+                self.phases.remove(self.slot_phases[slot]);
                 self.by_id.remove(&m.shared().id.uuid());
                 m.finish(&self.inner, &reason);
             }
         }
     }
 
-    fn insert(&mut self, m: AuthoritativeMatch) {
+    /// A new match: its first tick goes where this thread has the fewest ticks due
+    /// (`phase.rs`), within one interval of its creation (`match.spread_tick_phases`).
+    fn insert(&mut self, mut m: AuthoritativeMatch) {
+        if self.inner.config.spread_tick_phases {
+            let first = self.since_epoch(m.next_tick());
+            let earlier = self
+                .phases
+                .earlier_by(first, m.interval_ns(), m.tick_rate());
+            m.tick_first_earlier(Duration::from_nanos(earlier));
+        }
         m.shared().metrics.running.increment(1.0);
         let cost = SlotCost::placed(m.shared().cost_ns.load(Ordering::Relaxed));
         self.insert_slot(m, cost);
@@ -625,11 +642,19 @@ impl Scheduler {
                 self.generations.push(0);
                 self.queued.push(false);
                 self.costs.push(SlotCost::default());
+                self.slot_phases.push(Phase::default());
                 self.slots.len() - 1
             }
         };
         self.by_id.insert(m.shared().id.uuid(), slot);
         self.costs[slot] = cost;
+        let phase = Phase::new(
+            self.since_epoch(m.next_tick()),
+            m.interval_ns(),
+            m.tick_rate(),
+        );
+        self.phases.add(phase);
+        self.slot_phases[slot] = phase;
         let timer = self.timer(m.next_tick(), slot);
         self.timers.push(timer);
         self.queued[slot] = true;
@@ -754,6 +779,7 @@ impl Scheduler {
         self.generations[slot] += 1;
         self.queued[slot] = false;
         self.free.push(slot);
+        self.phases.remove(self.slot_phases[slot]);
         self.by_id.remove(&id);
         let cost = std::mem::take(&mut self.costs[slot]);
         let shared = m.shared().clone();
@@ -786,6 +812,12 @@ impl Scheduler {
         crate::metrics::moved();
         tracing::info!(match_id = %shared.id_text, handler = %shared.handler_name, from = self.index, to, cpu = applied as f64 / 1e9, "match handed off to a less loaded executor thread");
         Ok(())
+    }
+
+    /// Nanoseconds from the tick grid's origin to `at`.
+    fn since_epoch(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.inner.epoch).as_nanos();
+        u64::try_from(since).unwrap_or(u64::MAX)
     }
 
     fn adopt_inline_starts(&mut self) {
