@@ -45,10 +45,10 @@ ramp=$(( (players + rate - 1) / rate ))
 steady_from=$(( ramp + 5 ))
 steady_to=$(( ramp + hold - 3 ))
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
-# Each thread's name and CPU ticks (user + system): which threads the server's CPU went to.
+# Each thread's name, id and CPU ticks (user + system): which threads the server's CPU went to.
 threads() {
   for t in /proc/"$server"/task/*; do
-    printf '%s\t%s\n' "$(cat "$t/comm" 2>/dev/null)" "$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+    printf '%s\t%s\t%s\n' "$(cat "$t/comm" 2>/dev/null)" "${t##*/}" "$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
   done
 }
 (
@@ -115,19 +115,23 @@ for note in report.get("notes", []):
         print(note)
 cpu = (float(open(f"{out}/cpu.end").read()) - float(open(f"{out}/cpu.start").read())) / hz
 print(f"steady window {t0}-{t1} s: server CPU {cpu:.1f} s over {t1 - t0} s = {cpu / (t1 - t0):.2f} cores")
-# Cores per thread name (trailing numbers dropped: all IO workers together), beside what the
+# Cores per thread name (trailing numbers dropped: all IO workers together; threads alive at
+# both ends of the window only: one that ended in it took its CPU with it), beside what the
 # match engine counts as its matches' cost (metafi_match_executor_cpu_ratio: their own time,
 # which includes time blocked in a tick, not only CPU).
 def per_thread(path):
     found = {}
     for line in open(path):
-        name, _, ticks = line.rstrip("\n").partition("\t")
-        if ticks:
-            key = re.sub(r"[-_ ]?\d+$", "", name)
-            found[key] = found.get(key, 0) + float(ticks)
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) == 3 and fields[2]:
+            found[fields[1]] = (re.sub(r"[-_ ]?\d+$", "", fields[0]), float(fields[2]))
     return found
 a, b = per_thread(f"{out}/threads.start"), per_thread(f"{out}/threads.end")
-shares = sorted(((b[k] - a.get(k, 0)) / hz / (t1 - t0), k) for k in b)
+by_name = {}
+for tid, (name, ticks) in b.items():
+    if tid in a:
+        by_name[name] = by_name.get(name, 0) + ticks - a[tid][1]
+shares = sorted((v / hz / (t1 - t0), k) for k, v in by_name.items())
 print("steady cores by thread: " + ", ".join(f"{k} {c:.2f}" for c, k in reversed(shares) if c >= 0.005))
 for line in open(f"{out}/metrics.end"):
     if line.startswith("metafi_match_executor_cpu_ratio"):
