@@ -13,8 +13,9 @@
 # target/release/…; a build in another CARGO_TARGET_DIR is named here). Prints the steady-state
 # numbers: echo / broadcast latency percentiles over the hold (from the tool's per-second
 # histograms), tick lateness p99 (from the server's Prometheus histogram over the same window),
-# server CPU; and since the server's start, ticks late past the objective by cause and the
-# matches admission refused.
+# server CPU; and up to the steady window (the rush) and over it, ticks late past the objective
+# by cause, the executor's own part of their lateness by the work that ran while they were due,
+# and the matches admission refused.
 # Needs release builds (the server with the example modules, for get_match_native):
 #   cargo build --release -p metafi-server --bin metafi --features examples &&
 #     cargo build --release -p metafi-bench
@@ -44,13 +45,21 @@ ramp=$(( (players + rate - 1) / rate ))
 steady_from=$(( ramp + 5 ))
 steady_to=$(( ramp + hold - 3 ))
 cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+# Each thread's name, id and CPU ticks (user + system): which threads the server's CPU went to.
+threads() {
+  for t in /proc/"$server"/task/*; do
+    printf '%s\t%s\t%s\n' "$(cat "$t/comm" 2>/dev/null)" "${t##*/}" "$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+  done
+}
 (
   sleep "$steady_from"
   curl -s "http://127.0.0.1:$metrics_port/metrics" >"$out/metrics.start"
   cpu >"$out/cpu.start"
+  threads >"$out/threads.start"
   sleep $(( steady_to - steady_from ))
   curl -s "http://127.0.0.1:$metrics_port/metrics" >"$out/metrics.end"
   cpu >"$out/cpu.end"
+  threads >"$out/threads.end"
   curl -s "http://127.0.0.1:$metrics_port/debug/matches" >"$out/matches.json"
 ) &
 sampler=$!
@@ -106,15 +115,44 @@ for note in report.get("notes", []):
         print(note)
 cpu = (float(open(f"{out}/cpu.end").read()) - float(open(f"{out}/cpu.start").read())) / hz
 print(f"steady window {t0}-{t1} s: server CPU {cpu:.1f} s over {t1 - t0} s = {cpu / (t1 - t0):.2f} cores")
+# Cores per thread name (trailing numbers dropped: all IO workers together; threads alive at
+# both ends of the window only: one that ended in it took its CPU with it), beside what the
+# match engine counts as its matches' cost (metafi_match_executor_cpu_ratio: their own time,
+# which includes time blocked in a tick, not only CPU).
+def per_thread(path):
+    found = {}
+    for line in open(path):
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) == 3 and fields[2]:
+            found[fields[1]] = (re.sub(r"[-_ ]?\d+$", "", fields[0]), float(fields[2]))
+    return found
+a, b = per_thread(f"{out}/threads.start"), per_thread(f"{out}/threads.end")
+by_name = {}
+for tid, (name, ticks) in b.items():
+    if tid in a:
+        by_name[name] = by_name.get(name, 0) + ticks - a[tid][1]
+shares = sorted((v / hz / (t1 - t0), k) for k, v in by_name.items())
+print("steady cores by thread: " + ", ".join(f"{k} {c:.2f}" for c, k in reversed(shares) if c >= 0.005))
+for line in open(f"{out}/metrics.end"):
+    if line.startswith("metafi_match_executor_cpu_ratio"):
+        print("at the end, the engine's count of its matches' cost: " + line.strip())
 for q in (0.5, 0.99):
     le, n = quantile_bound("metafi_match_tick_lateness_seconds", q)
     print(f"tick lateness p{int(q*100)} <= {le} s ({int(n)} ticks)")
 le, n = quantile_bound("metafi_match_tick_duration_seconds", 0.99)
 print(f"tick duration p99 <= {le} s")
-# From the server's start (the rush included) to the end of the steady window: ticks late past
-# the objective by cause (docs/MATCHES.md, "Whose lateness") and the matches admission refused.
-for line in open(f"{out}/metrics.end"):
-    if line.startswith(("metafi_match_ticks_late_total", "metafi_match_admission_refused_total")):
-        print("since start: " + line.strip())
+# Ticks late past the objective by cause (docs/MATCHES.md, "Whose lateness"), their own lateness
+# by work ("Whose work"), tick slots stretched ("Overload") and the matches admission refused: up
+# to the steady window's start (the rush and 5 s after it) and over the steady window.
+def counters(path):
+    found = {}
+    for line in open(path):
+        if line.startswith(("metafi_match_ticks_late_total", "metafi_match_own_lateness_microseconds_total", "metafi_match_admission_refused_total", "metafi_match_ticks_stretched_total")):
+            key, value = line.rsplit(" ", 1)
+            found[key] = float(value)
+    return found
+early, late = counters(f"{out}/metrics.start"), counters(f"{out}/metrics.end")
+for key in sorted(late):
+    print(f"rush: {key} {early.get(key, 0):.0f}; steady: {late[key] - early.get(key, 0):.0f}")
 EOF
 echo "reports in $out"

@@ -277,6 +277,21 @@ impl AuthoritativeMatch {
         self.core.ctx.tick_rate
     }
 
+    /// Nanoseconds between two of its ticks.
+    pub(crate) fn interval_ns(&self) -> u64 {
+        self.core.interval_ns
+    }
+
+    /// Moves its schedule `by` earlier before its first tick, to spread the phases of a burst
+    /// of new matches (`phase.rs`): less than one interval, so the first tick stays after its
+    /// creation; the interval and the grid's spacing are unchanged.
+    pub(crate) fn tick_first_earlier(&mut self, by: Duration) {
+        debug_assert!(self.core.tick == 0 && by.as_nanos() < u128::from(self.core.interval_ns));
+        if let Some(origin) = self.core.origin.checked_sub(by) {
+            self.core.origin = origin;
+        }
+    }
+
     /// Skips the next `slots` tick slots: the match is stretched to keep its thread within the
     /// latency objective (overload, `docs/MATCHES.md`). Counted; the schedule keeps its grid.
     pub(crate) fn stretch(&mut self, slots: u32) {

@@ -36,6 +36,10 @@ pub struct MatchConfig {
     pub handler_budget: Duration,
     /// How long a join attempt, match creation or signal waits for the match's answer.
     pub reply_timeout: Duration,
+    /// A new match's first tick goes to the millisecond of its interval where its thread has
+    /// the fewest ticks due (`docs/MATCHES.md`, "Tick phases"); off, it ticks one whole
+    /// interval after its creation, and a burst of creations shares one phase.
+    pub spread_tick_phases: bool,
     /// The latency objective, placement, admission and overload rules (`docs/MATCHES.md`,
     /// "Objective, placement, admission").
     pub objective: Objective,
@@ -56,6 +60,7 @@ impl Default for MatchConfig {
             max_tick_rate: MAX_TICK_RATE,
             handler_budget: Duration::from_millis(100),
             reply_timeout: Duration::from_secs(10),
+            spread_tick_phases: true,
             objective: Objective::default(),
         }
     }

@@ -60,8 +60,11 @@ fn run(mut scheduler: Scheduler) {
         if let Some(next) = next {
             until = until.min(next.checked_sub(IDLE_MARGIN).unwrap_or(next));
         }
-        if until > now && mailbox.is_empty() && crate::idle::run_idle(until) {
-            continue;
+        if until > now && mailbox.is_empty() {
+            scheduler.idle();
+            if crate::idle::run_idle(until) {
+                continue;
+            }
         }
         scheduler.wait(next);
     }

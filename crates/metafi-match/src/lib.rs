@@ -40,6 +40,7 @@ mod matchmaker_service;
 mod matchmaker_tokens;
 mod metrics;
 mod outlet;
+mod phase;
 mod presence;
 use metafi_core::search::fields;
 /// The query language of listings and tickets, shared with storage indexes (it lives in

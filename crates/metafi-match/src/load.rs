@@ -15,6 +15,11 @@
 //! histogram keeps both); admission, hand-off and health judge only the first, since refusing
 //! matches cannot cure the second. A tick's duration, the match's cost, leaves out the same
 //! waits for the core.
+//!
+//! The thread's own lateness is split again by the work that ran ([`Work`]): its matches'
+//! ticks, match starts (`match_init`), join attempts, joins, leaves, signals, idle work, its
+//! mailbox. It is a measurement (`metafi_match_own_lateness_microseconds_total{work}`): it
+//! says what to change when ticks run late; admission does not read it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -85,8 +90,81 @@ fn breaks(ticks: u64, late: u64) -> bool {
 
 /// Marks an executor thread keeps between two waits, at most (a thread that never waits keeps
 /// the latest; an older due instant then falls back to the wake mark, which overstates the
-/// thread's own time: the safe side).
-const MARKS: usize = 64;
+/// thread's own time: the safe side). A step marks each command it handles, up to 256.
+const MARKS: usize = 512;
+
+/// What an executor thread runs from a mark until its next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// A match's tick, the sends it lets out, and the step's bookkeeping after it.
+    Tick,
+    /// A new match's start (`match_init`), or a match adopted from another thread.
+    Start,
+    JoinAttempt,
+    /// A join completed (`match_join`).
+    Join,
+    Leave,
+    Signal,
+    /// Script VMs' idle work (garbage collection) between ticks.
+    Idle,
+    /// Taking commands from the thread's mailbox, from a wake-up or the start of a step to
+    /// the first command: the IO threads put arrivals there, and the thread blocks on its
+    /// lock while one of them holds it (on a busy core, until the OS runs that thread again).
+    Mailbox,
+    /// Anything else: the start of a step's ticks, termination, operator commands.
+    Other,
+}
+
+/// How many kinds of [`Work`].
+pub(crate) const WORKS: usize = 9;
+
+impl Work {
+    pub(crate) const ALL: [Work; WORKS] = [
+        Work::Tick,
+        Work::Start,
+        Work::JoinAttempt,
+        Work::Join,
+        Work::Leave,
+        Work::Signal,
+        Work::Idle,
+        Work::Mailbox,
+        Work::Other,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Work::Tick => "tick",
+            Work::Start => "match_init",
+            Work::JoinAttempt => "join_attempt",
+            Work::Join => "join",
+            Work::Leave => "leave",
+            Work::Signal => "signal",
+            Work::Idle => "idle",
+            Work::Mailbox => "mailbox",
+            Work::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A tick's own lateness by the work the thread ran between its due instant and its start.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OwnSplit {
+    pub(crate) by_work: [Duration; WORKS],
+}
+
+impl OwnSplit {
+    pub(crate) fn total(&self) -> Duration {
+        self.by_work.iter().sum()
+    }
+
+    pub(crate) fn of(&self, work: Work) -> Duration {
+        self.by_work[work.index()]
+    }
+}
 
 /// An executor thread's clocks read at one instant: the wall clock and how long the thread has
 /// waited for its core so far (`MonotonicClock::thread_run_delay`).
@@ -121,8 +199,12 @@ impl Mark {
 pub(crate) struct OwnTime {
     /// When the thread last came back from waiting (until it first waits: when it started).
     woke: Mark,
-    /// Marks taken since, oldest first, at most [`MARKS`].
-    since: VecDeque<Mark>,
+    /// Marks taken since, oldest first, at most [`MARKS`], each with the work that ran from it
+    /// to the next.
+    since: VecDeque<(Mark, Work)>,
+    /// Whether marks taken since the wake-up were dropped (more than [`MARKS`]): the work from
+    /// the wake-up to the oldest mark kept is then unknown.
+    dropped: bool,
 }
 
 impl OwnTime {
@@ -130,40 +212,82 @@ impl OwnTime {
         OwnTime {
             woke: now,
             since: VecDeque::with_capacity(MARKS),
+            dropped: false,
         }
     }
 
     /// The thread has just come back from waiting: what passed before `now` was not its own.
+    /// (The work before the wait was closed by a mark taken before it: `Scheduler::wait`.)
     pub(crate) fn woke(&mut self, now: Mark) {
         self.woke = now;
         self.since.clear();
+        self.dropped = false;
     }
 
-    /// The thread is about to run a step or a tick.
-    pub(crate) fn mark(&mut self, now: Mark) {
+    /// The thread is about to run `work`.
+    pub(crate) fn mark(&mut self, now: Mark, work: Work) {
         if self.since.len() == MARKS {
             self.since.pop_front();
+            self.dropped = true;
         }
-        self.since.push_back(now);
+        self.since.push_back((now, work));
     }
 
     /// The thread's own part of the lateness of a tick due at `scheduled` that starts at
-    /// `started`: its own time ([`Mark::own_since`]) since the last mark at or before
-    /// `max(scheduled, woke)` — a mark a little before the due instant overstates it by at
+    /// `started` ([`own_split`](Self::own_split) adds it up): its own time
+    /// ([`Mark::own_since`]) since the last mark at or before `max(scheduled, woke)` — a mark a little before the due instant overstates it by at
     /// most one tick or callback: the safe side — and at most the wall time since
     /// `max(scheduled, woke)`. A thread never waits past a due tick, so a tick due before
     /// `woke` was due while it waited.
+    #[cfg(test)]
     pub(crate) fn own_lateness(&self, scheduled: Instant, started: Mark) -> Duration {
-        let from = scheduled.max(self.woke.wall);
-        let at = self.since.partition_point(|m| m.wall <= from);
-        let base = match at {
-            0 => self.woke,
+        self.own_split(scheduled, started).total()
+    }
+
+    /// That lateness split by the work that ran from mark to mark; where the pieces add up to
+    /// more (the first piece began before the due instant and the total is at most the wall
+    /// time since), the excess is taken off the first pieces. Work from the wake-up to the
+    /// oldest mark kept, when marks were dropped, is unknown and counted as [`Work::Tick`] (the
+    /// thread's own time either way; the split only names it).
+    pub(crate) fn own_split(&self, scheduled: Instant, started: Mark) -> OwnSplit {
+        let (from, at) = self.from(scheduled);
+        let (mut base, mut work) = match at {
+            0 if self.dropped => (self.woke, Work::Tick),
+            // From the wake-up the thread takes its commands first.
+            0 => (self.woke, Work::Mailbox),
             n => self.since[n - 1],
         };
-        started
+        let total = started
             .wall
             .saturating_duration_since(from)
-            .min(started.own_since(&base))
+            .min(started.own_since(&base));
+        let mut pieces = Vec::with_capacity(self.since.len() - at + 1);
+        for &(next, next_work) in self.since.range(at..) {
+            if next.wall > started.wall {
+                break;
+            }
+            pieces.push((work, next.own_since(&base)));
+            (base, work) = (next, next_work);
+        }
+        pieces.push((work, started.own_since(&base)));
+        let mut over = pieces
+            .iter()
+            .map(|(_, d)| *d)
+            .sum::<Duration>()
+            .saturating_sub(total);
+        let mut split = OwnSplit::default();
+        for (work, piece) in pieces {
+            let cut = piece.min(over);
+            over -= cut;
+            split.by_work[work.index()] += piece - cut;
+        }
+        split
+    }
+
+    /// `max(scheduled, woke)`, and the index of the first mark after it.
+    fn from(&self, scheduled: Instant) -> (Instant, usize) {
+        let from = scheduled.max(self.woke.wall);
+        (from, self.since.partition_point(|(m, _)| m.wall <= from))
     }
 }
 
@@ -179,17 +303,18 @@ pub(crate) struct Window {
 }
 
 impl Window {
-    /// Counts one tick started at `now` with `lateness`, of which `own` was the thread's own
-    /// ([`OwnTime::own_lateness`]); publishes the window to `shared` when it is complete. Returns the
-    /// cause when the tick was late past the objective.
+    /// Counts one tick started at `now` with `lateness`; `own` is the thread's own part of it
+    /// split by work ([`OwnTime::own_split`], asked only when the tick is late past the
+    /// objective: it walks the marks). Publishes the window to `shared` when it is complete.
+    /// Returns the cause, with the split, when the tick was late past the objective.
     pub(crate) fn record(
         &mut self,
         objective: &Objective,
         shared: &ThreadLoad,
         now: Instant,
         lateness: Duration,
-        own: Duration,
-    ) -> Option<LateCause> {
+        own: impl FnOnce() -> OwnSplit,
+    ) -> Option<(LateCause, OwnSplit)> {
         let start = *self.start.get_or_insert(now);
         if now.saturating_duration_since(start) >= objective.window {
             shared.window_ticks.store(self.ticks, Ordering::Relaxed);
@@ -208,12 +333,14 @@ impl Window {
             return None;
         }
         self.late += 1;
-        if own > objective.max_lateness {
+        let split = own();
+        let cause = if split.total() > objective.max_lateness {
             self.own_late += 1;
-            Some(LateCause::Own)
+            LateCause::Own
         } else {
-            Some(LateCause::Others)
-        }
+            LateCause::Others
+        };
+        Some((cause, split))
     }
 }
 
@@ -435,224 +562,4 @@ pub struct NodeLoad {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn objective() -> Objective {
-        Objective::default()
-    }
-
-    #[test]
-    fn a_match_costs_its_average_tick_times_its_rate() {
-        let o = objective();
-        let mut c = SlotCost::placed(5_000_000);
-        let delta = c.tick(&o, Duration::from_micros(100), 64, 5_000_000, 1);
-        assert_eq!(c.applied, 100_000 * 64);
-        assert_eq!(delta, 100_000 * 64 - 5_000_000);
-        // A dearer tick counts at once; cheaper ones pull the average down by an eighth.
-        c.tick(&o, Duration::from_micros(900), 64, c.applied, 1);
-        assert_eq!(c.applied, 900_000 * 64);
-        c.tick(&o, Duration::from_micros(100), 64, c.applied, 1);
-        assert_eq!(c.applied, 800_000 * 64);
-        assert_eq!(c.stretch, 0);
-    }
-
-    #[test]
-    fn an_expensive_match_on_a_full_thread_is_stretched_to_fit() {
-        let o = objective();
-        // Others use 50 % of the core; this match needs 5 ms × 100/s = 50 %: 25 % fits.
-        let mut c = SlotCost::placed(0);
-        c.tick(&o, Duration::from_millis(5), 100, 500_000_000, 10);
-        assert_eq!(c.stretch, 1, "every other slot");
-        assert_eq!(c.applied, 250_000_000);
-        // The others leave: it runs at full rate again.
-        c.tick(&o, Duration::from_millis(5), 100, c.applied, 1);
-        assert_eq!(c.stretch, 0);
-        // Stretching off: never stretched.
-        let o = Objective {
-            stretch_overloaded: false,
-            ..objective()
-        };
-        c.tick(&o, Duration::from_millis(5), 100, 900_000_000, 10);
-        assert_eq!(c.stretch, 0);
-    }
-
-    #[test]
-    fn windows_judge_lateness_at_the_99th_percentile() {
-        let o = objective();
-        let shared = ThreadLoad::default();
-        let mut w = Window::default();
-        let t0 = Instant::now();
-        for i in 0..200u64 {
-            let late = if i < 2 {
-                Duration::from_millis(3)
-            } else {
-                Duration::ZERO
-            };
-            w.record(&o, &shared, t0 + Duration::from_millis(i), late, late);
-        }
-        let zero = Duration::ZERO;
-        w.record(&o, &shared, t0 + Duration::from_secs(3), zero, zero);
-        assert!(!shared.late(), "2 of 200 late is the 99th percentile");
-        for i in 0..200u64 {
-            let late = if i < 3 {
-                Duration::from_millis(3)
-            } else {
-                Duration::ZERO
-            };
-            w.record(
-                &o,
-                &shared,
-                t0 + Duration::from_secs(3) + Duration::from_millis(i),
-                late,
-                late,
-            );
-        }
-        w.record(&o, &shared, t0 + Duration::from_secs(6), zero, zero);
-        assert!(shared.late(), "3 of 201 late breaks it");
-    }
-
-    /// The clocks at `wall` after the thread waited `run_delay` for its core in all.
-    fn mark(wall: Instant, run_delay: Duration) -> Mark {
-        Mark { wall, run_delay }
-    }
-
-    #[test]
-    fn lateness_while_the_thread_waited_is_not_its_own() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        // Asleep when the tick fell due at t0, woken 5 ms late (of which 1 ms it was runnable
-        // and waited for its core), started at once: none is its own.
-        let mut own = OwnTime::new(mark(t0 - ms(10), ms(7)));
-        own.woke(mark(t0 + ms(5), ms(8)));
-        assert_eq!(own.own_lateness(t0, mark(t0 + ms(5), ms(8))), ms(0));
-        // Woken 5 ms late, then 3 ms of earlier ticks and callbacks: those 3 ms are its own.
-        assert_eq!(own.own_lateness(t0, mark(t0 + ms(8), ms(8))), ms(3));
-        // Busy since before the tick fell due (woke at t0 - 1 ms): all 4 ms are its own.
-        let mut own = OwnTime::new(mark(t0 - ms(1), ms(8)));
-        own.mark(mark(t0 - ms(1), ms(8)));
-        assert_eq!(own.own_lateness(t0, mark(t0 + ms(4), ms(8))), ms(4));
-        // Woken on time.
-        own.woke(mark(t0, ms(8)));
-        assert_eq!(own.own_lateness(t0, mark(t0 + ms(1), ms(8))), ms(1));
-    }
-
-    /// The batch the wall clock blamed on the thread (issue 21): woken on time at t0, it runs a
-    /// 0.2 ms tick, then the IO threads hold its core for 5 ms; the ticks that fell due
-    /// meanwhile start ~5 ms late, but the thread's own time since they fell due is its 0.2 ms
-    /// tick (and the ticks before each one).
-    #[test]
-    fn time_the_thread_waited_for_its_core_in_a_batch_is_not_its_own() {
-        let t0 = Instant::now();
-        let us = Duration::from_micros;
-        let mut own = OwnTime::new(mark(t0 - us(50_000), us(1_000)));
-        own.woke(mark(t0, us(1_000)));
-        own.mark(mark(t0, us(1_000))); // the step
-        own.mark(mark(t0, us(1_000))); // tick 1, due at t0
-        // Tick 2 was due at t0 + 1 ms and starts at t0 + 5.2 ms: 4.2 ms late by the wall, of
-        // which 0.2 ms (tick 1) the thread's own since its last mark before the due instant.
-        let tick2 = mark(t0 + us(5_200), us(6_000));
-        assert_eq!(own.own_lateness(t0 + us(1_000), tick2), us(200));
-        // The wall clock alone (the old rule) called all 4.2 ms its own: over the objective of
-        // 2 ms, so this thread counted as full.
-        assert!(Objective::default().max_lateness < us(4_200));
-        own.mark(tick2);
-        // Tick 3, due at t0 + 2 ms, starts after tick 2 (0.2 ms more): 0.4 ms its own.
-        let tick3 = mark(t0 + us(5_400), us(6_000));
-        assert_eq!(own.own_lateness(t0 + us(2_000), tick3), us(400));
-        // A tick due after tick 2 started is charged from tick 2's mark, at most the wall time.
-        assert_eq!(own.own_lateness(t0 + us(5_300), tick3), us(100));
-    }
-
-    /// A thread that really spends its time on its matches — running them, or blocked in a
-    /// callback that waits (a sleeping native tick, an `nk` call waiting for storage): woken
-    /// on time, 3 ms of ticks before a tick due at the wake-up. All of it is its own.
-    #[test]
-    fn time_the_thread_spends_in_its_matches_is_its_own() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        let mut own = OwnTime::new(mark(t0, ms(0)));
-        own.woke(mark(t0, ms(10)));
-        own.mark(mark(t0, ms(10)));
-        for i in 0..3 {
-            own.mark(mark(t0 + ms(i), ms(10)));
-        }
-        assert_eq!(own.own_lateness(t0, mark(t0 + ms(3), ms(10))), ms(3));
-        // More marks than it keeps (a thread that never waits): an older due instant is
-        // charged from the wake-up, never from a later mark (that would understate it).
-        for i in 0..(MARKS as u64 * 2) {
-            own.mark(mark(t0 + ms(3 + i), ms(10)));
-        }
-        let end = 3 + MARKS as u64 * 2;
-        assert_eq!(
-            own.own_lateness(t0 + ms(1), mark(t0 + ms(end), ms(12))),
-            ms(end - 2),
-            "from the wake-up: the wall time since, less the 2 ms it waited for its core"
-        );
-    }
-
-    #[test]
-    fn a_thread_woken_late_is_late_by_others_and_not_full() {
-        let o = objective();
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        // Every tick 5 ms late, of which 1 ms its own: the window breaks the objective, but not
-        // by the thread's own lateness.
-        let woken_late = ThreadLoad::default();
-        let mut w = Window::default();
-        let mut causes = Vec::new();
-        for i in 0..100u64 {
-            causes.extend(w.record(&o, &woken_late, t0 + ms(10 * i), ms(5), ms(1)));
-        }
-        w.record(&o, &woken_late, t0 + ms(3_000), ms(0), ms(0));
-        assert!(causes.iter().all(|c| *c == LateCause::Others) && causes.len() == 100);
-        assert!(!woken_late.late());
-        assert!(woken_late.late_by_others());
-        // It still takes matches, even with its matches' cost over the floor.
-        woken_late.cost_ns.store(500_000_000, Ordering::Relaxed);
-        assert_eq!(place(&o, &[(&woken_late, 10)], 1_000_000), Ok(0));
-
-        // Still busy with its own work for 3 ms when ticks fell due: full.
-        let busy = ThreadLoad::default();
-        let mut w = Window::default();
-        for i in 0..100u64 {
-            let cause = w.record(&o, &busy, t0 + ms(10 * i), ms(3), ms(3));
-            assert_eq!(cause, Some(LateCause::Own));
-        }
-        w.record(&o, &busy, t0 + ms(3_000), ms(0), ms(0));
-        assert!(busy.late());
-        assert!(!busy.late_by_others());
-        busy.cost_ns.store(500_000_000, Ordering::Relaxed);
-        let err = place(&o, &[(&busy, 10)], 1_000_000).unwrap_err();
-        assert!(err.to_string().contains("tick lateness p99"), "{err}");
-    }
-
-    #[test]
-    fn placement_takes_the_most_headroom_and_refuses_past_the_objective() {
-        let o = objective();
-        let a = ThreadLoad::default();
-        let b = ThreadLoad::default();
-        a.cost_ns.store(100_000_000, Ordering::Relaxed);
-        b.cost_ns.store(600_000_000, Ordering::Relaxed);
-        // By cost: the thread with fewer matches but more load is not chosen.
-        assert_eq!(place(&o, &[(&a, 30), (&b, 1)], 10_000_000), Ok(0));
-        let by_count = Objective {
-            placement: Placement::Count,
-            ..objective()
-        };
-        assert_eq!(place(&by_count, &[(&a, 30), (&b, 1)], 10_000_000), Ok(1));
-        // 650 + 100 fits 750; 660 + 100 does not, anywhere.
-        a.cost_ns.store(700_000_000, Ordering::Relaxed);
-        b.cost_ns.store(650_000_000, Ordering::Relaxed);
-        assert_eq!(place(&o, &[(&a, 1), (&b, 1)], 100_000_000), Ok(1));
-        b.cost_ns.store(660_000_000, Ordering::Relaxed);
-        let err = place(&o, &[(&a, 1), (&b, 1)], 100_000_000).unwrap_err();
-        assert!(err.to_string().starts_with("Node is full"), "{err}");
-        // Without admission the match is placed anyway.
-        let open = Objective {
-            admission: false,
-            ..objective()
-        };
-        assert_eq!(place(&open, &[(&a, 1), (&b, 1)], 100_000_000), Ok(1));
-    }
-}
+mod tests;

@@ -135,9 +135,22 @@ pub(crate) fn move_refused(reason: &'static str) {
 /// `metafi_match_ticks_late_total{cause}`: ticks that started later than the lateness
 /// objective, by cause (`own`: the thread ran or blocked in its own work for longer than the
 /// objective; `others`: only with the time it waited to be woken or for its core, see
-/// `load::OwnTime`). Admission counts only `own`.
-pub(crate) fn late_tick(cause: crate::load::LateCause) {
+/// `load::OwnTime`). Admission counts only `own`. And
+/// `metafi_match_own_lateness_microseconds_total{work}`: the own part of the `own` late ticks'
+/// lateness by the work the thread ran while they were due (`load::Work`): what to change when
+/// the node's own ticks run late.
+pub(crate) fn late_tick(cause: crate::load::LateCause, own: &crate::load::OwnSplit) {
     metrics::counter!("metafi_match_ticks_late_total", "cause" => cause.label()).increment(1);
+    if cause == crate::load::LateCause::Others {
+        return;
+    }
+    for work in crate::load::Work::ALL {
+        let us = own.of(work).as_micros();
+        if us > 0 {
+            metrics::counter!("metafi_match_own_lateness_microseconds_total", "work" => work.label())
+                .increment(u64::try_from(us).unwrap_or(u64::MAX));
+        }
+    }
 }
 
 /// The node's load against its objective: `metafi_match_executor_cpu_ratio` (share of the

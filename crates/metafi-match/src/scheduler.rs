@@ -16,9 +16,10 @@ use uuid::Uuid;
 
 use crate::authoritative::{AuthoritativeMatch, EndReason, JoinOutcome, MovingMatch, Step};
 use crate::error::MatchError;
-use crate::load::{Mark, OwnTime, SlotCost, Window};
+use crate::load::{Mark, OwnTime, SlotCost, Window, Work};
 use crate::mailbox::Mailbox;
 use crate::match_handler::{JoinRequest, MatchSpec};
+use crate::phase::{Phase, Phases};
 use crate::presence::PresenceReason;
 use crate::registry::Inner;
 use crate::shared::MatchShared;
@@ -193,6 +194,10 @@ pub struct Scheduler {
     timers: BinaryHeap<Reverse<(Instant, u8, usize, u64)>>,
     /// Each slot's measured cost (the latency objective's bookkeeping, `load.rs`).
     costs: Vec<SlotCost>,
+    /// Ticks due per millisecond of a second, so a new match ticks where the fewest are due
+    /// (`phase.rs`), and each slot's place in it.
+    phases: Phases,
+    slot_phases: Vec<Phase>,
     /// This thread's lateness window.
     window: Window,
     /// Its clocks when it last came back from waiting for a command or its next tick, and at
@@ -235,6 +240,8 @@ impl Scheduler {
             by_id: HashMap::new(),
             timers: BinaryHeap::new(),
             costs: Vec::new(),
+            phases: Phases::default(),
+            slot_phases: Vec::new(),
             window: Window::default(),
             own_time,
             seen_windows: 0,
@@ -258,9 +265,11 @@ impl Scheduler {
     /// Handles waiting commands, then runs every due tick. Returns when the next tick is due
     /// (`None`: no matches).
     pub fn step(&mut self) -> Option<Instant> {
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Mailbox);
         for _ in 0..MAX_COMMANDS_PER_STEP {
             match self.rx.try_recv() {
-                Some(command) => self.handle(command),
+                Some(command) => self.handle_marked(command),
                 None => break,
             }
         }
@@ -273,14 +282,24 @@ impl Scheduler {
     /// Waits until the next tick is due at `next` (forever without one) or a command arrives,
     /// and handles that command. The executor thread calls it between steps.
     pub(crate) fn wait(&mut self, next: Option<Instant>) {
+        // Closes the work before the wait (its own time counts up to here, not the wait); a
+        // return without sleeping has spent the time on the mailbox.
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Mailbox);
         let (command, waited) = self.rx.recv_until(next);
         if waited {
             self.woke();
         }
         if let Some(command) = command {
-            self.handle(command);
+            self.handle_marked(command);
             self.inner.outlet.flush();
         }
+    }
+
+    /// The thread is about to run idle work (script VMs' garbage collection) between ticks.
+    pub(crate) fn idle(&mut self) {
+        let now = self.mark_now();
+        self.own_time.mark(now, Work::Idle);
     }
 
     /// The thread has just come back from waiting (for a command or its next tick): lateness
@@ -292,8 +311,8 @@ impl Scheduler {
         self.own_time.woke(now);
     }
 
-    /// Both clocks now (the run delay is one system call: read at each wake, step, tick start
-    /// and tick end, not per command).
+    /// Both clocks now (the run delay is one system call: read at each wake and wait, step,
+    /// command, idle slice, tick start and tick end).
     fn mark_now(&self) -> Mark {
         Mark {
             wall: self.inner.clock.now(),
@@ -327,7 +346,7 @@ impl Scheduler {
         // A mark where the step's ticks begin: a tick that falls due after it is not charged
         // the commands handled before it (`load::OwnTime` counts from the last mark).
         let began = self.mark_now();
-        self.own_time.mark(began);
+        self.own_time.mark(began, Work::Other);
         let mut flushed = began.wall;
         // Only ticks due when the step began: ticks that fall due while it runs wait for the
         // next step, after the commands. An overloaded thread (its ticks take longer than
@@ -364,7 +383,7 @@ impl Scheduler {
             if step.is_ok() {
                 self.account(slot, at, started);
             }
-            self.own_time.mark(started);
+            self.own_time.mark(started, Work::Tick);
             self.after(slot, step);
             self.adopt_inline_starts();
         }
@@ -377,20 +396,19 @@ impl Scheduler {
     /// not the match's — and its stretch when the thread needs more CPU than the objective
     /// allows.
     fn account(&mut self, slot: usize, scheduled: Instant, started: Mark) {
-        let own = self.own_time.own_lateness(scheduled, started);
         let finished = self.mark_now();
         let took = finished.own_since(&started);
-        let started = started.wall;
         let objective = &self.inner.config.objective;
         let thread = &self.inner.threads[self.index].cost;
-        if let Some(cause) = self.window.record(
+        let own_time = &self.own_time;
+        if let Some((cause, own)) = self.window.record(
             objective,
             thread,
-            started,
-            started.saturating_duration_since(scheduled),
-            own,
+            started.wall,
+            started.wall.saturating_duration_since(scheduled),
+            || own_time.own_split(scheduled, started),
         ) {
-            crate::metrics::late_tick(cause);
+            crate::metrics::late_tick(cause, &own);
         }
         let matches = self.by_id.len();
         let Some(m) = self.slots[slot].as_mut() else {
@@ -409,6 +427,25 @@ impl Scheduler {
     fn timer(&self, at: Instant, slot: usize) -> Reverse<(Instant, u8, usize, u64)> {
         let heavy = self.costs[slot].heavy(&self.inner.config.objective);
         Reverse((at, u8::from(heavy), slot, self.generations[slot]))
+    }
+
+    /// Handles `command` after a mark naming its work, so a tick that falls due meanwhile
+    /// knows what kept it waiting (`load::OwnTime::own_split`).
+    fn handle_marked(&mut self, command: Command) {
+        let work = match &command {
+            Command::Start { .. } | Command::Adopt { .. } => Work::Start,
+            Command::JoinAttempt { .. } => Work::JoinAttempt,
+            Command::CompleteJoin { .. } => Work::Join,
+            Command::Leave { .. } => Work::Leave,
+            Command::Signal { .. } => Work::Signal,
+            Command::Overloaded { .. }
+            | Command::Terminate { .. }
+            | Command::End { .. }
+            | Command::Stop => Work::Other,
+        };
+        let now = self.mark_now();
+        self.own_time.mark(now, work);
+        self.handle(command);
     }
 
     fn handle(&mut self, command: Command) {
@@ -575,13 +612,23 @@ impl Scheduler {
                 self.generations[slot] += 1;
                 self.queued[slot] = false;
                 self.free.push(slot);
+                self.phases.remove(self.slot_phases[slot]);
                 self.by_id.remove(&m.shared().id.uuid());
                 m.finish(&self.inner, &reason);
             }
         }
     }
 
-    fn insert(&mut self, m: AuthoritativeMatch) {
+    /// A new match: its first tick goes where this thread has the fewest ticks due
+    /// (`phase.rs`), within one interval of its creation (`match.spread_tick_phases`).
+    fn insert(&mut self, mut m: AuthoritativeMatch) {
+        if self.inner.config.spread_tick_phases {
+            let first = self.since_epoch(m.next_tick());
+            let earlier = self
+                .phases
+                .earlier_by(first, m.interval_ns(), m.tick_rate());
+            m.tick_first_earlier(Duration::from_nanos(earlier));
+        }
         m.shared().metrics.running.increment(1.0);
         let cost = SlotCost::placed(m.shared().cost_ns.load(Ordering::Relaxed));
         self.insert_slot(m, cost);
@@ -595,11 +642,19 @@ impl Scheduler {
                 self.generations.push(0);
                 self.queued.push(false);
                 self.costs.push(SlotCost::default());
+                self.slot_phases.push(Phase::default());
                 self.slots.len() - 1
             }
         };
         self.by_id.insert(m.shared().id.uuid(), slot);
         self.costs[slot] = cost;
+        let phase = Phase::new(
+            self.since_epoch(m.next_tick()),
+            m.interval_ns(),
+            m.tick_rate(),
+        );
+        self.phases.add(phase);
+        self.slot_phases[slot] = phase;
         let timer = self.timer(m.next_tick(), slot);
         self.timers.push(timer);
         self.queued[slot] = true;
@@ -724,6 +779,7 @@ impl Scheduler {
         self.generations[slot] += 1;
         self.queued[slot] = false;
         self.free.push(slot);
+        self.phases.remove(self.slot_phases[slot]);
         self.by_id.remove(&id);
         let cost = std::mem::take(&mut self.costs[slot]);
         let shared = m.shared().clone();
@@ -756,6 +812,12 @@ impl Scheduler {
         crate::metrics::moved();
         tracing::info!(match_id = %shared.id_text, handler = %shared.handler_name, from = self.index, to, cpu = applied as f64 / 1e9, "match handed off to a less loaded executor thread");
         Ok(())
+    }
+
+    /// Nanoseconds from the tick grid's origin to `at`.
+    fn since_epoch(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.inner.epoch).as_nanos();
+        u64::try_from(since).unwrap_or(u64::MAX)
     }
 
     fn adopt_inline_starts(&mut self) {

@@ -6,14 +6,16 @@
 
 mod support;
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use metafi_match::testing::{ScriptedMatch, Sent, join_request, presence};
 use metafi_match::{
-    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, PresenceReason, Queued,
+    Flow, HandlerError, JoinOutcome, ListQuery, MatchConfig, MonotonicClock, PresenceReason, Queued,
 };
+use parking_lot::Mutex;
 use support::Engine;
 use uuid::Uuid;
 
@@ -49,6 +51,64 @@ fn ticks_follow_the_schedule_and_lateness_is_measured() {
     engine.run_for(Duration::from_secs(1));
     assert_eq!(calls.lock().ticks.len(), 12);
     assert_eq!(calls.lock().ticks.last(), Some(&11));
+}
+
+/// Each match's tick instants, for `n` matches at 10 ticks/s created at one instant (a rush's
+/// creations, handled one after another without time passing) and run for a second.
+fn burst(n: usize, spread_tick_phases: bool) -> (Instant, Vec<Vec<Instant>>) {
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        spread_tick_phases,
+        ..MatchConfig::default()
+    });
+    let created = engine.now();
+    let mut ticks = Vec::new();
+    for _ in 0..n {
+        let (clock, at) = (engine.clock.clone(), Arc::new(Mutex::new(Vec::new())));
+        let seen = at.clone();
+        let (handler, _) = ScriptedMatch::new(10, move |_, _, _, _| {
+            seen.lock().push(clock.now());
+            Ok(Flow::Continue)
+        });
+        engine.create("burst", handler);
+        ticks.push(at);
+    }
+    assert_eq!(engine.now(), created);
+    engine.run_for(Duration::from_secs(1));
+    let ticks = ticks.iter().map(|t| t.lock().clone()).collect();
+    (created, ticks)
+}
+
+/// The most ticks run at one instant (the harness steps once per instant, as the executor
+/// runs every tick due at the start of a step in that step).
+fn most_ticks_in_one_step(ticks: &[Vec<Instant>]) -> usize {
+    let mut per_instant: HashMap<Instant, usize> = HashMap::new();
+    for at in ticks.iter().flatten() {
+        *per_instant.entry(*at).or_default() += 1;
+    }
+    per_instant.into_values().max().unwrap_or(0)
+}
+
+#[test]
+fn a_burst_of_creations_ticks_spread_over_the_interval() {
+    let (created, ticks) = burst(250, true);
+    // 100 milliseconds in the interval: at most ceil(250 / 100) = 3 ticks a step.
+    assert_eq!(most_ticks_in_one_step(&ticks), 3);
+    for at in &ticks {
+        // Its first tick within one interval after its creation, then every 100 ms exactly.
+        assert_eq!(at.len(), 10, "{at:?}");
+        assert!(at[0] > created && at[0] <= created + TICK, "{at:?}");
+        assert!(at.windows(2).all(|w| w[1] - w[0] == TICK), "{at:?}");
+    }
+    // The first match created keeps the whole interval, as a lone match does.
+    assert_eq!(ticks[0][0], created + TICK);
+    // A burst of 100: every match on its own millisecond.
+    let (_, ticks) = burst(100, true);
+    assert_eq!(most_ticks_in_one_step(&ticks), 1);
+
+    // Phases not spread (`match.spread_tick_phases = false`, as before): all 250 in one step.
+    let (_, ticks) = burst(250, false);
+    assert_eq!(most_ticks_in_one_step(&ticks), 250);
 }
 
 #[test]
@@ -427,9 +487,11 @@ fn a_callback_over_its_budget_ends_its_match_and_others_keep_time() {
         ..MatchConfig::default()
     });
     let clock = engine.clock.clone();
+    // Created at the same instant, the two tick 1 ms apart (phases spread, `phase.rs`): the
+    // slow callback takes 150 ms so the healthy tick due 99 ms into it waits for it.
     let (slow, _) = ScriptedMatch::new(10, move |_, _, tick, _| {
         if tick == 2 {
-            clock.advance(Duration::from_millis(60));
+            clock.advance(Duration::from_millis(150));
         }
         Ok(Flow::Continue)
     });
@@ -439,9 +501,9 @@ fn a_callback_over_its_budget_ends_its_match_and_others_keep_time() {
     engine.run_for(Duration::from_secs(1));
     assert!(engine.matches.get(&slow_id.to_string()).unwrap().is_none());
     assert_eq!(healthy_calls.lock().ticks.len(), 10);
-    // The healthy match ran after the slow callback once, 60 ms late; then on time.
+    // The healthy match ran after the slow callback once, 51 ms late; then on time.
     let s = engine.stats(&healthy_id);
-    assert!((s.max_lateness_seconds - 0.060).abs() < 1e-9, "{s:?}");
+    assert!((s.max_lateness_seconds - 0.051).abs() < 1e-9, "{s:?}");
     assert_eq!(s.last_lateness_seconds, 0.0);
 }
 

@@ -62,6 +62,7 @@ pub(super) fn validate(m: &RawMatch, check: &mut Checker) -> (MatchConfig, Match
         ),
         handler_budget: check.millis("match.handler_budget_ms", m.handler_budget_ms, 1, 60_000),
         reply_timeout: check.millis("match.reply_timeout_ms", m.reply_timeout_ms, 1, HOUR_MS),
+        spread_tick_phases: m.spread_tick_phases,
         objective: objective(m, check),
     };
     let vms = if m.vm_per_match {

@@ -399,6 +399,8 @@ pub struct RawMatch {
     pub admission: bool,
     /// Stretch the ticks of the dearest match of a thread past the CPU objective.
     pub stretch_overloaded: bool,
+    /// Put a new match's first tick where its executor thread has the fewest ticks due.
+    pub spread_tick_phases: bool,
     /// Hand a movable (native) match off from a thread whose ticks run late to the least
     /// loaded thread.
     pub hand_off: bool,
@@ -429,6 +431,7 @@ impl Default for RawMatch {
             placement: "cost".into(),
             admission: true,
             stretch_overloaded: true,
+            spread_tick_phases: true,
             hand_off: true,
             hand_off_after_ms: 4_000,
         }
