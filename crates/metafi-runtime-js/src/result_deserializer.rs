@@ -79,7 +79,6 @@ impl<'a> Reading<'a> {
     ) -> ValueDeserializer<'r, 'a, 'js> {
         ValueDeserializer {
             reading: self,
-            ty: value.type_of(),
             value,
             rename: true,
             depth: 0,
@@ -92,8 +91,6 @@ impl<'a> Reading<'a> {
 pub(crate) struct ValueDeserializer<'r, 'a, 'js> {
     reading: &'r mut Reading<'a>,
     value: Value<'js>,
-    /// `value.type_of()`, asked once (up to six calls into QuickJS for an object).
-    ty: Type,
     rename: bool,
     depth: usize,
 }
@@ -109,7 +106,7 @@ impl<'r, 'a, 'js> ValueDeserializer<'r, 'a, 'js> {
     /// The value's shape, or the walk's "unplain" as an error.
     fn shape(&mut self) -> Result<Shape<'js>, Abandoned> {
         let value = &self.value;
-        let leaf = match self.ty {
+        let leaf = match value.type_of() {
             Type::Null => Json::Null,
             Type::Bool => value
                 .as_bool()
@@ -149,16 +146,10 @@ impl<'r, 'a, 'js> ValueDeserializer<'r, 'a, 'js> {
         Ok(Shape::Leaf(leaf))
     }
 
-    fn child<'c>(
-        &'c mut self,
-        value: Value<'js>,
-        ty: Type,
-        rename: bool,
-    ) -> ValueDeserializer<'c, 'a, 'js> {
+    fn child<'c>(&'c mut self, value: Value<'js>, rename: bool) -> ValueDeserializer<'c, 'a, 'js> {
         ValueDeserializer {
             reading: self.reading,
             value,
-            ty,
             rename,
             depth: self.depth + 1,
         }
@@ -226,8 +217,8 @@ struct Properties<'p, 'r, 'a, 'js> {
     object: Object<'js>,
     atoms: Vec<qjs::JSAtom>,
     next: usize,
-    /// The value of the key just read, its type, and whether its object keys are renamed.
-    pending: Option<(Value<'js>, Type, bool)>,
+    /// The value of the key just read, and whether its object keys are renamed.
+    pending: Option<(Value<'js>, bool)>,
 }
 
 impl<'de> de::MapAccess<'de> for Properties<'_, '_, '_, '_> {
@@ -266,23 +257,22 @@ impl<'de> de::MapAccess<'de> for Properties<'_, '_, '_, '_> {
                     None => return Err(abandon("a key that is not UTF-8")),
                 },
             };
-            let ty = item.type_of();
-            if skipped(ty) {
+            if skipped(item.type_of()) {
                 continue;
             }
             let inner = rename && !MAP_FIELDS.contains(&key.as_str());
-            self.pending = Some((item, ty, inner));
+            self.pending = Some((item, inner));
             return seed.deserialize(key.into_deserializer()).map(Some);
         }
         Ok(None)
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Abandoned> {
-        let (item, ty, rename) = self
+        let (item, rename) = self
             .pending
             .take()
             .ok_or_else(|| abandon("a value asked for before its key"))?;
-        seed.deserialize(self.reader.child(item, ty, rename))
+        seed.deserialize(self.reader.child(item, rename))
     }
 }
 
@@ -306,15 +296,13 @@ impl<'de> de::SeqAccess<'de> for Items<'_, '_, '_, '_> {
         }
         let item: Value<'_> = self.array.get(self.next).map_err(thrown)?;
         self.next += 1;
-        let ty = item.type_of();
-        let (item, ty) = if skipped(ty) {
-            (Value::new_null(item.ctx().clone()), Type::Null)
+        let item = if skipped(item.type_of()) {
+            Value::new_null(item.ctx().clone())
         } else {
-            (item, ty)
+            item
         };
         let rename = self.reader.rename;
-        seed.deserialize(self.reader.child(item, ty, rename))
-            .map(Some)
+        seed.deserialize(self.reader.child(item, rename)).map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -351,7 +339,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer<'_, '_, '_> {
 
     /// As `serde_json::Value`: `null` is `None`, anything else `Some` of itself.
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Abandoned> {
-        match self.ty {
+        match self.value.type_of() {
             Type::Null => visitor.visit_none(),
             _ => visitor.visit_some(self),
         }
