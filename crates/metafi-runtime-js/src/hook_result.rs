@@ -190,14 +190,14 @@ enum Member {
 }
 
 /// The own enumerable string keys of an object (`JSON.stringify`'s list), freed on drop.
-pub(crate) struct OwnKeys<'js> {
+struct OwnKeys<'js> {
     ctx: Ctx<'js>,
     table: *mut qjs::JSPropertyEnum,
     len: u32,
 }
 
 impl<'js> OwnKeys<'js> {
-    pub(crate) fn of(object: &Object<'js>) -> rquickjs::Result<OwnKeys<'js>> {
+    fn of(object: &Object<'js>) -> rquickjs::Result<OwnKeys<'js>> {
         let ctx = object.ctx().clone();
         let mut table = std::ptr::null_mut();
         let mut len = 0;
@@ -218,7 +218,7 @@ impl<'js> OwnKeys<'js> {
         Ok(OwnKeys { ctx, table, len })
     }
 
-    pub(crate) fn atoms(&self) -> impl Iterator<Item = &qjs::JSAtom> + '_ {
+    fn atoms(&self) -> impl Iterator<Item = &qjs::JSAtom> + '_ {
         (0..self.len as usize).map(|i| {
             // SAFETY: `table` has `len` entries until drop.
             unsafe { &(*self.table.add(i)).atom }
@@ -237,7 +237,7 @@ impl Drop for OwnKeys<'_> {
 
 /// An atom's text; `None` if it is not valid UTF-8 (a lone surrogate), which the text path
 /// then reads.
-pub(crate) fn atom_text(ctx: &Ctx<'_>, atom: qjs::JSAtom) -> Option<String> {
+fn atom_text(ctx: &Ctx<'_>, atom: qjs::JSAtom) -> Option<String> {
     let raw = ctx.as_raw().as_ptr();
     let mut len = 0;
     // SAFETY: `atom` is live in `ctx`; the C string is freed below.
@@ -263,7 +263,7 @@ pub(crate) fn atom_text(ctx: &Ctx<'_>, atom: qjs::JSAtom) -> Option<String> {
 /// An ordinary object or array whose prototype is the intrinsic one — every object a hook
 /// builds with a literal or gets from the host — is answered by [`Intrinsics::plain`]
 /// without a property lookup through the chain.
-pub(crate) fn plain<'js>(
+fn plain<'js>(
     object: &Object<'js>,
     array: bool,
     intrinsics: &Intrinsics,
@@ -422,7 +422,7 @@ unsafe fn has_prototype(
 /// A JavaScript number as `JSON.stringify` prints it and serde_json reads it back; `None` for
 /// integral values from 2^53 up to 1e21, which JavaScript prints with rounded digits
 /// (`2 ** 63` as `9223372036854776000`): those take the text path.
-pub(crate) fn number(n: f64) -> Option<Json> {
+fn number(n: f64) -> Option<Json> {
     if !n.is_finite() {
         return Some(Json::Null);
     }

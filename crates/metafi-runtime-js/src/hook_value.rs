@@ -295,12 +295,12 @@ pub(crate) fn build<'js>(
 pub(crate) fn build_value<'js>(
     ctx: &Ctx<'js>,
     names: &FieldNames,
-    value: &HookValue,
+    value: HookValue,
 ) -> rquickjs::Result<Value<'js>> {
     match value {
-        HookValue::Json(json) => build(ctx, names, json, true),
+        HookValue::Json(json) => build(ctx, names, &json, true),
         HookValue::Message(message) => {
-            let message: &dyn erased_serde::Serialize = &**message;
+            let message: &dyn erased_serde::Serialize = &*message;
             crate::object_serializer::build(ctx, names, message)
         }
     }

@@ -43,7 +43,6 @@ mod nakama;
 mod nk_binding;
 mod nk_value;
 mod object_serializer;
-mod result_deserializer;
 mod rpc_vm;
 mod storage_index;
 mod storage_retry;

@@ -81,7 +81,8 @@ impl EngineVm for RpcVm {
             let outcome = self.current().run_hook(&call, args);
             self.replace_if_poisoned();
             match outcome {
-                Outcome::Done(result) => result,
+                // The result in proto names: the edge reads it into its request.
+                Outcome::Done(result) => result.map(|value| value.map(HookValue::Json)),
                 Outcome::Pending => {
                     tracing::warn!(
                         engine = "js",

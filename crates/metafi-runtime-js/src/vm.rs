@@ -22,6 +22,7 @@ use rquickjs::{
     Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Value, qjs,
 };
 use rustc_hash::FxBuildHasher;
+use serde_json::Value as Json;
 use tokio::runtime::Handle;
 use uuid::Uuid;
 
@@ -32,7 +33,6 @@ use crate::hook_result::{self, Walk};
 use crate::hook_value::{self, FieldNames};
 use crate::io::{self, WaitError};
 use crate::logger::CallLoggers;
-use crate::result_deserializer;
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
@@ -336,12 +336,10 @@ impl JsVm {
 }
 
 /// Runs the hook stored under `call.id` with `args` as JavaScript values built straight from
-/// the values (names in `lowerCamelCase`, as Nakama's JavaScript runtime shows them; no JSON
-/// text), and reads a before hook's result: straight into the request's own type when the
-/// request can be read back (`HookMessage::read_same`, `result_deserializer.rs`), else — and
-/// whenever that read is abandoned — as JSON in proto names, as before.
+/// the JSON values (names in `lowerCamelCase`, as Nakama's JavaScript runtime shows them; no
+/// JSON text), and reads a before hook's result back in proto names.
 impl JsVm {
-    pub(crate) fn run_hook(&self, call: &RpcCall, args: HookArgs) -> Outcome<Option<HookValue>> {
+    pub(crate) fn run_hook(&self, call: &RpcCall, args: HookArgs) -> Outcome<Option<Json>> {
         let Some(function) = self.shared.hooks.borrow().get(&*call.id).cloned() else {
             return Outcome::Done(Err(ScriptError::Failed {
                 message: "RPC function not found".into(),
@@ -351,13 +349,9 @@ impl JsVm {
         let _entered = self.shared.enter(call);
         let budget = &self.shared.budget;
         budget.start(call.deadline);
-        let (data, input) = match args {
-            HookArgs::Before(input) => (input, None),
-            HookArgs::After { output, input } => (output, Some(input)),
-        };
-        let after = input.is_some();
+        let after = matches!(args, HookArgs::After { .. });
         let outcome = self.context.with(|ctx| {
-            let result = invoke_hook(&ctx, &self.shared, function, call, data.as_ref(), input);
+            let result = invoke_hook(&ctx, &self.shared, function, call, args);
             run_jobs(&ctx, budget);
             let value = match result {
                 Ok(value) => value,
@@ -375,31 +369,21 @@ impl JsVm {
             if after || value.is_undefined() || value.is_null() {
                 return Outcome::Done(Ok(None));
             }
-            if let Some(HookValue::Message(request)) = &data {
-                let mut reading = result_deserializer::Reading::new(&self.shared.names);
-                let from = reading.deserializer(value.clone());
-                match request.read_same(&mut <dyn erased_serde::Deserializer<'_>>::erase(from)) {
-                    Ok(typed) => return Outcome::Done(Ok(Some(typed))),
-                    // Abandoned: whatever it left pending (a getter's exception) is cleared,
-                    // and the value is read as before, which meets the same condition.
-                    Err(_) => drop(ctx.catch()),
-                }
-            }
             // Plain data straight into proto names; anything else through JSON.stringify.
             match hook_result::read(&value, &self.shared.names) {
-                Ok(Walk::Plain(json)) => return Outcome::Done(Ok(Some(HookValue::Json(json)))),
+                Ok(Walk::Plain(json)) => return Outcome::Done(Ok(Some(json))),
                 Ok(Walk::Unplain) => {}
                 Err(e) => return Outcome::Done(Err(classify(&ctx, &self.shared, e))),
             }
             match convert::to_json_text(&ctx, value) {
                 Ok(None) => Outcome::Done(Ok(None)),
-                Ok(Some(text)) => Outcome::Done(
-                    convert::hook_result(&text)
-                        .map(|json| Some(HookValue::Json(json)))
-                        .map_err(|e| ScriptError::BadResult {
+                Ok(Some(text)) => {
+                    Outcome::Done(convert::hook_result(&text).map(Some).map_err(|e| {
+                        ScriptError::BadResult {
                             found: format!("text that is not JSON ({e})"),
-                        }),
-                ),
+                        }
+                    }))
+                }
                 Err(e) => Outcome::Done(Err(classify(&ctx, &self.shared, e))),
             }
         });
@@ -409,23 +393,21 @@ impl JsVm {
 }
 
 /// Calls a hook function with `(ctx, logger, nk, data)`, or `(ctx, logger, nk, output,
-/// input)` after (`input` given).
+/// input)` after.
 fn invoke_hook<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
     function: Persistent<Function<'static>>,
     call: &RpcCall,
-    data: Option<&HookValue>,
-    input: Option<Option<HookValue>>,
+    args: HookArgs,
 ) -> rquickjs::Result<Value<'js>> {
-    let value = |value: Option<&HookValue>| match value {
+    let value = |value: Option<HookValue>| match value {
         Some(value) => hook_value::build_value(ctx, &shared.names, value),
         None => Ok(Value::new_null(ctx.clone())),
     };
-    let data = value(data)?;
-    let input = match input {
-        Some(input) => Some(value(input.as_ref())?),
-        None => None,
+    let (data, input) = match args {
+        HookArgs::Before(input) => (value(input)?, None),
+        HookArgs::After { output, input } => (value(output)?, Some(value(input)?)),
     };
     call_with_context(ctx, shared, function.restore(ctx)?, call, data, input)
 }
