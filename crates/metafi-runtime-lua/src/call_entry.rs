@@ -39,10 +39,11 @@ use metafi_runtime::HookValue;
 use metafi_runtime::context::CallContext;
 use mlua::thread::{AsyncThread, ThreadStatus};
 use mlua::{Function, Lua, Thread, Value, ffi};
+use serde_json::Value as Json;
 
 use crate::field_keys::FieldKeys;
 use crate::tape::Tape;
-use crate::{raw_push, raw_read, table_deserializer};
+use crate::{raw_push, raw_read};
 
 /// Finished coroutines kept for the next calls. One call runs at a time on an inline VM; a
 /// pool VM interleaves up to `lua_max_calls_per_vm` waiting calls, which take new coroutines
@@ -239,10 +240,9 @@ pub(crate) enum Outcome {
 pub(crate) enum Returned {
     /// An RPC's result text (nil: empty).
     Text(String),
-    /// A before hook's result (`None`: nil, the call is dropped): a new message of the
-    /// request's type read straight from the table, or JSON in the names the script wrote
-    /// (`table_deserializer::read`).
-    Hook(Option<HookValue>),
+    /// A before hook's result as JSON in the names the script wrote (`None`: nil, the call is
+    /// dropped).
+    Json(Option<Json>),
     /// An after hook's (ignored).
     Nothing,
     /// An RPC's result that is neither text nor nil.
@@ -258,13 +258,11 @@ pub(crate) enum Started {
 impl Started {
     /// The call's outcome, waiting for it if it waits; `deadline` is set in `cell` around each
     /// poll (the budget hook reads it), as for the first run.
-    /// `request` is a before hook's request, which its result is read as.
     pub(crate) async fn finish(
         self,
         lua: &Lua,
         deadline: Instant,
         cell: &Rc<Cell<Option<Instant>>>,
-        request: Option<&HookValue>,
     ) -> Outcome {
         match self {
             Started::Done(outcome) => outcome,
@@ -284,9 +282,9 @@ impl Started {
                             other => Returned::Other(other),
                         },
                         Read::Json => match value {
-                            Value::Nil => Returned::Hook(None),
-                            value => match table_deserializer::read_value(lua, &value, request) {
-                                Ok(value) => Returned::Hook(Some(value)),
+                            Value::Nil => Returned::Json(None),
+                            value => match raw_read::json(lua, &value) {
+                                Ok(json) => Returned::Json(Some(json)),
                                 Err(e) => return Outcome::Failed(e),
                             },
                         },
@@ -378,13 +376,7 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
         let params = ffi::lua_touserdata(state, 4).cast::<Params<'_>>();
         ffi::lua_settop(state, 3);
         let params = &mut *params;
-        let ran = push_call(state, params).map(|nargs| {
-            let request = match params.payload {
-                Payload::Before(input) => *input,
-                _ => None,
-            };
-            run_first(state, nargs, params.read, request)
-        });
+        let ran = push_call(state, params).map(|nargs| run_first(state, nargs, params.read));
         // What comes back is what is left on the stack: the value `run_first` left, if any,
         // without the three arguments.
         let left = if ran.as_ref().is_some_and(First::leaves_value) {
@@ -402,17 +394,11 @@ unsafe extern "C-unwind" fn start_protected(state: *mut ffi::lua_State) -> c_int
 
 /// Stack: `entry, function, thread`, the coroutine holding the entry and its `nargs`
 /// arguments. Resumes it; when it ends or dies, reads what it left per `read` and leaves at
-/// most one value on the stack (see [`First`] and [`Ended`]); a before hook's result is read as
-/// its `request`.
+/// most one value on the stack (see [`First`] and [`Ended`]).
 ///
 /// # Safety
 /// `state` is a live Lua state inside a protected call; the coroutine is not running.
-unsafe fn run_first(
-    state: *mut ffi::lua_State,
-    nargs: c_int,
-    read: Read,
-    request: Option<&HookValue>,
-) -> First {
+unsafe fn run_first(state: *mut ffi::lua_State, nargs: c_int, read: Read) -> First {
     unsafe {
         let coroutine = ffi::lua_tothread(state, 3);
         let mut nresults = 0;
@@ -451,9 +437,9 @@ unsafe fn run_first(
                 Ended::Returned(Returned::Text(raw_read::lossy(bytes)))
             }
             Read::Text => return First::Ended(Ended::Other),
-            Read::Json if nil => Ended::Returned(Returned::Hook(None)),
-            Read::Json => match table_deserializer::read(state, at, request) {
-                Ok(value) => Ended::Returned(Returned::Hook(Some(value))),
+            Read::Json if nil => Ended::Returned(Returned::Json(None)),
+            Read::Json => match raw_read::json_at(state, at) {
+                Ok(json) => Ended::Returned(Returned::Json(Some(json))),
                 Err(why) => Ended::Unreadable(why),
             },
         };

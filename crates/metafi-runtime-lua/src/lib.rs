@@ -35,7 +35,6 @@ mod registrations;
 mod sandbox;
 mod storage_retry;
 mod strings;
-mod table_deserializer;
 mod table_serializer;
 mod tape;
 #[cfg(test)]
@@ -382,7 +381,7 @@ impl LuaVm {
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline, None)
+                    .finish(&self.lua, call.deadline, &self.deadline)
                     .await
             }
             Err(e) => return Err(failed(&e)),
@@ -394,7 +393,7 @@ impl LuaVm {
                 found: other.type_name().to_owned(),
             }),
             // Invariant: `CallEntry::start` reads a `Payload::Text` call's result as text.
-            Outcome::Returned(Returned::Hook(_) | Returned::Nothing) => {
+            Outcome::Returned(Returned::Json(_) | Returned::Nothing) => {
                 unreachable!("an RPC's result is read as text")
             }
             Outcome::Raised(error) => Err(self.script_error(error, timed_out)),
@@ -444,24 +443,19 @@ impl LuaVm {
             },
         };
         let started = self.start(&function, payload, &call);
-        // A before hook's result is read as a new message of its request's type.
-        let request = match &args {
-            HookArgs::Before(input) => input.as_ref(),
-            HookArgs::After { .. } => None,
-        };
+        drop(args);
         let outcome = match started {
             Ok(started) => {
                 started
-                    .finish(&self.lua, call.deadline, &self.deadline, request)
+                    .finish(&self.lua, call.deadline, &self.deadline)
                     .await
             }
             Err(e) => return Err(failed(&e)),
         };
-        drop(args);
         let timed_out = Instant::now() >= call.deadline;
         match outcome {
             // An after hook's result is ignored, as Nakama does.
-            Outcome::Returned(Returned::Hook(value)) => Ok(value),
+            Outcome::Returned(Returned::Json(json)) => Ok(json.map(HookValue::Json)),
             Outcome::Returned(Returned::Nothing) => Ok(None),
             // Invariant: `CallEntry::start` reads a before hook's result as JSON, an after
             // hook's not at all.

@@ -22,7 +22,7 @@
 use std::ffi::c_int;
 
 use metafi_runtime::nk_api::{NkMap, NkValue, ValueBudget};
-use mlua::{Lua, Table, ffi};
+use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Number, Value as Json};
 
 use crate::convert::MAX_DEPTH;
@@ -46,10 +46,8 @@ pub(crate) fn table(
     read.map_err(mlua::Error::runtime)
 }
 
-/// `value` as JSON, as `to_nk` then `NkValue::to_go_json(Naming::Snake)` would give it (the
-/// tests' way to read a value held by mlua; calls read from the stack, [`json_at`]).
-#[cfg(test)]
-pub(crate) fn json(lua: &Lua, value: &mlua::Value) -> mlua::Result<Json> {
+/// `value` as JSON, as `to_nk` then `NkValue::to_go_json(Naming::Snake)` would give it.
+pub(crate) fn json(lua: &Lua, value: &Value) -> mlua::Result<Json> {
     let mut read = Err(String::new());
     // SAFETY: as in `table`.
     unsafe {
@@ -69,23 +67,6 @@ pub(crate) unsafe fn json_at(state: *mut ffi::lua_State, at: c_int) -> Result<Js
     // SAFETY: the caller's.
     let json = unsafe { walk::<JsonTree>(state, at, 0, &mut budget)? };
     json.done()
-}
-
-/// Checks the value at `at` (absolute) at nesting `depth` as [`json_at`] reads it — the same
-/// errors, including a non-finite number anywhere in it — charging `budget`; what it reads is
-/// dropped. For a value the typed read of a hook's result skips (`table_deserializer.rs`).
-///
-/// # Safety
-/// As [`json_at`].
-pub(crate) unsafe fn check_at(
-    state: *mut ffi::lua_State,
-    at: c_int,
-    depth: usize,
-    budget: &mut ValueBudget,
-) -> Result<(), String> {
-    // SAFETY: the caller's.
-    let json = unsafe { walk::<JsonTree>(state, at, depth, budget)? };
-    json.done().map(drop)
 }
 
 /// What one walk builds: the same rules, two trees.
@@ -341,7 +322,7 @@ unsafe fn walk_list<T: Tree>(
 /// # Safety
 /// As [`walk`]; `at` may be relative (read only, never converted in place: a number key
 /// turned into a string would break `lua_next`).
-pub(crate) unsafe fn key_text(state: *mut ffi::lua_State, at: c_int) -> String {
+unsafe fn key_text(state: *mut ffi::lua_State, at: c_int) -> String {
     unsafe {
         match ffi::lua_type(state, at) {
             ffi::LUA_TSTRING => lossy(bytes(state, at)),
@@ -379,7 +360,7 @@ pub(crate) fn lossy(bytes: &[u8]) -> String {
 /// # Safety
 /// As [`walk`]; the value at `at` is a string (so `lua_tolstring` does not convert anything),
 /// and the slice is used only while that value stays on the stack.
-pub(crate) unsafe fn bytes<'a>(state: *mut ffi::lua_State, at: c_int) -> &'a [u8] {
+unsafe fn bytes<'a>(state: *mut ffi::lua_State, at: c_int) -> &'a [u8] {
     unsafe {
         let mut len = 0usize;
         let ptr = ffi::lua_tolstring(state, at, &mut len);
@@ -394,7 +375,7 @@ pub(crate) unsafe fn bytes<'a>(state: *mut ffi::lua_State, at: c_int) -> &'a [u8
 ///
 /// # Safety
 /// As [`key_text`].
-pub(crate) unsafe fn positive_integer(state: *mut ffi::lua_State, at: c_int) -> Option<i64> {
+unsafe fn positive_integer(state: *mut ffi::lua_State, at: c_int) -> Option<i64> {
     unsafe {
         if ffi::lua_type(state, at) != ffi::LUA_TNUMBER {
             return None;
@@ -404,7 +385,7 @@ pub(crate) unsafe fn positive_integer(state: *mut ffi::lua_State, at: c_int) -> 
 }
 
 /// A Lua number that is an integer in `i64`'s range (mlua reads those as integers).
-pub(crate) fn integer(n: f64) -> Option<i64> {
+fn integer(n: f64) -> Option<i64> {
     (n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64).then_some(n as i64)
 }
 
@@ -671,7 +652,6 @@ unsafe fn text_list(
 #[cfg(test)]
 mod tests {
     use metafi_runtime::nk_api::Naming;
-    use mlua::Value;
 
     use super::*;
     use crate::nk_value::to_nk;
