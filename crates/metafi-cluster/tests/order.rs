@@ -87,6 +87,32 @@ async fn node(url: &str, prefix: &str, name: &str) -> Node {
     }
 }
 
+/// Two nodes of one new cluster (a subject prefix of their own) that see each other.
+async fn two_nodes(url: &str) -> (Node, Node) {
+    let prefix = format!("test{}", Uuid::new_v4().simple());
+    let a = node(url, &prefix, "a").await;
+    let b = node(url, &prefix, "b").await;
+    eventually("a and b see each other", || {
+        a.cluster.peers() == ["b"] && b.cluster.peers() == ["a"]
+    })
+    .await;
+    (a, b)
+}
+
+/// A JSON session named "member" on `node`.
+fn member_session(node: &Node) -> Arc<Session> {
+    node.realtime.open(SessionParams {
+        user_id: Uuid::new_v4(),
+        username: "member".into(),
+        vars: HashMap::new(),
+        expires_at: i64::MAX,
+        client_addr: None,
+        lang: None,
+        format: Format::Json,
+        appear_online: false,
+    })
+}
+
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let within = Duration::from_secs(5);
     let deadline = Instant::now() + within;
@@ -157,25 +183,10 @@ fn heard(session: &Session, names: &HashMap<String, String>) -> Vec<String> {
 #[tokio::test]
 async fn a_burst_of_joins_messages_and_leaves_reaches_another_node_in_the_order_it_was_made() {
     let Some(url) = nats_url() else { return };
-    let prefix = format!("test{}", Uuid::new_v4().simple());
-    let a = node(&url, &prefix, "a").await;
-    let b = node(&url, &prefix, "b").await;
-    eventually("a and b see each other", || {
-        a.cluster.peers() == ["b"] && b.cluster.peers() == ["a"]
-    })
-    .await;
+    let (a, b) = two_nodes(&url).await;
 
     // The member on b, in the stream; a knows its session and presence.
-    let member = b.realtime.open(SessionParams {
-        user_id: Uuid::new_v4(),
-        username: "member".into(),
-        vars: HashMap::new(),
-        expires_at: i64::MAX,
-        client_addr: None,
-        lang: None,
-        format: Format::Json,
-        appear_online: false,
-    });
+    let member = member_session(&b);
     b.cluster
         .tracker()
         .track(&arena(), presence(member.id(), "member"))
@@ -228,23 +239,8 @@ async fn a_burst_of_joins_messages_and_leaves_reaches_another_node_in_the_order_
 #[tokio::test]
 async fn a_delivery_reaches_another_node_as_the_sending_node_encoded_it() {
     let Some(url) = nats_url() else { return };
-    let prefix = format!("test{}", Uuid::new_v4().simple());
-    let a = node(&url, &prefix, "a").await;
-    let b = node(&url, &prefix, "b").await;
-    eventually("a and b see each other", || {
-        a.cluster.peers() == ["b"] && b.cluster.peers() == ["a"]
-    })
-    .await;
-    let member = b.realtime.open(SessionParams {
-        user_id: Uuid::new_v4(),
-        username: "member".into(),
-        vars: HashMap::new(),
-        expires_at: i64::MAX,
-        client_addr: None,
-        lang: None,
-        format: Format::Json,
-        appear_online: false,
-    });
+    let (a, b) = two_nodes(&url).await;
+    let member = member_session(&b);
     eventually("a knows the member's session", || {
         a.cluster.directory().node_of(member.id()).is_some()
     })
