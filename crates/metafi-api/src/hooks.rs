@@ -64,7 +64,7 @@ where
     }
     // The struct itself goes to the hook: an engine serializes it straight into its values,
     // and may read the hook's result straight into a new `T`.
-    let input = HookValue::request(input);
+    let input = HookValue::message(input);
     match state.hooks.before_value(hook, ctx(), Some(input)).await? {
         Some(changed) => Ok(changed.into_message(hook)?),
         None => Err(dropped(hook)),

@@ -17,7 +17,6 @@
 //! into its own values, without a `serde_json::Value` tree in between (one `String` per key
 //! and one `BTreeMap` per object, three times per before+after pair).
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -35,99 +34,32 @@ pub enum HookValue {
     Json(Json),
     /// The edge's own message, serialized straight into an engine's values: struct field names
     /// (`&'static str`) are proto names, the keys of maps are user data. It serializes as the
-    /// JSON of [`HookValue::Json`] does (`serde_json::to_value`, the same `Serialize`). A
-    /// request ([`HookValue::request`]) can also read a new message of its own type from an
-    /// engine's value ([`HookMessage::read_same`]), which the edge takes back as its struct
-    /// ([`HookValue::into_message`]) without a JSON tree in between.
+    /// JSON of [`HookValue::Json`] does (`serde_json::to_value`, the same `Serialize`).
     Message(Box<dyn HookMessage>),
 }
 
 /// A message an engine can serialize through `erased_serde` (its `Serializer` is not known
-/// here), or have as JSON, and (for a request) read again from an engine's value. Object-safe:
-/// engines hold it as `Box<dyn HookMessage>` and never learn its type.
+/// here), or have as JSON. Object-safe: engines hold it as `Box<dyn HookMessage>`.
 ///
 /// `to_json` is `serde_json::to_value` compiled for the message's own type: through
 /// `erased_serde`, every value `serde_json`'s serializer returns would be boxed (its `Value`
 /// is larger than the inline slot `erased_serde` keeps for results), ≈ 1,900 instructions a
 /// request instead of a few hundred.
-pub trait HookMessage: erased_serde::Serialize + Any + Send + Sync {
+pub trait HookMessage: erased_serde::Serialize + Send + Sync {
     /// The message as JSON in proto field names.
     fn to_json(&self) -> serde_json::Result<Json>;
-
-    /// A new message of this one's type read from an engine's value (a before hook's result),
-    /// as [`HookValue::into_message`] takes it back. Fails for an answer
-    /// ([`HookValue::message`]): only requests are read back. A failed read is not the
-    /// client's error yet: the engine reads the same value as JSON instead
-    /// ([`HookValue::Json`]), so the edge reports it as it reports any result that is not the
-    /// request (one rule, in [`HookValue::into_message`]).
-    fn read_same(
-        &self,
-        from: &mut dyn erased_serde::Deserializer<'_>,
-    ) -> Result<HookValue, erased_serde::Error>;
 }
 
-/// A request: serialized for the hook, and read back as the same type.
-struct Request<T>(T);
-
-/// An answer (or a request an after hook sees): serialized only.
-struct Answer<T>(T);
-
-impl<T: Serialize> Serialize for Request<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<T: Serialize> Serialize for Answer<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<T> HookMessage for Request<T>
-where
-    T: Serialize + DeserializeOwned + Send + Sync + 'static,
-{
+impl<T: Serialize + Send + Sync> HookMessage for T {
     fn to_json(&self) -> serde_json::Result<Json> {
-        serde_json::to_value(&self.0)
-    }
-
-    fn read_same(
-        &self,
-        from: &mut dyn erased_serde::Deserializer<'_>,
-    ) -> Result<HookValue, erased_serde::Error> {
-        erased_serde::deserialize::<T>(from).map(HookValue::request)
-    }
-}
-
-impl<T: Serialize + Send + Sync + 'static> HookMessage for Answer<T> {
-    fn to_json(&self) -> serde_json::Result<Json> {
-        serde_json::to_value(&self.0)
-    }
-
-    fn read_same(
-        &self,
-        _from: &mut dyn erased_serde::Deserializer<'_>,
-    ) -> Result<HookValue, erased_serde::Error> {
-        Err(serde::de::Error::custom(
-            "an answer is not read back from a hook (only a before hook's request is)",
-        ))
+        serde_json::to_value(self)
     }
 }
 
 impl HookValue {
-    /// The edge's answer (or a request only an after hook sees), for an engine to serialize.
+    /// The edge's request or answer, for an engine to serialize.
     pub fn message<T: Serialize + Send + Sync + 'static>(message: T) -> HookValue {
-        HookValue::Message(Box::new(Answer(message)))
-    }
-
-    /// The edge's request for a before hook: an engine serializes it, and reads the hook's
-    /// result back as a new `T` ([`HookMessage::read_same`]).
-    pub fn request<T>(request: T) -> HookValue
-    where
-        T: Serialize + DeserializeOwned + Send + Sync + 'static,
-    {
-        HookValue::Message(Box::new(Request(request)))
+        HookValue::Message(Box::new(message))
     }
 
     /// The value as JSON in proto field names, for hooks that take JSON (native ones, and
@@ -139,23 +71,11 @@ impl HookValue {
         }
     }
 
-    /// A before hook's result as the edge's request struct: the message itself when an engine
-    /// read it as a `T` ([`HookMessage::read_same`]), else read from its JSON (native hooks,
-    /// engines that read JSON). Something that is not a `T` is the client's Internal error
-    /// "Could not complete runtime Before function.", logged as a warning.
-    pub fn into_message<T: DeserializeOwned + 'static>(self, hook: Hook) -> Result<T, CoreError> {
-        let read = match self {
-            HookValue::Message(message) if (&*message as &dyn Any).is::<Request<T>>() => {
-                let message: Box<dyn Any> = message;
-                match message.downcast::<Request<T>>() {
-                    Ok(request) => return Ok(request.0),
-                    // Invariant: its type was checked just above.
-                    Err(_) => unreachable!("a request of the type just checked"),
-                }
-            }
-            HookValue::Message(message) => message.to_json().and_then(serde_json::from_value::<T>),
-            HookValue::Json(json) => serde_json::from_value::<T>(json),
-        };
+    /// A before hook's result as the edge's request struct, read from its JSON. Something
+    /// that is not a `T` is the client's Internal error "Could not complete runtime Before
+    /// function.", logged as a warning.
+    pub fn into_message<T: DeserializeOwned>(self, hook: Hook) -> Result<T, CoreError> {
+        let read = self.into_json().and_then(serde_json::from_value::<T>);
         read.map_err(|e| {
             tracing::warn!(hook = hook.name(), error = %e, "a before hook returned something that is not the request");
             CoreError::Status {
@@ -553,7 +473,7 @@ pub trait Hooks: Send + Sync + fmt::Debug {
         input: Option<Json>,
     ) -> HookFuture<'_, ()>;
 
-    /// [`Hooks::before`] with the request as the edge holds it ([`HookValue::request`]): what
+    /// [`Hooks::before`] with the request as the edge holds it ([`HookValue::message`]): what
     /// the edges call. `Ok(Some(value))` is the hook's result, which the edge takes back as
     /// its request with [`HookValue::into_message`] (a message an engine read straight from
     /// its own value, or JSON). The default hands JSON to [`Hooks::before`]; the runtime
@@ -678,42 +598,6 @@ mod tests {
             id: "d".into(),
             vars: [("k".to_owned(), "v".to_owned())].into(),
         }
-    }
-
-    #[test]
-    fn a_request_reads_a_new_message_of_its_own_type_that_the_edge_takes_back() {
-        let request = HookValue::request(account());
-        let HookValue::Message(message) = &request else {
-            panic!("a request is a message");
-        };
-        let mut from = serde_json::Deserializer::from_str(r#"{"id": "changed"}"#);
-        let read = message
-            .read_same(&mut <dyn erased_serde::Deserializer<'_>>::erase(&mut from))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(read, HookValue::Message(_)));
-        let read: Account = read
-            .into_message(Hook::AuthenticateDevice)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read.id, "changed");
-        assert!(read.vars.is_empty());
-        // The request itself comes back unchanged.
-        let back: Account = request
-            .into_message(Hook::AuthenticateDevice)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(back, account());
-    }
-
-    #[test]
-    fn an_answer_is_not_read_back() {
-        let HookValue::Message(answer) = HookValue::message(account()) else {
-            panic!("an answer is a message");
-        };
-        let mut from = serde_json::Deserializer::from_str(r#"{"id": "x"}"#);
-        assert!(
-            answer
-                .read_same(&mut <dyn erased_serde::Deserializer<'_>>::erase(&mut from))
-                .is_err()
-        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Realtime {
             // The envelope itself goes to the hook: an engine serializes it straight into its
             // values (and may read the result straight into a new envelope); what the hook
             // returns replaces it.
-            let input = HookValue::request(envelope);
+            let input = HookValue::message(envelope);
             match self
                 .hooks
                 .before_value(hook, session.rpc_context(trace_id), Some(input))

@@ -127,7 +127,7 @@ fn main() {
                 let input = if json_edge {
                     HookValue::Json(serde_json::to_value(&request).unwrap())
                 } else {
-                    HookValue::request(request)
+                    HookValue::message(request)
                 };
                 let changed = hooks
                     .before_value(Hook::AuthenticateDevice, RpcContext::default(), Some(input))

@@ -103,7 +103,7 @@ async fn before(h: &Harness, vars: usize) -> Result<serde_json::Value, CoreError
         .before_value(
             Hook::AuthenticateDevice,
             RpcContext::default(),
-            Some(HookValue::request(request)),
+            Some(HookValue::message(request)),
         )
         .await
         .map(|answer| answer.unwrap().into_json().unwrap())

@@ -164,10 +164,8 @@ pub trait EngineVm {
     /// Runs the hook stored under `call.id` (a [`crate::hook_key`]) with `args`, and resolves
     /// to what a before hook returned (`None` for nothing, and always for an after hook).
     /// `call.payload` is empty. An engine converts the values straight into its own, in the
-    /// naming its scripts see, and reads a before hook's result either straight into a new
-    /// message of the request's type (`HookValue::Message(request)` in `args`:
-    /// [`metafi_core::hooks::HookMessage::read_same`], falling back to JSON when that read
-    /// fails, so the edge reports it) or as [`HookValue::Json`] in proto field names. The
+    /// naming its scripts see, and reads a before hook's result as [`HookValue::Json`] in
+    /// proto field names (the edge reads its request struct from that). The
     /// default runs the hook through [`EngineVm::call_rpc`] with the values as JSON text in
     /// proto names (before: the request; after: `[output, input]`) and reads the result as
     /// JSON text.
