@@ -64,8 +64,7 @@ impl Realtime {
         if self.hooks.has_before(hook) {
             let cid = envelope.cid.clone();
             // The envelope itself goes to the hook: an engine serializes it straight into its
-            // values (and may read the result straight into a new envelope); what the hook
-            // returns replaces it.
+            // values; what the hook returns replaces it.
             let input = HookValue::message(envelope);
             match self
                 .hooks

@@ -86,6 +86,11 @@ async fn bad_missing_and_expired_tokens_are_refused_before_the_upgrade() {
         (400, Some(3))
     );
 
+    // A language tag is kept for the socket's lifetime: a huge one is refused, not held.
+    let long = format!("lang={}", "x".repeat(65));
+    let lang = refused(ws_url(&server.base, &alice.token, &long)).await;
+    assert_eq!((lang.status, lang.body["code"].as_i64()), (400, Some(3)));
+
     // A plain GET is not an upgrade.
     let plain = http
         .send(http.get(&format!("/ws?token={}", alice.token)))

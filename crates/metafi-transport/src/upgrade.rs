@@ -17,6 +17,11 @@ use serde::Deserialize;
 
 use crate::{TransportState, connection, metrics};
 
+/// The longest `lang` a socket keeps for its session's lifetime. Language tags are a few
+/// bytes (BCP 47's practical limit is 35); without a bound, a query string as long as the HTTP
+/// parser allows (hundreds of kilobytes) would be held per socket.
+const MAX_LANG_BYTES: usize = 64;
+
 /// The query parameters Nakama's clients send: `token`, `format`, `status`, `lang`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -47,6 +52,14 @@ pub(crate) async fn ws(State(state): State<TransportState>, mut parts: Parts) ->
             "Invalid format parameter: use format=json (the default) or format=protobuf.",
         );
     };
+    if query.lang.len() > MAX_LANG_BYTES {
+        return reject(
+            "lang",
+            StatusCode::BAD_REQUEST,
+            Code::InvalidArgument,
+            "Invalid lang parameter: a language tag of at most 64 bytes, such as lang=en.",
+        );
+    }
     let token = match bearer_or_query(&parts, &query) {
         Ok(token) => token,
         Err(message) => {
