@@ -333,30 +333,15 @@ fn encode_frame(value: &impl Serialize, raw: &[u8]) -> Bytes {
 /// A request's frame: match data in their binary form, anything else as JSON.
 fn encode_request(request: &CallRequest, raw: &[u8]) -> Bytes {
     match request {
-        CallRequest::MatchData {
-            match_id,
-            session_id,
-            op_code,
-            reliable,
-            to,
-        } => encode_match_data(match_id, session_id, *op_code, *reliable, to, raw),
+        CallRequest::MatchData(cast) => encode_match_data(cast, raw),
         other => json_frame(other, raw),
     }
 }
 
 fn decode_request(frame: &Bytes) -> Option<(CallRequest, Bytes)> {
     if frame.first() == Some(&MATCH_DATA) {
-        let (data, raw) = decode_match_data(frame)?;
-        return Some((
-            CallRequest::MatchData {
-                match_id: data.match_id,
-                session_id: data.session_id,
-                op_code: data.op_code,
-                reliable: data.reliable,
-                to: data.to,
-            },
-            raw,
-        ));
+        let (cast, raw) = decode_match_data(frame)?;
+        return Some((CallRequest::MatchData(cast), raw));
     }
     decode_frame(frame)
 }
@@ -385,6 +370,7 @@ mod tests {
     use metafi_realtime::SessionRegistry;
 
     use super::*;
+    use crate::wire::MatchDataCast;
     use crate::{Cluster, Membership};
 
     fn nats_url() -> Option<String> {
@@ -512,13 +498,14 @@ mod tests {
 
     #[test]
     fn match_data_goes_binary_and_other_requests_as_json() {
-        let request = CallRequest::MatchData {
+        let request = CallRequest::MatchData(MatchDataCast {
             match_id: "m.n1".into(),
             session_id: uuid::Uuid::new_v4(),
             op_code: 3,
             reliable: false,
+            delivery: Some(metafi_proto::realtime::DeliveryClass::Unreliable.to_wire()),
             to: vec![uuid::Uuid::new_v4()],
-        };
+        });
         let frame = encode_request(&request, b"payload");
         assert_eq!(frame[0], MATCH_DATA);
         let (back, raw) = decode_request(&frame).expect("decodes");

@@ -491,9 +491,10 @@ impl Drop for Cluster {
 }
 
 /// Hands one delivery another node sent to this node's sessions (the sessions task calls it,
-/// in order with that node's announcements: see `SessionsTask::run`). The envelope is decoded
-/// once (for what the outboxes look at), never encoded again: the protobuf bytes as they came,
-/// and the sender's JSON when it sent it.
+/// in order with that node's announcements: see `SessionsTask::run`), with the delivery class
+/// the sending node chose (so a QUIC session here sends it on the path a session there would).
+/// The envelope is decoded once (for what the outboxes look at), never encoded again: the
+/// protobuf bytes as they came, and the sender's JSON when it sent it.
 pub(crate) fn deliver(local: &LocalRouter, part: &Bytes) {
     let delivery = match decode_delivery(part) {
         Ok(delivery) => delivery,
@@ -504,7 +505,8 @@ pub(crate) fn deliver(local: &LocalRouter, part: &Bytes) {
     };
     match Format::Protobuf.decode(&delivery.protobuf) {
         Ok(envelope) => {
-            let outbound = Outbound::received(envelope, delivery.protobuf, delivery.json);
+            let outbound =
+                Outbound::received(envelope, delivery.class, delivery.protobuf, delivery.json);
             local.send_to_sessions(&delivery.session_ids, &outbound);
         }
         Err(e) => {

@@ -14,9 +14,10 @@
 //! Every decoder refuses what does not fit (`None`), never panics on input.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use metafi_proto::realtime::{Delivery, DeliveryClass};
 use uuid::Uuid;
 
-use crate::wire::{PresenceEntry, SessionEntry, SessionMessage, WireStream};
+use crate::wire::{MatchDataCast, PresenceEntry, SessionEntry, SessionMessage, WireStream};
 
 /// First byte of a batch frame. No single message starts with it: session announcements start
 /// with their kind (1–9), deliveries with `wire::DELIVER` (0x10), call frames with the high
@@ -429,46 +430,48 @@ pub(crate) fn decode_session_message(bytes: &[u8]) -> Option<SessionMessage> {
 }
 
 /// A match data cast: [`MATCH_DATA`], the match id (u16 length, text), the sender's session
-/// (16 bytes), the op code (i64), reliable (1 byte), the recipients (u32 count, 16 bytes
-/// each), then the data as they are.
-pub(crate) fn encode_match_data(
-    match_id: &str,
-    session_id: &Uuid,
-    op_code: i64,
-    reliable: bool,
-    to: &[Uuid],
-    data: &[u8],
-) -> Bytes {
+/// (16 bytes), the op code (i64), reliable (1 byte), the sender's delivery extension (its class
+/// number as one byte, 0 for none, then its lane: u32 length, text), the recipients (u32 count,
+/// 16 bytes each), then the data as they are.
+pub(crate) fn encode_match_data(cast: &MatchDataCast, data: &[u8]) -> Bytes {
+    let (class, lane) = cast
+        .delivery
+        .as_ref()
+        .map_or((0, ""), |d| (d.class, d.lane.as_str()));
     let mut frame = BytesMut::with_capacity(
-        1 + 2 + match_id.len() + 16 + 8 + 1 + 4 + to.len() * 16 + data.len(),
+        1 + 2
+            + cast.match_id.len()
+            + 16
+            + 8
+            + 1
+            + 5
+            + lane.len()
+            + 4
+            + cast.to.len() * 16
+            + data.len(),
     );
     frame.put_u8(MATCH_DATA);
-    let id = &match_id.as_bytes()[..match_id.len().min(usize::from(u16::MAX))];
+    let id = &cast.match_id.as_bytes()[..cast.match_id.len().min(usize::from(u16::MAX))];
     frame.put_u16(id.len() as u16);
     frame.put_slice(id);
-    frame.put_slice(session_id.as_bytes());
-    frame.put_i64(op_code);
-    frame.put_u8(u8::from(reliable));
-    frame.put_u32(u32::try_from(to.len()).unwrap_or(u32::MAX));
-    for id in to {
+    frame.put_slice(cast.session_id.as_bytes());
+    frame.put_i64(cast.op_code);
+    frame.put_u8(u8::from(cast.reliable));
+    // Only named classes (1–4) are sent (`match_requests` drops an unknown one); a lane is
+    // far below 4 GiB (a frame is at most NATS's payload limit).
+    frame.put_u8(u8::try_from(class).unwrap_or(0));
+    frame.put_u32(lane.len() as u32);
+    frame.put_slice(lane.as_bytes());
+    frame.put_u32(u32::try_from(cast.to.len()).unwrap_or(u32::MAX));
+    for id in &cast.to {
         frame.put_slice(id.as_bytes());
     }
     frame.put_slice(data);
     frame.freeze()
 }
 
-/// A decoded match data cast.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MatchData {
-    pub match_id: String,
-    pub session_id: Uuid,
-    pub op_code: i64,
-    pub reliable: bool,
-    pub to: Vec<Uuid>,
-}
-
 /// A match data cast and its data (a slice of `frame`, not a copy).
-pub(crate) fn decode_match_data(frame: &Bytes) -> Option<(MatchData, Bytes)> {
+pub(crate) fn decode_match_data(frame: &Bytes) -> Option<(MatchDataCast, Bytes)> {
     let mut r = Reader(frame.get(1..)?);
     let id_len = {
         let mut b = r.take(2)?;
@@ -478,6 +481,14 @@ pub(crate) fn decode_match_data(frame: &Bytes) -> Option<(MatchData, Bytes)> {
     let session_id = r.uuid()?;
     let op_code = r.i64()?;
     let reliable = r.flag()?;
+    let class = r.u8()?;
+    let lane = r.text()?;
+    // An unknown class (a newer node's) is no class: `reliable` decides, as for a client's.
+    let delivery =
+        (DeliveryClass::from_parts(i32::from(class), &lane).is_some()).then(|| Delivery {
+            class: i32::from(class),
+            lane,
+        });
     let count = r.count(16)?;
     let mut to = Vec::with_capacity(count);
     for _ in 0..count {
@@ -485,11 +496,12 @@ pub(crate) fn decode_match_data(frame: &Bytes) -> Option<(MatchData, Bytes)> {
     }
     let data_start = frame.len() - r.0.len();
     Some((
-        MatchData {
+        MatchDataCast {
             match_id,
             session_id,
             op_code,
             reliable,
+            delivery,
             to,
         },
         frame.slice(data_start..),
@@ -641,24 +653,29 @@ mod tests {
     fn match_data_round_trips_with_its_raw_bytes() {
         let to = vec![Uuid::new_v4(), Uuid::new_v4()];
         let sender = Uuid::new_v4();
-        let frame = encode_match_data("abc.n1", &sender, -7, true, &to, b"\x00data");
-        let (data, raw) = decode_match_data(&frame).expect("decodes");
-        assert_eq!(
-            data,
-            MatchData {
+        for delivery in [
+            None,
+            Some(DeliveryClass::ReliableUnordered.to_wire()),
+            Some(DeliveryClass::latest("pos").to_wire()),
+        ] {
+            let cast = MatchDataCast {
                 match_id: "abc.n1".into(),
                 session_id: sender,
                 op_code: -7,
                 reliable: true,
-                to,
+                delivery,
+                to: to.clone(),
+            };
+            let frame = encode_match_data(&cast, b"\x00data");
+            let (data, raw) = decode_match_data(&frame).expect("decodes");
+            assert_eq!(data, cast);
+            assert_eq!(&raw[..], b"\x00data");
+            for cut in 0..frame.len() - 5 {
+                assert!(
+                    decode_match_data(&frame.slice(..cut)).is_none(),
+                    "cut {cut}"
+                );
             }
-        );
-        assert_eq!(&raw[..], b"\x00data");
-        for cut in 0..frame.len() - 5 {
-            assert!(
-                decode_match_data(&frame.slice(..cut)).is_none(),
-                "cut {cut}"
-            );
         }
     }
 }

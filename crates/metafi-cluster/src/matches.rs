@@ -42,8 +42,8 @@ use crate::membership::Peers;
 use crate::metrics::Kind;
 use crate::outgoing::Outgoing;
 use crate::wire::{
-    CallReply, CallRequest, LISTING_CHUNK, ListingMessage, MatchListing, WireJoinOutcome,
-    WireMatchError, WirePresence, WireRelayedJoin, presence_reason,
+    CallReply, CallRequest, LISTING_CHUNK, ListingMessage, MatchDataCast, MatchListing,
+    WireJoinOutcome, WireMatchError, WirePresence, WireRelayedJoin, presence_reason,
 };
 use crate::{BoxFuture, ClusterConfig, MembershipEvent, SessionDirectory, metrics};
 
@@ -539,18 +539,20 @@ impl RemoteMatches for MatchSeam {
         op_code: i64,
         data: Bytes,
         reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
         to: &[Uuid],
     ) -> Queued {
         let Some(node) = self.0.home_of(id, session_id) else {
             return Queued::Ended;
         };
-        let request = CallRequest::MatchData {
+        let request = CallRequest::MatchData(MatchDataCast {
             match_id: id.to_string(),
             session_id,
             op_code,
             reliable,
+            delivery: delivery.cloned(),
             to: to.to_vec(),
-        };
+        });
         if self.0.calls.cast(&node, &request, &data) {
             Queued::Queued
         } else {
@@ -880,15 +882,17 @@ impl CallHandler for ClusterMatches {
                     matches.leave(&id, session_id);
                 }
             }
-            CallRequest::MatchData {
-                match_id,
-                session_id,
-                op_code,
-                reliable,
-                to,
-            } => {
-                if let Some(id) = parse(&match_id) {
-                    matches.send(&id, session_id, op_code, raw, reliable, &to);
+            CallRequest::MatchData(cast) => {
+                if let Some(id) = parse(&cast.match_id) {
+                    matches.send_with(
+                        &id,
+                        cast.session_id,
+                        cast.op_code,
+                        raw,
+                        cast.reliable,
+                        cast.delivery.as_ref(),
+                        &cast.to,
+                    );
                 }
             }
             CallRequest::MatchSessionEnded { session_id, reason } => {

@@ -13,9 +13,9 @@ use crate::outgoing::Outgoing;
 use crate::wire::{DELIVERY_CHUNK, Encoded, encode_delivery};
 
 /// Delivers to this node's sessions directly and to other nodes' sessions through NATS: the
-/// recipients are grouped by node and each node gets one message (the session ids and the
-/// envelope's protobuf bytes, encoded once for all nodes, with its JSON if this node had
-/// encoded that), which it hands to its own sessions.
+/// recipients are grouped by node and each node gets one message (the session ids, the
+/// delivery class, and the envelope's protobuf bytes, encoded once for all nodes, with its JSON
+/// if this node had encoded that), which it hands to its own sessions with that class.
 ///
 /// Never waits: a remote delivery is queued for NATS (bounded by
 /// `cluster.outgoing_queue_size`; past it, dropped and counted). The count returned includes
@@ -60,6 +60,7 @@ impl ClusterRouter {
             .is_encoded(Format::Json)
             .then(|| outbound.bytes(Format::Json));
         let envelope = Encoded {
+            class: outbound.class(),
             protobuf: &protobuf,
             json: json.as_deref(),
         };

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use metafi_proto::realtime::DeliveryClass;
 use metafi_realtime::{Presence, PresenceMeta, StreamKey, StreamMode};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -173,6 +174,23 @@ impl PresenceEntry {
     }
 }
 
+/// Match data from a session of the sending node for a match of the receiving node (the data
+/// travel beside it as raw bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MatchDataCast {
+    pub match_id: String,
+    pub session_id: Uuid,
+    pub op_code: i64,
+    pub reliable: bool,
+    /// MetaFi's delivery extension as the sender named it (a relayed match passes it on to the
+    /// recipients); `None` when the sender named no class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<metafi_proto::realtime::Delivery>,
+    /// The recipients the sender named (session ids); empty: every other member.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<Uuid>,
+}
+
 /// A request from one node to another (see `calls.rs`): calls want an answer, casts do not.
 /// Match data travel beside it as raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,15 +216,9 @@ pub(crate) enum CallRequest {
     MatchCompleteJoin { match_id: String, session_id: Uuid },
     /// Cast: a session leaves a match.
     MatchLeave { match_id: String, session_id: Uuid },
-    /// Cast: match data (the raw bytes) from a session of the sending node.
-    MatchData {
-        match_id: String,
-        session_id: Uuid,
-        op_code: i64,
-        reliable: bool,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        to: Vec<Uuid>,
-    },
+    /// Cast: match data (the raw bytes) from a session of the sending node; in a binary frame
+    /// of its own (`codec::encode_match_data`).
+    MatchData(MatchDataCast),
     /// Cast: a session of the sending node ended; it leaves the receiver's matches with
     /// `reason` (`metafi_match::PresenceReason` as a number; none: a disconnect).
     MatchSessionEnded {
@@ -281,7 +293,7 @@ impl CallRequest {
             CallRequest::MatchJoinRelayed { .. } => "match_join_relayed",
             CallRequest::MatchCompleteJoin { .. } => "match_complete_join",
             CallRequest::MatchLeave { .. } => "match_leave",
-            CallRequest::MatchData { .. } => "match_data",
+            CallRequest::MatchData(_) => "match_data",
             CallRequest::MatchSessionEnded { .. } => "match_session_ended",
             CallRequest::MatchSignal { .. } => "match_signal",
             CallRequest::MatchReserveSeat { .. } => "match_reserve_seat",
@@ -468,9 +480,11 @@ pub(crate) const DELIVER: u8 = 0x10;
 /// The cluster's wire version, in every heartbeat. 2: announcements go to each peer's sessions
 /// subject with the deliveries (one order per sender), deliveries start with [`DELIVER`]. 3: a
 /// delivery also carries the envelope's JSON when the sending node had encoded it (so the
-/// receiving node encodes nothing). A node hears nothing a peer of another version sends, so it
-/// refuses such a peer (logged) instead of half-working with it.
-pub(crate) const WIRE_VERSION: u32 = 3;
+/// receiving node encodes nothing). 4: a delivery carries its delivery class (and lane), and a
+/// match data cast the sender's delivery extension, so a member on another node gets match data
+/// as a member on the match's node does. A node hears nothing a peer of another version sends
+/// (or misreads it), so it refuses such a peer (logged) instead of half-working with it.
+pub(crate) const WIRE_VERSION: u32 = 4;
 
 /// Why a delivery frame was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -479,13 +493,18 @@ pub(crate) enum FrameError {
     Empty,
     #[error("unknown frame kind {0}")]
     Kind(u8),
-    #[error("frame shorter than its session list or its JSON")]
+    #[error("frame shorter than its session list, its lane or its JSON")]
     Truncated,
+    #[error("unknown delivery class {0}")]
+    Class(u8),
 }
 
-/// A delivery's envelope as the sending node encoded it.
+/// A delivery's envelope as the sending node encoded it, and how it is delivered.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Encoded<'a> {
+    /// The class the sending node's outboxes would deliver it with (match data: the class the
+    /// handler or the sender named, a latest-wins key already scoped to the match and sender).
+    pub class: &'a DeliveryClass,
     pub protobuf: &'a [u8],
     /// Present when the sending node had encoded it already (for its own JSON sessions); the
     /// receiving node's JSON sessions then take these bytes as they are.
@@ -494,24 +513,35 @@ pub(crate) struct Encoded<'a> {
 
 /// A decoded delivery frame; the envelope's bytes are slices of the frame, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Delivery {
+pub(crate) struct Delivered {
     pub session_ids: Vec<Uuid>,
+    pub class: DeliveryClass,
     pub protobuf: Bytes,
     pub json: Option<Bytes>,
 }
 
 /// A delivery to sessions of one node: kind ([`DELIVER`]), count (u32, big-endian), the session
-/// ids (16 bytes each), the JSON's length (u32; 0: none), the envelope's JSON, then its protobuf
-/// bytes. (An envelope's JSON is never empty: it is at least `{}`.)
+/// ids (16 bytes each), the delivery class (one byte: `DeliveryClass::parts`' number, 1–4) and
+/// its lane (u32 length, text; empty for the classes without one), the JSON's length (u32; 0:
+/// none), the envelope's JSON, then its protobuf bytes. (An envelope's JSON is never empty: it
+/// is at least `{}`.)
 pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: Encoded<'_>) -> Bytes {
     let json = envelope.json.unwrap_or_default();
-    let mut frame =
-        BytesMut::with_capacity(9 + session_ids.len() * 16 + json.len() + envelope.protobuf.len());
+    let (class, lane) = envelope.class.parts();
+    let mut frame = BytesMut::with_capacity(
+        14 + session_ids.len() * 16 + lane.len() + json.len() + envelope.protobuf.len(),
+    );
     frame.put_u8(DELIVER);
     frame.put_u32(u32::try_from(session_ids.len()).unwrap_or(u32::MAX));
     for id in session_ids {
         frame.put_slice(id.as_bytes());
     }
+    // Class numbers are 1–4.
+    frame.put_u8(class as u8);
+    // A lane is a client's or a handler's text, far below 4 GiB (a frame is at most
+    // `batch_max_bytes`, NATS's payload limit).
+    frame.put_u32(lane.len() as u32);
+    frame.put_slice(lane.as_bytes());
     // An envelope's JSON over 4 GiB is not sent: the receiving node encodes its own.
     let json = u32::try_from(json.len()).map_or(&[][..], |_| json);
     frame.put_u32(json.len() as u32);
@@ -520,38 +550,45 @@ pub(crate) fn encode_delivery(session_ids: &[Uuid], envelope: Encoded<'_>) -> By
     frame.freeze()
 }
 
-/// The session ids and envelope bytes of a delivery frame.
-pub(crate) fn decode_delivery(frame: &Bytes) -> Result<Delivery, FrameError> {
-    let (&kind, rest) = frame.split_first().ok_or(FrameError::Empty)?;
+/// The session ids, class and envelope bytes of a delivery frame.
+pub(crate) fn decode_delivery(frame: &Bytes) -> Result<Delivered, FrameError> {
+    let (&kind, _) = frame.split_first().ok_or(FrameError::Empty)?;
     if kind != DELIVER {
         return Err(FrameError::Kind(kind));
     }
+    // Offsets in `frame`, past the kind byte.
     let u32_at = |at: usize| -> Result<usize, FrameError> {
-        let bytes: [u8; 4] = rest
-            .get(at..at + 4)
+        let bytes: [u8; 4] = frame
+            .get(at..at.checked_add(4).ok_or(FrameError::Truncated)?)
             .and_then(|b| b.try_into().ok())
             .ok_or(FrameError::Truncated)?;
         Ok(u32::from_be_bytes(bytes) as usize)
     };
-    let count = u32_at(0)?;
-    let ids_end = count
-        .checked_mul(16)
-        .and_then(|n| n.checked_add(4))
-        .ok_or(FrameError::Truncated)?;
-    let ids = rest.get(4..ids_end).ok_or(FrameError::Truncated)?;
-    let session_ids = ids
+    let slice_end = |start: usize, len: usize| {
+        start
+            .checked_add(len)
+            .filter(|end| *end <= frame.len())
+            .ok_or(FrameError::Truncated)
+    };
+    let count = u32_at(1)?;
+    let ids_end = slice_end(5, count.checked_mul(16).ok_or(FrameError::Truncated)?)?;
+    let session_ids = frame[5..ids_end]
         .chunks_exact(16)
         .map(|chunk| Uuid::from_slice(chunk).unwrap_or_default())
         .collect();
-    let json_len = u32_at(ids_end)?;
-    // Offsets in `frame` (one byte of kind before `rest`).
-    let json_start = 1 + ids_end + 4;
-    let json_end = json_start
-        .checked_add(json_len)
-        .filter(|end| *end <= frame.len())
-        .ok_or(FrameError::Truncated)?;
-    Ok(Delivery {
+    let class = *frame.get(ids_end).ok_or(FrameError::Truncated)?;
+    let lane_start = ids_end + 5;
+    let lane_end = slice_end(lane_start, u32_at(ids_end + 1)?)?;
+    let lane =
+        std::str::from_utf8(&frame[lane_start..lane_end]).map_err(|_| FrameError::Truncated)?;
+    let class =
+        DeliveryClass::from_parts(i32::from(class), lane).ok_or(FrameError::Class(class))?;
+    let json_len = u32_at(lane_end)?;
+    let json_start = lane_end + 4;
+    let json_end = slice_end(json_start, json_len)?;
+    Ok(Delivered {
         session_ids,
+        class,
         json: (json_len > 0).then(|| frame.slice(json_start..json_end)),
         protobuf: frame.slice(json_end..),
     })
@@ -564,25 +601,38 @@ mod tests {
     #[test]
     fn delivery_frames_round_trip_and_garbage_is_refused() {
         let ids = vec![Uuid::new_v4(), Uuid::new_v4()];
-        for json in [None, Some(&b"{\"match_data\":{}}"[..])] {
-            let frame = encode_delivery(
-                &ids,
-                Encoded {
-                    protobuf: b"envelope",
-                    json,
-                },
-            );
-            let back = decode_delivery(&frame).expect("decodes");
-            assert_eq!(back.session_ids, ids);
-            assert_eq!(back.protobuf, &b"envelope"[..]);
-            assert_eq!(back.json.as_deref(), json);
-            // The envelope is a view of the frame, not a copy.
-            assert!(frame.as_ptr_range().contains(&back.protobuf.as_ptr()));
-            assert!(decode_delivery(&frame.slice(..40)).is_err());
+        let classes = [
+            DeliveryClass::default_stream(),
+            DeliveryClass::ordered("talk"),
+            DeliveryClass::ReliableUnordered,
+            DeliveryClass::Unreliable,
+            DeliveryClass::latest("m.n1/s/pos"),
+        ];
+        for class in &classes {
+            for json in [None, Some(&b"{\"match_data\":{}}"[..])] {
+                let frame = encode_delivery(
+                    &ids,
+                    Encoded {
+                        class,
+                        protobuf: b"envelope",
+                        json,
+                    },
+                );
+                let back = decode_delivery(&frame).expect("decodes");
+                assert_eq!(back.session_ids, ids);
+                assert_eq!(&back.class, class);
+                assert_eq!(back.protobuf, &b"envelope"[..]);
+                assert_eq!(back.json.as_deref(), json);
+                // The envelope is a view of the frame, not a copy.
+                assert!(frame.as_ptr_range().contains(&back.protobuf.as_ptr()));
+                assert!(decode_delivery(&frame.slice(..40)).is_err());
+            }
         }
+        let class = DeliveryClass::ordered("talk");
         let frame = encode_delivery(
             &ids,
             Encoded {
+                class: &class,
                 protobuf: b"envelope",
                 json: Some(b"{}"),
             },
@@ -593,15 +643,23 @@ mod tests {
         // A wire version 1 delivery (kind 1, an open's kind now) is no delivery.
         assert_eq!(garbage(&[1, 0, 0, 0, 0]), Err(FrameError::Kind(1)));
         assert_eq!(garbage(&frame[..20]), Err(FrameError::Truncated));
-        // The ids, but not the JSON's length; then a JSON longer than the frame.
+        // The ids but not the class; the class but not the whole lane; the lane but not the
+        // JSON's length; then a JSON longer than the frame.
         assert_eq!(garbage(&frame[..37]), Err(FrameError::Truncated));
-        assert_eq!(garbage(&frame[..42]), Err(FrameError::Truncated));
+        assert_eq!(garbage(&frame[..44]), Err(FrameError::Truncated));
+        assert_eq!(garbage(&frame[..46]), Err(FrameError::Truncated));
+        assert_eq!(garbage(&frame[..51]), Err(FrameError::Truncated));
+        assert!(decode_delivery(&frame.slice(..52)).is_ok());
+        // An unknown class (a newer node's) is refused, not taken as another.
+        let mut unknown = frame.to_vec();
+        unknown[37] = 9;
+        assert_eq!(garbage(&unknown), Err(FrameError::Class(9)));
         assert_eq!(
             garbage(&[DELIVER, 255, 255, 255, 255]),
             Err(FrameError::Truncated)
         );
         assert_eq!(
-            garbage(&[DELIVER, 0, 0, 0, 0, 255, 255, 255, 255]),
+            garbage(&[DELIVER, 0, 0, 0, 0, 1, 255, 255, 255, 255]),
             Err(FrameError::Truncated)
         );
     }

@@ -517,8 +517,9 @@ impl Matches {
     }
 
     /// [`Matches::send`] with MetaFi's delivery extension: relayed matches pass it on to the
-    /// recipients (so their transport delivers with the class the sender chose); authoritative
-    /// handlers see only `reliable`.
+    /// recipients (so their transport delivers with the class the sender chose), also to a
+    /// relayed match on another node (the seam carries it); authoritative handlers see only
+    /// `reliable`.
     #[allow(clippy::too_many_arguments)] // the fields of the client's match_data_send
     pub fn send_with(
         &self,
@@ -534,7 +535,7 @@ impl Matches {
             let queued = self.relayed_send(id, session_id, op_code, &data, reliable, delivery, to);
             return match (queued, self.remote()) {
                 (Queued::Ended, Some(remote)) => {
-                    remote.send(id, session_id, op_code, data, reliable, to)
+                    remote.send(id, session_id, op_code, data, reliable, delivery, to)
                 }
                 (queued, _) => queued,
             };
@@ -548,7 +549,7 @@ impl Matches {
                 self.inner.wall.now_ms(),
             ),
             None => match self.remote().filter(|_| self.is_elsewhere(id)) {
-                Some(remote) => remote.send(id, session_id, op_code, data, reliable, to),
+                Some(remote) => remote.send(id, session_id, op_code, data, reliable, delivery, to),
                 None => Queued::Ended,
             },
         }

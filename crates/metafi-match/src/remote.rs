@@ -57,8 +57,9 @@ pub trait RemoteMatches: Send + Sync + fmt::Debug {
     /// A session leaves a match on another node (ignored when it is in none there).
     fn leave(&self, id: &MatchId, session_id: Uuid);
 
-    /// Match data for a match on another node. `Queued::Ended` when this node knows of no
-    /// such match.
+    /// Match data for a match on another node, with the sender's delivery extension (the
+    /// match's node applies it as [`Matches::send_with`] does here). `Queued::Ended` when this
+    /// node knows of no such match.
     #[allow(clippy::too_many_arguments)] // the fields of the client's match_data_send
     fn send(
         &self,
@@ -67,6 +68,7 @@ pub trait RemoteMatches: Send + Sync + fmt::Debug {
         op_code: i64,
         data: Bytes,
         reliable: bool,
+        delivery: Option<&metafi_proto::realtime::Delivery>,
         to: &[Uuid],
     ) -> Queued;
 

@@ -68,12 +68,18 @@ impl Outbound {
         }
     }
 
-    /// An envelope that arrived already encoded (from another node of a cluster): `protobuf` is
-    /// its protobuf encoding and `json`, when the sender had made it, its JSON. Neither is
-    /// encoded again here; each must be the encoding of `envelope` (the nodes of a cluster run
-    /// one MetaFi version, so they encode alike).
-    pub fn received(envelope: Envelope, protobuf: Bytes, json: Option<Bytes>) -> Outbound {
-        let outbound = Outbound::new(envelope);
+    /// An envelope that arrived already encoded (from another node of a cluster), delivered as
+    /// `class` says (the class the sending node chose): `protobuf` is its protobuf encoding and
+    /// `json`, when the sender had made it, its JSON. Neither is encoded again here; each must
+    /// be the encoding of `envelope` (the nodes of a cluster run one MetaFi version, so they
+    /// encode alike).
+    pub fn received(
+        envelope: Envelope,
+        class: DeliveryClass,
+        protobuf: Bytes,
+        json: Option<Bytes>,
+    ) -> Outbound {
+        let outbound = Outbound::with_class(envelope, class);
         // Fresh cells of a value no one else holds yet: neither is set.
         let _ = outbound.inner.protobuf.set(protobuf);
         if let Some(json) = json {

@@ -94,27 +94,38 @@ impl DeliveryClass {
 
     /// The class a [`Delivery`] names; `None` when unspecified or unknown.
     pub fn from_wire(delivery: &Delivery) -> Option<DeliveryClass> {
-        let lane = || Lane::from(delivery.lane.as_str());
-        Some(match delivery.class {
-            class::RELIABLE_ORDERED => DeliveryClass::ReliableOrdered(lane()),
+        DeliveryClass::from_parts(delivery.class, &delivery.lane)
+    }
+
+    /// The class a [`class`] number and a lane name (ignored by the classes without one);
+    /// `None` when unspecified or unknown. With [`DeliveryClass::parts`], the binary forms
+    /// that carry a class (a cluster's frames) use the extension's numbers.
+    pub fn from_parts(class: i32, lane: &str) -> Option<DeliveryClass> {
+        Some(match class {
+            class::RELIABLE_ORDERED => DeliveryClass::ReliableOrdered(Lane::from(lane)),
             class::RELIABLE_UNORDERED => DeliveryClass::ReliableUnordered,
             class::UNRELIABLE => DeliveryClass::Unreliable,
-            class::UNRELIABLE_LATEST => DeliveryClass::UnreliableLatest(lane()),
+            class::UNRELIABLE_LATEST => DeliveryClass::UnreliableLatest(Lane::from(lane)),
             _ => return None,
         })
     }
 
     /// The wire form.
     pub fn to_wire(&self) -> Delivery {
-        let (class, lane) = match self {
-            DeliveryClass::ReliableOrdered(lane) => (class::RELIABLE_ORDERED, lane.as_ref()),
-            DeliveryClass::ReliableUnordered => (class::RELIABLE_UNORDERED, ""),
-            DeliveryClass::Unreliable => (class::UNRELIABLE, ""),
-            DeliveryClass::UnreliableLatest(lane) => (class::UNRELIABLE_LATEST, lane.as_ref()),
-        };
+        let (class, lane) = self.parts();
         Delivery {
             class,
             lane: lane.to_owned(),
+        }
+    }
+
+    /// The class's [`class`] number and its lane ("" for the classes without one).
+    pub fn parts(&self) -> (i32, &str) {
+        match self {
+            DeliveryClass::ReliableOrdered(lane) => (class::RELIABLE_ORDERED, lane),
+            DeliveryClass::ReliableUnordered => (class::RELIABLE_UNORDERED, ""),
+            DeliveryClass::Unreliable => (class::UNRELIABLE, ""),
+            DeliveryClass::UnreliableLatest(lane) => (class::UNRELIABLE_LATEST, lane),
         }
     }
 
