@@ -331,6 +331,19 @@ impl VmPool {
             Ok(result) => return Ok(result),
             Err(declined) => declined,
         };
+        // Boxed: the queue path's state (job, reply channel, watch, select) is the largest
+        // part of this future, and every caller's future (`RuntimeHooks`' boxed hook futures)
+        // embeds it and is copied with it, though most calls end on the inline path above.
+        Box::pin(self.queued(id, ctx, payload)).await
+    }
+
+    /// Runs a call the inline path declined on the least-loaded VM of the pool.
+    async fn queued(
+        &self,
+        id: Arc<str>,
+        ctx: Arc<CallContext>,
+        payload: Work,
+    ) -> Result<Result<Answer, ScriptError>, DispatchError> {
         let engine = self.inner.engine;
         let workers = &self.inner.workers;
         let (reply, mut answer) = oneshot::channel();
