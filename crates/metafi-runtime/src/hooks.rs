@@ -636,12 +636,15 @@ impl RuntimeHooks {
         })
     }
 
-    /// Runs one hook; `payload` is in proto names, `None` is JSON `null`.
+    /// Runs one hook; `payload` is in proto names, `None` is JSON `null`. `started` (the
+    /// clock read for the hook's duration metric) is also when its time budget starts: one
+    /// clock read where the host read it twice.
     async fn run(
         &self,
         hook: &Registered,
         ctx: Arc<CallContext>,
         payload: HookPayload,
+        started: Instant,
     ) -> Result<Option<HookValue>, HookFailure> {
         match (&hook.target, payload) {
             // Native hooks take JSON in proto names.
@@ -651,12 +654,12 @@ impl RuntimeHooks {
                     .transpose()
                     .map_err(|e| HookFailure::Script(unencodable(&e)))?;
                 let call = function(ctx, self.nk.clone(), input);
-                Ok(self.native(call).await?.map(HookValue::Json))
+                Ok(self.native(call, started).await?.map(HookValue::Json))
             }
             (HookTarget::NativeAfter(function), HookPayload::After(output, input)) => {
                 let json = |value: Option<HookValue>| value.and_then(|v| v.into_json().ok());
                 let call = function(ctx, self.nk.clone(), json(output), json(input));
-                self.native(call).await.map(|()| None)
+                self.native(call, started).await.map(|()| None)
             }
             (HookTarget::Pool { pool, key }, payload) => {
                 // The engine converts the values straight into its own (`EngineVm::call_hook`).
@@ -664,7 +667,7 @@ impl RuntimeHooks {
                     HookPayload::Before(input) => HookArgs::Before(input),
                     HookPayload::After(output, input) => HookArgs::After { output, input },
                 };
-                match pool.call_hook(key.clone(), ctx, args).await {
+                match pool.call_hook(key.clone(), ctx, args, started).await {
                     Ok(Ok(result)) => Ok(result),
                     Ok(Err(error)) => Err(HookFailure::Script(error)),
                     Err(e) => Err(HookFailure::Dispatch(e)),
@@ -679,8 +682,10 @@ impl RuntimeHooks {
     async fn native<T>(
         &self,
         call: BoxFuture<'static, Result<T, RpcError>>,
+        started: Instant,
     ) -> Result<T, HookFailure> {
-        match tokio::time::timeout(self.call_timeout, AssertUnwindSafe(call).catch_unwind()).await {
+        let deadline = tokio::time::Instant::from_std(started) + self.call_timeout;
+        match tokio::time::timeout_at(deadline, AssertUnwindSafe(call).catch_unwind()).await {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) => Err(HookFailure::Script(ScriptError::Raised {
                 code: error.code,
@@ -1104,7 +1109,9 @@ impl Hooks for RuntimeHooks {
             };
             let ctx = self.context(ExecutionMode::Before, ctx);
             let started = Instant::now();
-            let outcome = self.run(registered, ctx, HookPayload::Before(input)).await;
+            let outcome = self
+                .run(registered, ctx, HookPayload::Before(input), started)
+                .await;
             self.before_metrics
                 .record(hook, registered.runtime, "before", started, &outcome);
             self.record_failure("before", hook, registered, &outcome);
@@ -1126,7 +1133,7 @@ impl Hooks for RuntimeHooks {
             let ctx = self.context(ExecutionMode::After, ctx);
             let started = Instant::now();
             let outcome = self
-                .run(registered, ctx, HookPayload::After(output, input))
+                .run(registered, ctx, HookPayload::After(output, input), started)
                 .await;
             self.after_metrics
                 .record(hook, registered.runtime, "after", started, &outcome);

@@ -168,6 +168,7 @@ impl Inline {
         id: Arc<str>,
         ctx: Arc<CallContext>,
         payload: Work,
+        started: Option<Instant>,
     ) -> Result<Result<Answer, ScriptError>, (Arc<str>, Arc<CallContext>, Work)> {
         if !self.enabled.load(Ordering::Acquire) || !on_multi_thread_worker() {
             return Err((id, ctx, payload));
@@ -184,7 +185,9 @@ impl Inline {
         self.calls.fetch_add(1, Ordering::Relaxed);
         ACTIVE.with(|active| active.set(active.get() + 1));
         let _running = Running { inline: self };
-        let deadline = Instant::now() + self.setup.limits.call_timeout;
+        // The budget counts from when the caller began the call: a hook's host read the clock
+        // for its metric already (`RuntimeHooks::run`).
+        let deadline = started.unwrap_or_else(Instant::now) + self.setup.limits.call_timeout;
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let call = payload.start(vm, id, ctx, deadline);
             let future = Watched::new(call, watch, deadline);

@@ -301,36 +301,54 @@ impl VmPool {
         payload: String,
     ) -> Result<Result<String, ScriptError>, DispatchError> {
         Ok(self
-            .dispatch(id, ctx, Work::Rpc(payload))
+            .dispatch(id, ctx, Work::Rpc(payload), None)
             .await?
             .map(Answer::into_text))
     }
 
     /// Runs the hook stored under `id` with `args` ([`EngineVm::call_hook`]), where
-    /// [`VmPool::call`] would run an RPC.
+    /// [`VmPool::call`] would run an RPC. `started`: when the host began the call (its
+    /// metric's clock read); an inline call's time budget counts from it.
     pub(crate) async fn call_hook(
         &self,
         id: Arc<str>,
         ctx: Arc<CallContext>,
         args: HookArgs,
+        started: Instant,
     ) -> Result<Result<Option<HookValue>, ScriptError>, DispatchError> {
         Ok(self
-            .dispatch(id, ctx, Work::Hook(args))
+            .dispatch(id, ctx, Work::Hook(args), Some(started))
             .await?
             .map(Answer::into_value))
     }
 
+    /// `started`: when the caller began the call, if it read the clock; an inline call's
+    /// budget counts from it (a queued call's from when its VM takes it).
     async fn dispatch(
         &self,
         id: Arc<str>,
         ctx: Arc<CallContext>,
         payload: Work,
+        started: Option<Instant>,
     ) -> Result<Result<Answer, ScriptError>, DispatchError> {
         // Synchronous: nothing of the thread's VM is held across an await.
-        let (id, ctx, payload) = match self.inner.inline.try_call(id, ctx, payload) {
+        let (id, ctx, payload) = match self.inner.inline.try_call(id, ctx, payload, started) {
             Ok(result) => return Ok(result),
             Err(declined) => declined,
         };
+        // Boxed: the queue path's state (job, reply channel, watch, select) is the largest
+        // part of this future, and every caller's future (`RuntimeHooks`' boxed hook futures)
+        // embeds it and is copied with it, though most calls end on the inline path above.
+        Box::pin(self.queued(id, ctx, payload)).await
+    }
+
+    /// Runs a call the inline path declined on the least-loaded VM of the pool.
+    async fn queued(
+        &self,
+        id: Arc<str>,
+        ctx: Arc<CallContext>,
+        payload: Work,
+    ) -> Result<Result<Answer, ScriptError>, DispatchError> {
         let engine = self.inner.engine;
         let workers = &self.inner.workers;
         let (reply, mut answer) = oneshot::channel();
