@@ -18,8 +18,12 @@
 //!
 //! The thread's own lateness is split again by the work that ran ([`Work`]): its matches'
 //! ticks, match starts (`match_init`), join attempts, joins, leaves, signals, idle work, its
-//! mailbox. It is a measurement (`metafi_match_own_lateness_microseconds_total{work}`): it
-//! says what to change when ticks run late; admission does not read it.
+//! mailbox (`metafi_match_own_lateness_microseconds_total{work}`). Admission, hand-off and
+//! health leave out the part players arriving and leaving took ([`Work::is_arrival`]: match
+//! starts, join attempts, joins, leaves): a rush's own work passes with the rush, and refusing
+//! its finders turns players away without curing it. Unless that work and the thread's
+//! matches together need more than the whole thread ([`ThreadLoad::late`]): then it does not
+//! pass.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -46,11 +50,16 @@ pub(crate) struct ThreadLoad {
     /// CPU its matches use, nanoseconds per second.
     pub(crate) cost_ns: AtomicI64,
     /// Ticks in its last complete lateness window, how many of them were late past the
-    /// objective, and how many of those by the thread's own lateness alone (admission, hand-off
-    /// and health read these: the rest were woken or preempted late, see [`OwnTime`]).
+    /// objective, how many of those by the thread's own lateness alone (the rest were woken or
+    /// preempted late, see [`OwnTime`]), and how many by its own lateness less what arrivals
+    /// took ([`Work::is_arrival`]; admission, hand-off and health read these).
     window_ticks: AtomicU64,
     window_late: AtomicU64,
     window_own_late: AtomicU64,
+    window_steady_late: AtomicU64,
+    /// The thread's own time on arrivals in that window, nanoseconds per second of it (as
+    /// `cost_ns`): whether a rush fits beside its matches ([`late`](Self::late)).
+    window_arrivals_ns: AtomicI64,
     /// Matches this thread handed off to another thread (hand-off).
     pub(crate) moves: AtomicU64,
     /// Hand-offs that were due but did not happen: the matches that would fit elsewhere are
@@ -62,26 +71,40 @@ pub(crate) struct ThreadLoad {
 
 impl ThreadLoad {
     /// Whether the last complete window broke the lateness objective (p99 over it) by the
-    /// thread's own lateness: it was busy with its own work when its ticks fell due.
+    /// thread's own work that stays: it was busy with its matches' ticks (or its other steady
+    /// work) when its ticks fell due, past the objective without what players arriving and
+    /// leaving took. Or its own lateness broke it only with those arrivals, and they and its
+    /// matches together needed more than the whole thread over the window: it cannot catch
+    /// up while they last. A rush of match starts and joins on a thread with room passes: not
+    /// late (`docs/MATCHES.md`, "Objective, placement, admission").
     pub(crate) fn late(&self) -> bool {
-        breaks(
-            self.window_ticks.load(Ordering::Relaxed),
-            self.window_own_late.load(Ordering::Relaxed),
-        )
+        let ticks = self.window_ticks.load(Ordering::Relaxed);
+        if breaks(ticks, self.window_steady_late.load(Ordering::Relaxed)) {
+            return true;
+        }
+        breaks(ticks, self.window_own_late.load(Ordering::Relaxed))
+            && self
+                .cost()
+                .saturating_add(self.window_arrivals_ns.load(Ordering::Relaxed))
+                > WHOLE_THREAD_NS
     }
 
     /// Whether the last complete window broke the lateness objective only with the time others
-    /// took — the thread woken late, or preempted — (it is not [`late`](Self::late)): what
+    /// took — the thread woken late, or preempted — (its own lateness alone did not): what
     /// players feel, which the node's matches did not cause.
     pub(crate) fn late_by_others(&self) -> bool {
         let ticks = self.window_ticks.load(Ordering::Relaxed);
-        breaks(ticks, self.window_late.load(Ordering::Relaxed)) && !self.late()
+        breaks(ticks, self.window_late.load(Ordering::Relaxed))
+            && !breaks(ticks, self.window_own_late.load(Ordering::Relaxed))
     }
 
     pub(crate) fn cost(&self) -> i64 {
         self.cost_ns.load(Ordering::Relaxed).max(0)
     }
 }
+
+/// A whole executor thread, CPU nanoseconds per second.
+const WHOLE_THREAD_NS: i64 = 1_000_000_000;
 
 /// Whether `late` of `ticks` breaks the objective: more than 1 % of them.
 fn breaks(ticks: u64, late: u64) -> bool {
@@ -145,6 +168,16 @@ impl Work {
         }
     }
 
+    /// Players and matches arriving or leaving — match starts, join attempts, joins, leaves:
+    /// bursts at a rush (or a mass leave) that pass, not what the thread's matches cost once
+    /// they run. Signals are not counted: a game may signal its matches all the time.
+    pub(crate) fn is_arrival(self) -> bool {
+        matches!(
+            self,
+            Work::Start | Work::JoinAttempt | Work::Join | Work::Leave
+        )
+    }
+
     fn index(self) -> usize {
         self as usize
     }
@@ -163,6 +196,15 @@ impl OwnSplit {
 
     pub(crate) fn of(&self, work: Work) -> Duration {
         self.by_work[work.index()]
+    }
+
+    /// The part that did not go to arrivals ([`Work::is_arrival`]).
+    pub(crate) fn steady(&self) -> Duration {
+        Work::ALL
+            .iter()
+            .filter(|w| !w.is_arrival())
+            .map(|w| self.of(*w))
+            .sum()
     }
 }
 
@@ -205,6 +247,9 @@ pub(crate) struct OwnTime {
     /// Whether marks taken since the wake-up were dropped (more than [`MARKS`]): the work from
     /// the wake-up to the oldest mark kept is then unknown.
     dropped: bool,
+    /// The thread's own time on arrivals ([`Work::is_arrival`]) since it started, each piece
+    /// counted when the mark after it is taken (the lateness window takes its share).
+    arrivals: Duration,
 }
 
 impl OwnTime {
@@ -213,6 +258,7 @@ impl OwnTime {
             woke: now,
             since: VecDeque::with_capacity(MARKS),
             dropped: false,
+            arrivals: Duration::ZERO,
         }
     }
 
@@ -226,11 +272,21 @@ impl OwnTime {
 
     /// The thread is about to run `work`.
     pub(crate) fn mark(&mut self, now: Mark, work: Work) {
+        if let Some((last, was)) = self.since.back()
+            && was.is_arrival()
+        {
+            self.arrivals += now.own_since(last);
+        }
         if self.since.len() == MARKS {
             self.since.pop_front();
             self.dropped = true;
         }
         self.since.push_back((now, work));
+    }
+
+    /// The thread's own time on arrivals since it started.
+    pub(crate) fn arrivals(&self) -> Duration {
+        self.arrivals
     }
 
     /// The thread's own part of the lateness of a tick due at `scheduled` that starts at
@@ -295,9 +351,12 @@ impl OwnTime {
 #[derive(Debug, Default)]
 pub(crate) struct Window {
     start: Option<Instant>,
+    /// The thread's own time on arrivals ([`OwnTime::arrivals`]) when the window started.
+    arrivals_from: Duration,
     ticks: u64,
     late: u64,
     own_late: u64,
+    steady_late: u64,
     /// Windows published so far.
     pub(crate) published: u64,
 }
@@ -305,7 +364,8 @@ pub(crate) struct Window {
 impl Window {
     /// Counts one tick started at `now` with `lateness`; `own` is the thread's own part of it
     /// split by work ([`OwnTime::own_split`], asked only when the tick is late past the
-    /// objective: it walks the marks). Publishes the window to `shared` when it is complete.
+    /// objective: it walks the marks), `arrivals` the thread's own time on arrivals so far
+    /// ([`OwnTime::arrivals`]). Publishes the window to `shared` when it is complete.
     /// Returns the cause, with the split, when the tick was late past the objective.
     pub(crate) fn record(
         &mut self,
@@ -313,20 +373,37 @@ impl Window {
         shared: &ThreadLoad,
         now: Instant,
         lateness: Duration,
+        arrivals: Duration,
         own: impl FnOnce() -> OwnSplit,
     ) -> Option<(LateCause, OwnSplit)> {
-        let start = *self.start.get_or_insert(now);
-        if now.saturating_duration_since(start) >= objective.window {
+        let start = *self.start.get_or_insert_with(|| {
+            self.arrivals_from = arrivals;
+            now
+        });
+        let elapsed = now.saturating_duration_since(start);
+        if elapsed >= objective.window {
+            let spent = arrivals.saturating_sub(self.arrivals_from);
+            let per_second =
+                spent.as_nanos().saturating_mul(1_000_000_000) / elapsed.as_nanos().max(1);
             shared.window_ticks.store(self.ticks, Ordering::Relaxed);
             shared.window_late.store(self.late, Ordering::Relaxed);
             shared
                 .window_own_late
                 .store(self.own_late, Ordering::Relaxed);
+            shared
+                .window_steady_late
+                .store(self.steady_late, Ordering::Relaxed);
+            shared.window_arrivals_ns.store(
+                i64::try_from(per_second).unwrap_or(i64::MAX),
+                Ordering::Relaxed,
+            );
             self.published += 1;
             self.start = Some(now);
+            self.arrivals_from = arrivals;
             self.ticks = 0;
             self.late = 0;
             self.own_late = 0;
+            self.steady_late = 0;
         }
         self.ticks += 1;
         if lateness <= objective.max_lateness {
@@ -334,9 +411,13 @@ impl Window {
         }
         self.late += 1;
         let split = own();
-        let cause = if split.total() > objective.max_lateness {
+        let cause = if split.steady() > objective.max_lateness {
             self.own_late += 1;
+            self.steady_late += 1;
             LateCause::Own
+        } else if split.total() > objective.max_lateness {
+            self.own_late += 1;
+            LateCause::Arrivals
         } else {
             LateCause::Others
         };
@@ -347,8 +428,11 @@ impl Window {
 /// Why a tick was late past the objective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LateCause {
-    /// Its thread's own lateness alone breaks the objective.
+    /// Its thread's own lateness alone breaks the objective, without what arrivals took.
     Own,
+    /// Its thread's own lateness breaks it only with what players arriving and leaving took
+    /// ([`Work::is_arrival`]).
+    Arrivals,
     /// Only with the time its thread waited to be woken or was preempted.
     Others,
 }
@@ -357,6 +441,7 @@ impl LateCause {
     pub(crate) fn label(self) -> &'static str {
         match self {
             LateCause::Own => "own",
+            LateCause::Arrivals => "arrivals",
             LateCause::Others => "others",
         }
     }
@@ -464,13 +549,46 @@ impl HandlerCost {
     }
 }
 
+/// Why admission refused a new match: the error for the caller, and the rule that refused it
+/// (`metafi_match_admission_refused_total{reason}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Every thread breaks the lateness objective by its own matches ([`ThreadLoad::late`]).
+    Lateness(MatchError),
+    /// No thread has room for the match's projected cost within the CPU objective.
+    Cpu(MatchError),
+}
+
+impl Refusal {
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Refusal::Lateness(_) => "lateness",
+            Refusal::Cpu(_) => "cpu",
+        }
+    }
+
+    pub(crate) fn into_error(self) -> MatchError {
+        match self {
+            Refusal::Lateness(error) | Refusal::Cpu(error) => error,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Lateness(error) | Refusal::Cpu(error) => error.fmt(f),
+        }
+    }
+}
+
 /// Where a new match goes, or why the node refuses it. `threads` are the executor threads'
 /// loads with their match counts.
 pub(crate) fn place(
     objective: &Objective,
     threads: &[(&ThreadLoad, usize)],
     projected: i64,
-) -> Result<usize, MatchError> {
+) -> Result<usize, Refusal> {
     let budget = objective.thread_budget_ns();
     let count_choice = || {
         threads
@@ -496,17 +614,17 @@ pub(crate) fn place(
         });
     }
     let Some((thread, headroom)) = best else {
-        return Err(MatchError::Full {
+        return Err(Refusal::Lateness(MatchError::Full {
             reason: format!(
                 "tick lateness p99 is over the objective of {} ms on every executor thread",
                 objective.max_lateness.as_secs_f64() * 1e3
             ),
-        });
+        }));
     };
     if projected > headroom {
         let used: i64 = threads.iter().map(|(l, _)| l.cost()).sum();
         let cores = threads.len().max(1) as f64;
-        return Err(MatchError::Full {
+        return Err(Refusal::Cpu(MatchError::Full {
             reason: format!(
                 "a new match would take executor CPU past the objective of {}% (in use: {:.1}% of {} cores, the least loaded thread has {:.1}% free, a match of this handler costs {:.1}%)",
                 objective.max_cpu_percent,
@@ -515,7 +633,7 @@ pub(crate) fn place(
                 headroom.max(0) as f64 / 1e7,
                 projected as f64 / 1e7,
             ),
-        });
+        }));
     }
     Ok(match objective.placement {
         Placement::Cost => thread,

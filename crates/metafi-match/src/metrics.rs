@@ -116,7 +116,8 @@ pub(crate) fn created(runtime: &'static str, seconds: f64) {
     metrics::histogram!("metafi_match_create_seconds", "runtime" => runtime).record(seconds);
 }
 
-/// `metafi_match_admission_refused_total{reason}`: new matches the node refused.
+/// `metafi_match_admission_refused_total{reason}`: new matches the node refused, by the rule
+/// that refused them (`lateness`, `cpu`: `load::Refusal`).
 pub(crate) fn refused(reason: &'static str) {
     metrics::counter!("metafi_match_admission_refused_total", "reason" => reason).increment(1);
 }
@@ -133,12 +134,14 @@ pub(crate) fn move_refused(reason: &'static str) {
 }
 
 /// `metafi_match_ticks_late_total{cause}`: ticks that started later than the lateness
-/// objective, by cause (`own`: the thread ran or blocked in its own work for longer than the
-/// objective; `others`: only with the time it waited to be woken or for its core, see
-/// `load::OwnTime`). Admission counts only `own`. And
-/// `metafi_match_own_lateness_microseconds_total{work}`: the own part of the `own` late ticks'
-/// lateness by the work the thread ran while they were due (`load::Work`): what to change when
-/// the node's own ticks run late.
+/// objective, by cause (`own`: the thread ran or blocked in its own work other than arrivals
+/// for longer than the objective; `arrivals`: only with its match starts, join attempts,
+/// joins and leaves counted; `others`: only with the time it waited to be woken or for its
+/// core, see `load::OwnTime`). Admission counts `own`, and `arrivals` only when they do not fit
+/// beside the matches (`load::ThreadLoad::late`). And
+/// `metafi_match_own_lateness_microseconds_total{work}`: the own part of the `own` and
+/// `arrivals` late ticks' lateness by the work the thread ran while they were due
+/// (`load::Work`): what to change when the node's own ticks run late.
 pub(crate) fn late_tick(cause: crate::load::LateCause, own: &crate::load::OwnSplit) {
     metrics::counter!("metafi_match_ticks_late_total", "cause" => cause.label()).increment(1);
     if cause == crate::load::LateCause::Others {

@@ -301,12 +301,9 @@ impl Matches {
         let projected = metrics.cost.projection(&inner.config.objective);
         let thread = match self.place(current, projected) {
             Ok(thread) => thread,
-            Err(error) => {
-                crate::metrics::refused(if inner.config.objective.admission {
-                    "objective"
-                } else {
-                    "other"
-                });
+            Err(refusal) => {
+                crate::metrics::refused(refusal.label());
+                let error = refusal.into_error();
                 tracing::debug!(handler = %spec.handler_name, error = %error, "match refused");
                 return Err(error);
             }
@@ -1037,7 +1034,7 @@ impl Matches {
 
     /// The thread a new match of `projected` cost goes to (the caller's own thread for a
     /// match created by handler code), or why the node refuses it.
-    fn place(&self, current: Option<usize>, projected: i64) -> Result<usize, MatchError> {
+    fn place(&self, current: Option<usize>, projected: i64) -> Result<usize, crate::load::Refusal> {
         let inner = &self.inner;
         let threads: Vec<(&crate::load::ThreadLoad, usize)> = match current {
             Some(thread) => vec![(
@@ -1055,7 +1052,7 @@ impl Matches {
     }
 
     /// Why a new match of the default projected cost would be refused now (admission on).
-    pub(crate) fn admission_refusal(&self) -> Option<MatchError> {
+    pub(crate) fn admission_refusal(&self) -> Option<crate::load::Refusal> {
         let inner = &self.inner;
         let objective = &inner.config.objective;
         if !objective.admission {
@@ -1086,7 +1083,7 @@ impl Matches {
         let full = if draining {
             Some("the node is draining".to_owned())
         } else {
-            self.admission_refusal().map(|e| e.to_string())
+            self.admission_refusal().map(|r| r.into_error().to_string())
         };
         let load = crate::load::NodeLoad {
             cpu: used as f64 / 1e9 / threads.len().max(1) as f64,

@@ -69,9 +69,9 @@ impl Matches {
             if self.is_draining() {
                 return Err(MatchError::ShuttingDown);
             }
-            if let Some(reason) = self.admission_refusal() {
-                metrics::refused("objective");
-                return Err(reason);
+            if let Some(refusal) = self.admission_refusal() {
+                metrics::refused(refusal.label());
+                return Err(refusal.into_error());
             }
         }
         self.enter_relayed(uuid, presence, true)

@@ -372,12 +372,15 @@ impl Scheduler {
                 continue;
             }
             self.queued[slot] = false;
-            let started = Mark {
-                wall: now,
-                run_delay: self.inner.clock.thread_run_delay(),
-            };
+            // Both clocks read together, after the flush above: the IO threads a flush wakes
+            // may take the core at once, and that wait belongs before the tick's mark. Read
+            // with `now` from before the flush, it counted in the mark's run delay but not its
+            // wall time, and so as the tick's own time — its cost, and the own lateness of the
+            // ticks after it in the step (issue 21: JavaScript at 8,000 players, the engine's
+            // count of its matches' cost 4.8 times the executor thread's CPU).
+            let started = self.mark_now();
             let step = match self.slots[slot].as_mut() {
-                Some(m) => m.run_tick(&self.inner, now),
+                Some(m) => m.run_tick(&self.inner, started.wall),
                 None => continue,
             };
             if step.is_ok() {
@@ -406,6 +409,7 @@ impl Scheduler {
             thread,
             started.wall,
             started.wall.saturating_duration_since(scheduled),
+            own_time.arrivals(),
             || own_time.own_split(scheduled, started),
         ) {
             crate::metrics::late_tick(cause, &own);

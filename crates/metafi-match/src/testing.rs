@@ -6,12 +6,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-use crate::clock::SystemMonotonic;
+use crate::clock::{FakeClock, SystemMonotonic};
 use crate::config::MatchConfig;
 use crate::dispatcher::Dispatcher;
 use crate::executor::Executor;
@@ -46,6 +47,8 @@ pub enum Sent {
 pub struct RecordingOutlet {
     sent: Mutex<Vec<Sent>>,
     gone: Mutex<HashSet<Uuid>>,
+    /// The fake clock each flush preempts, and by how much ([`RecordingOutlet::preempt_on_flush`]).
+    flush_preempts: Mutex<Option<(Arc<FakeClock>, Duration)>>,
 }
 
 impl RecordingOutlet {
@@ -56,6 +59,12 @@ impl RecordingOutlet {
     /// Everything sent so far, emptying the record.
     pub fn take(&self) -> Vec<Sent> {
         std::mem::take(&mut *self.sent.lock())
+    }
+
+    /// From now on each flush is followed by `by` during which the OS runs another thread:
+    /// the IO thread the flush woke preempts the executor (on a one-core node it does).
+    pub fn preempt_on_flush(&self, clock: Arc<FakeClock>, by: Duration) {
+        *self.flush_preempts.lock() = Some((clock, by));
     }
 
     pub fn disconnect(&self, session: Uuid) {
@@ -99,6 +108,12 @@ impl Outlet for RecordingOutlet {
 
     fn is_connected(&self, session_id: Uuid) -> bool {
         !self.gone.lock().contains(&session_id)
+    }
+
+    fn flush(&self) {
+        if let Some((clock, by)) = &*self.flush_preempts.lock() {
+            clock.preempt(*by);
+        }
     }
 }
 

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use metafi_match::testing::{ScriptedMatch, SeedMatch, join_request, presence};
 use metafi_match::{
-    FakeClock, Flow, JoinOutcome, ListQuery, MatchConfig, MatchError, MatchId, Objective, Placement,
+    Dispatcher, FakeClock, Flow, HandlerError, JoinOutcome, JoinRequest, JoinVerdict, ListQuery,
+    MatchConfig, MatchContext, MatchError, MatchHandler, MatchId, MatchInit, MatchMessage,
+    MatchSpec, MatchStatsSnapshot, Objective, Params, Placement, Presence, PresenceReason,
 };
 use metafi_proto::Code;
 use parking_lot::Mutex;
@@ -206,13 +208,59 @@ fn a_rush_is_seated_while_other_work_wakes_the_executor_late() {
             },
         )
     };
+    let outcomes = seat_rush(&mut engine, 200, seed);
+    let refused: Vec<_> = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Ok(JoinOutcome::Accepted { .. })))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{} of 200 not seated, e.g. {:?}",
+        refused.len(),
+        refused[0]
+    );
+    engine.run_for(Duration::from_secs(3));
+    let seed_matches: Vec<_> = engine
+        .matches
+        .stats()
+        .into_iter()
+        .filter(|s| s.handler_name == "seed")
+        .collect();
+    assert_eq!(seed_matches.len(), 20);
+    assert!(seed_matches.iter().all(|s| s.presences == 10));
+    let load = engine.matches.load();
+    assert_eq!(
+        (load.late_threads, load.full.as_deref()),
+        (0, None),
+        "{load:?}"
+    );
+}
+
+/// The stats of the matches of handler `name`.
+fn stats_of(engine: &Engine, name: &str) -> Vec<MatchStatsSnapshot> {
+    engine
+        .matches
+        .stats()
+        .into_iter()
+        .filter(|s| s.handler_name == name)
+        .collect()
+}
+
+/// The seed's rush: `players` finders, ten every 20 ms (500 per second), each finding a seat
+/// with `find_seat` (creating a match of `seed()` when none has room), joining it and
+/// completing the join. Returns each finder's outcome once all have answered.
+fn seat_rush(
+    engine: &mut Engine,
+    players: usize,
+    seed: impl Fn() -> MatchSpec,
+) -> Vec<Result<JoinOutcome, MatchError>> {
     let open = ListQuery {
         limit: 10,
         authoritative: Some(true),
         max_size: Some(9),
         ..ListQuery::default()
     };
-    let players: Vec<_> = (0..200).map(|i| presence(&format!("p{i}"))).collect();
+    let players: Vec<_> = (0..players).map(|i| presence(&format!("p{i}"))).collect();
     let mut finders = Vec::new();
     let mut outcomes = Vec::new();
     let mut cx = Context::from_waker(Waker::noop());
@@ -225,7 +273,6 @@ fn a_rush_is_seated_while_other_work_wakes_the_executor_late() {
             Poll::Pending => true,
         });
     };
-    // Ten arrivals every 20 ms: 500 per second.
     for wave in players.chunks(10) {
         for p in wave {
             let (matches, p, open) = (engine.matches.clone(), p.clone(), open.clone());
@@ -255,31 +302,176 @@ fn a_rush_is_seated_while_other_work_wakes_the_executor_late() {
         "{} finders never answered",
         finders.len()
     );
+    outcomes
+}
+
+/// The seed match whose callbacks take time, as a script handler's do: `match_init` 2 ms,
+/// each join attempt and join 0.3 ms (of the fake clock).
+struct CostlySeed {
+    seed: SeedMatch,
+    clock: Arc<FakeClock>,
+}
+
+impl MatchHandler for CostlySeed {
+    fn init(&mut self, ctx: &MatchContext, params: &Params) -> Result<MatchInit, HandlerError> {
+        self.clock.advance(Duration::from_millis(2));
+        self.seed.init(ctx, params)
+    }
+
+    fn join_attempt(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        request: &JoinRequest,
+    ) -> Result<JoinVerdict, HandlerError> {
+        self.clock.advance(Duration::from_micros(300));
+        self.seed.join_attempt(ctx, d, tick, request)
+    }
+
+    fn join(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+    ) -> Result<Flow, HandlerError> {
+        self.clock.advance(Duration::from_micros(300));
+        self.seed.join(ctx, d, tick, presences)
+    }
+
+    fn leave(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        presences: &[Arc<Presence>],
+        reason: PresenceReason,
+    ) -> Result<Flow, HandlerError> {
+        self.seed.leave(ctx, d, tick, presences, reason)
+    }
+
+    fn tick(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        messages: &[MatchMessage],
+    ) -> Result<Flow, HandlerError> {
+        self.seed.tick(ctx, d, tick, messages)
+    }
+
+    fn terminate(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        grace_seconds: u32,
+    ) -> Result<Flow, HandlerError> {
+        self.seed.terminate(ctx, d, tick, grace_seconds)
+    }
+
+    fn signal(
+        &mut self,
+        ctx: &MatchContext,
+        d: &mut Dispatcher<'_>,
+        tick: i64,
+        data: &str,
+    ) -> Result<(Flow, String), HandlerError> {
+        self.seed.signal(ctx, d, tick, data)
+    }
+}
+
+/// The rush as it is with script handlers and phases spread (issue 21): the arrivals' own
+/// work — `match_init` 2 ms, join attempts and joins 0.3 ms each, at 500 players per second
+/// 40 % of the core — runs between the ticks of four 1 ms background matches (40 %, over the
+/// floor that excuses lateness) and makes them late by more than the objective, a batch
+/// every 20 ms, for 3 s: more than a lateness window. That lateness passes with the rush,
+/// and refusing finders would only turn players away: all 1,500 are seated in 150 full
+/// matches. (By the thread's whole own lateness it was full, and finders were refused.)
+#[test]
+fn a_rush_whose_lateness_is_the_arrivals_own_work_is_seated_in_full() {
+    let mut engine = Engine::new(config(1, Objective::default()));
+    for _ in 0..4 {
+        costly(&mut engine, "background", 100, Duration::from_millis(1)).unwrap();
+        engine.run_for(Duration::from_micros(2_500));
+    }
+    engine.run_for(Duration::from_secs(3));
+    let load = engine.matches.load();
+    assert!((load.cpu - 0.40).abs() < 1e-9, "{load:?}");
+    assert_eq!(
+        (load.late_threads, load.full.as_deref()),
+        (0, None),
+        "{load:?}"
+    );
+
+    let clock = engine.clock.clone();
+    let seed = move || {
+        spec(
+            "seed",
+            CostlySeed {
+                seed: SeedMatch {
+                    tick_rate: 10,
+                    max_players: 10,
+                },
+                clock: clock.clone(),
+            },
+        )
+    };
+    let late_before = stats_of(&engine, "background")
+        .iter()
+        .map(|s| s.max_lateness_seconds)
+        .fold(0.0, f64::max);
+    let outcomes = seat_rush(&mut engine, 1_500, seed);
+    let background_late = stats_of(&engine, "background")
+        .iter()
+        .map(|s| s.max_lateness_seconds)
+        .fold(0.0, f64::max);
+    assert!(
+        late_before < 0.002 && background_late > 0.004,
+        "the rush's work makes the background ticks late: {late_before} s, then {background_late} s"
+    );
     let refused: Vec<_> = outcomes
         .iter()
         .filter(|o| !matches!(o, Ok(JoinOutcome::Accepted { .. })))
         .collect();
     assert!(
         refused.is_empty(),
-        "{} of 200 not seated, e.g. {:?}",
+        "{} of 1,500 not seated, e.g. {:?}",
         refused.len(),
         refused[0]
     );
     engine.run_for(Duration::from_secs(3));
-    let seed_matches: Vec<_> = engine
-        .matches
-        .stats()
-        .into_iter()
-        .filter(|s| s.handler_name == "seed")
-        .collect();
-    assert_eq!(seed_matches.len(), 20);
+    let seed_matches = stats_of(&engine, "seed");
+    assert_eq!(seed_matches.len(), 150);
     assert!(seed_matches.iter().all(|s| s.presences == 10));
+}
+
+/// A step whose ticks run past `FLUSH_EVERY` lets out what they sent, and on a one-core node
+/// the IO threads that flush wakes take the core at once (here 3 ms each time). That wait is
+/// not the next tick's: six 0.4 ms matches due together cost 4 % of the core each, and the
+/// node takes a new match. (When the tick's start was marked
+/// with the wall time read before the flush and the run delay read after it, the preemption
+/// counted as the next tick's own time: that match cost 34 %.)
+#[test]
+fn a_preemption_after_a_flush_in_a_step_is_not_the_next_ticks_own_time() {
+    let mut engine = Engine::new(stacked_config(1, Objective::default()));
+    let ids: Vec<_> = (0..6)
+        .map(|_| costly(&mut engine, "stacked", 100, Duration::from_micros(400)).unwrap())
+        .collect();
+    // From here on (a creation's steps flush too: preempted, they would not start together).
+    engine
+        .outlet
+        .preempt_on_flush(engine.clock.clone(), Duration::from_millis(3));
+    engine.run_for(Duration::from_secs(3));
+    for id in &ids {
+        let stats = engine.stats(id);
+        assert!((stats.cpu - 0.04).abs() < 1e-9, "{stats:?}");
+    }
     let load = engine.matches.load();
-    assert_eq!(
-        (load.late_threads, load.full.as_deref()),
-        (0, None),
-        "{load:?}"
-    );
+    assert!((load.cpu - 0.24).abs() < 1e-9, "{load:?}");
+    assert_eq!(load.full, None, "{load:?}");
+    costly(&mut engine, "stacked", 100, Duration::from_micros(400)).unwrap();
 }
 
 /// The rush's other half (issue 21): on a one-core node the IO threads (sign-ins, the finder

@@ -67,6 +67,7 @@ fn windows_judge_lateness_at_the_99th_percentile() {
             &shared,
             t0 + Duration::from_millis(i),
             late,
+            Duration::ZERO,
             in_ticks(late),
         );
     }
@@ -76,6 +77,7 @@ fn windows_judge_lateness_at_the_99th_percentile() {
         &shared,
         t0 + Duration::from_secs(3),
         zero,
+        Duration::ZERO,
         in_ticks(zero),
     );
     assert!(!shared.late(), "2 of 200 late is the 99th percentile");
@@ -90,6 +92,7 @@ fn windows_judge_lateness_at_the_99th_percentile() {
             &shared,
             t0 + Duration::from_secs(3) + Duration::from_millis(i),
             late,
+            Duration::ZERO,
             in_ticks(late),
         );
     }
@@ -98,6 +101,7 @@ fn windows_judge_lateness_at_the_99th_percentile() {
         &shared,
         t0 + Duration::from_secs(6),
         zero,
+        Duration::ZERO,
         in_ticks(zero),
     );
     assert!(shared.late(), "3 of 201 late breaks it");
@@ -227,11 +231,25 @@ fn a_thread_woken_late_is_late_by_others_and_not_full() {
     let mut causes = Vec::new();
     for i in 0..100u64 {
         causes.extend(
-            w.record(&o, &woken_late, t0 + ms(10 * i), ms(5), in_ticks(ms(1)))
-                .map(|(cause, _)| cause),
+            w.record(
+                &o,
+                &woken_late,
+                t0 + ms(10 * i),
+                ms(5),
+                Duration::ZERO,
+                in_ticks(ms(1)),
+            )
+            .map(|(cause, _)| cause),
         );
     }
-    w.record(&o, &woken_late, t0 + ms(3_000), ms(0), in_ticks(ms(0)));
+    w.record(
+        &o,
+        &woken_late,
+        t0 + ms(3_000),
+        ms(0),
+        Duration::ZERO,
+        in_ticks(ms(0)),
+    );
     assert!(causes.iter().all(|c| *c == LateCause::Others) && causes.len() == 100);
     assert!(!woken_late.late());
     assert!(woken_late.late_by_others());
@@ -243,15 +261,30 @@ fn a_thread_woken_late_is_late_by_others_and_not_full() {
     let busy = ThreadLoad::default();
     let mut w = Window::default();
     for i in 0..100u64 {
-        let cause = w.record(&o, &busy, t0 + ms(10 * i), ms(3), in_ticks(ms(3)));
+        let cause = w.record(
+            &o,
+            &busy,
+            t0 + ms(10 * i),
+            ms(3),
+            Duration::ZERO,
+            in_ticks(ms(3)),
+        );
         assert_eq!(cause.map(|(cause, _)| cause), Some(LateCause::Own));
     }
-    w.record(&o, &busy, t0 + ms(3_000), ms(0), in_ticks(ms(0)));
+    w.record(
+        &o,
+        &busy,
+        t0 + ms(3_000),
+        ms(0),
+        Duration::ZERO,
+        in_ticks(ms(0)),
+    );
     assert!(busy.late());
     assert!(!busy.late_by_others());
     busy.cost_ns.store(500_000_000, Ordering::Relaxed);
     let err = place(&o, &[(&busy, 10)], 1_000_000).unwrap_err();
     assert!(err.to_string().contains("tick lateness p99"), "{err}");
+    assert_eq!(err.label(), "lateness");
 }
 
 #[test]
@@ -275,10 +308,112 @@ fn placement_takes_the_most_headroom_and_refuses_past_the_objective() {
     b.cost_ns.store(660_000_000, Ordering::Relaxed);
     let err = place(&o, &[(&a, 1), (&b, 1)], 100_000_000).unwrap_err();
     assert!(err.to_string().starts_with("Node is full"), "{err}");
+    assert_eq!(err.label(), "cpu");
     // Without admission the match is placed anyway.
     let open = Objective {
         admission: false,
         ..objective()
     };
     assert_eq!(place(&open, &[(&a, 1), (&b, 1)], 100_000_000), Ok(1));
+}
+
+/// A tick's own lateness, `arrivals` of it spent on join attempts and the rest in other ticks.
+fn with_arrivals(own: Duration, arrivals: Duration) -> impl FnOnce() -> OwnSplit {
+    move || {
+        let mut split = OwnSplit::default();
+        split.by_work[Work::Tick.index()] = own.saturating_sub(arrivals);
+        split.by_work[Work::JoinAttempt.index()] = arrivals;
+        split
+    }
+}
+
+/// One window of 100 ticks 10 ms apart, each late 3 ms by its own work, `arrivals` of it
+/// join attempts, with the thread's own time on arrivals reaching `spent` by the window's
+/// end; then the tick that publishes it. Returns the late ticks' causes.
+fn rush_window(load: &ThreadLoad, arrivals: Duration, spent: Duration) -> Vec<LateCause> {
+    let o = objective();
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut w = Window::default();
+    let mut causes = Vec::new();
+    for i in 0..100u64 {
+        let so_far = spent * (i as u32) / 100;
+        causes.extend(
+            w.record(
+                &o,
+                load,
+                t0 + ms(10 * i),
+                ms(3),
+                so_far,
+                with_arrivals(ms(3), arrivals),
+            )
+            .map(|(cause, _)| cause),
+        );
+    }
+    w.record(&o, load, t0 + ms(2_000), ms(0), spent, in_ticks(ms(0)));
+    causes
+}
+
+/// The rush (issue 21): every tick 3 ms late by the thread's own work, 2.5 ms of it join
+/// attempts, while the thread's matches use half its core and arrivals 0.4 s a second. That
+/// lateness passes with the rush: the thread is not full, and takes the next match. The same
+/// lateness from the matches' own ticks makes it full; and so do arrivals that, beside its
+/// matches, need more than the whole thread (0.6 s a second with half the core taken): it
+/// would never catch up while they last.
+#[test]
+fn a_rush_of_arrivals_that_fits_beside_the_matches_is_not_full() {
+    let o = objective();
+    let ms = Duration::from_millis;
+    let rush = ThreadLoad::default();
+    rush.cost_ns.store(500_000_000, Ordering::Relaxed);
+    let causes = rush_window(&rush, ms(2) + ms(1) / 2, ms(800));
+    assert!(causes.len() == 100 && causes.iter().all(|c| *c == LateCause::Arrivals));
+    assert!(!rush.late());
+    assert!(
+        !rush.late_by_others(),
+        "its own lateness broke the objective"
+    );
+    assert_eq!(place(&o, &[(&rush, 10)], 1_000_000), Ok(0));
+
+    let ticks = ThreadLoad::default();
+    ticks.cost_ns.store(500_000_000, Ordering::Relaxed);
+    let causes = rush_window(&ticks, ms(1) / 2, ms(800));
+    assert!(
+        causes.iter().all(|c| *c == LateCause::Own),
+        "2.5 ms of ticks: over"
+    );
+    assert!(ticks.late());
+    let refused = place(&o, &[(&ticks, 10)], 1_000_000).unwrap_err();
+    assert_eq!(refused.label(), "lateness");
+
+    let endless = ThreadLoad::default();
+    endless.cost_ns.store(500_000_000, Ordering::Relaxed);
+    rush_window(&endless, ms(2) + ms(1) / 2, ms(1_200));
+    assert!(endless.late());
+    assert_eq!(
+        place(&o, &[(&endless, 10)], 1_000_000).map_err(|r| r.label()),
+        Err("lateness")
+    );
+}
+
+/// The thread's own time on arrivals adds up the pieces between a mark of arrival work and
+/// the next mark, less the time the OS ran other threads.
+#[test]
+fn the_threads_own_time_on_arrivals_is_counted_piece_by_piece() {
+    let t0 = Instant::now();
+    let us = Duration::from_micros;
+    let mut own = OwnTime::new(mark(t0, us(0)));
+    own.mark(mark(t0, us(0)), Work::Start);
+    own.mark(mark(t0 + us(2_000), us(500)), Work::Tick);
+    own.mark(mark(t0 + us(3_000), us(500)), Work::JoinAttempt);
+    own.mark(mark(t0 + us(3_400), us(500)), Work::Signal);
+    own.mark(mark(t0 + us(4_000), us(500)), Work::Join);
+    assert_eq!(
+        own.arrivals(),
+        us(1_900),
+        "1.5 ms start + 0.4 ms join attempt"
+    );
+    // The last piece counts when the next mark closes it (before a wait: `Scheduler::wait`).
+    own.mark(mark(t0 + us(4_300), us(600)), Work::Mailbox);
+    assert_eq!(own.arrivals(), us(2_100));
 }
