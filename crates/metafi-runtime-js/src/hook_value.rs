@@ -34,6 +34,19 @@ use serde_json::Value as Json;
 use crate::hook_result::Intrinsics;
 use crate::object_serializer::Entry;
 
+/// Where each property of an object goes: `at[i]` is the index, among the properties as
+/// serialized, of the `i`-th one in sorted order (the first `len`). Only for objects of at most
+/// [`Order::MAX`] properties, all distinct.
+#[derive(Clone, Copy)]
+pub(crate) struct Order {
+    pub(crate) len: u8,
+    pub(crate) at: [u8; Order::MAX],
+}
+
+impl Order {
+    pub(crate) const MAX: usize = 32;
+}
+
 /// How many objects a VM keeps for their shapes ([`FieldNames::keep_shapes`]).
 pub(crate) const MAX_KEPT_SHAPES: usize = 4096;
 
@@ -55,7 +68,13 @@ pub(crate) struct FieldNames {
     /// A struct field name's address and length (a `&'static str` from a `Serialize` derive)
     /// → its atom in `atoms`: found by two words, without hashing or comparing the text
     /// (`object_serializer.rs`). The same name at two addresses has two entries, one atom.
-    statics: RefCell<HashMap<(usize, usize), qjs::JSAtom, FxBuildHasher>>,
+    /// With each atom, whether the name is a map field's (`hooks::MAP_FIELDS`: no renaming
+    /// below it), so that is not looked up by text per property either.
+    statics: RefCell<HashMap<(usize, usize), (qjs::JSAtom, bool), FxBuildHasher>>,
+    /// The definition order of the objects whose keys are all struct field names: per
+    /// sequence of names as serialized (by address), where each property goes in the
+    /// sorted order (`object_serializer.rs`, [`Order`]).
+    orders: RefCell<HashMap<u64, (Box<[(usize, usize)]>, Order), FxBuildHasher>>,
     /// The properties of the objects a serialization is building, innermost last; empty
     /// between calls. Kept so that building an object allocates no list of its own.
     pub(crate) scratch: RefCell<Vec<Entry>>,
@@ -93,6 +112,12 @@ impl FieldNames {
         &self.intrinsics
     }
 
+    /// How many key orders are recorded ([`FieldNames::keep_order`]).
+    #[cfg(test)]
+    pub(crate) fn orders_kept(&self) -> usize {
+        self.orders.borrow().len()
+    }
+
     /// How many objects are kept for their shapes.
     #[cfg(test)]
     pub(crate) fn shapes_kept(&self) -> usize {
@@ -113,6 +138,7 @@ impl FieldNames {
         }
         self.protos.borrow_mut().clear();
         self.statics.borrow_mut().clear();
+        self.orders.borrow_mut().clear();
         for (_, atom) in self.atoms.borrow_mut().drain() {
             // SAFETY: each cached atom holds one reference, taken in `atom`.
             unsafe { qjs::JS_FreeAtom(raw, atom) };
@@ -154,23 +180,44 @@ impl FieldNames {
 
 impl FieldNames {
     /// The atom of the struct field name `name` (renamed), as [`FieldNames::atom`] gives it,
-    /// found by the name's address once it is cached.
+    /// found by the name's address once it is cached, and whether `name` is a map field's.
     pub(crate) unsafe fn field_atom(
         &self,
         ctx: *mut qjs::JSContext,
         name: &'static str,
-    ) -> (qjs::JSAtom, bool) {
+    ) -> (qjs::JSAtom, bool, bool) {
         let address = (name.as_ptr() as usize, name.len());
-        if let Some(&atom) = self.statics.borrow().get(&address) {
-            return (atom, false);
+        if let Some(&(atom, map_field)) = self.statics.borrow().get(&address) {
+            return (atom, false, map_field);
         }
         // SAFETY: the caller's contract.
         let (atom, owned) = unsafe { self.atom(ctx, name, true) };
+        let map_field = MAP_FIELDS.contains(&name);
         let mut statics = self.statics.borrow_mut();
         if !owned && statics.len() < MAX_NAMES {
-            statics.insert(address, atom);
+            statics.insert(address, (atom, map_field));
         }
-        (atom, owned)
+        (atom, owned, map_field)
+    }
+
+    /// The definition order recorded for the struct field names `names` (addresses, as
+    /// serialized), if any.
+    pub(crate) fn order(
+        &self,
+        signature: u64,
+        names: impl ExactSizeIterator<Item = (usize, usize)>,
+    ) -> Option<Order> {
+        let orders = self.orders.borrow();
+        let (kept, order) = orders.get(&signature)?;
+        (kept.len() == names.len() && kept.iter().copied().eq(names)).then_some(*order)
+    }
+
+    /// Records `order` for the struct field names `names` (at most [`MAX_NAMES`] sequences).
+    pub(crate) fn keep_order(&self, signature: u64, names: Box<[(usize, usize)]>, order: Order) {
+        let mut orders = self.orders.borrow_mut();
+        if orders.len() < MAX_NAMES {
+            orders.insert(signature, (names, order));
+        }
     }
 
     /// Keeps the shapes of an object with the keys of `keys` in order (all cached field names)

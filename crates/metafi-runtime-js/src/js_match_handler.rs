@@ -133,7 +133,9 @@ fn build<'js>(
         functions.push(Persistent::save(ctx, function));
     }
     let (_, logger_proto, env) = vm::cached(ctx, shared)?;
-    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
+    let logger = shared
+        .loggers
+        .build(ctx, &shared.names, logger_proto.as_raw())?;
     let match_ctx = Object::new(ctx.clone())?;
     match_ctx.set("env", env)?;
     match_ctx.set("executionMode", "match")?;

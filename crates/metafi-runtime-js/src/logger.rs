@@ -57,7 +57,7 @@ impl CallLoggers {
         &self,
         ctx: &Ctx<'js>,
         names: &FieldNames,
-        proto: &Object<'js>,
+        proto: qjs::JSValue,
     ) -> rquickjs::Result<Value<'js>> {
         let raw = ctx.as_raw().as_ptr();
         // SAFETY: `raw` is the live context of `ctx` and `proto` one of its objects; every
@@ -79,7 +79,7 @@ impl CallLoggers {
             if qjs::JS_IsException(fields) {
                 return Err(rquickjs::Error::Exception);
             }
-            let logger = qjs::JS_NewObjectProto(raw, proto.as_raw());
+            let logger = qjs::JS_NewObjectProto(raw, proto);
             if qjs::JS_IsException(logger) {
                 qjs::JS_FreeValue(raw, fields);
                 return Err(rquickjs::Error::Exception);
@@ -96,7 +96,7 @@ impl CallLoggers {
                 return Err(rquickjs::Error::Exception);
             }
             if !self.shapes_kept.replace(true) {
-                names.keep_shapes_of(raw, Some(proto.as_raw()), &[fields_atom]);
+                names.keep_shapes_of(raw, Some(proto), &[fields_atom]);
             }
             Ok(Value::from_raw(ctx.clone(), logger))
         }
@@ -449,7 +449,7 @@ mod tests {
             let proto: Object<'_> = ctx.globals().get("proto").unwrap();
             // Twice: the second call takes the kept atom and shapes; each gets its own fields.
             for _ in 0..2 {
-                let value = loggers.build(&ctx, &names, &proto).unwrap();
+                let value = loggers.build(&ctx, &names, proto.as_raw()).unwrap();
                 ctx.globals().set("l", value).unwrap();
                 let seen: String = ctx
                     .eval(

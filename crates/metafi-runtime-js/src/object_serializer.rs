@@ -37,7 +37,7 @@ use rquickjs::{Ctx, Value, qjs};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
-use crate::hook_value::{FieldNames, SIGNATURE_START, sign, unencodable};
+use crate::hook_value::{FieldNames, Order, SIGNATURE_START, sign, unencodable};
 
 /// `message` as the JavaScript value a hook sees (see the module's note).
 pub(crate) fn build<'js>(
@@ -160,6 +160,27 @@ impl Key {
     }
 }
 
+/// A struct field name's address and length (`(0, 0)` for a map key's text).
+fn static_address(key: &Key) -> (usize, usize) {
+    match key {
+        Key::Static(name) => (name.as_ptr() as usize, name.len()),
+        Key::Text(_) => (0, 0),
+    }
+}
+
+/// A signature of the keys' addresses when every key is a struct field name (FNV-1a).
+fn static_names(entries: &[Entry]) -> Option<u64> {
+    entries
+        .iter()
+        .try_fold(SIGNATURE_START, |signature, entry| match entry.key {
+            Key::Static(name) => {
+                let mixed = (signature ^ name.as_ptr() as u64).wrapping_mul(0x0100_0000_01b3);
+                Some((mixed ^ name.len() as u64).wrapping_mul(0x0100_0000_01b3))
+            }
+            Key::Text(_) => None,
+        })
+}
+
 /// Builds one value; `rename`: object keys in `lowerCamelCase` (false inside a map field).
 #[derive(Clone, Copy)]
 struct ObjectSerializer<'a> {
@@ -210,15 +231,21 @@ impl<'a> ObjectSerializer<'a> {
         key: Key,
         make: impl FnOnce(ObjectSerializer<'a>) -> Result<Owned, BuildError>,
     ) -> Result<(), BuildError> {
-        let (atom, owned) = match (&key, self.rename) {
+        let (atom, owned, map_field) = match (&key, self.rename) {
             // SAFETY (both): the context is live.
             (Key::Static(name), true) => unsafe { self.names.field_atom(self.ctx, name) },
-            (key, rename) => unsafe { self.names.atom(self.ctx, key.as_str(), rename) },
+            (key, rename) => {
+                let (atom, owned) = unsafe { self.names.atom(self.ctx, key.as_str(), rename) };
+                (atom, owned, rename && MAP_FIELDS.contains(&key.as_str()))
+            }
         };
         if atom == qjs::JS_ATOM_NULL {
             return Err(BuildError::Exception);
         }
-        let child = self.below(key.as_str());
+        let child = ObjectSerializer {
+            rename: self.rename && !map_field,
+            ..self
+        };
         // From here the entry holds the atom, and frees it if the value fails.
         let mut entry = Entry {
             ctx: self.ctx,
@@ -234,13 +261,56 @@ impl<'a> ObjectSerializer<'a> {
 
     /// The object of the properties pushed since `start` (taken off the stack, also on
     /// failure): sorted by key, of equal keys the last one, each defined by its atom.
+    ///
+    /// An object whose keys are all struct field names (a derived `Serialize`: the same
+    /// names at the same addresses in the same order every time) is defined in the order
+    /// recorded the first time that sequence was seen ([`FieldNames::order`]), without
+    /// comparing keys or looking its shapes up again.
     fn object(self, start: usize) -> Result<Owned, BuildError> {
         let mut scratch = self.names.scratch.borrow_mut();
         let entries = &mut scratch[start..];
+        let statics = self.rename.then(|| static_names(entries)).flatten();
+        let known = statics.and_then(|signature| {
+            let names = entries.iter().map(|e| static_address(&e.key));
+            self.names.order(signature, names)
+        });
+        if let Some(order) = known {
+            return self.define_in(scratch, start, order);
+        }
+        // The first time: where each property goes, recorded when every key is a distinct
+        // cached struct field name.
+        let statics = statics.filter(|_| entries.len() <= Order::MAX);
+        let mut at: Vec<u8> = match statics {
+            Some(_) => (0..entries.len() as u8).collect(),
+            None => Vec::new(),
+        };
         if !entries.is_sorted_by(|a, b| a.key.as_str() <= b.key.as_str()) {
-            // Stable: of equal keys the last serialized stays last.
+            // Stable, as the entries' sort: of equal keys the last serialized stays last.
+            at.sort_by(|&a, &b| {
+                let (a, b) = (&entries[usize::from(a)], &entries[usize::from(b)]);
+                a.key.as_str().cmp(b.key.as_str())
+            });
             entries.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
         }
+        let record = statics
+            .filter(|_| {
+                entries.iter().all(|e| !e.owned)
+                    && entries
+                        .windows(2)
+                        .all(|w| w[0].key.as_str() != w[1].key.as_str())
+            })
+            .map(|signature| {
+                let mut names: Vec<_> = vec![(0, 0); entries.len()];
+                let mut order = Order {
+                    len: entries.len() as u8,
+                    at: [0; Order::MAX],
+                };
+                for (sorted, (&from, entry)) in at.iter().zip(entries.iter()).enumerate() {
+                    names[usize::from(from)] = static_address(&entry.key);
+                    order.at[sorted] = from;
+                }
+                (signature, names.into_boxed_slice(), order)
+            });
         // SAFETY: the context is live.
         let object = match self.owned(unsafe { qjs::JS_NewObject(self.ctx) }) {
             Ok(object) => object,
@@ -293,6 +363,51 @@ impl<'a> ObjectSerializer<'a> {
         if let Some((signature, atoms)) = keep {
             // SAFETY: the context is live; the atoms are held by the cache (none was owned).
             unsafe { self.names.keep_signed_shapes(self.ctx, signature, &atoms) };
+        }
+        if let Some((signature, names, order)) = record {
+            // Recorded after its shapes are kept: a known order skips that step.
+            self.names.keep_order(signature, names, order);
+        }
+        Ok(object)
+    }
+
+    /// The object of the properties pushed since `start` (taken off the stack, also on
+    /// failure), defined in the recorded `order` (distinct keys, shapes kept).
+    fn define_in(
+        self,
+        mut scratch: std::cell::RefMut<'_, Vec<Entry>>,
+        start: usize,
+        order: Order,
+    ) -> Result<Owned, BuildError> {
+        // SAFETY: the context is live.
+        let object = match self.owned(unsafe { qjs::JS_NewObject(self.ctx) }) {
+            Ok(object) => object,
+            Err(e) => {
+                scratch.truncate(start);
+                return Err(e);
+            }
+        };
+        let entries = &mut scratch[start..];
+        let mut defined = 0;
+        for &from in &order.at[..usize::from(order.len)] {
+            let entry = &mut entries[usize::from(from)];
+            // SAFETY: takes the value's reference, also on failure; the atom is live.
+            defined = unsafe {
+                qjs::JS_DefinePropertyValue(
+                    self.ctx,
+                    object.value,
+                    entry.atom,
+                    entry.take_value(),
+                    qjs::JS_PROP_C_W_E as _,
+                )
+            };
+            if defined < 0 {
+                break;
+            }
+        }
+        scratch.truncate(start);
+        if defined < 0 {
+            return Err(BuildError::Exception);
         }
         Ok(object)
     }
@@ -1207,6 +1322,63 @@ mod tests {
             "channel_id": "c", "message_id": "m", "code": 0, "sender_id": "s", "content": "{}",
             "persistent": true
         }], "next_cursor": "n"})));
+    }
+
+    /// Fields declared out of their sorted order, one of them a struct with a map field.
+    #[derive(Serialize)]
+    struct Late {
+        zeta: i32,
+        alpha_beta: String,
+        mid: Account,
+    }
+
+    /// A struct that gives one field name twice (the tree keeps the last value).
+    struct SameFieldTwice;
+
+    impl Serialize for SameFieldTwice {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeStruct;
+            let mut object = s.serialize_struct("SameFieldTwice", 3)?;
+            object.serialize_field("b", &1)?;
+            object.serialize_field("a", &2)?;
+            object.serialize_field("b", &3)?;
+            object.end()
+        }
+    }
+
+    #[test]
+    fn a_structs_key_order_is_recorded_once_and_gives_the_sorted_keys_every_time() {
+        let runtime = Runtime::new().unwrap();
+        let context = Context::full(&runtime).unwrap();
+        let names = FieldNames::default();
+        let late = Late {
+            zeta: 1,
+            alpha_beta: "x".into(),
+            mid: Account {
+                id: "d".into(),
+                vars: HashMap::from([("k_1".to_owned(), "v".to_owned())]),
+            },
+        };
+        let mut seen = Vec::new();
+        context.with(|ctx| {
+            let stringify: Function<'_> = ctx.eval("JSON.stringify").unwrap();
+            for _ in 0..3 {
+                for value in [&late as &dyn erased_serde::Serialize, &SameFieldTwice] {
+                    let built = build(&ctx, &names, value).unwrap();
+                    seen.push(stringify.call::<_, String>((built,)).unwrap());
+                }
+            }
+            // `Late` and `Account` once each; not the map (its keys are text) nor the struct
+            // that repeats a name.
+            seen.push(names.orders_kept().to_string());
+            names.release(&ctx);
+        });
+        let late = r#"{"alphaBeta":"x","mid":{"id":"d","vars":{"k_1":"v"}},"zeta":1}"#;
+        let twice = r#"{"a":2,"b":3}"#;
+        let expected: Vec<_> = [late, twice, late, twice, late, twice, "2"]
+            .map(String::from)
+            .into();
+        assert_eq!(seen, expected);
     }
 
     #[test]

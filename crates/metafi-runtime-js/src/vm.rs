@@ -100,6 +100,9 @@ pub(crate) struct Cached {
     pub(crate) nk: Persistent<Object<'static>>,
     pub(crate) logger: Persistent<Object<'static>>,
     pub(crate) env: Persistent<Object<'static>>,
+    /// The same three objects as raw values, borrowed from the persistent references above:
+    /// what every call passes on ([`cached_raw`]), with no reference taken and dropped.
+    raw: [qjs::JSValue; 3],
 }
 
 impl Shared {
@@ -422,13 +425,13 @@ fn call_with_context<'js>(
     data: Value<'js>,
     input: Option<Value<'js>>,
 ) -> rquickjs::Result<Value<'js>> {
-    let (nk, logger_proto, env) = cached(ctx, shared)?;
-    let context = shared.contexts.build(ctx, &shared.names, &env, &call.ctx)?;
-    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
+    let [nk, logger_proto, env] = cached_raw(ctx, shared)?;
+    let context = shared.contexts.build(ctx, &shared.names, env, &call.ctx)?;
+    let logger = shared.loggers.build(ctx, &shared.names, logger_proto)?;
     let argv = [
         context.as_raw(),
         logger.as_raw(),
-        nk.as_raw(),
+        nk,
         data.as_raw(),
         input.as_ref().map_or(qjs::JS_UNDEFINED, Value::as_raw),
     ];
@@ -480,7 +483,9 @@ fn install<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
     let nk = nakama::object(ctx, shared)?;
     let logger = logger::prototype(ctx, shared)?;
     let env = convert::string_map(ctx, shared.nk.env().iter())?;
+    let raw = [nk.as_raw(), logger.as_raw(), env.as_raw()];
     *shared.cached.borrow_mut() = Some(Cached {
+        raw,
         nk: Persistent::save(ctx, nk),
         logger: Persistent::save(ctx, logger),
         env: Persistent::save(ctx, env),
@@ -505,6 +510,19 @@ pub(crate) fn cached<'js>(
         cached.logger.clone().restore(ctx)?,
         cached.env.clone().restore(ctx)?,
     ))
+}
+
+/// The cached `nk` object, logger prototype and `env` as raw values of `ctx`, borrowed: live
+/// while the VM is (`Shared::cached` is only emptied when the VM goes), so a call passes them
+/// on without a reference of its own.
+fn cached_raw(ctx: &Ctx<'_>, shared: &Shared) -> rquickjs::Result<[qjs::JSValue; 3]> {
+    match shared.cached.borrow().as_ref() {
+        Some(cached) => Ok(cached.raw),
+        None => Err(Exception::throw_internal(
+            ctx,
+            "the nk API is not bound to this VM",
+        )),
+    }
 }
 
 /// Evaluates each module in path order as a classic script in the shared global scope (as if
@@ -566,7 +584,9 @@ fn load_module<'js>(
     *shared.loading.borrow_mut() = Some(module.name.clone());
     let (nk, logger_proto, env) = cached(ctx, shared)?;
     let init_ctx = context::init_object(ctx, shared, env)?;
-    let logger = shared.loggers.build(ctx, &shared.names, &logger_proto)?;
+    let logger = shared
+        .loggers
+        .build(ctx, &shared.names, logger_proto.as_raw())?;
     let initializer = initializer::object(ctx, shared)?;
     let result: Value<'js> = init.call((init_ctx, logger, nk, initializer))?;
     if let Some(promise) = result.as_promise() {
