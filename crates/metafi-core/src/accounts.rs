@@ -612,7 +612,7 @@ impl Accounts {
         for _ in 0..attempts {
             let username = username.clone().unwrap_or_else(validate::generate_username);
             let new = NewUser {
-                id: Uuid::new_v4(),
+                id: crate::random_uuid(),
                 username: username.clone(),
                 identity: identity.clone(),
                 now_ms: self.clock.now_ms(),

@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
+use ring::hmac;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -31,8 +34,9 @@ pub struct SessionClaims {
     pub issued_at: i64,
 }
 
-/// The JWT payload, with Nakama's claim names.
-#[derive(Debug, Serialize, Deserialize)]
+/// The JWT payload, with Nakama's claim names, as read.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct WireClaims {
     tid: String,
     uid: String,
@@ -43,13 +47,33 @@ struct WireClaims {
     iat: i64,
 }
 
+/// The JWT payload as written: [`WireClaims`] borrowing from [`SessionClaims`] (no copies;
+/// the ids are written as the same hyphenated lowercase text `Uuid::to_string` gives).
+#[derive(Serialize)]
+struct WireClaimsRef<'a> {
+    tid: Uuid,
+    uid: Uuid,
+    usn: &'a str,
+    #[serde(skip_serializing_if = "HashMap::is_empty")]
+    vrs: &'a HashMap<String, String>,
+    exp: i64,
+    iat: i64,
+}
+
 /// Signing keys and lifetimes of both token kinds.
+///
+/// Tokens are verified by `jsonwebtoken` but signed here: its `encode` keys a new HMAC (two
+/// SHA-256 blocks), serializes the constant header and copies the claims on every call, and a
+/// sign-in signs two tokens. The result is byte for byte what `jsonwebtoken::encode` gives (a
+/// test compares them).
 pub struct TokenKeys {
-    session_encoding: EncodingKey,
+    /// HMAC-SHA256 keys with their inner and outer pads hashed once.
+    session_signing: hmac::Key,
     session_decoding: DecodingKey,
-    refresh_encoding: EncodingKey,
+    refresh_signing: hmac::Key,
     refresh_decoding: DecodingKey,
-    header: Header,
+    /// `base64url(header JSON) + "."`, the start of every token.
+    header_prefix: String,
     validation: Validation,
 }
 
@@ -66,34 +90,51 @@ impl TokenKeys {
         // signature and the algorithm.
         validation.validate_exp = false;
         validation.required_spec_claims.clear();
+        // The header as jsonwebtoken writes it for HS256; serializing a struct of two strings
+        // cannot fail.
+        let header = serde_json::to_vec(&Header::new(Algorithm::HS256)).unwrap_or_default();
+        let mut header_prefix = URL_SAFE_NO_PAD.encode(header);
+        header_prefix.push('.');
         TokenKeys {
-            session_encoding: EncodingKey::from_secret(session_key),
+            session_signing: hmac::Key::new(hmac::HMAC_SHA256, session_key),
             session_decoding: DecodingKey::from_secret(session_key),
-            refresh_encoding: EncodingKey::from_secret(refresh_key),
+            refresh_signing: hmac::Key::new(hmac::HMAC_SHA256, refresh_key),
             refresh_decoding: DecodingKey::from_secret(refresh_key),
-            header: Header::new(Algorithm::HS256),
+            header_prefix,
             validation,
         }
     }
 
-    /// Signs a token of `kind` carrying `claims`.
+    /// Signs a token of `kind` carrying `claims`: `header.claims.signature`, each part
+    /// base64url without padding, the signature HMAC-SHA256 over the first two (RFC 7515).
     pub fn sign(&self, kind: TokenKind, claims: &SessionClaims) -> Result<String, CoreError> {
-        let wire = WireClaims {
-            tid: claims.session_id.to_string(),
-            uid: claims.user_id.to_string(),
-            usn: claims.username.clone(),
-            vrs: claims.vars.clone(),
+        let wire = WireClaimsRef {
+            tid: claims.session_id,
+            uid: claims.user_id,
+            usn: &claims.username,
+            vrs: &claims.vars,
             exp: claims.expires_at,
             iat: claims.issued_at,
         };
-        let key = match kind {
-            TokenKind::Session => &self.session_encoding,
-            TokenKind::Refresh => &self.refresh_encoding,
-        };
-        jsonwebtoken::encode(&self.header, &wire, key).map_err(|source| CoreError::Internal {
+        // Two ids, two numbers and the names fit in 256 bytes; a long username or vars grow it.
+        let mut json = Vec::with_capacity(256);
+        serde_json::to_writer(&mut json, &wire).map_err(|source| CoreError::Internal {
             operation: "signing a token",
             source: Box::new(source),
-        })
+        })?;
+        let key = match kind {
+            TokenKind::Session => &self.session_signing,
+            TokenKind::Refresh => &self.refresh_signing,
+        };
+        // base64 of n bytes is at most 4 (n + 2) / 3 characters; a signature is 32 bytes (43).
+        let mut token =
+            String::with_capacity(self.header_prefix.len() + 4 * (json.len() + 2) / 3 + 1 + 43);
+        token.push_str(&self.header_prefix);
+        URL_SAFE_NO_PAD.encode_string(&json, &mut token);
+        let signature = hmac::sign(key, token.as_bytes());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut token);
+        Ok(token)
     }
 
     /// Checks the signature and expiry of a token of `kind` and returns its claims.
@@ -158,6 +199,45 @@ mod tests {
         let c = claims(2000);
         let token = keys.sign(TokenKind::Session, &c).unwrap();
         assert_eq!(keys.verify(TokenKind::Session, &token, 1500).unwrap(), c);
+    }
+
+    /// Tokens are signed here, not by jsonwebtoken: they must be exactly what its `encode`
+    /// gives for the same claims (header, the claims' JSON with escapes, signature), with and
+    /// without vars, for both keys.
+    #[test]
+    fn signed_token_is_byte_for_byte_what_jsonwebtoken_signs() {
+        let keys = TokenKeys::new(b"session-key", b"refresh-key");
+        let with_vars = HashMap::from([
+            ("k".to_string(), "v \"quoted\" é\n".to_string()),
+            ("k2".to_string(), String::new()),
+        ]);
+        for vars in [HashMap::new(), with_vars] {
+            let c = SessionClaims {
+                username: "ál\"ice\\".into(),
+                vars,
+                ..claims(2000)
+            };
+            let wire = WireClaims {
+                tid: c.session_id.to_string(),
+                uid: c.user_id.to_string(),
+                usn: c.username.clone(),
+                vrs: c.vars.clone(),
+                exp: c.expires_at,
+                iat: c.issued_at,
+            };
+            for (kind, secret) in [
+                (TokenKind::Session, b"session-key".as_slice()),
+                (TokenKind::Refresh, b"refresh-key".as_slice()),
+            ] {
+                let expected = jsonwebtoken::encode(
+                    &Header::new(Algorithm::HS256),
+                    &wire,
+                    &jsonwebtoken::EncodingKey::from_secret(secret),
+                )
+                .unwrap();
+                assert_eq!(keys.sign(kind, &c).unwrap(), expected);
+            }
+        }
     }
 
     #[test]

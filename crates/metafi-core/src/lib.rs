@@ -70,7 +70,7 @@ pub use objects::Objects;
 pub use party_directory::{ListParties, NoParties, PartyDirectory};
 pub use password::PasswordHasher;
 pub use revocations::Revocations;
-pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser, new_trace_id};
+pub use rpc::{NoRpcs, RpcContext, RpcDispatch, RpcUser, new_trace_id, random_uuid};
 pub use server_alloc::ServerAllocator;
 pub use session_tokens::{Sessions, SessionsConfig};
 pub use signin_throttle::{SignInThrottle, SignInThrottleConfig};

@@ -79,7 +79,7 @@ impl Sessions {
         let now = self.clock.now_secs();
         let issued_at = self.issued_at(user_id, now);
         let mut claims = SessionClaims {
-            session_id: Uuid::new_v4(),
+            session_id: crate::random_uuid(),
             user_id,
             username: username.to_owned(),
             vars,
@@ -103,7 +103,7 @@ impl Sessions {
         let now = self.clock.now_secs();
         let expires_at = expires_at.unwrap_or(now + self.config.token_expiry_sec);
         let claims = SessionClaims {
-            session_id: Uuid::new_v4(),
+            session_id: crate::random_uuid(),
             user_id,
             username: username.to_owned(),
             vars,

@@ -1,6 +1,5 @@
 //! `POST /v2/account/authenticate/{device,custom,email}?create=&username=`.
 
-use axum::Json;
 use axum::extract::State;
 use metafi_core::{Hook, Identity, SessionClaims};
 use metafi_proto::api::{AccountCustom, AccountDevice, AccountEmail, Session};
@@ -9,6 +8,7 @@ use serde::Deserialize;
 use crate::body::{JsonBody, QueryParams, parse_bool};
 use crate::client_address::ClientAddress;
 use crate::hooks::{self, AccountId, AuthenticateRequest};
+use crate::routes::session::SessionAnswer;
 use crate::{ApiError, ApiState, ServerKeyAuth};
 
 /// The query parameters every authenticate call takes.
@@ -35,7 +35,7 @@ pub(super) async fn device(
     client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountDevice>,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<SessionAnswer, ApiError> {
     let request = query.request(AccountId::from(body))?;
     hooked_sign_in(
         &state,
@@ -53,7 +53,7 @@ pub(super) async fn custom(
     client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountCustom>,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<SessionAnswer, ApiError> {
     let request = query.request(AccountId::from(body))?;
     hooked_sign_in(
         &state,
@@ -71,7 +71,7 @@ pub(super) async fn email(
     client: ClientAddress,
     QueryParams(query): QueryParams<AuthQuery>,
     JsonBody(body): JsonBody<AccountEmail>,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<SessionAnswer, ApiError> {
     let request = query.request(hooks::AccountEmail::from(body))?;
     hooked_sign_in(
         &state,
@@ -97,7 +97,7 @@ async fn hooked_sign_in<A>(
     hook: Hook,
     request: AuthenticateRequest<A>,
     identity: impl FnOnce(A) -> (Identity, std::collections::HashMap<String, String>),
-) -> Result<Json<Session>, ApiError>
+) -> Result<SessionAnswer, ApiError>
 where
     A: hooks::Message + serde::de::DeserializeOwned + Default,
 {
@@ -132,7 +132,7 @@ pub(super) async fn around_sign_in<T>(
     hook: Hook,
     request: T,
     sign_in: impl AsyncFnOnce(T) -> Result<(Session, SessionClaims), ApiError>,
-) -> Result<Json<Session>, ApiError>
+) -> Result<SessionAnswer, ApiError>
 where
     T: hooks::Message + serde::de::DeserializeOwned,
 {
@@ -141,5 +141,5 @@ where
     let (session, claims) = sign_in(request).await?;
     let ctx = || hooks::signed_in(&claims, client);
     hooks::after(state, hook, ctx, Some(&session), kept).await;
-    Ok(Json(session))
+    Ok(SessionAnswer(session))
 }

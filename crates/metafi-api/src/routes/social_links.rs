@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use metafi_core::{Credential, GameCenterProof, Hook};
 use metafi_proto::api::{
     AccountApple, AccountFacebook, AccountFacebookInstantGame, AccountGameCenter, AccountGoogle,
-    AccountSteam, LinkSteamRequest, Session,
+    AccountSteam, LinkSteamRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::body::{JsonBody, QueryParams, parse_bool};
 use crate::client_address::ClientAddress;
 use crate::hooks;
+use crate::routes::session::SessionAnswer;
 use crate::{ApiError, ApiState, ServerKeyAuth, SessionAuth};
 
 pub(crate) fn routes() -> Router<ApiState> {
@@ -151,7 +152,7 @@ async fn sign_in<A: SocialAccount>(
     query: AuthQuery,
     account: A,
     with_sync: bool,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<SessionAnswer, ApiError> {
     let sync = if with_sync {
         parse_bool("sync", query.sync.as_deref())?
     } else {
@@ -228,7 +229,7 @@ macro_rules! authenticate_route {
             client: ClientAddress,
             QueryParams(query): QueryParams<AuthQuery>,
             JsonBody(account): JsonBody<$account>,
-        ) -> Result<Json<Session>, ApiError> {
+        ) -> Result<SessionAnswer, ApiError> {
             sign_in(state, client, Hook::$hook, query, account, $sync).await
         }
     };
