@@ -882,6 +882,113 @@ mod tests {
         assert_eq!(shown, "{1=string:0,2=string:1}");
     }
 
+    /// `value` recorded and built on `tape`, a tape kept across calls as `call_entry` keeps
+    /// one per VM, and printed.
+    fn built_on<T: Serialize>(
+        lua: &Lua,
+        keys: &FieldKeys,
+        tape: &RefCell<Tape>,
+        value: &T,
+    ) -> mlua::Result<String> {
+        tape.borrow_mut().clear();
+        record(value, tape).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+        // SAFETY: as in `direct`.
+        let table = unsafe {
+            lua.exec_raw::<Value>((), |state| {
+                (*tape.as_ptr()).build(state, Some(keys));
+            })
+        }?;
+        crate::test_support::show_sorted(lua).call(table)
+    }
+
+    #[derive(Serialize)]
+    struct Request {
+        account: Account,
+        create: Option<bool>,
+        username: String,
+    }
+
+    /// A message of a shape seen before is built by that shape's constructor (one per shape
+    /// and VM), to the tables its JSON gives: values in their fields, a `null` field absent
+    /// (a key without a value in the template, which `pairs` does not visit), an empty map
+    /// field an empty table. Lists and map fields with entries are built operation by
+    /// operation, to the same tables.
+    #[test]
+    fn messages_of_one_shape_share_a_constructor_and_give_the_tables_of_their_json() {
+        let lua = Lua::new();
+        let keys = FieldKeys::default();
+        let tape = RefCell::new(Tape::default());
+        let request = |id: &str, create: Option<bool>| Request {
+            account: Account {
+                id: id.into(),
+                vars: HashMap::new(),
+            },
+            create,
+            username: "name".into(),
+        };
+        for (value, create) in [("a", Some(true)), ("b", None), ("c", Some(false))] {
+            let value = request(value, create);
+            let shown = built_on(&lua, &keys, &tape, &value).unwrap();
+            let theirs: String = crate::test_support::show_sorted(&lua)
+                .call(through_json(&lua, &keys, &value))
+                .unwrap();
+            assert_eq!(shown, theirs);
+        }
+        assert_eq!(tape.borrow().templates(), 1);
+        let session = Session {
+            created: true,
+            token: "t".into(),
+            refresh_token: "r".into(),
+        };
+        assert_eq!(
+            built_on(&lua, &keys, &tape, &session).unwrap(),
+            "{created=boolean:true,refresh_token=string:r,token=string:t}"
+        );
+        assert_eq!(tape.borrow().templates(), 2);
+        // Entries in a map field, a list: no constructor, the same tables as their JSON.
+        let mut with_vars = request("d", None);
+        with_vars.account.vars.insert("region".into(), "eu".into());
+        assert_eq!(
+            built_on(&lua, &keys, &tape, &with_vars).unwrap(),
+            "{account={id=string:d,vars={region=string:eu}},username=string:name}"
+        );
+        assert_eq!(
+            built_on(&lua, &keys, &tape, &vec![session]).unwrap(),
+            "{1={created=boolean:true,refresh_token=string:r,token=string:t}}"
+        );
+        assert_eq!(tape.borrow().templates(), 2);
+    }
+
+    /// At the VM's memory cap, a message of a shape with a constructor fails as a Lua error
+    /// of the protected call (as one built operation by operation), and the same shape builds
+    /// again once the garbage is collected.
+    #[test]
+    fn a_constructed_message_past_the_memory_cap_fails_as_a_lua_error() {
+        let lua = Lua::new();
+        let keys = FieldKeys::default();
+        let tape = RefCell::new(Tape::default());
+        let session = |text: String| Session {
+            created: false,
+            token: text.clone(),
+            refresh_token: text,
+        };
+        built_on(&lua, &keys, &tape, &session("small".into())).unwrap();
+        assert_eq!(tape.borrow().templates(), 1);
+        lua.gc_collect().unwrap();
+        lua.set_memory_limit(lua.used_memory() + (1 << 20)).unwrap();
+        match built_on(&lua, &keys, &tape, &session("x".repeat(600 << 10))) {
+            Err(mlua::Error::MemoryError(_)) => {}
+            other => panic!("expected a memory error, got {other:?}"),
+        }
+        lua.gc_collect().unwrap();
+        // `created: false` is left out, as in its JSON: the shape of the first build.
+        assert_eq!(
+            built_on(&lua, &keys, &tape, &session("again".into())).unwrap(),
+            "{refresh_token=string:again,token=string:again}"
+        );
+        assert_eq!(tape.borrow().templates(), 1);
+    }
+
     #[test]
     fn map_keys_json_refuses_are_refused() {
         let lua = Lua::new();

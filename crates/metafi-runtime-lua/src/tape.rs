@@ -24,8 +24,10 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
+use std::fmt::Write as _;
 
 use mlua::ffi;
+use rustc_hash::FxHashMap;
 
 use crate::field_keys::FieldKeys;
 
@@ -76,7 +78,32 @@ pub(crate) struct Tape {
     peak: c_int,
     /// `live` when the last chunk was built: the values the next chunk starts on.
     built: c_int,
+    /// Constructors of the message shapes this tape has built ([`Templates`]).
+    templates: Templates,
 }
+
+/// A Lua constructor per message shape, compiled on the shape's first build: a hook's request
+/// or answer is the same tables with the same field names on every call, only its values
+/// differ. `return {["account"] = {["id"] = a1, …}, …}` is one `TDUP` of a template that
+/// already holds the keys and one `TSETS` per field, where building the tables through the C
+/// API paid a `lua_createtable`, a key pushed from the registry and a `lua_rawset` (a hash
+/// lookup and a new key) per field: ≈ 300 instructions a field, ≈ 1,000 a message.
+#[derive(Default)]
+struct Templates {
+    /// The shape of the recording being built, a buffer kept for every call.
+    shape: Vec<u64>,
+    /// The registry slot of each shape's constructor.
+    slots: FxHashMap<Box<[u64]>, c_int>,
+    /// The source of a new constructor, a buffer kept for the next.
+    source: String,
+}
+
+/// Shapes with a constructor per VM; a message of another shape is built operation by
+/// operation. The edges have ≈ 60 hookable messages, each with a shape or two.
+const MAX_TEMPLATES: usize = 256;
+
+/// The most values a constructor takes (LuaJIT allows 200 locals in a function).
+const MAX_TEMPLATE_VALUES: usize = 64;
 
 /// Why a tape could not be built.
 pub(crate) enum Failed {
@@ -96,6 +123,12 @@ impl Tape {
         self.live = 0;
         self.peak = 0;
         self.built = 0;
+    }
+
+    /// How many message shapes have a constructor.
+    #[cfg(test)]
+    pub(crate) fn templates(&self) -> usize {
+        self.templates.slots.len()
     }
 
     /// Whether the recording is long enough to build a chunk of it.
@@ -194,13 +227,72 @@ impl Tape {
     /// `state` is a live Lua state inside a protected call, with the values of the previous
     /// chunk (if any) on its top; the strings recorded by [`Tape::slice`] are alive.
     pub(crate) unsafe fn build(&mut self, state: *mut ffi::lua_State, keys: Option<&FieldKeys>) {
-        // SAFETY: the caller's; `replay` borrows the recording only.
+        // SAFETY: the caller's; `replay` and `construct` borrow the recording only.
         unsafe {
-            // One more for `FieldKeys::push`'s copy of a new key.
-            ffi::luaL_checkstack(state, self.peak + 1, c"value nested too deep".as_ptr());
-            replay(state, &self.ops, self.text.as_bytes(), keys);
+            // A message (field names from `keys`) recorded whole is built by its shape's
+            // constructor when it has one.
+            let constructed = keys.is_some() && self.built == 0 && self.construct(state);
+            if !constructed {
+                // One more for `FieldKeys::push`'s copy of a new key.
+                ffi::luaL_checkstack(state, self.peak + 1, c"value nested too deep".as_ptr());
+                replay(state, &self.ops, self.text.as_bytes(), keys);
+            }
         }
         self.forget();
+    }
+
+    /// Builds the recording, one message, by calling its shape's constructor ([`Templates`]),
+    /// compiling it on the shape's first build. False, with nothing pushed, when the
+    /// recording is not a message of fixed shape (a list, a map field with entries, more than
+    /// [`MAX_TEMPLATE_VALUES`] values) or the VM has [`MAX_TEMPLATES`] shapes already. Raises
+    /// a Lua error as [`Tape::build`] does: this frame owns nothing (the buffers it fills
+    /// belong to the tape).
+    ///
+    /// # Safety
+    /// As [`Tape::build`].
+    unsafe fn construct(&mut self, state: *mut ffi::lua_State) -> bool {
+        let Some(values) = shape(&self.ops, &mut self.templates.shape) else {
+            return false;
+        };
+        let slot = match self.templates.slots.get(self.templates.shape.as_slice()) {
+            Some(&slot) => slot,
+            None => {
+                if self.templates.slots.len() >= MAX_TEMPLATES {
+                    return false;
+                }
+                let source = &mut self.templates.source;
+                source.clear();
+                if constructor_source(&self.ops, source).is_none() {
+                    return false;
+                }
+                // SAFETY: the caller's; the source is the tape's, alive through the call.
+                let slot = unsafe { compile(state, source) };
+                let Some(slot) = slot else {
+                    return false;
+                };
+                let shape = self.templates.shape.as_slice().into();
+                self.templates.slots.insert(shape, slot);
+                slot
+            }
+        };
+        // SAFETY: the caller's: room for the constructor and its values is reserved first;
+        // the constructor returns one table.
+        unsafe {
+            ffi::luaL_checkstack(
+                state,
+                c_int::try_from(values).unwrap_or(c_int::MAX) + 1,
+                c"value nested too deep".as_ptr(),
+            );
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(slot));
+            let text = self.text.as_bytes();
+            for op in &self.ops {
+                if is_value(op) {
+                    push_value(state, op, text);
+                }
+            }
+            ffi::lua_call(state, c_int::try_from(values).unwrap_or(c_int::MAX), 1);
+        }
+        true
     }
 
     /// [`Tape::build`] in a protected call made by calling [`run`], which `runner` (a registry
@@ -266,6 +358,155 @@ pub(crate) unsafe extern "C-unwind" fn run(state: *mut ffi::lua_State) -> c_int 
     }
 }
 
+/// Writes the shape of `ops` into `shape` (the operations without their values: tables,
+/// field names by address, where a value goes) and returns how many values they hold, or
+/// `None` when they are not a message of fixed shape (see [`Tape::construct`]).
+fn shape(ops: &[Op], shape: &mut Vec<u64>) -> Option<usize> {
+    shape.clear();
+    let mut values = 0;
+    for op in ops {
+        match *op {
+            Op::Nil | Op::Bool(_) | Op::Number(_) | Op::Text { .. } | Op::Slice(..) => {
+                values += 1;
+                shape.push(0);
+            }
+            Op::Table { array, fields } => {
+                shape.push(1 | (u64::from(array) << 2) | (u64::from(fields) << 33));
+            }
+            Op::Field(name) => {
+                shape.push(2 | ((name.len() as u64) << 2));
+                shape.push(name.as_ptr() as u64);
+            }
+            Op::SetField => shape.push(3),
+            // A list or a map field's entries: keys and lengths that vary per value.
+            Op::Set | Op::SetIndex(_) | Op::Resize(_) => return None,
+        }
+    }
+    (values <= MAX_TEMPLATE_VALUES).then_some(values)
+}
+
+/// Writes the Lua source of the constructor of `ops` into `source`: `local a1, … = ...`
+/// and `return` the tables with the values in the order recorded. `None` when `ops` is not
+/// one table of struct fields (see [`shape`]) or a field name is not a plain identifier.
+fn constructor_source(ops: &[Op], source: &mut String) -> Option<()> {
+    let mut body = String::new();
+    let mut at = 0;
+    let mut values = 0;
+    if !matches!(ops.first(), Some(Op::Table { .. })) {
+        return None;
+    }
+    constructor_expression(ops, &mut at, &mut body, &mut values)?;
+    if at != ops.len() {
+        return None;
+    }
+    if values > 0 {
+        source.push_str("local ");
+        for i in 1..=values {
+            let comma = if i > 1 { "," } else { "" };
+            let _ = write!(source, "{comma}a{i}");
+        }
+        source.push_str(" = ...\n");
+    }
+    source.push_str("return ");
+    source.push_str(&body);
+    Some(())
+}
+
+/// The expression of the value starting at `ops[*at]`, which it moves past; values are named
+/// `a1`, `a2`, … in the order recorded.
+fn constructor_expression(
+    ops: &[Op],
+    at: &mut usize,
+    out: &mut String,
+    values: &mut usize,
+) -> Option<()> {
+    match *ops.get(*at)? {
+        Op::Table { .. } => {
+            *at += 1;
+            out.push('{');
+            while let Some(&Op::Field(name)) = ops.get(*at) {
+                let plain = !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                if !plain {
+                    return None;
+                }
+                *at += 1;
+                let _ = write!(out, "[\"{name}\"]=");
+                constructor_expression(ops, at, out, values)?;
+                // A nil value leaves its key without a value, as absent as a dropped key.
+                if !matches!(ops.get(*at), Some(Op::SetField)) {
+                    return None;
+                }
+                *at += 1;
+                out.push(',');
+            }
+            out.push('}');
+        }
+        ref op if is_value(op) => {
+            *at += 1;
+            *values += 1;
+            let _ = write!(out, "a{values}");
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// Compiles `source` into a function kept in the registry; its slot, or `None` when it does
+/// not compile (nothing left on the stack). Raises a memory error as [`Tape::build`] does.
+///
+/// # Safety
+/// As [`Tape::build`].
+unsafe fn compile(state: *mut ffi::lua_State, source: &str) -> Option<c_int> {
+    // SAFETY: the caller's; `luaL_loadbuffer` returns its error rather than raising it.
+    unsafe {
+        ffi::luaL_checkstack(state, 1, c"value nested too deep".as_ptr());
+        let status = ffi::luaL_loadbuffer(
+            state,
+            source.as_ptr().cast(),
+            source.len(),
+            c"=metafi-message".as_ptr(),
+        );
+        match status {
+            ffi::LUA_OK => Some(ffi::luaL_ref(state, ffi::LUA_REGISTRYINDEX)),
+            ffi::LUA_ERRMEM => ffi::lua_error(state),
+            _ => {
+                ffi::lua_settop(state, -2);
+                None
+            }
+        }
+    }
+}
+
+fn is_value(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Nil | Op::Bool(_) | Op::Number(_) | Op::Text { .. } | Op::Slice(..)
+    )
+}
+
+/// Pushes the value `op` records.
+///
+/// # Safety
+/// As [`Tape::build`], with room for the value reserved; `op` is a value ([`is_value`]).
+unsafe fn push_value(state: *mut ffi::lua_State, op: &Op, text: &[u8]) {
+    unsafe {
+        match *op {
+            Op::Nil => ffi::lua_pushnil(state),
+            Op::Bool(b) => ffi::lua_pushboolean(state, c_int::from(b)),
+            Op::Number(n) => ffi::lua_pushnumber(state, n),
+            Op::Text { start, len } => {
+                let bytes = &text[start..start + len];
+                ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+            }
+            Op::Slice(ptr, len) => {
+                ffi::lua_pushlstring(state, ptr.cast(), len);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Runs `ops` onto the stack of `state`.
 ///
 /// # Safety
@@ -274,15 +515,8 @@ unsafe fn replay(state: *mut ffi::lua_State, ops: &[Op], text: &[u8], keys: Opti
     unsafe {
         for op in ops {
             match *op {
-                Op::Nil => ffi::lua_pushnil(state),
-                Op::Bool(b) => ffi::lua_pushboolean(state, c_int::from(b)),
-                Op::Number(n) => ffi::lua_pushnumber(state, n),
-                Op::Text { start, len } => {
-                    let bytes = &text[start..start + len];
-                    ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
-                }
-                Op::Slice(ptr, len) => {
-                    ffi::lua_pushlstring(state, ptr.cast(), len);
+                Op::Nil | Op::Bool(_) | Op::Number(_) | Op::Text { .. } | Op::Slice(..) => {
+                    push_value(state, op, text);
                 }
                 Op::Field(name) => match keys {
                     Some(keys) => keys.push_static(state, name),
