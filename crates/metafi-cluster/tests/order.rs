@@ -253,6 +253,7 @@ async fn a_delivery_reaches_another_node_as_the_sending_node_encoded_it() {
     assert_ne!(pretty, compact);
     let sent = Outbound::received(
         encoded_on_a.envelope().clone(),
+        encoded_on_a.class().clone(),
         encoded_on_a.bytes(Format::Protobuf),
         Some(pretty.clone()),
     );
