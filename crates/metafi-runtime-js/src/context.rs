@@ -227,11 +227,11 @@ impl Texts {
         }
         // SAFETY: the caller's contract.
         let value = unsafe { new_string(ctx, node) };
-        if let Some(kept) = unsafe { kept(ctx, value) } {
-            if let Some((_, old)) = self.node.replace((node.clone(), kept)) {
-                // SAFETY: the reference the replaced entry held.
-                unsafe { qjs::JS_FreeValue(ctx, old) };
-            }
+        if let Some(kept) = unsafe { kept(ctx, value) }
+            && let Some((_, old)) = self.node.replace((node.clone(), kept))
+        {
+            // SAFETY: the reference the replaced entry held.
+            unsafe { qjs::JS_FreeValue(ctx, old) };
         }
         value
     }
@@ -247,11 +247,11 @@ impl Texts {
         }
         // SAFETY: the caller's contract.
         let value = unsafe { new_string(ctx, version) };
-        if let Some(kept) = unsafe { kept(ctx, value) } {
-            if let Some((_, old)) = self.version.replace((address, kept)) {
-                // SAFETY: the reference the replaced entry held.
-                unsafe { qjs::JS_FreeValue(ctx, old) };
-            }
+        if let Some(kept) = unsafe { kept(ctx, value) }
+            && let Some((_, old)) = self.version.replace((address, kept))
+        {
+            // SAFETY: the reference the replaced entry held.
+            unsafe { qjs::JS_FreeValue(ctx, old) };
         }
         value
     }
@@ -269,11 +269,10 @@ impl Texts {
         let value = unsafe { new_string(ctx, mode.as_str()) };
         if let Some(slot) = slot
             && let Some(kept) = unsafe { kept(ctx, value) }
+            && let Some((_, old)) = slot.replace((mode, kept))
         {
-            if let Some((_, old)) = slot.replace((mode, kept)) {
-                // SAFETY: the reference the replaced entry held.
-                unsafe { qjs::JS_FreeValue(ctx, old) };
-            }
+            // SAFETY: the reference the replaced entry held.
+            unsafe { qjs::JS_FreeValue(ctx, old) };
         }
         value
     }

@@ -57,6 +57,12 @@ pub(crate) const MAX_NAMES: usize = 1024;
 /// Proto field names ⇄ the atoms of their JavaScript spelling, for one VM. Holds one
 /// reference on each atom it keeps; [`FieldNames::release`] drops them before the VM's
 /// context goes.
+/// A `&'static str`'s address and length: a struct field name known without its text.
+type StaticName = (usize, usize);
+
+/// A sequence of struct field names as serialized and where each property goes (`orders`).
+type RecordedOrder = (Box<[StaticName]>, Order);
+
 #[derive(Default)]
 pub(crate) struct FieldNames {
     /// Proto name (`refresh_token`) → atom of its `lowerCamelCase` spelling (`refreshToken`).
@@ -70,11 +76,11 @@ pub(crate) struct FieldNames {
     /// (`object_serializer.rs`). The same name at two addresses has two entries, one atom.
     /// With each atom, whether the name is a map field's (`hooks::MAP_FIELDS`: no renaming
     /// below it), so that is not looked up by text per property either.
-    statics: RefCell<HashMap<(usize, usize), (qjs::JSAtom, bool), FxBuildHasher>>,
+    statics: RefCell<HashMap<StaticName, (qjs::JSAtom, bool), FxBuildHasher>>,
     /// The definition order of the objects whose keys are all struct field names: per
     /// sequence of names as serialized (by address), where each property goes in the
     /// sorted order (`object_serializer.rs`, [`Order`]).
-    orders: RefCell<HashMap<u64, (Box<[(usize, usize)]>, Order), FxBuildHasher>>,
+    orders: RefCell<HashMap<u64, RecordedOrder, FxBuildHasher>>,
     /// The properties of the objects a serialization is building, innermost last; empty
     /// between calls. Kept so that building an object allocates no list of its own.
     pub(crate) scratch: RefCell<Vec<Entry>>,
@@ -213,7 +219,7 @@ impl FieldNames {
     }
 
     /// Records `order` for the struct field names `names` (at most [`MAX_NAMES`] sequences).
-    pub(crate) fn keep_order(&self, signature: u64, names: Box<[(usize, usize)]>, order: Order) {
+    pub(crate) fn keep_order(&self, signature: u64, names: Box<[StaticName]>, order: Order) {
         let mut orders = self.orders.borrow_mut();
         if orders.len() < MAX_NAMES {
             orders.insert(signature, (names, order));
