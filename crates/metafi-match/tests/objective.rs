@@ -209,16 +209,7 @@ fn a_rush_is_seated_while_other_work_wakes_the_executor_late() {
         )
     };
     let outcomes = seat_rush(&mut engine, 200, seed);
-    let refused: Vec<_> = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Ok(JoinOutcome::Accepted { .. })))
-        .collect();
-    assert!(
-        refused.is_empty(),
-        "{} of 200 not seated, e.g. {:?}",
-        refused.len(),
-        refused[0]
-    );
+    assert_all_seated(&outcomes);
     engine.run_for(Duration::from_secs(3));
     let seed_matches: Vec<_> = engine
         .matches
@@ -244,6 +235,21 @@ fn stats_of(engine: &Engine, name: &str) -> Vec<MatchStatsSnapshot> {
         .into_iter()
         .filter(|s| s.handler_name == name)
         .collect()
+}
+
+/// Every finder of a rush got a seat: none refused or failed.
+fn assert_all_seated(outcomes: &[Result<JoinOutcome, MatchError>]) {
+    let refused: Vec<_> = outcomes
+        .iter()
+        .filter(|o| !matches!(o, Ok(JoinOutcome::Accepted { .. })))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{} of {} not seated, e.g. {:?}",
+        refused.len(),
+        outcomes.len(),
+        refused[0]
+    );
 }
 
 /// The seed's rush: `players` finders, ten every 20 ms (500 per second), each finding a seat
@@ -431,16 +437,7 @@ fn a_rush_whose_lateness_is_the_arrivals_own_work_is_seated_in_full() {
         late_before < 0.002 && background_late > 0.004,
         "the rush's work makes the background ticks late: {late_before} s, then {background_late} s"
     );
-    let refused: Vec<_> = outcomes
-        .iter()
-        .filter(|o| !matches!(o, Ok(JoinOutcome::Accepted { .. })))
-        .collect();
-    assert!(
-        refused.is_empty(),
-        "{} of 1,500 not seated, e.g. {:?}",
-        refused.len(),
-        refused[0]
-    );
+    assert_all_seated(&outcomes);
     engine.run_for(Duration::from_secs(3));
     let seed_matches = stats_of(&engine, "seed");
     assert_eq!(seed_matches.len(), 150);
