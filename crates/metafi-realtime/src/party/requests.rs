@@ -496,9 +496,18 @@ impl Realtime {
         Ok(())
     }
 
-    /// Sends what a party operation caused and cancels the party's tickets when its members
-    /// changed.
+    /// Cancels the party's tickets when its members changed, then sends what the operation
+    /// caused.
     pub(crate) fn party_effects(&self, party_id: &str, effects: Effects) {
+        // The old tickets go before anyone hears of the change: a leader that adds a ticket
+        // as soon as it sees a member join must not have that new ticket taken by the join's
+        // own cancellation (seen when this thread was preempted between the sends and the
+        // cancellation: `cluster_party`'s "matchmaker ticket not found").
+        if effects.cancel_tickets
+            && let Some(services) = &self.matches
+        {
+            services.matchmaking.remove_party_all(party_id);
+        }
         for (to, message) in effects.sends {
             self.parts
                 .router
@@ -510,11 +519,6 @@ impl Realtime {
                     forwarder.member_left(session, party_id);
                 }
             }
-        }
-        if effects.cancel_tickets
-            && let Some(services) = &self.matches
-        {
-            services.matchmaking.remove_party_all(party_id);
         }
     }
 
