@@ -55,9 +55,8 @@ async fn trio() -> Option<(Vec<TestNode>, NodeDirs)> {
             raw.cluster.party_listing_interval_ms = 100;
             raw.matchmaker.interval_sec = 1;
             // Nodes here stop cleanly (they say goodbye), never by SIGKILL, so no test needs
-            // the builder's 500 ms lost-peer bound. Under `scripts/test.sh`'s load a node can
-            // miss heartbeats that long: its members then leave their parties for a moment
-            // and the party's matchmaker ticket is cancelled under the test (seen once).
+            // the builder's 500 ms lost-peer bound, which a loaded machine can exceed (a lost
+            // peer's members leave their parties and cancel the parties' tickets).
             raw.cluster.peer_lost_timeout_ms = 5_000;
         });
     spec.start(3).await.map(TestCluster::into_nodes)
