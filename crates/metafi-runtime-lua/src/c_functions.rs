@@ -1,12 +1,13 @@
 //! The standard C functions whose running time grows with their input, each behind a check of
 //! the running call's deadline.
 //!
-//! The budget hook only runs between VM instructions, every `HOOK_INSTRUCTIONS` (10,000) of
-//! them, and a C function is one instruction however long it runs: a loop such as
-//! `while true do local u = big:upper() end` met the hook only after thousands of
-//! multi-millisecond calls, seconds past the deadline. Here each such function is replaced by a
-//! C closure that reads the deadline cell and raises the budget error once the deadline has
-//! passed, else calls the original, so such a loop ends within one C call of its deadline.
+//! The budget hook only runs between VM instructions, once the watcher has seen the call
+//! overdue (`super::budget`), and a C function is one instruction however long it runs. With
+//! the hook once set every 10,000 instructions, a loop such as
+//! `while true do local u = big:upper() end` met it only after thousands of multi-millisecond
+//! calls, seconds past the deadline. Here each such function is replaced by a C closure that
+//! reads the deadline and raises the budget error once it has passed, else calls the original,
+//! so such a loop ends at its first call past the deadline, without waiting for the watcher.
 //!
 //! The wrapper is a raw `lua_CFunction` rather than an mlua callback, which would convert every
 //! argument and result to and from Rust values on each call; the raw closure only moves the
@@ -21,14 +22,13 @@
 // a Lua call may raise (`crate::tape`'s rule).
 #![allow(unsafe_code)]
 
-use std::cell::Cell;
 use std::ffi::c_int;
 use std::rc::Rc;
-use std::time::Instant;
 
 use mlua::{Function, Lua, Table, Value, ffi};
 
 use super::BudgetExceeded;
+use super::budget::Deadline;
 
 /// The functions checked, by table (`None`: a global). Left out: those whose work is constant
 /// or bounded by a small fixed limit (`math`, `bit`, `string.len`, `select`, `rawget`, …) and
@@ -63,10 +63,10 @@ pub(super) const CHECKED: &[(Option<&str>, &[&str])] = &[
 
 /// The deadline cell the wrappers read, kept alive with the Lua state (mlua app data): the
 /// wrappers hold a bare pointer to it.
-struct DeadlineCell(#[allow(dead_code)] Rc<Cell<Option<Instant>>>);
+struct DeadlineCell(#[allow(dead_code)] Rc<Deadline>);
 
 /// Replaces every function of [`CHECKED`] by its deadline-checked wrapper.
-pub(super) fn install(lua: &Lua, deadline: &Rc<Cell<Option<Instant>>>) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, deadline: &Rc<Deadline>) -> mlua::Result<()> {
     lua.set_app_data(DeadlineCell(deadline.clone()));
     let cell = Rc::as_ptr(deadline);
     let budget = Value::Error(Box::new(mlua::Error::external(BudgetExceeded)));
@@ -92,7 +92,7 @@ fn wrap(
     lua: &Lua,
     original: Function,
     budget: Value,
-    cell: *const Cell<Option<Instant>>,
+    cell: *const Deadline,
 ) -> mlua::Result<Function> {
     // SAFETY: `exec_raw` pushes the two arguments and leaves room for three more slots; the
     // closure pops the two and the pointer it pushes and leaves the one function `exec_raw`
@@ -112,9 +112,9 @@ unsafe extern "C-unwind" fn guarded(state: *mut ffi::lua_State) -> c_int {
     // which lives as long as the state (see `install`); only this thread touches the state.
     let over = unsafe {
         let cell = ffi::lua_touserdata(state, ffi::lua_upvalueindex(3))
-            .cast::<Cell<Option<Instant>>>()
+            .cast::<Deadline>()
             .cast_const();
-        (*cell).get().is_some_and(|at| Instant::now() >= at)
+        (*cell).is_over()
     };
     // SAFETY: a C function is given LUA_MINSTACK (20) free slots; each branch pushes one value.
     // No Rust value that needs dropping is alive across `lua_error` or `lua_call`, which may

@@ -26,7 +26,7 @@
 // (`start_protected`: a memory error is a Lua error of that call), after reserving room.
 #![allow(unsafe_code)]
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::c_int;
 use std::future::Future;
 use std::io::Write;
@@ -262,7 +262,7 @@ impl Started {
         self,
         lua: &Lua,
         deadline: Instant,
-        cell: &Rc<Cell<Option<Instant>>>,
+        cell: &Rc<crate::budget::Deadline>,
     ) -> Outcome {
         match self {
             Started::Done(outcome) => outcome,

@@ -1,6 +1,6 @@
 //! MetaFi's Lua runtime: Nakama-compatible Lua modules on LuaJIT in interpreter mode (the JIT
 //! library is never opened, so the JIT compiler stays off: compiled traces would not run the
-//! instruction hook that enforces the time budget), with Lua 5.1 semantics as Nakama's
+//! budget hook that enforces the time budget, `budget.rs`), with Lua 5.1 semantics as Nakama's
 //! gopher-lua, and a `nakama` module as Nakama's, plugged into the script host of
 //! `metafi-runtime` through its engine interface.
 //!
@@ -19,6 +19,7 @@
 //! JavaScript engine (only `metafi_runtime`'s public engine interface).
 //! Key types: [`LuaEngine`], [`LuaVm`].
 
+mod budget;
 mod c_functions;
 mod call_entry;
 mod convert;
@@ -40,7 +41,7 @@ mod tape;
 #[cfg(test)]
 mod test_support;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
@@ -56,15 +57,10 @@ use metafi_runtime::host::{
     RpcCall, VmSetup,
 };
 use metafi_runtime::nk::Nk;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmState};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 use rustc_hash::FxHashMap;
 
 use crate::call_entry::{Outcome, Returned};
-
-/// Instructions between two clock checks of the budget hook. Small enough that a spinning
-/// script is stopped within a fraction of a millisecond past its deadline, large enough that
-/// the check costs about 1% of interpreter time.
-const HOOK_INSTRUCTIONS: u32 = 10_000;
 
 /// Finished coroutines kept for reuse per Lua state. Every call (an RPC, a match callback) runs
 /// as a coroutine; reusing them spares a coroutine and its stack per call, garbage the
@@ -151,8 +147,8 @@ pub(crate) struct VmShared {
 }
 
 /// Whether the running call is past its deadline (mlua app data), for the Rust functions a
-/// script calls: the budget hook only runs between VM instructions, so a loop of long native
-/// calls would otherwise reach it only every [`HOOK_INSTRUCTIONS`] instructions.
+/// script calls: the budget hook is set only once the watcher sees a call overdue
+/// (`budget.rs`), so these check at once instead.
 pub(crate) struct DeadlineCheck(strings::OverDeadline);
 
 /// Raises the budget error if the running call is past its deadline.
@@ -166,8 +162,8 @@ pub(crate) fn check_deadline(lua: &Lua) -> mlua::Result<()> {
 /// One Lua state with every module loaded.
 pub struct LuaVm {
     lua: Lua,
-    /// Deadline of the call whose code is running now; read by the instruction hook.
-    deadline: Rc<Cell<Option<Instant>>>,
+    /// Deadline of the call whose code is running now; watched by the budget watcher.
+    deadline: Rc<budget::Deadline>,
     /// Starts RPCs and hooks (`call_entry.rs`): a `pcall`-based entry that returns
     /// `(ok, result_or_error)` so error tables survive.
     entry: Rc<call_entry::CallEntry>,
@@ -192,22 +188,16 @@ impl LuaVm {
         lua.set_memory_limit(setup.limits.memory_limit_bytes)
             .map_err(|e| engine_error(format!("cannot cap Lua memory: {e}")))?;
 
-        let deadline = Rc::new(Cell::new(None::<Instant>));
-        let hook_deadline = deadline.clone();
-        lua.set_global_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS),
-            move |_, _| match hook_deadline.get() {
-                Some(at) if Instant::now() >= at => Err(mlua::Error::external(BudgetExceeded)),
-                _ => Ok(VmState::Continue),
-            },
-        )
-        .map_err(|e| engine_error(format!("cannot install the budget hook: {e}")))?;
+        let deadline = Rc::new(
+            budget::Deadline::new(&lua)
+                .map_err(|e| engine_error(format!("cannot watch the time budget: {e}")))?,
+        );
 
         c_functions::install(&lua, &deadline)
             .map_err(|e| engine_error(format!("cannot guard the C functions: {e}")))?;
         let over_deadline: strings::OverDeadline = {
             let deadline = deadline.clone();
-            Rc::new(move || deadline.get().is_some_and(|at| Instant::now() >= at))
+            Rc::new(move || deadline.is_over())
         };
         let make_entry = sandbox::apply(&lua, over_deadline.clone())
             .map_err(|e| engine_error(format!("cannot set up the Lua sandbox: {e}")))?;
@@ -659,11 +649,11 @@ fn find_line(text: &str, file: &str) -> Option<u32> {
 struct WithDeadline<F> {
     inner: Pin<Box<F>>,
     deadline: Instant,
-    cell: Rc<Cell<Option<Instant>>>,
+    cell: Rc<budget::Deadline>,
 }
 
 impl<F> WithDeadline<F> {
-    fn new(inner: Pin<Box<F>>, deadline: Instant, cell: Rc<Cell<Option<Instant>>>) -> Self {
+    fn new(inner: Pin<Box<F>>, deadline: Instant, cell: Rc<budget::Deadline>) -> Self {
         WithDeadline {
             inner,
             deadline,

@@ -8,7 +8,7 @@
 //! created on the match's executor thread where it stays. With [`MatchVms::PerThread`] the
 //! matches of an executor thread share one state, loaded once (see `docs/MATCHES.md` for the
 //! measured trade-off). The match state is an opaque Lua value kept in the VM, never
-//! converted. Callbacks run under the match budget through the same instruction hook
+//! converted. Callbacks run under the match budget through the same budget hook (`budget.rs`)
 //! as RPCs; one that calls an `nk` function doing IO blocks its executor thread until the IO is
 //! done or the budget is spent (`docs/MATCHES.md`).
 //!

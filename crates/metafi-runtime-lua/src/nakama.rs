@@ -4,9 +4,7 @@
 //! gopher-lua; failed `nk` calls raise a string error (`failed to read storage objects: …`),
 //! which is code 13 unless the script catches it.
 
-use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Instant;
 
 use metafi_runtime::context::{CallContext, ExecutionMode};
 use metafi_runtime::nk::{LogLevel, Nk};
@@ -16,7 +14,7 @@ use super::VmShared;
 
 /// Puts the `nakama` module in `package.preload`; `deadline` is the VM's deadline cell, which
 /// the `nk` functions check.
-pub(super) fn install(lua: &Lua, deadline: &Rc<Cell<Option<Instant>>>) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua, deadline: &Rc<crate::budget::Deadline>) -> mlua::Result<()> {
     let nk = lua.create_table()?;
     nk.raw_set("register_rpc", located(lua, register_rpc)?)?;
     super::registrations::install(lua, &nk)?;

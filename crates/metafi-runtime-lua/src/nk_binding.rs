@@ -30,7 +30,6 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
-use std::time::Instant;
 
 use metafi_runtime::nk::Nk;
 use metafi_runtime::nk_api::{
@@ -45,7 +44,7 @@ use crate::{BudgetExceeded, json_text, nk_value, raw_push, raw_read, tape};
 /// (mlua app data): the functions hold a bare pointer to it.
 pub(crate) struct Binding {
     nk: Nk,
-    deadline: Rc<Cell<Option<Instant>>>,
+    deadline: Rc<crate::budget::Deadline>,
     /// `tape::run` as a Lua function, for building a tape in a protected call without pushing
     /// a new C function (which allocates, so may raise) each time.
     tape_runner: RegistryKey,
@@ -59,7 +58,7 @@ pub(crate) struct Binding {
 
 impl Binding {
     fn over_deadline(&self) -> bool {
-        self.deadline.get().is_some_and(|at| Instant::now() >= at)
+        self.deadline.is_over()
     }
 
     /// The registry slot of `tape::run` (see [`crate::tape::Tape::build_protected`]).
@@ -111,7 +110,7 @@ struct BindingCell(#[allow(dead_code)] Rc<Binding>);
 pub(crate) fn install(
     lua: &Lua,
     module: &Table,
-    deadline: &Rc<Cell<Option<Instant>>>,
+    deadline: &Rc<crate::budget::Deadline>,
 ) -> mlua::Result<()> {
     // SAFETY: `tape::run` follows the C function protocol; only `Tape::build_protected`
     // calls it, with the stack it expects.

@@ -190,9 +190,10 @@ async fn long_but_bounded_work_fails_or_finishes_at_once_instead_of_wedging() {
     assert_eq!(eval(&h, "return type(newproxy)").await.unwrap(), "nil");
 }
 
-/// Loops of standard C functions that each run for milliseconds on large data. The budget hook
-/// meets such a loop only every 10,000 VM instructions, thousands of calls (seconds) past the
-/// deadline; each of these functions checks the deadline when it is called instead.
+/// Loops of standard C functions that each run for milliseconds on large data. Each of these
+/// functions checks the deadline when it is called, so such a loop ends at its first call past
+/// the deadline (the budget hook would end it too, but only once the watcher has seen the call
+/// overdue: `budget.rs`).
 const LONG_C_CALL_LOOPS: &[(&str, &str)] = &[
     ("upper", "while true do local u = big:upper() end"),
     ("lower", "while true do local u = big:lower() end"),
@@ -251,6 +252,32 @@ async fn lua_loop_of_long_c_calls_ends_at_its_budget_with_code_4_and_the_vm_serv
             "after {function}"
         );
     }
+}
+
+/// Operators on huge values are single VM instructions that run for milliseconds each (`<`
+/// compares two 64 MB strings here). The budget hook once checked the clock every 10,000
+/// instructions: thousands of such comparisons, seconds past the deadline. Now the watcher arms
+/// it once the call is overdue and the loop ends at its next instruction.
+#[tokio::test]
+async fn lua_loop_of_operators_on_huge_strings_ends_at_its_budget_with_code_4() {
+    let mut options = Options::new(fixture("runaway"));
+    options.vms = 1;
+    // Room to build the strings before the loop starts.
+    options.call_timeout = Duration::from_millis(500);
+    options.memory_limit_bytes = 512 << 20;
+    // Only the VM can end this call: the watchdog would step in after the guard below.
+    options.watchdog_grace = Duration::from_secs(3600);
+    let h = build(options).await.unwrap();
+    let code = r#"local big = ("x"):rep(64e6) local bigger = big .. "y"
+        while true do local less = big < bigger end"#;
+    // Not a timing measurement: a bound far above the budget (several seconds of debug-build
+    // comparisons on a loaded machine) that the old every-10,000-instructions check missed.
+    let e = tokio::time::timeout(Duration::from_secs(5), h.call("eval", code))
+        .await
+        .expect("the loop ends within seconds of its budget, not thousands of comparisons later")
+        .unwrap_err();
+    assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+    assert_eq!(eval(&h, "return 'ok'").await.unwrap(), "ok");
 }
 
 #[tokio::test]

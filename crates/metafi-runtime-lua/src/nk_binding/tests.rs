@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use metafi_core::{Objects, SystemClock};
 use metafi_runtime::{NoMatches, RuntimeServices};
@@ -17,7 +18,7 @@ use crate::{DeadlineCheck, VmShared, innermost_message};
 
 /// A Lua state with what the `nk` functions need (the `nk` handle, the deadline check), its
 /// deadline cell, and the folder of the store behind the `nk` handle.
-fn state() -> (Lua, Rc<Cell<Option<Instant>>>, tempfile::TempDir) {
+fn state() -> (Lua, Rc<crate::budget::Deadline>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
         SqliteStorage::open(SqliteConfig {
@@ -34,11 +35,9 @@ fn state() -> (Lua, Rc<Cell<Option<Instant>>>, tempfile::TempDir) {
     );
     let nk = Nk::new(services, Arc::from("node"), Arc::new(HashMap::new()));
     let lua = Lua::new();
-    let deadline = Rc::new(Cell::new(None::<Instant>));
+    let deadline = Rc::new(crate::budget::Deadline::new(&lua).unwrap());
     let over = deadline.clone();
-    lua.set_app_data(DeadlineCheck(Rc::new(move || {
-        over.get().is_some_and(|at| Instant::now() >= at)
-    })));
+    lua.set_app_data(DeadlineCheck(Rc::new(move || over.is_over())));
     lua.set_app_data(VmShared {
         nk,
         env: lua.create_table().unwrap(),
