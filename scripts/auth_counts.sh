@@ -22,7 +22,9 @@
 #
 # Environment: BIN / BENCH (default target/release/…; build them with
 #   cargo build --release -p metafi-server --bin metafi && cargo build --release -p metafi-bench),
-# OUT (default a temporary directory), PORT (default 7950; the metrics port is the next one).
+# OUT (default a temporary directory), PORT (default 7950; the metrics port is the next one),
+# SERVER_ARGS (more `metafi serve` arguments, split on spaces, e.g.
+# "--set runtime.path=DIR" to count a sign-in with the hooks of DIR's modules).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,11 +44,12 @@ case "$mode" in
   *) echo "usage: scripts/auth_counts.sh instructions|syscalls" >&2; exit 2 ;;
 esac
 
+read -r -a server_args <<<"${SERVER_ARGS:-}"
 db=$(METAFI_PG_DATABASE="metafi_auth_counts_$(date +%s%N)" scripts/postgres.sh)
 data=$(mktemp -d -t metafi-auth-counts-data.XXXXXX)
 taskset -c 0 "${wrapper[@]}" "$bin" serve --port "$port" --metrics-port $((port + 1)) \
   --data-dir "$data" --database-url "$db" --set session.token_expiry_sec=3600 \
-  --set logger.level=warn --set console.enabled=false >"$out/server.log" 2>&1 &
+  --set logger.level=warn --set console.enabled=false "${server_args[@]}" >"$out/server.log" 2>&1 &
 server=$!
 tracer=""
 stop() {
