@@ -32,8 +32,14 @@ use std::time::{Duration, Instant};
 use crate::config::{Objective, Placement};
 use crate::error::MatchError;
 
-/// How fast a match's average tick time falls towards cheaper ticks, as a shift (1/8).
+/// How fast a match's average tick time follows its ticks, as a shift (1/8 of the difference
+/// per tick, up or down).
 const EWMA_SHIFT: u32 = 3;
+
+/// Two ticks in a row each dearer than this many times a match's average: its code got
+/// dearer (a match whose code suddenly costs 10x), and the average takes the cheaper of the two
+/// at once instead of an eighth of the difference.
+const JUMP_FACTOR: u64 = 2;
 
 /// Lateness is judged at the 99th percentile: more than 1 % of a window's ticks late past the
 /// objective breaks it.
@@ -452,6 +458,9 @@ impl LateCause {
 pub(crate) struct SlotCost {
     /// Decaying average of its tick durations, nanoseconds; 0 before its first tick.
     tick_ns: u64,
+    /// Its last tick's duration, nanoseconds: with this one, whether the match's code got
+    /// dearer for good ([`JUMP_FACTOR`]).
+    last_ns: u64,
     /// What this match adds to its thread's cost now, ns per second.
     pub(crate) applied: i64,
     /// Slots skipped after each tick to keep its thread within the objective (0: full rate).
@@ -463,6 +472,7 @@ impl SlotCost {
     pub(crate) fn placed(projected: i64) -> SlotCost {
         SlotCost {
             tick_ns: 0,
+            last_ns: 0,
             applied: projected,
             stretch: 0,
         }
@@ -486,14 +496,25 @@ impl SlotCost {
         matches: usize,
     ) -> i64 {
         let took = took.as_nanos().min(u128::from(u64::MAX / 2)) as u64;
-        // Fast up, slow down: a tick dearer than the average is taken at once (a match whose
-        // code suddenly costs 10x is stretched from its next tick on, before its neighbours
-        // fall behind); cheaper ticks pull the average down by an eighth of the difference.
-        self.tick_ns = if took >= self.tick_ns {
+        // The mean, not the upper envelope: each tick moves the average by an eighth of the
+        // difference, up or down. Taking every dearer tick at once ("fast up, slow down", the
+        // rule until issue 21's twentieth session) kept the average near the dearest ticks of a
+        // match whose ticks vary (a script VM's, by its garbage collector and its messages): the
+        // engine counted JavaScript seed matches at 1.7-1.8 times the executor thread's CPU,
+        // which took the thread past the lateness floor and refused finders at a rush. A match
+        // whose code suddenly costs 10x is still taken at once, from its second dear tick in a
+        // row (stretched before its neighbours fall behind: docs/MATCHES.md, "Overload").
+        let sustained = took.min(self.last_ns);
+        self.tick_ns = if self.tick_ns == 0 {
             took
+        } else if sustained > self.tick_ns.saturating_mul(JUMP_FACTOR) {
+            sustained
+        } else if took >= self.tick_ns {
+            self.tick_ns + ((took - self.tick_ns) >> EWMA_SHIFT)
         } else {
             self.tick_ns - ((self.tick_ns - took) >> EWMA_SHIFT)
         };
+        self.last_ns = took;
         let rate = i64::from(tick_rate.max(1));
         let demand = (self.tick_ns as i64).saturating_mul(rate);
         self.stretch = 0;
