@@ -32,8 +32,14 @@ use std::time::{Duration, Instant};
 use crate::config::{Objective, Placement};
 use crate::error::MatchError;
 
-/// How fast a match's average tick time falls towards cheaper ticks, as a shift (1/8).
+/// How fast a match's average tick time follows its ticks, as a shift (1/8 of the difference
+/// per tick, up or down).
 const EWMA_SHIFT: u32 = 3;
+
+/// Two ticks in a row each dearer than this many times a match's average: its code got
+/// dearer (a match whose code suddenly costs 10x), and the average takes the cheaper of the two
+/// at once instead of an eighth of the difference.
+const JUMP_FACTOR: u64 = 2;
 
 /// Lateness is judged at the 99th percentile: more than 1 % of a window's ticks late past the
 /// objective breaks it.
@@ -183,10 +189,13 @@ impl Work {
     }
 }
 
-/// A tick's own lateness by the work the thread ran between its due instant and its start.
+/// A tick's own lateness by the work the thread ran between its due instant and its start,
+/// and the part of it its steady work alone would have caused ([`OwnTime::steady_lateness`]).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OwnSplit {
     pub(crate) by_work: [Duration; WORKS],
+    /// The lateness the thread's steady work alone makes (at most the total).
+    pub(crate) steady: Duration,
 }
 
 impl OwnSplit {
@@ -198,13 +207,10 @@ impl OwnSplit {
         self.by_work[work.index()]
     }
 
-    /// The part that did not go to arrivals ([`Work::is_arrival`]).
+    /// The part the thread's steady work alone makes ([`OwnTime::steady_lateness`]), not
+    /// what arrivals took, nor the backlog of ticks they held back.
     pub(crate) fn steady(&self) -> Duration {
-        Work::ALL
-            .iter()
-            .filter(|w| !w.is_arrival())
-            .map(|w| self.of(*w))
-            .sum()
+        self.steady
     }
 }
 
@@ -250,6 +256,12 @@ pub(crate) struct OwnTime {
     /// The thread's own time on arrivals ([`Work::is_arrival`]) since it started, each piece
     /// counted when the mark after it is taken (the lateness window takes its share).
     arrivals: Duration,
+    /// When the thread would be done with its steady work (everything but arrivals) had it
+    /// run nothing else: each tick queued at its due instant, other steady work at the
+    /// wake-up before it, each taking the thread's own time it took ([`steady_lateness`](Self::steady_lateness)).
+    steady_end: Option<Instant>,
+    /// The due instant of the tick that runs from the last mark, if that mark began a tick.
+    open_due: Option<Instant>,
 }
 
 impl OwnTime {
@@ -259,6 +271,8 @@ impl OwnTime {
             since: VecDeque::with_capacity(MARKS),
             dropped: false,
             arrivals: Duration::ZERO,
+            steady_end: None,
+            open_due: None,
         }
     }
 
@@ -270,18 +284,62 @@ impl OwnTime {
         self.dropped = false;
     }
 
-    /// The thread is about to run `work`.
+    /// The thread is about to run `work` (a tick: [`mark_tick`](Self::mark_tick)).
     pub(crate) fn mark(&mut self, now: Mark, work: Work) {
-        if let Some((last, was)) = self.since.back()
-            && was.is_arrival()
-        {
-            self.arrivals += now.own_since(last);
+        if let Some(&(last, was)) = self.since.back() {
+            let own = now.own_since(&last);
+            if was.is_arrival() {
+                self.arrivals += own;
+            } else {
+                self.steady_end = Some(self.steady_end_after(was, own));
+            }
         }
         if self.since.len() == MARKS {
             self.since.pop_front();
             self.dropped = true;
         }
         self.since.push_back((now, work));
+        self.open_due = None;
+    }
+
+    /// The thread is about to run a tick that fell due at `due`.
+    pub(crate) fn mark_tick(&mut self, now: Mark, due: Instant) {
+        self.mark(now, Work::Tick);
+        self.open_due = Some(due);
+    }
+
+    /// The lateness of a tick due at `due` that starts at `started` had the thread run only
+    /// its steady work — its matches' ticks each from its due instant, signals, idle work, its
+    /// mailbox — and no arrivals: how far past `due` that work would have kept it busy (a
+    /// queue of that work alone). Arrivals hold ticks back, and the ticks held back then run
+    /// back to back: a tick due at the end of a burst of join attempts waits for them and for
+    /// the backlog of ticks behind them, and by the work that ran (`own_split`) that backlog
+    /// is "ticks". Had the arrivals not come, those ticks would have run at their own due
+    /// instants, spread out: that lateness is the arrivals', and passes with them. Ticks that
+    /// fall due together and outgrow the thread (its matches are too many, or one too dear)
+    /// queue here as they do on the thread: that lateness is steady.
+    pub(crate) fn steady_lateness(&self, due: Instant, started: Mark) -> Duration {
+        let end = match self.since.back() {
+            Some(&(last, was)) if !was.is_arrival() => {
+                Some(self.steady_end_after(was, started.own_since(&last)))
+            }
+            _ => self.steady_end,
+        };
+        end.map_or(Duration::ZERO, |end| end.saturating_duration_since(due))
+    }
+
+    /// [`steady_end`](Self::steady_end) after a piece of steady work `was` that took `own` of
+    /// the thread's own time. A tick joins the queue at its due instant. Other steady work
+    /// (a signal, idle work, the mailbox) joins it where the thread's busy stretch began, its
+    /// wake-up: when it was sent is not known, and queued where it ran, after a burst of
+    /// arrivals, it would carry the delay the arrivals made into the queue (and every tick due
+    /// during the burst would look late by the thread's steady work).
+    fn steady_end_after(&self, was: Work, own: Duration) -> Instant {
+        let queued = match (was, self.open_due) {
+            (Work::Tick, Some(due)) => due,
+            _ => self.woke.wall,
+        };
+        self.steady_end.map_or(queued, |end| end.max(queued)) + own
     }
 
     /// The thread's own time on arrivals since it started.
@@ -337,6 +395,7 @@ impl OwnTime {
             over -= cut;
             split.by_work[work.index()] += piece - cut;
         }
+        split.steady = self.steady_lateness(scheduled, started).min(split.total());
         split
     }
 
@@ -452,6 +511,9 @@ impl LateCause {
 pub(crate) struct SlotCost {
     /// Decaying average of its tick durations, nanoseconds; 0 before its first tick.
     tick_ns: u64,
+    /// Its last tick's duration, nanoseconds: with this one, whether the match's code got
+    /// dearer for good ([`JUMP_FACTOR`]).
+    last_ns: u64,
     /// What this match adds to its thread's cost now, ns per second.
     pub(crate) applied: i64,
     /// Slots skipped after each tick to keep its thread within the objective (0: full rate).
@@ -463,6 +525,7 @@ impl SlotCost {
     pub(crate) fn placed(projected: i64) -> SlotCost {
         SlotCost {
             tick_ns: 0,
+            last_ns: 0,
             applied: projected,
             stretch: 0,
         }
@@ -486,14 +549,25 @@ impl SlotCost {
         matches: usize,
     ) -> i64 {
         let took = took.as_nanos().min(u128::from(u64::MAX / 2)) as u64;
-        // Fast up, slow down: a tick dearer than the average is taken at once (a match whose
-        // code suddenly costs 10x is stretched from its next tick on, before its neighbours
-        // fall behind); cheaper ticks pull the average down by an eighth of the difference.
-        self.tick_ns = if took >= self.tick_ns {
+        // The mean, not the upper envelope: each tick moves the average by an eighth of the
+        // difference, up or down. Taking every dearer tick at once ("fast up, slow down", the
+        // rule until issue 21's twentieth session) kept the average near the dearest ticks of a
+        // match whose ticks vary (a script VM's, by its garbage collector and its messages): the
+        // engine counted JavaScript seed matches at 1.7-1.8 times the executor thread's CPU,
+        // which took the thread past the lateness floor and refused finders at a rush. A match
+        // whose code suddenly costs 10x is still taken at once, from its second dear tick in a
+        // row (stretched before its neighbours fall behind: docs/MATCHES.md, "Overload").
+        let sustained = took.min(self.last_ns);
+        self.tick_ns = if self.tick_ns == 0 {
             took
+        } else if sustained > self.tick_ns.saturating_mul(JUMP_FACTOR) {
+            sustained
+        } else if took >= self.tick_ns {
+            self.tick_ns + ((took - self.tick_ns) >> EWMA_SHIFT)
         } else {
             self.tick_ns - ((self.tick_ns - took) >> EWMA_SHIFT)
         };
+        self.last_ns = took;
         let rate = i64::from(tick_rate.max(1));
         let demand = (self.tick_ns as i64).saturating_mul(rate);
         self.stretch = 0;

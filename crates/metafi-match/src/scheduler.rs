@@ -386,7 +386,7 @@ impl Scheduler {
             if step.is_ok() {
                 self.account(slot, at, started);
             }
-            self.own_time.mark(started, Work::Tick);
+            self.own_time.mark_tick(started, at);
             self.after(slot, step);
             self.adopt_inline_starts();
         }
