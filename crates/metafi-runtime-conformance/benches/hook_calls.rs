@@ -14,6 +14,8 @@
 //! METAFI_BENCH_ENGINE=lua METAFI_BENCH_PAIRS=3000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
 //! ```
 //!
+//! `METAFI_BENCH_EVICT_KB=n` walks an n KiB buffer after each pair (a pair that finds its
+//! caches cold, as between two sign-ins in the server; time it, compare engines by difference).
 //! `METAFI_BENCH_EDGE=json` runs the edge as it was before `metafi_core::HookValue`
 //! (`serde_json::to_value` of the request, the kept request and the answer), in the same
 //! binary. `METAFI_BENCH_ENGINE` is `lua`, `js` or `native` (pass-through hooks, as
@@ -122,6 +124,15 @@ fn main() {
             // `serde_json::Value` by `to_value`, handed over as JSON; the same binary, so the
             // two paths compare in one session.
             let json_edge = std::env::var("METAFI_BENCH_EDGE").is_ok_and(|v| v == "json");
+            // `METAFI_BENCH_EVICT_KB=n`: write one word of every cache line of an n KiB buffer
+            // after each pair, as a sign-in's own work evicts the VM's data between two pairs
+            // in the server; the walk costs the same in every engine, so engines compare by
+            // their difference (for `perf stat -e task-clock`, not callgrind).
+            let evict_kb: usize = std::env::var("METAFI_BENCH_EVICT_KB")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut evict = vec![0u64; evict_kb * 1024 / 8];
             for _ in 0..pairs {
                 let request = request.clone();
                 let input = if json_edge {
@@ -158,6 +169,10 @@ fn main() {
                     )
                     .await;
                 // `served` (the request the call was served with) is dropped here.
+                for line in evict.chunks_mut(8) {
+                    line[0] = line[0].wrapping_add(1);
+                }
+                std::hint::black_box(&mut evict);
             }
         })
         .await

@@ -397,11 +397,13 @@ impl Given {
 
     /// The values present with the index of their key in [`KEYS`], handed over (owned).
     fn take(&mut self) -> impl Iterator<Item = (usize, qjs::JSValue)> + '_ {
-        (0..self.values.len()).filter_map(|i| {
-            if self.present & (1 << i) == 0 {
+        // By the present bits, lowest first: a hook's `ctx` has few of the eleven.
+        std::iter::from_fn(|| {
+            if self.present == 0 {
                 return None;
             }
-            self.present &= !(1 << i);
+            let i = self.present.trailing_zeros() as usize;
+            self.present &= self.present - 1;
             Some((
                 FIXED + i,
                 std::mem::replace(&mut self.values[i], qjs::JS_UNDEFINED),
