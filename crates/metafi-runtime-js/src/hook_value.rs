@@ -23,7 +23,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use metafi_runtime::HookValue;
 use metafi_runtime::hooks::{MAP_FIELDS, proto_name};
@@ -59,27 +58,10 @@ pub(crate) const MAX_NAMES: usize = 1024;
 /// reference on each atom it keeps; [`FieldNames::release`] drops them before the VM's
 /// context goes.
 /// A `&'static str`'s address and length: a struct field name known without its text.
-pub(crate) type StaticName = (usize, usize);
+type StaticName = (usize, usize);
 
 /// A sequence of struct field names as serialized and where each property goes (`orders`).
 type RecordedOrder = (Box<[StaticName]>, Order);
-
-/// A struct as `serialize_struct` names it: its name's address and length (a `&'static str`
-/// from a `Serialize` derive) and the number of fields it says it serializes.
-pub(crate) type PlanKey = (usize, u32, u32);
-
-/// How a struct's fields were serialized the first time its [`PlanKey`] was seen
-/// (`object_serializer.rs`): the field names by address, each one's atom (held by the
-/// `atoms` cache) with whether it is a map field's, and where each property goes. A later
-/// struct with that key whose fields come by the same addresses takes its atoms from here and
-/// is defined in this order, with no lookup per field and no signature of the sequence; a
-/// field at another address (a skipped field changes the sequence, a name can be shared by
-/// two types) sends the struct the general way.
-pub(crate) struct Plan {
-    pub(crate) names: Box<[StaticName]>,
-    pub(crate) atoms: Box<[(qjs::JSAtom, bool)]>,
-    pub(crate) order: Order,
-}
 
 #[derive(Default)]
 pub(crate) struct FieldNames {
@@ -99,9 +81,6 @@ pub(crate) struct FieldNames {
     /// sequence of names as serialized (by address), where each property goes in the
     /// sorted order (`object_serializer.rs`, [`Order`]).
     orders: RefCell<HashMap<u64, RecordedOrder, FxBuildHasher>>,
-    /// Per struct name and field count, the first sequence of fields serialized under it
-    /// ([`Plan`]).
-    plans: RefCell<HashMap<PlanKey, Rc<Plan>, FxBuildHasher>>,
     /// The properties of the objects a serialization is building, innermost last; empty
     /// between calls. Kept so that building an object allocates no list of its own.
     pub(crate) scratch: RefCell<Vec<Entry>>,
@@ -166,7 +145,6 @@ impl FieldNames {
         self.protos.borrow_mut().clear();
         self.statics.borrow_mut().clear();
         self.orders.borrow_mut().clear();
-        self.plans.borrow_mut().clear();
         for (_, atom) in self.atoms.borrow_mut().drain() {
             // SAFETY: each cached atom holds one reference, taken in `atom`.
             unsafe { qjs::JS_FreeAtom(raw, atom) };
@@ -246,25 +224,6 @@ impl FieldNames {
         if orders.len() < MAX_NAMES {
             orders.insert(signature, (names, order));
         }
-    }
-
-    /// The plan recorded for the struct `key`, if any.
-    pub(crate) fn plan(&self, key: PlanKey) -> Option<Rc<Plan>> {
-        self.plans.borrow().get(&key).cloned()
-    }
-
-    /// Records `plan` for the struct `key` unless one is (at most [`MAX_NAMES`] structs).
-    pub(crate) fn keep_plan(&self, key: PlanKey, plan: Plan) {
-        let mut plans = self.plans.borrow_mut();
-        if plans.len() < MAX_NAMES {
-            plans.entry(key).or_insert_with(|| Rc::new(plan));
-        }
-    }
-
-    /// How many struct plans are recorded ([`FieldNames::keep_plan`]).
-    #[cfg(test)]
-    pub(crate) fn plans_kept(&self) -> usize {
-        self.plans.borrow().len()
     }
 
     /// Keeps the shapes of an object with the keys of `keys` in order (all cached field names)

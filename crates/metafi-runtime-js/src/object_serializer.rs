@@ -22,9 +22,7 @@
 //!
 //! An object's properties wait on a stack kept per VM (`FieldNames::scratch`) until the
 //! object's last one is known, then are sorted and *defined* on a new object, as `JSON.parse`
-//! creates properties (see `hook_value.rs`). A struct seen before under the same name and
-//! field count, with its fields at the same addresses, takes its atoms and its order from
-//! the [`Plan`] recorded then, with no lookup per field.
+//! creates properties (see `hook_value.rs`).
 
 // Every value here is made with QuickJS's C API on the live context `build` was given; each one
 // is owned by exactly one `Owned`, `Entry` or `Items` (which free it if the building stops) until
@@ -33,14 +31,13 @@
 
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::rc::Rc;
 
 use metafi_runtime::hooks::MAP_FIELDS;
 use rquickjs::{Ctx, Value, qjs};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
-use crate::hook_value::{FieldNames, Order, Plan, PlanKey, SIGNATURE_START, sign, unencodable};
+use crate::hook_value::{FieldNames, Order, SIGNATURE_START, sign, unencodable};
 
 /// `message` as the JavaScript value a hook sees (see the module's note).
 pub(crate) fn build<'js>(
@@ -242,18 +239,6 @@ impl<'a> ObjectSerializer<'a> {
                 (atom, owned, rename && MAP_FIELDS.contains(&key.as_str()))
             }
         };
-        self.property_as(key, (atom, owned, map_field), make)
-    }
-
-    /// [`ObjectSerializer::property`] with the key's atom known: `(atom, owned, map_field)`,
-    /// `owned` when the entry takes a reference on the atom, `map_field` when the value's
-    /// keys are not renamed.
-    fn property_as(
-        self,
-        key: Key,
-        (atom, owned, map_field): (qjs::JSAtom, bool, bool),
-        make: impl FnOnce(ObjectSerializer<'a>) -> Result<Owned, BuildError>,
-    ) -> Result<(), BuildError> {
         if atom == qjs::JS_ATOM_NULL {
             return Err(BuildError::Exception);
         }
@@ -281,10 +266,7 @@ impl<'a> ObjectSerializer<'a> {
     /// names at the same addresses in the same order every time) is defined in the order
     /// recorded the first time that sequence was seen ([`FieldNames::order`]), without
     /// comparing keys or looking its shapes up again.
-    ///
-    /// `plan`: the object is the struct with this [`PlanKey`], whose [`Plan`] is recorded with
-    /// its order.
-    fn object(self, start: usize, plan: Option<PlanKey>) -> Result<Owned, BuildError> {
+    fn object(self, start: usize) -> Result<Owned, BuildError> {
         let mut scratch = self.names.scratch.borrow_mut();
         let entries = &mut scratch[start..];
         let statics = self.rename.then(|| static_names(entries)).flatten();
@@ -293,21 +275,6 @@ impl<'a> ObjectSerializer<'a> {
             self.names.order(signature, names)
         });
         if let Some(order) = known {
-            // A struct whose sequence was first seen under another name (or as a variant).
-            if let Some(key) = plan
-                && entries.iter().all(|e| !e.owned)
-                && self.names.plan(key).is_none()
-            {
-                let plan = Plan {
-                    names: entries.iter().map(|e| static_address(&e.key)).collect(),
-                    atoms: entries
-                        .iter()
-                        .map(|e| (e.atom, MAP_FIELDS.contains(&e.key.as_str())))
-                        .collect(),
-                    order,
-                };
-                self.names.keep_plan(key, plan);
-            }
             return self.define_in(scratch, start, order);
         }
         // The first time: where each property goes, recorded when every key is a distinct
@@ -342,13 +309,7 @@ impl<'a> ObjectSerializer<'a> {
                     names[usize::from(from)] = static_address(&entry.key);
                     order.at[sorted] = from;
                 }
-                // Each serialized field's atom and whether it is a map field's, for the plan.
-                let mut atoms = vec![(qjs::JS_ATOM_NULL, false); entries.len()];
-                for (&from, entry) in at.iter().zip(entries.iter()) {
-                    let map_field = MAP_FIELDS.contains(&entry.key.as_str());
-                    atoms[usize::from(from)] = (entry.atom, map_field);
-                }
-                (signature, names.into_boxed_slice(), atoms, order)
+                (signature, names.into_boxed_slice(), order)
             });
         // SAFETY: the context is live.
         let object = match self.owned(unsafe { qjs::JS_NewObject(self.ctx) }) {
@@ -403,16 +364,8 @@ impl<'a> ObjectSerializer<'a> {
             // SAFETY: the context is live; the atoms are held by the cache (none was owned).
             unsafe { self.names.keep_signed_shapes(self.ctx, signature, &atoms) };
         }
-        if let Some((signature, names, atoms, order)) = record {
+        if let Some((signature, names, order)) = record {
             // Recorded after its shapes are kept: a known order skips that step.
-            if let Some(key) = plan {
-                let plan = Plan {
-                    names: names.clone(),
-                    atoms: atoms.into_boxed_slice(),
-                    order,
-                };
-                self.names.keep_plan(key, plan);
-            }
             self.names.keep_order(signature, names, order);
         }
         Ok(object)
@@ -467,7 +420,7 @@ impl<'a> ObjectSerializer<'a> {
     ) -> Result<Owned, BuildError> {
         let start = self.start();
         self.property(Key::Static(variant), make)?;
-        self.object(start, None)
+        self.object(start)
     }
 }
 
@@ -647,24 +600,14 @@ impl<'a> ser::Serializer for ObjectSerializer<'a> {
         Ok(Fields {
             at: self,
             start: self.start(),
-            pending: Pending::General,
+            key: None,
             variant: None,
             done: false,
         })
     }
 
-    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Fields<'a>, BuildError> {
-        let mut fields = self.serialize_map(Some(len))?;
-        // Renamed keys only: below a map field the keys are text of their own. A name or
-        // count past `u32` (none is) just finds no plan of its own.
-        if self.rename {
-            let key = (name.as_ptr() as usize, name.len() as u32, len as u32);
-            fields.pending = match self.names.plan(key) {
-                Some(plan) => Pending::Follow(plan, 0),
-                None => Pending::Record(key),
-            };
-        }
-        Ok(fields)
+    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Fields<'a>, BuildError> {
+        self.serialize_map(Some(len))
     }
 
     fn serialize_struct_variant(
@@ -675,7 +618,7 @@ impl<'a> ser::Serializer for ObjectSerializer<'a> {
         len: usize,
     ) -> Result<Fields<'a>, BuildError> {
         let mut fields = self.below(variant).serialize_map(Some(len))?;
-        fields.variant = Some((variant, self.rename));
+        fields.variant = Some((variant, self));
         Ok(fields)
     }
 }
@@ -755,32 +698,14 @@ items_impl!(
 );
 
 /// The properties of an object being built, on the scratch stack from `start` (taken off if
-/// the object is dropped unfinished); `pending`: a map's key waiting for its value, or a
-/// struct's [`Plan`]; `variant` as in [`Items`].
-///
-/// Kept small: `erased_serde` moves its serializer state, of which this is the largest, in
-/// and out of place on every call (a `memcpy` call per move past a few words).
+/// the object is dropped unfinished); `key`: a map's key waiting for its value; `variant` as
+/// in [`Items`].
 struct Fields<'a> {
     at: ObjectSerializer<'a>,
     start: usize,
-    pending: Pending,
-    /// The variant's name and whether the serializer of `{variant: …}` renames keys (`at`
-    /// otherwise).
-    variant: Option<(&'static str, bool)>,
+    key: Option<String>,
+    variant: Option<(&'static str, ObjectSerializer<'a>)>,
     done: bool,
-}
-
-/// What an object being built waits for beyond its properties.
-enum Pending {
-    /// A map between entries, a struct that left its plan, a struct variant, a struct in
-    /// keys that are not renamed: nothing.
-    General,
-    /// A map's key waiting for its value.
-    MapKey(String),
-    /// A struct with no [`Plan`] for its key yet: the key to record one under.
-    Record(PlanKey),
-    /// A struct whose fields so far came as its plan says, and the plan's next field.
-    Follow(Rc<Plan>, u32),
 }
 
 impl Fields<'_> {
@@ -788,47 +713,11 @@ impl Fields<'_> {
         self.at.property(key, |inner| value.serialize(inner))
     }
 
-    /// A struct field: its atom from the plan when it is the plan's next field (by address),
-    /// else as any key, and the plan dropped.
-    fn struct_field<T: Serialize + ?Sized>(
-        &mut self,
-        name: &'static str,
-        value: &T,
-    ) -> Result<(), BuildError> {
-        if let Pending::Follow(plan, next) = &mut self.pending {
-            let address = (name.as_ptr() as usize, name.len());
-            let at = *next as usize;
-            if plan.names.get(at) == Some(&address) {
-                let (atom, map_field) = plan.atoms[at];
-                *next += 1;
-                // The plan's atoms are held by the cache: the entry owns none.
-                return self
-                    .at
-                    .property_as(Key::Static(name), (atom, false, map_field), |inner| {
-                        value.serialize(inner)
-                    });
-            }
-            self.pending = Pending::General;
-        }
-        self.field(Key::Static(name), value)
-    }
-
     fn finish(mut self) -> Result<Owned, BuildError> {
         self.done = true;
-        let object = match std::mem::replace(&mut self.pending, Pending::General) {
-            // Every field as planned (one entry each on the stack): the plan's order.
-            Pending::Follow(plan, next) if next as usize == plan.names.len() => {
-                let scratch = self.at.names.scratch.borrow_mut();
-                self.at.define_in(scratch, self.start, plan.order)?
-            }
-            Pending::Record(key) => self.at.object(self.start, Some(key))?,
-            _ => self.at.object(self.start, None)?,
-        };
+        let object = self.at.object(self.start)?;
         match self.variant {
-            Some((variant, rename)) => {
-                let outer = ObjectSerializer { rename, ..self.at };
-                outer.variant(variant, |_| Ok(object))
-            }
+            Some((variant, outer)) => outer.variant(variant, |_| Ok(object)),
             None => Ok(object),
         }
     }
@@ -849,16 +738,14 @@ impl<'a> ser::SerializeMap for Fields<'a> {
     type Error = BuildError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), BuildError> {
-        self.pending = Pending::MapKey(key.serialize(MapKey)?);
+        self.key = Some(key.serialize(MapKey)?);
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), BuildError> {
-        let Pending::MapKey(key) = std::mem::replace(&mut self.pending, Pending::General) else {
-            return Err(BuildError::Unencodable(
-                "a map value was serialized before its key".into(),
-            ));
-        };
+        let key = self.key.take().ok_or_else(|| {
+            BuildError::Unencodable("a map value was serialized before its key".into())
+        })?;
         self.field(Key::Text(key), value)
     }
 
@@ -876,7 +763,7 @@ impl<'a> ser::SerializeStruct for Fields<'a> {
         key: &'static str,
         value: &T,
     ) -> Result<(), BuildError> {
-        self.struct_field(key, value)
+        self.field(Key::Static(key), value)
     }
 
     fn end(self) -> Result<Owned, BuildError> {
@@ -1489,74 +1376,6 @@ mod tests {
         let late = r#"{"alphaBeta":"x","mid":{"id":"d","vars":{"k_1":"v"}},"zeta":1}"#;
         let twice = r#"{"a":2,"b":3}"#;
         let expected: Vec<_> = [late, twice, late, twice, late, twice, "2"]
-            .map(String::from)
-            .into();
-        assert_eq!(seen, expected);
-    }
-
-    /// The name two structs give `serialize_struct`: one `&'static str`, so one address.
-    static TWIN: &str = "Twin";
-
-    /// A struct named [`TWIN`] with fields `b_b`, `a`.
-    struct TwinA;
-
-    impl Serialize for TwinA {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeStruct;
-            let mut object = s.serialize_struct(TWIN, 2)?;
-            object.serialize_field("b_b", &1)?;
-            object.serialize_field("a", &2)?;
-            object.end()
-        }
-    }
-
-    /// Another struct named [`TWIN`] with as many fields, `a`, `c_c`: what a struct that skips
-    /// a field sometimes, or two types of one name, give.
-    struct TwinB;
-
-    impl Serialize for TwinB {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeStruct;
-            let mut object = s.serialize_struct(TWIN, 2)?;
-            object.serialize_field("a", &1)?;
-            object.serialize_field("c_c", &2)?;
-            object.end()
-        }
-    }
-
-    #[test]
-    fn a_struct_follows_the_plan_of_its_name_only_while_its_fields_match() {
-        let runtime = Runtime::new().unwrap();
-        let context = Context::full(&runtime).unwrap();
-        let names = FieldNames::default();
-        let late = Late {
-            zeta: 1,
-            alpha_beta: "x".into(),
-            mid: Account {
-                id: "d".into(),
-                vars: HashMap::from([("k_1".to_owned(), "v".to_owned())]),
-            },
-        };
-        let mut seen = Vec::new();
-        context.with(|ctx| {
-            let stringify: Function<'_> = ctx.eval("JSON.stringify").unwrap();
-            for _ in 0..3 {
-                let values: [&dyn erased_serde::Serialize; 3] = [&TwinA, &TwinB, &late];
-                for value in values {
-                    let built = build(&ctx, &names, value).unwrap();
-                    seen.push(stringify.call::<_, String>((built,)).unwrap());
-                }
-            }
-            // `Twin` (the first sequence under that name), `Late` and `Account`.
-            seen.push(names.plans_kept().to_string());
-            names.release(&ctx);
-            seen.push(names.plans_kept().to_string());
-        });
-        let a = r#"{"a":2,"bB":1}"#;
-        let b = r#"{"a":1,"cC":2}"#;
-        // Below `vars` (a map field) the keys stay as they are on the plan's path too.
-        let late = r#"{"alphaBeta":"x","mid":{"id":"d","vars":{"k_1":"v"}},"zeta":1}"#;
-        let expected: Vec<_> = [a, b, late, a, b, late, a, b, late, "3", "0"]
             .map(String::from)
             .into();
         assert_eq!(seen, expected);
