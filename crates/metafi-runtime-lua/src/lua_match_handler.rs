@@ -69,6 +69,36 @@ pub(crate) struct LuaMatch {
     label: Arc<str>,
 }
 
+/// Keys of a `match_loop` message table (Nakama's field names), made once per Lua state and
+/// kept in its app data: a `&str` key is a new Lua string per field per message, which mlua
+/// makes in protected mode under the VM's memory cap, allocating a C closure each time
+/// (docs/BENCHMARKS.md, "The seed match beside Nakama"). Per state, not per match: thousands of
+/// matches share a thread's state, and each held value takes a slot of mlua's reference stack.
+struct MessageKeys {
+    sender: mlua::LuaString,
+    op_code: mlua::LuaString,
+    data: mlua::LuaString,
+    reliable: mlua::LuaString,
+    receive_time_ms: mlua::LuaString,
+}
+
+impl MessageKeys {
+    fn of(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, MessageKeys>> {
+        if let Some(keys) = lua.app_data_ref::<MessageKeys>() {
+            return Ok(keys);
+        }
+        lua.set_app_data(MessageKeys {
+            sender: lua.create_string("sender")?,
+            op_code: lua.create_string("op_code")?,
+            data: lua.create_string("data")?,
+            reliable: lua.create_string("reliable")?,
+            receive_time_ms: lua.create_string("receive_time_ms")?,
+        });
+        lua.app_data_ref::<MessageKeys>()
+            .ok_or_else(|| mlua::Error::runtime("the match message keys were not kept"))
+    }
+}
+
 thread_local! {
     /// The shared Lua state of this executor thread, per module set ([`MatchVms::PerThread`]).
     static THREAD_VMS: ThreadVms<LuaVm> = const { ThreadVms::new() };
@@ -578,18 +608,19 @@ impl MatchHandler for LuaMatch {
         self.update_context(ctx)?;
         let built = (|| -> mlua::Result<MultiValue> {
             let lua = self.lua().clone();
+            let keys = MessageKeys::of(&lua)?;
             let list = lua.create_table_with_capacity(messages.len(), 0)?;
             for (i, m) in messages.iter().enumerate() {
                 let message = lua.create_table_with_capacity(0, 5)?;
-                message.raw_set("sender", self.presence_table(&m.sender, None)?)?;
-                message.raw_set("op_code", m.op_code)?;
+                message.raw_set(&keys.sender, self.presence_table(&m.sender, None)?)?;
+                message.raw_set(&keys.op_code, m.op_code)?;
                 if m.data.is_empty() {
-                    message.raw_set("data", Value::Nil)?;
+                    message.raw_set(&keys.data, Value::Nil)?;
                 } else {
-                    message.raw_set("data", lua.create_string(&m.data)?)?;
+                    message.raw_set(&keys.data, lua.create_string(&m.data)?)?;
                 }
-                message.raw_set("reliable", m.reliable)?;
-                message.raw_set("receive_time_ms", m.receive_time_ms)?;
+                message.raw_set(&keys.reliable, m.reliable)?;
+                message.raw_set(&keys.receive_time_ms, m.receive_time_ms)?;
                 list.raw_set(i + 1, message)?;
             }
             self.callback_args(tick, Value::Table(list))

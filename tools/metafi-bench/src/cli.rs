@@ -173,10 +173,12 @@ pub enum Command {
         #[arg(long, value_name = "URL")]
         server_metrics: Option<String>,
     },
-    /// Serve the floor of the `rpc` workload: device sign-in, `POST /v2/rpc/{id}` and the
-    /// socket's RPC answered by MetaFi's network stack (tokio, hyper, tungstenite) with no server
-    /// logic, so a run against it measures what any server on this stack pays per call
-    /// (docs/BENCHMARKS.md, "The floor of the RPC rows"). Runs until Ctrl-C.
+    /// Serve the floor of the `rpc` and `match` workloads: device sign-in, `POST /v2/rpc/{id}`
+    /// and the socket's RPC answered by MetaFi's network stack (tokio, hyper, tungstenite) with
+    /// no server logic, and the seed match's seats, joins and once-a-tick deliveries with no
+    /// match logic, so a run against it measures what any server on this stack pays per call or
+    /// delivered message (docs/BENCHMARKS.md, "The floor of the RPC rows", "The seed match
+    /// beside Nakama"). Runs until Ctrl-C.
     Floor {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:7390")]

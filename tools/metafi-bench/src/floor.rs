@@ -16,20 +16,29 @@
 //! libraries' — what any server on this stack pays. What a real server adds on top (a token's
 //! signature check, routing, the call into a runtime, metrics, logs) is the difference between
 //! its row and this one (docs/BENCHMARKS.md, "The floor of the RPC rows").
+//!
+//! It is also the floor of the seed match row ([`seed_match`]): an RPC whose id starts with
+//! `get_match` answers a seat (`{"match_id": …}`; `create_match` a new match), and a socket
+//! whose first frame is a match join plays in that match instead of echoing.
+
+mod seed_match;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context as _;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
+
+use seed_match::Matches;
 
 /// Runs the floor server on `listen` until Ctrl-C, on a runtime built as `metafi serve`
 /// builds its own (multi-threaded, one worker per CPU the process may use).
@@ -80,10 +89,12 @@ fn router() -> Router {
         )
         .route("/v2/rpc/{id}", post(rpc))
         .route("/ws", get(ws))
+        .with_state(Arc::new(Matches::default()))
 }
 
-/// The body is the payload as a JSON string; it goes into the answer as it is.
-async fn rpc(Path(id): Path<String>, body: Bytes) -> Response {
+/// The body is the payload as a JSON string; it goes into the answer as it is. A finder of the
+/// seed match (`get_match…`) answers a seat instead.
+async fn rpc(State(matches): State<Arc<Matches>>, Path(id): Path<String>, body: Bytes) -> Response {
     let Ok(payload) = std::str::from_utf8(&body) else {
         return (StatusCode::BAD_REQUEST, "the body is not UTF-8").into_response();
     };
@@ -94,6 +105,18 @@ async fn rpc(Path(id): Path<String>, body: Bytes) -> Response {
         )
             .into_response();
     }
+    if id.starts_with("get_match") || id == "create_match" {
+        let created = id == "create_match";
+        let id = serde_json::Value::String(id);
+        let seat = if created {
+            matches.create()
+        } else {
+            matches.seat()
+        };
+        return json(format!(
+            r#"{{"id":{id},"payload":"{{\"match_id\":\"{seat}\"}}"}}"#
+        ));
+    }
     // The id comes from the path: written as a JSON string so any id stays valid JSON.
     let id = serde_json::Value::String(id);
     json(format!(r#"{{"id":{id},"payload":{payload}}}"#))
@@ -103,12 +126,27 @@ fn json(body: String) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn ws(upgrade: WebSocketUpgrade) -> Response {
-    upgrade.on_upgrade(echo)
+/// MetaFi's socket read buffer (`socket.read_buffer_size_bytes`' default): tungstenite zeroes
+/// its read chunk before every read, and axum's default (128 KiB) made that `memset` 37 % of the
+/// floor's CPU in the match row (docs/BENCHMARKS.md, "The seed match beside Nakama").
+const READ_BUFFER: usize = 4096;
+
+async fn ws(State(matches): State<Arc<Matches>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade
+        .read_buffer_size(READ_BUFFER)
+        .on_upgrade(|socket| echo(socket, matches))
 }
 
-async fn echo(mut socket: WebSocket) {
+async fn echo(mut socket: WebSocket, matches: Arc<Matches>) {
+    let mut first = true;
     while let Some(Ok(message)) = socket.recv().await {
+        if std::mem::take(&mut first)
+            && let Message::Text(text) = &message
+            && seed_match::is_join(text)
+        {
+            let text = text.clone();
+            return seed_match::play(socket, text, matches).await;
+        }
         match message {
             Message::Text(_) | Message::Binary(_) => {
                 if socket.send(message).await.is_err() {

@@ -75,3 +75,62 @@ async fn the_floor_refuses_a_body_that_is_not_a_json_string() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("payload as a JSON string"), "{answer}");
 }
+
+async fn match_run(base: &str, extra: &[&str]) -> Report {
+    let mut args = vec![
+        "metafi-bench",
+        "match",
+        "--server",
+        base,
+        "--users",
+        "20",
+        "--phase",
+        "20:1s",
+        "--phase",
+        "0:3s",
+        "--hold",
+        "2s",
+    ];
+    args.extend_from_slice(extra);
+    let cli = Cli::try_parse_from(args).unwrap();
+    app::execute(cli.command, std::future::pending())
+        .await
+        .unwrap()
+}
+
+/// The floor of the seed match row: players find a seat (or are placed in matches made first),
+/// join, and get their echoes back and every broadcast of their match of ten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_floor_plays_the_seed_match_found_or_placed() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(floor::serve(listener, std::future::pending()));
+
+    for extra in [&["--rpc", "get_match"][..], &["--cross-node", "0"][..]] {
+        let report = match_run(&base, extra).await;
+        assert_eq!(report.error_total(), 0, "{extra:?}: {:?}", report.errors);
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("seats: 20 of 20 players seated")),
+            "{extra:?}: {:?}",
+            report.notes
+        );
+        let count = |name: &str| {
+            report
+                .requests
+                .iter()
+                .find(|r| r.name == name)
+                .unwrap()
+                .count
+        };
+        let (echo, broadcast) = (count("echo"), count("broadcast"));
+        assert!(echo > 0, "{extra:?}: {report:#?}");
+        // Each broadcast reaches the ten players of its match, each echo only its sender.
+        assert!(
+            broadcast >= 5 * echo,
+            "{extra:?}: echo {echo}, broadcast {broadcast}"
+        );
+    }
+}
