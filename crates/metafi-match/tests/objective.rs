@@ -346,6 +346,51 @@ fn seat_rush(
     outcomes
 }
 
+/// The largest tick lateness of the matches of handler `name`, seconds.
+fn max_lateness(engine: &Engine, name: &str) -> f64 {
+    stats_of(engine, name)
+        .iter()
+        .map(|s| s.max_lateness_seconds)
+        .fold(0.0, f64::max)
+}
+
+/// The node uses `cpu` of its one core, no thread is late and it takes new matches.
+fn assert_open_at(engine: &Engine, cpu: f64) {
+    let load = engine.matches.load();
+    assert!((load.cpu - cpu).abs() < 1e-9, "{load:?}");
+    assert_eq!(
+        (load.late_threads, load.full.as_deref()),
+        (0, None),
+        "{load:?}"
+    );
+}
+
+/// After a rush of 1,500 finders ([`seat_rush`] with [`costly_seed`]), the seed matches are
+/// 150 full ones.
+fn assert_rush_matches_full(engine: &mut Engine) {
+    engine.run_for(Duration::from_secs(3));
+    let seed_matches = stats_of(engine, "seed");
+    assert_eq!(seed_matches.len(), 150);
+    assert!(seed_matches.iter().all(|s| s.presences == 10));
+}
+
+/// The [`CostlySeed`] match on `engine`'s fake clock, as [`seat_rush`] makes one.
+fn costly_seed(engine: &Engine) -> impl Fn() -> MatchSpec + use<> {
+    let clock = engine.clock.clone();
+    move || {
+        spec(
+            "seed",
+            CostlySeed {
+                seed: SeedMatch {
+                    tick_rate: 10,
+                    max_players: 10,
+                },
+                clock: clock.clone(),
+            },
+        )
+    }
+}
+
 /// The seed match whose callbacks take time, as a script handler's do: `match_init` 2 ms,
 /// each join attempt and join 0.3 ms (of the fake clock).
 struct CostlySeed {
@@ -438,45 +483,18 @@ fn a_rush_whose_lateness_is_the_arrivals_own_work_is_seated_in_full() {
         engine.run_for(Duration::from_micros(2_500));
     }
     engine.run_for(Duration::from_secs(3));
-    let load = engine.matches.load();
-    assert!((load.cpu - 0.40).abs() < 1e-9, "{load:?}");
-    assert_eq!(
-        (load.late_threads, load.full.as_deref()),
-        (0, None),
-        "{load:?}"
-    );
+    assert_open_at(&engine, 0.40);
 
-    let clock = engine.clock.clone();
-    let seed = move || {
-        spec(
-            "seed",
-            CostlySeed {
-                seed: SeedMatch {
-                    tick_rate: 10,
-                    max_players: 10,
-                },
-                clock: clock.clone(),
-            },
-        )
-    };
-    let late_before = stats_of(&engine, "background")
-        .iter()
-        .map(|s| s.max_lateness_seconds)
-        .fold(0.0, f64::max);
+    let seed = costly_seed(&engine);
+    let late_before = max_lateness(&engine, "background");
     let outcomes = seat_rush(&mut engine, 1_500, seed);
-    let background_late = stats_of(&engine, "background")
-        .iter()
-        .map(|s| s.max_lateness_seconds)
-        .fold(0.0, f64::max);
+    let background_late = max_lateness(&engine, "background");
     assert!(
         late_before < 0.002 && background_late > 0.004,
         "the rush's work makes the background ticks late: {late_before} s, then {background_late} s"
     );
     assert_all_seated(&outcomes);
-    engine.run_for(Duration::from_secs(3));
-    let seed_matches = stats_of(&engine, "seed");
-    assert_eq!(seed_matches.len(), 150);
-    assert!(seed_matches.iter().all(|s| s.presences == 10));
+    assert_rush_matches_full(&mut engine);
 }
 
 /// The rush's knock-on (issue 21: JavaScript at 8,000 players, 2,080-2,310 finders refused by
@@ -497,41 +515,17 @@ fn ticks_a_rush_held_back_and_ran_back_to_back_are_the_rushs_lateness() {
         costly(&mut engine, "background", 10, Duration::from_micros(400)).unwrap();
     }
     engine.run_for(Duration::from_secs(3));
-    let load = engine.matches.load();
-    assert!((load.cpu - 0.40).abs() < 1e-9, "{load:?}");
-    assert_eq!(
-        (load.late_threads, load.full.as_deref()),
-        (0, None),
-        "{load:?}"
-    );
+    assert_open_at(&engine, 0.40);
 
-    let clock = engine.clock.clone();
-    let seed = move || {
-        spec(
-            "seed",
-            CostlySeed {
-                seed: SeedMatch {
-                    tick_rate: 10,
-                    max_players: 10,
-                },
-                clock: clock.clone(),
-            },
-        )
-    };
+    let seed = costly_seed(&engine);
     let outcomes = seat_rush(&mut engine, 1_500, seed);
-    let background_late = stats_of(&engine, "background")
-        .iter()
-        .map(|s| s.max_lateness_seconds)
-        .fold(0.0, f64::max);
+    let background_late = max_lateness(&engine, "background");
     assert!(
         background_late > 0.004,
         "the rush holds ticks back: {background_late} s"
     );
     assert_all_seated(&outcomes);
-    engine.run_for(Duration::from_secs(3));
-    let seed_matches = stats_of(&engine, "seed");
-    assert_eq!(seed_matches.len(), 150);
-    assert!(seed_matches.iter().all(|s| s.presences == 10));
+    assert_rush_matches_full(&mut engine);
     let load = engine.matches.load();
     assert_eq!(
         (load.late_threads, load.full.as_deref()),

@@ -228,18 +228,22 @@ const LONG_C_CALL_LOOPS: &[(&str, &str)] = &[
     ),
 ];
 
-#[tokio::test]
-async fn lua_loop_of_long_c_calls_ends_at_its_budget_with_code_4_and_the_vm_serves_the_next_call() {
+/// One VM for loops over large data: room to build the data before the loop starts (a 500 ms
+/// budget; each case builds up to ~130 MB, what an earlier case left is collected first, and
+/// the 512 MiB cap leaves room for a collector that is late: a case once hit 256 MiB in a full
+/// run), and the watchdog out of reach: only the VM can end these calls.
+async fn large_data_runtime() -> Harness {
     let mut options = Options::new(fixture("runaway"));
     options.vms = 1;
-    // Room to build the data before the loop starts.
     options.call_timeout = Duration::from_millis(500);
-    // Each case builds ~70 MB; what an earlier case left is collected first (below), and the
-    // cap leaves room for a collector that is late (a case once hit 256 MiB in a full run).
     options.memory_limit_bytes = 512 << 20;
-    // Only the VM can end these calls: the watchdog would step in after the hang guard.
     options.watchdog_grace = Duration::from_secs(3600);
-    let h = build(options).await.unwrap();
+    build(options).await.unwrap()
+}
+
+#[tokio::test]
+async fn lua_loop_of_long_c_calls_ends_at_its_budget_with_code_4_and_the_vm_serves_the_next_call() {
+    let h = large_data_runtime().await;
     let setup = r#"collectgarbage() local big = ("x"):rep(32e6)
         local list = {} for i = 1, 3e5 do list[i] = tostring((i * 7919) % 100003) end
     "#;
@@ -260,14 +264,7 @@ async fn lua_loop_of_long_c_calls_ends_at_its_budget_with_code_4_and_the_vm_serv
 /// it once the call is overdue and the loop ends at its next instruction.
 #[tokio::test]
 async fn lua_loop_of_operators_on_huge_strings_ends_at_its_budget_with_code_4() {
-    let mut options = Options::new(fixture("runaway"));
-    options.vms = 1;
-    // Room to build the strings before the loop starts.
-    options.call_timeout = Duration::from_millis(500);
-    options.memory_limit_bytes = 512 << 20;
-    // Only the VM can end this call: the watchdog would step in after the guard below.
-    options.watchdog_grace = Duration::from_secs(3600);
-    let h = build(options).await.unwrap();
+    let h = large_data_runtime().await;
     let code = r#"local big = ("x"):rep(64e6) local bigger = big .. "y"
         while true do local less = big < bigger end"#;
     // Not a timing measurement: a bound far above the budget (several seconds of debug-build

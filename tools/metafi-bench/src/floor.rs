@@ -17,7 +17,7 @@
 //! signature check, routing, the call into a runtime, metrics, logs) is the difference between
 //! its row and this one (docs/BENCHMARKS.md, "The floor of the RPC rows").
 //!
-//! It is also the floor of the seed match row ([`seed_match`]): an RPC whose id starts with
+//! It is also the floor of the seed match row (`floor/seed_match.rs`): an RPC whose id starts with
 //! `get_match` answers a seat (`{"match_id": …}`; `create_match` a new match), and a socket
 //! whose first frame is a match join plays in that match instead of echoing.
 
