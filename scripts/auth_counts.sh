@@ -121,23 +121,21 @@ done
 stop
 trap - EXIT
 
-python3 - "$out" <<'EOF'
-import glob, json, re, subprocess, sys
+PYTHONPATH=scripts/lib python3 - "$out" <<'EOF'
+import re, subprocess, sys
+from callgrind_dumps import dump, successes
 out = sys.argv[1]
 runs = {}
 for name in ("short", "long"):
-    for path in glob.glob(f"{out}/callgrind.*"):
-        text = open(path, errors="replace").read()
-        if re.search(rf"^desc: Trigger: dump {name}$", text, re.M):
-            ir = int(re.search(r"^summary: (\d+)", text, re.M).group(1))
-            # Self cost, summed over the lines callgrind splits a function into by source file.
-            annotated = subprocess.run(
-                ["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", path],
-                capture_output=True, text=True, check=True).stdout
-            sha = sum(int(m.group(1).replace(",", "")) for m in re.finditer(
-                r"^\s*([\d,]+) \([^)]*\)\s+\S*:\S*(?:sha256::soft::compress|sha256_block_data_order)",
-                annotated, re.M))
-    calls = json.load(open(f"{out}/{name}/report.json"))["per_server"][0]["successes"]
+    path, ir = dump(out, name)
+    # Self cost, summed over the lines callgrind splits a function into by source file.
+    annotated = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", path],
+        capture_output=True, text=True, check=True).stdout
+    sha = sum(int(m.group(1).replace(",", "")) for m in re.finditer(
+        r"^\s*([\d,]+) \([^)]*\)\s+\S*:\S*(?:sha256::soft::compress|sha256_block_data_order)",
+        annotated, re.M))
+    calls = successes(out, name)
     runs[name] = (ir, sha, calls)
     print(f"{name}: {ir:,} instructions ({sha:,} in SHA-256), {calls:,} sign-ins")
 (i1, s1, n1), (i2, s2, n2) = runs["short"], runs["long"]

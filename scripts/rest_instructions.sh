@@ -85,16 +85,14 @@ run long 16
 stop
 trap - EXIT
 
-python3 - "$out" <<'EOF'
-import glob, json, re, sys
+PYTHONPATH=scripts/lib python3 - "$out" <<'EOF'
+import sys
+from callgrind_dumps import dump, successes
 out = sys.argv[1]
 runs = {}
 for name in ("short", "long"):
-    for path in glob.glob(f"{out}/callgrind.*"):
-        text = open(path, errors="replace").read()
-        if re.search(rf"^desc: Trigger: dump {name}$", text, re.M):
-            ir = int(re.search(r"^summary: (\d+)", text, re.M).group(1))
-    calls = json.load(open(f"{out}/{name}/report.json"))["per_server"][0]["successes"]
+    _, ir = dump(out, name)
+    calls = successes(out, name)
     runs[name] = (ir, calls)
     print(f"{name}: {ir:,} instructions, {calls:,} calls ({ir / calls:,.0f} per call, sign-ins included)")
 (i1, n1), (i2, n2) = runs["short"], runs["long"]
