@@ -63,14 +63,7 @@ impl RpcContext {
 
 /// A new trace id: a random (version 4) UUID, as Nakama makes one per request.
 pub fn new_trace_id() -> Uuid {
-    random_uuid()
-}
-
-/// A random (version 4) UUID from the thread's generator (a CSPRNG seeded from the OS), with
-/// no system call: `Uuid::new_v4` asks the kernel (`getrandom`) for every one, which was one
-/// of the six system calls of a device sign-in.
-pub fn random_uuid() -> Uuid {
-    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+    crate::random_uuid()
 }
 
 /// Executes RPC functions by id.
