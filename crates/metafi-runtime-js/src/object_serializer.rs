@@ -311,8 +311,7 @@ impl<'a> ObjectSerializer<'a> {
                 }
                 (signature, names.into_boxed_slice(), order)
             });
-        // SAFETY: the context is live.
-        let object = match self.owned(unsafe { qjs::JS_NewObject(self.ctx) }) {
+        let object = match self.new_object() {
             Ok(object) => object,
             Err(e) => {
                 scratch.truncate(start);
@@ -333,16 +332,7 @@ impl<'a> ObjectSerializer<'a> {
             signature = signature
                 .filter(|_| !entry.owned)
                 .map(|s| sign(s, entry.atom));
-            // SAFETY: takes the value's reference, also on failure; the atom is live.
-            defined = unsafe {
-                qjs::JS_DefinePropertyValue(
-                    self.ctx,
-                    object.value,
-                    entry.atom,
-                    entry.take_value(),
-                    qjs::JS_PROP_C_W_E as _,
-                )
-            };
+            defined = self.define_entry(&object, entry);
             if defined < 0 {
                 break;
             }
@@ -371,6 +361,27 @@ impl<'a> ObjectSerializer<'a> {
         Ok(object)
     }
 
+    /// A new plain object (`{}`) of this context.
+    fn new_object(&self) -> Result<Owned, BuildError> {
+        // SAFETY: the context is live.
+        self.owned(unsafe { qjs::JS_NewObject(self.ctx) })
+    }
+
+    /// Defines `entry` on `object` as a plain data property, handing its value over; QuickJS's
+    /// result (negative: an exception is pending).
+    fn define_entry(&self, object: &Owned, entry: &mut Entry) -> std::ffi::c_int {
+        // SAFETY: takes the value's reference, also on failure; the atom is live.
+        unsafe {
+            qjs::JS_DefinePropertyValue(
+                self.ctx,
+                object.value,
+                entry.atom,
+                entry.take_value(),
+                qjs::JS_PROP_C_W_E as _,
+            )
+        }
+    }
+
     /// The object of the properties pushed since `start` (taken off the stack, also on
     /// failure), defined in the recorded `order` (distinct keys, shapes kept).
     fn define_in(
@@ -379,8 +390,7 @@ impl<'a> ObjectSerializer<'a> {
         start: usize,
         order: Order,
     ) -> Result<Owned, BuildError> {
-        // SAFETY: the context is live.
-        let object = match self.owned(unsafe { qjs::JS_NewObject(self.ctx) }) {
+        let object = match self.new_object() {
             Ok(object) => object,
             Err(e) => {
                 scratch.truncate(start);
@@ -391,16 +401,7 @@ impl<'a> ObjectSerializer<'a> {
         let mut defined = 0;
         for &from in &order.at[..usize::from(order.len)] {
             let entry = &mut entries[usize::from(from)];
-            // SAFETY: takes the value's reference, also on failure; the atom is live.
-            defined = unsafe {
-                qjs::JS_DefinePropertyValue(
-                    self.ctx,
-                    object.value,
-                    entry.atom,
-                    entry.take_value(),
-                    qjs::JS_PROP_C_W_E as _,
-                )
-            };
+            defined = self.define_entry(&object, entry);
             if defined < 0 {
                 break;
             }
