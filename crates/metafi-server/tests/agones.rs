@@ -38,6 +38,26 @@ enum Call {
     ListRemove(String, String),
 }
 
+/// A free port below the kernel's ephemeral range, for a sidecar that starts late. A port from
+/// `bind(0)` is in that range: while nothing listens on it, the node's SDK client reconnecting
+/// every 20 ms can be given the same port as its own source and connect to itself (TCP
+/// simultaneous open), and the fake's later bind then fails with "address in use"; another
+/// test's `bind(0)` can take it too. Below the range neither can happen.
+fn port_outside_the_ephemeral_range() -> u16 {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let first = low.saturating_sub(10_000).max(1024);
+    let span = low.saturating_sub(first).max(1);
+    // Spread parallel test processes over the range; the first free port wins.
+    let offset = (std::process::id() % u32::from(span)) as u16;
+    (0..span)
+        .map(|i| first + (offset + i) % span)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port below the ephemeral range")
+}
+
 #[derive(Clone)]
 struct Fake {
     calls: Arc<Mutex<Vec<Call>>>,
@@ -460,10 +480,7 @@ async fn without_agones_enabled_no_sdk_call_is_made() {
 async fn a_full_node_says_so_in_its_label_and_a_late_sidecar_delays_nothing() {
     // The sidecar is not up when the node starts: the node starts anyway and the SDK calls
     // follow once it is.
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+    let port = port_outside_the_ephemeral_range();
     let dir = tempfile::tempdir().unwrap();
     // An objective of 1 % of the core: a new match (projected at 2 %) never fits.
     let s = TestNode::start_in(dir.path(), |raw| {
