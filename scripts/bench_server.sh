@@ -3,7 +3,8 @@
 # The caller sets: bin (the metafi binary), port, metrics_port, and name (for messages).
 # start_server LOG [extra serve flags...] runs it pinned to core 0 on a fresh data directory
 # and waits for its health check; if it dies or does not answer within 20 s, prints its log and
-# exits. stop_server ends it and removes the data directory (install it as the EXIT trap).
+# exits. SERVER_ARGS (split on spaces, e.g. "--set match.tick_batch_window_ms=0") goes after the
+# extra flags, so every script can run one build with another setting. stop_server ends it and removes the data directory (install it as the EXIT trap).
 # write_hook_modules and run (below) are the parts the hook and inline benchmarks share.
 
 server=""
@@ -31,9 +32,11 @@ start_server() {
   local log=$1
   shift
   data=$(mktemp -d -t metafi-bench-data.XXXXXX)
+  local more
+  read -r -a more <<<"${SERVER_ARGS:-}"
   taskset -c 0 "$bin" serve --port "$port" --metrics-port "$metrics_port" --data-dir "$data" \
     --set runtime.path=examples --set session.token_expiry_sec=3600 --set logger.level=warn \
-    $(console_off "$bin") "$@" >"$log" 2>&1 &
+    $(console_off "$bin") "$@" "${more[@]}" >"$log" 2>&1 &
   server=$!
   for _ in $(seq 1 200); do
     curl -sf "http://127.0.0.1:$port/healthcheck" >/dev/null && return 0

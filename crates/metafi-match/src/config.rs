@@ -40,6 +40,12 @@ pub struct MatchConfig {
     /// the fewest ticks due (`docs/MATCHES.md`, "Tick phases"); off, it ticks one whole
     /// interval after its creation, and a burst of creations shares one phase.
     pub spread_tick_phases: bool,
+    /// How much earlier than it is due a tick may run, so that ticks due close together share
+    /// one executor step: one wake-up of the executor thread and one of the IO threads it
+    /// hands the step's messages to, instead of one each per tick (`docs/MATCHES.md`, "Ticks
+    /// batched into one step"). A tick runs at most an eighth of its interval early; zero runs
+    /// every tick at its due instant.
+    pub tick_batch_window: Duration,
     /// The latency objective, placement, admission and overload rules (`docs/MATCHES.md`,
     /// "Objective, placement, admission").
     pub objective: Objective,
@@ -61,6 +67,7 @@ impl Default for MatchConfig {
             handler_budget: Duration::from_millis(100),
             reply_timeout: Duration::from_secs(10),
             spread_tick_phases: true,
+            tick_batch_window: Duration::from_millis(4),
             objective: Objective::default(),
         }
     }

@@ -262,8 +262,9 @@ impl Scheduler {
         });
     }
 
-    /// Handles waiting commands, then runs every due tick. Returns when the next tick is due
-    /// (`None`: no matches).
+    /// Handles waiting commands, then runs every due tick, and those due within the batch
+    /// window (`MatchConfig::tick_batch_window`). Returns when the next tick is due (`None`:
+    /// no matches).
     pub fn step(&mut self) -> Option<Instant> {
         let now = self.mark_now();
         self.own_time.mark(now, Work::Mailbox);
@@ -348,11 +349,14 @@ impl Scheduler {
         let began = self.mark_now();
         self.own_time.mark(began, Work::Other);
         let mut flushed = began.wall;
-        // Only ticks due when the step began: ticks that fall due while it runs wait for the
-        // next step, after the commands. An overloaded thread (its ticks take longer than
-        // their intervals) would otherwise never leave this loop, and joins, leaves and new
-        // matches would wait forever.
-        let horizon = flushed;
+        // Only ticks due when the step began, or within the batch window after it: ticks that
+        // fall due later wait for the next step, after the commands. An overloaded thread (its
+        // ticks take longer than their intervals) would otherwise never leave this loop, and
+        // joins, leaves and new matches would wait forever. The window lets ticks due close
+        // together share this step, its wake-up and its flush (one wake of the IO threads)
+        // instead of one each: with phases spread a millisecond apart, one step per tick was
+        // about 3 context switches per tick on a shared core (issue 21, the match row).
+        let horizon = began.wall + self.inner.config.tick_batch_window;
         loop {
             let now = self.inner.clock.now();
             // A long step (many ticks due at once) still lets out what it has sent every
@@ -364,7 +368,7 @@ impl Scheduler {
             let Some(&Reverse((at, _, slot, generation))) = self.timers.peek() else {
                 break;
             };
-            if at > now || at > horizon {
+            if at > horizon || at > now + self.early_allowance(slot) {
                 break;
             }
             self.timers.pop();
@@ -386,9 +390,21 @@ impl Scheduler {
             if step.is_ok() {
                 self.account(slot, at, started);
             }
-            self.own_time.mark_tick(started, at);
+            // A tick run early joins the thread's queue of steady work where it ran.
+            self.own_time.mark_tick(started, at.min(started.wall));
             self.after(slot, step);
             self.adopt_inline_starts();
+        }
+    }
+
+    /// How long before it is due the tick of `slot` may run: the batch window
+    /// (`match.tick_batch_window_ms`), at most an eighth of the match's interval, so a fast
+    /// match's ticks stay evenly spaced.
+    fn early_allowance(&self, slot: usize) -> Duration {
+        let window = self.inner.config.tick_batch_window;
+        match self.slots.get(slot).and_then(Option::as_ref) {
+            Some(m) => window.min(Duration::from_nanos(m.interval_ns() / 8)),
+            None => Duration::ZERO,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -49,6 +50,8 @@ pub struct RecordingOutlet {
     gone: Mutex<HashSet<Uuid>>,
     /// The fake clock each flush preempts, and by how much ([`RecordingOutlet::preempt_on_flush`]).
     flush_preempts: Mutex<Option<(Arc<FakeClock>, Duration)>>,
+    /// Flushes so far: each is one wake-up of the IO threads in the server.
+    flushes: AtomicUsize,
 }
 
 impl RecordingOutlet {
@@ -65,6 +68,11 @@ impl RecordingOutlet {
     /// the IO thread the flush woke preempts the executor (on a one-core node it does).
     pub fn preempt_on_flush(&self, clock: Arc<FakeClock>, by: Duration) {
         *self.flush_preempts.lock() = Some((clock, by));
+    }
+
+    /// How many times the engine has let out what it sent ([`Outlet::flush`]).
+    pub fn flushes(&self) -> usize {
+        self.flushes.load(Ordering::Relaxed)
     }
 
     pub fn disconnect(&self, session: Uuid) {
@@ -111,6 +119,7 @@ impl Outlet for RecordingOutlet {
     }
 
     fn flush(&self) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
         if let Some((clock, by)) = &*self.flush_preempts.lock() {
             clock.preempt(*by);
         }

@@ -54,11 +54,24 @@ fn ticks_follow_the_schedule_and_lateness_is_measured() {
 }
 
 /// Each match's tick instants, for `n` matches at 10 ticks/s created at one instant (a rush's
-/// creations, handled one after another without time passing) and run for a second.
+/// creations, handled one after another without time passing) and run for a second, with
+/// ticks run exactly when due (no batch window).
 fn burst(n: usize, spread_tick_phases: bool) -> (Instant, Vec<Vec<Instant>>) {
+    let (created, ticks, _) = burst_batched(n, spread_tick_phases, Duration::ZERO);
+    (created, ticks)
+}
+
+/// [`burst`] with `tick_batch_window`, and the flushes the engine made (in the server, each
+/// one wake-up of the IO threads).
+fn burst_batched(
+    n: usize,
+    spread_tick_phases: bool,
+    tick_batch_window: Duration,
+) -> (Instant, Vec<Vec<Instant>>, usize) {
     let mut engine = Engine::new(MatchConfig {
         executor_threads: 1,
         spread_tick_phases,
+        tick_batch_window,
         ..MatchConfig::default()
     });
     let created = engine.now();
@@ -74,9 +87,10 @@ fn burst(n: usize, spread_tick_phases: bool) -> (Instant, Vec<Vec<Instant>>) {
         ticks.push(at);
     }
     assert_eq!(engine.now(), created);
+    let before = engine.outlet.flushes();
     engine.run_for(Duration::from_secs(1));
     let ticks = ticks.iter().map(|t| t.lock().clone()).collect();
-    (created, ticks)
+    (created, ticks, engine.outlet.flushes() - before)
 }
 
 /// The most ticks run at one instant (the harness steps once per instant, as the executor
@@ -109,6 +123,84 @@ fn a_burst_of_creations_ticks_spread_over_the_interval() {
     // Phases not spread (`match.spread_tick_phases = false`, as before): all 250 in one step.
     let (_, ticks) = burst(250, false);
     assert_eq!(most_ticks_in_one_step(&ticks), 250);
+}
+
+#[test]
+fn ticks_due_close_together_share_one_step() {
+    // 100 matches, their phases spread one a millisecond apart: run exactly when due, each
+    // tick is a step of its own, and each step a flush (in the server, a wake-up of the IO
+    // threads: about three context switches a tick on a shared core).
+    let (exact_created, exact, exact_flushes) = burst_batched(100, true, Duration::ZERO);
+    assert_eq!(most_ticks_in_one_step(&exact), 1);
+    // A 4 ms window: a step also runs the ticks due in the 4 ms after it began, so 5 ticks a
+    // step and a fifth of the steps and flushes.
+    let window = Duration::from_millis(4);
+    let (batched_created, batched, batched_flushes) = burst_batched(100, true, window);
+    assert_eq!(most_ticks_in_one_step(&batched), 5);
+    assert!(
+        batched_flushes * 4 <= exact_flushes,
+        "{batched_flushes} flushes batched, {exact_flushes} exact"
+    );
+    // Each engine has its own fake clock: instants from its creation instant.
+    let since = |created: Instant, ticks: &[Vec<Instant>]| -> Vec<Vec<Duration>> {
+        ticks
+            .iter()
+            .map(|at| at.iter().map(|t| *t - created).collect())
+            .collect()
+    };
+    let (exact, batched) = (
+        since(exact_created, &exact),
+        since(batched_created, &batched),
+    );
+    for (due, ran) in exact.iter().zip(&batched) {
+        // The same phases; no tick runs late, none more than the window early, and every
+        // match still ticks every 100 ms exactly (the second's last tick may come within the
+        // window before its end: one more).
+        assert!(ran.len() == due.len() || ran.len() == due.len() + 1);
+        assert!(
+            due.iter()
+                .zip(ran)
+                .all(|(due, ran)| ran <= due && *due - *ran <= window),
+            "due {due:?}, ran {ran:?}"
+        );
+        assert!(ran.windows(2).all(|w| w[1] - w[0] == TICK), "{ran:?}");
+    }
+}
+
+#[test]
+fn a_fast_match_runs_at_most_an_eighth_of_its_interval_early() {
+    // 100 ticks a second (10 ms apart) with a 4 ms window: early by 1.25 ms at most, so a
+    // second match due 2 ms after the first waits for a step of its own.
+    let mut engine = Engine::new(MatchConfig {
+        executor_threads: 1,
+        spread_tick_phases: false,
+        tick_batch_window: Duration::from_millis(4),
+        ..MatchConfig::default()
+    });
+    let (first, first_calls) = ScriptedMatch::new(100, |_, _, _, _| Ok(Flow::Continue));
+    engine.create("first", first);
+    engine.clock.advance(Duration::from_millis(1));
+    let (second, second_calls) = ScriptedMatch::new(100, |_, _, _, _| Ok(Flow::Continue));
+    engine.create("second", second);
+    // The first is due at 10 ms, the second at 11 ms: both run in the step at 10 ms (1 ms
+    // early is within an eighth of 10 ms).
+    engine.clock.advance(Duration::from_millis(9));
+    engine.step();
+    assert_eq!(first_calls.lock().ticks, vec![0]);
+    assert_eq!(second_calls.lock().ticks, vec![0]);
+
+    let (third, third_calls) = ScriptedMatch::new(100, |_, _, _, _| Ok(Flow::Continue));
+    engine.create("third", third);
+    // The third is due at 20 ms, as is the first's next tick; a step at 18 ms runs neither
+    // (2 ms early is more than 1.25 ms), a step at 18.75 ms runs both.
+    engine.clock.advance(Duration::from_millis(8));
+    engine.step();
+    assert_eq!(first_calls.lock().ticks, vec![0]);
+    assert!(third_calls.lock().ticks.is_empty());
+    engine.clock.advance(Duration::from_micros(750));
+    engine.step();
+    assert_eq!(first_calls.lock().ticks, vec![0, 1]);
+    assert_eq!(third_calls.lock().ticks, vec![0]);
 }
 
 #[test]
@@ -501,9 +593,11 @@ fn a_callback_over_its_budget_ends_its_match_and_others_keep_time() {
     engine.run_for(Duration::from_secs(1));
     assert!(engine.matches.get(&slow_id.to_string()).unwrap().is_none());
     assert_eq!(healthy_calls.lock().ticks.len(), 10);
-    // The healthy match ran after the slow callback once, 51 ms late; then on time.
+    // The healthy match ran after the slow callback once, 50 ms late (the slow tick due at
+    // 300 ms ran 1 ms early, in the step of the healthy one's tick due at 299 ms: the batch
+    // window; it ended at 449 ms, and the healthy tick due at 399 ms ran then); then on time.
     let s = engine.stats(&healthy_id);
-    assert!((s.max_lateness_seconds - 0.051).abs() < 1e-9, "{s:?}");
+    assert!((s.max_lateness_seconds - 0.050).abs() < 1e-9, "{s:?}");
     assert_eq!(s.last_lateness_seconds, 0.0);
 }
 

@@ -52,9 +52,12 @@ impl Engine {
     }
 
     /// One executor thread, default limits.
+    /// One executor thread whose ticks run exactly when due (no batch window: the tests of
+    /// schedules and lateness read exact instants; `tests/engine.rs` covers the window).
     pub fn single() -> Engine {
         Engine::new(MatchConfig {
             executor_threads: 1,
+            tick_batch_window: Duration::ZERO,
             ..MatchConfig::default()
         })
     }

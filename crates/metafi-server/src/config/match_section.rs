@@ -63,6 +63,12 @@ pub(super) fn validate(m: &RawMatch, check: &mut Checker) -> (MatchConfig, Match
         handler_budget: check.millis("match.handler_budget_ms", m.handler_budget_ms, 1, 60_000),
         reply_timeout: check.millis("match.reply_timeout_ms", m.reply_timeout_ms, 1, HOUR_MS),
         spread_tick_phases: m.spread_tick_phases,
+        tick_batch_window: check.millis(
+            "match.tick_batch_window_ms",
+            m.tick_batch_window_ms,
+            0,
+            1_000,
+        ),
         objective: objective(m, check),
     };
     let vms = if m.vm_per_match {

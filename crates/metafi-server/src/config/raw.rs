@@ -401,6 +401,8 @@ pub struct RawMatch {
     pub stretch_overloaded: bool,
     /// Put a new match's first tick where its executor thread has the fewest ticks due.
     pub spread_tick_phases: bool,
+    /// How many milliseconds early a tick may run to share a step with ticks due soon after.
+    pub tick_batch_window_ms: i64,
     /// Hand a movable (native) match off from a thread whose ticks run late to the least
     /// loaded thread.
     pub hand_off: bool,
@@ -432,6 +434,7 @@ impl Default for RawMatch {
             admission: true,
             stretch_overloaded: true,
             spread_tick_phases: true,
+            tick_batch_window_ms: 4,
             hand_off: true,
             hand_off_after_ms: 4_000,
         }
