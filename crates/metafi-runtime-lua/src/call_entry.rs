@@ -336,9 +336,9 @@ enum Ended {
     Unreadable(String),
 }
 
-/// The error of a coroutine that died with `status` (outside the entry's `pcall`), `error`
-/// its error value; as mlua's resume reports it.
-fn died(status: c_int, error: Value) -> mlua::Error {
+/// The error of a coroutine that died with `status` (outside the entry's `pcall`), or of a
+/// failed `lua_pcall`, `error` its error value; as mlua's resume reports it.
+pub(crate) fn died(status: c_int, error: Value) -> mlua::Error {
     match error {
         Value::Error(error) => *error,
         Value::String(text) if status == ffi::LUA_ERRMEM => {

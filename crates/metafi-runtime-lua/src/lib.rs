@@ -26,6 +26,7 @@ mod convert;
 mod field_keys;
 mod json_text;
 mod lua_match_handler;
+mod match_tables;
 mod nakama;
 mod nk_binding;
 mod nk_value;

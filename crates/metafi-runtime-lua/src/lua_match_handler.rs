@@ -21,7 +21,6 @@
 //! completed, and seats reserved for players on their way): a capacity check is
 //! `match_size + match_pending_joins < max`.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,9 +36,9 @@ use metafi_runtime::match_bridge::{
 };
 use metafi_runtime::match_host::{MATCHMAKER_MATCHED_HOOK, MatchVms};
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
-use uuid::Uuid;
 
 use super::{LuaVm, VmShared, WithDeadline, convert, is_budget};
+use crate::match_tables::{ContextFields, MatchTables, Members, Messages};
 
 /// The dispatcher of a Lua match; presence tables are known by their address.
 type Recorder = DispatchRecorder<usize>;
@@ -65,38 +64,11 @@ pub(crate) struct LuaMatch {
     recorder: Rc<Recorder>,
     /// Presence tables of joined players, reused in every tick's messages, with their
     /// addresses (the recorder's keys).
-    member_tables: HashMap<Uuid, (RegistryKey, usize)>,
+    member_tables: Members,
+    /// Builds the context fields and `match_loop`'s messages in one protected call (shared
+    /// by the matches of the Lua state).
+    tables: Rc<MatchTables>,
     label: Arc<str>,
-}
-
-/// Keys of a `match_loop` message table (Nakama's field names), made once per Lua state and
-/// kept in its app data: a `&str` key is a new Lua string per field per message, which mlua
-/// makes in protected mode under the VM's memory cap, allocating a C closure each time
-/// (docs/BENCHMARKS.md, "The seed match beside Nakama"). Per state, not per match: thousands of
-/// matches share a thread's state, and each held value takes a slot of mlua's reference stack.
-struct MessageKeys {
-    sender: mlua::LuaString,
-    op_code: mlua::LuaString,
-    data: mlua::LuaString,
-    reliable: mlua::LuaString,
-    receive_time_ms: mlua::LuaString,
-}
-
-impl MessageKeys {
-    fn of(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, MessageKeys>> {
-        if let Some(keys) = lua.app_data_ref::<MessageKeys>() {
-            return Ok(keys);
-        }
-        lua.set_app_data(MessageKeys {
-            sender: lua.create_string("sender")?,
-            op_code: lua.create_string("op_code")?,
-            data: lua.create_string("data")?,
-            reliable: lua.create_string("reliable")?,
-            receive_time_ms: lua.create_string("receive_time_ms")?,
-        });
-        lua.app_data_ref::<MessageKeys>()
-            .ok_or_else(|| mlua::Error::runtime("the match message keys were not kept"))
-    }
 }
 
 thread_local! {
@@ -165,6 +137,7 @@ pub(crate) fn create(
         dispatcher_table(&lua, &recorder).map_err(internal)?,
     ))?;
     let state_key = anchor(Value::Nil)?;
+    let tables = MatchTables::of(&lua).map_err(internal)?;
     Ok(Box::new(LuaMatch {
         vm,
         callback_keys,
@@ -172,7 +145,8 @@ pub(crate) fn create(
         dispatcher_key,
         state_key,
         recorder,
-        member_tables: HashMap::new(),
+        member_tables: Members::new(),
+        tables,
         label: Arc::from(""),
     }))
 }
@@ -286,17 +260,36 @@ impl LuaMatch {
 
     /// Refreshes the context fields that change during the match.
     fn update_context(&mut self, ctx: &MatchContext) -> Result<(), HandlerError> {
-        let result = (|| -> mlua::Result<()> {
-            let table = self.ctx()?;
-            if *self.label != *ctx.label {
-                self.label = ctx.label.clone();
-                table.raw_set("match_label", &*ctx.label)?;
-            }
-            table.raw_set("match_size", ctx.presences as i64)?;
-            table.raw_set("match_pending_joins", ctx.pending_joins as i64)?;
-            Ok(())
-        })();
-        result.map_err(|e| HandlerError::failed(e.to_string()))
+        self.refresh(ctx, None).map(|_| ())
+    }
+
+    /// Refreshes the context fields and, with `messages` (`match_loop`'s), builds the list of
+    /// them: one protected call for both (`match_tables.rs`).
+    fn refresh(
+        &mut self,
+        ctx: &MatchContext,
+        messages: Option<&[MatchMessage]>,
+    ) -> Result<Option<Table>, HandlerError> {
+        let changed = *self.label != *ctx.label;
+        let fields = ContextFields {
+            table: &self.ctx_key,
+            label: changed.then_some(&*ctx.label),
+            size: ctx.presences as i64,
+            pending_joins: ctx.pending_joins as i64,
+        };
+        let messages = messages.map(|messages| Messages {
+            messages,
+            members: &self.member_tables,
+            recorder: &self.recorder,
+        });
+        let built = self
+            .tables
+            .build(self.lua(), &fields, messages.as_ref())
+            .map_err(LuaMatch::lua_error)?;
+        if changed {
+            self.label = ctx.label.clone();
+        }
+        Ok(built)
     }
 
     /// A presence as a Lua table (`user_id`, `session_id`, `username`, `node`), registered so
@@ -605,27 +598,12 @@ impl MatchHandler for LuaMatch {
         tick: i64,
         messages: &[MatchMessage],
     ) -> Result<Flow, HandlerError> {
-        self.update_context(ctx)?;
-        let built = (|| -> mlua::Result<MultiValue> {
-            let lua = self.lua().clone();
-            let keys = MessageKeys::of(&lua)?;
-            let list = lua.create_table_with_capacity(messages.len(), 0)?;
-            for (i, m) in messages.iter().enumerate() {
-                let message = lua.create_table_with_capacity(0, 5)?;
-                message.raw_set(&keys.sender, self.presence_table(&m.sender, None)?)?;
-                message.raw_set(&keys.op_code, m.op_code)?;
-                if m.data.is_empty() {
-                    message.raw_set(&keys.data, Value::Nil)?;
-                } else {
-                    message.raw_set(&keys.data, lua.create_string(&m.data)?)?;
-                }
-                message.raw_set(&keys.reliable, m.reliable)?;
-                message.raw_set(&keys.receive_time_ms, m.receive_time_ms)?;
-                list.raw_set(i + 1, message)?;
-            }
-            self.callback_args(tick, Value::Table(list))
-        })();
-        let args = built.map_err(LuaMatch::lua_error)?;
+        let list = self
+            .refresh(ctx, Some(messages))?
+            .ok_or_else(|| HandlerError::failed("the match_loop messages were not built"))?;
+        let args = self
+            .callback_args(tick, Value::Table(list))
+            .map_err(LuaMatch::lua_error)?;
         let values = self.call(Callback::Loop, ctx, args, d.deferred_room())?;
         self.replay(d);
         self.state_only(values, "Match loop")
