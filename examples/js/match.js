@@ -4,6 +4,9 @@
 // get_match_js returns {"match_id": ...} of a seed match with a seat reserved for the caller
 // (MetaFi: nk.matchFindSeat, the engine's reservation; elsewhere nk.matchSignal(id, userId)),
 // creating a match when none has room. get_match_js_plain reserves nothing (to compare).
+// create_match_js returns {"match_id": ...} of a new seed match, nothing reserved (the JS twin of
+// create_match in ../lua/match_rpc.lua, for `metafi-bench match --cross-node 0 --create-rpc
+// create_match_js`, which places players itself).
 //
 // Capacity: join attempts of one match run one at a time and ctx.matchPendingJoins counts joins
 // accepted but not completed yet, so "players + pending + reserved < max" admits exactly max.
@@ -150,6 +153,11 @@ function seedJsGetMatchPlain(ctx, logger, nk, payload) {
   return JSON.stringify({ match_id: nk.matchCreate('seed_js', {}) });
 }
 
+// A new seed match on the node that runs the call, nothing reserved.
+function seedJsCreateMatch(ctx, logger, nk, payload) {
+  return JSON.stringify({ match_id: nk.matchCreate('seed_js', {}) });
+}
+
 function InitModule(ctx, logger, nk, initializer) {
   initializer.registerMatch('seed_js', {
     matchInit: seedJsInit,
@@ -162,4 +170,5 @@ function InitModule(ctx, logger, nk, initializer) {
   });
   initializer.registerRpc('get_match_js', seedJsGetMatch);
   initializer.registerRpc('get_match_js_plain', seedJsGetMatchPlain);
+  initializer.registerRpc('create_match_js', seedJsCreateMatch);
 }

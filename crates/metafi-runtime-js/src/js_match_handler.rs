@@ -31,11 +31,12 @@ use metafi_runtime::match_bridge::{
 };
 use metafi_runtime::{MATCHMAKER_MATCHED_HOOK, MatchVms, Registrations, VmSetup};
 use rquickjs::function::Rest;
-use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, Persistent, Value};
+use rquickjs::{Ctx, Exception, Function, Object, Persistent, Value};
 use tokio::runtime::Handle;
 use uuid::Uuid;
 
 use crate::convert::{self, arg};
+use crate::match_values;
 use crate::vm::{self, JsVm, Registration, Settled, Shared};
 
 /// Whether a JS module registered match handler `name`.
@@ -73,9 +74,6 @@ impl Drop for JsMatch {
         self.handles.take();
     }
 }
-
-/// Global holding the ArrayBuffer reader of a match VM.
-const BYTES_OF: &str = "__metafi_bytes_of";
 
 thread_local! {
     /// The shared VM of this executor thread, per module set ([`MatchVms::PerThread`]).
@@ -141,15 +139,6 @@ fn build<'js>(
     match_ctx.set("executionMode", "match")?;
     match_ctx.set("node", &**shared.nk.node())?;
     match_ctx.set("version", env!("CARGO_PKG_VERSION"))?;
-    // ArrayBuffer → Latin-1 string: reads binary data without unsafe code. Kept on the global
-    // object (not in a Rust closure) so it is freed with the context; defined once per VM,
-    // read-only, so no script can replace it for the other matches of a shared VM.
-    if !ctx.globals().contains_key(BYTES_OF)? {
-        let define: Function<'js> = ctx.eval(
-            "(function (name) { Object.defineProperty(globalThis, name, { value: function (b) { var u = new Uint8Array(b), s = ''; for (var i = 0; i < u.length; i += 8192) { s += String.fromCharCode.apply(null, u.subarray(i, i + 8192)); } return s; } }); })",
-        )?;
-        define.call::<_, ()>((BYTES_OF,))?;
-    }
     let dispatcher = dispatcher(ctx, recorder)?;
     // Shared by every callback of the match: a callback cannot swap its functions.
     let freeze: Function<'js> = ctx
@@ -183,7 +172,7 @@ impl JsMatch {
         ctx: &MatchContext,
         tick: i64,
         room: usize,
-        extra: impl for<'js> FnOnce(&Ctx<'js>, &Handles) -> rquickjs::Result<Vec<Value<'js>>>,
+        extra: impl for<'js> FnOnce(&Ctx<'js>, &Shared, &Handles) -> rquickjs::Result<Vec<Value<'js>>>,
         read: impl for<'js> FnOnce(
             &Ctx<'js>,
             Option<Object<'js>>,
@@ -205,11 +194,14 @@ impl JsMatch {
         let outcome = self.vm.context().with(|js| {
             let result = (|| -> rquickjs::Result<Value<'_>> {
                 let match_ctx = handles.ctx.clone().restore(&js)?;
-                match_ctx.set("matchSize", ctx.presences as i64)?;
-                match_ctx.set("matchPendingJoins", ctx.pending_joins as i64)?;
-                if label_changed {
-                    match_ctx.set("matchLabel", &*ctx.label)?;
-                }
+                shared.match_values.set_context(
+                    &js,
+                    &shared.names,
+                    &match_ctx,
+                    ctx.presences,
+                    ctx.pending_joins,
+                    label_changed.then_some(&*ctx.label),
+                )?;
                 let (nk, _, _) = vm::cached(&js, &shared)?;
                 let mut args: Vec<Value<'_>> = vec![
                     match_ctx.into_value(),
@@ -224,7 +216,7 @@ impl JsMatch {
                         None => Value::new_undefined(js.clone()),
                     });
                 }
-                args.extend(extra(&js, handles)?);
+                args.extend(extra(&js, &shared, handles)?);
                 let function = handles.functions[callback.index()].clone().restore(&js)?;
                 function.call((Rest(args),))
             })();
@@ -307,27 +299,21 @@ impl JsMatch {
 
 fn presence_object<'js>(
     js: &Ctx<'js>,
+    shared: &Shared,
     p: &Presence,
     reason: Option<PresenceReason>,
 ) -> rquickjs::Result<Object<'js>> {
-    let object = Object::new(js.clone())?;
-    object.set("userId", p.user_id.to_string())?;
-    object.set("sessionId", p.session_id.to_string())?;
-    object.set("username", &*p.username)?;
-    object.set("node", &*p.node)?;
-    if let Some(reason) = reason {
-        object.set("reason", reason as u8)?;
-    }
-    Ok(object)
+    shared.match_values.presence(js, &shared.names, p, reason)
 }
 
 fn presence_array<'js>(
     js: &Ctx<'js>,
+    shared: &Shared,
     presences: &[Arc<Presence>],
     reason: PresenceReason,
 ) -> rquickjs::Result<Value<'js>> {
     convert::array_of(js, presences, |p| {
-        Ok(presence_object(js, p, Some(reason))?.into_value())
+        Ok(presence_object(js, shared, p, Some(reason))?.into_value())
     })
 }
 
@@ -351,7 +337,7 @@ impl MatchHandler for JsMatch {
             ctx,
             0,
             0,
-            |js, _| Ok(vec![convert::from_json_text(js, &params_text)?]),
+            |js, _, _| Ok(vec![convert::from_json_text(js, &params_text)?]),
             |js, object, slot| {
                 let Some(object) = object else {
                     return Err(HandlerError::invalid(
@@ -410,8 +396,8 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, _| {
-                let presence = presence_object(js, &request.presence, None)?;
+            |js, shared, _| {
+                let presence = presence_object(js, shared, &request.presence, None)?;
                 let metadata = Object::new(js.clone())?;
                 for (k, v) in &request.metadata {
                     metadata.set(k.as_str(), v.as_str())?;
@@ -473,15 +459,24 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, _| Ok(vec![presence_array(js, presences, PresenceReason::Join)?]),
+            |js, shared, _| {
+                Ok(vec![presence_array(
+                    js,
+                    shared,
+                    presences,
+                    PresenceReason::Join,
+                )?])
+            },
             |js, object, slot| JsMatch::state_of(js, object, slot, "matchJoin"),
         )?;
         // Cache the members' presence objects for message senders.
         if let Some(handles) = self.handles.as_mut() {
             let context = self.vm.context();
+            let shared = self.vm.shared();
             for p in presences {
-                let saved = context
-                    .with(|js| presence_object(&js, p, None).map(|o| Persistent::save(&js, o)));
+                let saved = context.with(|js| {
+                    presence_object(&js, shared, p, None).map(|o| Persistent::save(&js, o))
+                });
                 if let Ok(saved) = saved {
                     handles.presences.insert(p.session_id, saved);
                 }
@@ -512,7 +507,7 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, _| Ok(vec![presence_array(js, presences, reason)?]),
+            |js, shared, _| Ok(vec![presence_array(js, shared, presences, reason)?]),
             |js, object, slot| JsMatch::state_of(js, object, slot, "matchLeave"),
         )?;
         self.replay(d);
@@ -531,24 +526,15 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, handles| {
-                let list = convert::array_of(js, messages, |m| {
-                    let message = Object::new(js.clone())?;
-                    let sender = match handles.presences.get(&m.sender.session_id) {
-                        Some(saved) => saved.clone().restore(js)?,
-                        None => presence_object(js, &m.sender, None)?,
-                    };
-                    message.set("sender", sender)?;
-                    message.set("opCode", m.op_code as f64)?;
-                    if m.data.is_empty() {
-                        message.set("data", Value::new_null(js.clone()))?;
-                    } else {
-                        message.set("data", ArrayBuffer::new_copy(js.clone(), &m.data[..])?)?;
-                    }
-                    message.set("reliable", m.reliable)?;
-                    message.set("receiveTimeMs", m.receive_time_ms as f64)?;
-                    Ok(message.into_value())
-                })?;
+            |js, shared, handles| {
+                let list = shared
+                    .match_values
+                    .messages(js, &shared.names, messages, |m| {
+                        match handles.presences.get(&m.sender.session_id) {
+                            Some(saved) => Ok(Some(saved.clone().restore(js)?)),
+                            None => Ok(None),
+                        }
+                    })?;
                 Ok(vec![list])
             },
             |js, object, slot| JsMatch::state_of(js, object, slot, "matchLoop"),
@@ -570,7 +556,7 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, _| {
+            |js, _, _| {
                 Ok(vec![Value::new_number(
                     js.clone(),
                     f64::from(grace_seconds),
@@ -595,7 +581,7 @@ impl MatchHandler for JsMatch {
             ctx,
             tick,
             d.deferred_room(),
-            |js, _| {
+            |js, _, _| {
                 Ok(vec![
                     rquickjs::String::from_str(js.clone(), &data)?.into_value(),
                 ])
@@ -636,10 +622,9 @@ fn dispatcher<'js>(js: &Ctx<'js>, recorder: &Rc<Recorder>) -> rquickjs::Result<O
     ] {
         let recorder = recorder.clone();
         let function = Function::new(js.clone(), move |js: Ctx<'js>, args: Rest<Value<'js>>| {
-            let bytes_of: Function<'js> = js.globals().get(BYTES_OF)?;
             let mut classified: [Arg<JsObject<'js>>; 5] = std::array::from_fn(|_| Arg::Absent);
             for (slot, value) in classified.iter_mut().zip(&args.0) {
-                *slot = classify(value, Some(&bytes_of))?;
+                *slot = classify(value, true);
             }
             recorder
                 .broadcast(&classified, deferred)
@@ -658,7 +643,7 @@ fn dispatcher<'js>(js: &Ctx<'js>, recorder: &Rc<Recorder>) -> rquickjs::Result<O
             js.clone(),
             move |js: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<()> {
                 let arg = match args.0.first() {
-                    Some(value) => classify(value, None)?,
+                    Some(value) => classify(value, false),
                     None => Arg::Absent,
                 };
                 call(&recorder, &arg).map_err(|refusal| raise(&js, refusal))
@@ -682,46 +667,38 @@ fn raise(js: &Ctx<'_>, refusal: Refusal<rquickjs::Error>) -> rquickjs::Error {
     }
 }
 
-/// A JavaScript value as the match bridge's rules see it. With `bytes_of` (message data), an
-/// `ArrayBuffer` or `Uint8Array` is read as binary data; without, it is an object like any
-/// other.
-fn classify<'js>(
-    value: &Value<'js>,
-    bytes_of: Option<&Function<'js>>,
-) -> rquickjs::Result<Arg<JsObject<'js>>> {
+/// A JavaScript value as the match bridge's rules see it. With `data` (the dispatcher's
+/// arguments), an `ArrayBuffer` or `Uint8Array` is read as binary data; without, it is an
+/// object like any other.
+fn classify<'js>(value: &Value<'js>, data: bool) -> Arg<JsObject<'js>> {
     if value.is_undefined() {
-        return Ok(Arg::Absent);
+        return Arg::Absent;
     }
     if value.is_null() {
-        return Ok(Arg::Null);
+        return Arg::Null;
     }
     if let Some(b) = value.as_bool() {
-        return Ok(Arg::Bool(b));
+        return Arg::Bool(b);
     }
     if let Some(n) = convert::integer(value) {
-        return Ok(Arg::Integer(n));
+        return Arg::Integer(n);
     }
     if let Some(n) = value.as_number() {
-        return Ok(Arg::Number(n));
+        return Arg::Number(n);
     }
     if value.is_string() {
-        return Ok(match convert::string(value) {
+        return match convert::string(value) {
             Some(text) => Arg::Str(bytes::Bytes::from(text)),
             None => Arg::Other,
-        });
+        };
     }
-    let Some(object) = value.as_object() else {
-        return Ok(Arg::Other);
-    };
-    if let Some(bytes_of) = bytes_of
-        && (object.is_array_buffer() || object.is_typed_array::<u8>())
-    {
-        // A Latin-1 string of the bytes: read without unsafe code (see `BYTES_OF`).
-        let latin1: String = bytes_of.call((value.clone(),))?;
-        let bytes: Vec<u8> = latin1.chars().map(|c| c as u8).collect();
-        return Ok(Arg::Data(bytes.into()));
+    if value.as_object().is_none() {
+        return Arg::Other;
     }
-    Ok(Arg::Object(JsObject(value.clone())))
+    if data && let Some(bytes) = match_values::bytes(value) {
+        return Arg::Data(bytes);
+    }
+    Arg::Object(JsObject(value.clone()))
 }
 
 /// An object passed to the dispatcher (a presence, an array of presences, delivery options).
@@ -735,11 +712,11 @@ impl<'js> ScriptObject for JsObject<'js> {
         let Some(items) = convert::array_items(self.0.ctx(), &self.0) else {
             return Ok(None);
         };
-        items?
+        let items = items?
             .iter()
-            .map(|item| classify(item, None))
-            .collect::<rquickjs::Result<Vec<_>>>()
-            .map(Some)
+            .map(|item| classify(item, false))
+            .collect::<Vec<_>>();
+        Ok(Some(items))
     }
 
     fn field(&self, name: &str) -> Arg<JsObject<'js>> {
@@ -747,7 +724,7 @@ impl<'js> ScriptObject for JsObject<'js> {
         self.0
             .as_object()
             .and_then(|o| o.get::<_, Value<'js>>(name).ok())
-            .and_then(|value| classify(&value, None).ok())
+            .map(|value| classify(&value, false))
             .unwrap_or(Arg::Other)
     }
 

@@ -39,6 +39,7 @@ mod initializer;
 mod io;
 mod js_match_handler;
 mod logger;
+mod match_values;
 mod nakama;
 mod nk_binding;
 mod nk_value;

@@ -33,6 +33,7 @@ use crate::hook_result::{self, Walk};
 use crate::hook_value::{self, FieldNames};
 use crate::io::{self, WaitError};
 use crate::logger::CallLoggers;
+use crate::match_values::MatchValues;
 use crate::{array_bounds, context, convert, freeze, initializer, logger, nakama};
 
 /// QuickJS's limit on the native stack a script may use (its default). Deep recursion past it
@@ -77,6 +78,8 @@ pub(crate) struct Shared {
     pub(crate) contexts: CallContexts,
     /// What every logger handed to a script shares.
     pub(crate) loggers: CallLoggers,
+    /// The atoms of the objects a match's callbacks exchange (`match_values.rs`).
+    pub(crate) match_values: MatchValues,
     /// The RPC or hook running on this VM (its id and trace id), which its log lines name
     /// as Nakama's do; `None` between calls. Set by [`Shared::enter`].
     pub(crate) running: RefCell<Option<(Arc<str>, Option<Uuid>)>>,
@@ -188,6 +191,7 @@ impl Drop for JsVm {
             self.shared.names.release(&ctx);
             self.shared.contexts.release(&ctx);
             self.shared.loggers.release(&ctx);
+            self.shared.match_values.release(&ctx);
         });
         // Collect cycles that went through the released values before the context goes.
         self.runtime.run_gc();
@@ -233,6 +237,7 @@ impl JsVm {
             running: RefCell::new(None),
             contexts: CallContexts::default(),
             loggers: CallLoggers::default(),
+            match_values: MatchValues::default(),
         });
         let vm = JsVm {
             shared,
