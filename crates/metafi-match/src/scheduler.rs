@@ -31,6 +31,12 @@ const MAX_COMMANDS_PER_STEP: usize = 256;
 /// Within a step, how often what the ticks sent is let out (see `Outlet::flush`).
 const FLUSH_EVERY: Duration = Duration::from_millis(2);
 
+/// A step that has worked this long runs no tick early (`MatchConfig::tick_batch_window`): its
+/// wake-ups are already shared by enough work, and more would only make the burst of writes
+/// it hands the IO threads larger (a thread near its capacity, thousands of matches, runs
+/// like one without the window).
+const EARLY_ONLY_WITHIN: Duration = Duration::from_micros(500);
+
 /// Work sent to an executor thread.
 pub(crate) enum Command {
     Start {
@@ -368,7 +374,12 @@ impl Scheduler {
             let Some(&Reverse((at, _, slot, generation))) = self.timers.peek() else {
                 break;
             };
-            if at > horizon || at > now + self.early_allowance(slot) {
+            let early = at > now;
+            if at > horizon
+                || (early
+                    && (at > now + self.early_allowance(slot)
+                        || now.saturating_duration_since(began.wall) >= EARLY_ONLY_WITHIN))
+            {
                 break;
             }
             self.timers.pop();

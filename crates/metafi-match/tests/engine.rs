@@ -204,6 +204,39 @@ fn a_fast_match_runs_at_most_an_eighth_of_its_interval_early() {
 }
 
 #[test]
+fn a_step_that_has_worked_half_a_millisecond_runs_nothing_early() {
+    // Two matches 2 ms apart, a 4 ms window: a cheap first tick takes the second along; a
+    // first tick of 600 µs (a thread near its capacity) does not, and the second runs at its
+    // own due instant.
+    for (cost, second_runs_early) in [(Duration::ZERO, true), (Duration::from_micros(600), false)] {
+        let mut engine = Engine::new(MatchConfig {
+            executor_threads: 1,
+            spread_tick_phases: false,
+            tick_batch_window: Duration::from_millis(4),
+            ..MatchConfig::default()
+        });
+        let clock = engine.clock.clone();
+        let (first, first_calls) = ScriptedMatch::new(10, move |_, _, _, _| {
+            clock.advance(cost);
+            Ok(Flow::Continue)
+        });
+        engine.create("first", first);
+        engine.clock.advance(Duration::from_millis(2));
+        let (second, second_calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
+        engine.create("second", second);
+        // The first is due at 100 ms, the second at 102 ms.
+        engine.clock.advance(Duration::from_millis(98));
+        engine.step();
+        assert_eq!(first_calls.lock().ticks, vec![0]);
+        assert_eq!(
+            second_calls.lock().ticks.len(),
+            usize::from(second_runs_early),
+            "first tick's cost {cost:?}"
+        );
+    }
+}
+
+#[test]
 fn a_match_more_than_an_interval_behind_skips_ticks() {
     let mut engine = Engine::single();
     let (handler, calls) = ScriptedMatch::new(10, |_, _, _, _| Ok(Flow::Continue));
