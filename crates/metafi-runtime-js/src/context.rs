@@ -172,20 +172,36 @@ impl CallContexts {
         if let Some(atoms) = self.atoms.get() {
             return Some(atoms);
         }
-        let mut atoms = [qjs::JS_ATOM_NULL; KEYS.len()];
-        for (i, key) in KEYS.iter().enumerate() {
-            // SAFETY: `ctx` is live; NUL-terminated names.
-            atoms[i] = unsafe { qjs::JS_NewAtom(ctx, key.as_ptr()) };
-            if atoms[i] == qjs::JS_ATOM_NULL {
-                for &atom in &atoms[..i] {
-                    unsafe { qjs::JS_FreeAtom(ctx, atom) };
-                }
-                return None;
-            }
-        }
+        // SAFETY: `ctx` is live (this function's contract).
+        let atoms = unsafe { new_atoms(ctx, &KEYS)? };
         self.atoms.set(Some(atoms));
         Some(atoms)
     }
+}
+
+/// The atoms of `keys`, each holding one reference, all or none: `None`, with an exception
+/// pending and the ones already made freed, when QuickJS could not allocate one. Shared by the
+/// key lists kept once per VM (this file's, `match_values.rs`'s).
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(crate) unsafe fn new_atoms<const N: usize>(
+    ctx: *mut qjs::JSContext,
+    keys: &[&std::ffi::CStr; N],
+) -> Option<[qjs::JSAtom; N]> {
+    let mut atoms = [qjs::JS_ATOM_NULL; N];
+    for (i, key) in keys.iter().enumerate() {
+        // SAFETY: `ctx` is live; NUL-terminated names.
+        atoms[i] = unsafe { qjs::JS_NewAtom(ctx, key.as_ptr()) };
+        if atoms[i] == qjs::JS_ATOM_NULL {
+            for &atom in &atoms[..i] {
+                // SAFETY: the reference just taken.
+                unsafe { qjs::JS_FreeAtom(ctx, atom) };
+            }
+            return None;
+        }
+    }
+    Some(atoms)
 }
 
 /// The strings every call's `ctx` repeats, each kept once made (a string is a primitive

@@ -203,18 +203,9 @@ impl MatchValues {
         if let Some(atoms) = self.atoms.get() {
             return Ok(atoms);
         }
-        let mut atoms = [qjs::JS_ATOM_NULL; KEYS.len()];
-        for (i, key) in KEYS.iter().enumerate() {
-            // SAFETY: `ctx` is live; NUL-terminated names.
-            atoms[i] = unsafe { qjs::JS_NewAtom(ctx, key.as_ptr()) };
-            if atoms[i] == qjs::JS_ATOM_NULL {
-                for &atom in &atoms[..i] {
-                    // SAFETY: the reference just taken.
-                    unsafe { qjs::JS_FreeAtom(ctx, atom) };
-                }
-                return Err(rquickjs::Error::Exception);
-            }
-        }
+        // SAFETY: `ctx` is live.
+        let atoms =
+            unsafe { crate::context::new_atoms(ctx, &KEYS) }.ok_or(rquickjs::Error::Exception)?;
         self.atoms.set(Some(atoms));
         if !self.shapes_kept.replace(true) {
             // SAFETY: `ctx` is live; the atoms are held until `release`, after the kept
