@@ -40,6 +40,13 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
 fi
 "${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || true
 
+step "merge conflict markers"
+# A merge resolved by hand once left its markers in docs/BENCHMARKS.md; no tracked file may hold one.
+if git rev-parse --git-dir >/dev/null 2>&1 && git grep -nE '^(<<<<<<<|>>>>>>>) |^=======$' -- ':!*.lock'; then
+  echo "merge conflict markers above: resolve them" >&2
+  exit 1
+fi
+
 step "rustfmt"
 cargo fmt --all -- --check
 
