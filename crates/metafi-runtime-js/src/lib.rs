@@ -28,6 +28,7 @@
 
 mod alloc;
 mod array_bounds;
+mod binary;
 mod budget;
 mod context;
 mod convert;

@@ -20,7 +20,6 @@ pub(crate) fn install<'js>(
     nk: &Object<'js>,
     shared: &Rc<Shared>,
 ) -> rquickjs::Result<()> {
-    nk_value::install(ctx)?;
     for row in nk_api::functions() {
         let Some(name) = row.js else {
             continue;

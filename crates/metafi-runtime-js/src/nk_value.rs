@@ -10,30 +10,13 @@
 
 use metafi_runtime::nk_api::{Naming, NkMap, NkValue, ValueBudget};
 use rquickjs::function::This;
-use rquickjs::{Array, ArrayBuffer, Ctx, Exception, Function, Object, Value};
+use rquickjs::{Array, ArrayBuffer, Ctx, Exception, Object, Value};
 
+use crate::binary::{self, View};
 use crate::convert;
 
 /// Deepest nesting converted; deeper values are an error, not a stack overflow.
 const MAX_DEPTH: usize = 128;
-
-/// The hidden global that reads binary data as a Latin-1 string (no unsafe code needed).
-const BYTES_OF: &str = "__metafi_nk_bytes";
-
-/// Defines the binary-data reader once per VM, before the intrinsics are frozen.
-pub(crate) fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    if ctx.globals().contains_key(BYTES_OF)? {
-        return Ok(());
-    }
-    let define: Function<'_> = ctx.eval(
-        "(function (name) { var AB = ArrayBuffer, U8 = Uint8Array, from = String.fromCharCode; \
-         Object.defineProperty(globalThis, name, { value: function (b) { \
-           var u = b instanceof AB ? new U8(b) : new U8(b.buffer, b.byteOffset, b.byteLength), s = ''; \
-           for (var i = 0; i < u.length; i += 8192) { s += from.apply(null, u.subarray(i, i + 8192)); } \
-           return s; } }); })",
-    )?;
-    define.call::<_, ()>((BYTES_OF,))
-}
 
 /// The arguments of a call.
 pub(crate) fn args<'js>(ctx: &Ctx<'js>, values: &[Value<'js>]) -> rquickjs::Result<Vec<NkValue>> {
@@ -160,26 +143,15 @@ fn map<'js>(
     Ok(NkValue::Map(out))
 }
 
-/// The bytes of an `ArrayBuffer` or a typed array; `None` for other objects.
+/// The bytes of an `ArrayBuffer`, a `SharedArrayBuffer` or a typed array's view (any element
+/// type); `None` for other objects and for a detached buffer (an empty object to
+/// `JSON.stringify`, as before); a view of a detached buffer is QuickJS's `TypeError`.
 fn binary<'js>(ctx: &Ctx<'js>, object: &Object<'js>) -> rquickjs::Result<Option<Vec<u8>>> {
-    let is_binary = object.is_array_buffer()
-        || object.is_typed_array::<u8>()
-        || object.is_typed_array::<i8>()
-        || object.is_typed_array::<u16>()
-        || object.is_typed_array::<i16>()
-        || object.is_typed_array::<u32>()
-        || object.is_typed_array::<i32>()
-        || object.is_typed_array::<f32>()
-        || object.is_typed_array::<f64>()
-        || object.is_typed_array::<i64>()
-        || object.is_typed_array::<u64>();
-    if !is_binary {
-        return Ok(None);
+    match binary::view(ctx, object.as_raw()) {
+        View::Bytes(bytes) => Ok(Some(bytes)),
+        View::OutOfBounds => Err(rquickjs::Error::Exception),
+        View::None => Ok(binary::buffer(ctx, object.as_raw())),
     }
-    let read: Function<'js> = ctx.globals().get(BYTES_OF)?;
-    let latin1: String = read.call((object.clone(),))?;
-    // Every char is one byte (U+0000..U+00FF).
-    Ok(Some(latin1.chars().map(|c| c as u32 as u8).collect()))
 }
 
 /// A function's result: `Nil` is `null`, no results (`Multi([])`) `undefined`.
@@ -234,7 +206,6 @@ mod tests {
     #[test]
     fn objects_convert_as_json_stringify_sees_them() {
         with(|ctx| {
-            install(&ctx).unwrap();
             let value: Value<'_> = ctx
                 .eval("({ a: undefined, b: NaN, f: function () {}, l: [undefined, 1.5], d: { toJSON: function () { return 'x'; } } })")
                 .unwrap();
@@ -265,12 +236,63 @@ mod tests {
         });
     }
 
+    /// Binary data is read through the C API: every typed array's view (whatever its element
+    /// type), whole buffers, nothing thrown for the plain objects beside them.
+    #[test]
+    fn binary_data_is_read_without_javascript_or_exceptions() {
+        with(|ctx| {
+            let converted = |source: &str| {
+                let value: Value<'_> = ctx.eval(source).unwrap();
+                args(&ctx, &[value]).ok()
+            };
+            let bytes = |values: &[u8]| Some(vec![NkValue::Bytes(values.to_vec())]);
+            assert_eq!(
+                converted("new Uint8Array([1, 2, 3]).buffer"),
+                bytes(&[1, 2, 3])
+            );
+            assert_eq!(
+                converted("new Uint16Array([258, 772]).subarray(1)"),
+                bytes(&772u16.to_le_bytes())
+            );
+            assert_eq!(
+                converted("new Float64Array([1.5])"),
+                bytes(&1.5f64.to_le_bytes())
+            );
+            assert_eq!(converted("new Uint8ClampedArray([9])"), bytes(&[9]));
+            assert_eq!(
+                converted("new Int8Array(new ArrayBuffer(8), 2, 3)"),
+                bytes(&[0, 0, 0])
+            );
+            assert_eq!(converted("new SharedArrayBuffer(2)"), bytes(&[0, 0]));
+            // A `DataView` is no typed array: an object with no own enumerable keys.
+            assert_eq!(
+                converted("new DataView(new ArrayBuffer(2))"),
+                Some(vec![NkValue::Map(NkMap::new())])
+            );
+            // A detached buffer is `{}` to JSON.stringify, as before; a view of one is a TypeError.
+            assert_eq!(
+                converted("var d = new ArrayBuffer(4); d.transfer(); d"),
+                Some(vec![NkValue::Map(NkMap::new())])
+            );
+            assert!(!ctx.has_exception());
+            assert!(
+                converted("var e = new ArrayBuffer(4), v = new Uint8Array(e); e.transfer(); v")
+                    .is_none()
+            );
+            let thrown = ctx.catch();
+            let type_error: Object<'_> = ctx.globals().get("TypeError").unwrap();
+            assert!(thrown.as_object().unwrap().is_instance_of(&type_error));
+            // Plain objects, arrays, class instances: converted with no exception left pending.
+            assert!(converted("({ a: { b: [1, { c: new Map() }] }, d: new Date(0) })").is_some());
+            assert!(!ctx.has_exception());
+        });
+    }
+
     /// Conversion runs outside the VM's memory cap: a value shared many times (2^40 paths
     /// from 80 objects) or an array with a huge length is refused, not expanded.
     #[test]
     fn values_that_expand_past_the_budget_are_refused() {
         with(|ctx| {
-            install(&ctx).unwrap();
             let shared: Value<'_> = ctx
                 .eval("var t = {}; for (var i = 0; i < 40; i++) { t = { a: t, b: t }; } t")
                 .unwrap();
