@@ -29,6 +29,7 @@ mod channel_push;
 mod client_requests;
 mod close;
 mod control;
+mod match_data_json;
 mod match_outlet;
 mod match_requests;
 mod message_hooks;

@@ -173,7 +173,7 @@ impl Item {
 
 /// Milliseconds on the outboxes' clock (monotonic, wrapping after 49 days; shared by every
 /// outbox).
-fn clock_ms() -> u32 {
+pub(crate) fn clock_ms() -> u32 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let elapsed = EPOCH.get_or_init(Instant::now).elapsed();
     // Truncation is the wrap: ages are differences taken with `wrapping_sub`.
@@ -229,6 +229,12 @@ impl Outbox {
     /// a presence event may be merged with a waiting one of the same stream.
     pub fn push_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
         self.push_outbound_at(outbound, clock_ms())
+    }
+
+    /// [`Outbox::push_outbound_quiet`] at `now` ([`clock_ms`]), for a caller queuing one
+    /// message to many outboxes, which reads the clock once.
+    pub(crate) fn push_outbound_quiet_at(&self, outbound: &Outbound, now: u32) -> Pushed {
+        self.push_outbound_at(outbound, now)
     }
 
     /// Queues a shared envelope and wakes the writer.

@@ -226,6 +226,14 @@ impl Session {
         pushed
     }
 
+    /// [`Session::send_outbound_quiet`] at `now` on the outboxes' clock
+    /// (`outbox::clock_ms`), read once by a caller queuing one message for many sessions.
+    pub(crate) fn send_outbound_quiet_at(&self, outbound: &Outbound, now: u32) -> Pushed {
+        let pushed = self.outbox.push_outbound_quiet_at(outbound, now);
+        self.note_overflow(pushed);
+        pushed
+    }
+
     /// Wakes the transport's writer for messages queued quietly.
     pub fn wake_writer(&self) {
         self.outbox.wake_writer();

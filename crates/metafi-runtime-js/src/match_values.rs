@@ -219,6 +219,13 @@ impl MatchValues {
     }
 }
 
+/// The address of an object (of any value with a pointer): how the match handler knows the
+/// presence objects it keeps (`js_match_handler`'s `Recorder`).
+pub(crate) fn address(value: &Value<'_>) -> usize {
+    // SAFETY: reads the pointer field of a value of a live context; nothing is dereferenced.
+    unsafe { qjs::JS_VALUE_GET_PTR(value.as_raw()) as usize }
+}
+
 /// Binary data passed to the dispatcher: the bytes of an `ArrayBuffer` (or `SharedArrayBuffer`)
 /// or of a `Uint8Array`'s view; `None` for any other value and for a detached buffer (which
 /// was not taken as one before either). A view of a detached or shrunk buffer reads as no
