@@ -93,6 +93,12 @@ pub(crate) fn view(ctx: &Ctx<'_>, value: qjs::JSValue) -> View {
     }
 }
 
+/// Whether `value` is a `Uint8Array` (not `Uint8ClampedArray`).
+pub(crate) fn is_uint8_array(value: qjs::JSValue) -> bool {
+    // SAFETY: only reads the tag and class.
+    unsafe { qjs::JS_GetTypedArrayType(value) == qjs::JSTypedArrayEnum_JS_TYPED_ARRAY_UINT8 as i32 }
+}
+
 /// Whether `value` may be a `SharedArrayBuffer`: an object that is neither plain nor an array
 /// (whose class id QuickJS does not export).
 unsafe fn maybe_shared_buffer(value: qjs::JSValue) -> bool {

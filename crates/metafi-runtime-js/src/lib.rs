@@ -48,6 +48,8 @@ mod object_serializer;
 mod rpc_vm;
 mod storage_index;
 mod storage_retry;
+#[cfg(test)]
+mod test_support;
 mod vm;
 
 use std::rc::Rc;

@@ -26,6 +26,7 @@ use std::ffi::CStr;
 use metafi_match::{MatchMessage, Presence, PresenceReason};
 use rquickjs::{Ctx, Object, Value, qjs};
 
+use crate::binary::{self, View};
 use crate::hook_value::FieldNames;
 
 /// The keys, in the order of [`Key`].
@@ -231,51 +232,18 @@ pub(crate) fn address(value: &Value<'_>) -> usize {
 /// was not taken as one before either). A view of a detached or shrunk buffer reads as no
 /// bytes, as `new Uint8Array(view)` did.
 pub(crate) fn bytes(value: &Value<'_>) -> Option<bytes::Bytes> {
-    let raw = value.ctx().as_raw().as_ptr();
-    let object = value.as_raw();
-    let mut size: qjs::size_t = 0;
-    // SAFETY: `value` is a live value of `raw`; the bytes are copied before any JavaScript
-    // runs; an exception QuickJS raised for a value that is no buffer is taken and freed.
-    unsafe {
-        let pointer = if qjs::JS_GetTypedArrayType(object)
-            == qjs::JSTypedArrayEnum_JS_TYPED_ARRAY_UINT8 as i32
-        {
-            let pointer = qjs::JS_GetUint8Array(raw, &mut size, object);
-            if pointer.is_null() {
-                qjs::JS_FreeValue(raw, qjs::JS_GetException(raw));
-                return Some(bytes::Bytes::new());
+    let ctx = value.ctx();
+    if binary::is_uint8_array(value.as_raw()) {
+        return Some(match binary::view(ctx, value.as_raw()) {
+            View::Bytes(bytes) => bytes.into(),
+            View::None | View::OutOfBounds => {
+                // QuickJS's TypeError for the view, taken: no bytes, as before.
+                ctx.catch();
+                bytes::Bytes::new()
             }
-            pointer
-        } else if qjs::JS_IsArrayBuffer(object) || maybe_buffer(object) {
-            // `JS_GetArrayBuffer` throws for anything else, so plain objects and arrays (the
-            // presences beside the data) are not asked.
-            let pointer = qjs::JS_GetArrayBuffer(raw, &mut size, object);
-            if pointer.is_null() {
-                qjs::JS_FreeValue(raw, qjs::JS_GetException(raw));
-                return None;
-            }
-            pointer
-        } else {
-            return None;
-        };
-        let size = usize::try_from(size).unwrap_or(0);
-        Some(bytes::Bytes::copy_from_slice(std::slice::from_raw_parts(
-            pointer, size,
-        )))
+        });
     }
-}
-
-/// QuickJS's class id of plain objects (`JS_CLASS_OBJECT`, the first of its enum; not exported).
-const PLAIN_OBJECT_CLASS: qjs::JSClassID = 1;
-
-/// Whether `value` may be a `SharedArrayBuffer`: an object that is neither plain nor an array.
-unsafe fn maybe_buffer(value: qjs::JSValue) -> bool {
-    // SAFETY: only reads the tag and class.
-    unsafe {
-        qjs::JS_IsObject(value)
-            && !qjs::JS_IsArray(value)
-            && qjs::JS_GetClassID(value) != PLAIN_OBJECT_CLASS
-    }
+    binary::buffer(ctx, value.as_raw()).map(bytes::Bytes::from)
 }
 
 /// A number as rquickjs converts an `i64`: an integer when it fits 32 bits, else a double.
@@ -394,25 +362,6 @@ mod tests {
 
     use super::*;
 
-    /// What a script can see of a value: every own property in order with its attributes and
-    /// value, the prototype, an `ArrayBuffer`'s bytes.
-    const SHOW: &str = r#"(function show(v) {
-        if (v === null || typeof v !== 'object') {
-            return typeof v + ':' + String(v);
-        }
-        if (v instanceof ArrayBuffer) {
-            return 'ArrayBuffer[' + Array.from(new Uint8Array(v)).join(',') + ']';
-        }
-        var list = Array.isArray(v);
-        var proto = Object.getPrototypeOf(v) === (list ? Array.prototype : Object.prototype);
-        var parts = Object.getOwnPropertyNames(v).map(function (k) {
-            var d = Object.getOwnPropertyDescriptor(v, k);
-            return JSON.stringify(k) + (d.writable ? 'w' : '') + (d.enumerable ? 'e' : '') +
-                (d.configurable ? 'c' : '') + '=' + show(d.value);
-        });
-        return (list ? '[' : '{') + (proto ? '' : '!proto ') + parts.join(',') + (list ? ']' : '}');
-    })"#;
-
     fn presence(user: u128, session: u128, name: &str) -> Arc<Presence> {
         Arc::new(Presence {
             user_id: Uuid::from_u128(user),
@@ -500,7 +449,7 @@ mod tests {
         let member = presence(1, 2, "alice");
         let list = messages(&member);
         let (new, old, checks) = with_vm(|ctx, values, names| {
-            let show: Function<'_> = ctx.eval(SHOW).unwrap();
+            let show: Function<'_> = ctx.eval(crate::test_support::SHOW).unwrap();
             let kept = values.presence(ctx, names, &member, None).unwrap();
             let sender = |m: &MatchMessage| {
                 Ok((m.sender.session_id == member.session_id).then(|| kept.clone()))
@@ -534,7 +483,7 @@ mod tests {
     #[test]
     fn presences_of_join_and_leave_carry_the_reason_last() {
         let shown = with_vm(|ctx, values, names| {
-            let show: Function<'_> = ctx.eval(SHOW).unwrap();
+            let show: Function<'_> = ctx.eval(crate::test_support::SHOW).unwrap();
             let object = values
                 .presence(
                     ctx,

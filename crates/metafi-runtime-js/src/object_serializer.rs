@@ -967,22 +967,6 @@ mod tests {
     use super::*;
     use crate::hook_value;
 
-    /// What a script can see of a value: every own property in order with its attributes, the
-    /// prototype, `-0`; and its `JSON.stringify`.
-    const SHOW: &str = r#"(function show(v) {
-        if (v === null || typeof v !== 'object') {
-            return typeof v + ':' + (Object.is(v, -0) ? '-0' : String(v));
-        }
-        var list = Array.isArray(v);
-        var proto = Object.getPrototypeOf(v) === (list ? Array.prototype : Object.prototype);
-        var parts = Object.getOwnPropertyNames(v).map(function (k) {
-            var d = Object.getOwnPropertyDescriptor(v, k);
-            return JSON.stringify(k) + (d.writable ? 'w' : '') + (d.enumerable ? 'e' : '') +
-                (d.configurable ? 'c' : '') + '=' + show(d.value);
-        });
-        return (list ? '[' : '{') + (proto ? '' : '!proto ') + parts.join(',') + (list ? ']' : '}');
-    })"#;
-
     /// `value` built by the old path (`serde_json::to_value`, then the tree's walk) and by this
     /// serializer: the script sees the same; returns `JSON.stringify` of it.
     fn same<T: Serialize>(value: &T) -> String {
@@ -993,7 +977,7 @@ mod tests {
         // inside the context would leave the VM's objects alive when the runtime goes.
         let mut views = Vec::new();
         context.with(|ctx| {
-            let show: Function<'_> = ctx.eval(SHOW).unwrap();
+            let show: Function<'_> = ctx.eval(crate::test_support::SHOW).unwrap();
             let stringify: Function<'_> = ctx.eval("JSON.stringify").unwrap();
             let json = serde_json::to_value(value).unwrap();
             // Twice: the second time every name comes from the cache.
