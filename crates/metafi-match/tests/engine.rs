@@ -68,12 +68,7 @@ fn burst_batched(
     spread_tick_phases: bool,
     tick_batch_window: Duration,
 ) -> (Instant, Vec<Vec<Instant>>, usize) {
-    let mut engine = Engine::new(MatchConfig {
-        executor_threads: 1,
-        spread_tick_phases,
-        tick_batch_window,
-        ..MatchConfig::default()
-    });
+    let mut engine = one_thread(spread_tick_phases, tick_batch_window);
     let created = engine.now();
     let mut ticks = Vec::new();
     for _ in 0..n {
@@ -91,6 +86,16 @@ fn burst_batched(
     engine.run_for(Duration::from_secs(1));
     let ticks = ticks.iter().map(|t| t.lock().clone()).collect();
     (created, ticks, engine.outlet.flushes() - before)
+}
+
+/// An engine with one executor thread, ticks spread or not, and the batch window given.
+fn one_thread(spread_tick_phases: bool, tick_batch_window: Duration) -> Engine {
+    Engine::new(MatchConfig {
+        executor_threads: 1,
+        spread_tick_phases,
+        tick_batch_window,
+        ..MatchConfig::default()
+    })
 }
 
 /// The most ticks run at one instant (the harness steps once per instant, as the executor
@@ -171,12 +176,7 @@ fn ticks_due_close_together_share_one_step() {
 fn a_fast_match_runs_at_most_an_eighth_of_its_interval_early() {
     // 100 ticks a second (10 ms apart) with a 4 ms window: early by 1.25 ms at most, so a
     // second match due 2 ms after the first waits for a step of its own.
-    let mut engine = Engine::new(MatchConfig {
-        executor_threads: 1,
-        spread_tick_phases: false,
-        tick_batch_window: Duration::from_millis(4),
-        ..MatchConfig::default()
-    });
+    let mut engine = one_thread(false, Duration::from_millis(4));
     let (first, first_calls) = ScriptedMatch::new(100, |_, _, _, _| Ok(Flow::Continue));
     engine.create("first", first);
     engine.clock.advance(Duration::from_millis(1));
@@ -209,12 +209,7 @@ fn a_step_that_has_worked_half_a_millisecond_runs_nothing_early() {
     // first tick of 600 µs (a thread near its capacity) does not, and the second runs at its
     // own due instant.
     for (cost, second_runs_early) in [(Duration::ZERO, true), (Duration::from_micros(600), false)] {
-        let mut engine = Engine::new(MatchConfig {
-            executor_threads: 1,
-            spread_tick_phases: false,
-            tick_batch_window: Duration::from_millis(4),
-            ..MatchConfig::default()
-        });
+        let mut engine = one_thread(false, Duration::from_millis(4));
         let clock = engine.clock.clone();
         let (first, first_calls) = ScriptedMatch::new(10, move |_, _, _, _| {
             clock.advance(cost);
