@@ -166,15 +166,17 @@ pub(crate) mod base64_bytes {
         let Some(text) = Option::<std::borrow::Cow<'de, str>>::deserialize(d)? else {
             return Ok(Bytes::new());
         };
-        let engine = if text.contains(['-', '_']) {
+        decode(text.as_bytes()).ok_or_else(|| de::Error::custom("bytes field is not valid base64"))
+    }
+
+    /// The bytes of a base64 text (either alphabet, padded or not); `None` if it is not base64.
+    pub(crate) fn decode(text: &[u8]) -> Option<Bytes> {
+        let engine = if text.iter().any(|b| matches!(b, b'-' | b'_')) {
             &URL_SAFE
         } else {
             &STANDARD
         };
-        engine
-            .decode(text.as_bytes())
-            .map(Bytes::from)
-            .map_err(|_| de::Error::custom("bytes field is not valid base64"))
+        engine.decode(text).map(Bytes::from).ok()
     }
 }
 

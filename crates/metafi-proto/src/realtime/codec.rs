@@ -64,7 +64,11 @@ impl Format {
     /// Decodes an envelope. Unknown fields are ignored, as Nakama does.
     pub fn decode(self, bytes: &[u8]) -> Result<Envelope, DecodeError> {
         match self {
-            Format::Json => serde_json::from_slice(bytes).map_err(DecodeError::Json),
+            // The most frequent message in its plain form by its own reader, else serde.
+            Format::Json => match super::match_data_send_json::parse(bytes) {
+                Some(envelope) => Ok(envelope),
+                None => serde_json::from_slice(bytes).map_err(DecodeError::Json),
+            },
             Format::Protobuf => Envelope::decode(bytes).map_err(DecodeError::Protobuf),
         }
     }

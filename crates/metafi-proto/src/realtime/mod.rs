@@ -10,6 +10,7 @@ mod channel;
 mod codec;
 mod delivery;
 mod envelope;
+mod match_data_send_json;
 mod match_messages;
 mod matchmaker_messages;
 mod misc;
