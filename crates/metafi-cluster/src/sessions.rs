@@ -241,7 +241,11 @@ impl SessionsTask {
     /// A loop of its own, waiting on nothing else: each NATS message wakes it once, and the
     /// wake-up polls no timer and no membership channel (in one `select!` with those, every
     /// message re-registered the task with both).
-    async fn receive_all(self: Arc<Self>, mut incoming: async_nats::Subscriber, local: LocalRouter) {
+    async fn receive_all(
+        self: Arc<Self>,
+        mut incoming: async_nats::Subscriber,
+        local: LocalRouter,
+    ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
         let mut repairs = Repairs::default();
         while let Some(message) = incoming.next().await {

@@ -142,7 +142,12 @@ impl Outbound {
     /// the first call (an empty envelope if its bytes do not decode, logged).
     pub fn envelope(&self) -> &Envelope {
         self.inner.envelope.get_or_init(|| {
-            let bytes = self.inner.protobuf.get().map(Bytes::as_ref).unwrap_or_default();
+            let bytes = self
+                .inner
+                .protobuf
+                .get()
+                .map(Bytes::as_ref)
+                .unwrap_or_default();
             Format::Protobuf.decode(bytes).unwrap_or_else(|error| {
                 tracing::debug!(%error, "an envelope from another node does not decode");
                 Envelope::default()

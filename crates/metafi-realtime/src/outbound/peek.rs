@@ -169,8 +169,11 @@ mod tests {
             assert_eq!(message_name(top.message_tag), envelope.name());
         }
         assert_eq!(
-            peek(&Envelope::new("", Message::ChannelPresenceEvent(Default::default())))
-                .map(|top| top.message_tag),
+            peek(&Envelope::new(
+                "",
+                Message::ChannelPresenceEvent(Default::default())
+            ))
+            .map(|top| top.message_tag),
             Some(CHANNEL_PRESENCE_EVENT)
         );
     }
@@ -184,7 +187,10 @@ mod tests {
             .filter(|name| *name != UNKNOWN)
             .collect();
         assert_eq!(named.len(), 50, "{named:?}");
-        assert_eq!(message_name(CHANNEL_PRESENCE_EVENT), "channel_presence_event");
+        assert_eq!(
+            message_name(CHANNEL_PRESENCE_EVENT),
+            "channel_presence_event"
+        );
         assert_eq!(message_name(MATCH_PRESENCE_EVENT), "match_presence_event");
         assert_eq!(message_name(STATUS_PRESENCE_EVENT), "status_presence_event");
         assert_eq!(message_name(0), "none");
@@ -208,7 +214,10 @@ mod tests {
             top_level(&bytes).map(|top| message_name(top.message_tag)),
             Some("match_data")
         );
-        assert!(top_level(&[0x72, 0x05, 0x00]).is_none(), "a length past the end");
+        assert!(
+            top_level(&[0x72, 0x05, 0x00]).is_none(),
+            "a length past the end"
+        );
         assert!(top_level(&[0x70, 0x01]).is_none(), "a message as a varint");
         assert!(top_level(&[0x0b]).is_none(), "a group wire type");
         assert!(top_level(&[0x00, 0x00]).is_none(), "field number 0");
