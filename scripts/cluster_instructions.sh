@@ -211,7 +211,8 @@ sessions_at_least() {
 bench_connected_at_least() {
   local i connected
   for i in $(seq 1 600); do
-    connected=$(grep -o 'connected [0-9]*' "$2/bench.txt" 2>/dev/null | tail -1 | awk '{print $2}')
+    # (No line yet is no error: awk reads what grep found, or nothing.)
+    connected=$(awk '{ while (match($0, /connected [0-9]+/)) { n = substr($0, RSTART + 10, RLENGTH - 10); $0 = substr($0, RSTART + RLENGTH) } } END { print n + 0 }' "$2/bench.txt" 2>/dev/null || echo 0)
     [ "${connected:-0}" -ge "$1" ] && return 0
     kill -0 "$bench_pid" 2>/dev/null || { cat "$2/bench.txt" >&2; exit 1; }
     sleep 0.5
