@@ -8,6 +8,7 @@ use async_nats::Client;
 use bytes::Bytes;
 use metafi_core::Clock;
 use metafi_match::{Matches, Matchmaking};
+use metafi_proto::realtime::Format;
 use metafi_realtime::{
     LocalRouter, MessageRouter, Outbound, PartyForwarder, Realtime, RealtimeParts, RemoteSessions,
     SessionRegistry, Tracker,
@@ -263,7 +264,7 @@ impl Cluster {
             listings,
             membership.events(),
         )));
-        tasks.extend(
+        tasks.push(tokio::spawn(
             SessionsTask {
                 announcer: announcer.clone(),
                 directory: directory.clone(),
@@ -273,8 +274,8 @@ impl Cluster {
                 peers: membership.peers_view(),
                 digest_interval: config.digest_interval,
             }
-            .spawn(sessions, LocalRouter::new(registry.clone()), events),
-        );
+            .run(sessions, LocalRouter::new(registry.clone()), events),
+        ));
         let router = Arc::new(ClusterRouter::new(
             registry.clone(),
             directory.clone(),
@@ -490,11 +491,10 @@ impl Drop for Cluster {
 }
 
 /// Hands one delivery another node sent to this node's sessions (the sessions task calls it,
-/// in order with that node's announcements: see `SessionsTask::receive_all`), with the delivery class
+/// in order with that node's announcements: see `SessionsTask::run`), with the delivery class
 /// the sending node chose (so a QUIC session here sends it on the path a session there would).
-/// Nothing is encoded again (the protobuf bytes as they came, and the sender's JSON when it
-/// sent it) and nothing decoded but a presence event, whose lists the outboxes merge: the
-/// message's name, for the metrics, is read from its protobuf tag (`Outbound::encoded`).
+/// The envelope is decoded once (for what the outboxes look at), never encoded again: the
+/// protobuf bytes as they came, and the sender's JSON when it sent it.
 pub(crate) fn deliver(local: &LocalRouter, part: &Bytes) {
     let delivery = match decode_delivery(part) {
         Ok(delivery) => delivery,
@@ -503,10 +503,14 @@ pub(crate) fn deliver(local: &LocalRouter, part: &Bytes) {
             return;
         }
     };
-    match Outbound::encoded(delivery.class, delivery.protobuf, delivery.json) {
-        Some(outbound) => {
+    match Format::Protobuf.decode(&delivery.protobuf) {
+        Ok(envelope) => {
+            let outbound =
+                Outbound::received(envelope, delivery.class, delivery.protobuf, delivery.json);
             local.send_to_sessions(&delivery.session_ids, &outbound);
         }
-        None => tracing::debug!("cluster: ignored a delivery that is no envelope"),
+        Err(e) => {
+            tracing::debug!(error = %e, "cluster: ignored a delivery that is no envelope")
+        }
     }
 }

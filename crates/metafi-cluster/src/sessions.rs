@@ -24,7 +24,6 @@ use metafi_realtime::{LocalRouter, Session, SessionListener, SessionRegistry};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use uuid::Uuid;
 
@@ -216,51 +215,29 @@ struct Repairs {
 }
 
 impl SessionsTask {
-    /// Starts the task's two loops: [`SessionsTask::receive_all`] and
-    /// [`SessionsTask::control`].
-    pub(crate) fn spawn(
-        self,
-        incoming: async_nats::Subscriber,
-        local: LocalRouter,
-        events: broadcast::Receiver<MembershipEvent>,
-    ) -> [JoinHandle<()>; 2] {
-        let this = Arc::new(self);
-        [
-            tokio::spawn(this.clone().receive_all(incoming, local)),
-            tokio::spawn(this.control(events)),
-        ]
-    }
-
     /// Applies the other nodes' announcements and hands their deliveries to this node's
     /// sessions (through `local`), both from this node's sessions subject (`incoming`), in the
     /// order each peer made them: a peer queues both for this node on that one subject through
     /// one queue and one connection, and NATS keeps that order. So a join event reaches a
     /// member before the newcomer's first message, and a message sent before a leave before the
     /// leave event, however the peer batched them.
-    ///
-    /// A loop of its own, waiting on nothing else: each NATS message wakes it once, and the
-    /// wake-up polls no timer and no membership channel (in one `select!` with those, every
-    /// message re-registered the task with both).
-    async fn receive_all(
-        self: Arc<Self>,
+    pub(crate) async fn run(
+        self,
         mut incoming: async_nats::Subscriber,
         local: LocalRouter,
+        mut events: broadcast::Receiver<MembershipEvent>,
     ) {
         let mut nodes: HashMap<String, Arc<str>> = HashMap::new();
         let mut repairs = Repairs::default();
-        while let Some(message) = incoming.next().await {
-            self.receive(&message.payload, &local, &mut nodes, &mut repairs);
-        }
-    }
-
-    /// Publishes this node's digest every digest interval, sends its snapshots to a new peer
-    /// (and to every peer when it missed membership events), and forgets a peer that is gone.
-    async fn control(self: Arc<Self>, mut events: broadcast::Receiver<MembershipEvent>) {
         let mut digest =
             tokio::time::interval_at(Instant::now() + self.digest_interval, self.digest_interval);
         digest.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                message = incoming.next() => {
+                    let Some(message) = message else { break };
+                    self.receive(&message.payload, &local, &mut nodes, &mut repairs);
+                }
                 _ = digest.tick() => self.tracker.publish_digest(),
                 event = events.recv() => match event {
                     Ok(MembershipEvent::Joined { node }) => {

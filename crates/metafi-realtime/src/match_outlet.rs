@@ -55,7 +55,7 @@ impl MatchOutlet {
                 &mut elsewhere,
             );
         });
-        crate::metrics::message_sent(outbound.name(), delivered);
+        crate::metrics::message_sent(outbound.envelope().name(), delivered);
         // Sessions that ended here are in no directory; the others are another node's.
         elsewhere.retain(|id| self.router.is_remote_session(*id));
         if !elsewhere.is_empty() {

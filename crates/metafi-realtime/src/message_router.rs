@@ -47,7 +47,7 @@ impl MessageRouter for LocalRouter {
                 delivered += 1;
             }
         });
-        metrics::message_sent(outbound.name(), delivered as u64);
+        metrics::message_sent(outbound.envelope().name(), delivered as u64);
         delivered
     }
 

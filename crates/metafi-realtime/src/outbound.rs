@@ -12,10 +12,6 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use metafi_proto::realtime::{DeliveryClass, Envelope, Format, Message, UserPresence};
 
-use crate::outbound::peek::{CHANNEL_PRESENCE_EVENT, MATCH_PRESENCE_EVENT, STATUS_PRESENCE_EVENT};
-
-mod peek;
-
 /// A pushed envelope (a broadcast, an event). Each format's bytes are made the first time a
 /// recipient of that format needs them, then shared (`Bytes` clones are reference counts).
 /// Cloning an `Outbound` is a reference count too: an outbox keeps a presence event as an
@@ -27,13 +23,7 @@ pub struct Outbound {
 
 #[derive(Debug)]
 struct Inner {
-    /// The message's name (`Envelope::name`), for the per-message metrics.
-    name: &'static str,
-    /// Set at once for an envelope made on this node; for one that arrived encoded from
-    /// another node ([`Outbound::encoded`]) decoded from `protobuf` only if something asks
-    /// for it — nothing on the way to a socket does, but for presence events, whose merge key
-    /// and lists are read, and which are decoded on arrival.
-    envelope: OnceLock<Envelope>,
+    envelope: Envelope,
     /// How transports that can tell classes apart (QUIC) deliver it.
     class: DeliveryClass,
     /// Set for presence events on the default stream: which queued events it may merge with.
@@ -69,8 +59,7 @@ impl Outbound {
         };
         Outbound {
             inner: Arc::new(Inner {
-                name: envelope.name(),
-                envelope: OnceLock::from(envelope),
+                envelope,
                 class,
                 merge,
                 json: OnceLock::new(),
@@ -99,71 +88,8 @@ impl Outbound {
         outbound
     }
 
-    /// An envelope that arrived as protobuf bytes from another node of a cluster, with the
-    /// JSON the sending node made of it if it made any, delivered as `class` says: neither
-    /// format is encoded again here, and the protobuf is not decoded either unless the
-    /// outboxes need what it holds (a presence event's merge key and lists) — a message's
-    /// name, which the metrics need, is read from its protobuf tag. `None` for bytes that are
-    /// not a protobuf envelope (a presence event that does not decode; anything else whose
-    /// top-level fields do not parse).
-    ///
-    /// The bytes must be the encoding the sending node made of an envelope (the nodes of a
-    /// cluster run one MetaFi version): a message whose inner fields were damaged in transit
-    /// would reach clients as it came (NATS checks nothing, but TCP does).
-    pub fn encoded(class: DeliveryClass, protobuf: Bytes, json: Option<Bytes>) -> Option<Outbound> {
-        let top = peek::top_level(&protobuf)?;
-        let mergeable = top.cid_is_empty && class == DeliveryClass::default_stream();
-        if mergeable
-            && matches!(
-                top.message_tag,
-                CHANNEL_PRESENCE_EVENT | STATUS_PRESENCE_EVENT | MATCH_PRESENCE_EVENT
-            )
-        {
-            let envelope = Format::Protobuf.decode(&protobuf).ok()?;
-            return Some(Outbound::received(envelope, class, protobuf, json));
-        }
-        let outbound = Outbound {
-            inner: Arc::new(Inner {
-                name: peek::message_name(top.message_tag),
-                envelope: OnceLock::new(),
-                class,
-                merge: None,
-                json: OnceLock::new(),
-                protobuf: OnceLock::from(protobuf),
-            }),
-        };
-        if let Some(json) = json {
-            let _ = outbound.inner.json.set(json);
-        }
-        Some(outbound)
-    }
-
-    /// The envelope. For one that arrived encoded ([`Outbound::encoded`]) it is decoded on
-    /// the first call (an empty envelope if its bytes do not decode, logged).
     pub fn envelope(&self) -> &Envelope {
-        self.inner.envelope.get_or_init(|| {
-            let bytes = self
-                .inner
-                .protobuf
-                .get()
-                .map(Bytes::as_ref)
-                .unwrap_or_default();
-            Format::Protobuf.decode(bytes).unwrap_or_else(|error| {
-                tracing::debug!(%error, "an envelope from another node does not decode");
-                Envelope::default()
-            })
-        })
-    }
-
-    /// The message's name, as [`Envelope::name`] gives it (known without decoding an envelope
-    /// that arrived encoded).
-    pub fn name(&self) -> &'static str {
-        self.inner.name
-    }
-
-    /// Whether the envelope is at hand decoded (for tests of the decode-when-needed rule).
-    pub fn is_decoded(&self) -> bool {
-        self.inner.envelope.get().is_some()
+        &self.inner.envelope
     }
 
     pub fn class(&self) -> &DeliveryClass {
@@ -181,7 +107,7 @@ impl Outbound {
             Format::Json => &self.inner.json,
             Format::Protobuf => &self.inner.protobuf,
         };
-        cell.get_or_init(|| Bytes::from(format.encode(self.envelope())))
+        cell.get_or_init(|| Bytes::from(format.encode(&self.inner.envelope)))
             .clone()
     }
 
@@ -196,7 +122,7 @@ impl Outbound {
     /// The session ids of the presences this event lists (joins and leaves), for the outbox's
     /// rule that one merged event never names a session twice.
     pub(crate) fn presence_session_ids(&self) -> impl Iterator<Item = &str> {
-        let (joins, leaves) = presence_slices(self.envelope());
+        let (joins, leaves) = presence_slices(&self.inner.envelope);
         joins
             .iter()
             .chain(leaves)
@@ -250,105 +176,5 @@ fn presence_slices(envelope: &Envelope) -> (&[UserPresence], &[UserPresence]) {
         Some(Message::StatusPresenceEvent(e)) => (&e.joins, &e.leaves),
         Some(Message::MatchPresenceEvent(e)) => (&e.joins, &e.leaves),
         _ => (&[], &[]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use metafi_proto::realtime::{MatchData, MatchPresenceEvent};
-
-    use super::*;
-
-    fn match_data() -> Envelope {
-        Envelope::new(
-            "",
-            Message::MatchData(MatchData {
-                match_id: "m.n1".into(),
-                op_code: 1,
-                data: Bytes::from_static(b"hello"),
-                ..Default::default()
-            }),
-        )
-    }
-
-    #[test]
-    fn match_data_from_another_node_goes_out_as_it_came_without_being_decoded() {
-        let made_there = Outbound::with_class(match_data(), DeliveryClass::latest("m.n1/s/pos"));
-        let protobuf = made_there.bytes(Format::Protobuf);
-        let json = made_there.bytes(Format::Json);
-        let here = Outbound::encoded(
-            made_there.class().clone(),
-            protobuf.clone(),
-            Some(json.clone()),
-        )
-        .expect("an envelope");
-        assert_eq!(here.name(), "match_data");
-        assert_eq!(here.class(), made_there.class());
-        assert_eq!(here.merge_key(), None);
-        assert_eq!(here.bytes(Format::Protobuf), protobuf);
-        assert_eq!(here.bytes(Format::Json), json);
-        assert!(!here.is_decoded(), "decoded though nothing needed it");
-        // Asked for, it is there.
-        assert_eq!(here.envelope(), made_there.envelope());
-
-        // Without the sender's JSON, the JSON is made here from the protobuf.
-        let here = Outbound::encoded(DeliveryClass::default_stream(), protobuf, None)
-            .expect("an envelope");
-        assert_eq!(here.bytes(Format::Json), json);
-    }
-
-    #[test]
-    fn a_presence_event_from_another_node_merges_as_one_made_here() {
-        let event = Envelope::new(
-            "",
-            Message::MatchPresenceEvent(MatchPresenceEvent {
-                match_id: "m.n2".into(),
-                joins: vec![UserPresence {
-                    session_id: "s1".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-        );
-        let made_there = Outbound::new(event);
-        let here = Outbound::encoded(
-            DeliveryClass::default_stream(),
-            made_there.bytes(Format::Protobuf),
-            None,
-        )
-        .expect("an envelope");
-        assert_eq!(here.merge_key(), Some(&MergeKey::Match("m.n2".into())));
-        assert_eq!(here.merge_key(), made_there.merge_key());
-        assert_eq!(here.name(), "match_presence_event");
-        assert_eq!(here.presence_session_ids().collect::<Vec<_>>(), ["s1"]);
-        // Sent on a lane of its own it merges with nothing, as on its own node.
-        let on_a_lane = Outbound::encoded(
-            DeliveryClass::ordered("talk"),
-            made_there.bytes(Format::Protobuf),
-            None,
-        )
-        .expect("an envelope");
-        assert_eq!(on_a_lane.merge_key(), None);
-    }
-
-    #[test]
-    fn bytes_that_are_no_envelope_are_refused() {
-        let class = DeliveryClass::default_stream;
-        assert!(Outbound::encoded(class(), Bytes::from_static(&[0x72, 0x09, 1]), None).is_none());
-        // A presence event is decoded on arrival, so one whose fields are damaged is refused.
-        let event = Outbound::new(Envelope::new(
-            "",
-            Message::MatchPresenceEvent(MatchPresenceEvent {
-                match_id: "m.n2".into(),
-                ..Default::default()
-            }),
-        ))
-        .bytes(Format::Protobuf);
-        let mut damaged = event.to_vec();
-        damaged[3] = 0xff;
-        assert!(Outbound::encoded(class(), Bytes::from(damaged), None).is_none());
-        // An empty payload is an empty envelope, as a decoder reads it.
-        let empty = Outbound::encoded(class(), Bytes::new(), None).expect("an envelope");
-        assert_eq!(empty.name(), "none");
     }
 }
