@@ -25,7 +25,9 @@
 # WORKLOAD=ccu counts held sockets (`metafi-bench ccu`: each user signs up by device, opens the
 # socket and holds it): an IDLE-second window with no user (what the nodes cost with time
 # alone), then the PLAYERS sign-ins and connects (counted until the last socket is open, plus
-# 5 s), then LONG seconds of holding them all. Printed: instructions per sign-in and connect,
+# 5 s; the wait reads the bench's progress, not the nodes), then LONG seconds of holding them
+# all. Printed: instructions per sign-in and connect, also without PostgreSQL's SCRAM
+# authentication of the pool's new connections (how many the pool opens depends on the pace),
 # and per socket and second held over the idle rate, both nodes summed.
 #
 # NATS batching depends on timing, and valgrind changes the timing: the count is for this
@@ -202,6 +204,23 @@ sessions_at_least() {
   exit 1
 }
 
+# bench_connected_at_least N DIR: waits (up to 300 s) until the bench reports N sockets
+# connected (its progress line, every 5 s). Read from the bench's output, not from the nodes'
+# /metrics: a read renders every series, and reads every 0.5 s during the counted connect
+# window were ≈ 100,000 instructions per sign-in, more in the cluster (it has more series).
+bench_connected_at_least() {
+  local i connected
+  for i in $(seq 1 600); do
+    # (No line yet is no error: awk reads what grep found, or nothing.)
+    connected=$(awk '{ while (match($0, /connected [0-9]+/)) { n = substr($0, RSTART + 10, RLENGTH - 10); $0 = substr($0, RSTART + RLENGTH) } } END { print n + 0 }' "$2/bench.txt" 2>/dev/null || echo 0)
+    [ "${connected:-0}" -ge "$1" ] && return 0
+    kill -0 "$bench_pid" 2>/dev/null || { cat "$2/bench.txt" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "cluster_instructions: the bench did not connect $1 sockets in 300 s" >&2
+  exit 1
+}
+
 # report DIR NAME: each window's instructions against its counters.
 report() {
   python3 - "$1" "$2" "$workload" <<'EOF' | tee -a "$out/summary.txt"
@@ -223,6 +242,24 @@ def crossed(previous, run):
     kinds = ("deliver", "cast", "sessions", "heartbeat", "call", "matches")
     sent = {k: marks[run][k] - marks[previous][k] for k in kinds}
     return "sent over NATS: " + (", ".join(f"{k} {n:,}" for k, n in sent.items() if n) or "none")
+def scram(run):
+    # PostgreSQL's SCRAM-SHA-256 authentication of each new connection of the database pool
+    # (4,096 rounds of HMAC-SHA-256, ≈ 12 million instructions a connection): how many
+    # connections the pool opens while sign-ins overlap depends on the nodes' pace, not on
+    # the layout, and it was 60-75 % of a sign-in's count.
+    import subprocess
+    total = 0
+    for path in glob.glob(f"{dir}/callgrind.n*.*"):
+        text = open(path, errors="replace").read()
+        if not re.search(rf"^desc: Trigger: dump {run}$", text, re.M):
+            continue
+        out = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", path],
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.*)$", line)
+            if m and not m.group(2).startswith("PROGRAM TOTALS") and re.search(r"sha2::|hmac::|digest::|sasl|pbkdf2", m.group(2)):
+                total += int(m.group(1).replace(",", ""))
+    return total
 def nodes(per_node):
     return ", ".join(f"{n} {ir:,}" for n, ir in sorted(per_node.items()))
 if workload == "match":
@@ -251,6 +288,10 @@ else:
           f"{seconds['connect']:.1f} s: {connect / sockets:,.0f} per sign-in and connect "
           f"({(connect - rate * seconds['connect']) / sockets:,.0f} over the idle rate); "
           f"{crossed('idle', 'connect')}")
+    pg = scram("connect")
+    print(f"{name} connect without PostgreSQL's connection set-up (SCRAM, {pg / sockets:,.0f} per sign-in): "
+          f"{(connect - pg) / sockets:,.0f} per sign-in and connect "
+          f"({(connect - pg - rate * seconds['connect']) / sockets:,.0f} over the idle rate)")
     held = (hold - rate * seconds["hold"]) / (sockets * seconds["hold"])
     print(f"{name} hold: {hold:,} instructions in {seconds['hold']:.1f} s with {sockets:,} sockets: "
           f"{held:,.0f} per socket and second over the idle rate; {crossed('connect', 'hold')}")
@@ -275,7 +316,7 @@ for r in $(seq 1 "$repeats"); do
       "$bench" ccu --phase "$(((players + 19) / 20)):20s" --phase 0:3600s --hold 3600s --timeout 60s \
         --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
       bench_pid=$!
-      sessions_at_least "$(( (players + 19) / 20 * 20 ))" "$dir"
+      bench_connected_at_least "$(( (players + 19) / 20 * 20 ))" "$dir"
       window "$dir" connect 5
       window "$dir" hold "$long"
       stop_nodes
