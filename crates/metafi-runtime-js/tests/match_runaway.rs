@@ -15,10 +15,9 @@ use metafi_match::{
     Executor, HandlerError, MatchConfig, MatchContext, MatchHandler, MatchSpec, Matches, Params,
     SystemMonotonic,
 };
-use metafi_runtime::{EngineFactory, MatchVms, VmLimits, VmSetup};
+use metafi_runtime::{EngineFactory, MatchVms, VmSetup};
 use metafi_runtime_js::JsEngine;
 use parking_lot::Mutex;
-use support::fixture;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// Generous bound on waiting for an outcome: only a hang guard, never a timing assertion.
@@ -78,18 +77,7 @@ impl Drop for Arena {
 impl Arena {
     async fn start() -> Arena {
         let dir = tempfile::tempdir().unwrap();
-        let modules =
-            metafi_runtime::modules::discover(&fixture("match_runaway"), &["js"]).unwrap();
-        let setup = VmSetup {
-            modules: Arc::from(modules),
-            nk: support::nk(dir.path()).await,
-            limits: VmLimits {
-                call_timeout: Duration::from_secs(5),
-                memory_limit_bytes: 32 << 20,
-                load_timeout: Duration::from_secs(5),
-            },
-            index: 0,
-        };
+        let setup = support::vm_setup("match_runaway", dir.path()).await;
         let mut config = MatchConfig {
             executor_threads: 1,
             handler_budget: Duration::from_millis(100),

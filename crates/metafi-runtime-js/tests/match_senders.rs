@@ -18,10 +18,9 @@ use metafi_match::{
     Executor, HandlerError, JoinOutcome, MatchConfig, MatchContext, MatchHandler, MatchSpec,
     Matches, OutgoingData, Outlet, Params, PresenceEvent, SystemMonotonic,
 };
-use metafi_runtime::{EngineFactory, VmLimits, VmSetup};
+use metafi_runtime::EngineFactory;
 use metafi_runtime_js::JsEngine;
 use parking_lot::Mutex;
-use support::fixture;
 use uuid::Uuid;
 
 /// Only a hang guard, never a timing assertion.
@@ -55,17 +54,7 @@ impl Outlet for Senders {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_members_sender_object_is_the_member_and_a_built_one_is_read_by_its_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let modules = metafi_runtime::modules::discover(&fixture("match_senders"), &["js"]).unwrap();
-    let setup = VmSetup {
-        modules: Arc::from(modules),
-        nk: support::nk(dir.path()).await,
-        limits: VmLimits {
-            call_timeout: Duration::from_secs(5),
-            memory_limit_bytes: 32 << 20,
-            load_timeout: Duration::from_secs(5),
-        },
-        index: 0,
-    };
+    let setup = support::vm_setup("match_senders", dir.path()).await;
     let outlet = Arc::new(Senders::default());
     let (matches, seeds) = Matches::new(
         MatchConfig {

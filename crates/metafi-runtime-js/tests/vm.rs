@@ -14,7 +14,6 @@ use metafi_runtime::{
     CallContext, EngineFactory, ExecutionMode, Registered, RpcCall, ScriptError, VmLimits, VmSetup,
 };
 use metafi_runtime_js::JsEngine;
-use support::fixture;
 
 fn call(id: &str, payload: &str, budget: Duration) -> RpcCall {
     RpcCall {
@@ -44,17 +43,7 @@ fn on_vm_thread(test: impl AsyncFnOnce()) {
 fn a_vm_registers_rpcs_and_match_handlers_serves_calls_and_drops_cleanly() {
     on_vm_thread(async || {
         let dir = tempfile::tempdir().unwrap();
-        let modules = metafi_runtime::modules::discover(&fixture("api"), &["js"]).unwrap();
-        let setup = VmSetup {
-            modules: Arc::from(modules),
-            nk: support::nk(dir.path()).await,
-            limits: VmLimits {
-                call_timeout: Duration::from_secs(5),
-                memory_limit_bytes: 32 << 20,
-                load_timeout: Duration::from_secs(5),
-            },
-            index: 0,
-        };
+        let setup = support::vm_setup("api", dir.path()).await;
         let engine = JsEngine::new();
         let vm = engine.create_vm(setup).await.unwrap();
 

@@ -12,6 +12,7 @@ use metafi_core::{CoreError, Objects, RpcContext, RpcDispatch, RpcUser, SystemCl
 use metafi_runtime::testing;
 use metafi_runtime::{
     EngineFactory, Nk, PoolConfig, Runtime, RuntimeBuilder, RuntimeConfig, RuntimeServices,
+    VmLimits, VmSetup,
 };
 use metafi_runtime_js::JsEngine;
 use metafi_storage::Storage;
@@ -138,6 +139,22 @@ pub async fn nk(dir: &Path) -> Nk {
         Arc::from("test-node"),
         Arc::new(env()),
     )
+}
+
+/// A VM set-up for tests that drive one VM directly: the modules of the fixture `name`, an
+/// `nk` over a fresh store in `dir`, 5 s per call and per load, 32 MiB.
+pub async fn vm_setup(name: &str, dir: &Path) -> VmSetup {
+    let modules = metafi_runtime::modules::discover(&fixture(name), &["js"]).unwrap();
+    VmSetup {
+        modules: Arc::from(modules),
+        nk: nk(dir).await,
+        limits: VmLimits {
+            call_timeout: Duration::from_secs(5),
+            memory_limit_bytes: 32 << 20,
+            load_timeout: Duration::from_secs(5),
+        },
+        index: 0,
+    }
 }
 
 impl Harness {
