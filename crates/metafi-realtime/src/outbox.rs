@@ -231,12 +231,6 @@ impl Outbox {
         self.push_outbound_at(outbound, clock_ms())
     }
 
-    /// [`Outbox::push_outbound_quiet`] at `now` ([`clock_ms`]), for a caller queuing one
-    /// message to many outboxes, which reads the clock once.
-    pub(crate) fn push_outbound_quiet_at(&self, outbound: &Outbound, now: u32) -> Pushed {
-        self.push_outbound_at(outbound, now)
-    }
-
     /// Queues a shared envelope and wakes the writer.
     pub fn push_outbound(&self, outbound: &Outbound) -> Pushed {
         let pushed = self.push_outbound_quiet(outbound);
@@ -424,7 +418,9 @@ impl Outbox {
         }
     }
 
-    fn push_outbound_at(&self, outbound: &Outbound, now: u32) -> Pushed {
+    /// Queues a shared envelope at `now` ([`clock_ms`]) without waking the writer; a caller
+    /// queuing one message to many outboxes reads the clock once.
+    pub(crate) fn push_outbound_at(&self, outbound: &Outbound, now: u32) -> Pushed {
         let Some(key) = outbound.merge_key() else {
             return self.push_item_at(
                 Item::Frame(outbound.bytes(self.format), outbound.class().clone()),

@@ -221,15 +221,13 @@ impl Session {
     /// Like [`Session::send_outbound`] without waking the transport's writer; the caller wakes
     /// it with [`Session::wake_writer`] after queuing a batch (see [`Outbox::push_quiet`]).
     pub fn send_outbound_quiet(&self, outbound: &Outbound) -> Pushed {
-        let pushed = self.outbox.push_outbound_quiet(outbound);
-        self.note_overflow(pushed);
-        pushed
+        self.send_outbound_quiet_at(outbound, crate::outbox::clock_ms())
     }
 
     /// [`Session::send_outbound_quiet`] at `now` on the outboxes' clock
     /// (`outbox::clock_ms`), read once by a caller queuing one message for many sessions.
     pub(crate) fn send_outbound_quiet_at(&self, outbound: &Outbound, now: u32) -> Pushed {
-        let pushed = self.outbox.push_outbound_quiet_at(outbound, now);
+        let pushed = self.outbox.push_outbound_at(outbound, now);
         self.note_overflow(pushed);
         pushed
     }
