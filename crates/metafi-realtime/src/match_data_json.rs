@@ -38,7 +38,9 @@ pub(crate) fn encode(envelope: &Envelope) -> Option<Vec<u8>> {
         object.key(b"op_code");
         // An int64 is a string in protobuf JSON.
         object.out.push(b'"');
-        integer(object.out, data.op_code);
+        object
+            .out
+            .extend_from_slice(itoa::Buffer::new().format(data.op_code).as_bytes());
         object.out.push(b'"');
     }
     if !data.data.is_empty() {
@@ -119,25 +121,6 @@ fn string(out: &mut Vec<u8>, text: &str) {
         // Invariant: serializing a `str` into a `Vec` cannot fail.
         serde_json::to_writer(&mut *out, text).expect("a string always serializes to JSON");
     }
-}
-
-/// `n` in decimal.
-fn integer(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// An upper bound of the encoded size when no string needs escaping (else the buffer grows).
