@@ -80,10 +80,8 @@ pub(crate) fn view(ctx: &Ctx<'_>, value: qjs::JSValue) -> View {
                 Some(bytes) => View::Bytes(bytes.to_vec()),
                 // QuickJS checked the view's bounds above; kept as its error, not a panic.
                 None => {
-                    qjs::JS_FreeValue(
-                        raw,
-                        qjs::JS_ThrowRangeError(raw, c"typed array outside its buffer".as_ptr()),
-                    );
+                    // Leaves the error pending (`JS_EXCEPTION`, returned, holds nothing).
+                    qjs::JS_ThrowRangeError(raw, c"typed array outside its buffer".as_ptr());
                     View::OutOfBounds
                 }
             }
