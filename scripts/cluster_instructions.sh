@@ -192,33 +192,34 @@ window() {
   for pid in "${pids[@]}"; do callgrind_control -d "$name" "$pid" >/dev/null; done
 }
 
-# sessions_at_least N DIR: waits (up to 300 s) until both nodes hold N sockets together.
-sessions_at_least() {
-  local i
+# wait_for DIR WHAT CONDITION...: waits (up to 300 s) until the command CONDITION succeeds;
+# the bench ending first, or the time running out, ends the script (WHAT names it).
+wait_for() {
+  local dir=$1 what=$2 i
+  shift 2
   for i in $(seq 1 600); do
-    [ "$(metric '^metafi_realtime_sessions ')" -ge "$1" ] && return 0
-    kill -0 "$bench_pid" 2>/dev/null || { cat "$2/bench.txt" >&2; exit 1; }
+    "$@" && return 0
+    kill -0 "$bench_pid" 2>/dev/null || { cat "$dir/bench.txt" >&2; exit 1; }
     sleep 0.5
   done
-  echo "cluster_instructions: not all $1 sockets open in 300 s" >&2
+  echo "cluster_instructions: $what in 300 s" >&2
   exit 1
 }
 
-# bench_connected_at_least N DIR: waits (up to 300 s) until the bench reports N sockets
-# connected (its progress line, every 5 s). Read from the bench's output, not from the nodes'
-# /metrics: a read renders every series, and reads every 0.5 s during the counted connect
-# window were ≈ 100,000 instructions per sign-in, more in the cluster (it has more series).
-bench_connected_at_least() {
-  local i connected
-  for i in $(seq 1 600); do
-    # (No line yet is no error: awk reads what grep found, or nothing.)
-    connected=$(awk '{ while (match($0, /connected [0-9]+/)) { n = substr($0, RSTART + 10, RLENGTH - 10); $0 = substr($0, RSTART + RLENGTH) } } END { print n + 0 }' "$2/bench.txt" 2>/dev/null || echo 0)
-    [ "${connected:-0}" -ge "$1" ] && return 0
-    kill -0 "$bench_pid" 2>/dev/null || { cat "$2/bench.txt" >&2; exit 1; }
-    sleep 0.5
-  done
-  echo "cluster_instructions: the bench did not connect $1 sockets in 300 s" >&2
-  exit 1
+# nodes_hold N: both nodes hold N sockets together (their /metrics).
+nodes_hold() {
+  [ "$(metric '^metafi_realtime_sessions ')" -ge "$1" ]
+}
+
+# bench_connected N DIR: the bench reports N sockets connected (its progress line, every 5 s).
+# Read from the bench's output, not from the nodes' /metrics: a read renders every series, and
+# reads every 0.5 s during the counted connect window were ≈ 100,000 instructions per sign-in,
+# more in the cluster (it has more series).
+bench_connected() {
+  local connected
+  # (No line yet is no error: awk reads what grep found, or nothing.)
+  connected=$(awk '{ while (match($0, /connected [0-9]+/)) { n = substr($0, RSTART + 10, RLENGTH - 10); $0 = substr($0, RSTART + RLENGTH) } } END { print n + 0 }' "$2/bench.txt" 2>/dev/null || echo 0)
+  [ "${connected:-0}" -ge "$1" ]
 }
 
 # report DIR NAME: each window's instructions against its counters.
@@ -316,7 +317,8 @@ for r in $(seq 1 "$repeats"); do
       "$bench" ccu --phase "$(((players + 19) / 20)):20s" --phase 0:3600s --hold 3600s --timeout 60s \
         --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
       bench_pid=$!
-      bench_connected_at_least "$(( (players + 19) / 20 * 20 ))" "$dir"
+      connect=$(( (players + 19) / 20 * 20 ))
+      wait_for "$dir" "the bench did not connect $connect sockets" bench_connected "$connect" "$dir"
       window "$dir" connect 5
       window "$dir" hold "$long"
       stop_nodes
@@ -332,7 +334,7 @@ for r in $(seq 1 "$repeats"); do
       --interval "$interval" --timeout 60s --setup-concurrency 8 --cross-node "$share" \
       --server "$servers" --out "$dir/bench" >"$dir/bench.txt" 2>&1 &
     bench_pid=$!
-    sessions_at_least "$players" "$dir"
+    wait_for "$dir" "not all $players sockets open" nodes_hold "$players"
     # The last players' joins and first messages.
     sleep 10
     echo "start $(date +%s.%N) $(marks)" >"$dir/marks.txt"
